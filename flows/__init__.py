@@ -1,0 +1,1 @@
+"""Runnable flows: ``python -m bytewax.run flows.orders``."""

@@ -1,0 +1,42 @@
+"""thalweg-bytewax: Kafka topics and files into trustworthy tables on Bytewax.
+
+Core building blocks live here (record model, metadata columns, codecs, contracts);
+Bytewax inputs and outputs live in :mod:`thalweg_bytewax.connectors`, operators in
+:mod:`thalweg_bytewax.operators`. Importing this package loads no optional client.
+"""
+
+from __future__ import annotations
+
+from thalweg_bytewax.errors import (
+    ConfigError,
+    DecodeError,
+    MissingDependencyError,
+    SchemaError,
+    SinkError,
+    SinkTerminalError,
+    SinkTransientError,
+    SourceError,
+    ThalwegError,
+)
+from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataColumns, MetadataPolicy
+from thalweg_bytewax.record import Locator, RawRecord
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_PREFIX",
+    "ConfigError",
+    "DecodeError",
+    "Locator",
+    "MetadataColumns",
+    "MetadataPolicy",
+    "MissingDependencyError",
+    "RawRecord",
+    "SchemaError",
+    "SinkError",
+    "SinkTerminalError",
+    "SinkTransientError",
+    "SourceError",
+    "ThalwegError",
+    "__version__",
+]

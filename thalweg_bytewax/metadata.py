@@ -1,0 +1,290 @@
+"""The canonical ``_twg_`` metadata columns, the metadata policy and the record id.
+
+Source-provided columns are named ``<prefix>source_*`` and form one transport-neutral
+superset (a column is null where a transport does not supply it). Columns that
+thalweg-bytewax stamps itself carry no ``source`` infix: ``<prefix>ingest_ts``,
+``<prefix>record_id`` and ``<prefix>emit_ts``. The prefix is configurable (default
+``_twg_``) and must not change once a target exists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import struct
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import cached_property
+
+import pyarrow as pa
+
+from thalweg_bytewax.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_PREFIX",
+    "RECORD_ID_BYTES",
+    "MetadataColumns",
+    "MetadataPolicy",
+    "record_id",
+    "record_ids",
+]
+
+DEFAULT_PREFIX = "_twg_"
+"""The default metadata column prefix."""
+
+RECORD_ID_BYTES = 16
+"""Width of ``_twg_record_id`` (a 128-bit BLAKE2b digest)."""
+
+_PREFIX_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,30}$")
+# Personalisation makes the digest specific to this use and versioned: changing the
+# record-id recipe means a new person string, never a silent change of ids.
+_RECORD_ID_PERSON = b"twg-record-id-v1"
+_HEADER_TYPE = pa.list_(
+    pa.struct([pa.field("key", pa.string(), nullable=False), pa.field("value", pa.binary())])
+)
+_UTC_MS = pa.timestamp("ms", tz="UTC")
+_UTC_US = pa.timestamp("us", tz="UTC")
+
+
+class MetadataPolicy(StrEnum):
+    """Which metadata columns a decoded lane keeps next to the payload columns.
+
+    The raw lane always carries the full set; the policy governs decoded lanes only.
+    """
+
+    NONE = "none"
+    """Payload columns only."""
+    LOCATOR = "locator"
+    """Topic, partition, offset and record id: enough to trace and deduplicate."""
+    ALL = "all"
+    """Every metadata column except the raw key and value bytes."""
+
+
+@dataclass(frozen=True)
+class MetadataColumns:
+    """The metadata column names under one prefix, and the raw-lane Arrow schema.
+
+    Args:
+        prefix: The reserved column prefix. Letters, digits and underscores, starting
+            with a letter or underscore, at most 31 characters.
+
+    Raises:
+        ConfigError: When the prefix is not a safe identifier.
+    """
+
+    prefix: str = DEFAULT_PREFIX
+
+    def __post_init__(self) -> None:
+        if not _PREFIX_PATTERN.match(self.prefix):
+            msg = (
+                f"metadata prefix: expected letters, digits and underscores starting with a "
+                f"letter or underscore (at most 31 characters); got {self.prefix!r}"
+            )
+            raise ConfigError(msg)
+
+    # Source-provided (transport-neutral superset).
+    @property
+    def source_cluster(self) -> str:
+        """Cluster id where the transport reports one."""
+        return f"{self.prefix}source_cluster"
+
+    @property
+    def source_topic(self) -> str:
+        """Topic (file sources: the file path)."""
+        return f"{self.prefix}source_topic"
+
+    @property
+    def source_partition(self) -> str:
+        """Partition number."""
+        return f"{self.prefix}source_partition"
+
+    @property
+    def source_offset(self) -> str:
+        """Kafka offset (file sources: the row index)."""
+        return f"{self.prefix}source_offset"
+
+    @property
+    def source_leader_epoch(self) -> str:
+        """Leader epoch of the fetched record, where known."""
+        return f"{self.prefix}source_leader_epoch"
+
+    @property
+    def source_key(self) -> str:
+        """Record key bytes; null and empty are distinct."""
+        return f"{self.prefix}source_key"
+
+    @property
+    def source_value(self) -> str:
+        """Payload bytes with any envelope intact; null is a tombstone."""
+        return f"{self.prefix}source_value"
+
+    @property
+    def source_timestamp(self) -> str:
+        """The record timestamp (UTC, milliseconds)."""
+        return f"{self.prefix}source_timestamp"
+
+    @property
+    def source_timestamp_type(self) -> str:
+        """``CreateTime``, ``LogAppendTime`` or ``NotAvailable``."""
+        return f"{self.prefix}source_timestamp_type"
+
+    @property
+    def source_headers(self) -> str:
+        """Ordered headers; duplicate keys and null values kept."""
+        return f"{self.prefix}source_headers"
+
+    @property
+    def source_producer_id(self) -> str:
+        """Producer id of the record batch, where the client exposes it."""
+        return f"{self.prefix}source_producer_id"
+
+    @property
+    def source_producer_epoch(self) -> str:
+        """Producer epoch of the record batch, where the client exposes it."""
+        return f"{self.prefix}source_producer_epoch"
+
+    @property
+    def source_base_sequence(self) -> str:
+        """Base sequence of the record batch, where the client exposes it."""
+        return f"{self.prefix}source_base_sequence"
+
+    # Thalweg-stamped.
+    @property
+    def ingest_ts(self) -> str:
+        """When the source read the record."""
+        return f"{self.prefix}ingest_ts"
+
+    @property
+    def record_id(self) -> str:
+        """Deterministic 128-bit id of the record (see :func:`record_id`)."""
+        return f"{self.prefix}record_id"
+
+    @property
+    def emit_ts(self) -> str:
+        """When a sink wrote the record."""
+        return f"{self.prefix}emit_ts"
+
+    @cached_property
+    def raw_schema(self) -> pa.Schema:
+        """The Arrow schema of a RawBatch: the full column set, in canonical order."""
+        p = self.prefix
+        return pa.schema(
+            [
+                pa.field(self.source_cluster, pa.string()),
+                pa.field(self.source_topic, pa.string(), nullable=False),
+                pa.field(self.source_partition, pa.int32(), nullable=False),
+                pa.field(self.source_offset, pa.int64(), nullable=False),
+                pa.field(self.source_leader_epoch, pa.int32()),
+                pa.field(self.source_key, pa.binary()),
+                pa.field(self.source_value, pa.binary()),
+                pa.field(self.source_timestamp, _UTC_MS),
+                pa.field(self.source_timestamp_type, pa.string(), nullable=False),
+                pa.field(self.source_headers, _HEADER_TYPE),
+                pa.field(self.source_producer_id, pa.int64()),
+                pa.field(self.source_producer_epoch, pa.int16()),
+                pa.field(self.source_base_sequence, pa.int32()),
+                # Reserved for Pulsar (ADR-0058); always null for Kafka and files.
+                pa.field(f"{p}source_message_id", pa.binary()),
+                pa.field(f"{p}source_producer_name", pa.string()),
+                pa.field(f"{p}source_sequence_id", pa.int64()),
+                pa.field(f"{p}source_ordering_key", pa.binary()),
+                pa.field(f"{p}source_redelivery_count", pa.int32()),
+                pa.field(self.ingest_ts, _UTC_US, nullable=False),
+                pa.field(self.record_id, pa.binary(RECORD_ID_BYTES), nullable=False),
+                pa.field(self.emit_ts, _UTC_US),
+            ]
+        )
+
+    @cached_property
+    def names(self) -> frozenset[str]:
+        """Every reserved metadata column name."""
+        return frozenset(self.raw_schema.names)
+
+    def locator_columns(self) -> list[str]:
+        """The columns :attr:`MetadataPolicy.LOCATOR` keeps."""
+        return [self.source_topic, self.source_partition, self.source_offset, self.record_id]
+
+    def policy_columns(self, policy: MetadataPolicy | str) -> list[str]:
+        """The metadata columns a decoded lane keeps under ``policy``, in schema order."""
+        policy = MetadataPolicy(policy)
+        if policy is MetadataPolicy.NONE:
+            return []
+        if policy is MetadataPolicy.LOCATOR:
+            return self.locator_columns()
+        # ALL: everything but the payload bytes themselves, which a decoded lane replaces.
+        return [n for n in self.raw_schema.names if n not in (self.source_key, self.source_value)]
+
+    def is_reserved(self, name: str) -> bool:
+        """Whether ``name`` falls under the reserved prefix."""
+        return name.startswith(self.prefix)
+
+
+def _id_prefix(cluster: str | None, topic: str, partition: int) -> bytes:
+    # Length-prefixed fields so that no two distinct inputs share an encoding; a null
+    # cluster and an empty one differ by the flag byte.
+    topic_b = topic.encode("utf-8", "surrogatepass")
+    if cluster is None:
+        head = b"\x00"
+    else:
+        cluster_b = cluster.encode("utf-8", "surrogatepass")
+        head = b"\x01" + struct.pack(">I", len(cluster_b)) + cluster_b
+    return head + struct.pack(">I", len(topic_b)) + topic_b + struct.pack(">i", partition)
+
+
+def _hasher(cluster: str | None, topic: str, partition: int) -> hashlib.blake2b:
+    h = hashlib.blake2b(digest_size=RECORD_ID_BYTES, person=_RECORD_ID_PERSON)
+    h.update(_id_prefix(cluster, topic, partition))
+    return h
+
+
+_OFFSET_NULL = struct.Struct(">qB")
+
+
+def record_id(
+    cluster: str | None, topic: str, partition: int, offset: int, value: bytes | None
+) -> bytes:
+    """The deterministic record id: BLAKE2b-128 over cluster, topic, partition, offset, payload.
+
+    The same record read twice (a redelivery, a replay, a second run) gets the same id;
+    any difference in an input gives a different id. A null payload (tombstone) and an
+    empty payload hash differently.
+
+    Args:
+        cluster: The source cluster id, or ``None`` when unknown.
+        topic: The topic (file sources: the file path).
+        partition: The partition number.
+        offset: The offset (file sources: the row index).
+        value: The payload bytes, envelope intact, or ``None`` for a tombstone.
+
+    Returns:
+        16 bytes.
+    """
+    h = _hasher(cluster, topic, partition)
+    h.update(_OFFSET_NULL.pack(offset, 0 if value is None else 1))
+    if value is not None:
+        h.update(value)
+    return h.digest()
+
+
+def record_ids(
+    cluster: str | None,
+    topic: str,
+    partition: int,
+    offsets: Sequence[int],
+    values: Iterable[bytes | None],
+) -> list[bytes]:
+    """:func:`record_id` for many records of one partition, sharing the prefix work."""
+    base = _hasher(cluster, topic, partition)
+    pack = _OFFSET_NULL.pack
+    out: list[bytes] = []
+    append = out.append
+    for offset, value in zip(offsets, values, strict=True):
+        h = base.copy()
+        if value is None:
+            h.update(pack(offset, 0))
+        else:
+            h.update(pack(offset, 1))
+            h.update(value)
+        append(h.digest())
+    return out

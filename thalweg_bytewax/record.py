@@ -1,0 +1,368 @@
+"""The record model: ``RawRecord`` for record-at-a-time code and the columnar RawBatch.
+
+A RawBatch is a ``pyarrow.RecordBatch`` with exactly the schema of
+:attr:`MetadataColumns.raw_schema`: payload bytes with the envelope intact plus every
+metadata column. Builders here turn a list of confluent-kafka messages (or
+``RawRecord`` objects) into one RawBatch and back, losing nothing: null and empty keys
+and values stay distinct, headers keep their order, duplicate keys and null values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from thalweg_bytewax.metadata import MetadataColumns, record_id, record_ids
+
+if TYPE_CHECKING:
+    from confluent_kafka import Message
+
+__all__ = [
+    "Header",
+    "Locator",
+    "OffsetSpan",
+    "RawRecord",
+    "TimestampType",
+    "empty_raw_batch",
+    "offset_span",
+    "raw_batch_from_messages",
+    "raw_batch_from_records",
+    "records_from_raw_batch",
+]
+
+Header = tuple[str, bytes | None]
+"""One Kafka header: a name and a value that may be null."""
+
+_DEFAULT_COLUMNS = MetadataColumns()
+
+
+class TimestampType(StrEnum):
+    """The type of a record timestamp, as the broker reports it."""
+
+    CREATE_TIME = "CreateTime"
+    LOG_APPEND_TIME = "LogAppendTime"
+    NOT_AVAILABLE = "NotAvailable"
+
+
+# confluent_kafka.TIMESTAMP_NOT_AVAILABLE / _CREATE_TIME / _LOG_APPEND_TIME are 0 / 1 / 2;
+# the numbers are part of librdkafka's stable ABI, so importing the client is not needed.
+_TS_TYPES = (
+    TimestampType.NOT_AVAILABLE.value,
+    TimestampType.CREATE_TIME.value,
+    TimestampType.LOG_APPEND_TIME.value,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Locator:
+    """Where a record came from: cluster, topic, partition, offset and leader epoch."""
+
+    topic: str
+    partition: int
+    offset: int
+    cluster: str | None = None
+    leader_epoch: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.topic}:{self.partition}@{self.offset}"
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetSpan:
+    """An inclusive range of offsets of one topic-partition."""
+
+    topic: str
+    partition: int
+    first: int
+    last: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}:{self.partition}[{self.first}..{self.last}]"
+
+
+@dataclass(frozen=True, slots=True)
+class RawRecord:
+    """One source record with nothing lost: the record-at-a-time form of a RawBatch row.
+
+    ``key``/``value`` are ``None`` when absent, which is distinct from ``b""``; a
+    ``None`` value is a tombstone. ``headers`` is an ordered tuple that keeps duplicate
+    names and null values.
+    """
+
+    locator: Locator
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[Header, ...] = ()
+    timestamp_ms: int | None = None
+    timestamp_type: TimestampType = TimestampType.NOT_AVAILABLE
+    producer_id: int | None = None
+    producer_epoch: int | None = None
+    base_sequence: int | None = None
+    ingest_ts: datetime = field(default_factory=lambda: datetime.now(UTC))
+    record_id: bytes = b""
+
+    def with_record_id(self) -> RawRecord:
+        """Return a copy whose ``record_id`` is computed from its locator and value."""
+        loc = self.locator
+        rid = record_id(loc.cluster, loc.topic, loc.partition, loc.offset, self.value)
+        return RawRecord(
+            locator=loc,
+            key=self.key,
+            value=self.value,
+            headers=self.headers,
+            timestamp_ms=self.timestamp_ms,
+            timestamp_type=self.timestamp_type,
+            producer_id=self.producer_id,
+            producer_epoch=self.producer_epoch,
+            base_sequence=self.base_sequence,
+            ingest_ts=self.ingest_ts,
+            record_id=rid,
+        )
+
+
+def _headers_array(
+    all_headers: Sequence[Sequence[Header] | None], header_type: pa.DataType
+) -> pa.Array:
+    # Most records carry no headers; only records that do pay for the inner loop.
+    offsets = [0]
+    keys: list[str] = []
+    values: list[bytes | None] = []
+    total = 0
+    for hs in all_headers:
+        if hs:
+            for k, v in hs:
+                keys.append(k)
+                values.append(v)
+            total += len(hs)
+        offsets.append(total)
+    struct_type = header_type.value_type
+    children = pa.StructArray.from_arrays(
+        [pa.array(keys, pa.string()), pa.array(values, pa.binary())],
+        fields=list(struct_type),
+    )
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), children, type=header_type)
+
+
+def _null(n: int, type_: pa.DataType) -> pa.Array:
+    return pa.nulls(n, type_)
+
+
+def _assemble(
+    columns: MetadataColumns,
+    n: int,
+    *,
+    cluster: str | None,
+    topics: pa.Array,
+    partitions: pa.Array,
+    offsets: pa.Array,
+    leader_epochs: pa.Array,
+    keys: pa.Array,
+    values: pa.Array,
+    timestamps: pa.Array,
+    timestamp_types: pa.Array,
+    headers: pa.Array,
+    ingest_ts: pa.Array,
+    ids: pa.Array,
+    producer: tuple[pa.Array, pa.Array, pa.Array] | None = None,
+) -> pa.RecordBatch:
+    schema = columns.raw_schema
+    by_name: dict[str, pa.Array] = {
+        columns.source_cluster: pa.array([cluster] * n, pa.string())
+        if cluster is not None
+        else _null(n, pa.string()),
+        columns.source_topic: topics,
+        columns.source_partition: partitions,
+        columns.source_offset: offsets,
+        columns.source_leader_epoch: leader_epochs,
+        columns.source_key: keys,
+        columns.source_value: values,
+        columns.source_timestamp: timestamps,
+        columns.source_timestamp_type: timestamp_types,
+        columns.source_headers: headers,
+        columns.ingest_ts: ingest_ts,
+        columns.record_id: ids,
+    }
+    if producer is not None:
+        by_name[columns.source_producer_id] = producer[0]
+        by_name[columns.source_producer_epoch] = producer[1]
+        by_name[columns.source_base_sequence] = producer[2]
+    arrays = [by_name[f.name] if f.name in by_name else _null(n, f.type) for f in schema]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def empty_raw_batch(columns: MetadataColumns = _DEFAULT_COLUMNS) -> pa.RecordBatch:
+    """A RawBatch with no rows."""
+    return pa.RecordBatch.from_arrays(
+        [pa.array([], f.type) for f in columns.raw_schema], schema=columns.raw_schema
+    )
+
+
+def raw_batch_from_messages(
+    messages: Sequence[Message],
+    *,
+    cluster: str | None = None,
+    columns: MetadataColumns = _DEFAULT_COLUMNS,
+    ingest_ts: datetime | None = None,
+) -> pa.RecordBatch:
+    """Build one RawBatch from confluent-kafka messages (errors must be filtered out).
+
+    Args:
+        messages: Messages as returned by ``Consumer.consume``, without error messages.
+        cluster: The cluster id to stamp (``ClusterMetadata.cluster_id``).
+        columns: Metadata column names (the prefix).
+        ingest_ts: The read time to stamp; now when omitted.
+
+    Returns:
+        A RawBatch with one row per message, in input order.
+    """
+    n = len(messages)
+    if n == 0:
+        return empty_raw_batch(columns)
+    topics_py = [m.topic() for m in messages]
+    partitions_py = [m.partition() for m in messages]
+    offsets_py = [m.offset() for m in messages]
+    values_py = [m.value() for m in messages]
+    ts_pairs = [m.timestamp() for m in messages]
+    first_topic, first_part = topics_py[0], partitions_py[0]
+    if topics_py.count(first_topic) == n and partitions_py.count(first_part) == n:
+        ids = record_ids(cluster, first_topic, first_part, offsets_py, values_py)
+        topics = pa.array([first_topic] * n, pa.string())
+        partitions = pa.array([first_part] * n, pa.int32())
+    else:
+        ids = [
+            record_id(cluster, t, p, o, v)
+            for t, p, o, v in zip(topics_py, partitions_py, offsets_py, values_py, strict=True)
+        ]
+        topics = pa.array(topics_py, pa.string())
+        partitions = pa.array(partitions_py, pa.int32())
+    ts_types = [_TS_TYPES[t] for t, _ in ts_pairs]
+    timestamps = [ts if t else None for t, ts in ts_pairs]
+    now = ingest_ts or datetime.now(UTC)
+    return _assemble(
+        columns,
+        n,
+        cluster=cluster,
+        topics=topics,
+        partitions=partitions,
+        offsets=pa.array(offsets_py, pa.int64()),
+        leader_epochs=pa.array([m.leader_epoch() for m in messages], pa.int32()),
+        keys=pa.array([m.key() for m in messages], pa.binary()),
+        values=pa.array(values_py, pa.binary()),
+        timestamps=pa.array(timestamps, pa.timestamp("ms", tz="UTC")),
+        timestamp_types=pa.array(ts_types, pa.string()),
+        headers=_headers_array(
+            [m.headers() for m in messages], columns.raw_schema.field(columns.source_headers).type
+        ),
+        ingest_ts=pa.array([now] * n, pa.timestamp("us", tz="UTC")),
+        ids=pa.array(ids, pa.binary(16)),
+    )
+
+
+def raw_batch_from_records(
+    records: Sequence[RawRecord], *, columns: MetadataColumns = _DEFAULT_COLUMNS
+) -> pa.RecordBatch:
+    """Build one RawBatch from ``RawRecord`` objects (record ids computed where empty)."""
+    n = len(records)
+    if n == 0:
+        return empty_raw_batch(columns)
+    locs = [r.locator for r in records]
+    clusters = {loc.cluster for loc in locs}
+    cluster = clusters.pop() if len(clusters) == 1 else None
+    ids = [
+        r.record_id
+        or record_id(
+            r.locator.cluster, r.locator.topic, r.locator.partition, r.locator.offset, r.value
+        )
+        for r in records
+    ]
+    batch = _assemble(
+        columns,
+        n,
+        cluster=cluster,
+        topics=pa.array([loc.topic for loc in locs], pa.string()),
+        partitions=pa.array([loc.partition for loc in locs], pa.int32()),
+        offsets=pa.array([loc.offset for loc in locs], pa.int64()),
+        leader_epochs=pa.array([loc.leader_epoch for loc in locs], pa.int32()),
+        keys=pa.array([r.key for r in records], pa.binary()),
+        values=pa.array([r.value for r in records], pa.binary()),
+        timestamps=pa.array([r.timestamp_ms for r in records], pa.timestamp("ms", tz="UTC")),
+        timestamp_types=pa.array([str(r.timestamp_type) for r in records], pa.string()),
+        headers=_headers_array(
+            [r.headers for r in records], columns.raw_schema.field(columns.source_headers).type
+        ),
+        ingest_ts=pa.array([r.ingest_ts for r in records], pa.timestamp("us", tz="UTC")),
+        ids=pa.array(ids, pa.binary(16)),
+        producer=(
+            pa.array([r.producer_id for r in records], pa.int64()),
+            pa.array([r.producer_epoch for r in records], pa.int16()),
+            pa.array([r.base_sequence for r in records], pa.int32()),
+        ),
+    )
+    if len(clusters) > 0:  # mixed clusters: stamp each row's own
+        idx = batch.schema.get_field_index(columns.source_cluster)
+        batch = batch.set_column(
+            idx, columns.source_cluster, pa.array([loc.cluster for loc in locs], pa.string())
+        )
+    return batch
+
+
+def records_from_raw_batch(
+    batch: pa.RecordBatch, *, columns: MetadataColumns = _DEFAULT_COLUMNS
+) -> list[RawRecord]:
+    """Turn a RawBatch back into ``RawRecord`` objects, one per row, nothing lost."""
+    d: dict[str, list[Any]] = batch.to_pydict()
+    c = columns
+    ts_col = batch.column(c.source_timestamp).cast(pa.int64()).to_pylist()
+    out: list[RawRecord] = []
+    for i in range(batch.num_rows):
+        hdrs = d[c.source_headers][i] or []
+        out.append(
+            RawRecord(
+                locator=Locator(
+                    topic=d[c.source_topic][i],
+                    partition=d[c.source_partition][i],
+                    offset=d[c.source_offset][i],
+                    cluster=d[c.source_cluster][i],
+                    leader_epoch=d[c.source_leader_epoch][i],
+                ),
+                key=d[c.source_key][i],
+                value=d[c.source_value][i],
+                headers=tuple((h["key"], h["value"]) for h in hdrs),
+                timestamp_ms=ts_col[i],
+                timestamp_type=TimestampType(d[c.source_timestamp_type][i]),
+                producer_id=d[c.source_producer_id][i],
+                producer_epoch=d[c.source_producer_epoch][i],
+                base_sequence=d[c.source_base_sequence][i],
+                ingest_ts=d[c.ingest_ts][i],
+                record_id=d[c.record_id][i],
+            )
+        )
+    return out
+
+
+def offset_span(
+    batch: pa.RecordBatch, *, columns: MetadataColumns = _DEFAULT_COLUMNS
+) -> OffsetSpan:
+    """The (topic, partition, first, last) span of a non-empty single-partition batch."""
+    offsets = batch.column(columns.source_offset)
+    bounds = pc.min_max(offsets)
+    return OffsetSpan(
+        topic=batch.column(columns.source_topic)[0].as_py(),
+        partition=batch.column(columns.source_partition)[0].as_py(),
+        first=bounds["min"].as_py(),
+        last=bounds["max"].as_py(),
+    )
+
+
+def iter_headers(
+    batch: pa.RecordBatch, columns: MetadataColumns = _DEFAULT_COLUMNS
+) -> Iterable[tuple[Header, ...]]:
+    """Yield each row's headers as an ordered tuple (for tests and record-at-a-time code)."""
+    for hs in batch.column(columns.source_headers).to_pylist():
+        yield tuple((h["key"], h["value"]) for h in (hs or []))

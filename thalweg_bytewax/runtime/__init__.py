@@ -1,0 +1,1 @@
+"""The only core code that touches Bytewax: partition keys, epoch-durable sinks, harness helpers."""
