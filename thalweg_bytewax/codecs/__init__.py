@@ -1,0 +1,17 @@
+"""Codecs: Avro, Protobuf and JSON payloads into dicts or Arrow batches.
+
+Each codec offers ``decode_value`` (record-at-a-time) and ``decode_batch`` (columnar)
+over one schema-resolution core; see :mod:`thalweg_bytewax.codecs.base`.
+"""
+
+from __future__ import annotations
+
+from thalweg_bytewax.codecs.base import (
+    Codec,
+    DecodeFailure,
+    DecodeResult,
+    FailureKind,
+    Framing,
+)
+
+__all__ = ["Codec", "DecodeFailure", "DecodeResult", "FailureKind", "Framing"]
