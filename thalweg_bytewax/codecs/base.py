@@ -121,6 +121,8 @@ class Codec(Protocol):
     def decode_batch(
         self, payloads: PayloadsInput, *, headers: HeadersInput = None
     ) -> DecodeResult:
-        """Decode many payloads to one Arrow batch plus per-row failures; never raises
-        for bad data (an unreachable registry still raises)."""
+        """Decode many payloads to one Arrow batch plus per-row failures.
+
+        Never raises for bad data; an unreachable registry still raises.
+        """
         ...
