@@ -1,0 +1,334 @@
+"""Kafka input: topic-partitions as keyed RawBatches, with nothing lost.
+
+``KafkaSource`` reads with librdkafka (confluent-kafka), assigns partitions explicitly
+(no consumer group) and keeps each partition's position in Bytewax recovery state, so a
+resumed flow continues exactly after the last record it emitted.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+import pyarrow as pa
+from bytewax.inputs import FixedPartitionedSource, StatefulSourcePartition
+from confluent_kafka import OFFSET_END, Consumer, KafkaError, TopicPartition
+from typing_extensions import override
+
+from thalweg_bytewax.errors import ConfigError, SourceError
+from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataColumns
+from thalweg_bytewax.record import raw_batch_from_messages
+from thalweg_bytewax.runtime.parts import decode_part, encode_part
+
+from ._kafka_common import consumer_config, fetch_metadata, is_fatal
+
+__all__ = ["KafkaSource", "KafkaSourceStats", "StartingOffset"]
+
+logger = logging.getLogger(__name__)
+
+StartingOffset = Literal["earliest", "latest"] | int | datetime
+"""Where a partition without resume state starts: the beginning, the end, an absolute
+offset, or the first record at or after a timestamp."""
+
+KeyedBatch = tuple[str, pa.RecordBatch]
+"""One source partition's batch, keyed by its partition key (``"orders:3"``)."""
+
+# 10k records per poll amortises the per-batch cost (Arrow assembly, Bytewax step
+# overhead) while one poll of small records stays a few MiB; see docs/benchmarks.md.
+DEFAULT_BATCH_SIZE = 10_000
+# Byte budget per emitted batch; keeps a batch of large records far below Arrow's 2 GiB
+# binary-array limit and bounds the memory of one item in flight.
+DEFAULT_MAX_BATCH_BYTES = 32 * 1024 * 1024
+_IDLE_BACKOFF = (timedelta(milliseconds=1), timedelta(milliseconds=50))
+_ERROR_BACKOFF = (timedelta(milliseconds=50), timedelta(seconds=5))
+
+
+class KafkaSourceStats:
+    """Plain counters of one partition, exported by the observability layer."""
+
+    __slots__ = ("batches", "bytes", "records", "transient_errors")
+
+    def __init__(self) -> None:
+        self.records = 0
+        self.bytes = 0
+        self.batches = 0
+        self.transient_errors = 0
+
+
+class _Backoff:
+    def __init__(self, bounds: tuple[timedelta, timedelta]) -> None:
+        self._first, self._cap = bounds
+        self._current = self._first
+
+    def next(self) -> timedelta:
+        delay = self._current
+        self._current = min(self._current * 2, self._cap)
+        return delay
+
+    def reset(self) -> None:
+        self._current = self._first
+
+
+class _KafkaPartition(StatefulSourcePartition[KeyedBatch, int]):
+    def __init__(
+        self,
+        source: KafkaSource,
+        topic: str,
+        partition: int,
+        *,
+        resume_offset: int | None,
+    ) -> None:
+        self._key = encode_part(topic, partition)
+        self._tail = source.tail
+        self._columns = source.columns
+        self._batch_size = source.batch_size
+        self._max_bytes = source.max_batch_bytes
+        self._avg_record_bytes = 0.0
+        self.stats = KafkaSourceStats()
+        config = consumer_config(source.brokers, source.add_config)
+        self._consumer = Consumer(config)
+        try:
+            md = fetch_metadata(self._consumer, source.brokers, topic, source.metadata_timeout_s)
+            self._cluster: str | None = md.cluster_id
+            if partition not in md.topics[topic].partitions:
+                msg = f"kafka source: partition `{self._key}` does not exist"
+                raise SourceError(msg)
+            tp = TopicPartition(topic, partition)
+            low, high = self._consumer.get_watermark_offsets(
+                tp, timeout=source.metadata_timeout_s, cached=False
+            )
+            start = (
+                resume_offset
+                if resume_offset is not None
+                else _initial_offset(self._consumer, source, tp, low, high)
+            )
+            self._next_offset = start
+            self._end_offset = None if self._tail else high
+            self._eof = self._end_offset is not None and start >= self._end_offset
+            self._consumer.assign([TopicPartition(topic, partition, start)])
+        except BaseException:
+            self._consumer.close()
+            raise
+        self._tp = TopicPartition(topic, partition)
+        self._idle = _Backoff(_IDLE_BACKOFF)
+        self._errors = _Backoff(_ERROR_BACKOFF)
+        self._next_awake: datetime | None = None
+        logger.info(
+            "kafka partition %s %s at offset %s (watermarks %s..%s)",
+            self._key,
+            "resumed" if resume_offset is not None else "starts",
+            start,
+            low,
+            high,
+        )
+
+    def _budget(self) -> int:
+        if self._avg_record_bytes <= 0:
+            return self._batch_size
+        return max(1, min(self._batch_size, int(self._max_bytes / self._avg_record_bytes)))
+
+    @override
+    def next_batch(self) -> list[KeyedBatch]:
+        if self._eof:
+            raise StopIteration
+        msgs = self._consumer.consume(self._budget(), timeout=0)
+        good = msgs
+        transient = False
+        if msgs and any(m.error() is not None for m in msgs):
+            good = []
+            for m in msgs:
+                err = m.error()
+                if err is None:
+                    good.append(m)
+                elif err.code() == KafkaError._PARTITION_EOF:  # noqa: SLF001
+                    continue
+                elif is_fatal(err):
+                    msg = (
+                        f"kafka source: partition `{self._key}` failed at offset "
+                        f"{self._next_offset}: {err.str()} ({err.name()})"
+                    )
+                    raise SourceError(msg)
+                else:
+                    # Counted and backed off; the good records of this poll are still
+                    # emitted, since librdkafka's fetch position has moved past them.
+                    transient = True
+                    self.stats.transient_errors += 1
+                    logger.warning("kafka partition %s: transient error %s", self._key, err.name())
+        now = datetime.now(UTC)
+        if transient:
+            self._next_awake = now + self._errors.next()
+        elif not good:
+            self._next_awake = now + self._idle.next()
+        else:
+            self._errors.reset()
+            self._idle.reset()
+            self._next_awake = None
+        if not good:
+            if self._end_offset is not None and self._position() >= self._end_offset:
+                self._eof = True
+                raise StopIteration
+            return []
+        batch = raw_batch_from_messages(
+            good, cluster=self._cluster, columns=self._columns, ingest_ts=now
+        )
+        self._next_offset = good[-1].offset() + 1
+        size = batch.nbytes
+        self._avg_record_bytes = size / batch.num_rows
+        self.stats.records += batch.num_rows
+        self.stats.bytes += size
+        self.stats.batches += 1
+        if self._end_offset is not None and self._next_offset >= self._end_offset:
+            self._eof = True
+        return [(self._key, batch)]
+
+    def _position(self) -> int:
+        pos = self._consumer.position([self._tp])[0].offset
+        return pos if pos >= 0 else self._next_offset
+
+    @override
+    def next_awake(self) -> datetime | None:
+        return self._next_awake
+
+    @override
+    def snapshot(self) -> int:
+        return self._next_offset
+
+    @override
+    def close(self) -> None:
+        self._consumer.close()
+
+
+def _initial_offset(
+    consumer: Consumer, source: KafkaSource, tp: TopicPartition, low: int, high: int
+) -> int:
+    start = source.starting_offset
+    if start == "earliest":
+        return low
+    if start == "latest":
+        return high
+    if isinstance(start, datetime):
+        ms = int(start.timestamp() * 1000)
+        found = consumer.offsets_for_times(
+            [TopicPartition(tp.topic, tp.partition, ms)], timeout=source.metadata_timeout_s
+        )[0]
+        return high if found.offset in (OFFSET_END, -1) else found.offset
+    if start < low:
+        msg = (
+            f"kafka source: starting offset {start} of `{tp.topic}:{tp.partition}` was "
+            f"already deleted (earliest available is {low}); choose an offset >= {low}"
+        )
+        raise SourceError(msg)
+    return int(start)
+
+
+class KafkaSource(FixedPartitionedSource[KeyedBatch, int]):
+    """Read Kafka topics as keyed RawBatches ``(partition key, pyarrow.RecordBatch)``.
+
+    Topic-partitions are the unit of parallelism: each becomes one Bytewax partition,
+    keyed ``"<topic>:<partition>"``, whose resume state is the next offset to read.
+    Every record keeps its full fidelity (null vs empty key and value, ordered headers
+    with duplicates and nulls, timestamp and its type, leader epoch) in the columns of
+    :attr:`MetadataColumns.raw_schema`. Exactly-once with an epoch-durable sink such as
+    :class:`~thalweg_bytewax.connectors.parquet.ParquetSink`.
+
+    Example::
+
+        from bytewax.dataflow import Dataflow
+        import bytewax.operators as op
+        from thalweg_bytewax.connectors.kafka import KafkaSource
+        from thalweg_bytewax.connectors.parquet import ParquetSink
+
+        flow = Dataflow("raw_lane")
+        raw = op.input("in", flow, KafkaSource(["localhost:9092"], ["orders"]))
+        op.output("lane", raw, ParquetSink("lake/raw"))
+
+    Args:
+        brokers: Bootstrap servers, as a list or a comma-separated string.
+        topics: Topics to read (all their partitions).
+        tail: Keep reading new records forever (``True``) or stop at the end offsets
+            seen when each partition starts (``False``, for bounded runs).
+        starting_offset: Where partitions without resume state start: ``"earliest"``,
+            ``"latest"``, an absolute offset or a ``datetime``.
+        add_config: librdkafka settings passed through as-is (SASL/SSL, fetch tuning);
+            they override thalweg's defaults.
+        batch_size: Most records per emitted batch.
+        max_batch_bytes: Byte budget per emitted batch (adapts to the record size seen).
+        metadata_prefix: Prefix of the metadata columns.
+        metadata_timeout: How long to wait for the brokers before failing.
+
+    Raises:
+        ConfigError: On an invalid argument.
+    """
+
+    def __init__(
+        self,
+        brokers: Sequence[str] | str,
+        topics: Sequence[str] | str,
+        *,
+        tail: bool = True,
+        starting_offset: StartingOffset = "earliest",
+        add_config: Mapping[str, Any] | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+        metadata_prefix: str = DEFAULT_PREFIX,
+        metadata_timeout: timedelta = timedelta(seconds=10),
+    ) -> None:
+        self.brokers = _as_list(brokers, "brokers")
+        self.topics = _as_list(topics, "topics")
+        if batch_size < 1 or max_batch_bytes < 1:
+            msg = (
+                f"kafka source: `batch_size` and `max_batch_bytes` must be >= 1; "
+                f"got {batch_size}, {max_batch_bytes}"
+            )
+            raise ConfigError(msg)
+        if not (
+            starting_offset in ("earliest", "latest")
+            or isinstance(starting_offset, datetime)
+            or (isinstance(starting_offset, int) and starting_offset >= 0)
+        ):
+            msg = (
+                f"kafka source: `starting_offset` must be 'earliest', 'latest', an offset "
+                f">= 0 or a datetime; got {starting_offset!r}"
+            )
+            raise ConfigError(msg)
+        if isinstance(starting_offset, datetime) and starting_offset.tzinfo is None:
+            msg = "kafka source: `starting_offset` datetime must be timezone-aware (e.g. UTC)"
+            raise ConfigError(msg)
+        self.tail = tail
+        self.starting_offset = starting_offset
+        self.add_config = dict(add_config or {})
+        self.batch_size = batch_size
+        self.max_batch_bytes = max_batch_bytes
+        self.columns = MetadataColumns(metadata_prefix)
+        self.metadata_timeout_s = metadata_timeout.total_seconds()
+
+    @override
+    def list_parts(self) -> list[str]:
+        consumer = Consumer(consumer_config(self.brokers, self.add_config))
+        try:
+            parts = []
+            for topic in self.topics:
+                md = fetch_metadata(consumer, self.brokers, topic, self.metadata_timeout_s)
+                parts.extend(encode_part(topic, p) for p in sorted(md.topics[topic].partitions))
+            return parts
+        finally:
+            consumer.close()
+
+    @override
+    def build_part(self, step_id: str, for_part: str, resume_state: int | None) -> _KafkaPartition:
+        topic, partition = decode_part(for_part)
+        if topic not in self.topics:
+            msg = f"kafka source `{step_id}`: partition `{for_part}` is not of topics {self.topics}"
+            raise ConfigError(msg)
+        return _KafkaPartition(self, topic, partition, resume_offset=resume_state)
+
+
+def _as_list(value: Sequence[str] | str, name: str) -> list[str]:
+    items = [v.strip() for v in value.split(",")] if isinstance(value, str) else list(value)
+    items = [v for v in items if v]
+    if not items:
+        msg = f"kafka source: `{name}` must name at least one entry; got {value!r}"
+        raise ConfigError(msg)
+    return items

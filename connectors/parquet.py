@@ -1,0 +1,392 @@
+"""Parquet output: the raw lane, durable at each epoch, exactly once across crashes.
+
+Layout under the lane path::
+
+    <path>/<topic>/<partition>/<first offset>-<last offset>.parquet
+
+Within an epoch a partition appends row groups to hidden staging files
+(``.staging-*``, which pyarrow datasets and DuckDB globs never read). When Bytewax
+closes the epoch it calls ``snapshot()``: every staging file is closed, fsynced and
+atomically renamed to its final, deterministic name, and the directory is fsynced,
+*before* the snapshot returns — so the source position Bytewax records never leads
+what the lane holds. On resume a partition reads the finalized file names of each
+topic-partition it meets and skips replayed rows whose offsets they already cover, so
+a crash anywhere (before, during or after a snapshot) leaves every record exactly once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+from bytewax.outputs import FixedPartitionedSink, StatefulSinkPartition
+from typing_extensions import override
+
+from thalweg_bytewax import _faults
+from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataColumns
+from thalweg_bytewax.runtime.parts import encode_part, stable_route
+
+from ._lane_store import (
+    FINAL_NAME,
+    STAGING_PREFIX,
+    LaneStore,
+    final_name,
+    open_store,
+    topic_dir_name,
+)
+
+__all__ = ["ParquetSink", "ParquetSinkStats", "read_lane"]
+
+logger = logging.getLogger(__name__)
+
+SinkState = dict[str, int]
+"""Per topic-partition key, the next offset after the last finalized row."""
+
+# Row groups of ~128k rows give DuckDB and pyarrow good scan granularity; smaller
+# polls are buffered up to this before a row group is written.
+DEFAULT_ROW_GROUP_ROWS = 128 * 1024
+DEFAULT_ROW_GROUP_BYTES = 64 * 1024 * 1024
+DEFAULT_MAX_FILE_ROWS = 4 * 1024 * 1024
+
+
+class ParquetSinkStats:
+    """Plain counters of one sink partition, exported by the observability layer."""
+
+    __slots__ = ("files_finalized", "rows_skipped_replay", "rows_written")
+
+    def __init__(self) -> None:
+        self.rows_written = 0
+        self.rows_skipped_replay = 0
+        self.files_finalized = 0
+
+
+@dataclass
+class _Staged:
+    path: str
+    first: int
+    last: int
+
+
+@dataclass
+class _TopicPartitionStream:
+    directory: str
+    covered: list[tuple[int, int]]
+    next_offset: int = 0
+    writer: pq.ParquetWriter | None = None
+    sink_file: pa.NativeFile | None = None
+    current: _Staged | None = None
+    current_rows: int = 0
+    buffer: list[pa.RecordBatch] = field(default_factory=list)
+    buffer_rows: int = 0
+    buffer_bytes: int = 0
+    closed: list[_Staged] = field(default_factory=list)
+
+
+class _ParquetPartition(StatefulSinkPartition[pa.RecordBatch, SinkState]):
+    def __init__(self, sink: ParquetSink, store: LaneStore, resume: SinkState | None) -> None:
+        self._sink = sink
+        self._store = store
+        self._cols = sink.columns
+        self._resume = dict(resume or {})
+        self._streams: dict[str, _TopicPartitionStream] = {}
+        self.stats = ParquetSinkStats()
+
+    # -- routing ---------------------------------------------------------------------
+
+    def _split(self, batch: pa.RecordBatch) -> list[tuple[str, str, int, pa.RecordBatch]]:
+        cols = self._cols
+        names = batch.schema.names
+        for required in (cols.source_topic, cols.source_partition, cols.source_offset):
+            if required not in names:
+                msg = (
+                    f"parquet sink: batches need the locator columns `{cols.source_topic}`, "
+                    f"`{cols.source_partition}` and `{cols.source_offset}` for exactly-once "
+                    f"file naming; column `{required}` is missing (keep the locator with "
+                    f"metadata='locator' or 'all')"
+                )
+                raise ConfigError(msg)
+        topics = batch.column(cols.source_topic)
+        parts = batch.column(cols.source_partition)
+        t0, p0 = topics[0].as_py(), parts[0].as_py()
+        same = pc.all(pc.and_(pc.equal(topics, t0), pc.equal(parts, p0))).as_py()
+        if same:
+            return [(encode_part(t0, p0), t0, p0, batch)]
+        table = pa.Table.from_batches([batch])
+        groups = table.group_by([cols.source_topic, cols.source_partition]).aggregate([])
+        out = []
+        for t, p in zip(groups.column(0).to_pylist(), groups.column(1).to_pylist(), strict=True):
+            mask = pc.and_(pc.equal(topics, t), pc.equal(parts, p))
+            out.append((encode_part(t, p), t, p, batch.filter(mask)))
+        return out
+
+    def _stream(self, key: str, topic: str, partition: int) -> _TopicPartitionStream:
+        stream = self._streams.get(key)
+        if stream is not None:
+            return stream
+        directory = self._store.join(topic_dir_name(topic), str(partition))
+        self._store.ensure_dir(directory)
+        covered: list[tuple[int, int]] = []
+        for name in self._store.list_names(directory):
+            m = FINAL_NAME.match(name)
+            if m:
+                covered.append((int(m.group(1)), int(m.group(2))))
+            elif name.startswith(STAGING_PREFIX):
+                # A staging file of a run that died before its epoch's snapshot: never
+                # visible, and its rows are replayed from the source position.
+                self._store.delete(self._store.join(directory, name))
+        resumed = self._resume.get(key)
+        if resumed is not None and resumed > 0:
+            covered.append((-1, resumed - 1))
+        covered.sort()
+        next_offset = max([resumed or 0, *(last + 1 for _, last in covered)])
+        stream = _TopicPartitionStream(directory, covered, next_offset=next_offset)
+        self._streams[key] = stream
+        if covered:
+            logger.info(
+                "parquet sink: `%s` resumes with offsets up to %s finalized", key, next_offset - 1
+            )
+        return stream
+
+    # -- writing ---------------------------------------------------------------------
+
+    def _uncovered(self, stream: _TopicPartitionStream, batch: pa.RecordBatch) -> pa.RecordBatch:
+        if not stream.covered:
+            return batch
+        offsets = batch.column(self._cols.source_offset)
+        bounds = pc.min_max(offsets)
+        lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+        overlapping = [(a, b) for a, b in stream.covered if a <= hi and b >= lo]
+        if not overlapping:
+            return batch
+        keep = None
+        for a, b in overlapping:
+            outside = pc.or_(pc.less(offsets, a), pc.greater(offsets, b))
+            keep = outside if keep is None else pc.and_(keep, outside)
+        kept = batch.filter(keep)
+        self.stats.rows_skipped_replay += batch.num_rows - kept.num_rows
+        return kept
+
+    def _stamp(self, batch: pa.RecordBatch, now_us: int) -> pa.RecordBatch:
+        name = self._cols.emit_ts
+        stamp = pa.array(np.full(batch.num_rows, now_us, dtype="datetime64[us]")).cast(
+            pa.timestamp("us", tz="UTC")
+        )
+        idx = batch.schema.get_field_index(name)
+        if idx >= 0:
+            return batch.set_column(idx, batch.schema.field(idx), stamp)
+        return batch.append_column(pa.field(name, pa.timestamp("us", tz="UTC")), stamp)
+
+    @override
+    def write_batch(self, values: list[pa.RecordBatch]) -> None:
+        now = datetime.now(UTC)
+        now_us = int(now.timestamp() * 1_000_000)
+        for batch in values:
+            if batch.num_rows == 0:
+                continue
+            for key, topic, partition, part_batch in self._split(batch):
+                stream = self._stream(key, topic, partition)
+                rows = self._uncovered(stream, part_batch)
+                if rows.num_rows == 0:
+                    continue
+                self._append(stream, key, self._stamp(rows, now_us))
+
+    def _append(self, stream: _TopicPartitionStream, key: str, batch: pa.RecordBatch) -> None:
+        if stream.buffer and stream.buffer[0].schema != batch.schema:
+            # A schema change starts a new file: one file, one schema.
+            self._flush_buffer(stream, key)
+            self._close_current(stream)
+        stream.buffer.append(batch)
+        stream.buffer_rows += batch.num_rows
+        stream.buffer_bytes += batch.nbytes
+        if (
+            stream.buffer_rows >= self._sink.row_group_rows
+            or stream.buffer_bytes >= self._sink.row_group_bytes
+        ):
+            self._flush_buffer(stream, key)
+
+    def _flush_buffer(self, stream: _TopicPartitionStream, key: str) -> None:
+        if not stream.buffer:
+            return
+        table = pa.Table.from_batches(stream.buffer)
+        stream.buffer.clear()
+        stream.buffer_rows = 0
+        stream.buffer_bytes = 0
+        offsets = table.column(self._cols.source_offset)
+        bounds = pc.min_max(offsets)
+        first, last = bounds["min"].as_py(), bounds["max"].as_py()
+        if stream.writer is not None and stream.writer.schema != table.schema:
+            self._close_current(stream)
+        if stream.writer is None:
+            path = self._store.join(stream.directory, f"{STAGING_PREFIX}{uuid.uuid4().hex}.parquet")
+            stream.sink_file = self._store.open_output(path)
+            stream.writer = pq.ParquetWriter(
+                stream.sink_file, table.schema, compression=self._sink.compression
+            )
+            stream.current = _Staged(path, first, last)
+            stream.current_rows = 0
+        assert stream.current is not None
+        stream.writer.write_table(table, row_group_size=max(table.num_rows, 1))
+        stream.current.first = min(stream.current.first, first)
+        stream.current.last = max(stream.current.last, last)
+        stream.current_rows += table.num_rows
+        self.stats.rows_written += table.num_rows
+        if stream.current_rows >= self._sink.max_file_rows:
+            self._close_current(stream)
+
+    def _close_current(self, stream: _TopicPartitionStream) -> None:
+        if stream.writer is None:
+            return
+        stream.writer.close()
+        if stream.sink_file is not None:
+            stream.sink_file.close()
+        assert stream.current is not None
+        stream.closed.append(stream.current)
+        stream.writer = None
+        stream.sink_file = None
+        stream.current = None
+
+    def _finalize_all(self) -> None:
+        touched: set[str] = set()
+        for key, stream in self._streams.items():
+            self._flush_buffer(stream, key)
+            self._close_current(stream)
+            for staged in stream.closed:
+                final = self._store.join(stream.directory, final_name(staged.first, staged.last))
+                self._store.finalize(staged.path, final)
+                stream.covered.append((staged.first, staged.last))
+                stream.next_offset = max(stream.next_offset, staged.last + 1)
+                self.stats.files_finalized += 1
+                touched.add(stream.directory)
+            if stream.closed:
+                stream.covered.sort()
+                _compact(stream.covered)
+            stream.closed.clear()
+        for directory in touched:
+            self._store.sync_dir(directory)
+        if touched:
+            _faults.checkpoint("parquet.after_finalize")
+
+    @override
+    def snapshot(self) -> SinkState:
+        _faults.checkpoint("parquet.before_finalize")
+        self._finalize_all()
+        return {key: s.next_offset for key, s in self._streams.items()}
+
+    @override
+    def close(self) -> None:
+        # Runs on a clean finish only; the final epoch's snapshot already finalized
+        # everything, so this is a no-op unless rows arrived after it.
+        self._finalize_all()
+
+
+def _compact(intervals: list[tuple[int, int]]) -> None:
+    """Merge adjacent or overlapping sorted intervals in place."""
+    merged: list[tuple[int, int]] = []
+    for a, b in intervals:
+        if merged and a <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    intervals[:] = merged
+
+
+class ParquetSink(FixedPartitionedSink[pa.RecordBatch, SinkState]):
+    """Write keyed RawBatches (or any batches with locator columns) as a Parquet lane.
+
+    Source topic-partitions are the unit of parallelism: each gets its own file stream,
+    so an epoch yields a few large files rather than one per poll. Exactly-once: files
+    are finalized (fsync + atomic rename) when Bytewax snapshots the epoch, file names
+    are deterministic from (topic, partition, first offset, last offset), and replayed
+    rows that finalized files already cover are skipped. The lane reads back as one
+    dataset with ``pyarrow.dataset.dataset(path)`` or DuckDB
+    ``read_parquet('path/**/*.parquet')``. Each row gets ``_twg_emit_ts``, the time the
+    sink wrote it.
+
+    Example::
+
+        flow = Dataflow("raw_lane")
+        raw = op.input("in", flow, KafkaSource(["localhost:9092"], ["orders"]))
+        op.output("lane", raw, ParquetSink("lake/raw"))
+
+    Args:
+        path: A local directory, a URI (``file://``, ``s3://``, ``gs://``, …) or, with
+            ``filesystem``, a path on that file system.
+        filesystem: A ``pyarrow.fs.FileSystem`` (wrap fsspec file systems in
+            ``pyarrow.fs.PyFileSystem(pyarrow.fs.FSSpecHandler(fs))``).
+        shards: Number of sink partitions the topic-partitions are spread over; it
+            bounds the sink's parallelism across workers. Keep it fixed for a lane.
+        compression: Parquet compression codec.
+        row_group_rows: Rows buffered per topic-partition before a row group is written.
+        row_group_bytes: Bytes buffered per topic-partition before a row group is written.
+        max_file_rows: Rows after which a file is closed (it still becomes visible only
+            at the epoch's snapshot).
+        metadata_prefix: Prefix of the metadata columns.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        filesystem: pafs.FileSystem | None = None,
+        shards: int = 16,
+        compression: str = "zstd",
+        row_group_rows: int = DEFAULT_ROW_GROUP_ROWS,
+        row_group_bytes: int = DEFAULT_ROW_GROUP_BYTES,
+        max_file_rows: int = DEFAULT_MAX_FILE_ROWS,
+        metadata_prefix: str = DEFAULT_PREFIX,
+    ) -> None:
+        if shards < 1 or row_group_rows < 1 or row_group_bytes < 1 or max_file_rows < 1:
+            msg = (
+                "parquet sink: `shards`, `row_group_rows`, `row_group_bytes` and "
+                "`max_file_rows` must be >= 1"
+            )
+            raise ConfigError(msg)
+        self.path = os.fspath(path)
+        self.filesystem = filesystem
+        self.shards = shards
+        self.compression = compression
+        self.row_group_rows = row_group_rows
+        self.row_group_bytes = row_group_bytes
+        self.max_file_rows = max_file_rows
+        self.columns = MetadataColumns(metadata_prefix)
+        self._checked = False
+
+    def _store(self) -> LaneStore:
+        store = open_store(self.path, self.filesystem)
+        if not self._checked:
+            store.check_writable()
+            self._checked = True
+        return store
+
+    @override
+    def list_parts(self) -> list[str]:
+        # Probe the lane path at build time, so a bad path fails before data moves.
+        self._store()
+        return [f"shard-{i:03d}" for i in range(self.shards)]
+
+    @override
+    def part_fn(self, item_key: str) -> int:
+        return stable_route(item_key, self.shards)
+
+    @override
+    def build_part(
+        self, step_id: str, for_part: str, resume_state: SinkState | None
+    ) -> _ParquetPartition:
+        return _ParquetPartition(self, self._store(), resume_state)
+
+
+def read_lane(path: str | os.PathLike[str], columns: Sequence[str] | None = None) -> pa.Table:
+    """Read a whole lane back as one table (visible, finalized files only)."""
+    dataset = ds.dataset(os.fspath(path), format="parquet")
+    return dataset.to_table(columns=list(columns) if columns else None)

@@ -1,0 +1,46 @@
+"""Run librdkafka's mock Kafka cluster in this process until stdin closes or a signal.
+
+Prints ``BOOTSTRAP <host:port,...>`` on the first line of stdout. The mock cluster is a
+real Kafka wire-protocol broker implemented inside librdkafka; it lives as long as the
+client that created it, so it runs in its own process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+
+from confluent_kafka import Producer
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Start the mock cluster, print its bootstrap address and wait."""
+    parser = argparse.ArgumentParser(prog="python -m thalweg_bytewax._mock_broker")
+    parser.add_argument("--brokers", type=int, default=1)
+    parser.add_argument("--wait-stdin", action="store_true", help="stop when stdin closes")
+    args = parser.parse_args(argv)
+    producer = Producer(
+        {
+            "test.mock.num.brokers": args.brokers,
+            "bootstrap.servers": "",
+            "log_level": 3,
+        }
+    )
+    md = producer.list_topics(timeout=10)
+    bootstrap = ",".join(f"{b.host}:{b.port}" for b in md.brokers.values())
+    sys.stdout.write(f"BOOTSTRAP {bootstrap}\n")
+    sys.stdout.flush()
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    if args.wait_stdin:
+        threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+    while not stop.wait(0.5):
+        producer.poll(0)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
