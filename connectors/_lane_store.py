@@ -71,6 +71,11 @@ class LaneStore:
         """Join path parts under the root."""
         return "/".join((self.root.rstrip("/"), *parts))
 
+    @staticmethod
+    def child(directory: str, name: str) -> str:
+        """The path of ``name`` inside ``directory`` (a full path, not under the root)."""
+        return f"{directory.rstrip('/')}/{name}"
+
     def ensure_dir(self, path: str) -> None:
         """Create ``path`` and its parents."""
         self.fs.create_dir(path, recursive=True)

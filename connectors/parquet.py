@@ -100,6 +100,7 @@ class _ParquetPartition(StatefulSinkPartition[pa.RecordBatch, SinkState]):
         self._cols = sink.columns
         self._resume = dict(resume or {})
         self._streams: dict[str, _TopicPartitionStream] = {}
+        self._failed = False
         self.stats = ParquetSinkStats()
 
     # -- routing ---------------------------------------------------------------------
@@ -144,7 +145,7 @@ class _ParquetPartition(StatefulSinkPartition[pa.RecordBatch, SinkState]):
             elif name.startswith(STAGING_PREFIX):
                 # A staging file of a run that died before its epoch's snapshot: never
                 # visible, and its rows are replayed from the source position.
-                self._store.delete(self._store.join(directory, name))
+                self._store.delete(self._store.child(directory, name))
         resumed = self._resume.get(key)
         if resumed is not None and resumed > 0:
             covered.append((-1, resumed - 1))
@@ -189,6 +190,13 @@ class _ParquetPartition(StatefulSinkPartition[pa.RecordBatch, SinkState]):
 
     @override
     def write_batch(self, values: list[pa.RecordBatch]) -> None:
+        try:
+            self._write(values)
+        except BaseException:
+            self._failed = True
+            raise
+
+    def _write(self, values: list[pa.RecordBatch]) -> None:
         now = datetime.now(UTC)
         now_us = int(now.timestamp() * 1_000_000)
         for batch in values:
@@ -228,7 +236,7 @@ class _ParquetPartition(StatefulSinkPartition[pa.RecordBatch, SinkState]):
         if stream.writer is not None and stream.writer.schema != table.schema:
             self._close_current(stream)
         if stream.writer is None:
-            path = self._store.join(stream.directory, f"{STAGING_PREFIX}{uuid.uuid4().hex}.parquet")
+            path = self._store.child(stream.directory, f"{STAGING_PREFIX}{uuid.uuid4().hex}.parquet")
             stream.sink_file = self._store.open_output(path)
             stream.writer = pq.ParquetWriter(
                 stream.sink_file, table.schema, compression=self._sink.compression
@@ -262,7 +270,7 @@ class _ParquetPartition(StatefulSinkPartition[pa.RecordBatch, SinkState]):
             self._flush_buffer(stream, key)
             self._close_current(stream)
             for staged in stream.closed:
-                final = self._store.join(stream.directory, final_name(staged.first, staged.last))
+                final = self._store.child(stream.directory, final_name(staged.first, staged.last))
                 self._store.finalize(staged.path, final)
                 stream.covered.append((staged.first, staged.last))
                 stream.next_offset = max(stream.next_offset, staged.last + 1)
@@ -280,13 +288,21 @@ class _ParquetPartition(StatefulSinkPartition[pa.RecordBatch, SinkState]):
     @override
     def snapshot(self) -> SinkState:
         _faults.checkpoint("parquet.before_finalize")
-        self._finalize_all()
+        try:
+            self._finalize_all()
+        except BaseException:
+            self._failed = True
+            raise
         return {key: s.next_offset for key, s in self._streams.items()}
 
     @override
     def close(self) -> None:
-        # Runs on a clean finish only; the final epoch's snapshot already finalized
-        # everything, so this is a no-op unless rows arrived after it.
+        # Bytewax also calls close() while unwinding from an error; finalizing then
+        # could publish rows the failed epoch never committed, and raising again would
+        # hide the original error. Staging files of a failed epoch are removed on resume.
+        if self._failed:
+            return
+        # On a clean finish the final epoch's snapshot already finalized everything.
         self._finalize_all()
 
 

@@ -80,6 +80,8 @@ class MockCluster:
         except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait()
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
         self._proc = None
 
     def __enter__(self) -> MockCluster:

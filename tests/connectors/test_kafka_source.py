@@ -1,0 +1,123 @@
+"""KafkaSource partitions: resume exactly after the last emitted record; loud failures."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from thalweg_bytewax.connectors.kafka import KafkaSource
+from thalweg_bytewax.connectors.parquet import ParquetSink
+from thalweg_bytewax.errors import ConfigError, SourceError
+from thalweg_bytewax.testing import produce
+
+pytestmark = pytest.mark.kafka
+
+
+def poll_until(part: Any, rows: int, timeout_s: float = 20.0) -> list[Any]:
+    """Poll a partition (respecting next_awake) until `rows` rows arrived or EOF."""
+    got: list[Any] = []
+    deadline = time.monotonic() + timeout_s
+    while sum(b.num_rows for _, b in got) < rows and time.monotonic() < deadline:
+        try:
+            got.extend(part.next_batch())
+        except StopIteration:
+            break
+        time.sleep(0.001)
+    return got
+
+
+def test_snapshot_is_the_offset_after_the_last_emitted_record(kafka_bootstrap: str, make_topic: Any) -> None:
+    topic = make_topic()
+    produce(kafka_bootstrap, topic, [{"value": str(i).encode(), "partition": 0} for i in range(50)])
+    source = KafkaSource([kafka_bootstrap], [topic], batch_size=7)
+    assert source.list_parts() == [f"{topic}:{p}" for p in range(4)]
+
+    part = source.build_part("in", f"{topic}:0", None)
+    first = poll_until(part, 10)
+    last_seen = max(b.column("_twg_source_offset").to_pylist()[-1] for _, b in first)
+    state = part.snapshot()
+    assert state == last_seen + 1
+    part.close()
+
+    resumed = source.build_part("in", f"{topic}:0", state)
+    batches = poll_until(resumed, 1)
+    resumed.close()
+    assert batches, "resumed partition emitted nothing"
+    key, batch = batches[0]
+    assert key == f"{topic}:0"
+    assert batch.column("_twg_source_offset")[0].as_py() == last_seen + 1
+
+
+def test_empty_polls_back_off_instead_of_blocking(kafka_bootstrap: str, make_topic: Any) -> None:
+    topic = make_topic()
+    produce(kafka_bootstrap, topic, [{"value": b"x", "partition": 1}])
+    part = KafkaSource([kafka_bootstrap], [topic]).build_part("in", f"{topic}:0", None)
+    try:
+        t0 = time.perf_counter()
+        assert part.next_batch() == []
+        assert time.perf_counter() - t0 < 0.05  # never blocks
+        assert part.next_awake() is not None  # asks to be woken later instead
+    finally:
+        part.close()
+
+
+def test_bounded_partition_stops_at_the_end_offset(kafka_bootstrap: str, make_topic: Any) -> None:
+    topic = make_topic()
+    produce(kafka_bootstrap, topic, [{"value": b"x", "partition": 0} for _ in range(5)])
+    part = KafkaSource([kafka_bootstrap], [topic], tail=False).build_part("in", f"{topic}:0", None)
+    batches = poll_until(part, 10_000, timeout_s=10)
+    assert sum(b.num_rows for _, b in batches) == 5
+    with pytest.raises(StopIteration):
+        part.next_batch()
+    part.close()
+
+
+def test_starting_offset_latest_and_explicit(kafka_bootstrap: str, make_topic: Any) -> None:
+    topic = make_topic()
+    produce(kafka_bootstrap, topic, [{"value": str(i).encode(), "partition": 0} for i in range(10)])
+    latest = KafkaSource([kafka_bootstrap], [topic], starting_offset="latest").build_part("in", f"{topic}:0", None)
+    assert latest.snapshot() == 10
+    latest.close()
+    explicit = KafkaSource([kafka_bootstrap], [topic], starting_offset=6, tail=False).build_part("in", f"{topic}:0", None)
+    got = poll_until(explicit, 4)
+    explicit.close()
+    assert [v for _, b in got for v in b.column("_twg_source_value").to_pylist()] == [b"6", b"7", b"8", b"9"]
+
+
+def test_unreachable_brokers_fail_fast_and_name_them() -> None:
+    source = KafkaSource(["127.0.0.1:1"], ["orders"], metadata_timeout=timedelta(seconds=2))
+    t0 = time.monotonic()
+    with pytest.raises(SourceError, match=r"cannot reach brokers `127\.0\.0\.1:1` within 2 s"):
+        source.list_parts()
+    assert time.monotonic() - t0 < 10
+
+
+def test_missing_topic_is_named(kafka_bootstrap: str) -> None:
+    with pytest.raises(SourceError, match=r"topic `no-such-topic-x1` is not available"):
+        KafkaSource([kafka_bootstrap], ["no-such-topic-x1"]).list_parts()
+
+
+def test_unwritable_lane_path_fails_before_data_moves(tmp_path: Path) -> None:
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("not a directory")
+    with pytest.raises(ConfigError, match=r"parquet sink: lane path `.*file\.txt/lane` is not writable"):
+        ParquetSink(blocker / "lane").list_parts()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"brokers": []}, "brokers"),
+        ({"topics": ""}, "topics"),
+        ({"starting_offset": "middle"}, "starting_offset"),
+        ({"batch_size": 0}, "batch_size"),
+    ],
+)
+def test_invalid_arguments_are_config_errors(kwargs: dict[str, Any], match: str) -> None:
+    args = {"brokers": ["localhost:9092"], "topics": ["t"], **kwargs}
+    with pytest.raises(ConfigError, match=match):
+        KafkaSource(args.pop("brokers"), args.pop("topics"), **args)
