@@ -1,0 +1,256 @@
+"""Private descriptor pools for Protobuf: from a FileDescriptorSet or a schema registry.
+
+Every pool is a fresh :class:`~google.protobuf.descriptor_pool.DescriptorPool`, never the
+process-wide default pool, so two codecs (or two schema versions) never collide. The
+well-known types (Timestamp, Duration, wrappers, Struct, Any, ...) are added first, unless
+the descriptor set brings its own copy of the same file.
+
+The registry integration point is :class:`RegistryDescriptors`: anything with the
+``confluent_kafka.schema_registry.SchemaRegistryClient`` methods ``get_schema``,
+``get_schema_by_guid`` and ``get_version`` works.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka.schema_registry.error import SchemaRegistryError
+from google.protobuf import (
+    any_pb2,
+    descriptor_pb2,
+    descriptor_pool,
+    duration_pb2,
+    empty_pb2,
+    field_mask_pb2,
+    struct_pb2,
+    timestamp_pb2,
+    wrappers_pb2,
+)
+from google.protobuf.descriptor import Descriptor, FileDescriptor
+
+from thalweg_bytewax.codecs.base import FailureKind
+from thalweg_bytewax.errors import ConfigError, DecodeError, SchemaError
+
+__all__ = [
+    "DescriptorSetInput",
+    "RegistryDescriptors",
+    "SchemaLookupError",
+    "load_descriptor_set",
+    "message_by_indexes",
+    "pool_from_files",
+]
+
+logger = logging.getLogger(__name__)
+
+DescriptorSetInput = str | os.PathLike[str] | bytes | descriptor_pb2.FileDescriptorSet
+"""A ``.pb`` path, serialized ``FileDescriptorSet`` bytes, or the message itself."""
+
+_WELL_KNOWN = (
+    any_pb2,
+    duration_pb2,
+    empty_pb2,
+    field_mask_pb2,
+    struct_pb2,
+    timestamp_pb2,
+    wrappers_pb2,
+)
+# Imports a registry never sends as references: the client treats these prefixes as
+# built in (confluent-kafka ``_is_builtin``), so the pool must already hold them.
+_BUILTIN_PREFIXES = ("google/protobuf/", "confluent/")
+
+
+class SchemaLookupError(DecodeError):
+    """A payload's schema reference cannot be resolved to a message type."""
+
+    def __init__(self, message: str, kind: FailureKind = FailureKind.UNKNOWN_SCHEMA) -> None:
+        super().__init__(message, kind)
+        self.kind = kind
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def load_descriptor_set(source: DescriptorSetInput) -> descriptor_pb2.FileDescriptorSet:
+    """Read a FileDescriptorSet from a path, bytes, or pass one through.
+
+    Raises:
+        ConfigError: When the path is missing or the bytes do not parse.
+    """
+    if isinstance(source, descriptor_pb2.FileDescriptorSet):
+        return source
+    if isinstance(source, bytes):
+        data, where = source, "bytes"
+    else:
+        path = Path(source)
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            msg = f"protobuf codec: cannot read descriptor set `{path}`: {exc.strerror}"
+            raise ConfigError(msg) from exc
+        where = f"`{path}`"
+    fds = descriptor_pb2.FileDescriptorSet()
+    try:
+        fds.ParseFromString(data)
+    except Exception as exc:
+        msg = (
+            f"protobuf codec: descriptor set {where} is not a serialized FileDescriptorSet "
+            f"(hint: `protoc --include_imports --descriptor_set_out=...`)"
+        )
+        raise ConfigError(msg) from exc
+    if not fds.file:
+        msg = f"protobuf codec: descriptor set {where} holds no files"
+        raise ConfigError(msg)
+    return fds
+
+
+def _topological(files: Sequence[descriptor_pb2.FileDescriptorProto]) -> list[Any]:
+    by_name = {f.name: f for f in files}
+    done: set[str] = set()
+    order: list[descriptor_pb2.FileDescriptorProto] = []
+
+    def visit(name: str, stack: tuple[str, ...]) -> None:
+        if name in done or name not in by_name:
+            return
+        if name in stack:
+            msg = f"protobuf codec: import cycle through `{name}`"
+            raise SchemaError(msg)
+        for dep in by_name[name].dependency:
+            visit(dep, (*stack, name))
+        done.add(name)
+        order.append(by_name[name])
+
+    for f in files:
+        visit(f.name, ())
+    return order
+
+
+def pool_from_files(
+    files: Iterable[descriptor_pb2.FileDescriptorProto],
+) -> descriptor_pool.DescriptorPool:
+    """A new private pool holding the well-known types and ``files`` (any order).
+
+    Raises:
+        SchemaError: When a file does not build (missing import, duplicate symbol).
+    """
+    files = list(files)
+    names = {f.name for f in files}
+    pool = descriptor_pool.DescriptorPool()
+    for mod in _WELL_KNOWN:
+        if mod.DESCRIPTOR.name not in names:
+            pool.AddSerializedFile(mod.DESCRIPTOR.serialized_pb)
+    for f in _topological(files):
+        try:
+            pool.Add(f)
+        except (TypeError, ValueError) as exc:
+            msg = f"protobuf codec: file `{f.name}` does not build: {exc}"
+            raise SchemaError(msg) from exc
+    return pool
+
+
+def message_by_indexes(file: FileDescriptor, indexes: Sequence[int]) -> Descriptor:
+    """The message a Confluent message-index array names within ``file``.
+
+    ``[1, 0]`` is the first nested message of the second top-level message.
+
+    Raises:
+        SchemaLookupError: (``bad_framing``) when an index is out of range.
+    """
+    candidates = list(file.message_types_by_name.values())
+    desc: Descriptor | None = None
+    for depth, idx in enumerate(indexes):
+        if idx >= len(candidates):
+            where = "top-level" if depth == 0 else f"nested in `{desc.full_name}`"  # type: ignore[union-attr]
+            msg = (
+                f"message index {list(indexes)} does not exist in `{file.name}`: "
+                f"expected index < {len(candidates)} {where} messages; got {idx}"
+            )
+            raise SchemaLookupError(msg, FailureKind.BAD_FRAMING)
+        desc = candidates[idx]
+        candidates = list(desc.nested_types)
+    if desc is None:
+        msg = f"empty message-index array for `{file.name}`"
+        raise SchemaLookupError(msg, FailureKind.BAD_FRAMING)
+    return desc
+
+
+def _decode_schema_str(text: str, where: str) -> descriptor_pb2.FileDescriptorProto:
+    try:
+        raw = base64.b64decode(text, validate=True)
+        fdp = descriptor_pb2.FileDescriptorProto.FromString(raw)
+    except (binascii.Error, ValueError, Exception) as exc:
+        msg = (
+            f"protobuf codec: {where} is not a base64 serialized FileDescriptorProto "
+            f"(the registry must answer `format=serialized`; .proto text needs protoc)"
+        )
+        raise SchemaError(msg) from exc
+    return fdp
+
+
+class RegistryDescriptors:
+    """Resolve Confluent schema ids / GUIDs to files in private pools, with references.
+
+    One pool per schema id (or GUID), cached for the life of the codec. An unknown id
+    raises :class:`SchemaLookupError`; any other registry failure (outage, auth)
+    propagates, because an outage is not bad data.
+
+    Args:
+        client: A ``SchemaRegistryClient`` (or anything with its lookup methods).
+    """
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self._files: dict[int | str, FileDescriptor] = {}
+        self._lock = threading.Lock()
+
+    def file_for(self, key: int | str) -> FileDescriptor:
+        """The root file of schema id ``key`` (an ``int``) or GUID (a ``str``)."""
+        found = self._files.get(key)
+        if found is not None:
+            return found
+        with self._lock:
+            if key not in self._files:
+                self._files[key] = self._load(key)
+            return self._files[key]
+
+    def _fetch(self, key: int | str) -> Any:
+        try:
+            if isinstance(key, int):
+                return self._client.get_schema(key, fmt="serialized")
+            return self._client.get_schema_by_guid(key, fmt="serialized")
+        except SchemaRegistryError as exc:
+            if exc.http_status_code == 404:  # noqa: PLR2004 - HTTP "not found"
+                what = "schema id" if isinstance(key, int) else "schema guid"
+                msg = f"{what} {key} is not in the schema registry"
+                raise SchemaLookupError(msg) from exc
+            raise
+
+    def _load(self, key: int | str) -> FileDescriptor:
+        schema = self._fetch(key)
+        if (schema.schema_type or "AVRO").upper() != "PROTOBUF":
+            msg = f"schema {key} is a {schema.schema_type} schema; expected PROTOBUF"
+            raise SchemaLookupError(msg, FailureKind.SCHEMA_MISMATCH)
+        files: dict[str, descriptor_pb2.FileDescriptorProto] = {}
+        self._collect_refs(schema, files)
+        root = _decode_schema_str(schema.schema_str, f"schema {key}")
+        root.name = f"__registry_schema_{key}.proto"
+        pool = pool_from_files([*files.values(), root])
+        logger.info("resolved protobuf schema %s with %d reference(s)", key, len(files))
+        return pool.FindFileByName(root.name)
+
+    def _collect_refs(self, schema: Any, files: dict[str, Any]) -> None:
+        for ref in schema.references or ():
+            if ref.name.startswith(_BUILTIN_PREFIXES) or ref.name in files:
+                continue
+            registered = self._client.get_version(ref.subject, ref.version, True, "serialized")
+            files[ref.name] = descriptor_pb2.FileDescriptorProto()  # cycle guard
+            self._collect_refs(registered.schema, files)
+            fdp = _decode_schema_str(registered.schema.schema_str, f"reference `{ref.name}`")
+            fdp.name = ref.name
+            files[ref.name] = fdp
