@@ -5,9 +5,8 @@ process-wide default pool, so two codecs (or two schema versions) never collide.
 well-known types (Timestamp, Duration, wrappers, Struct, Any, ...) are added first, unless
 the descriptor set brings its own copy of the same file.
 
-The registry integration point is :class:`RegistryDescriptors`: anything with the
-``confluent_kafka.schema_registry.SchemaRegistryClient`` methods ``get_schema``,
-``get_schema_by_guid`` and ``get_version`` works.
+The registry integration point is :class:`RegistryDescriptors`, over
+:mod:`thalweg_bytewax.registry` schema sources.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka.schema_registry.error import SchemaRegistryError
 from google.protobuf import (
     any_pb2,
     descriptor_pb2,
@@ -37,6 +35,7 @@ from google.protobuf.descriptor import Descriptor, FileDescriptor
 
 from thalweg_bytewax.codecs.base import FailureKind
 from thalweg_bytewax.errors import ConfigError, DecodeError, SchemaError
+from thalweg_bytewax.registry import UnknownSchemaError, schema_source
 
 __all__ = [
     "DescriptorSetInput",
@@ -194,20 +193,27 @@ def _decode_schema_str(text: str, where: str) -> descriptor_pb2.FileDescriptorPr
 
 
 class RegistryDescriptors:
-    """Resolve Confluent schema ids / GUIDs to files in private pools, with references.
+    """Resolve schema ids / GUIDs to files in private pools, references included.
 
-    One pool per schema id (or GUID), cached for the life of the codec. An unknown id
-    raises :class:`SchemaLookupError`; any other registry failure (outage, auth)
-    propagates, because an outage is not bad data.
+    Lookups go through :func:`thalweg_bytewax.registry.schema_source` (a Confluent
+    registry, ``mock://`` included, or a local schema directory), which caches, retries
+    an unreachable registry and raises ``UnknownSchemaError`` for an unknown id. Here
+    that becomes a :class:`SchemaLookupError` (``unknown_schema``); an outage propagates,
+    because it is not bad data. One pool per schema, cached for the life of the codec.
 
     Args:
-        client: A ``SchemaRegistryClient`` (or anything with its lookup methods).
+        registry: Anything :func:`~thalweg_bytewax.registry.schema_source` accepts.
     """
 
-    def __init__(self, client: Any) -> None:
-        self._client = client
+    def __init__(self, registry: Any) -> None:
+        self._source = schema_source(registry)
         self._files: dict[int | str, FileDescriptor] = {}
         self._lock = threading.Lock()
+
+    @property
+    def description(self) -> str:
+        """Where schemas come from, safe for logs."""
+        return self._source.description
 
     def file_for(self, key: int | str) -> FileDescriptor:
         """The root file of schema id ``key`` (an ``int``) or GUID (a ``str``)."""
@@ -219,38 +225,29 @@ class RegistryDescriptors:
                 self._files[key] = self._load(key)
             return self._files[key]
 
-    def _fetch(self, key: int | str) -> Any:
-        try:
-            if isinstance(key, int):
-                return self._client.get_schema(key, fmt="serialized")
-            return self._client.get_schema_by_guid(key, fmt="serialized")
-        except SchemaRegistryError as exc:
-            if exc.http_status_code == 404:  # noqa: PLR2004 - HTTP "not found"
-                what = "schema id" if isinstance(key, int) else "schema guid"
-                msg = f"{what} {key} is not in the schema registry"
-                raise SchemaLookupError(msg) from exc
-            raise
-
     def _load(self, key: int | str) -> FileDescriptor:
-        schema = self._fetch(key)
-        if (schema.schema_type or "AVRO").upper() != "PROTOBUF":
-            msg = f"schema {key} is a {schema.schema_type} schema; expected PROTOBUF"
+        try:
+            resolved = self._source.get(key, fmt="serialized")
+        except UnknownSchemaError as exc:
+            what = "schema id" if isinstance(key, int) else "schema guid"
+            msg = f"{what} {key} is unknown to `{self._source.description}`"
+            raise SchemaLookupError(msg) from exc
+        if resolved.schema_type.upper() != "PROTOBUF":
+            msg = f"schema {key} is a {resolved.schema_type} schema; expected PROTOBUF"
             raise SchemaLookupError(msg, FailureKind.SCHEMA_MISMATCH)
-        files: dict[str, descriptor_pb2.FileDescriptorProto] = {}
-        self._collect_refs(schema, files)
-        root = _decode_schema_str(schema.schema_str, f"schema {key}")
+        if resolved.raw is not None:  # a local .pb: a whole FileDescriptorSet
+            fds = load_descriptor_set(resolved.raw)
+            pool = pool_from_files(fds.file)
+            return pool.FindFileByName(fds.file[-1].name)
+        files = []
+        for name, ref in resolved.references.items():
+            if name.startswith(_BUILTIN_PREFIXES):
+                continue
+            fdp = _decode_schema_str(ref.schema_str, f"reference `{name}`")
+            fdp.name = name
+            files.append(fdp)
+        root = _decode_schema_str(resolved.schema_str, f"schema {key}")
         root.name = f"__registry_schema_{key}.proto"
-        pool = pool_from_files([*files.values(), root])
+        pool = pool_from_files([*files, root])
         logger.info("resolved protobuf schema %s with %d reference(s)", key, len(files))
         return pool.FindFileByName(root.name)
-
-    def _collect_refs(self, schema: Any, files: dict[str, Any]) -> None:
-        for ref in schema.references or ():
-            if ref.name.startswith(_BUILTIN_PREFIXES) or ref.name in files:
-                continue
-            registered = self._client.get_version(ref.subject, ref.version, True, "serialized")
-            files[ref.name] = descriptor_pb2.FileDescriptorProto()  # cycle guard
-            self._collect_refs(registered.schema, files)
-            fdp = _decode_schema_str(registered.schema.schema_str, f"reference `{ref.name}`")
-            fdp.name = ref.name
-            files[ref.name] = fdp

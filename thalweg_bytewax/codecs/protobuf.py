@@ -25,7 +25,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
-from confluent_kafka.schema_registry import SchemaRegistryClient
 from google.protobuf import message_factory
 from google.protobuf.descriptor import Descriptor, FileDescriptor
 
@@ -120,9 +119,11 @@ class ProtobufCodec:
     """Decode Protobuf payloads with descriptors from a descriptor set or a registry.
 
     Args:
-        registry: A ``confluent_kafka.schema_registry.SchemaRegistryClient`` (or a URL,
-            ``mock://...`` included). Writer types come from each payload's schema id
-            (or GUID header) and message indexes; references are resolved.
+        registry: A schema source: a ``SchemaRegistryClient``, a registry URL
+            (``mock://...`` included), a local schema directory or a
+            :class:`~thalweg_bytewax.registry.SchemaSource`. Writer types come from each
+            payload's schema id (or GUID header) and message indexes; references are
+            resolved.
         descriptor_set: A FileDescriptorSet (``.pb`` path, bytes or message), e.g. from
             ``protoc --include_imports --descriptor_set_out``.
         message_type: Fully-qualified message name to decode. With a descriptor set it
@@ -178,7 +179,7 @@ class ProtobufCodec:
             if self._framing is Framing.NONE:
                 msg = "protobuf codec: framing `none` needs `descriptor_set`, not a registry"
                 raise ConfigError(msg)
-            self._registry = RegistryDescriptors(_client(registry))
+            self._registry = RegistryDescriptors(registry)
         else:
             self._init_descriptor_set(descriptor_set)  # type: ignore[arg-type]
 
@@ -394,18 +395,6 @@ def _as_error(exc: Exception) -> ProtobufDecodeError:
     if isinstance(exc, FramingError):
         text = f"protobuf framing: {text}"
     return ProtobufDecodeError(text, kind)
-
-
-def _client(registry: Any) -> Any:
-    if isinstance(registry, str):
-        return SchemaRegistryClient.new_client({"url": registry})
-    if not hasattr(registry, "get_schema"):
-        msg = (
-            f"protobuf codec: expected a SchemaRegistryClient or a registry URL; "
-            f"got {type(registry).__name__}"
-        )
-        raise ConfigError(msg)
-    return registry
 
 
 def _as_pylist(payloads: PayloadsInput) -> list[bytes | None]:
