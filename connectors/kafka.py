@@ -84,6 +84,7 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, int]):
         self._tail = source.tail
         self._columns = source.columns
         self._batch_size = source.batch_size
+        self._rate = source.max_records_per_s
         self._max_bytes = source.max_batch_bytes
         self._avg_record_bytes = 0.0
         self.stats = KafkaSourceStats()
@@ -181,6 +182,8 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, int]):
         self.stats.batches += 1
         if self._end_offset is not None and self._next_offset >= self._end_offset:
             self._eof = True
+        if self._rate is not None:
+            self._next_awake = now + timedelta(seconds=batch.num_rows / self._rate)
         return [(self._key, batch)]
 
     def _position(self) -> int:
@@ -257,6 +260,8 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, int]):
         max_batch_bytes: Byte budget per emitted batch (adapts to the record size seen).
         metadata_prefix: Prefix of the metadata columns.
         metadata_timeout: How long to wait for the brokers before failing.
+        max_records_per_s: Optional rate limit per partition (e.g. to protect a slow
+            downstream or to replay history gently); unlimited by default.
 
     Raises:
         ConfigError: On an invalid argument.
@@ -274,6 +279,7 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, int]):
         max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
         metadata_prefix: str = DEFAULT_PREFIX,
         metadata_timeout: timedelta = timedelta(seconds=10),
+        max_records_per_s: float | None = None,
     ) -> None:
         self.brokers = _as_list(brokers, "brokers")
         self.topics = _as_list(topics, "topics")
@@ -303,6 +309,10 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, int]):
         self.max_batch_bytes = max_batch_bytes
         self.columns = MetadataColumns(metadata_prefix)
         self.metadata_timeout_s = metadata_timeout.total_seconds()
+        if max_records_per_s is not None and max_records_per_s <= 0:
+            msg = f"kafka source: `max_records_per_s` must be > 0; got {max_records_per_s}"
+            raise ConfigError(msg)
+        self.max_records_per_s = max_records_per_s
 
     @override
     def list_parts(self) -> list[str]:

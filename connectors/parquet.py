@@ -236,7 +236,9 @@ class _ParquetPartition(StatefulSinkPartition[pa.RecordBatch, SinkState]):
         if stream.writer is not None and stream.writer.schema != table.schema:
             self._close_current(stream)
         if stream.writer is None:
-            path = self._store.child(stream.directory, f"{STAGING_PREFIX}{uuid.uuid4().hex}.parquet")
+            path = self._store.child(
+                stream.directory, f"{STAGING_PREFIX}{uuid.uuid4().hex}.parquet"
+            )
             stream.sink_file = self._store.open_output(path)
             stream.writer = pq.ParquetWriter(
                 stream.sink_file, table.schema, compression=self._sink.compression

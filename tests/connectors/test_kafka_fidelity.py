@@ -33,14 +33,26 @@ def corpus() -> list[dict[str, Any]]:
         {"key": b"k", "value": b""},  # empty value
         {"key": b"no-headers", "value": b"v", "headers": []},
         {"key": b"one-header", "value": b"v", "headers": [("h", b"1")]},
-        {"key": b"200-headers", "value": b"v", "headers": [(f"h{i:03d}", bytes([i % 256])) for i in range(200)]},
-        {"key": b"dup", "value": b"v", "headers": [("a", b"1"), ("a", b"2"), ("b", b"x"), ("a", b"3")]},
+        {
+            "key": b"200-headers",
+            "value": b"v",
+            "headers": [(f"h{i:03d}", bytes([i % 256])) for i in range(200)],
+        },
+        {
+            "key": b"dup",
+            "value": b"v",
+            "headers": [("a", b"1"), ("a", b"2"), ("b", b"x"), ("a", b"3")],
+        },
         {"key": b"null-hdr", "value": b"v", "headers": [("n", None), ("n", b""), ("n", None)]},
         {"key": b"ts-small", "value": b"v", "timestamp": 1},
         {"key": b"ts-large", "value": b"v", "timestamp": 32503680000000},  # year 3000
         {"key": b"ts-now", "value": b"v", "timestamp": 0},  # librdkafka: 0 means now
         {"key": "clé ü 日本".encode(), "value": "valeur — ü 日本 🚀".encode()},
-        {"key": NON_UTF8, "value": NON_UTF8 * 3, "headers": [("名前-ü", NON_UTF8), ("", b"empty name")]},
+        {
+            "key": NON_UTF8,
+            "value": NON_UTF8 * 3,
+            "headers": [("名前-ü", NON_UTF8), ("", b"empty name")],
+        },
         {"key": b"big", "value": bytes(range(256)) * (MIB // 256)},
     ]
     for i, rec in enumerate(recs):
@@ -50,10 +62,15 @@ def corpus() -> list[dict[str, Any]]:
 
 def oracle(bootstrap: str, topic: str, partitions: int = 4) -> dict[tuple[int, int], Any]:
     """Read the topic with a plain consumer: the broker-authoritative truth."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "oracle", "enable.auto.commit": False})
+    c = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "oracle", "enable.auto.commit": False}
+    )
     out: dict[tuple[int, int], Any] = {}
     try:
-        ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
+        ends = {
+            p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            for p in range(partitions)
+        }
         c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
         deadline = time.monotonic() + 30
         while sum(1 for _ in out) < sum(ends.values()) and time.monotonic() < deadline:
@@ -82,7 +99,9 @@ def test_every_field_of_every_record_survives(kafka_bootstrap: str, tmp_path: Pa
 
     lane = tmp_path / "lane"
     run_raw_lane(kafka_bootstrap, topic, lane)
-    table = read_lane(lane).sort_by([("_twg_source_partition", "ascending"), ("_twg_source_offset", "ascending")])
+    table = read_lane(lane).sort_by(
+        [("_twg_source_partition", "ascending"), ("_twg_source_offset", "ascending")]
+    )
     assert table.num_rows == len(produced)
 
     rows = table.to_pylist()
@@ -122,10 +141,12 @@ def test_every_field_of_every_record_survives(kafka_bootstrap: str, tmp_path: Pa
     assert n == (len(produced),)
     visible = [p for p in lane.rglob("*") if p.is_file() and not p.name.startswith(".")]
     assert all(p.suffix == ".parquet" for p in visible)
-    assert not [p for p in lane.rglob(".staging-*")]
+    assert not list(lane.rglob(".staging-*"))
 
 
-def test_empty_topic_partitions_end_cleanly(kafka_bootstrap: str, make_topic: Any, tmp_path: Path) -> None:
+def test_empty_topic_partitions_end_cleanly(
+    kafka_bootstrap: str, make_topic: Any, tmp_path: Path
+) -> None:
     topic = make_topic()
     produce(kafka_bootstrap, topic, [{"value": b"only", "partition": 2}])
     lane = tmp_path / "lane"
@@ -135,12 +156,16 @@ def test_empty_topic_partitions_end_cleanly(kafka_bootstrap: str, make_topic: An
     assert table.column("_twg_source_partition").to_pylist() == [2]
 
 
-def test_batches_respect_the_byte_budget(kafka_bootstrap: str, make_topic: Any, tmp_path: Path) -> None:
+def test_batches_respect_the_byte_budget(
+    kafka_bootstrap: str, make_topic: Any, tmp_path: Path
+) -> None:
     topic = make_topic()
     produce(kafka_bootstrap, topic, [{"value": bytes(200_000), "partition": 0} for _ in range(20)])
     sizes: list[int] = []
     flow = Dataflow("budget")
-    raw = op.input("in", flow, KafkaSource([kafka_bootstrap], [topic], tail=False, max_batch_bytes=1_000_000))
+    raw = op.input(
+        "in", flow, KafkaSource([kafka_bootstrap], [topic], tail=False, max_batch_bytes=1_000_000)
+    )
     op.inspect("sizes", raw, lambda _s, kv: sizes.append(kv[1].nbytes))
     op.output("lane", raw, ParquetSink(tmp_path / "lane"))
     run_main(flow)

@@ -30,7 +30,9 @@ def poll_until(part: Any, rows: int, timeout_s: float = 20.0) -> list[Any]:
     return got
 
 
-def test_snapshot_is_the_offset_after_the_last_emitted_record(kafka_bootstrap: str, make_topic: Any) -> None:
+def test_snapshot_is_the_offset_after_the_last_emitted_record(
+    kafka_bootstrap: str, make_topic: Any
+) -> None:
     topic = make_topic()
     produce(kafka_bootstrap, topic, [{"value": str(i).encode(), "partition": 0} for i in range(50)])
     source = KafkaSource([kafka_bootstrap], [topic], batch_size=7)
@@ -79,13 +81,22 @@ def test_bounded_partition_stops_at_the_end_offset(kafka_bootstrap: str, make_to
 def test_starting_offset_latest_and_explicit(kafka_bootstrap: str, make_topic: Any) -> None:
     topic = make_topic()
     produce(kafka_bootstrap, topic, [{"value": str(i).encode(), "partition": 0} for i in range(10)])
-    latest = KafkaSource([kafka_bootstrap], [topic], starting_offset="latest").build_part("in", f"{topic}:0", None)
+    latest = KafkaSource([kafka_bootstrap], [topic], starting_offset="latest").build_part(
+        "in", f"{topic}:0", None
+    )
     assert latest.snapshot() == 10
     latest.close()
-    explicit = KafkaSource([kafka_bootstrap], [topic], starting_offset=6, tail=False).build_part("in", f"{topic}:0", None)
+    explicit = KafkaSource([kafka_bootstrap], [topic], starting_offset=6, tail=False).build_part(
+        "in", f"{topic}:0", None
+    )
     got = poll_until(explicit, 4)
     explicit.close()
-    assert [v for _, b in got for v in b.column("_twg_source_value").to_pylist()] == [b"6", b"7", b"8", b"9"]
+    assert [v for _, b in got for v in b.column("_twg_source_value").to_pylist()] == [
+        b"6",
+        b"7",
+        b"8",
+        b"9",
+    ]
 
 
 def test_unreachable_brokers_fail_fast_and_name_them() -> None:
@@ -104,7 +115,9 @@ def test_missing_topic_is_named(kafka_bootstrap: str) -> None:
 def test_unwritable_lane_path_fails_before_data_moves(tmp_path: Path) -> None:
     blocker = tmp_path / "file.txt"
     blocker.write_text("not a directory")
-    with pytest.raises(ConfigError, match=r"parquet sink: lane path `.*file\.txt/lane` is not writable"):
+    with pytest.raises(
+        ConfigError, match=r"parquet sink: lane path `.*file\.txt/lane` is not writable"
+    ):
         ParquetSink(blocker / "lane").list_parts()
 
 
