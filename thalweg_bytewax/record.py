@@ -31,6 +31,7 @@ __all__ = [
     "TimestampType",
     "empty_raw_batch",
     "offset_span",
+    "raw_batch_from_columns",
     "raw_batch_from_messages",
     "raw_batch_from_records",
     "records_from_raw_batch",
@@ -261,6 +262,54 @@ def raw_batch_from_messages(
         ),
         ingest_ts=pa.array([now] * n, pa.timestamp("us", tz="UTC")),
         ids=pa.array(ids, pa.binary(16)),
+    )
+
+
+def raw_batch_from_columns(
+    *,
+    topic: str,
+    partition: int,
+    offsets: Sequence[int],
+    keys: Sequence[bytes | None],
+    values: Sequence[bytes | None],
+    timestamps_ms: Sequence[int | None] | None = None,
+    timestamp_type: TimestampType = TimestampType.CREATE_TIME,
+    headers: Sequence[Sequence[Header] | None] | None = None,
+    cluster: str | None = None,
+    columns: MetadataColumns = _DEFAULT_COLUMNS,
+    ingest_ts: datetime | None = None,
+) -> pa.RecordBatch:
+    """Build one RawBatch of a single topic-partition from plain columns.
+
+    Used by sources that are not Kafka (sample data, files) so that everything after the
+    source sees exactly the shape a real topic produces.
+    """
+    n = len(offsets)
+    if n == 0:
+        return empty_raw_batch(columns)
+    now = ingest_ts or datetime.now(UTC)
+    ts_type = timestamp_type if timestamps_ms is not None else TimestampType.NOT_AVAILABLE
+    return _assemble(
+        columns,
+        n,
+        cluster=cluster,
+        topics=pa.array([topic] * n, pa.string()),
+        partitions=pa.array([partition] * n, pa.int32()),
+        offsets=pa.array(offsets, pa.int64()),
+        leader_epochs=pa.nulls(n, pa.int32()),
+        keys=pa.array(keys, pa.binary()),
+        values=pa.array(values, pa.binary()),
+        timestamps=pa.array(
+            timestamps_ms if timestamps_ms is not None else [None] * n,
+            pa.timestamp("ms", tz="UTC"),
+        ),
+        timestamp_types=pa.array([ts_type.value] * n, pa.string()),
+        headers=_headers_array(
+            headers if headers is not None else [None] * n,
+            columns.raw_schema.field(columns.source_headers).type,
+        ),
+        ingest_ts=pa.array([now] * n, pa.timestamp("us", tz="UTC")),
+        ids=pa.array(record_ids(cluster, topic, partition, offsets, values), pa.binary(16)),
     )
 
 

@@ -1,0 +1,143 @@
+"""The embedded default of ``flows.orders``: a partitioned, bounded, deterministic source.
+
+It emits exactly the RawBatch shape a real ``orders`` topic produces — keys, headers,
+CreateTime timestamps and Confluent-framed Avro payloads — so everything after the
+source is the same code as with Kafka. A few records are deliberately bad (a corrupt
+body, an unknown schema id, a tombstone) so the dead-letter path has work to do.
+"""
+
+from __future__ import annotations
+
+import random
+import struct
+from datetime import UTC, datetime, timedelta
+
+import pyarrow as pa
+from bytewax.inputs import FixedPartitionedSource, StatefulSourcePartition
+from typing_extensions import override
+
+from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.record import raw_batch_from_columns
+from thalweg_bytewax.runtime.parts import decode_part, encode_part
+from thalweg_bytewax.samples import encode_order_avro, order_key, sample_order
+
+__all__ = ["SAMPLE_CLUSTER", "SampleOrdersSource"]
+
+SAMPLE_CLUSTER = "embedded-sample"
+"""The cluster id stamped on sample records."""
+
+_HEADERS = (("content-type", b"application/vnd.confluent.avro"), ("producer", b"thalweg-sample"))
+KeyedBatch = tuple[str, pa.RecordBatch]
+"""A keyed RawBatch."""
+
+
+def _bad_payload(index: int, good: bytes) -> bytes | None:
+    """Every 1000th record (from the 500th) is bad, in a rotating way."""
+    if index % 1000 != 500:
+        return good
+    kind = (index // 1000) % 3
+    if kind == 0:
+        return good[:5] + b"\xff\xff\xff"  # corrupt Avro body
+    if kind == 1:
+        return b"\x00" + struct.pack(">I", 99) + good[5:]  # unknown schema id
+    return None  # tombstone
+
+
+class _SamplePartition(StatefulSourcePartition[KeyedBatch, int]):
+    def __init__(self, source: SampleOrdersSource, partition: int, next_offset: int) -> None:
+        self._source = source
+        self._partition = partition
+        self._key = encode_part(source.topic, partition)
+        self._next_offset = next_offset
+        self._end = _partition_count(source.count, source.partitions, partition)
+        self._next_awake: datetime | None = None
+
+    @override
+    def next_batch(self) -> list[KeyedBatch]:
+        if self._next_offset >= self._end:
+            raise StopIteration
+        src = self._source
+        stop = min(self._end, self._next_offset + src.batch_size)
+        offsets = list(range(self._next_offset, stop))
+        keys, values, stamps = [], [], []
+        for offset in offsets:
+            index = offset * src.partitions + self._partition  # global order number
+            order = sample_order(random.Random(f"{src.seed}:{index}"))  # noqa: S311
+            keys.append(order_key(order))
+            values.append(_bad_payload(index, encode_order_avro(order)))
+            stamps.append(int(order["created_at"].timestamp() * 1000))
+        batch = raw_batch_from_columns(
+            topic=src.topic,
+            partition=self._partition,
+            offsets=offsets,
+            keys=keys,
+            values=values,
+            timestamps_ms=stamps,
+            headers=[_HEADERS] * len(offsets),
+            cluster=SAMPLE_CLUSTER,
+            columns=src.columns,
+        )
+        self._next_offset = stop
+        if src.records_per_s:
+            self._next_awake = datetime.now(UTC) + timedelta(
+                seconds=len(offsets) / src.records_per_s
+            )
+        return [(self._key, batch)]
+
+    @override
+    def next_awake(self) -> datetime | None:
+        return self._next_awake
+
+    @override
+    def snapshot(self) -> int:
+        return self._next_offset
+
+
+def _partition_count(total: int, partitions: int, partition: int) -> int:
+    return total // partitions + (1 if partition < total % partitions else 0)
+
+
+class SampleOrdersSource(FixedPartitionedSource[KeyedBatch, int]):
+    """Deterministic sample orders as keyed RawBatches, one partition per topic-partition.
+
+    Order ``i`` lands in partition ``i % partitions`` at offset ``i // partitions``; the
+    same ``seed`` gives the same records in every run and process. Resume state is the
+    next offset, as with Kafka.
+
+    Args:
+        count: Total number of orders across partitions.
+        topic: The topic name to stamp.
+        partitions: Number of partitions.
+        batch_size: Records per emitted batch.
+        seed: Sample seed.
+        records_per_s: Optional per-partition rate limit (to watch a flow work).
+        metadata_prefix: Prefix of the metadata columns.
+    """
+
+    def __init__(
+        self,
+        count: int = 20_000,
+        *,
+        topic: str = "orders",
+        partitions: int = 4,
+        batch_size: int = 2_000,
+        seed: int = 7,
+        records_per_s: float | None = None,
+        metadata_prefix: str = "_twg_",
+    ) -> None:
+        self.count = count
+        self.topic = topic
+        self.partitions = partitions
+        self.batch_size = batch_size
+        self.seed = seed
+        self.records_per_s = records_per_s
+        self.columns = MetadataColumns(metadata_prefix)
+
+    @override
+    def list_parts(self) -> list[str]:
+        return [encode_part(self.topic, p) for p in range(self.partitions)]
+
+    @override
+    def build_part(self, step_id: str, for_part: str, resume_state: int | None) -> _SamplePartition:
+        _, partition = decode_part(for_part)
+        return _SamplePartition(self, partition, resume_state or 0)

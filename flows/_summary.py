@@ -1,0 +1,49 @@
+"""A sink that counts what passed through and prints a short summary on a clean finish."""
+
+from __future__ import annotations
+
+import sys
+from collections import defaultdict
+
+import pyarrow as pa
+from bytewax.outputs import DynamicSink, StatelessSinkPartition
+from typing_extensions import override
+
+__all__ = ["SummarySink"]
+
+
+class _SummaryPartition(StatelessSinkPartition[tuple[str, pa.RecordBatch]]):
+    def __init__(self, title: str, worker_index: int, worker_count: int) -> None:
+        self._title = title
+        self._worker = worker_index
+        self._workers = worker_count
+        self._rows: dict[str, int] = defaultdict(int)
+        self._bytes = 0
+
+    @override
+    def write_batch(self, items: list[tuple[str, pa.RecordBatch]]) -> None:
+        for key, batch in items:
+            self._rows[key] += batch.num_rows
+            self._bytes += batch.nbytes
+
+    @override
+    def close(self) -> None:
+        if not self._rows:
+            return
+        total = sum(self._rows.values())
+        who = f" (worker {self._worker + 1}/{self._workers})" if self._workers > 1 else ""
+        lines = [f"{self._title}{who}: {total:,} records, {self._bytes / 1e6:,.1f} MB"]
+        lines += [f"  {key}: {rows:,}" for key, rows in sorted(self._rows.items())]
+        sys.stdout.write("\n".join(lines) + "\n")
+        sys.stdout.flush()
+
+
+class SummarySink(DynamicSink[tuple[str, pa.RecordBatch]]):
+    """Count keyed batches per key and print the totals when the flow ends cleanly."""
+
+    def __init__(self, title: str) -> None:
+        self._title = title
+
+    @override
+    def build(self, step_id: str, worker_index: int, worker_count: int) -> _SummaryPartition:
+        return _SummaryPartition(self._title, worker_index, worker_count)
