@@ -1,0 +1,765 @@
+"""Vectorised rule evaluation over Arrow batches.
+
+Every rule evaluates to one boolean "failed" mask per batch with ``pyarrow.compute``;
+SQL predicates and the string-to-type conformance checks run in DuckDB, all of a batch's
+SQL in one query. Nothing here loops over rows in Python: per-row results (the list of
+failed rule ids, DLQ messages) are assembled from the masks with numpy and Arrow kernels.
+
+DuckDB runs sandboxed: one connection per process with ``enable_external_access=false``
+and ``lock_configuration``, a cursor per thread, and batches registered explicitly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from thalweg_bytewax._deps import require
+from thalweg_bytewax.contracts.rules import merge_rules
+from thalweg_bytewax.contracts.spec import (
+    RULE_VERSION_CHARS,
+    ContractError,
+    ContractSpec,
+    DropRule,
+    MetricOp,
+    Rule,
+    RuleKind,
+)
+from thalweg_bytewax.metadata import RECORD_ID_BYTES, MetadataColumns
+
+__all__ = [
+    "AUDIT_FAILED_RULES",
+    "AUDIT_RULESET_VERSION",
+    "AUDIT_VERDICT",
+    "Evaluation",
+    "RuleSet",
+    "audit_schema",
+    "check_pattern",
+    "check_sql",
+    "duplicate_mask",
+    "duckdb_cursor",
+    "evaluate",
+    "explode_audit",
+    "rules_schema",
+]
+
+AUDIT_STEP_ID = "step_id"
+"""Audit column: the validating step."""
+AUDIT_RULESET_VERSION = "ruleset_version"
+"""Audit column: the version of the rule set that judged the record."""
+AUDIT_VERDICT = "verdict"
+"""Audit column: ``pass``, ``fail`` or ``drop``."""
+AUDIT_FAILED_RULES = "failed_rules"
+"""Audit column: ids (``name@version``) of the rules the record failed."""
+AUDIT_EVALUATED_AT = "evaluated_at"
+"""Audit column: when the record was judged (UTC)."""
+
+_DEFAULT_COLUMNS = MetadataColumns()
+_BATCH = "batch"
+
+
+def audit_schema(columns: MetadataColumns = _DEFAULT_COLUMNS) -> pa.Schema:
+    """The compact audit form: one row per record, its verdict and failed rule ids.
+
+    A record passed every rule of its rule set that is not listed in ``failed_rules``;
+    with the rule registry (:func:`rules_schema`) that answers "which verdict did record
+    R get on rule X, under which version" for every record and rule.
+    """
+    return pa.schema(
+        [
+            pa.field(columns.record_id, pa.binary(RECORD_ID_BYTES)),
+            pa.field(columns.source_topic, pa.string()),
+            pa.field(columns.source_partition, pa.int32()),
+            pa.field(columns.source_offset, pa.int64()),
+            pa.field(AUDIT_STEP_ID, pa.string(), nullable=False),
+            pa.field(AUDIT_RULESET_VERSION, pa.string(), nullable=False),
+            pa.field(AUDIT_VERDICT, pa.string(), nullable=False),
+            pa.field(AUDIT_FAILED_RULES, pa.list_(pa.string()), nullable=False),
+            pa.field(AUDIT_EVALUATED_AT, pa.timestamp("us", tz="UTC"), nullable=False),
+        ]
+    )
+
+
+def rules_schema() -> pa.Schema:
+    """The rule registry: one row per rule of a rule set, with its full definition."""
+    return pa.schema(
+        [
+            pa.field(AUDIT_RULESET_VERSION, pa.string(), nullable=False),
+            pa.field("rule_id", pa.string(), nullable=False),
+            pa.field("name", pa.string(), nullable=False),
+            pa.field("version", pa.string(), nullable=False),
+            pa.field("kind", pa.string(), nullable=False),
+            pa.field("columns", pa.list_(pa.string()), nullable=False),
+            pa.field("reason", pa.string(), nullable=False),
+            pa.field("origin", pa.string(), nullable=False),
+            pa.field("definition", pa.string(), nullable=False),
+        ]
+    )
+
+
+# --- DuckDB session ------------------------------------------------------------------
+
+_session_lock = threading.Lock()
+_session: tuple[int, Any] | None = None
+_local = threading.local()
+
+
+def duckdb_cursor() -> Any:
+    """This thread's cursor on the process's sandboxed DuckDB connection.
+
+    ``duckdb.connect()`` costs ~20 ms, so the process holds one connection; each thread
+    gets its own cursor. External access is off and the configuration locked, so user
+    SQL can read only the batches registered with it.
+    """
+    global _session
+    pid = os.getpid()
+    cur = getattr(_local, "cursor", None)
+    if cur is not None and getattr(_local, "pid", None) == pid:
+        return cur
+    with _session_lock:
+        if _session is None or _session[0] != pid:
+            duckdb = require("duckdb", extra="sql")
+            con = duckdb.connect()
+            con.execute("SET enable_external_access=false")
+            con.execute("SET lock_configuration=true")
+            _session = (pid, con)
+        cur = _session[1].cursor()
+    _local.cursor = cur
+    _local.pid = pid
+    return cur
+
+
+def _sql_table(batch: pa.RecordBatch | pa.Table, query: str) -> pa.Table:
+    cur = duckdb_cursor()
+    table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+    cur.register(_BATCH, table)
+    try:
+        return cur.sql(query).to_arrow_table()
+    finally:
+        cur.unregister(_BATCH)
+
+
+def _sql_error(exc: Exception) -> bool:
+    duckdb = require("duckdb", extra="sql")
+    return isinstance(exc, duckdb.Error)
+
+
+def check_pattern(pattern: str) -> None:
+    """Compile ``pattern`` with the RE2 engine the evaluation uses.
+
+    Raises:
+        ContractError: When the pattern does not compile.
+    """
+    try:
+        pc.match_substring_regex(pa.array([""]), pattern)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        msg = f"pattern {pattern!r} does not compile: {exc}"
+        raise ContractError(msg) from exc
+
+
+def check_sql(expression: str, schema: pa.Schema, *, scalar: bool = False) -> None:
+    """Bind a SQL predicate (or scalar batch query) against ``schema`` in DuckDB.
+
+    Raises:
+        ContractError: When DuckDB cannot parse or bind it (e.g. a missing column).
+    """
+    query = (
+        f"SELECT * FROM ({expression}) AS q LIMIT 0"  # noqa: S608 - sandboxed user SQL
+        if scalar
+        else f"SELECT ({expression}) AS ok FROM {_BATCH} LIMIT 0"  # noqa: S608
+    )
+    try:
+        _sql_table(schema.empty_table(), query)
+    except Exception as exc:
+        if not _sql_error(exc):
+            raise
+        msg = f"SQL {expression!r} is invalid: {str(exc).splitlines()[0]}"
+        raise ContractError(msg) from exc
+
+
+def _duckdb_type(t: pa.DataType) -> str | None:
+    simple = {
+        pa.int8(): "TINYINT",
+        pa.int16(): "SMALLINT",
+        pa.int32(): "INTEGER",
+        pa.int64(): "BIGINT",
+        pa.uint8(): "UTINYINT",
+        pa.uint16(): "USMALLINT",
+        pa.uint32(): "UINTEGER",
+        pa.uint64(): "UBIGINT",
+        pa.float32(): "FLOAT",
+        pa.float64(): "DOUBLE",
+        pa.bool_(): "BOOLEAN",
+        pa.string(): "VARCHAR",
+        pa.large_string(): "VARCHAR",
+        pa.date32(): "DATE",
+        pa.time64("us"): "TIME",
+        pa.binary(): "BLOB",
+    }
+    if t in simple:
+        return simple[t]
+    if pa.types.is_decimal(t):
+        return f"DECIMAL({t.precision}, {t.scale})"
+    if pa.types.is_timestamp(t):
+        return "TIMESTAMPTZ" if t.tz else "TIMESTAMP"
+    return None
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+# --- Rule sets -----------------------------------------------------------------------
+
+
+class RuleSet:
+    """An immutable, checked set of rules (and drop rules) with one version.
+
+    The rule-set version hashes the sorted rule ids, so it changes exactly when a rule
+    is added, removed or redefined. Audit rows carry it; :meth:`manifest` is the rule
+    registry that resolves it.
+
+    Args:
+        rules: The (already merged) rules.
+        drop: Drop rules.
+
+    Raises:
+        ContractError: When a pattern does not compile or SQL does not bind.
+    """
+
+    def __init__(self, rules: Sequence[Rule], drop: Sequence[DropRule] = ()) -> None:
+        self.rules = tuple(rules)
+        self.drop = tuple(drop)
+        ids = [r.id for r in self.rules]
+        if len(set(ids)) != len(ids):
+            msg = f"rule set: expected unique rule ids; got {sorted(ids)!r}"
+            raise ContractError(msg)
+        for rule in self.rules:
+            if rule.pattern is not None:
+                check_pattern(rule.pattern)
+        body = json.dumps(sorted(ids) + sorted(d.id for d in self.drop))
+        self.version = hashlib.sha256(body.encode()).hexdigest()[:RULE_VERSION_CHARS]
+        self.ids = pa.array(ids, pa.string())
+        self.descriptions = pa.array([r.describe() for r in self.rules], pa.string())
+
+    @classmethod
+    def from_contract(
+        cls,
+        contract: ContractSpec | None,
+        *,
+        object_name: str | None = None,
+        rules: Sequence[Rule] = (),
+        drop: Sequence[DropRule] = (),
+    ) -> RuleSet:
+        """The rule set a contract and manual rules resolve to (tightest wins).
+
+        Manual rules on columns the contract does not declare are refused; without a
+        contract, manual rules stand alone.
+
+        Raises:
+            ContractError: On a rule on a missing column, SQL that does not bind, a
+                pattern that does not compile or conflicting rules.
+        """
+        if contract is None:
+            return cls(merge_rules((), rules), drop)
+        obj = contract.object(object_name)
+        ruleset = cls(merge_rules(obj.rules, rules), drop)
+        # Rules may also look at the metadata columns (e.g. drop test topics).
+        meta = [f for f in _DEFAULT_COLUMNS.raw_schema if f.name not in obj.column_names]
+        schema = pa.schema([*obj.arrow_schema, *meta])
+        ruleset.check_against(schema, where=f"contract `{contract.source}` object `{obj.name}`")
+        return ruleset
+
+    def manifest(self) -> pa.Table:
+        """The rule registry of this rule set: one row per rule, with its definition."""
+        rules = self.rules
+        return pa.table(
+            {
+                AUDIT_RULESET_VERSION: [self.version] * len(rules),
+                "rule_id": [r.id for r in rules],
+                "name": [r.name for r in rules],
+                "version": [r.version for r in rules],
+                "kind": [str(r.kind) for r in rules],
+                "columns": [list(r.columns) for r in rules],
+                "reason": [r.reason for r in rules],
+                "origin": [str(r.origin) for r in rules],
+                "definition": [
+                    json.dumps(r.definition(), sort_keys=True, default=str) for r in rules
+                ],
+            },
+            schema=rules_schema(),
+        )
+
+    def check_against(self, schema: pa.Schema, *, where: str) -> None:
+        """Refuse rules on columns ``schema`` lacks, and SQL that does not bind to it.
+
+        Raises:
+            ContractError: Naming the rule and the missing column or the SQL error.
+        """
+        known = set(schema.names)
+        for rule in self.rules:
+            for col in rule.columns:
+                if col not in known:
+                    msg = (
+                        f"{where}: rule `{rule.name}` is on a missing column; expected one of "
+                        f"{sorted(known)!r}; got {col!r}"
+                    )
+                    raise ContractError(msg)
+            if rule.expression is not None:
+                try:
+                    check_sql(rule.expression, schema, scalar=rule.kind is RuleKind.METRIC)
+                except ContractError as exc:
+                    msg = f"{where}: rule `{rule.name}`: {exc}"
+                    raise ContractError(msg) from exc
+
+
+# --- Evaluation ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """The verdicts of one batch.
+
+    Attributes:
+        num_rows: Rows evaluated.
+        rule_index: Indices (into the rule set) of the rules that failed somewhere.
+        masks: One failed-mask per entry of ``rule_index`` (numpy bool, length rows).
+        any_failed: Rows that failed at least one rule.
+        contract_failed: Rows that failed a schema rule (DLQ reason ``contract``).
+    """
+
+    num_rows: int
+    rule_index: tuple[int, ...]
+    masks: tuple[np.ndarray, ...]
+    any_failed: np.ndarray
+    contract_failed: np.ndarray
+
+    def failed_rules(self, ruleset: RuleSet) -> pa.ListArray:
+        """``list<string>`` per row: the ids of the rules each row failed, in rule order."""
+        n = self.num_rows
+        if not self.masks:
+            return pa.ListArray.from_arrays(
+                pa.array(np.zeros(n + 1, np.int32)), pa.array([], pa.string())
+            )
+        m = np.stack(self.masks)  # rules x rows
+        rows, which = np.nonzero(m.T)  # row-major: grouped by row, rule order inside
+        counts = np.bincount(rows, minlength=n)
+        offsets = np.zeros(n + 1, np.int32)
+        np.cumsum(counts, out=offsets[1:])
+        ids = ruleset.ids.take(pa.array(np.asarray(self.rule_index, np.int64)[which]))
+        return pa.ListArray.from_arrays(pa.array(offsets), ids)
+
+    def first_failure(self) -> tuple[int, int] | None:
+        """``(row, rule index)`` of the first failing row and its first failed rule."""
+        if not self.any_failed.any():
+            return None
+        row = int(np.argmax(self.any_failed))
+        for idx, mask in zip(self.rule_index, self.masks, strict=True):
+            if mask[row]:
+                return row, idx
+        return None  # pragma: no cover - any_failed implies a mask
+
+
+def _np(mask: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    if isinstance(mask, pa.ChunkedArray):
+        mask = mask.combine_chunks()
+    return np.asarray(mask.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _scalar(value: Any, type_: pa.DataType) -> pa.Scalar:
+    try:
+        return pa.scalar(value).cast(type_)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return pa.scalar(value)
+
+
+def duplicate_mask(batch: pa.RecordBatch, cols: Sequence[str]) -> np.ndarray:
+    """Rows whose key already occurred earlier in the batch (rows with a null key never)."""
+    n = batch.num_rows
+    idx_name = "__twg_row"
+    table = pa.table(
+        [batch.column(c) for c in cols] + [pa.array(np.arange(n))], names=[*cols, idx_name]
+    )
+    firsts = table.group_by(list(cols), use_threads=False).aggregate([(idx_name, "min")])
+    first = np.zeros(n, dtype=bool)
+    first[firsts.column(f"{idx_name}_min").to_numpy()] = True
+    dup = ~first
+    for c in cols:
+        col = batch.column(c)
+        if col.null_count:
+            dup &= ~_np(col.is_null())
+    return dup
+
+
+def _missing(n: int) -> np.ndarray:
+    return np.ones(n, dtype=bool)
+
+
+def _compare(value: float, op: MetricOp, threshold: Any) -> bool:
+    match op:
+        case MetricOp.MUST_BE:
+            return bool(value == threshold)
+        case MetricOp.MUST_NOT_BE:
+            return bool(value != threshold)
+        case MetricOp.GT:
+            return bool(value > threshold)
+        case MetricOp.GE:
+            return bool(value >= threshold)
+        case MetricOp.LT:
+            return bool(value < threshold)
+        case MetricOp.LE:
+            return bool(value <= threshold)
+        case MetricOp.BETWEEN:
+            return bool(threshold[0] <= value <= threshold[1])
+        case _:
+            return not (threshold[0] <= value <= threshold[1])
+
+
+def _row_rule(rule: Rule, batch: pa.RecordBatch, n: int) -> np.ndarray | None:  # noqa: C901
+    names = batch.schema.names
+    col_name = rule.columns[0] if rule.columns else None
+    if col_name is not None and any(c not in names for c in rule.columns):
+        return _missing(n) if rule.kind in (RuleKind.NOT_NULL, RuleKind.TYPE) else None
+    col = batch.column(col_name) if col_name is not None else None
+    match rule.kind:
+        case RuleKind.NOT_NULL:
+            assert col is not None
+            return _np(col.is_null()) if col.null_count else None
+        case RuleKind.UNIQUE:
+            return duplicate_mask(batch, rule.columns)
+        case RuleKind.ALLOWED_VALUES:
+            assert col is not None
+            values = list(rule.values or ())
+            try:
+                value_set = pa.array(values, type=col.type)
+                inside = pc.is_in(col, value_set=value_set)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+                inside = pc.is_in(
+                    col.cast(pa.string()), value_set=pa.array([str(v) for v in values])
+                )
+            return _np(pc.invert(inside))
+        case RuleKind.RANGE:
+            assert col is not None
+            bad = None
+            if rule.min is not None:
+                lo = _scalar(rule.min, col.type)
+                bad = pc.less(col, lo) if rule.min_inclusive else pc.less_equal(col, lo)
+            if rule.max is not None:
+                hi = _scalar(rule.max, col.type)
+                over = pc.greater(col, hi) if rule.max_inclusive else pc.greater_equal(col, hi)
+                bad = over if bad is None else pc.or_(bad, over)
+            return None if bad is None else _np(bad)
+        case RuleKind.LENGTH:
+            assert col is not None
+            lengths = pc.binary_length(col) if pa.types.is_binary(col.type) else pc.utf8_length(col)
+            bad = None
+            if rule.min_length is not None:
+                bad = pc.less(lengths, rule.min_length)
+            if rule.max_length is not None:
+                over = pc.greater(lengths, rule.max_length)
+                bad = over if bad is None else pc.or_(bad, over)
+            return None if bad is None else _np(bad)
+        case RuleKind.PATTERN:
+            assert col is not None and rule.pattern is not None
+            text = (
+                col
+                if pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
+                else col.cast(pa.string())
+            )
+            return _np(pc.invert(pc.match_substring_regex(text, rule.pattern)))
+        case _:
+            return None
+
+
+def _metric_rule(rule: Rule, batch: pa.RecordBatch, n: int) -> np.ndarray | None:
+    metric = rule.metric
+    names = batch.schema.names
+    if any(c not in names for c in rule.columns):
+        return _missing(n)
+    col = batch.column(rule.columns[0]) if rule.columns else None
+    if metric == "rowCount":
+        value: float = n
+        contributing = _missing(n)
+    elif metric == "sql":
+        result = _sql_table(batch, str(rule.expression))
+        value = result.column(0)[0].as_py() if result.num_rows else 0
+        contributing = _missing(n)
+    else:
+        assert col is not None
+        if metric == "nullValues":
+            contributing = _np(col.is_null())
+        elif metric == "missingValues":
+            markers = [v for v in (rule.values or ()) if v is not None]
+            contributing = _np(col.is_null())
+            if markers:
+                contributing |= _np(pc.is_in(col, value_set=pa.array(markers, type=col.type)))
+        elif metric == "invalidValues":
+            valid = (
+                pa.array([True] * len(col))
+                if rule.values is None
+                else pc.is_in(col, value_set=pa.array(list(rule.values), type=col.type))
+            )
+            if rule.pattern is not None:
+                valid = pc.and_(
+                    valid, pc.match_substring_regex(col.cast(pa.string()), rule.pattern)
+                )
+            contributing = _np(pc.invert(valid))
+        else:  # duplicateValues
+            contributing = duplicate_mask(batch, rule.columns)
+        value = int(contributing.sum())
+        if rule.unit == "percent":
+            value = 100.0 * value / n if n else 0.0
+    if _compare(value, rule.op or MetricOp.MUST_BE, rule.threshold):
+        return None
+    return contributing
+
+
+def _sql_masks(
+    batch: pa.RecordBatch,
+    sql_rules: Sequence[tuple[int, Rule]],
+    type_rules: Sequence[tuple[int, Rule]],
+) -> dict[int, np.ndarray]:
+    exprs: list[str] = []
+    keys: list[int] = []
+    for i, rule in sql_rules:
+        exprs.append(f"({rule.expression}) IS FALSE")
+        keys.append(i)
+    for i, rule in type_rules:
+        c = _ident(rule.columns[0])
+        target = _duckdb_type(_as_type(rule.arrow_type))
+        exprs.append(f"TRY_CAST({c} AS {target}) IS NULL AND {c} IS NOT NULL")
+        keys.append(i)
+    if not exprs:
+        return {}
+    select = ", ".join(f"{e} AS r{k}" for k, e in enumerate(exprs))
+    result = _sql_table(batch, f"SELECT {select} FROM {_BATCH}")  # noqa: S608 - sandboxed
+    return {key: _np(result.column(k)) for k, key in enumerate(keys)}
+
+
+def _shape(t: pa.DataType) -> str:
+    # Nested field nullability is the contract's business (not_null rules), not type's.
+    return str(t).replace(" not null", "")
+
+
+def _as_type(t: pa.DataType | str | None) -> pa.DataType:
+    if isinstance(t, pa.DataType):
+        return t
+    return pa.type_for_alias(str(t))
+
+
+def _type_check(rule: Rule, batch: pa.RecordBatch, n: int) -> tuple[np.ndarray | None, bool]:
+    """``(mask, needs_sql)``: the failed mask, or a request for a DuckDB TRY_CAST check."""
+    name = rule.columns[0]
+    if name not in batch.schema.names:
+        return _missing(n), False
+    col = batch.column(name)
+    target = _as_type(rule.arrow_type)
+    if col.type == target or col.null_count == n or _shape(col.type) == _shape(target):
+        return None, False
+    try:
+        col.cast(target, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        if _duckdb_type(target) is not None and _duckdb_type(col.type) is not None:
+            return None, True
+        return _np(col.is_valid()), False
+    return None, False
+
+
+def evaluate(
+    batch: pa.RecordBatch,
+    ruleset: RuleSet,
+    *,
+    extra: Mapping[int, np.ndarray] | None = None,
+) -> Evaluation:
+    """Evaluate every rule of ``ruleset`` over ``batch``, columnar.
+
+    Args:
+        batch: The records.
+        ruleset: The rules.
+        extra: Additional failed masks by rule index, OR-ed in (the operator passes
+            cross-batch uniqueness here).
+
+    Returns:
+        The per-rule failed masks and their unions.
+    """
+    n = batch.num_rows
+    found: dict[int, np.ndarray] = {}
+    sql_rules: list[tuple[int, Rule]] = []
+    type_rules: list[tuple[int, Rule]] = []
+    for i, rule in enumerate(ruleset.rules):
+        if rule.kind is RuleKind.SQL:
+            sql_rules.append((i, rule))
+            continue
+        if rule.kind is RuleKind.TYPE:
+            mask, needs_sql = _type_check(rule, batch, n)
+            if needs_sql:
+                type_rules.append((i, rule))
+        elif rule.kind is RuleKind.METRIC:
+            mask = _metric_rule(rule, batch, n)
+        else:
+            mask = _row_rule(rule, batch, n)
+        if mask is not None and mask.any():
+            found[i] = mask
+    if n and (sql_rules or type_rules):
+        for i, mask in _sql_masks(batch, sql_rules, type_rules).items():
+            if mask.any():
+                found[i] = mask
+    for i, mask in (extra or {}).items():
+        if mask.any():
+            found[i] = found[i] | mask if i in found else mask
+    order = tuple(sorted(found))
+    masks = tuple(found[i] for i in order)
+    any_failed = np.zeros(n, dtype=bool)
+    contract_failed = np.zeros(n, dtype=bool)
+    for i, mask in zip(order, masks, strict=True):
+        any_failed |= mask
+        if ruleset.rules[i].reason == "contract":
+            contract_failed |= mask
+    return Evaluation(n, order, masks, any_failed, contract_failed)
+
+
+def drop_masks(batch: pa.RecordBatch, drop: Sequence[DropRule]) -> list[np.ndarray]:
+    """One matched mask per drop rule (rows to discard)."""
+    n = batch.num_rows
+    out: list[np.ndarray] = []
+    sql_rules = [(i, d) for i, d in enumerate(drop) if d.expression is not None]
+    sql: dict[int, np.ndarray] = {}
+    if sql_rules and n:
+        select = ", ".join(f"coalesce(({d.expression}), false) AS d{i}" for i, d in sql_rules)
+        result = _sql_table(batch, f"SELECT {select} FROM {_BATCH}")  # noqa: S608 - sandboxed
+        sql = {i: _np(result.column(k)) for k, (i, _) in enumerate(sql_rules)}
+    for i, d in enumerate(drop):
+        if d.expression is not None:
+            out.append(sql.get(i, np.zeros(n, dtype=bool)))
+        elif d.column not in batch.schema.names:
+            out.append(np.zeros(n, dtype=bool))
+        else:
+            col = batch.column(str(d.column))
+            try:
+                value_set = pa.array(list(d.values or ()), type=col.type)
+            except (pa.ArrowInvalid, pa.ArrowTypeError):
+                col = col.cast(pa.string())
+                value_set = pa.array([str(v) for v in d.values or ()])
+            out.append(_np(pc.is_in(col, value_set=value_set)))
+    return out
+
+
+def locator_strings(batch: pa.RecordBatch, columns: MetadataColumns = _DEFAULT_COLUMNS) -> pa.Array:
+    """``topic:partition@offset`` per row, or ``row <i>`` where the batch has no locator."""
+    names = batch.schema.names
+    if all(
+        c in names for c in (columns.source_topic, columns.source_partition, columns.source_offset)
+    ):
+        return pc.binary_join_element_wise(
+            batch.column(columns.source_topic).cast(pa.string()),
+            pc.binary_join_element_wise(
+                batch.column(columns.source_partition).cast(pa.string()),
+                batch.column(columns.source_offset).cast(pa.string()),
+                "@",
+            ),
+            ":",
+        )
+    return pc.binary_join_element_wise(
+        pa.array(["row"] * batch.num_rows),
+        pa.array(np.arange(batch.num_rows)).cast(pa.string()),
+        " ",
+    )
+
+
+def messages(
+    batch: pa.RecordBatch,
+    evaluation: Evaluation,
+    ruleset: RuleSet,
+    failed: pa.ListArray,
+    *,
+    columns: MetadataColumns = _DEFAULT_COLUMNS,
+) -> pa.Array:
+    """A human message per row: locator, the first failed rule in words, all failed ids."""
+    n = batch.num_rows
+    first = np.zeros(n, dtype=np.int64)
+    seen = np.zeros(n, dtype=bool)
+    for idx, mask in zip(evaluation.rule_index, evaluation.masks, strict=True):
+        pick = mask & ~seen
+        first[pick] = idx
+        seen |= mask
+    words = ruleset.descriptions.take(pa.array(first))
+    head = pc.binary_join_element_wise(locator_strings(batch, columns), words, ": expected ")
+    return pc.binary_join_element_wise(head, pc.binary_join(failed, ", "), "; failed rules: ")
+
+
+def audit_batch(
+    batch: pa.RecordBatch,
+    *,
+    verdict: pa.Array,
+    failed: pa.ListArray,
+    step_id: str,
+    ruleset_version: str,
+    columns: MetadataColumns = _DEFAULT_COLUMNS,
+) -> pa.RecordBatch:
+    """Build compact audit rows (one per record of ``batch``), columnar."""
+    n = batch.num_rows
+    names = batch.schema.names
+    schema = audit_schema(columns)
+
+    def take(name: str, type_: pa.DataType) -> pa.Array:
+        if name in names:
+            col = batch.column(name)
+            return col if col.type == type_ else col.cast(type_)
+        return pa.nulls(n, type_)
+
+    arrays = [
+        take(columns.record_id, pa.binary(RECORD_ID_BYTES)),
+        take(columns.source_topic, pa.string()),
+        take(columns.source_partition, pa.int32()),
+        take(columns.source_offset, pa.int64()),
+        pa.array([step_id] * n, pa.string()),
+        pa.array([ruleset_version] * n, pa.string()),
+        verdict,
+        failed,
+        pa.array([datetime.now(UTC)] * n, pa.timestamp("us", tz="UTC")),
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+_EXPLODE_SQL = """
+SELECT a.*  EXCLUDE ({excluded}), r.name AS rule, r.rule_id, r.version AS rule_version,
+       CASE WHEN a.verdict = 'drop' THEN 'drop'
+            WHEN list_contains(a.failed_rules, r.rule_id) THEN 'fail'
+            ELSE 'pass' END AS rule_verdict
+FROM audit a JOIN rules r USING (ruleset_version)
+ORDER BY ALL
+"""
+
+
+def explode_audit(audit: pa.Table, rules: pa.Table) -> pa.Table:
+    """Expand compact audit rows to one row per (record, rule): verdict and rule version.
+
+    This is the question the compact form answers, as a query: a record failed exactly
+    the rules listed in its ``failed_rules`` and passed every other rule of its rule set.
+
+    Args:
+        audit: Audit rows (:func:`audit_schema`).
+        rules: The rule registry (:meth:`RuleSet.manifest`), all versions.
+
+    Returns:
+        The audit columns (minus ``failed_rules``) plus ``rule``, ``rule_id``,
+        ``rule_version`` and ``rule_verdict``.
+    """
+    cur = duckdb_cursor()
+    cur.register("audit", audit)
+    cur.register("rules", rules)
+    try:
+        return cur.sql(_EXPLODE_SQL.format(excluded=AUDIT_FAILED_RULES)).to_arrow_table()
+    finally:
+        cur.unregister("audit")
+        cur.unregister("rules")
