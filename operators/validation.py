@@ -1,0 +1,343 @@
+"""``validate``: enforce a data contract and quality rules on keyed Arrow batches.
+
+Modes (ADR-0014): ``strict`` stops the flow on the first violating batch, with a message
+naming the rule, the column, the offending value and the record's locator;
+``quarantine`` diverts violating rows to the DLQ (reason ``contract`` for schema / type /
+required failures, ``dq`` for quality rules) and passes the rest; ``annotate`` passes
+every row with a ``<prefix>failed_rules`` column. Drop rules discard known junk first
+and never reach the DLQ (ADR-0036). Every judged record gets one compact audit row
+(ADR-0034).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+import bytewax.operators as op
+import numpy as np
+import orjson
+import pyarrow as pa
+from bytewax.dataflow import operator
+from bytewax.operators import KeyedStream, StatefulLogic
+from typing_extensions import override
+
+from thalweg_bytewax.contracts.evaluate import (
+    RuleSet,
+    audit_batch,
+    drop_masks,
+    duplicate_mask,
+    evaluate,
+    locator_strings,
+    messages,
+)
+from thalweg_bytewax.contracts.spec import (
+    ContractMode,
+    ContractSpec,
+    ContractViolationError,
+    DropRule,
+    Rule,
+    RuleKind,
+)
+from thalweg_bytewax.dlq import RejectReason, dlq_batch_from_rows
+from thalweg_bytewax.metadata import MetadataColumns
+
+from ._window import SeenWindow, batch_time, key_values
+
+__all__ = ["ValidateOut", "failed_rules_column", "validate"]
+
+logger = logging.getLogger(__name__)
+
+_DEFAULT_COLUMNS = MetadataColumns()
+_VERDICTS = pa.array(["pass", "fail"], pa.string())
+
+
+def failed_rules_column(columns: MetadataColumns = _DEFAULT_COLUMNS) -> str:
+    """The column ``annotate`` mode adds: ``list<string>`` of failed rule ids."""
+    return f"{columns.prefix}failed_rules"
+
+
+@dataclass(frozen=True)
+class ValidateOut:
+    """The streams of :func:`validate`, all keyed like the input.
+
+    Attributes:
+        clean: Rows that passed (quarantine), or every row (annotate, with the failed
+            rules column), or every row of passing batches (strict).
+        rejected: DLQ batches (:func:`thalweg_bytewax.dlq.dlq_schema`) of quarantined rows.
+        audit: Compact audit batches (:func:`thalweg_bytewax.contracts.evaluate.audit_schema`):
+            one row per judged (or audited dropped) record.
+    """
+
+    clean: KeyedStream[pa.RecordBatch]
+    rejected: KeyedStream[pa.RecordBatch]
+    audit: KeyedStream[pa.RecordBatch]
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    clean: pa.RecordBatch | None
+    rejected: pa.RecordBatch | None
+    audit: pa.RecordBatch | None
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, bytes):
+        return value.hex()
+    return str(value)
+
+
+def _row_json(batch: pa.RecordBatch, idx: np.ndarray, columns: MetadataColumns) -> list[str]:
+    # Only rejected rows reach this (the exception path), so a per-row dump is bounded
+    # by the rejects, never by the batch.
+    payload = [n for n in batch.schema.names if not columns.is_reserved(n)]
+    rows = batch.select(payload).take(pa.array(idx, pa.int64())).to_pylist()
+    return [orjson.dumps(r, default=_json_default).decode() for r in rows]
+
+
+class _Validator:
+    def __init__(
+        self,
+        step_id: str,
+        ruleset: RuleSet,
+        mode: ContractMode,
+        columns: MetadataColumns,
+    ) -> None:
+        self.step_id = step_id
+        self.ruleset = ruleset
+        self.mode = mode
+        self.columns = columns
+        self.windowed = [
+            (i, r)
+            for i, r in enumerate(ruleset.rules)
+            if r.kind is RuleKind.UNIQUE and r.window is not None
+        ]
+
+    def run(self, batch: pa.RecordBatch, windows: dict[int, SeenWindow] | None = None) -> _Verdict:
+        audits: list[pa.RecordBatch] = []
+        if self.ruleset.drop and batch.num_rows:
+            batch = self._drop(batch, audits)
+        if batch.num_rows == 0:
+            return _Verdict(None, None, _concat(audits))
+        extra = self._window_masks(batch, windows) if windows is not None else None
+        ev = evaluate(batch, self.ruleset, extra=extra)
+        failed = ev.failed_rules(self.ruleset)
+        verdict = _VERDICTS.take(pa.array(ev.any_failed.astype(np.int8)))
+        if self.mode is ContractMode.STRICT and ev.any_failed.any():
+            raise self._violation(batch, ev)
+        audits.append(
+            audit_batch(
+                batch,
+                verdict=verdict,
+                failed=failed,
+                step_id=self.step_id,
+                ruleset_version=self.ruleset.version,
+                columns=self.columns,
+            )
+        )
+        audit = _concat(audits)
+        if self.mode is ContractMode.ANNOTATE:
+            return _Verdict(
+                batch.append_column(failed_rules_column(self.columns), failed), None, audit
+            )
+        if not ev.any_failed.any():
+            return _Verdict(batch, None, audit)
+        msgs = messages(batch, ev, self.ruleset, failed, columns=self.columns)
+        parts = []
+        for reason, mask in (
+            (RejectReason.CONTRACT, ev.contract_failed),
+            (RejectReason.DQ, ev.any_failed & ~ev.contract_failed),
+        ):
+            idx = np.flatnonzero(mask)
+            if len(idx):
+                take = pa.array(idx, pa.int64())
+                parts.append(
+                    dlq_batch_from_rows(
+                        batch,
+                        take,
+                        reason=reason,
+                        step_id=self.step_id,
+                        messages=msgs.take(take),
+                        rules=failed.take(take),
+                        row_json=_row_json(batch, idx, self.columns),
+                        columns=self.columns,
+                    )
+                )
+        clean = batch.filter(pa.array(~ev.any_failed)) if not ev.any_failed.all() else None
+        return _Verdict(clean, _concat(parts), audit)
+
+    def _drop(self, batch: pa.RecordBatch, audits: list[pa.RecordBatch]) -> pa.RecordBatch:
+        masks = drop_masks(batch, self.ruleset.drop)
+        dropped = np.zeros(batch.num_rows, dtype=bool)
+        for rule, mask in zip(self.ruleset.drop, masks, strict=True):
+            fresh = mask & ~dropped
+            if rule.audit and fresh.any():
+                take = pa.array(np.flatnonzero(fresh), pa.int64())
+                rows = batch.take(take)
+                ids = pa.array([[rule.id]] * len(take), pa.list_(pa.string()))
+                audits.append(
+                    audit_batch(
+                        rows,
+                        verdict=pa.array(["drop"] * len(take), pa.string()),
+                        failed=ids,
+                        step_id=self.step_id,
+                        ruleset_version=self.ruleset.version,
+                        columns=self.columns,
+                    )
+                )
+            dropped |= mask
+        return batch.filter(pa.array(~dropped)) if dropped.any() else batch
+
+    def _window_masks(
+        self, batch: pa.RecordBatch, windows: dict[int, SeenWindow]
+    ) -> dict[int, np.ndarray]:
+        out: dict[int, np.ndarray] = {}
+        now = batch_time(batch, self.columns.source_timestamp)
+        for i, rule in self.windowed:
+            if any(c not in batch.schema.names for c in rule.columns):
+                continue
+            candidates = ~duplicate_mask(batch, rule.columns)
+            for c in rule.columns:
+                col = batch.column(c)
+                if col.null_count:
+                    candidates &= np.asarray(col.is_valid().to_numpy(zero_copy_only=False), bool)
+            rows = np.flatnonzero(candidates)
+            hits = windows[i].check_and_add(key_values(batch, rule.columns, rows), now)
+            mask = np.zeros(batch.num_rows, dtype=bool)
+            mask[rows[hits]] = True
+            out[i] = mask
+        return out
+
+    def _violation(self, batch: pa.RecordBatch, ev: Any) -> ContractViolationError:
+        row, idx = ev.first_failure()
+        rule = self.ruleset.rules[idx]
+        locator = locator_strings(batch.slice(row, 1), self.columns)[0].as_py()
+        column = rule.column
+        if column is not None and column in batch.schema.names:
+            got = repr(batch.column(column)[row].as_py())
+        elif rule.columns:
+            got = "a missing column"
+        else:
+            payload = [n for n in batch.schema.names if not self.columns.is_reserved(n)]
+            got = _row_json(batch.select(payload), np.array([row]), self.columns)[0]
+        n_bad = int(ev.any_failed.sum())
+        msg = (
+            f"validate `{self.step_id}`: rule `{rule.id}` failed on column "
+            f"`{column or ', '.join(rule.columns) or '*'}` at `{locator}`: expected "
+            f"{rule.describe()}; got {got} ({n_bad} of {batch.num_rows} rows in the batch "
+            "violate the contract). Fix the producer, or run the step in quarantine mode"
+        )
+        return ContractViolationError(msg, rule.id, column, locator)
+
+
+def _concat(parts: list[pa.RecordBatch]) -> pa.RecordBatch | None:
+    parts = [p for p in parts if p.num_rows]
+    if not parts:
+        return None
+    if len(parts) == 1:
+        return parts[0]
+    return pa.Table.from_batches(parts).combine_chunks().to_batches()[0]
+
+
+class _WindowedLogic(StatefulLogic[pa.RecordBatch, _Verdict, tuple]):
+    def __init__(
+        self, validator: _Validator, window_rules: Sequence[tuple[int, Rule]], resume: Any
+    ) -> None:
+        self._validator = validator
+        state = dict(resume or ())
+        self._windows = {
+            i: SeenWindow(rule.window or timedelta(0), state.get(rule.id))
+            for i, rule in window_rules
+        }
+        self._ids = {i: rule.id for i, rule in window_rules}
+
+    @override
+    def on_item(self, value: pa.RecordBatch) -> tuple[list[_Verdict], bool]:
+        return ([self._validator.run(value, self._windows)], StatefulLogic.RETAIN)
+
+    @override
+    def snapshot(self) -> tuple:
+        return tuple((self._ids[i], w.snapshot()) for i, w in self._windows.items())
+
+
+@operator
+def validate(
+    step_id: str,
+    up: KeyedStream[pa.RecordBatch],
+    contract: ContractSpec | None,
+    *,
+    mode: ContractMode | str = ContractMode.QUARANTINE,
+    rules: Sequence[Rule] | None = None,
+    drop: Sequence[DropRule] | None = None,
+    object_name: str | None = None,
+    columns: MetadataColumns = _DEFAULT_COLUMNS,
+) -> ValidateOut:
+    """Validate keyed Arrow batches against a contract and manual rules.
+
+    Contract rules and manual ``rules`` merge tightest-wins; the merged rule set and its
+    version are what :meth:`RuleSet.from_contract` returns for the same arguments (write
+    its ``manifest()`` next to the audit so that every rule version can be resolved).
+    All rules evaluate vectorised. A ``unique`` rule with a ``window`` keeps the seen
+    values in Bytewax keyed state per stream key, so it survives recovery.
+
+    ```python
+    import thalweg_bytewax.operators as twg
+    from thalweg_bytewax.contracts import DropRule, Rule, load_contract
+
+    contract = load_contract("flows/contracts/orders.odcs.yaml")
+    out = twg.validate(
+        "validate", orders, contract, mode="quarantine",
+        rules=[Rule.le("total", 100_000)],
+        drop=[DropRule.equals("heartbeats", "status", ["HEARTBEAT"])],
+    )
+    # out.clean -> the table sink; out.rejected -> the DLQ sink; out.audit -> the audit sink
+    ```
+
+    Args:
+        step_id: Unique step id.
+        up: Keyed batches (key = source partition) with payload and metadata columns.
+        contract: The contract, or ``None`` for manual rules only.
+        mode: ``strict``, ``quarantine`` or ``annotate``.
+        rules: Manual rules, merged with the contract's (tightest wins).
+        drop: Drop rules, applied before validation.
+        object_name: The contract's schema object, if it has several.
+        columns: Metadata column names (the prefix).
+
+    Returns:
+        ``ValidateOut(clean, rejected, audit)``.
+
+    Raises:
+        ContractError: At build time, for rules on missing columns, SQL that does not
+            bind, patterns that do not compile or conflicting rules.
+        ContractViolationError: At run time in ``strict`` mode (it stops the flow).
+    """
+    mode = ContractMode(mode)
+    ruleset = RuleSet.from_contract(
+        contract, object_name=object_name, rules=rules or (), drop=drop or ()
+    )
+    validator = _Validator(step_id, ruleset, mode, columns)
+    logger.info(
+        "validate %s: %d rules, rule set %s, mode %s",
+        step_id,
+        len(ruleset.rules),
+        ruleset.version,
+        mode,
+    )
+    if validator.windowed:
+        window_rules = validator.windowed
+        verdicts = op.stateful(
+            "evaluate", up, lambda resume: _WindowedLogic(validator, window_rules, resume)
+        )
+    else:
+        verdicts = op.map_value("evaluate", up, validator.run)
+    return ValidateOut(
+        clean=op.filter_map_value("clean", verdicts, lambda v: v.clean),
+        rejected=op.filter_map_value("rejected", verdicts, lambda v: v.rejected),
+        audit=op.filter_map_value("audit", verdicts, lambda v: v.audit),
+    )

@@ -1,0 +1,232 @@
+"""validate(): the three modes, drop rules, the DLQ and the audit, in real Bytewax runs."""
+
+from __future__ import annotations
+
+import copy
+from datetime import timedelta
+
+import bytewax.operators as op
+import numpy as np
+import pyarrow as pa
+import pytest
+from bytewax.dataflow import Dataflow
+from bytewax.testing import TestingSink, TestingSource, cluster_main, run_main
+
+import thalweg_bytewax.operators as twg
+from tests.contracts.orders_data import COLS, orders, orders_batch, orders_contract
+from thalweg_bytewax.contracts import ContractError, ContractViolationError, DropRule, Rule
+from thalweg_bytewax.contracts.evaluate import RuleSet, explode_audit
+from thalweg_bytewax.dlq import dlq_schema, rejected_from_dlq_batch
+from thalweg_bytewax.operators.validation import failed_rules_column
+
+CONTRACT = orders_contract()
+RULES = {r.name: r.id for r in RuleSet.from_contract(CONTRACT).rules}
+
+
+def bad_rows() -> tuple[list[dict], dict[int, set[str]]]:
+    """20 orders; rows 3, 5, 7, 11 are bad. Returns rows and offset -> failed rule names."""
+    rows = orders(20)
+    rows[3]["status"] = "LOST"
+    rows[5]["total"] = None
+    rows[7]["currency"] = "eu"
+    rows[11]["customer_id"] = 0
+    rows[11]["status"] = "??"
+    expected = {
+        3: {"status_allowed_values"},
+        5: {"total_not_null"},
+        7: {"currency_length", "currency_pattern"},
+        11: {"customer_id_range", "status_allowed_values"},
+    }
+    return rows, expected
+
+
+def run(batches, mode, *, workers=1, **kwargs):
+    flow = Dataflow("validate_test")
+    inp = op.input("inp", flow, TestingSource(batches))
+    out = twg.validate("validate", inp, CONTRACT, mode=mode, **kwargs)
+    clean, rejected, audit = [], [], []
+    op.output("clean", out.clean, TestingSink(clean))
+    op.output("rejected", out.rejected, TestingSink(rejected))
+    op.output("audit", out.audit, TestingSink(audit))
+    if workers == 1:
+        run_main(flow)
+    else:
+        cluster_main(flow, [], 0, worker_count_per_proc=workers)
+    return [_table(x) for x in (clean, rejected, audit)]
+
+
+def _table(items):
+    batches = [b for _, b in items]
+    return pa.Table.from_batches(batches) if batches else None
+
+
+def test_quarantine_diverts_exactly_the_bad_rows_with_reason_and_rule_ids():
+    rows, expected = bad_rows()
+    clean, rejected, audit = run([("orders:0", orders_batch(rows))], "quarantine")
+
+    assert sorted(clean[COLS.source_offset].to_pylist()) == sorted(set(range(20)) - set(expected))
+    assert rejected.schema == dlq_schema()
+    got = {
+        r.locator.offset: r
+        for r in rejected_from_dlq_batch(rejected.combine_chunks().to_batches()[0])
+    }
+    assert set(got) == set(expected)
+    for offset, names in expected.items():
+        assert set(got[offset].rules) == {RULES[n] for n in names}
+        assert got[offset].step_id == "validate_test.validate"
+        assert got[offset].record_id is not None
+        assert rows[offset]["order_id"] in got[offset].row_json
+        assert f"orders:0@{offset}" in got[offset].message
+    # A schema (required) failure is `contract`; value rules are `dq`.
+    assert str(got[5].reason) == "contract"
+    assert {str(got[o].reason) for o in (3, 7, 11)} == {"dq"}
+
+    assert audit.num_rows == 20
+    verdicts = dict(
+        zip(audit[COLS.source_offset].to_pylist(), audit["verdict"].to_pylist(), strict=True)
+    )
+    assert {o for o, v in verdicts.items() if v == "fail"} == set(expected)
+
+
+def test_strict_fails_the_flow_with_rule_column_value_and_locator():
+    rows, _ = bad_rows()
+    with pytest.raises(Exception) as info:  # noqa: PT011 - bytewax wraps the cause
+        run(
+            [
+                ("orders:0", orders_batch(rows[:3])),
+                ("orders:0", orders_batch(rows, first_offset=100)),
+            ],
+            "strict",
+        )
+    cause = info.value
+    while cause is not None and not isinstance(cause, ContractViolationError):
+        cause = cause.__cause__
+    assert isinstance(cause, ContractViolationError), info.value
+    msg = str(cause)
+    assert RULES["status_allowed_values"] in msg
+    assert "`status`" in msg
+    assert "'LOST'" in msg
+    assert "`orders:0@103`" in msg
+    assert cause.locator == "orders:0@103"
+
+
+def test_annotate_passes_everything_and_lists_failed_rules():
+    rows, expected = bad_rows()
+    clean, rejected, audit = run([("orders:0", orders_batch(rows))], "annotate")
+    assert rejected is None
+    assert clean.num_rows == 20
+    listed = dict(
+        zip(
+            clean[COLS.source_offset].to_pylist(),
+            clean[failed_rules_column()].to_pylist(),
+            strict=True,
+        )
+    )
+    for offset in range(20):
+        names = expected.get(offset, set())
+        assert set(listed[offset]) == {RULES[n] for n in names}
+    assert audit.num_rows == 20
+
+
+def test_drop_rules_are_silent_by_default_and_never_reach_the_dlq():
+    rows, expected = bad_rows()
+    rows[3]["status"] = "HEARTBEAT"  # junk that would otherwise fail status_allowed_values
+    drop = [DropRule.equals("heartbeats", "status", ["HEARTBEAT"])]
+    clean, rejected, audit = run([("orders:0", orders_batch(rows))], "quarantine", drop=drop)
+    assert 3 not in clean[COLS.source_offset].to_pylist()
+    assert 3 not in rejected[COLS.source_offset].to_pylist()
+    assert 3 not in audit[COLS.source_offset].to_pylist()
+    assert rejected.num_rows == len(expected) - 1
+
+    audited = [DropRule.sql("heartbeats", "status = 'HEARTBEAT'", audit=True)]
+    _, rejected, audit = run([("orders:0", orders_batch(rows))], "quarantine", drop=audited)
+    assert 3 not in rejected[COLS.source_offset].to_pylist()
+    dropped = audit.filter(pa.compute.equal(audit["verdict"], "drop"))
+    assert dropped[COLS.source_offset].to_pylist() == [3]
+    assert dropped["failed_rules"].to_pylist() == [[audited[0].id]]
+
+
+def test_manual_rules_merge_tightest_wins_in_the_flow():
+    rows = orders(30)
+    limit = sorted(r["total"] for r in rows)[15]
+    clean, rejected, _ = run(
+        [("orders:0", orders_batch(rows))], "quarantine", rules=[Rule.le("total", limit)]
+    )
+    assert clean.num_rows == 16
+    assert rejected.num_rows == 14
+    # The merged rule keeps the contract's lower bound (>= 0) and adds the upper one.
+    merged = {
+        r.name: r for r in RuleSet.from_contract(CONTRACT, rules=[Rule.le("total", limit)]).rules
+    }
+    assert merged["total_range"].min == 0
+    assert merged["total_range"].max == limit
+
+
+def test_manual_rule_on_missing_column_is_refused_at_build():
+    with pytest.raises(ContractError, match="missing column.*'totl'"):
+        run([], "quarantine", rules=[Rule.ge("totl", 0)])
+
+
+def test_windowed_unique_rejects_repeats_across_batches():
+    rows = orders(10)
+    again = copy.deepcopy(rows[2:4])
+    rule = Rule.unique("order_id", window=timedelta(hours=1))
+    batches = [("orders:0", orders_batch(rows)), ("orders:0", orders_batch(again, first_offset=50))]
+    clean, rejected, _ = run(batches, "quarantine", rules=[rule])
+    assert clean.num_rows == 10
+    assert sorted(rejected[COLS.source_offset].to_pylist()) == [50, 51]
+    ruleset = RuleSet.from_contract(CONTRACT, rules=[rule])
+    unique_id = next(
+        r.id for r in ruleset.rules if r.kind == "unique" and r.columns == ("order_id",)
+    )
+    assert all(unique_id in ids for ids in rejected["rules"].to_pylist())
+
+
+def test_audit_is_complete_and_a_rule_change_never_alters_earlier_verdicts():
+    rows = orders(40)
+    first = [("orders:0", orders_batch(rows[:20]))]
+    second = [("orders:0", orders_batch(rows[20:], first_offset=20))]
+    limit = sorted(r["total"] for r in rows)[20]
+    v1 = RuleSet.from_contract(CONTRACT)
+    v2 = RuleSet.from_contract(CONTRACT, rules=[Rule.le("total", limit)])
+    assert v1.version != v2.version
+
+    _, _, audit1 = run(first, "annotate")
+    _, _, audit2 = run(second, "annotate", rules=[Rule.le("total", limit)])
+    before = explode_audit(audit1, v1.manifest())
+    audit = pa.concat_tables([audit1, audit2])
+    registry = pa.concat_tables([v1.manifest(), v2.manifest()])
+    verdicts = explode_audit(audit, registry)
+
+    # Completeness: every record has a verdict on every rule of its rule set.
+    assert verdicts.num_rows == 20 * len(v1.rules) + 20 * len(v2.rules)
+    # Immutability: the run-1 verdicts read back unchanged after the rule change.
+    again = verdicts.filter(pa.compute.equal(verdicts["ruleset_version"], v1.version))
+    assert (
+        again.select(["_twg_source_offset", "rule_id", "rule_verdict"])
+        .sort_by([("_twg_source_offset", "ascending"), ("rule_id", "ascending")])
+        .equals(
+            before.select(["_twg_source_offset", "rule_id", "rule_verdict"]).sort_by(
+                [("_twg_source_offset", "ascending"), ("rule_id", "ascending")]
+            )
+        )
+    )
+    # Run 1 records over the new limit passed total_range under v1 (they are in run 1).
+    old_range = {r.name: r.id for r in v1.rules}["total_range"]
+    new_range = {r.name: r.id for r in v2.rules}["total_range"]
+    assert old_range != new_range
+    r1 = verdicts.filter(pa.compute.equal(verdicts["rule"], "total_range")).to_pylist()
+    assert {v["rule_id"] for v in r1 if v["_twg_source_offset"] < 20} == {old_range}
+    assert all(v["rule_verdict"] == "pass" for v in r1 if v["_twg_source_offset"] < 20)
+    fails = {v["_twg_source_offset"] for v in r1 if v["rule_verdict"] == "fail"}
+    assert fails == {20 + i for i, r in enumerate(rows[20:]) if r["total"] > limit}
+
+
+def test_two_workers_give_the_same_verdicts():
+    rows, expected = bad_rows()
+    batches = [(f"orders:{p}", orders_batch(rows, partition=p)) for p in range(4)]
+    clean, rejected, audit = run(batches, "quarantine", workers=2)
+    assert clean.num_rows == 4 * (20 - len(expected))
+    assert rejected.num_rows == 4 * len(expected)
+    assert audit.num_rows == 80
+    assert np.unique(rejected[COLS.source_partition].to_numpy()).tolist() == [0, 1, 2, 3]
