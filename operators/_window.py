@@ -55,7 +55,8 @@ class SeenWindow:
         """
         self._watermark = max(self._watermark, now)
         current = int(self._watermark // self._width)
-        for number in [b for b in self._buckets if b <= current - _BUCKETS]:
+        # Keep _BUCKETS + 1 buckets: a key is remembered for at least the whole window.
+        for number in [b for b in self._buckets if b < current - _BUCKETS]:
             for key in self._buckets.pop(number):
                 self._seen.pop(key, None)
         seen = self._seen

@@ -447,7 +447,7 @@ def _row_rule(rule: Rule, batch: pa.RecordBatch, n: int) -> np.ndarray | None:  
                 inside = pc.is_in(
                     col.cast(pa.string()), value_set=pa.array([str(v) for v in values])
                 )
-            return _np(pc.invert(inside))
+            return _np(pc.and_(pc.invert(inside), col.is_valid()))
         case RuleKind.RANGE:
             assert col is not None
             bad = None
@@ -513,7 +513,7 @@ def _metric_rule(rule: Rule, batch: pa.RecordBatch, n: int) -> np.ndarray | None
                 valid = pc.and_(
                     valid, pc.match_substring_regex(col.cast(pa.string()), rule.pattern)
                 )
-            contributing = _np(pc.invert(valid))
+            contributing = _np(pc.and_(pc.invert(valid), col.is_valid()))
         else:  # duplicateValues
             contributing = duplicate_mask(batch, rule.columns)
         value = int(contributing.sum())

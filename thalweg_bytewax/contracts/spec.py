@@ -48,7 +48,7 @@ rule name colliding is what matters, not global uniqueness)."""
 class ContractError(ConfigError):
     """A contract or rule definition is invalid; the message names the offending path."""
 
-    __module__ = "thalweg_bytewax"
+    __module__ = "thalweg_bytewax.contracts"
 
 
 class ContractViolationError(ThalwegError):
@@ -61,7 +61,7 @@ class ContractViolationError(ThalwegError):
         locator: ``topic:partition@offset`` of the first violating record, if known.
     """
 
-    __module__ = "thalweg_bytewax"
+    __module__ = "thalweg_bytewax.contracts"
 
     def __init__(
         self,
@@ -209,6 +209,12 @@ class Rule(RuleConstructors):
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", RuleKind(self.kind))
         object.__setattr__(self, "columns", tuple(self.columns))
+        # An absent bound has no inclusivity: keep equal definitions equal (and versioned
+        # the same) however they were spelled.
+        if self.min is None:
+            object.__setattr__(self, "min_inclusive", True)
+        if self.max is None:
+            object.__setattr__(self, "max_inclusive", True)
         if not self.name:
             stem = "_".join(self.columns) if self.columns else "row"
             suffix = self.metric if self.kind is RuleKind.METRIC else str(self.kind)

@@ -1,0 +1,82 @@
+"""Rule evaluation: every rule kind, ODCS batch metrics, type conformance and the SQL sandbox."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pyarrow as pa
+import pytest
+
+from thalweg_bytewax.contracts import ContractError, Rule
+from thalweg_bytewax.contracts.evaluate import RuleSet, duckdb_cursor, evaluate
+
+
+def failed(rule, values, type_=None):
+    batch = pa.RecordBatch.from_pydict({"x": pa.array(values, type_)})
+    return evaluate(batch, RuleSet([rule])).any_failed.tolist()
+
+
+def test_row_rules():
+    assert failed(Rule.not_null("x"), [1, None]) == [False, True]
+    assert failed(Rule.unique("x"), [1, 2, 1, None, None]) == [False, False, True, False, False]
+    assert failed(Rule.one_of("x", ["a", "b"]), ["a", "c", None]) == [False, True, False]
+    assert failed(Rule.gt("x", 0), [0, 1, None]) == [True, False, False]
+    assert failed(Rule.lt("x", 2), [1, 2]) == [False, True]
+    assert failed(Rule.length("x", 2, 3), ["a", "ab", "abcd"]) == [True, False, True]
+    assert failed(Rule.matches("x", "^[0-9]+$"), ["12", "1a", None]) == [False, True, False]
+    assert failed(Rule.sql("even", "x % 2 = 0"), [2, 3, None]) == [False, True, False]
+
+
+def test_type_conformance():
+    assert failed(Rule.of_type("x", pa.int64()), [1, 2], pa.int32()) == [False, False]
+    assert failed(Rule.of_type("x", pa.int64()), ["1", "x", None]) == [False, True, False]
+    batch = pa.RecordBatch.from_pydict({"y": [1]})
+    assert evaluate(batch, RuleSet([Rule.of_type("x", pa.int64())])).any_failed.tolist() == [True]
+    ev = evaluate(batch, RuleSet([Rule.of_type("x", pa.int64()), Rule.not_null("x")]))
+    assert ev.contract_failed.tolist() == [True]
+
+
+def test_metric_rules_with_count_and_percent_thresholds():
+    nulls = Rule.batch_metric(
+        "nullValues", "x", op="mustBeLessOrEqualTo", threshold=25, unit="percent"
+    )
+    assert failed(nulls, [1, None, 3, 4]) == [False, False, False, False]  # 25% is fine
+    assert failed(nulls, [1, None, None, 4]) == [False, True, True, False]  # 50%: the nulls fail
+    dups = Rule.batch_metric("duplicateValues", "x", op="mustBe", threshold=0)
+    assert failed(dups, [1, 1, 2]) == [False, True, False]
+    invalid = Rule.batch_metric(
+        "invalidValues", "x", op="mustBeLessThan", threshold=1, values=["a"]
+    )
+    assert failed(invalid, ["a", "b"]) == [False, True]
+    rows = Rule.batch_metric("rowCount", op="mustBeGreaterOrEqualTo", threshold=3)
+    assert failed(rows, [1, 2]) == [True, True]
+    sql = Rule.batch_metric(
+        "sql", op="mustBe", threshold=0, expression="SELECT count(*) FROM batch WHERE x < 0"
+    )
+    assert failed(sql, [1, -1]) == [True, True]
+    assert failed(sql, [1, 2]) == [False, False]
+
+
+def test_rule_versions_follow_the_definition():
+    assert Rule.ge("x", 0).id == Rule.ge("x", 0).id
+    assert Rule.ge("x", 0).version != Rule.ge("x", 1).version
+    assert Rule.unique("x").version != Rule.unique("x", window=timedelta(hours=1)).version
+    assert Rule.ge("x", 0, name="a").version == Rule.ge("x", 0, name="b").version
+
+
+def test_bad_patterns_fail_when_the_rule_set_is_built():
+    with pytest.raises(ContractError, match="does not compile"):
+        RuleSet([Rule.matches("x", "(unclosed")])
+
+
+def test_duckdb_is_sandboxed():
+    cur = duckdb_cursor()
+    with pytest.raises(Exception, match="(?i)permission|disabled"):
+        cur.sql("SELECT * FROM read_csv('/etc/hostname')").fetchall()
+    with pytest.raises(Exception, match="(?i)lock|configuration"):
+        cur.execute("SET enable_external_access=true")
+    batch = pa.RecordBatch.from_pydict({"x": [1]})
+    with pytest.raises(Exception, match="(?i)permission|disabled"):
+        evaluate(
+            batch, RuleSet([Rule.sql("leak", "x IN (SELECT 1 FROM read_csv('/etc/hostname'))")])
+        )
