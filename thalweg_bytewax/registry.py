@@ -81,8 +81,6 @@ _mock_lock = threading.Lock()
 class RegistryError(SchemaError):
     """A schema registry or schema directory could not answer a lookup."""
 
-    __module__ = "thalweg_bytewax"
-
     def __str__(self) -> str:
         return str(self.args[0])
 
@@ -90,13 +88,9 @@ class RegistryError(SchemaError):
 class RegistryUnavailableError(RegistryError):
     """The registry stayed unreachable after bounded retries: an outage, not bad data."""
 
-    __module__ = "thalweg_bytewax"
-
 
 class UnknownSchemaError(RegistryError, LookupError):
     """The registry does not know the schema id, GUID or subject version."""
-
-    __module__ = "thalweg_bytewax"
 
 
 @dataclass(frozen=True)

@@ -82,49 +82,53 @@ def supported(node: AvroNode, *, top: bool = True) -> bool:
     return False  # map, union
 
 
-def _strip_and_inline(node: Any, named: Mapping[str, Any], seen: set[str], ns: str | None) -> Any:
+def _strip_and_inline(node: Any, named: dict[str, Any], ns: str | None) -> Any:
+    """Schema JSON polars can read: no defaults, every named-type use expanded in place.
+
+    polars resolves no named-type references, so each use of a named type repeats its
+    definition (safe: recursive types never reach the fast path).
+    """
     if isinstance(node, str):
         full = node if "." in node or ns is None else f"{ns}.{node}"
         for key in (full, node):
-            if key in named and key not in seen:
-                return _strip_and_inline(named[key], named, seen, ns)
+            if key in named:
+                return _strip_and_inline(named[key], named, ns)
         return node
     if isinstance(node, list):
-        return [_strip_and_inline(b, named, seen, ns) for b in node]
+        return [_strip_and_inline(b, named, ns) for b in node]
     if not isinstance(node, dict):
         return node
     out = {k: v for k, v in node.items() if k != "default" and not k.startswith("__")}
     t = node.get("type")
     if t in ("record", "error", "enum", "fixed") and "name" in node:
         name = node["name"]
-        full = (
-            name
-            if "." in name or not node.get("namespace", ns)
-            else (f"{node.get('namespace', ns)}.{name}")
-        )
-        seen.update({full, name})
-        ns = full.rsplit(".", 1)[0] if "." in full else ns
+        space = node.get("namespace", ns)
+        full = name if "." in name or not space else f"{space}.{name}"
+        named.setdefault(full, node)
+        ns = full.rsplit(".", 1)[0] if "." in full else space
+        out["name"] = full
+        out.pop("namespace", None)
         if "fields" in node:
             out["fields"] = [
                 {
                     **{k: v for k, v in f.items() if k != "default"},
-                    "type": _strip_and_inline(f["type"], named, seen, ns),
+                    "type": _strip_and_inline(f["type"], named, ns),
                 }
                 for f in node["fields"]
             ]
         return out
     if t == "array":
-        out["items"] = _strip_and_inline(node["items"], named, seen, ns)
+        out["items"] = _strip_and_inline(node["items"], named, ns)
     elif t == "map":
-        out["values"] = _strip_and_inline(node["values"], named, seen, ns)
+        out["values"] = _strip_and_inline(node["values"], named, ns)
     elif isinstance(t, dict | list) or (isinstance(t, str) and t in named):
-        out["type"] = _strip_and_inline(t, named, seen, ns)
+        out["type"] = _strip_and_inline(t, named, ns)
     return out
 
 
 def ocf_schema_json(schema: Any, named: Mapping[str, Any]) -> str:
     """Self-contained schema JSON for the OCF header: references inlined, no defaults."""
-    return json.dumps(_strip_and_inline(schema, named, set(), None))
+    return json.dumps(_strip_and_inline(schema, dict(named), None))
 
 
 def _zz(n: int) -> bytes:

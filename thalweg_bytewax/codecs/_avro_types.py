@@ -353,10 +353,10 @@ class _Compiler:
             )
         if not non_null:
             return AvroNode("prim", pa.null(), branches, name="null")
-        fields = [
-            pa.field(n.name.rsplit(".", 1)[-1], n.arrow, nullable=pa.types.is_null(n.arrow))
-            for n in nodes
-        ]
+        # Children are nullable in the Arrow type because pyarrow builds dense unions
+        # that way (UnionArray.from_dense takes no field nullability); values are never
+        # null except in the `null` child.
+        fields = [pa.field(n.name.rsplit(".", 1)[-1], n.arrow) for n in nodes]
         arrow = pa.union(fields, mode="dense", type_codes=list(range(len(nodes))))
         return AvroNode("union", arrow, branches, name="union", children=nodes, simple=False)
 

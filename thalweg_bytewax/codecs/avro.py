@@ -72,8 +72,6 @@ _PROMOTIONS = {
 class AvroDecodeError(DecodeError):
     """One Avro payload failed to decode; ``kind`` says why."""
 
-    __module__ = "thalweg_bytewax"
-
     def __init__(self, message: str, kind: FailureKind = FailureKind.MALFORMED) -> None:
         super().__init__(message, kind)
         self.kind = kind

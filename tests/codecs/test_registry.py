@@ -1,0 +1,170 @@
+"""Schema sources: mock:// registry with references, outages, and a local directory."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import socket
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from confluent_kafka.schema_registry import Schema, SchemaReference
+
+from thalweg_bytewax.codecs import FailureKind
+from thalweg_bytewax.codecs.avro import AvroCodec
+from thalweg_bytewax.codecs.framing import encode_confluent
+from thalweg_bytewax.errors import ConfigError, SchemaError
+from thalweg_bytewax.registry import (
+    DirectorySchemaSource,
+    RegistrySchemaSource,
+    RegistryUnavailableError,
+    UnknownSchemaError,
+    registry_client,
+    schema_source,
+)
+
+ADDRESS = {
+    "type": "record",
+    "name": "Address",
+    "namespace": "twg.ref",
+    "fields": [{"name": "city", "type": "string"}],
+}
+CUSTOMER = {
+    "type": "record",
+    "name": "Customer",
+    "namespace": "twg.ref",
+    "fields": [{"name": "id", "type": "long"}, {"name": "home", "type": "twg.ref.Address"}],
+}
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_mock_scope_is_shared_and_references_resolve() -> None:
+    url = f"mock://reg-{uuid.uuid4()}"
+    client = registry_client(url)
+    assert registry_client(url) is client
+    client.register_schema("address", Schema(json.dumps(ADDRESS)))
+    sid = client.register_schema(
+        "customer-value",
+        Schema(json.dumps(CUSTOMER), references=[SchemaReference("twg.ref.Address", "address", 1)]),
+    )
+    source = schema_source(url)
+
+    resolved = source.get_by_id(sid)
+
+    assert resolved.schema_type == "AVRO"
+    assert list(resolved.references) == ["twg.ref.Address"]
+    assert json.loads(resolved.references["twg.ref.Address"].schema_str) == ADDRESS
+    assert source.get_by_id(sid) is resolved  # cached
+    latest = source.get_version("customer-value")
+    assert latest.schema_id == sid and latest.version == 1
+    guid = client.get_version("customer-value", 1).guid
+    assert source.get_by_guid(guid).schema_str == resolved.schema_str
+    # The codec decodes a record whose schema uses the reference.
+    import io
+
+    import fastavro
+
+    named: dict = {}
+    fastavro.parse_schema(ADDRESS, named_schemas=named)
+    buf = io.BytesIO()
+    fastavro.schemaless_writer(
+        buf,
+        fastavro.parse_schema(CUSTOMER, named_schemas=named),
+        {"id": 1, "home": {"city": "Lyon"}},
+    )
+    payload = encode_confluent(sid, buf.getvalue())
+    for fast in (True, False):
+        result = AvroCodec(url, fast=fast).decode_batch([payload])
+        assert result.errors == []
+        assert result.batch.to_pylist() == [{"id": 1, "home": {"city": "Lyon"}}]
+
+
+def test_unknown_id_is_a_lookup_error_not_an_outage() -> None:
+    source = schema_source(f"mock://reg-{uuid.uuid4()}")
+    with pytest.raises(UnknownSchemaError, match="schema id 77 not found"):
+        source.get_by_id(77)
+
+
+def test_unreachable_registry_retries_then_fails_loudly_naming_the_url() -> None:
+    port = _closed_port()
+    source = RegistrySchemaSource(
+        f"http://user:s3cret@127.0.0.1:{port}", max_attempts=3, initial_backoff_s=0.05
+    )
+    started = time.monotonic()
+    with pytest.raises(RegistryUnavailableError) as info:
+        source.get_by_id(1)
+    elapsed = time.monotonic() - started
+    message = str(info.value)
+    assert f"127.0.0.1:{port}" in message and "3 times" in message and "outage" in message
+    assert "s3cret" not in message and "s3cret" not in repr(source)
+    assert 0.1 <= elapsed < 5
+    assert isinstance(info.value, SchemaError)
+    back = pickle.loads(pickle.dumps(info.value))
+    assert str(back) == message
+
+
+def test_codec_batch_raises_on_outage_instead_of_rejecting_data() -> None:
+    port = _closed_port()
+    codec = AvroCodec(RegistrySchemaSource(f"http://127.0.0.1:{port}", max_attempts=2))
+    with pytest.raises(RegistryUnavailableError):
+        codec.decode_batch([encode_confluent(1, b"\x02")])
+
+
+def test_directory_source(tmp_path: Path) -> None:
+    (tmp_path / "12.avsc").write_text(json.dumps(CUSTOMER))
+    (tmp_path / "twg.ref.Address.avsc").write_text(json.dumps(ADDRESS))
+    (tmp_path / "orders").mkdir()
+    (tmp_path / "orders" / "1.avsc").write_text(json.dumps(ADDRESS))
+    (tmp_path / "orders" / "2.avsc").write_text(json.dumps(CUSTOMER))
+    (tmp_path / "named.avsc").write_text(json.dumps(ADDRESS))
+    (tmp_path / "types.pb").write_bytes(b"\x0a\x03abc")
+    guid = uuid.uuid4()
+    source = DirectorySchemaSource(
+        tmp_path, ids={40: "named.avsc", guid: "named.avsc", 41: "types.pb"}
+    )
+
+    assert list(source.get_by_id(12).references) == ["twg.ref.Address"]
+    assert json.loads(source.get_by_id(40).schema_str) == ADDRESS
+    assert json.loads(source.get_by_guid(guid).schema_str) == ADDRESS
+    pb = source.get_by_id(41)
+    assert pb.schema_type == "PROTOBUF" and pb.raw == b"\x0a\x03abc"
+    assert source.get_version("orders").version == 2
+    assert json.loads(source.get_version("orders", 1).schema_str) == ADDRESS
+    assert source.get_version("named").version == 1
+    with pytest.raises(UnknownSchemaError):
+        source.get_by_id(13)
+
+    import io
+
+    import fastavro
+
+    named: dict = {}
+    fastavro.parse_schema(ADDRESS, named_schemas=named)
+    buf = io.BytesIO()
+    fastavro.schemaless_writer(
+        buf,
+        fastavro.parse_schema(CUSTOMER, named_schemas=named),
+        {"id": 5, "home": {"city": "Graz"}},
+    )
+    codec = AvroCodec(str(tmp_path))
+    result = codec.decode_batch([encode_confluent(12, buf.getvalue()), encode_confluent(13, b"")])
+    assert result.batch.to_pylist() == [{"id": 5, "home": {"city": "Graz"}}]
+    assert result.errors[0].kind is FailureKind.UNKNOWN_SCHEMA
+
+
+def test_bad_sources_are_config_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError):
+        schema_source(str(tmp_path / "missing"))
+    with pytest.raises(ConfigError):
+        RegistrySchemaSource("mock://x", max_attempts=0)
+    with pytest.raises(ConfigError):
+        AvroCodec(None)
+    with pytest.raises(ConfigError, match="framing"):
+        AvroCodec("mock://x", framing="bogus")
