@@ -722,11 +722,11 @@ def audit_batch(
         take(columns.source_topic, pa.string()),
         take(columns.source_partition, pa.int32()),
         take(columns.source_offset, pa.int64()),
-        pa.array([step_id] * n, pa.string()),
-        pa.array([ruleset_version] * n, pa.string()),
+        pa.repeat(pa.scalar(step_id, pa.string()), n),
+        pa.repeat(pa.scalar(ruleset_version, pa.string()), n),
         verdict,
         failed,
-        pa.array([datetime.now(UTC)] * n, pa.timestamp("us", tz="UTC")),
+        pa.repeat(pa.scalar(datetime.now(UTC), pa.timestamp("us", tz="UTC")), n),
     ]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
