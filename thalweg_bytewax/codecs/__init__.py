@@ -6,6 +6,7 @@ over one schema-resolution core; see :mod:`thalweg_bytewax.codecs.base`.
 
 from __future__ import annotations
 
+from thalweg_bytewax.codecs.avro import AvroCodec
 from thalweg_bytewax.codecs.base import (
     Codec,
     DecodeFailure,
@@ -14,4 +15,4 @@ from thalweg_bytewax.codecs.base import (
     Framing,
 )
 
-__all__ = ["Codec", "DecodeFailure", "DecodeResult", "FailureKind", "Framing"]
+__all__ = ["AvroCodec", "Codec", "DecodeFailure", "DecodeResult", "FailureKind", "Framing"]
