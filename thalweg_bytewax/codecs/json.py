@@ -1,0 +1,436 @@
+"""JSON payloads to dicts or Arrow batches, against an explicit schema.
+
+The schema is a JSON Schema (dict or path), an Arrow schema, or ``"infer"`` (explicit
+fallback, logged as a WARNING: the shape then depends on the first batch). The columnar
+path hands the newline-joined payloads of a batch to ``pyarrow.json.read_json`` with the
+schema made explicit; when a block fails, it is bisected to pinpoint the bad rows, whose
+messages come from the record-at-a-time path (``orjson`` + the same Arrow types), which
+names the offending field.
+
+Example:
+    >>> codec = JsonCodec(schema={"type": "object", "required": ["id"],
+    ...                           "properties": {"id": {"type": "integer"}}})
+    >>> res = codec.decode_batch([b'{"id": 1}', b'{"id": "x"}', b'{"id": 3}'])
+    >>> res.batch.to_pylist(), [(e.index, e.kind.value) for e in res.errors]
+    ([{'id': 1}, {'id': 3}], [(1, 'schema_mismatch')])
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pj
+
+from thalweg_bytewax.codecs._json_schema import (
+    JsonShape,
+    shape_from_arrow,
+    shape_from_json_schema,
+)
+from thalweg_bytewax.codecs._json_values import JsonDecodeError, compile_record
+from thalweg_bytewax.codecs.base import (
+    DecodeFailure,
+    DecodeResult,
+    FailureKind,
+    Framing,
+    HeadersInput,
+    PayloadsInput,
+)
+from thalweg_bytewax.codecs.framing import peel_confluent_batch
+from thalweg_bytewax.errors import ConfigError, SchemaError
+from thalweg_bytewax.metadata import DEFAULT_PREFIX
+
+__all__ = ["INFER", "JsonCodec", "JsonDecodeError"]
+
+logger = logging.getLogger(__name__)
+
+INFER = "infer"
+"""Pass as ``schema`` to infer the shape from the first batch (a WARNING is logged)."""
+
+# One block for a whole batch: pyarrow.json splits on block boundaries, and a single
+# block keeps row order trivially; batches are bounded by the source's byte budget.
+_MIN_BLOCK = 1 << 20
+
+
+def _wire_type(t: pa.DataType) -> pa.DataType:
+    """What ``read_json`` parses into: temporal types as text, cast afterwards."""
+    if pa.types.is_timestamp(t) or pa.types.is_date(t):
+        return pa.string()
+    if pa.types.is_list(t):
+        return pa.list_(_wire_type(t.value_type))
+    if pa.types.is_map(t):
+        return pa.map_(t.key_type, _wire_type(t.item_type))
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _wire_type(f.type)) for f in t])
+    return t
+
+
+def _cast_type(t: pa.DataType) -> pa.DataType:
+    """``t`` with every nested field nullable (the cast target before null checks)."""
+    if pa.types.is_list(t):
+        return pa.list_(_cast_type(t.value_type))
+    if pa.types.is_map(t):
+        return pa.map_(t.key_type, _cast_type(t.item_type))
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _cast_type(f.type)) for f in t])
+    return t
+
+
+def _violations(arr: pa.Array, t: pa.DataType) -> np.ndarray:
+    """Rows of ``arr`` where a non-nullable nested field is null (under a valid parent)."""
+    n = len(arr)
+    bad = np.zeros(n, np.bool_)
+    if pa.types.is_struct(t):
+        valid = arr.is_valid().to_numpy(zero_copy_only=False)
+        for i, f in enumerate(t):
+            child = arr.field(i)
+            if not f.nullable:
+                bad |= valid & child.is_null().to_numpy(zero_copy_only=False)
+            bad |= valid & _violations(child, f.type)
+    elif pa.types.is_list(t) or pa.types.is_map(t):
+        values = arr.values if pa.types.is_list(t) else arr.items
+        inner = t.value_type if pa.types.is_list(t) else t.item_type
+        sub = _violations(values, inner)
+        if sub.any():
+            parents = pc.list_parent_indices(arr).to_numpy()
+            bad[np.unique(parents[sub[: len(parents)]])] = True
+    return bad
+
+
+def _has_map(t: pa.DataType) -> bool:
+    if pa.types.is_map(t):
+        return True
+    if pa.types.is_list(t):
+        return _has_map(t.value_type)
+    if pa.types.is_struct(t):
+        return any(_has_map(f.type) for f in t)
+    return False
+
+
+def _retype(arr: pa.Array, t: pa.DataType) -> pa.Array:
+    """``arr`` with the stricter nested nullability of ``t`` (same layout).
+
+    Neither a cast nor a view will do: both reject the null children of a null struct,
+    which the required check has already allowed.
+    """
+    mask = arr.is_null() if arr.null_count else None
+    if pa.types.is_struct(t):
+        children = [_retype(arr.field(i), f.type) for i, f in enumerate(t)]
+        return pa.StructArray.from_arrays(children, fields=list(t), mask=mask)
+    if pa.types.is_list(t):
+        values = _retype(arr.values, t.value_type)
+        return pa.ListArray.from_arrays(arr.offsets, values, type=t, mask=mask)
+    if pa.types.is_map(t):
+        items = _retype(arr.items, t.item_type)
+        return pa.MapArray.from_arrays(arr.offsets, arr.keys, items, type=t, mask=mask)
+    return arr
+
+
+class JsonCodec:
+    """Decode JSON payloads against an explicit schema.
+
+    Args:
+        schema: A JSON Schema (a dict, or a path to a ``.json`` file), an Arrow schema,
+            or ``"infer"`` (explicit fallback; logs a WARNING).
+        framing: ``"none"`` (bare JSON) or ``"confluent"`` (magic byte 0 + 4-byte
+            schema id in front; the id is peeled, not looked up).
+        metadata_prefix: The reserved metadata column prefix; a top-level key under it
+            is a ``reserved_field`` failure.
+
+    Raises:
+        ConfigError: On an unknown framing or an unreadable schema file.
+        SchemaError: On a JSON Schema construct with no faithful Arrow type.
+    """
+
+    def __init__(
+        self,
+        schema: Mapping[str, Any] | pa.Schema | str | os.PathLike[str],
+        *,
+        framing: Framing | str = Framing.NONE,
+        metadata_prefix: str = DEFAULT_PREFIX,
+    ) -> None:
+        try:
+            self._framing = Framing(framing)
+        except ValueError as exc:
+            msg = f"json codec: expected framing `none` or `confluent`; got {framing!r}"
+            raise ConfigError(msg) from exc
+        self._prefix = metadata_prefix
+        self._needle = b'"' + metadata_prefix.encode()
+        self._shape: JsonShape | None = None
+        if isinstance(schema, str) and schema == INFER:
+            logger.warning(
+                "json codec: schema inferred from the first batch; its shape may drift "
+                "between runs (pass a JSON Schema or an Arrow schema)"
+            )
+        else:
+            self._set_shape(_load_shape(schema))
+
+    def _set_shape(self, shape: JsonShape) -> None:
+        self._shape = shape
+        self._convert = compile_record(shape.schema, strict=shape.strict)
+        self._wire = pa.schema([pa.field(f.name, _wire_type(f.type)) for f in shape.schema])
+        self._cast = pa.schema([pa.field(f.name, _cast_type(f.type)) for f in shape.schema])
+        self._parse = pj.ParseOptions(
+            explicit_schema=self._wire,
+            unexpected_field_behavior="error" if shape.strict else "ignore",
+        )
+        self._reserved = [n for n in shape.schema.names if n.startswith(self._prefix)]
+        self._columnar = not any(_has_map(f.type) for f in shape.schema)
+        if not self._columnar:
+            logger.warning(
+                "json codec: the schema has map fields, which pyarrow.json cannot read; "
+                "batches decode record by record through orjson (slower)"
+            )
+        logger.info(
+            "resolved json decode schema: %s",
+            shape.schema.to_string(show_schema_metadata=False).replace("\n", "; "),
+        )
+
+    @property
+    def name(self) -> str:
+        """``json``."""
+        return "json"
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        """The exact Arrow schema ``decode_batch`` produces.
+
+        Raises:
+            SchemaError: With ``schema="infer"`` before the first batch.
+        """
+        if self._shape is None:
+            msg = "json codec: schema is inferred from the first batch; decode one first"
+            raise SchemaError(msg)
+        return self._shape.schema
+
+    # ------------------------------------------------------------------ per value
+    def _body(self, payload: bytes | None) -> bytes:
+        if payload is None:
+            msg = "json payload is null (tombstone)"
+            raise JsonDecodeError(msg, FailureKind.NULL_PAYLOAD)
+        if self._framing is Framing.CONFLUENT:
+            if len(payload) < 5 or payload[0] != 0:  # noqa: PLR2004 - magic + 4-byte id
+                msg = (
+                    f"json framing: expected Confluent magic byte 0 and a 4-byte schema id; "
+                    f"got {len(payload)} bytes starting with {payload[:1]!r}"
+                )
+                raise JsonDecodeError(msg, FailureKind.BAD_FRAMING)
+            return payload[5:]
+        return payload
+
+    def _doc(self, body: bytes) -> Any:
+        try:
+            doc = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            msg = f"json payload is malformed: {exc}"
+            raise JsonDecodeError(msg, FailureKind.MALFORMED) from exc
+        if type(doc) is dict:
+            bad = self._reserved or [k for k in doc if k.startswith(self._prefix)]
+            if bad:
+                msg = (
+                    f"json field `{bad[0]}` is under the reserved metadata prefix "
+                    f"`{self._prefix}`; rename it or set `metadata_prefix`"
+                )
+                raise JsonDecodeError(msg, FailureKind.RESERVED_FIELD)
+        return doc
+
+    def decode_value(
+        self, payload: bytes, *, headers: Sequence[tuple[str, bytes | None]] | None = None
+    ) -> dict[str, Any]:
+        """Decode one payload to a dict equal to its ``decode_batch`` row.
+
+        Raises:
+            JsonDecodeError: With the failure kind and a message naming the field.
+        """
+        doc = self._doc(self._body(payload))
+        if self._shape is None:
+            self._infer([self._body(payload)])
+        return self._convert(doc)  # type: ignore[no-any-return]
+
+    # ------------------------------------------------------------------ columnar
+    def decode_batch(
+        self, payloads: PayloadsInput, *, headers: HeadersInput = None
+    ) -> DecodeResult:
+        """Decode payloads to one batch plus per-row failures; never raises for bad data.
+
+        Framing, null and newline checks are columnar; only flagged rows (nulls, bad
+        framing, a newline or the reserved prefix inside) are looked at in Python.
+        """
+        arr = _as_binary(payloads)
+        good = arr.is_valid()
+        body = arr
+        if self._framing is Framing.CONFLUENT:
+            good = pc.and_(good, peel_confluent_batch(arr)[1])
+            longest = pc.max(pc.binary_length(arr)).as_py() or 0
+            body = pc.binary_slice(arr, 5, max(longest, 5))  # stop=None trips a resize bug
+        good_np = good.to_numpy(zero_copy_only=False)
+        special_np = _flag_rows(body, self._needle) & good_np
+        errors: list[DecodeFailure] = []
+        for i in np.flatnonzero(~good_np):
+            try:
+                self._body(arr[i].as_py())
+            except JsonDecodeError as exc:
+                errors.append(DecodeFailure(int(i), exc.kind, str(exc)))
+        fixed: dict[int, bytes] = {}
+        for i in np.flatnonzero(special_np):
+            raw = body[i].as_py()
+            try:
+                doc = self._doc(raw)
+            except JsonDecodeError as exc:
+                errors.append(DecodeFailure(int(i), exc.kind, str(exc)))
+                good_np[i] = False
+                continue
+            if b"\n" in raw or b"\r" in raw or not raw.strip():
+                fixed[int(i)] = orjson.dumps(doc)  # one line per document
+        rows = np.flatnonzero(good_np)
+        if fixed:
+            bodies = pa.array([fixed.get(int(i)) or body[i].as_py() for i in rows], pa.binary())
+        else:
+            bodies = body.filter(pa.array(good_np))
+        if self._shape is None:
+            self._infer(bodies.slice(0, 1000).to_pylist())
+        if self._reserved:
+            errors += [DecodeFailure(int(i), *self._failure(b"{}")) for i in rows]
+            rows = rows[:0]
+        batches, failed = self._blocks(rows, bodies)
+        errors.extend(failed)
+        errors.sort(key=lambda e: e.index)
+        if not batches:
+            return DecodeResult(self._empty(), errors)
+        batch = batches[0] if len(batches) == 1 else pa.concat_batches(batches)
+        return DecodeResult(batch, errors)
+
+    def _empty(self) -> pa.RecordBatch:
+        return pa.RecordBatch.from_pylist([], schema=self.arrow_schema)
+
+    def _read(self, bodies: pa.Array) -> tuple[pa.RecordBatch, np.ndarray]:
+        lines = pc.binary_join_element_wise(bodies, pa.scalar(b""), pa.scalar(b"\n"))
+        offsets = np.frombuffer(lines.buffers()[1], np.int32)[
+            lines.offset : lines.offset + len(lines) + 1
+        ]
+        data = lines.buffers()[2][offsets[0] : offsets[-1]]
+        opts = pj.ReadOptions(use_threads=False, block_size=max(_MIN_BLOCK, data.size + 1))
+        table = pj.read_json(pa.BufferReader(data), read_options=opts, parse_options=self._parse)
+        if table.num_rows != len(bodies):
+            msg = f"expected {len(bodies)} documents; got {table.num_rows}"
+            raise pa.ArrowInvalid(msg)
+        table = table.cast(self._cast)
+        if table.num_rows == 0:
+            return pa.RecordBatch.from_pylist([], schema=self._cast), np.zeros(0, np.bool_)
+        batch = table.combine_chunks().to_batches()[0]
+        whole = pa.StructArray.from_arrays(batch.columns, names=batch.schema.names)
+        return batch, _violations(whole, pa.struct(list(self.arrow_schema)))
+
+    def _blocks(
+        self, rows: np.ndarray, bodies: pa.Array
+    ) -> tuple[list[pa.RecordBatch], list[DecodeFailure]]:
+        if not len(rows):
+            return [], []
+        if not self._columnar:
+            return self._per_record(rows, bodies)
+        try:
+            batch, bad = self._read(bodies)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+            if len(rows) == 1:
+                kind, message = self._failure(bodies[0].as_py(), str(exc))
+                return [], [DecodeFailure(int(rows[0]), kind, message)]
+            mid = len(rows) // 2
+            left, lerr = self._blocks(rows[:mid], bodies.slice(0, mid))
+            right, rerr = self._blocks(rows[mid:], bodies.slice(mid))
+            return left + right, lerr + rerr
+        failures = []
+        if bad.any():
+            failures = [
+                DecodeFailure(int(rows[j]), *self._failure(bodies[int(j)].as_py()))
+                for j in np.flatnonzero(bad)
+            ]
+            batch = batch.filter(pa.array(~bad))
+        cols = [_retype(c, f.type) for c, f in zip(batch.columns, self.arrow_schema, strict=True)]
+        return [pa.RecordBatch.from_arrays(cols, schema=self.arrow_schema)], failures
+
+    def _per_record(
+        self, rows: np.ndarray, bodies: pa.Array
+    ) -> tuple[list[pa.RecordBatch], list[DecodeFailure]]:
+        # pyarrow.json cannot read map columns: such schemas decode through orjson.
+        good, failures = [], []
+        for i, body in zip(rows, bodies.to_pylist(), strict=True):
+            try:
+                good.append(self._convert(self._doc(body)))
+            except JsonDecodeError as exc:
+                failures.append(DecodeFailure(int(i), exc.kind, str(exc)))
+        batch = pa.RecordBatch.from_pylist(good, schema=self._cast)
+        cols = [_retype(c, f.type) for c, f in zip(batch.columns, self.arrow_schema, strict=True)]
+        return [pa.RecordBatch.from_arrays(cols, schema=self.arrow_schema)], failures
+
+    def _failure(self, body: bytes, arrow_text: str | None = None) -> tuple[FailureKind, str]:
+        try:
+            self._convert(self._doc(body))
+        except JsonDecodeError as exc:
+            return exc.kind, str(exc)
+        detail = (arrow_text or "rejected by the columnar reader").split("\n")[0]
+        return FailureKind.SCHEMA_MISMATCH, f"json document does not match the schema: {detail}"
+
+    def _infer(self, bodies: list[bytes]) -> None:
+        sample = b"\n".join(b for b in bodies if b) or b"{}"
+        table = pj.read_json(io.BytesIO(sample))
+        self._set_shape(shape_from_arrow(table.schema))
+
+
+def _load_shape(schema: Any) -> JsonShape:
+    if isinstance(schema, pa.Schema):
+        return shape_from_arrow(schema)
+    if isinstance(schema, Mapping):
+        return shape_from_json_schema(schema)
+    if isinstance(schema, str | os.PathLike):
+        path = Path(schema)
+        try:
+            doc = orjson.loads(path.read_bytes())
+        except (OSError, orjson.JSONDecodeError) as exc:
+            msg = f"json codec: cannot read JSON Schema `{path}`: {exc}"
+            raise ConfigError(msg) from exc
+        return shape_from_json_schema(doc)
+    got = type(schema).__name__
+    msg = f"json codec: expected a JSON Schema, an Arrow schema or 'infer'; got {got}"
+    raise ConfigError(msg)
+
+
+def _flag_rows(arr: pa.Array, needle: bytes) -> np.ndarray:
+    """Rows holding a newline, a carriage return or ``needle``, or empty: one buffer scan."""
+    n = len(arr)
+    if n == 0:
+        return np.zeros(0, np.bool_)
+    offsets = np.frombuffer(arr.buffers()[1], np.int32)[arr.offset : arr.offset + n + 1]
+    data = arr.buffers()[2]
+    flags = np.diff(offsets) == 0
+    if data is None:
+        return flags
+    raw = np.frombuffer(data, np.uint8)[offsets[0] : offsets[-1]]
+    hits = [np.flatnonzero((raw == 10) | (raw == 13))]  # noqa: PLR2004 - LF, CR
+    text = raw.tobytes()
+    pos, found = text.find(needle), []
+    while pos >= 0:
+        found.append(pos)
+        pos = text.find(needle, pos + 1)
+    hits.append(np.array(found, np.int64))
+    where = np.concatenate(hits) + offsets[0]
+    if len(where):
+        flags[np.searchsorted(offsets, where, side="right") - 1] = True
+    return flags
+
+
+def _as_binary(payloads: PayloadsInput) -> pa.Array:
+    if isinstance(payloads, pa.ChunkedArray):
+        payloads = payloads.combine_chunks()
+    if not isinstance(payloads, pa.Array):
+        return pa.array(payloads, pa.binary())
+    if pa.types.is_binary(payloads.type):
+        return payloads
+    return payloads.cast(pa.binary())
