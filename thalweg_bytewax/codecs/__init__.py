@@ -14,5 +14,16 @@ from thalweg_bytewax.codecs.base import (
     FailureKind,
     Framing,
 )
+from thalweg_bytewax.codecs.json import JsonCodec
+from thalweg_bytewax.codecs.protobuf import ProtobufCodec
 
-__all__ = ["AvroCodec", "Codec", "DecodeFailure", "DecodeResult", "FailureKind", "Framing"]
+__all__ = [
+    "AvroCodec",
+    "Codec",
+    "DecodeFailure",
+    "DecodeResult",
+    "FailureKind",
+    "Framing",
+    "JsonCodec",
+    "ProtobufCodec",
+]
