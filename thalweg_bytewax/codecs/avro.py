@@ -448,10 +448,7 @@ class AvroCodec:
         arr = _as_binary(payloads)
         n = len(arr)
         failures: list[DecodeFailure] = []
-        keys, offsets = self._peel(arr, headers, failures)
-        groups: dict[SchemaKey, list[int]] = {}
-        for key, idx in _group(keys):
-            groups[key] = idx
+        groups, offsets = self._peel(arr, headers, failures)
         writers = {key: self._writer(key) for key in groups}
         parts: list[tuple[np.ndarray, pa.RecordBatch]] = []
         for key, idx in groups.items():
@@ -459,7 +456,7 @@ class AvroCodec:
             if w.error is not None:
                 failures.extend(DecodeFailure(int(i), w.error.kind, str(w.error)) for i in idx)
                 continue
-            parts.append(self._decode_group(w, arr, np.asarray(idx), offsets, failures))
+            parts.append(self._decode_group(w, arr, idx, offsets, failures))
         schema = self._output_schema_or_empty()
         batch = _assemble(parts, schema, n)
         failures.sort(key=lambda f: f.index)
@@ -477,7 +474,12 @@ class AvroCodec:
 
     def _peel(
         self, arr: pa.BinaryArray, headers: HeadersInput, failures: list[DecodeFailure]
-    ) -> tuple[list[SchemaKey | None], np.ndarray]:
+    ) -> tuple[dict[SchemaKey, np.ndarray], np.ndarray]:
+        """Row indices per writer schema key, and where each row's body starts.
+
+        Columnar for the Confluent prefix; only rows with a schema-id header and rows
+        that fail framing are looked at one by one.
+        """
         n = len(arr)
         nulls = arr.is_null().to_numpy(zero_copy_only=False)
         for i in np.flatnonzero(nulls):
@@ -485,32 +487,41 @@ class AvroCodec:
                 DecodeFailure(int(i), FailureKind.NULL_PAYLOAD, "avro: null payload (a tombstone)")
             )
         if self._framing is Framing.NONE:
-            keys: list[SchemaKey | None] = [None if nulls[i] else _FIXED_KEY for i in range(n)]
-            return keys, np.zeros(n, dtype=np.int64)
+            rows = np.flatnonzero(~nulls)
+            return ({_FIXED_KEY: rows} if len(rows) else {}), np.zeros(n, dtype=np.int64)
         ids, ok = peel_confluent_batch(arr)
+        ok = ok.copy()
         offsets = np.full(n, 5, dtype=np.int64)
-        keys = [
-            int(x) if good else None for x, good in zip(ids.tolist(), ok.tolist(), strict=False)
-        ]
         header_rows = _header_rows(headers, n)
+        by_guid: dict[SchemaKey, list[int]] = {}
         for i, hdrs in header_rows.items():
+            ok[i] = False  # a schema-id header wins over the payload prefix
             if nulls[i]:
                 continue
             try:
                 ref = peel(b"", hdrs)
             except FramingError as exc:
-                keys[i] = None
                 failures.append(DecodeFailure(i, exc.kind, f"avro: {exc}"))
                 continue
-            keys[i], offsets[i] = ref.key, ref.body_offset
+            by_guid.setdefault(ref.key, []).append(i)
+            offsets[i] = ref.body_offset
         for i in np.flatnonzero(~ok & ~nulls):
-            if i in header_rows:
+            if int(i) in header_rows:
                 continue
             try:
                 peel(arr[int(i)].as_py())
             except FramingError as exc:
                 failures.append(DecodeFailure(int(i), exc.kind, f"avro: {exc}"))
-        return keys, offsets
+        groups: dict[SchemaKey, np.ndarray] = {}
+        uniq = np.unique(ids[ok])
+        if len(uniq) == 1:
+            groups[int(uniq[0])] = np.flatnonzero(ok)
+        else:
+            for u in uniq.tolist():
+                groups[int(u)] = np.flatnonzero(ok & (ids == u))
+        for key, rows_list in by_guid.items():
+            groups[key] = np.asarray(rows_list, dtype=np.int64)
+        return groups, offsets
 
     def _decode_group(
         self,
@@ -528,7 +539,7 @@ class AvroCodec:
             )
             return idx[:0], _empty(schema)
         off = int(offsets[idx[0]])
-        taken = arr.take(pa.array(idx, pa.int64()))
+        taken = arr if len(idx) == len(arr) else arr.take(pa.array(idx, pa.int64()))
         bodies = pc.binary_slice(taken, off, 2**31 - 1) if off else taken
         if plan.fast:
             if w.header is None:
@@ -615,14 +626,6 @@ def _header_rows(headers: HeadersInput, n: int) -> dict[int, list[tuple[str, byt
         if any(k == "__value_schema_id" for k, _ in pairs):
             out[i] = pairs  # type: ignore[assignment]
     return out
-
-
-def _group(keys: list[SchemaKey | None]) -> list[tuple[SchemaKey, list[int]]]:
-    groups: dict[SchemaKey, list[int]] = {}
-    for i, k in enumerate(keys):
-        if k is not None:
-            groups.setdefault(k, []).append(i)
-    return list(groups.items())
 
 
 def _empty(schema: pa.Schema) -> pa.RecordBatch:
