@@ -281,10 +281,6 @@ def record_ids(
     append = out.append
     for offset, value in zip(offsets, values, strict=True):
         h = base.copy()
-        if value is None:
-            h.update(pack(offset, 0))
-        else:
-            h.update(pack(offset, 1))
-            h.update(value)
+        h.update(pack(offset, 0) if value is None else pack(offset, 1) + value)
         append(h.digest())
     return out

@@ -9,10 +9,12 @@ and values stay distinct, headers keep their order, duplicate keys and null valu
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
+from itertools import accumulate, chain
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -41,6 +43,8 @@ Header = tuple[str, bytes | None]
 """One Kafka header: a name and a value that may be null."""
 
 _DEFAULT_COLUMNS = MetadataColumns()
+_UTC_MS = pa.timestamp("ms", tz="UTC")
+_UTC_US = pa.timestamp("us", tz="UTC")
 
 
 class TimestampType(StrEnum):
@@ -130,24 +134,16 @@ class RawRecord:
 def _headers_array(
     all_headers: Sequence[Sequence[Header] | None], header_type: pa.DataType
 ) -> pa.Array:
-    # Most records carry no headers; only records that do pay for the inner loop.
-    offsets = [0]
-    keys: list[str] = []
-    values: list[bytes | None] = []
-    total = 0
-    for hs in all_headers:
-        if hs:
-            for k, v in hs:
-                keys.append(k)
-                values.append(v)
-            total += len(hs)
-        offsets.append(total)
+    # Flatten with C-level iteration; records without headers cost one len() each.
+    lengths = [len(h) if h else 0 for h in all_headers]
+    flat = list(chain.from_iterable(h for h in all_headers if h))
     struct_type = header_type.value_type
     children = pa.StructArray.from_arrays(
-        [pa.array(keys, pa.string()), pa.array(values, pa.binary())],
+        [pa.array([k for k, _ in flat], pa.string()), pa.array([v for _, v in flat], pa.binary())],
         fields=list(struct_type),
     )
-    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), children, type=header_type)
+    offsets = pa.array([0, *accumulate(lengths)], pa.int32())
+    return pa.ListArray.from_arrays(offsets, children, type=header_type)
 
 
 def _null(n: int, type_: pa.DataType) -> pa.Array:
@@ -174,7 +170,7 @@ def _assemble(
 ) -> pa.RecordBatch:
     schema = columns.raw_schema
     by_name: dict[str, pa.Array] = {
-        columns.source_cluster: pa.array([cluster] * n, pa.string())
+        columns.source_cluster: pa.repeat(pa.scalar(cluster, pa.string()), n)
         if cluster is not None
         else _null(n, pa.string()),
         columns.source_topic: topics,
@@ -225,6 +221,26 @@ def raw_batch_from_messages(
     n = len(messages)
     if n == 0:
         return empty_raw_batch(columns)
+    # The builder allocates several small objects per message (header tuples, digests),
+    # all freed by reference counting. Left on, the cyclic GC runs every ~700 of those
+    # allocations and scans every live object of the flow: measured here, it tripled
+    # the cost of `Message.headers()` (0.55 -> 1.96 us). Pause it for the batch.
+    gc_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _from_messages(messages, n, cluster, columns, ingest_ts)
+    finally:
+        if gc_enabled:
+            gc.enable()
+
+
+def _from_messages(
+    messages: Sequence[Message],
+    n: int,
+    cluster: str | None,
+    columns: MetadataColumns,
+    ingest_ts: datetime | None,
+) -> pa.RecordBatch:
     topics_py = [m.topic() for m in messages]
     partitions_py = [m.partition() for m in messages]
     offsets_py = [m.offset() for m in messages]
@@ -233,8 +249,8 @@ def raw_batch_from_messages(
     first_topic, first_part = topics_py[0], partitions_py[0]
     if topics_py.count(first_topic) == n and partitions_py.count(first_part) == n:
         ids = record_ids(cluster, first_topic, first_part, offsets_py, values_py)
-        topics = pa.array([first_topic] * n, pa.string())
-        partitions = pa.array([first_part] * n, pa.int32())
+        topics = pa.repeat(pa.scalar(first_topic, pa.string()), n)
+        partitions = pa.repeat(pa.scalar(first_part, pa.int32()), n)
     else:
         ids = [
             record_id(cluster, t, p, o, v)
@@ -242,8 +258,14 @@ def raw_batch_from_messages(
         ]
         topics = pa.array(topics_py, pa.string())
         partitions = pa.array(partitions_py, pa.int32())
-    ts_types = [_TS_TYPES[t] for t, _ in ts_pairs]
-    timestamps = [ts if t else None for t, ts in ts_pairs]
+    type_codes = [t for t, _ in ts_pairs]
+    first_type = type_codes[0]
+    if first_type and type_codes.count(first_type) == n:  # the common case: one type, all set
+        timestamp_types = pa.repeat(pa.scalar(_TS_TYPES[first_type], pa.string()), n)
+        timestamps = pa.array([ts for _, ts in ts_pairs], pa.int64()).cast(_UTC_MS)
+    else:
+        timestamp_types = pa.array([_TS_TYPES[t] for t in type_codes], pa.string())
+        timestamps = pa.array([ts if t else None for t, ts in ts_pairs], _UTC_MS)
     now = ingest_ts or datetime.now(UTC)
     return _assemble(
         columns,
@@ -255,12 +277,12 @@ def raw_batch_from_messages(
         leader_epochs=pa.array([m.leader_epoch() for m in messages], pa.int32()),
         keys=pa.array([m.key() for m in messages], pa.binary()),
         values=pa.array(values_py, pa.binary()),
-        timestamps=pa.array(timestamps, pa.timestamp("ms", tz="UTC")),
-        timestamp_types=pa.array(ts_types, pa.string()),
+        timestamps=timestamps,
+        timestamp_types=timestamp_types,
         headers=_headers_array(
             [m.headers() for m in messages], columns.raw_schema.field(columns.source_headers).type
         ),
-        ingest_ts=pa.array([now] * n, pa.timestamp("us", tz="UTC")),
+        ingest_ts=pa.repeat(pa.scalar(now, _UTC_US), n),
         ids=pa.array(ids, pa.binary(16)),
     )
 

@@ -1,0 +1,208 @@
+"""Raw-lane throughput: KafkaSource -> ParquetSink against a bare consume() loop.
+
+Produces N sample orders (Confluent-framed Avro, ~130-byte values) to a local broker,
+then times, each in its own process so peak RSS is per variant:
+
+* ``bare``      — one tuned ``Consumer`` assigned every partition, ``consume()`` in a
+                  loop, touching every value (the ceiling for any Python consumer);
+* ``per-part``  — one tuned ``Consumer`` per partition, polled round-robin (the
+                  consumer layout KafkaSource and Bytewax's stock source use);
+* ``raw-lane``  — the real flow, ``KafkaSource(tail=False) -> ParquetSink`` under
+                  ``bytewax.testing.run_main`` (one worker), durable files included;
+* ``raw-lane-half`` — the same flow over the first half of the topics, to show that
+                  peak RSS does not grow with the number of records.
+
+Usage::
+
+    python benchmarks/raw_lane.py --records 240000
+
+It starts librdkafka's mock cluster unless ``--bootstrap`` names a broker. The mock
+keeps ~5 MB per partition, so records are spread over several 4-partition topics.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+RECORDS_PER_TOPIC = 60_000  # 15k per partition: ~3 MB, under the mock's retention
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _consumer(bootstrap: str):  # type: ignore[no-untyped-def]
+    from confluent_kafka import Consumer
+
+    from thalweg_bytewax.connectors._kafka_common import consumer_config
+
+    return Consumer(consumer_config([bootstrap], None))
+
+
+def _partitions(topics: list[str]) -> list[tuple[str, int]]:
+    return [(t, p) for t in topics for p in range(4)]
+
+
+def variant_bare(bootstrap: str, topics: list[str], expected: int) -> dict[str, float]:
+    from confluent_kafka import TopicPartition
+
+    c = _consumer(bootstrap)
+    c.assign([TopicPartition(t, p, 0) for t, p in _partitions(topics)])
+    n = nbytes = 0
+    t0 = time.perf_counter()
+    while n < expected:
+        for m in c.consume(10_000, timeout=0.1):
+            if m.error() is None:
+                n += 1
+                nbytes += len(m.value())
+    elapsed = time.perf_counter() - t0
+    c.close()
+    return {"records": n, "bytes": nbytes, "seconds": elapsed}
+
+
+def variant_per_part(bootstrap: str, topics: list[str], expected: int) -> dict[str, float]:
+    from confluent_kafka import TopicPartition
+
+    consumers = []
+    for t, p in _partitions(topics):
+        c = _consumer(bootstrap)
+        c.assign([TopicPartition(t, p, 0)])
+        consumers.append(c)
+    n = nbytes = 0
+    t0 = time.perf_counter()
+    while n < expected:
+        got = 0
+        for c in consumers:
+            for m in c.consume(10_000, timeout=0):
+                if m.error() is None:
+                    got += 1
+                    nbytes += len(m.value())
+        n += got
+        if not got:
+            time.sleep(0.001)
+    elapsed = time.perf_counter() - t0
+    for c in consumers:
+        c.close()
+    return {"records": n, "bytes": nbytes, "seconds": elapsed}
+
+
+def variant_raw_lane(bootstrap: str, topics: list[str], expected: int) -> dict[str, float]:
+    import bytewax.operators as op
+    import pyarrow.dataset as ds
+    from bytewax.dataflow import Dataflow
+    from bytewax.testing import run_main
+
+    from thalweg_bytewax.connectors.kafka import KafkaSource
+    from thalweg_bytewax.connectors.parquet import ParquetSink
+
+    lane = Path(tempfile.mkdtemp(prefix="twg-bench-lane-"))
+    try:
+        flow = Dataflow("bench_raw_lane")
+        raw = op.input("in", flow, KafkaSource([bootstrap], topics, tail=False))
+        op.output("lane", raw, ParquetSink(lane))
+        t0 = time.perf_counter()
+        run_main(flow)
+        elapsed = time.perf_counter() - t0
+        table = ds.dataset(lane, format="parquet").to_table(columns=["_twg_source_value"])
+        n = table.num_rows
+        nbytes = sum(len(v) for v in table.column(0).to_pylist())
+        if n != expected:
+            msg = f"raw lane holds {n} records; expected {expected}"
+            raise SystemExit(msg)
+    finally:
+        shutil.rmtree(lane, ignore_errors=True)
+    return {"records": n, "bytes": nbytes, "seconds": elapsed}
+
+
+VARIANTS = {"bare": variant_bare, "per-part": variant_per_part, "raw-lane": variant_raw_lane}
+
+
+def _run_child(name: str, bootstrap: str, topics: list[str], expected: int) -> dict[str, float]:
+    fn = name.removesuffix("-half")
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", fn, "--bootstrap", bootstrap, "--topics", ",".join(topics),
+         "--expected", str(expected)],
+        capture_output=True, text=True, check=False,
+    )
+    if out.returncode != 0:
+        raise SystemExit(f"variant {name} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=240_000)
+    parser.add_argument("--bootstrap", default="")
+    parser.add_argument("--repeat", type=int, default=2, help="runs per variant; the best is kept")
+    parser.add_argument("--child", choices=sorted(VARIANTS), help=argparse.SUPPRESS)
+    parser.add_argument("--topics", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--expected", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.child:
+        result = VARIANTS[args.child](args.bootstrap, args.topics.split(","), args.expected)
+        result["peak_rss_mb"] = _peak_rss_mb()
+        print(json.dumps(result))
+        return
+
+    from confluent_kafka import Consumer, TopicPartition
+
+    from thalweg_bytewax.testing import MockCluster, produce_sample_orders
+
+    cluster = None
+    bootstrap = args.bootstrap
+    if not bootstrap:
+        cluster = MockCluster().start()
+        bootstrap = cluster.bootstrap
+    try:
+        n_topics = max(1, -(-args.records // RECORDS_PER_TOPIC))
+        per_topic = args.records // n_topics
+        stamp = int(time.time())
+        topics = [f"bench-orders-{stamp}-{i}" for i in range(n_topics)]
+        t0 = time.perf_counter()
+        for i, topic in enumerate(topics):
+            produce_sample_orders(bootstrap, topic, per_topic, seed=i, partitions=[0, 1, 2, 3])
+        total = per_topic * n_topics
+        print(f"produced {total:,} orders to {n_topics} topics x 4 partitions in {time.perf_counter() - t0:.1f} s")
+        probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "probe"})
+        for t, p in _partitions(topics):
+            low, _ = probe.get_watermark_offsets(TopicPartition(t, p), timeout=10)
+            if low != 0:
+                raise SystemExit(f"broker dropped records of {t}:{p} (low watermark {low}); use fewer records")
+        probe.close()
+
+        half = topics[: max(1, n_topics // 2)]
+        plan = [("bare", topics, total), ("per-part", topics, total), ("raw-lane", topics, total)]
+        if len(half) < len(topics):
+            plan.append(("raw-lane-half", half, per_topic * len(half)))
+        results: dict[str, dict[str, float]] = {}
+        for name, tps, expected in plan:
+            runs = [_run_child(name, bootstrap, tps, expected) for _ in range(args.repeat)]
+            best = min(runs, key=lambda r: r["seconds"])
+            best["peak_rss_mb"] = max(r["peak_rss_mb"] for r in runs)
+            results[name] = best
+
+        print(f"\n{'variant':<15}{'records':>10}{'records/s':>12}{'MB/s':>8}{'peak RSS MB':>13}")
+        for name, r in results.items():
+            rps = r["records"] / r["seconds"]
+            mbps = r["bytes"] / r["seconds"] / 1e6
+            print(f"{name:<15}{int(r['records']):>10,}{rps:>12,.0f}{mbps:>8.1f}{r['peak_rss_mb']:>13.0f}")
+        ratio = (results["raw-lane"]["records"] / results["raw-lane"]["seconds"]) / (
+            results["bare"]["records"] / results["bare"]["seconds"]
+        )
+        print(f"\nraw-lane / bare = {ratio:.2f}")
+    finally:
+        if cluster is not None:
+            cluster.stop()
+
+
+if __name__ == "__main__":
+    main()
