@@ -9,8 +9,9 @@ then times, each in its own process so peak RSS is per variant:
                   consumer layout KafkaSource and Bytewax's stock source use);
 * ``raw-lane``  — the real flow, ``KafkaSource(tail=False) -> ParquetSink`` under
                   ``bytewax.testing.run_main`` (one worker), durable files included;
-* ``raw-lane-half`` — the same flow over the first half of the topics, to show that
-                  peak RSS does not grow with the number of records.
+* ``raw-lane-half`` — the same flow over the same partitions from their middle offset
+                  (half the records), to show that peak RSS does not grow with the
+                  number of records.
 
 Usage::
 
@@ -51,7 +52,9 @@ def _partitions(topics: list[str]) -> list[tuple[str, int]]:
     return [(t, p) for t in topics for p in range(4)]
 
 
-def variant_bare(bootstrap: str, topics: list[str], expected: int) -> dict[str, float]:
+def variant_bare(
+    bootstrap: str, topics: list[str], expected: int, start: int = 0
+) -> dict[str, float]:
     from confluent_kafka import TopicPartition
 
     c = _consumer(bootstrap)
@@ -68,7 +71,9 @@ def variant_bare(bootstrap: str, topics: list[str], expected: int) -> dict[str, 
     return {"records": n, "bytes": nbytes, "seconds": elapsed}
 
 
-def variant_per_part(bootstrap: str, topics: list[str], expected: int) -> dict[str, float]:
+def variant_per_part(
+    bootstrap: str, topics: list[str], expected: int, start: int = 0
+) -> dict[str, float]:
     from confluent_kafka import TopicPartition
 
     consumers = []
@@ -94,7 +99,15 @@ def variant_per_part(bootstrap: str, topics: list[str], expected: int) -> dict[s
     return {"records": n, "bytes": nbytes, "seconds": elapsed}
 
 
-def variant_raw_lane(bootstrap: str, topics: list[str], expected: int) -> dict[str, float]:
+def variant_raw_lane_lowmem(
+    bootstrap: str, topics: list[str], expected: int, start: int = 0
+) -> dict[str, float]:
+    return variant_raw_lane(bootstrap, topics, expected, start, lowmem=True)
+
+
+def variant_raw_lane(
+    bootstrap: str, topics: list[str], expected: int, start: int = 0, *, lowmem: bool = False
+) -> dict[str, float]:
     import bytewax.operators as op
     import pyarrow.dataset as ds
     from bytewax.dataflow import Dataflow
@@ -106,8 +119,20 @@ def variant_raw_lane(bootstrap: str, topics: list[str], expected: int) -> dict[s
     lane = Path(tempfile.mkdtemp(prefix="twg-bench-lane-"))
     try:
         flow = Dataflow("bench_raw_lane")
-        raw = op.input("in", flow, KafkaSource([bootstrap], topics, tail=False))
-        op.output("lane", raw, ParquetSink(lane))
+        # lowmem: small per-partition buffers, so that the bench's small partitions
+        # saturate them and peak RSS shows its bound rather than the data size.
+        add_config = {"queued.max.messages.kbytes": 1024} if lowmem else None
+        source = KafkaSource(
+            [bootstrap],
+            topics,
+            tail=False,
+            starting_offset=start or "earliest",
+            add_config=add_config,
+            batch_size=2_000 if lowmem else 10_000,
+        )
+        raw = op.input("in", flow, source)
+        sink = ParquetSink(lane, row_group_bytes=512 * 1024) if lowmem else ParquetSink(lane)
+        op.output("lane", raw, sink)
         t0 = time.perf_counter()
         run_main(flow)
         elapsed = time.perf_counter() - t0
@@ -122,15 +147,36 @@ def variant_raw_lane(bootstrap: str, topics: list[str], expected: int) -> dict[s
     return {"records": n, "bytes": nbytes, "seconds": elapsed}
 
 
-VARIANTS = {"bare": variant_bare, "per-part": variant_per_part, "raw-lane": variant_raw_lane}
+VARIANTS = {
+    "bare": variant_bare,
+    "per-part": variant_per_part,
+    "raw-lane": variant_raw_lane,
+    "raw-lane-lowmem": variant_raw_lane_lowmem,
+}
 
 
-def _run_child(name: str, bootstrap: str, topics: list[str], expected: int) -> dict[str, float]:
+def _run_child(
+    name: str, bootstrap: str, topics: list[str], expected: int, start: int
+) -> dict[str, float]:
     fn = name.removesuffix("-half")
     out = subprocess.run(
-        [sys.executable, __file__, "--child", fn, "--bootstrap", bootstrap, "--topics", ",".join(topics),
-         "--expected", str(expected)],
-        capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            fn,
+            "--bootstrap",
+            bootstrap,
+            "--topics",
+            ",".join(topics),
+            "--expected",
+            str(expected),
+            "--start",
+            str(start),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if out.returncode != 0:
         raise SystemExit(f"variant {name} failed:\n{out.stderr[-3000:]}")
@@ -145,10 +191,13 @@ def main() -> None:
     parser.add_argument("--child", choices=sorted(VARIANTS), help=argparse.SUPPRESS)
     parser.add_argument("--topics", default="", help=argparse.SUPPRESS)
     parser.add_argument("--expected", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     if args.child:
-        result = VARIANTS[args.child](args.bootstrap, args.topics.split(","), args.expected)
+        result = VARIANTS[args.child](
+            args.bootstrap, args.topics.split(","), args.expected, args.start
+        )
         result["peak_rss_mb"] = _peak_rss_mb()
         print(json.dumps(result))
         return
@@ -171,30 +220,43 @@ def main() -> None:
         for i, topic in enumerate(topics):
             produce_sample_orders(bootstrap, topic, per_topic, seed=i, partitions=[0, 1, 2, 3])
         total = per_topic * n_topics
-        print(f"produced {total:,} orders to {n_topics} topics x 4 partitions in {time.perf_counter() - t0:.1f} s")
+        took = time.perf_counter() - t0
+        print(f"produced {total:,} orders to {n_topics} topics x 4 partitions in {took:.1f} s")
         probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "probe"})
         for t, p in _partitions(topics):
             low, _ = probe.get_watermark_offsets(TopicPartition(t, p), timeout=10)
             if low != 0:
-                raise SystemExit(f"broker dropped records of {t}:{p} (low watermark {low}); use fewer records")
+                raise SystemExit(
+                    f"broker dropped records of {t}:{p} (low watermark {low}); use fewer records"
+                )
         probe.close()
 
-        half = topics[: max(1, n_topics // 2)]
-        plan = [("bare", topics, total), ("per-part", topics, total), ("raw-lane", topics, total)]
-        if len(half) < len(topics):
-            plan.append(("raw-lane-half", half, per_topic * len(half)))
+        per_partition = per_topic // 4
+        middle = per_partition // 2
+        plan = [
+            ("bare", total, 0),
+            ("per-part", total, 0),
+            ("raw-lane", total, 0),
+            ("raw-lane-half", (per_partition - middle) * 4 * n_topics, middle),
+            ("raw-lane-lowmem", total, 0),
+            ("raw-lane-lowmem-half", (per_partition - middle) * 4 * n_topics, middle),
+        ]
         results: dict[str, dict[str, float]] = {}
-        for name, tps, expected in plan:
-            runs = [_run_child(name, bootstrap, tps, expected) for _ in range(args.repeat)]
+        for name, expected, start in plan:
+            runs = [
+                _run_child(name, bootstrap, topics, expected, start) for _ in range(args.repeat)
+            ]
             best = min(runs, key=lambda r: r["seconds"])
             best["peak_rss_mb"] = max(r["peak_rss_mb"] for r in runs)
             results[name] = best
 
-        print(f"\n{'variant':<15}{'records':>10}{'records/s':>12}{'MB/s':>8}{'peak RSS MB':>13}")
+        print(f"\n{'variant':<21}{'records':>10}{'records/s':>12}{'MB/s':>8}{'peak RSS MB':>13}")
         for name, r in results.items():
             rps = r["records"] / r["seconds"]
             mbps = r["bytes"] / r["seconds"] / 1e6
-            print(f"{name:<15}{int(r['records']):>10,}{rps:>12,.0f}{mbps:>8.1f}{r['peak_rss_mb']:>13.0f}")
+            print(
+                f"{name:<15}{int(r['records']):>10,}{rps:>12,.0f}{mbps:>8.1f}{r['peak_rss_mb']:>13.0f}"
+            )
         ratio = (results["raw-lane"]["records"] / results["raw-lane"]["seconds"]) / (
             results["bare"]["records"] / results["bare"]["seconds"]
         )

@@ -57,12 +57,12 @@ SinkState = dict[str, int]
 """Per topic-partition key, the next offset after the last finalized row."""
 
 # Polls are buffered per topic-partition until either bound, then written as one row
-# group by a background thread. 8 MiB (~25k raw orders) keeps several row groups in
-# flight while the flow polls on; measured on the raw-lane benchmark, larger buffers
-# left all encoding to the epoch's snapshot, where nothing else runs
-# (docs/benchmarks.md "raw-lane").
+# group by a background thread. 4 MiB (~12k raw orders) keeps row groups in flight
+# while the flow polls on: measured on the raw-lane benchmark, 8 MiB and more left most
+# encoding to the epoch's snapshot, where nothing else runs (~10% slower), while 512 KiB
+# made row groups too small to scan well (docs/benchmarks.md "raw lane").
 DEFAULT_ROW_GROUP_ROWS = 128 * 1024
-DEFAULT_ROW_GROUP_BYTES = 8 * 1024 * 1024
+DEFAULT_ROW_GROUP_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_FILE_ROWS = 4 * 1024 * 1024
 # Row groups queued for the writer thread before the flow waits: bounds memory at a few
 # row groups per sink partition while keeping the writer busy.
