@@ -1,0 +1,288 @@
+"""decode(): good rows to `ok`, bad rows to the DLQ, in real Bytewax runs."""
+
+from __future__ import annotations
+
+import io
+import json
+import uuid
+from pathlib import Path
+
+import bytewax.operators as op
+import fastavro
+import orjson
+import pyarrow as pa
+import pytest
+from bytewax.dataflow import Dataflow
+from bytewax.testing import TestingSink, TestingSource, run_main
+
+import thalweg_bytewax.operators as twg
+from thalweg_bytewax._sample_order_proto import (
+    ORDER_MESSAGE_TYPE,
+    encode_order_proto,
+    order_descriptor_set,
+)
+from thalweg_bytewax.codecs import AvroCodec, JsonCodec, ProtobufCodec
+from thalweg_bytewax.codecs.framing import encode_confluent
+from thalweg_bytewax.connectors.kafka import KafkaSource
+from thalweg_bytewax.dlq import dlq_schema, rejected_from_dlq_batch
+from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.record import raw_batch_from_columns
+from thalweg_bytewax.registry import RegistrySchemaSource, RegistryUnavailableError
+from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA, encode_order_avro, order_key, sample_orders
+from thalweg_bytewax.testing import produce
+
+COLS = MetadataColumns()
+RESERVED_SCHEMA = {
+    "type": "record",
+    "name": "Sneaky",
+    "fields": [{"name": "id", "type": "long"}, {"name": "_twg_source_offset", "type": "long"}],
+}
+
+
+@pytest.fixture
+def schema_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "schemas"
+    d.mkdir()
+    (d / "1.avsc").write_text(json.dumps(ORDER_AVRO_SCHEMA))
+    (d / "2.avsc").write_text(json.dumps(RESERVED_SCHEMA))
+    return d
+
+
+def raw(values, *, topic="orders", partition=0, first=0, keys=None, headers=None):
+    n = len(values)
+    return raw_batch_from_columns(
+        topic=topic,
+        partition=partition,
+        offsets=list(range(first, first + n)),
+        keys=keys or [f"k{i}".encode() for i in range(n)],
+        values=values,
+        timestamps_ms=[1_700_000_000_000 + i for i in range(n)],
+        headers=headers,
+        cluster="test",
+    )
+
+
+def run(items, codec, **kwargs):
+    flow = Dataflow("decode_test")
+    inp = op.input("inp", flow, TestingSource(items))
+    out = twg.decode("decode", inp, codec, **kwargs)
+    ok, rejected = [], []
+    op.output("ok", out.ok, TestingSink(ok))
+    op.output("rejected", out.rejected, TestingSink(rejected))
+    run_main(flow)
+    return ok, rejected
+
+
+def reserved_payload() -> bytes:
+    buf = io.BytesIO()
+    fastavro.schemaless_writer(
+        buf, fastavro.parse_schema(RESERVED_SCHEMA), {"id": 1, "_twg_source_offset": 9}
+    )
+    return encode_confluent(2, buf.getvalue())
+
+
+def test_bad_records_go_to_the_dlq_and_good_ones_around_them_decode(schema_dir):
+    orders = list(sample_orders(12))
+    values = [encode_order_avro(o) for o in orders]
+    bad = {
+        2: (values[2][:5] + b"\xff\xff\xff", "malformed"),
+        4: (b"\x00" + (99).to_bytes(4, "big") + values[4][5:], "unknown_schema"),
+        6: (None, "null_payload"),
+        8: (b"\x07garbage", "bad_framing"),
+        10: (reserved_payload(), "reserved_field"),
+    }
+    for i, (v, _) in bad.items():
+        values[i] = v
+    batch = raw(values, partition=3, first=100)
+    ok, rejected = run([("orders:3", batch)], AvroCodec(schema_dir))
+
+    assert [k for k, _ in ok] == ["orders:3"] and [k for k, _ in rejected] == ["orders:3"]
+    good = ok[0][1]
+    good_idx = [i for i in range(12) if i not in bad]
+    assert good[COLS.source_offset].to_pylist() == [100 + i for i in good_idx]
+    assert good["order_id"].to_pylist() == [orders[i]["order_id"] for i in good_idx]
+    assert good["total"].to_pylist() == [orders[i]["total"] for i in good_idx]
+    assert good[COLS.record_id].to_pylist() == batch[COLS.record_id].take(good_idx).to_pylist()
+
+    dlq = rejected[0][1]
+    assert dlq.schema == dlq_schema()
+    got = {r.locator.offset - 100: r for r in rejected_from_dlq_batch(dlq)}
+    assert set(got) == set(bad)
+    for i, (v, kind) in bad.items():
+        r = got[i]
+        assert r.reason == "decode" and r.step_id == "decode_test.decode" and r.rules == ()
+        assert r.raw_value == v and r.raw_key == f"k{i}".encode()
+        assert r.locator.topic == "orders" and r.locator.partition == 3
+        assert r.record_id == batch[COLS.record_id][i].as_py()
+        assert f"`orders:3@{100 + i}`" in r.message and f"({kind})" in r.message, r.message
+        assert r.message.startswith("avro decode failed")
+    assert "schema id 99" in got[4].message
+    assert "_twg_source_offset" in got[10].message
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        ("none", []),
+        ("locator", COLS.locator_columns()),
+        ("all", COLS.policy_columns("all")),
+    ],
+)
+def test_metadata_policy_selects_the_columns_after_the_payload(schema_dir, policy, expected):
+    orders = list(sample_orders(5))
+    batch = raw([encode_order_avro(o) for o in orders])
+    ok, rejected = run([("orders:0", batch)], AvroCodec(schema_dir), metadata=policy)
+    assert rejected == []
+    out = ok[0][1]
+    payload = [f["name"] for f in ORDER_AVRO_SCHEMA["fields"]]
+    assert out.schema.names == payload + expected
+    for name in expected:  # taken from the RawBatch as is: same type, same values
+        assert out.schema.field(name) == COLS.raw_schema.field(name)
+        assert out[name] == batch[name]
+
+
+def test_empty_batches_and_all_bad_batches(schema_dir):
+    empty = raw([])
+    all_bad = raw([None, None], partition=1)
+    ok, rejected = run([("orders:0", empty), ("orders:1", all_bad)], AvroCodec(schema_dir))
+    assert ok == []
+    assert [(k, b.num_rows) for k, b in rejected] == [("orders:1", 2)]
+
+
+def test_header_framing_uses_the_headers_column(tmp_path):
+    guid = uuid.uuid4()
+    d = tmp_path / "s"
+    d.mkdir()
+    (d / f"{guid}.avsc").write_text(json.dumps(ORDER_AVRO_SCHEMA))
+    orders = list(sample_orders(3))
+    bodies = [encode_order_avro(o)[5:] for o in orders]  # bare bodies
+    headers = [[("__value_schema_id", b"\x01" + guid.bytes)] for _ in orders]
+    ok, rejected = run([("orders:0", raw(bodies, headers=headers))], AvroCodec(d))
+    assert rejected == []
+    assert ok[0][1]["order_id"].to_pylist() == [o["order_id"] for o in orders]
+
+
+def _json_schema() -> dict:
+    return {
+        "type": "object",
+        "properties": {
+            "order_id": {"type": "string"},
+            "customer_id": {"type": "integer"},
+            "created_at": {"type": "string", "format": "date-time"},
+            "total": {"type": "string"},
+        },
+        "required": ["order_id", "customer_id", "created_at", "total"],
+    }
+
+
+def _json(order: dict) -> bytes:
+    return orjson.dumps(
+        {k: order[k] for k in ("order_id", "customer_id", "created_at", "total")}, default=str
+    )
+
+
+@pytest.mark.parametrize("codec_name", ["json", "protobuf"])
+def test_json_and_protobuf_codecs_through_the_same_operator(codec_name):
+    orders = list(sample_orders(6))
+    if codec_name == "json":
+        codec = JsonCodec(_json_schema())
+        values = [_json(o) for o in orders]
+        values[3] = b'{"order_id": "x", "_twg_record_id": 1}'
+        kinds = {3: "reserved_field"}
+    else:
+        codec = ProtobufCodec(
+            descriptor_set=order_descriptor_set(), message_type=ORDER_MESSAGE_TYPE
+        )
+        values = [encode_order_proto(o) for o in orders]
+        values[3] = values[3][:-4]
+        kinds = {3: "malformed"}
+    ok, rejected = run([("orders:0", raw(values))], codec)
+    assert ok[0][1]["order_id"].to_pylist() == [
+        o["order_id"] for i, o in enumerate(orders) if i != 3
+    ]
+    assert ok[0][1][COLS.source_offset].to_pylist() == [0, 1, 2, 4, 5]
+    (r,) = rejected_from_dlq_batch(rejected[0][1])
+    assert r.locator.offset == 3 and f"({kinds[3]})" in r.message, r.message
+    assert r.message.startswith(f"{codec_name} decode failed at `orders:0@3`")
+
+
+def test_a_codec_with_another_prefix_still_cannot_shadow_metadata():
+    codec = JsonCodec(
+        pa.schema([pa.field("id", pa.int64()), pa.field("_twg_source_topic", pa.string())]),
+        metadata_prefix="zz_",
+    )
+    ok, rejected = run([("t:0", raw([b'{"id": 1, "_twg_source_topic": "x"}'], topic="t"))], codec)
+    assert ok == []
+    (r,) = rejected_from_dlq_batch(rejected[0][1])
+    assert "(reserved_field)" in r.message and "`_twg_source_topic`" in r.message
+
+
+def test_an_unreachable_registry_fails_the_flow_loudly():
+    source = RegistrySchemaSource("http://127.0.0.1:9", max_attempts=2, initial_backoff_s=0.01)
+    with pytest.raises(Exception) as info:  # noqa: PT011 - Bytewax wraps it
+        run([("orders:0", raw([encode_order_avro(next(sample_orders(1)))]))], AvroCodec(source))
+    chain, exc = [], info.value
+    while exc is not None:
+        chain.append(exc)
+        exc = exc.__cause__
+    outage = [e for e in chain if isinstance(e, RegistryUnavailableError)]
+    assert outage and "127.0.0.1:9" in str(outage[0])
+
+
+def test_build_time_errors():
+    flow = Dataflow("bad")
+    inp = op.input("inp", flow, TestingSource([]))
+    with pytest.raises(ConfigError, match="expected metadata 'none', 'locator' or 'all'"):
+        twg.decode("decode", inp, JsonCodec(_json_schema()), metadata="some")
+    with pytest.raises(ConfigError, match="expected a codec with `decode_batch`"):
+        twg.decode("decode2", inp, object())
+
+
+@pytest.mark.kafka
+def test_decode_over_kafka_source(kafka_bootstrap, make_topic, schema_dir):
+    topic = make_topic()
+    orders = list(sample_orders(40))
+    records = [
+        {"key": order_key(o), "value": encode_order_avro(o), "partition": i % 2}
+        for i, o in enumerate(orders)
+    ]
+    records[7]["value"] = None
+    produce(kafka_bootstrap, topic, records)
+    flow = Dataflow("decode_kafka")
+    inp = op.input("inp", flow, KafkaSource(kafka_bootstrap, [topic], tail=False))
+    out = twg.decode("decode", inp, AvroCodec(schema_dir))
+    ok, rejected = [], []
+    op.output("ok", out.ok, TestingSink(ok))
+    op.output("rejected", out.rejected, TestingSink(rejected))
+    run_main(flow)
+    table = pa.Table.from_batches([b for _, b in ok])
+    assert table.num_rows == 39
+    assert {k for k, _ in ok} <= {f"{topic}:{p}" for p in range(4)}
+    assert sorted(table["order_id"].to_pylist()) == sorted(
+        o["order_id"] for i, o in enumerate(orders) if i != 7
+    )
+    (r,) = rejected_from_dlq_batch(rejected[0][1])
+    assert r.raw_value is None and r.raw_key == order_key(orders[7])
+    assert "(null_payload)" in r.message and r.locator.topic == topic
+
+
+def test_to_raw_records_and_to_dicts(schema_dir):
+    orders = list(sample_orders(4))
+    batch = raw([encode_order_avro(o) for o in orders], partition=2)
+    flow = Dataflow("records_test")
+    inp = op.input("inp", flow, TestingSource([("orders:2", batch)]))
+    records, dicts, bare = [], [], []
+    op.output("records_out", twg.to_raw_records("records", inp), TestingSink(records))
+    decoded = twg.decode("decode", inp, AvroCodec(schema_dir))
+    op.output("dicts_out", twg.to_dicts("dicts", decoded.ok), TestingSink(dicts))
+    op.output("bare_out", twg.to_dicts("bare", decoded.ok, metadata=False), TestingSink(bare))
+    run_main(flow)
+    assert [k for k, _ in records] == ["orders:2"] * 4
+    assert [r.value for _, r in records] == batch[COLS.source_value].to_pylist()
+    assert [r.locator.offset for _, r in records] == [0, 1, 2, 3]
+    assert records[1][1].key == b"k1" and records[1][1].locator.cluster == "test"
+    assert [k for k, _ in dicts] == ["orders:2"] * 4
+    assert dicts[0][1][COLS.source_offset] == 0
+    expected = [dict(o, created_at=o["created_at"]) for o in orders]
+    assert [d for _, d in bare] == expected
