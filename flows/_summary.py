@@ -13,8 +13,9 @@ __all__ = ["SummarySink"]
 
 
 class _SummaryPartition(StatelessSinkPartition[tuple[str, pa.RecordBatch]]):
-    def __init__(self, title: str, worker_index: int, worker_count: int) -> None:
+    def __init__(self, title: str, worker_index: int, worker_count: int, *, per_key: bool) -> None:
         self._title = title
+        self._per_key = per_key
         self._worker = worker_index
         self._workers = worker_count
         self._rows: dict[str, int] = defaultdict(int)
@@ -33,17 +34,24 @@ class _SummaryPartition(StatelessSinkPartition[tuple[str, pa.RecordBatch]]):
         total = sum(self._rows.values())
         who = f" (worker {self._worker + 1}/{self._workers})" if self._workers > 1 else ""
         lines = [f"{self._title}{who}: {total:,} records, {self._bytes / 1e6:,.1f} MB"]
-        lines += [f"  {key}: {rows:,}" for key, rows in sorted(self._rows.items())]
+        if self._per_key:
+            lines += [f"  {key}: {rows:,}" for key, rows in sorted(self._rows.items())]
         sys.stdout.write("\n".join(lines) + "\n")
         sys.stdout.flush()
 
 
 class SummarySink(DynamicSink[tuple[str, pa.RecordBatch]]):
-    """Count keyed batches per key and print the totals when the flow ends cleanly."""
+    """Count keyed batches per key and print the totals when the flow ends cleanly.
 
-    def __init__(self, title: str) -> None:
+    Args:
+        title: The first words of the summary line.
+        per_key: Also print one line per key (source partition).
+    """
+
+    def __init__(self, title: str, *, per_key: bool = True) -> None:
         self._title = title
+        self._per_key = per_key
 
     @override
     def build(self, step_id: str, worker_index: int, worker_count: int) -> _SummaryPartition:
-        return _SummaryPartition(self._title, worker_index, worker_count)
+        return _SummaryPartition(self._title, worker_index, worker_count, per_key=self._per_key)

@@ -5,14 +5,23 @@ Run it with no configuration and no external service::
     python -m bytewax.run flows.orders
 
 By default it reads bundled, deterministic sample orders — Confluent-framed Avro,
-exactly as a real topic carries them — and writes the raw lane under
-``thalweg-data/raw``. Point it at Kafka by environment alone::
+exactly as a real topic carries them — and writes three lanes under ``thalweg-data``:
+
+* ``raw`` — every record, envelope intact (the raw lane);
+* ``orders`` — the decoded orders, one column per Avro field plus the locator columns;
+* ``dlq`` — the records that failed to decode (the sample holds a few on purpose: a
+  corrupt body, an unknown schema id, tombstones), reason ``decode``.
+
+The writer schema comes from the bundled schema directory ``flows/schemas`` (schema id
+1 is ``1.avsc``), so the default needs no registry. Point it at Kafka by environment
+alone::
 
     THALWEG_BOOTSTRAP_SERVERS=localhost:9092 python -m bytewax.run flows.orders
 
 | variable | meaning | default |
 |---|---|---|
 | ``THALWEG_BOOTSTRAP_SERVERS`` | Kafka brokers; unset = embedded sample | unset |
+| ``THALWEG_SCHEMA_REGISTRY_URL`` | schema registry (writer schemas) | ``flows/schemas`` |
 | ``THALWEG_ORDERS_TOPIC`` | topic to read | ``orders`` |
 | ``THALWEG_DATA_DIR`` | local lake directory | ``thalweg-data`` |
 | ``THALWEG_SAMPLE_ORDERS`` | number of sample orders | ``20000`` |
@@ -33,13 +42,19 @@ from bytewax.inputs import Source
 from bytewax.outputs import Sink
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+import thalweg_bytewax.operators as twg
 from flows._orders_sample import SampleOrdersSource
 from flows._summary import SummarySink
+from thalweg_bytewax.codecs import AvroCodec
 from thalweg_bytewax.connectors.kafka import KafkaSource
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.registry import DirectorySchemaSource
 
-__all__ = ["OrdersSettings", "build_flow", "flow"]
+__all__ = ["SCHEMA_DIR", "OrdersSettings", "build_flow", "flow"]
+
+SCHEMA_DIR = Path(__file__).parent / "schemas"
+"""The bundled schema directory: the sample orders' writer schema as id 1 (``1.avsc``)."""
 
 
 class OrdersSettings(BaseModel):
@@ -48,6 +63,7 @@ class OrdersSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     bootstrap_servers: str | None = None
+    schema_registry_url: str | None = None
     topic: str = "orders"
     data_dir: Path = Path("thalweg-data")
     sample_orders: int = Field(default=20_000, ge=1)
@@ -63,6 +79,7 @@ class OrdersSettings(BaseModel):
         env = os.environ if env is None else env
         mapping = {
             "bootstrap_servers": "THALWEG_BOOTSTRAP_SERVERS",
+            "schema_registry_url": "THALWEG_SCHEMA_REGISTRY_URL",
             "topic": "THALWEG_ORDERS_TOPIC",
             "data_dir": "THALWEG_DATA_DIR",
             "sample_orders": "THALWEG_SAMPLE_ORDERS",
@@ -81,19 +98,39 @@ class OrdersSettings(BaseModel):
         """Where the raw lane lives."""
         return self.data_dir / "raw"
 
+    @property
+    def orders_lane(self) -> Path:
+        """Where the decoded orders live."""
+        return self.data_dir / "orders"
+
+    @property
+    def dlq_lane(self) -> Path:
+        """Where records that failed to decode live."""
+        return self.data_dir / "dlq"
+
+    def codec(self) -> AvroCodec:
+        """The orders codec: Confluent-framed Avro from the registry, or the bundled schemas."""
+        if self.schema_registry_url:
+            return AvroCodec(self.schema_registry_url)
+        return AvroCodec(DirectorySchemaSource(SCHEMA_DIR))
+
 
 def build_flow(
     settings: OrdersSettings,
     *,
     source: Source[tuple[str, object]] | None = None,
     raw_sink: Sink[tuple[str, object]] | None = None,
+    orders_sink: Sink[tuple[str, object]] | None = None,
+    dlq_sink: Sink[tuple[str, object]] | None = None,
 ) -> Dataflow:
-    """Build the orders dataflow.
+    """Build the orders dataflow: source → raw lane, and source → decode → orders + DLQ.
 
     Args:
         settings: Flow settings (see :meth:`OrdersSettings.load`).
         source: Replace the input (tests inject ``TestingSource``).
         raw_sink: Replace the raw-lane sink.
+        orders_sink: Replace the decoded-orders sink.
+        dlq_sink: Replace the dead-letter sink.
 
     Returns:
         The dataflow, ready for ``python -m bytewax.run`` or ``bytewax.testing.run_main``.
@@ -107,6 +144,19 @@ def build_flow(
     raw = op.input("orders_in", flow, source)
     op.output("raw_lane", raw, raw_sink or ParquetSink(settings.raw_lane))
     op.output("summary", raw, SummarySink(f"orders raw lane -> {settings.raw_lane}"))
+    decoded = twg.decode("decode", raw, settings.codec(), metadata="locator")
+    op.output("orders_lane", decoded.ok, orders_sink or ParquetSink(settings.orders_lane))
+    op.output("dlq_lane", decoded.rejected, dlq_sink or ParquetSink(settings.dlq_lane))
+    op.output(
+        "orders_summary",
+        decoded.ok,
+        SummarySink(f"orders decoded -> {settings.orders_lane}", per_key=False),
+    )
+    op.output(
+        "dlq_summary",
+        decoded.rejected,
+        SummarySink(f"orders rejected (decode) -> {settings.dlq_lane}", per_key=False),
+    )
     return flow
 
 

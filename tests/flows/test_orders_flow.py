@@ -1,0 +1,183 @@
+"""flows.orders end to end: embedded default and Kafka, raw lane, decoded lane and DLQ."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from bytewax.testing import run_main
+
+from flows._orders_sample import _bad_payload
+from flows.orders import SCHEMA_DIR, OrdersSettings, build_flow
+from thalweg_bytewax.connectors.parquet import read_lane
+from thalweg_bytewax.dlq import rejected_from_dlq_batch
+from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA, encode_order_avro, sample_order
+from thalweg_bytewax.testing import produce, produce_sample_orders
+
+COLS = MetadataColumns()
+REPO = Path(__file__).resolve().parents[2]
+N = 4_000
+PARTITIONS = 4  # SampleOrdersSource default
+
+
+def sample(index: int) -> dict:
+    """Order number `index` of the embedded sample (the source's own derivation)."""
+    return sample_order(random.Random(f"7:{index}"))  # noqa: S311
+
+
+def bad_indexes(n: int) -> dict[int, str]:
+    out = {}
+    for i in range(n):
+        good = encode_order_avro(sample(i))
+        v = _bad_payload(i, good)
+        if v != good:
+            out[i] = (
+                "null_payload"
+                if v is None
+                else ("unknown_schema" if v[1:5] == b"\0\0\0c" else "malformed")
+            )
+    return out
+
+
+def test_bundled_schema_is_the_sample_schema():
+    assert json.loads((SCHEMA_DIR / "1.avsc").read_text()) == ORDER_AVRO_SCHEMA
+
+
+def test_embedded_default_fills_raw_decoded_and_dlq_lanes(tmp_path):
+    settings = OrdersSettings(data_dir=tmp_path, sample_orders=N)
+    run_main(build_flow(settings))
+
+    raw = read_lane(settings.raw_lane)
+    orders = read_lane(settings.orders_lane)
+    dlq = read_lane(settings.dlq_lane)
+    assert raw.num_rows == N
+    assert orders.num_rows + dlq.num_rows == N
+
+    def index(t, row) -> int:
+        return (
+            t[COLS.source_offset][row].as_py() * PARTITIONS + t[COLS.source_partition][row].as_py()
+        )
+
+    bad = bad_indexes(N)
+    assert len(bad) == 4 and set(bad.values()) == {"malformed", "unknown_schema", "null_payload"}
+    rejected = {
+        r.locator.offset * PARTITIONS + r.locator.partition: r
+        for r in rejected_from_dlq_batch(dlq.combine_chunks().to_batches()[0])
+    }
+    assert set(rejected) == set(bad)
+    for i, kind in bad.items():
+        r = rejected[i]
+        assert r.reason == "decode" and r.step_id == "orders.decode"
+        loc = f"`orders:{i % PARTITIONS}@{i // PARTITIONS}`"
+        assert r.message.startswith(f"avro decode failed at {loc} ({kind})"), r.message
+        assert r.raw_value == _bad_payload(i, encode_order_avro(sample(i)))
+        assert r.raw_key == str(sample(i)["customer_id"]).encode()
+    assert "schema id 99" in rejected[1500].message
+
+    # Decoded lane: every good order once, locator kept; spot-check values.
+    assert orders.schema.names[: len(ORDER_AVRO_SCHEMA["fields"])] == [
+        f["name"] for f in ORDER_AVRO_SCHEMA["fields"]
+    ]
+    assert {*COLS.locator_columns(), COLS.emit_ts} <= set(orders.schema.names)
+    seen = {index(orders, row): row for row in range(orders.num_rows)}
+    assert set(seen) == set(range(N)) - set(bad)
+    for i in (0, 1, 2, 3, 499, 501, 1999, 3998, 3999):
+        row = orders.slice(seen[i], 1).select([f["name"] for f in ORDER_AVRO_SCHEMA["fields"]])
+        assert row.to_pylist()[0] == sample(i), i
+    ids = dict(
+        zip(raw[COLS.source_offset].to_pylist(), raw[COLS.record_id].to_pylist(), strict=True)
+    )
+    assert orders.num_rows == len(set(orders[COLS.record_id].to_pylist()))
+    p0 = orders.filter(orders[COLS.source_partition].to_numpy() == 0)
+    assert all(ids[o] is not None for o in p0[COLS.source_offset].to_pylist())
+
+
+def test_python_m_bytewax_run_prints_the_summary(tmp_path):
+    env = {**os.environ, "THALWEG_DATA_DIR": str(tmp_path), "THALWEG_SAMPLE_ORDERS": "3000"}
+    env.pop("THALWEG_BOOTSTRAP_SERVERS", None)
+    out = subprocess.run(
+        [sys.executable, "-m", "bytewax.run", "flows.orders"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert f"orders raw lane -> {tmp_path / 'raw'}: 3,000 records" in out.stdout
+    assert f"orders decoded -> {tmp_path / 'orders'}: 2,997 records" in out.stdout
+    assert f"orders rejected (decode) -> {tmp_path / 'dlq'}: 3 records" in out.stdout
+    assert read_lane(tmp_path / "orders").num_rows == 2_997
+
+
+def test_importing_the_flow_starts_nothing_and_connects_nowhere(tmp_path):
+    probe = textwrap.dedent(
+        """
+        import multiprocessing, os, socket, threading
+        attempts = []
+        real_connect = socket.socket.connect
+        def connect(self, addr):
+            attempts.append(addr)
+            return real_connect(self, addr)
+        socket.socket.connect = connect
+        socket.socket.connect_ex = connect
+        before = threading.active_count()
+        import flows.orders
+        assert flows.orders.flow.flow_id == "orders"
+        print(before, threading.active_count(), len(multiprocessing.active_children()), attempts)
+        """
+    )
+    env = {
+        **os.environ,
+        "THALWEG_DATA_DIR": str(tmp_path / "d"),
+        "THALWEG_BOOTSTRAP_SERVERS": "127.0.0.1:9",  # Kafka mode: still no connection at import
+        "THALWEG_SCHEMA_REGISTRY_URL": "http://127.0.0.1:9",
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split() == ["1", "1", "0", "[]"]
+    assert not (tmp_path / "d").exists()
+
+
+def test_settings_from_environment():
+    s = OrdersSettings.load(
+        {"THALWEG_SCHEMA_REGISTRY_URL": "mock://orders-settings", "THALWEG_DATA_DIR": "/x"}
+    )
+    assert s.schema_registry_url == "mock://orders-settings"
+    assert s.orders_lane == Path("/x/orders") and s.dlq_lane == Path("/x/dlq")
+    assert "mock://orders-settings" in repr(s.codec())
+    assert "flows/schemas" in repr(OrdersSettings().codec())
+
+
+@pytest.mark.kafka
+def test_kafka_mode_decodes_with_the_bundled_schemas(kafka_bootstrap, make_topic, tmp_path):
+    topic = make_topic()
+    produce_sample_orders(kafka_bootstrap, topic, 200, partitions=[0, 1])
+    produce(
+        kafka_bootstrap, topic, [{"key": b"x", "value": b"\x00\x00\x00\x00\x63zz", "partition": 2}]
+    )
+    settings = OrdersSettings(
+        bootstrap_servers=kafka_bootstrap, topic=topic, data_dir=tmp_path, tail=False
+    )
+    run_main(build_flow(settings))
+    assert read_lane(settings.raw_lane).num_rows == 201
+    assert read_lane(settings.orders_lane).num_rows == 200
+    (r,) = rejected_from_dlq_batch(read_lane(settings.dlq_lane).combine_chunks().to_batches()[0])
+    assert r.locator.topic == topic and r.locator.partition == 2
+    assert "(unknown_schema)" in r.message and r.raw_key == b"x"
