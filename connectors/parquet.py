@@ -226,6 +226,14 @@ class _ParquetPartition(StatefulSinkPartition[pa.RecordBatch, SinkState]):
                 rows = self._uncovered(stream, part_batch)
                 if rows.num_rows == 0:
                     continue
+                # Rows accepted in this epoch count as covered at once, so an offset
+                # delivered twice within a run is written once. The in-memory ranges
+                # are rebuilt from finalized files after a restart, so a crash before
+                # the snapshot never leaves an unwritten range marked covered.
+                bounds = pc.min_max(rows.column(self._cols.source_offset))
+                stream.covered.append((bounds["min"].as_py(), bounds["max"].as_py()))
+                stream.covered.sort()
+                _compact(stream.covered)
                 self._append(stream, key, self._stamp(rows, now_us))
 
     def _append(self, stream: _TopicPartitionStream, key: str, batch: pa.RecordBatch) -> None:

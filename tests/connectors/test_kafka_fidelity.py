@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ from bytewax.dataflow import Dataflow
 from bytewax.testing import run_main
 from confluent_kafka import Consumer, TopicPartition
 
+from tests.fixtures.kafka import create_topic
 from thalweg_bytewax.connectors.kafka import KafkaSource
 from thalweg_bytewax.connectors.parquet import ParquetSink, read_lane
 from thalweg_bytewax.record import iter_headers
@@ -90,8 +93,10 @@ def run_raw_lane(bootstrap: str, topic: str, lane: Path, **source_kw: Any) -> No
 
 
 def test_every_field_of_every_record_survives(kafka_bootstrap: str, tmp_path: Path) -> None:
-    topic = ("fidelity-" + "x" * 249)[:249]  # the Kafka maximum length
+    topic = (f"fidelity-{uuid.uuid4().hex[:8]}-" + "x" * 249)[:249]  # the Kafka maximum
     assert len(topic) == 249
+    if os.environ.get("THALWEG_TEST_KAFKA"):
+        create_topic(kafka_bootstrap, topic)
     produced = corpus()
     produce(kafka_bootstrap, topic, produced)
     truth = oracle(kafka_bootstrap, topic)

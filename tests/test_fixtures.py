@@ -1,0 +1,29 @@
+"""The real-component fixtures themselves: a Kafka broker and a PostgreSQL server."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import Consumer
+
+pytestmark = pytest.mark.kafka
+
+
+def test_kafka_fixture_is_a_wire_protocol_broker(kafka_bootstrap: str) -> None:
+    consumer = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": "probe"})
+    try:
+        md = consumer.list_topics(timeout=10)
+        assert md.brokers, "no broker answered the metadata request"
+    finally:
+        consumer.close()
+
+
+@pytest.mark.postgres
+def test_postgres_fixture_is_a_real_server(pg_dsn: str, pg_schema: str) -> None:
+    import psycopg
+
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        version = conn.execute("show server_version_num").fetchone()
+        assert version is not None and int(version[0]) >= 140000
+        conn.execute(f'create table "{pg_schema}".t (x int)')
+        conn.execute(f'insert into "{pg_schema}".t values (1), (2)')
+        assert conn.execute(f'select sum(x) from "{pg_schema}".t').fetchone() == (3,)
