@@ -301,3 +301,31 @@ def test_decoded_batches_write_to_parquet_with_null_nested_records(schema_dir):
     pq.write_table(pa.Table.from_batches([batch]), sink)
     back = pq.read_table(pa.BufferReader(sink.getvalue()))
     assert back["shipping_address"].to_pylist() == [o["shipping_address"] for o in orders]
+
+
+def test_json_decoded_batches_write_to_parquet_with_null_nested_objects():
+    import pyarrow.parquet as pq
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "id": {"type": "integer"},
+            "address": {
+                "type": ["object", "null"],
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+        "required": ["id"],
+    }
+    values = [
+        b'{"id": 1, "address": {"city": "Graz"}}',
+        b'{"id": 2, "address": null}',
+        b'{"id": 3}',
+    ]
+    ok, rejected = run([("t:0", raw(values, topic="t"))], JsonCodec(schema))
+    assert rejected == []
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.Table.from_batches([ok[0][1]]), sink)
+    back = pq.read_table(pa.BufferReader(sink.getvalue()))
+    assert back["address"].to_pylist() == [{"city": "Graz"}, None, None]

@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from thalweg_bytewax.codecs._avro_types import AvroNode
+from thalweg_bytewax.codecs._nulls import required_children
 
 __all__ = ["available", "cast_exact", "decode_block", "ocf_header", "ocf_schema_json", "supported"]
 
@@ -210,13 +211,7 @@ def cast_exact(arr: pa.Array, target: pa.DataType) -> pa.Array:
     if pa.types.is_struct(target):
         children = [cast_exact(arr.field(i), f.type) for i, f in enumerate(target)]
         if mask is not None:
-            # polars leaves nulls in a non-nullable child under null parent slots; valid
-            # Arrow, but the Parquet writer refuses it ("declared non-nullable but
-            # contains nulls"). Those slots are invisible, so drop their validity.
-            children = [
-                c if f.nullable else _drop_validity(c)
-                for c, f in zip(children, target, strict=True)
-            ]
+            children = required_children(children, target)
         return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
     if pa.types.is_list(target):
         offsets = arr.offsets.cast(pa.int32())
@@ -225,21 +220,6 @@ def cast_exact(arr: pa.Array, target: pa.DataType) -> pa.Array:
     if pa.types.is_dictionary(arr.type):
         arr = arr.dictionary_decode()
     return arr.cast(target)
-
-
-def _drop_validity(arr: pa.Array) -> pa.Array:
-    """The same array without null slots (their values become unspecified)."""
-    if arr.null_count == 0:
-        return arr
-    t = arr.type
-    if pa.types.is_struct(t):
-        children = [_drop_validity(arr.field(i)) for i in range(t.num_fields)]
-        return pa.StructArray.from_arrays(children, fields=list(t))
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return type(arr).from_arrays(arr.offsets, arr.values, type=t)
-    if t.num_fields == 0:  # flat types: validity, then data (and offsets) buffers
-        return pa.Array.from_buffers(t, len(arr), [None, *arr.buffers()[1:]], offset=arr.offset)
-    return arr
 
 
 def _zz_size(values: np.ndarray) -> np.ndarray:

@@ -36,6 +36,7 @@ from thalweg_bytewax.codecs._json_schema import (
     shape_from_json_schema,
 )
 from thalweg_bytewax.codecs._json_values import JsonDecodeError, compile_record
+from thalweg_bytewax.codecs._nulls import required_children
 from thalweg_bytewax.codecs.base import (
     DecodeFailure,
     DecodeResult,
@@ -124,6 +125,8 @@ def _retype(arr: pa.Array, t: pa.DataType) -> pa.Array:
     mask = arr.is_null() if arr.null_count else None
     if pa.types.is_struct(t):
         children = [_retype(arr.field(i), f.type) for i, f in enumerate(t)]
+        if mask is not None:
+            children = required_children(children, t)
         return pa.StructArray.from_arrays(children, fields=list(t), mask=mask)
     if pa.types.is_list(t):
         values = _retype(arr.values, t.value_type)
