@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.fs as pafs
 
 from thalweg_bytewax._deps import require
 from thalweg_bytewax.contracts.rules import merge_rules
@@ -35,6 +37,7 @@ from thalweg_bytewax.contracts.spec import (
     Rule,
     RuleKind,
 )
+from thalweg_bytewax.dlq import read_parquet_lane
 from thalweg_bytewax.metadata import RECORD_ID_BYTES, MetadataColumns
 
 __all__ = [
@@ -50,6 +53,8 @@ __all__ = [
     "duckdb_cursor",
     "evaluate",
     "explode_audit",
+    "read_audit",
+    "read_rule_registry",
     "rules_schema",
 ]
 
@@ -763,3 +768,47 @@ def explode_audit(audit: pa.Table, rules: pa.Table) -> pa.Table:
     finally:
         cur.unregister("audit")
         cur.unregister("rules")
+
+
+def read_audit(
+    source: str | os.PathLike[str] | ds.Dataset,
+    *,
+    verdict: str | Sequence[str] | None = None,
+    ruleset_version: str | Sequence[str] | None = None,
+    filesystem: pafs.FileSystem | None = None,
+    columns: MetadataColumns = _DEFAULT_COLUMNS,
+) -> pa.Table:
+    """Read an audit lane back, e.g. one written by ``ParquetSink`` from ``validate(...).audit``.
+
+    With the rule registry (:func:`read_rule_registry`), :func:`explode_audit` turns it
+    into one verdict per (record, rule)::
+
+        audit = read_audit("lake/audit", verdict="fail")
+        per_rule = explode_audit(audit, read_rule_registry("lake/rules"))
+
+    Args:
+        source: The lane directory (local path or URI), or a ``pyarrow.dataset.Dataset``.
+        verdict: Keep only rows with this verdict (``pass``, ``fail``, ``drop``) or any of
+            these.
+        ruleset_version: Keep only rows judged by this rule-set version (or these).
+        filesystem: A ``pyarrow.fs.FileSystem`` for ``source``.
+        columns: Metadata column names (the prefix), for the schema of an empty lane.
+
+    Returns:
+        The audit rows (:func:`audit_schema` plus the columns the sink adds, such as
+        ``_twg_emit_ts``), filtered.
+    """
+    expr = None
+    for name, wanted in ((AUDIT_VERDICT, verdict), (AUDIT_RULESET_VERSION, ruleset_version)):
+        if wanted is not None:
+            values = [wanted] if isinstance(wanted, str) else list(wanted)
+            clause = ds.field(name).isin(values)
+            expr = clause if expr is None else expr & clause
+    return read_parquet_lane(source, audit_schema(columns), filter=expr, filesystem=filesystem)
+
+
+def read_rule_registry(
+    source: str | os.PathLike[str] | ds.Dataset, *, filesystem: pafs.FileSystem | None = None
+) -> pa.Table:
+    """Read rule registry files (:meth:`RuleSet.manifest`, one file per version) as one table."""
+    return read_parquet_lane(source, rules_schema(), filesystem=filesystem)

@@ -1,0 +1,288 @@
+r"""The quality lane: deduplicated, validated orders plus their DLQ and audit lanes.
+
+A bounded, deterministic source of decoded orders that behaves like a real topic
+misbehaves: producers retry, so the same order (same ``order_id``) reappears at later
+offsets, and every poll redelivers the tail of the previous one (same offsets, same
+record ids). The flow removes both kinds of duplicate and enforces the orders contract::
+
+    source ─ dedup by record id ─ dedup by natural key (window) ─ validate (quarantine)
+                                                                   ├─ clean → <lake>/orders
+                                                                   ├─ DLQ   → <lake>/dlq
+                                                                   └─ audit → <lake>/audit
+
+Every lane is a ``ParquetSink`` (exactly once across crashes); dedup and windowed state
+live in Bytewax recovery. The rule registry of the rule set is written once to
+``<lake>/rules/<ruleset_version>.parquet`` so the audit lane can be expanded per rule.
+Configured by environment, so it runs unchanged under ``python -m bytewax.run``::
+
+    THALWEG_LAKE=lake python -m bytewax.run flows.dedup_lane -r recovery -s 1 -b 0
+
+| variable | meaning | default |
+|---|---|---|
+| ``THALWEG_LAKE`` | lake directory holding the four lanes | ``thalweg-data`` |
+| ``THALWEG_CONTRACT`` | ODCS contract with the natural key | ``flows/contracts/orders.odcs.yaml`` |
+| ``THALWEG_DEDUP_WINDOW_S`` | how long a key is remembered (event time), seconds | ``3600`` |
+| ``THALWEG_SAMPLE_PARTITIONS`` | source partitions | ``4`` |
+| ``THALWEG_SAMPLE_PER_PARTITION`` | records per partition, retries included | ``5000`` |
+| ``THALWEG_BATCH_SIZE`` | new records per poll | ``500`` |
+| ``THALWEG_REDELIVER`` | records of the previous poll sent again with each poll | ``5`` |
+| ``THALWEG_RETRY_RATE`` | share of records that are retries of an earlier order | ``0.2`` |
+| ``THALWEG_MAX_RECORDS_PER_S`` | per-partition rate limit | unlimited |
+| ``THALWEG_SHARDS`` | sink partitions per lane | ``16`` |
+
+Importing this module reads the environment and the contract and writes nothing; the
+lanes and the rule registry are written when the dataflow runs.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import bytewax.operators as op
+import pyarrow as pa
+import pyarrow.parquet as pq
+from bytewax.dataflow import Dataflow
+from bytewax.inputs import FixedPartitionedSource, StatefulSourcePartition
+from typing_extensions import override
+
+import thalweg_bytewax.operators as twg
+from thalweg_bytewax.connectors.parquet import ParquetSink
+from thalweg_bytewax.contracts import ContractSpec, load_contract
+from thalweg_bytewax.contracts.evaluate import RuleSet
+from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.metadata import MetadataColumns, record_ids
+from thalweg_bytewax.runtime.parts import decode_part, encode_part
+from thalweg_bytewax.samples import encode_order_avro, sample_order
+
+__all__ = ["RetryingOrdersSource", "build_flow", "flow", "origins", "planned_order"]
+
+DEFAULT_CONTRACT = Path(__file__).resolve().parent / "contracts" / "orders.odcs.yaml"
+_COLS = MetadataColumns()
+_TOPIC = "orders"
+# Offsets between an order and its retry: immediate, same poll, a few polls, many
+# polls later (the retries that only dedup state can catch across a restart).
+_RETRY_LAGS = (1, 3, 40, 250, 700)
+# Event time of offset 0 and the spacing of records: replays see the same times.
+_EVENT_EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+_EVENT_STEP = timedelta(milliseconds=10)
+
+KeyedBatch = tuple[str, pa.RecordBatch]
+
+
+@lru_cache(maxsize=64)
+def origins(seed: int, partition: int, count: int, retry_rate: float) -> tuple[int, ...]:
+    """For each offset of a partition, the offset where its order first appeared.
+
+    ``origins(...)[o] == o`` for a new order; a smaller value marks a producer retry of
+    the order first published at that offset.
+    """
+    out: list[int] = []
+    for offset in range(count):
+        rng = random.Random(f"{seed}:{partition}:retry:{offset}")  # noqa: S311 - sample data
+        if offset and rng.random() < retry_rate:
+            lag = min(rng.choice(_RETRY_LAGS), offset)
+            out.append(out[offset - lag])
+        else:
+            out.append(offset)
+    return tuple(out)
+
+
+def planned_order(seed: int, partition: int, origin: int) -> dict[str, Any]:
+    """The order first published at ``origin``; a few are deliberately bad."""
+    order = sample_order(random.Random(f"{seed}:{partition}:order:{origin}"))  # noqa: S311
+    if origin % 97 == 13:
+        order["status"] = "LOST"  # not an allowed value: DLQ, reason dq
+    elif origin % 89 == 7:
+        order["total"] = None  # required: DLQ, reason contract
+    return order
+
+
+def _payload(order: dict[str, Any]) -> bytes:
+    # The bytes the record id is derived from: the Avro body where the order encodes.
+    try:
+        return encode_order_avro(order)
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return repr(order).encode()
+
+
+class _RetryingPartition(StatefulSourcePartition[KeyedBatch, int]):
+    def __init__(self, source: RetryingOrdersSource, partition: int, next_offset: int) -> None:
+        self._source = source
+        self._partition = partition
+        self._key = encode_part(source.topic, partition)
+        self._next_offset = next_offset
+        self._origins = origins(source.seed, partition, source.per_partition, source.retry_rate)
+        self._next_awake: datetime | None = None
+
+    @override
+    def next_batch(self) -> list[KeyedBatch]:
+        src = self._source
+        if self._next_offset >= src.per_partition:
+            raise StopIteration
+        stop = min(src.per_partition, self._next_offset + src.batch_size)
+        # Redelivery: the tail of the previous poll comes again, as after a consumer
+        # rebalance or a lost commit.
+        start = max(0, self._next_offset - src.redeliver)
+        offsets = list(range(start, stop))
+        batch = src.batch(self._partition, offsets, self._origins)
+        self._next_offset = stop
+        if src.records_per_s:
+            self._next_awake = datetime.now(UTC) + timedelta(
+                seconds=(stop - start) / src.records_per_s
+            )
+        return [(self._key, batch)]
+
+    @override
+    def next_awake(self) -> datetime | None:
+        return self._next_awake
+
+    @override
+    def snapshot(self) -> int:
+        return self._next_offset
+
+
+class RetryingOrdersSource(FixedPartitionedSource[KeyedBatch, int]):
+    """Decoded orders with producer retries and redeliveries, one part per partition.
+
+    Each batch carries the contract's payload columns plus the locator columns,
+    ``_twg_record_id`` (from the Avro bytes, so a redelivered record keeps its id and
+    a retry at a new offset gets a new one) and ``_twg_source_timestamp`` (event time,
+    increasing with the offset). Deterministic for a ``seed``; resume state is the next
+    offset, as with Kafka.
+
+    Args:
+        contract: Gives the payload columns and their Arrow types.
+        partitions: Number of partitions.
+        per_partition: Records per partition, retries included.
+        batch_size: New records per poll.
+        redeliver: Records of the previous poll sent again with each poll.
+        retry_rate: Share of records that are retries of an earlier order.
+        seed: Sample seed.
+        records_per_s: Optional per-partition rate limit.
+        topic: Topic name to stamp.
+    """
+
+    def __init__(
+        self,
+        contract: ContractSpec,
+        *,
+        partitions: int = 4,
+        per_partition: int = 5_000,
+        batch_size: int = 500,
+        redeliver: int = 5,
+        retry_rate: float = 0.2,
+        seed: int = 11,
+        records_per_s: float | None = None,
+        topic: str = _TOPIC,
+    ) -> None:
+        if partitions < 1 or per_partition < 0 or batch_size < 1 or redeliver < 0:
+            msg = (
+                "retrying orders source: expected partitions >= 1, per_partition >= 0, "
+                f"batch_size >= 1 and redeliver >= 0; got {partitions}, {per_partition}, "
+                f"{batch_size}, {redeliver}"
+            )
+            raise ConfigError(msg)
+        self.partitions = partitions
+        self.per_partition = per_partition
+        self.batch_size = batch_size
+        self.redeliver = redeliver
+        self.retry_rate = retry_rate
+        self.seed = seed
+        self.records_per_s = records_per_s
+        self.topic = topic
+        payload = list(contract.arrow_schema())
+        self.schema = pa.schema(
+            [pa.field(f.name, f.type) for f in payload]
+            + [_COLS.raw_schema.field(c) for c in _COLS.locator_columns()]
+            + [_COLS.raw_schema.field(_COLS.source_timestamp)]
+        )
+
+    def batch(self, partition: int, offsets: Sequence[int], plan: Sequence[int]) -> pa.RecordBatch:
+        """The decoded batch of ``offsets`` of ``partition``."""
+        orders = [planned_order(self.seed, partition, plan[o]) for o in offsets]
+        values = [_payload(o) for o in orders]
+        data: dict[str, Any] = {
+            f.name: [o[f.name] for o in orders]
+            for f in self.schema
+            if not _COLS.is_reserved(f.name)
+        }
+        data[_COLS.source_topic] = [self.topic] * len(offsets)
+        data[_COLS.source_partition] = [partition] * len(offsets)
+        data[_COLS.source_offset] = list(offsets)
+        data[_COLS.record_id] = record_ids(None, self.topic, partition, offsets, values)
+        data[_COLS.source_timestamp] = [_EVENT_EPOCH + _EVENT_STEP * o for o in offsets]
+        return pa.RecordBatch.from_pydict(data, schema=self.schema)
+
+    @override
+    def list_parts(self) -> list[str]:
+        return [encode_part(self.topic, p) for p in range(self.partitions)]
+
+    @override
+    def build_part(
+        self, step_id: str, for_part: str, resume_state: int | None
+    ) -> _RetryingPartition:
+        _, partition = decode_part(for_part)
+        return _RetryingPartition(self, partition, resume_state or 0)
+
+
+class _RegistryWriter:
+    """Writes the rule registry of a rule set once, when the first audit rows pass.
+
+    Idempotent (the name is the rule-set version; an atomic rename publishes it), so
+    every worker and every restart may try; building the flow writes nothing.
+    """
+
+    def __init__(self, ruleset: RuleSet, lake: Path) -> None:
+        self._ruleset = ruleset
+        self._path = lake / "rules" / f"{ruleset.version}.parquet"
+        self._done = False
+
+    def __call__(self, step_id: str, item: object) -> None:
+        if self._done:
+            return
+        if not self._path.exists():
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            staging = self._path.with_name(f".{self._path.name}.{os.getpid()}.tmp")
+            pq.write_table(self._ruleset.manifest(), staging)
+            staging.replace(self._path)
+        self._done = True
+
+
+def build_flow() -> Dataflow:
+    """Build the quality-lane dataflow from ``THALWEG_*`` environment variables."""
+    env = os.environ
+    lake = Path(env.get("THALWEG_LAKE", "thalweg-data"))
+    contract = load_contract(env.get("THALWEG_CONTRACT", str(DEFAULT_CONTRACT)))
+    window = timedelta(seconds=float(env.get("THALWEG_DEDUP_WINDOW_S", "3600")))
+    rate = env.get("THALWEG_MAX_RECORDS_PER_S")
+    shards = int(env.get("THALWEG_SHARDS", "16"))
+    source = RetryingOrdersSource(
+        contract,
+        partitions=int(env.get("THALWEG_SAMPLE_PARTITIONS", "4")),
+        per_partition=int(env.get("THALWEG_SAMPLE_PER_PARTITION", "5000")),
+        batch_size=int(env.get("THALWEG_BATCH_SIZE", "500")),
+        redeliver=int(env.get("THALWEG_REDELIVER", "5")),
+        retry_rate=float(env.get("THALWEG_RETRY_RATE", "0.2")),
+        records_per_s=float(rate) if rate else None,
+    )
+
+    flow = Dataflow("dedup_lane")
+    orders = op.input("orders", flow, source)
+    once = twg.dedup("dedup_redelivery", orders, by="record_id", window=window)
+    unique = twg.dedup("dedup_retries", once, by="natural_key", window=window, contract=contract)
+    out = twg.validate("validate", unique, contract, mode="quarantine")
+    op.output("orders_lane", out.clean, ParquetSink(lake / "orders", shards=shards))
+    op.output("dlq_lane", out.rejected, ParquetSink(lake / "dlq", shards=shards))
+    registry = _RegistryWriter(RuleSet.from_contract(contract), lake)
+    op.inspect("rule_registry", out.audit, registry)
+    op.output("audit_lane", out.audit, ParquetSink(lake / "audit", shards=shards))
+    return flow
+
+
+flow = build_flow()

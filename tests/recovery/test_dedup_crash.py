@@ -1,0 +1,260 @@
+"""Kill the quality lane mid-stream, resume it: dedup state survives, every lane is exactly once.
+
+Runs ``python -m bytewax.run flows.dedup_lane`` in a subprocess with a recovery
+directory. The source republishes orders at later offsets (producer retries, up to 700
+offsets later) and redelivers the tail of each poll. The flow is SIGKILLed mid-stream
+(at a fault-injection point inside a sink's epoch snapshot, or from outside), so retries
+of orders that were committed before the crash only arrive after the resume: only the
+dedup state restored from Bytewax recovery can drop them. A control run resumes the
+same crash with dedup state discarded and must let such retries through, which shows
+the scenario has teeth.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.dataset as ds
+import pytest
+
+from flows.dedup_lane import origins, planned_order
+from thalweg_bytewax.contracts.evaluate import read_audit
+from thalweg_bytewax.dlq import read_dlq
+
+pytestmark = [pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+PARTITIONS = 2
+PER_PARTITION = 1500
+SEED = 11  # the flow's default
+RETRY_RATE = 0.2
+
+# Resume with dedup state thrown away: what a dedup that kept its state outside
+# Bytewax recovery (or not at all) would do.
+_FORGETFUL_RUNNER = """
+import runpy, sys
+import thalweg_bytewax.operators._window as window
+_init = window.SeenWindow.__init__
+window.SeenWindow.__init__ = lambda self, w, state=None: _init(self, w, None)
+sys.argv = ["bytewax.run", *sys.argv[1:]]
+runpy.run_module("bytewax.run", run_name="__main__", alter_sys=True)
+"""
+
+
+@dataclass(frozen=True)
+class Truth:
+    """What the lanes must hold: per (partition, offset) of each first publication."""
+
+    unique: frozenset[tuple[int, int]]
+    bad: dict[tuple[int, int], str]  # -> expected DLQ reason
+    order_id: dict[tuple[int, int], str]
+    retries: dict[tuple[int, int], int]  # (partition, retry offset) -> origin offset
+
+
+def truth() -> Truth:
+    unique, bad, order_id, retries = set(), {}, {}, {}
+    for p in range(PARTITIONS):
+        plan = origins(SEED, p, PER_PARTITION, RETRY_RATE)
+        for offset, origin in enumerate(plan):
+            if offset != origin:
+                retries[(p, offset)] = origin
+                continue
+            order = planned_order(SEED, p, origin)
+            unique.add((p, offset))
+            order_id[(p, offset)] = order["order_id"]
+            if order["status"] == "LOST":
+                bad[(p, offset)] = "dq"
+            elif order["total"] is None:
+                bad[(p, offset)] = "contract"
+    return Truth(frozenset(unique), bad, order_id, retries)
+
+
+TRUTH = truth()
+
+
+def flow_env(lake: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "THALWEG_FAULT"}
+    env.update(
+        {
+            "PYTHONPATH": os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]),
+            "THALWEG_LAKE": str(lake),
+            "THALWEG_SAMPLE_PARTITIONS": str(PARTITIONS),
+            "THALWEG_SAMPLE_PER_PARTITION": str(PER_PARTITION),
+            "THALWEG_RETRY_RATE": str(RETRY_RATE),
+            "THALWEG_BATCH_SIZE": "100",
+            "THALWEG_MAX_RECORDS_PER_S": "400",
+            "THALWEG_SHARDS": "2",
+            **extra,
+        }
+    )
+    return env
+
+
+def init_recovery(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "-m", "bytewax.recovery", str(path), "1"], check=True)
+    return path
+
+
+def bytewax_args(recovery: Path) -> list[str]:
+    return ["flows.dedup_lane", "-r", str(recovery), "-s", "1", "-b", "0"]
+
+
+def run(args: list[str], env: dict[str, str], *, forgetful: bool = False) -> None:
+    head = [sys.executable, "-c", _FORGETFUL_RUNNER] if forgetful else [
+        sys.executable, "-m", "bytewax.run"
+    ]  # fmt: skip
+    done = subprocess.run(
+        head + args, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def lane_rows(path: Path, *columns: str) -> list[tuple]:
+    if not path.exists() or not any(path.rglob("*.parquet")):
+        return []
+    names = ["_twg_source_partition", "_twg_source_offset", *columns]
+    table = ds.dataset(path, format="parquet").to_table(columns=names)
+    return list(zip(*(table.column(n).to_pylist() for n in names), strict=True))
+
+
+def finalized_before(lake: Path) -> dict[int, int]:
+    """Per partition, the last offset of the clean lane that was durable at the crash."""
+    last: dict[int, int] = {}
+    for p, o in lane_rows(lake / "orders"):
+        last[p] = max(last.get(p, -1), o)
+    return last
+
+
+def late_retries_of_committed_orders(lake: Path) -> list[tuple[int, int, int]]:
+    """Retries that arrive after the resume of an order already in the lake at the crash."""
+    committed = {(p, o) for p, o in lane_rows(lake / "orders")}
+    last = finalized_before(lake)
+    return [
+        (p, offset, origin)
+        for (p, offset), origin in TRUTH.retries.items()
+        if offset > last.get(p, -1) and (p, origin) in committed
+    ]
+
+
+def assert_every_lane_exactly_once(lake: Path) -> None:
+    clean = lane_rows(lake / "orders", "order_id")
+    keys = Counter(order_id for _, _, order_id in clean)
+    dupes = {k: n for k, n in keys.items() if n > 1}
+    assert not dupes, f"{len(dupes)} natural keys more than once in the clean lane"
+    clean_at = {(p, o): k for p, o, k in clean}
+    assert len(clean_at) == len(clean)
+    good = TRUTH.unique - TRUTH.bad.keys()
+    assert set(clean_at) == good, (
+        f"missing {sorted(good - set(clean_at))[:5]}, unexpected {sorted(set(clean_at) - good)[:5]}"
+    )
+    assert all(TRUTH.order_id[loc] == k for loc, k in clean_at.items())
+
+    dlq = read_dlq(lake / "dlq")
+    at = list(
+        zip(
+            dlq.column("_twg_source_partition").to_pylist(),
+            dlq.column("_twg_source_offset").to_pylist(),
+            strict=True,
+        )
+    )
+    assert len(at) == len(set(at)), "a record is in the DLQ twice"
+    assert dict(zip(at, dlq.column("reason").to_pylist(), strict=True)) == TRUTH.bad
+    assert not set(at) & set(clean_at)
+
+    audit = read_audit(lake / "audit")
+    audited = list(
+        zip(
+            audit.column("_twg_source_partition").to_pylist(),
+            audit.column("_twg_source_offset").to_pylist(),
+            strict=True,
+        )
+    )
+    assert len(audited) == len(set(audited)), "a record has two audit rows"
+    assert set(audited) == TRUTH.unique
+    failed = {
+        loc
+        for loc, verdict in zip(audited, audit.column("verdict").to_pylist(), strict=True)
+        if verdict == "fail"
+    }
+    assert failed == set(TRUTH.bad)
+    registry = list((lake / "rules").glob("*.parquet"))
+    assert [p.stem for p in registry] == audit.column("ruleset_version").unique().to_pylist()
+
+
+@pytest.fixture(scope="module")
+def crashed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """One run killed inside the 7th sink snapshot (the third epoch or so)."""
+    base = tmp_path_factory.mktemp("crashed")
+    lake, recovery = base / "lake", init_recovery(base / "recovery")
+    args = bytewax_args(recovery)
+    env = flow_env(lake, THALWEG_FAULT="parquet.before_finalize:7")
+    done = subprocess.run(
+        [sys.executable, "-m", "bytewax.run", *args],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
+    before = len(lane_rows(lake / "orders"))
+    assert 0 < before < len(TRUTH.unique) // 2, "the crash should fall early mid-stream"
+    late = late_retries_of_committed_orders(lake)
+    assert len(late) >= 20, "retries of committed orders must arrive after the resume"
+    return lake, recovery
+
+
+def copy_of(crashed: tuple[Path, Path], dest: Path) -> tuple[Path, Path]:
+    lake, recovery = crashed
+    shutil.copytree(lake, dest / "lake")
+    shutil.copytree(recovery, dest / "recovery")
+    return dest / "lake", dest / "recovery"
+
+
+def test_resume_after_sigkill_passes_no_duplicate_and_loses_nothing(
+    crashed: tuple[Path, Path], tmp_path: Path
+) -> None:
+    lake, recovery = copy_of(crashed, tmp_path)
+    run(bytewax_args(recovery), flow_env(lake))
+    assert_every_lane_exactly_once(lake)
+    assert not list(lake.rglob(".staging-*"))
+
+
+def test_control_resume_without_dedup_state_lets_late_retries_through(
+    crashed: tuple[Path, Path], tmp_path: Path
+) -> None:
+    lake, recovery = copy_of(crashed, tmp_path)
+    late = late_retries_of_committed_orders(lake)
+    run(bytewax_args(recovery), flow_env(lake), forgetful=True)
+    clean = lane_rows(lake / "orders", "order_id")
+    keys = Counter(order_id for _, _, order_id in clean)
+    passed = {(p, o) for p, o, _ in clean} & {(p, o) for p, o, _ in late}
+    assert passed, "with dedup state lost, retries of committed orders reach the lane"
+    assert any(n > 1 for n in keys.values())
+    with pytest.raises(AssertionError, match="natural keys more than once"):
+        assert_every_lane_exactly_once(lake)
+
+
+def test_external_sigkill_at_arbitrary_moments_then_resume(tmp_path: Path) -> None:
+    lake, recovery = tmp_path / "lake", init_recovery(tmp_path / "recovery")
+    env = flow_env(lake)
+    cmd = [sys.executable, "-m", "bytewax.run", *bytewax_args(recovery)]
+    for delay in (3.0, 1.6):
+        proc = subprocess.Popen(
+            cmd, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=30)
+    assert 0 < len(lane_rows(lake / "orders")) < len(TRUTH.unique), "kills should fall mid-stream"
+    run(bytewax_args(recovery), env)
+    assert_every_lane_exactly_once(lake)
