@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException
-from confluent_kafka.admin import ClusterMetadata
+from confluent_kafka.admin import ClusterMetadata  # type: ignore[attr-defined]
 
 from thalweg_bytewax.errors import SourceError
 
@@ -82,7 +82,7 @@ def fetch_metadata(
             does not exist.
     """
     try:
-        md = consumer.list_topics(topic, timeout=timeout_s)
+        md: ClusterMetadata = consumer.list_topics(topic, timeout=timeout_s)
     except KafkaException as exc:
         err = exc.args[0] if exc.args else None
         code = err.name() if isinstance(err, KafkaError) else str(exc)

@@ -173,7 +173,7 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, int]):
         batch = raw_batch_from_messages(
             good, cluster=self._cluster, columns=self._columns, ingest_ts=now
         )
-        self._next_offset = good[-1].offset() + 1
+        self._next_offset = int(good[-1].offset() or 0) + 1
         size = batch.nbytes
         self._avg_record_bytes = size / batch.num_rows
         self.stats.records += batch.num_rows
@@ -331,7 +331,7 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, int]):
     def list_parts(self) -> list[str]:
         consumer = Consumer(consumer_config(self.brokers, self.add_config))
         try:
-            parts = []
+            parts: list[str] = []
             for topic in self.topics:
                 self._metadata.pop(topic, None)  # always fresh when listing
                 _, partitions = self.topic_metadata(topic, consumer)

@@ -235,7 +235,7 @@ def raw_batch_from_messages(
 
 
 def _from_messages(
-    messages: Sequence[Message],
+    messages: Sequence[Any],  # confluent_kafka.Message; its stubs type every field Optional
     n: int,
     cluster: str | None,
     columns: MetadataColumns,

@@ -106,7 +106,7 @@ _EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 def sample_order(rng: random.Random) -> dict[str, Any]:
     """One order drawn from ``rng`` (Python values as fastavro writes them)."""
     n_items = rng.randint(1, 4)
-    items = [
+    items: list[dict[str, Any]] = [
         {
             "sku": f"SKU-{rng.randint(1, 500):04d}",
             "quantity": rng.randint(1, 5),
