@@ -88,7 +88,12 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, int]):
         self._max_bytes = source.max_batch_bytes
         self._avg_record_bytes = 0.0
         self.stats = KafkaSourceStats()
+        self._fatal: KafkaError | None = None
+        self._degraded = False
         config = consumer_config(source.brokers, source.add_config)
+        # Client-level errors (brokers down, authentication) are not returned by
+        # consume(); librdkafka reports them here, served from within consume().
+        config["error_cb"] = self._on_client_error
         self._consumer = Consumer(config)
         try:
             self._cluster, partitions = source.topic_metadata(topic, self._consumer)
@@ -129,11 +134,27 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, int]):
             return self._batch_size
         return max(1, min(self._batch_size, int(self._max_bytes / self._avg_record_bytes)))
 
+    def _on_client_error(self, err: KafkaError) -> None:
+        if is_fatal(err):
+            self._fatal = self._fatal or err
+            return
+        self.stats.transient_errors += 1
+        if not self._degraded:  # log once per state change, not per error
+            self._degraded = True
+            logger.warning("kafka partition %s: client error %s, retrying", self._key, err.name())
+
     @override
     def next_batch(self) -> list[KeyedBatch]:
         if self._eof:
             raise StopIteration
         msgs = self._consumer.consume(self._budget(), timeout=0)
+        if self._fatal is not None:
+            msg = (
+                f"kafka source: partition `{self._key}` failed at offset {self._next_offset}: "
+                f"{self._fatal.str()} ({self._fatal.name()}); check the brokers and the "
+                f"security settings in `add_config`"
+            )
+            raise SourceError(msg)
         good = msgs
         transient = False
         if msgs and any(m.error() is not None for m in msgs):
@@ -165,6 +186,9 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, int]):
             self._errors.reset()
             self._idle.reset()
             self._next_awake = None
+            if self._degraded:
+                self._degraded = False
+                logger.info("kafka partition %s: receiving again", self._key)
         if not good:
             if self._end_offset is not None and self._position() >= self._end_offset:
                 self._eof = True

@@ -134,3 +134,26 @@ def test_invalid_arguments_are_config_errors(kwargs: dict[str, Any], match: str)
     args = {"brokers": ["localhost:9092"], "topics": ["t"], **kwargs}
     with pytest.raises(ConfigError, match=match):
         KafkaSource(args.pop("brokers"), args.pop("topics"), **args)
+
+
+def test_broker_outage_is_counted_and_retried_not_fatal(make_topic: Any) -> None:
+    from thalweg_bytewax.testing import MockCluster
+
+    cluster = MockCluster().start()
+    topic = make_topic()
+    try:
+        produce(cluster.bootstrap, topic, [{"value": b"x", "partition": 0} for _ in range(3)])
+        part = KafkaSource([cluster.bootstrap], [topic]).build_part("in", f"{topic}:0", None)
+        assert sum(b.num_rows for _, b in poll_until(part, 3)) == 3
+    finally:
+        cluster.stop()
+    try:
+        deadline = time.monotonic() + 20
+        while part.stats.transient_errors == 0 and time.monotonic() < deadline:
+            assert part.next_batch() == []  # never raises for an outage
+            time.sleep(0.05)
+        assert part.stats.transient_errors > 0
+        assert part.next_awake() is not None
+        assert part.snapshot() == 3  # the position stays after the last emitted record
+    finally:
+        part.close()
