@@ -7,8 +7,9 @@ Usage::
 Each case encodes the same deterministic sample orders (thalweg_bytewax.samples), then
 times, in this process:
 
-* ``baseline`` — the per-record path users write today (Avro: fastavro
-  ``schemaless_reader`` per payload, then ``pa.Table.from_pylist``);
+* ``baseline`` — the per-record path users write today, then ``pa.Table.from_pylist``
+  (Avro: fastavro ``schemaless_reader`` per payload; Protobuf: ``FromString`` +
+  ``MessageToDict`` per payload; JSON: ``orjson.loads`` per payload);
 * ``columnar`` — the codec's ``decode_batch`` over ``pa.BinaryArray`` batches;
 * for Avro also ``exact`` — ``decode_batch`` with the polars fast path off.
 
@@ -84,7 +85,101 @@ def avro_case(n: int, batch: int) -> tuple[pa.Array, dict[str, Runner]]:
     }
 
 
-CASES: dict[str, Callable[[int, int], tuple[pa.Array, dict[str, Runner]]]] = {"avro": avro_case}
+def protobuf_case(n: int, batch: int) -> tuple[pa.Array, dict[str, Runner]]:
+    from google.protobuf.json_format import MessageToDict
+
+    from thalweg_bytewax._sample_order_proto import (
+        ORDER_MESSAGE_TYPE,
+        encode_order_proto,
+        order_descriptor_set,
+        order_message_class,
+    )
+    from thalweg_bytewax.codecs.protobuf import ProtobufCodec
+
+    payloads = pa.array([encode_order_proto(o) for o in sample_orders(n)], pa.binary())
+    chunks = _batches(payloads, batch)
+    cls = order_message_class()
+
+    def baseline() -> int:
+        rows = 0
+        for chunk in chunks:
+            # Confluent prefix: magic, 4-byte id, message indexes [2] (2 bytes).
+            recs = [MessageToDict(cls.FromString(p[7:])) for p in chunk.to_pylist()]
+            rows += pa.Table.from_pylist(recs).num_rows
+        return rows
+
+    codec = ProtobufCodec(descriptor_set=order_descriptor_set(), message_type=ORDER_MESSAGE_TYPE)
+
+    def columnar() -> int:
+        return sum(codec.decode_batch(c).batch.num_rows for c in chunks)
+
+    return payloads, {"baseline": baseline, "columnar": columnar}
+
+
+ORDER_JSON_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "order_id": {"type": "string", "format": "uuid"},
+        "customer_id": {"type": "integer"},
+        "created_at": {"type": "string", "format": "date-time"},
+        "status": {"type": "string"},
+        "currency": {"type": "string"},
+        "total": {"type": "string"},
+        "items": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "sku": {"type": "string"},
+                    "quantity": {"type": "integer"},
+                    "unit_price": {"type": "string"},
+                },
+                "required": ["sku", "quantity", "unit_price"],
+            },
+        },
+        "shipping_address": {
+            "type": ["object", "null"],
+            "properties": {
+                "line1": {"type": "string"},
+                "city": {"type": "string"},
+                "country": {"type": "string"},
+            },
+            "required": ["line1", "city", "country"],
+        },
+        "coupon": {"type": ["string", "null"]},
+    },
+    "required": ["order_id", "customer_id", "created_at", "status", "currency", "total", "items"],
+}
+"""The sample order as JSON Schema (money as exact decimal text, times as RFC 3339)."""
+
+
+def json_case(n: int, batch: int) -> tuple[pa.Array, dict[str, Runner]]:
+    import orjson
+
+    from thalweg_bytewax.codecs.json import JsonCodec
+
+    payloads = pa.array([orjson.dumps(o, default=str) for o in sample_orders(n)], pa.binary())
+    chunks = _batches(payloads, batch)
+
+    def baseline() -> int:
+        rows = 0
+        for chunk in chunks:
+            rows += pa.Table.from_pylist([orjson.loads(p) for p in chunk.to_pylist()]).num_rows
+        return rows
+
+    codec = JsonCodec(ORDER_JSON_SCHEMA)
+
+    def columnar() -> int:
+        return sum(codec.decode_batch(c).batch.num_rows for c in chunks)
+
+    return payloads, {"baseline": baseline, "columnar": columnar}
+
+
+CASES: dict[str, Callable[[int, int], tuple[pa.Array, dict[str, Runner]]]] = {
+    "avro": avro_case,
+    "json": json_case,
+    "protobuf": protobuf_case,
+}
 
 
 def _peak_rss_mb() -> float:
