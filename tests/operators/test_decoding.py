@@ -329,3 +329,11 @@ def test_json_decoded_batches_write_to_parquet_with_null_nested_objects():
     pq.write_table(pa.Table.from_batches([ok[0][1]]), sink)
     back = pq.read_table(pa.BufferReader(sink.getvalue()))
     assert back["address"].to_pylist() == [{"city": "Graz"}, None, None]
+
+
+def test_docs_example_runs():
+    import re
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "operators.md").read_text()
+    example = re.search(r"```python\n(.*?)```", text[text.index("## `decode(") :], re.S).group(1)
+    exec(compile(example, "docs/operators.md", "exec"), {})
