@@ -244,17 +244,28 @@ def test_control_resume_without_dedup_state_lets_late_retries_through(
         assert_every_lane_exactly_once(lake)
 
 
+def finalized_files(lake: Path) -> int:
+    return sum(1 for f in (lake / "orders").rglob("*.parquet") if not f.name.startswith("."))
+
+
 def test_external_sigkill_at_arbitrary_moments_then_resume(tmp_path: Path) -> None:
     lake, recovery = tmp_path / "lake", init_recovery(tmp_path / "recovery")
     env = flow_env(lake)
     cmd = [sys.executable, "-m", "bytewax.run", *bytewax_args(recovery)]
-    for delay in (3.0, 1.6):
+    for linger in (0.7, 0.3):
+        # Kill once the run has made progress of its own, whatever the machine's speed.
+        files = finalized_files(lake) if lake.exists() else 0
         proc = subprocess.Popen(
             cmd, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
-        time.sleep(delay)
+        deadline = time.monotonic() + 60
+        while finalized_files(lake) <= files and proc.poll() is None:
+            assert time.monotonic() < deadline, "no epoch finalized within 60 s"
+            time.sleep(0.05)
+        time.sleep(linger)
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=30)
+        assert proc.returncode == -signal.SIGKILL, "the run finished before the kill"
     assert 0 < len(lane_rows(lake / "orders")) < len(TRUTH.unique), "kills should fall mid-stream"
     run(bytewax_args(recovery), env)
     assert_every_lane_exactly_once(lake)
