@@ -138,6 +138,14 @@ class _ParquetPartition(StatefulSinkPartition[pa.RecordBatch, SinkState]):
                 raise ConfigError(msg)
         topics = batch.column(cols.source_topic)
         parts = batch.column(cols.source_partition)
+        offsets = batch.column(cols.source_offset)
+        if topics.null_count or parts.null_count or offsets.null_count:
+            msg = (
+                f"parquet sink: {max(topics.null_count, parts.null_count, offsets.null_count)} "
+                f"rows have no locator (null `{cols.source_topic}`, `{cols.source_partition}` "
+                f"or `{cols.source_offset}`); every row needs one to be written exactly once"
+            )
+            raise ConfigError(msg)
         t0, p0 = topics[0].as_py(), parts[0].as_py()
         same = pc.all(pc.and_(pc.equal(topics, t0), pc.equal(parts, p0))).as_py()
         if same:

@@ -119,3 +119,15 @@ def test_local_filesystem_object(tmp_path: Path) -> None:
         ParquetSink(str(tmp_path), filesystem=pafs.LocalFileSystem()),
     )
     assert read_lane(tmp_path).num_rows == 2
+
+
+def test_rows_without_a_locator_are_refused_by_name(tmp_path: Path) -> None:
+    batch = raw("t", 0, range(2))
+    batch = batch.set_column(
+        batch.schema.get_field_index("_twg_source_topic"),
+        pa.field("_twg_source_topic", pa.string()),
+        pa.array(["t", None], pa.string()),
+    )
+    with pytest.raises(Exception, match="1 rows have no locator"):
+        run([("t:0", batch)], ParquetSink(tmp_path))
+    assert not list(tmp_path.rglob("*.parquet"))
