@@ -2,8 +2,10 @@
 
 It emits exactly the RawBatch shape a real ``orders`` topic produces — keys, headers,
 CreateTime timestamps and Confluent-framed Avro payloads — so everything after the
-source is the same code as with Kafka. A few records are deliberately bad (a corrupt
-body, an unknown schema id, a tombstone) so the dead-letter path has work to do.
+source is the same code as with Kafka. A few records are deliberately bad, so the
+dead-letter path has work to do: some cannot be decoded (a corrupt body, an unknown
+schema id, a tombstone) and some decode but break the orders contract (a negative
+total, a lower-case currency, customer id 0, an over-long coupon).
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import random
 import struct
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
 
 import pyarrow as pa
 from bytewax.inputs import FixedPartitionedSource, StatefulSourcePartition
@@ -21,7 +25,7 @@ from thalweg_bytewax.record import raw_batch_from_columns
 from thalweg_bytewax.runtime.parts import decode_part, encode_part
 from thalweg_bytewax.samples import encode_order_avro, order_key, sample_order
 
-__all__ = ["SAMPLE_CLUSTER", "SampleOrdersSource"]
+__all__ = ["SAMPLE_CLUSTER", "SampleOrdersSource", "sample_order_at", "sample_payload_at"]
 
 SAMPLE_CLUSTER = "embedded-sample"
 """The cluster id stamped on sample records."""
@@ -29,6 +33,30 @@ SAMPLE_CLUSTER = "embedded-sample"
 _HEADERS = (("content-type", b"application/vnd.confluent.avro"), ("producer", b"thalweg-sample"))
 KeyedBatch = tuple[str, pa.RecordBatch]
 """A keyed RawBatch."""
+
+
+def _contract_violation(index: int, order: dict[str, Any]) -> dict[str, Any]:
+    """Every 1000th order (from the 250th) decodes fine but breaks a contract rule."""
+    if index % 1000 != 250:
+        return order
+    kind = (index // 1000) % 4
+    if kind == 0:
+        return {**order, "total": Decimal("-12.50")}  # total_min: total >= 0
+    if kind == 1:
+        return {**order, "currency": "eur"}  # currency pattern ^[A-Z]{3}$
+    if kind == 2:
+        return {**order, "customer_id": 0}  # customer_id minimum 1
+    return {**order, "coupon": "X" * 40}  # coupon maxLength 32
+
+
+def sample_order_at(seed: int, index: int) -> dict[str, Any]:
+    """Order number ``index`` of the embedded sample, contract violations included."""
+    return _contract_violation(index, sample_order(random.Random(f"{seed}:{index}")))  # noqa: S311
+
+
+def sample_payload_at(seed: int, index: int) -> bytes | None:
+    """The payload of order ``index``: Confluent-framed Avro, or deliberately undecodable."""
+    return _bad_payload(index, encode_order_avro(sample_order_at(seed, index)))
 
 
 def _bad_payload(index: int, good: bytes) -> bytes | None:
@@ -62,7 +90,7 @@ class _SamplePartition(StatefulSourcePartition[KeyedBatch, int]):
         keys, values, stamps = [], [], []
         for offset in offsets:
             index = offset * src.partitions + self._partition  # global order number
-            order = sample_order(random.Random(f"{src.seed}:{index}"))  # noqa: S311
+            order = sample_order_at(src.seed, index)
             keys.append(order_key(order))
             values.append(_bad_payload(index, encode_order_avro(order)))
             stamps.append(int(order["created_at"].timestamp() * 1000))

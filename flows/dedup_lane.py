@@ -46,12 +46,12 @@ from typing import Any
 
 import bytewax.operators as op
 import pyarrow as pa
-import pyarrow.parquet as pq
 from bytewax.dataflow import Dataflow
 from bytewax.inputs import FixedPartitionedSource, StatefulSourcePartition
 from typing_extensions import override
 
 import thalweg_bytewax.operators as twg
+from flows._rule_registry import RuleRegistryWriter
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.contracts import ContractSpec, load_contract
 from thalweg_bytewax.contracts.evaluate import RuleSet
@@ -231,29 +231,6 @@ class RetryingOrdersSource(FixedPartitionedSource[KeyedBatch, int]):
         return _RetryingPartition(self, partition, resume_state or 0)
 
 
-class _RegistryWriter:
-    """Writes the rule registry of a rule set once, when the first audit rows pass.
-
-    Idempotent (the name is the rule-set version; an atomic rename publishes it), so
-    every worker and every restart may try; building the flow writes nothing.
-    """
-
-    def __init__(self, ruleset: RuleSet, lake: Path) -> None:
-        self._ruleset = ruleset
-        self._path = lake / "rules" / f"{ruleset.version}.parquet"
-        self._done = False
-
-    def __call__(self, step_id: str, item: object) -> None:
-        if self._done:
-            return
-        if not self._path.exists():
-            self._path.parent.mkdir(parents=True, exist_ok=True)
-            staging = self._path.with_name(f".{self._path.name}.{os.getpid()}.tmp")
-            pq.write_table(self._ruleset.manifest(), staging)
-            staging.replace(self._path)
-        self._done = True
-
-
 def build_flow() -> Dataflow:
     """Build the quality-lane dataflow from ``THALWEG_*`` environment variables."""
     env = os.environ
@@ -279,7 +256,7 @@ def build_flow() -> Dataflow:
     out = twg.validate("validate", unique, contract, mode="quarantine")
     op.output("orders_lane", out.clean, ParquetSink(lake / "orders", shards=shards))
     op.output("dlq_lane", out.rejected, ParquetSink(lake / "dlq", shards=shards))
-    registry = _RegistryWriter(RuleSet.from_contract(contract), lake)
+    registry = RuleRegistryWriter(RuleSet.from_contract(contract), lake)
     op.inspect("rule_registry", out.audit, registry)
     op.output("audit_lane", out.audit, ParquetSink(lake / "audit", shards=shards))
     return flow

@@ -5,12 +5,21 @@ Run it with no configuration and no external service::
     python -m bytewax.run flows.orders
 
 By default it reads bundled, deterministic sample orders — Confluent-framed Avro,
-exactly as a real topic carries them — and writes three lanes under ``thalweg-data``:
+exactly as a real topic carries them — and writes these lanes under ``thalweg-data``::
 
-* ``raw`` — every record, envelope intact (the raw lane);
-* ``orders`` — the decoded orders, one column per Avro field plus the locator columns;
-* ``dlq`` — the records that failed to decode (the sample holds a few on purpose: a
-  corrupt body, an unknown schema id, tombstones), reason ``decode``.
+    source ─┬─ raw                                  every record, envelope intact
+            └─ decode ─┬─ dedup (record id) ─ validate (ODCS, quarantine) ─┬─ orders
+                       │                                                    ├─ audit
+                       └──────────────── dlq ◀──────────────────────────────┘
+
+* ``raw`` — the raw lane;
+* ``orders`` — decoded orders that meet the contract ``flows/contracts/orders.odcs.yaml``,
+  one column per Avro field plus the locator columns;
+* ``dlq`` — one dead-letter lane for records that failed to decode (reason ``decode``)
+  or broke the contract (``contract`` / ``dq``, with the failed rule ids); the sample
+  holds a few of each on purpose;
+* ``audit`` — one row per validated record: its verdict, the failed rule ids and the
+  rule-set version, resolved by ``rules/<version>.parquet``.
 
 The writer schema comes from the bundled schema directory ``flows/schemas`` (schema id
 1 is ``1.avsc``), so the default needs no registry. Point it at Kafka by environment
@@ -26,6 +35,8 @@ alone::
 | ``THALWEG_DATA_DIR`` | local lake directory | ``thalweg-data`` |
 | ``THALWEG_SAMPLE_ORDERS`` | number of sample orders | ``20000`` |
 | ``THALWEG_TAIL`` | with Kafka: ``1`` follow new records, ``0`` stop at the end | ``1`` |
+| ``THALWEG_CONTRACT`` | ODCS contract (path or URL) | ``flows/contracts/orders.odcs.yaml`` |
+| ``THALWEG_DEDUP_WINDOW_S`` | how long a record id is remembered | ``3600`` |
 
 Importing this module builds the dataflow but starts no process and touches no network.
 """
@@ -34,6 +45,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from datetime import timedelta
 from pathlib import Path
 
 import bytewax.operators as op
@@ -44,17 +56,22 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 import thalweg_bytewax.operators as twg
 from flows._orders_sample import SampleOrdersSource
+from flows._rule_registry import RuleRegistryWriter
 from flows._summary import SummarySink
 from thalweg_bytewax.codecs import AvroCodec
 from thalweg_bytewax.connectors.kafka import KafkaSource
 from thalweg_bytewax.connectors.parquet import ParquetSink
+from thalweg_bytewax.contracts import load_contract
+from thalweg_bytewax.contracts.evaluate import RuleSet
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.registry import DirectorySchemaSource
 
-__all__ = ["SCHEMA_DIR", "OrdersSettings", "build_flow", "flow"]
+__all__ = ["CONTRACT", "SCHEMA_DIR", "OrdersSettings", "build_flow", "flow"]
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"
 """The bundled schema directory: the sample orders' writer schema as id 1 (``1.avsc``)."""
+CONTRACT = Path(__file__).parent / "contracts" / "orders.odcs.yaml"
+"""The bundled ODCS contract of the orders."""
 
 
 class OrdersSettings(BaseModel):
@@ -68,6 +85,8 @@ class OrdersSettings(BaseModel):
     data_dir: Path = Path("thalweg-data")
     sample_orders: int = Field(default=20_000, ge=1)
     tail: bool = True
+    contract: str = str(CONTRACT)
+    dedup_window_s: float = Field(default=3600.0, gt=0)
 
     @classmethod
     def load(cls, env: Mapping[str, str] | None = None) -> OrdersSettings:
@@ -84,6 +103,8 @@ class OrdersSettings(BaseModel):
             "data_dir": "THALWEG_DATA_DIR",
             "sample_orders": "THALWEG_SAMPLE_ORDERS",
             "tail": "THALWEG_TAIL",
+            "contract": "THALWEG_CONTRACT",
+            "dedup_window_s": "THALWEG_DEDUP_WINDOW_S",
         }
         values = {field: env[var] for field, var in mapping.items() if env.get(var)}
         try:
@@ -105,8 +126,13 @@ class OrdersSettings(BaseModel):
 
     @property
     def dlq_lane(self) -> Path:
-        """Where records that failed to decode live."""
+        """Where rejected records live (decode, contract and data-quality failures)."""
         return self.data_dir / "dlq"
+
+    @property
+    def audit_lane(self) -> Path:
+        """Where each validated record's verdict lives."""
+        return self.data_dir / "audit"
 
     def codec(self) -> AvroCodec:
         """The orders codec: Confluent-framed Avro from the registry, or the bundled schemas."""
@@ -122,8 +148,9 @@ def build_flow(
     raw_sink: Sink[tuple[str, object]] | None = None,
     orders_sink: Sink[tuple[str, object]] | None = None,
     dlq_sink: Sink[tuple[str, object]] | None = None,
+    audit_sink: Sink[tuple[str, object]] | None = None,
 ) -> Dataflow:
-    """Build the orders dataflow: source → raw lane, and source → decode → orders + DLQ.
+    """Build the orders dataflow: raw lane; decode, dedup, validate; orders, DLQ, audit.
 
     Args:
         settings: Flow settings (see :meth:`OrdersSettings.load`).
@@ -131,6 +158,7 @@ def build_flow(
         raw_sink: Replace the raw-lane sink.
         orders_sink: Replace the decoded-orders sink.
         dlq_sink: Replace the dead-letter sink.
+        audit_sink: Replace the audit sink.
 
     Returns:
         The dataflow, ready for ``python -m bytewax.run`` or ``bytewax.testing.run_main``.
@@ -145,17 +173,33 @@ def build_flow(
     op.output("raw_lane", raw, raw_sink or ParquetSink(settings.raw_lane))
     op.output("summary", raw, SummarySink(f"orders raw lane -> {settings.raw_lane}"))
     decoded = twg.decode("decode", raw, settings.codec(), metadata="locator")
-    op.output("orders_lane", decoded.ok, orders_sink or ParquetSink(settings.orders_lane))
-    op.output("dlq_lane", decoded.rejected, dlq_sink or ParquetSink(settings.dlq_lane))
+    contract = load_contract(settings.contract)
+    window = timedelta(seconds=settings.dedup_window_s)
+    # A replay (a restart, a redelivery) re-reads records with the same id: drop them.
+    unique = twg.dedup("dedup", decoded.ok, by="record_id", window=window)
+    checked = twg.validate("contract", unique, contract, mode="quarantine")
+    rejected = op.merge("rejected", decoded.rejected, checked.rejected)
+
+    op.output("orders_lane", checked.clean, orders_sink or ParquetSink(settings.orders_lane))
+    op.output("dlq_lane", rejected, dlq_sink or ParquetSink(settings.dlq_lane))
+    op.output("audit_lane", checked.audit, audit_sink or ParquetSink(settings.audit_lane))
+    registry = RuleRegistryWriter(RuleSet.from_contract(contract), settings.data_dir)
+    op.inspect("rule_registry", checked.audit, registry)
+
     op.output(
         "orders_summary",
-        decoded.ok,
-        SummarySink(f"orders decoded -> {settings.orders_lane}", per_key=False),
+        checked.clean,
+        SummarySink(f"orders -> {settings.orders_lane}", per_key=False),
     )
     op.output(
         "dlq_summary",
-        decoded.rejected,
-        SummarySink(f"orders rejected (decode) -> {settings.dlq_lane}", per_key=False),
+        rejected,
+        SummarySink(f"rejected -> {settings.dlq_lane}", per_key=False, count_by="reason"),
+    )
+    op.output(
+        "audit_summary",
+        checked.audit,
+        SummarySink(f"audited -> {settings.audit_lane}", per_key=False, count_by="verdict"),
     )
     return flow
 

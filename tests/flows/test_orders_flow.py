@@ -4,21 +4,23 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute  # noqa: F401 - pa.compute below
 import pytest
 from bytewax.testing import run_main
 
-from flows._orders_sample import _bad_payload
+from flows._orders_sample import _bad_payload, sample_order_at
 from flows.orders import SCHEMA_DIR, OrdersSettings, build_flow
 from thalweg_bytewax.connectors.parquet import read_lane
+from thalweg_bytewax.contracts.evaluate import explode_audit, read_audit, read_rule_registry
 from thalweg_bytewax.dlq import rejected_from_dlq_batch
 from thalweg_bytewax.metadata import MetadataColumns
-from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA, encode_order_avro, sample_order
+from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA, encode_order_avro
 from thalweg_bytewax.testing import produce, produce_sample_orders
 
 COLS = MetadataColumns()
@@ -29,7 +31,13 @@ PARTITIONS = 4  # SampleOrdersSource default
 
 def sample(index: int) -> dict:
     """Order number `index` of the embedded sample (the source's own derivation)."""
-    return sample_order(random.Random(f"7:{index}"))  # noqa: S311
+    return sample_order_at(7, index)
+
+
+def contract_breakers(n: int) -> dict[int, str]:
+    """Orders that decode but break the contract, and the rule each one breaks."""
+    rules = ["total", "currency", "customer_id", "coupon"]
+    return {i: rules[(i // 1000) % 4] for i in range(n) if i % 1000 == 250}
 
 
 def bad_indexes(n: int) -> dict[int, str]:
@@ -71,7 +79,20 @@ def test_embedded_default_fills_raw_decoded_and_dlq_lanes(tmp_path):
         r.locator.offset * PARTITIONS + r.locator.partition: r
         for r in rejected_from_dlq_batch(dlq.combine_chunks().to_batches()[0])
     }
-    assert set(rejected) == set(bad)
+    breakers = contract_breakers(N)
+    assert len(breakers) == 4
+    assert set(rejected) == set(bad) | set(breakers)
+    for i, column in breakers.items():
+        r = rejected[i]
+        assert r.reason == "dq" and r.step_id == "orders.contract", r
+        assert r.rules and all(column in rule for rule in r.rules), (i, r.rules)
+        # The decoded lane no longer carries the payload bytes: the DLQ row has the
+        # decoded row as JSON, and its record id finds the envelope in the raw lane.
+        assert r.raw_value is None and json.loads(r.row_json)["order_id"] == sample(i)["order_id"]
+        raw_row = raw.filter(
+            pa.compute.equal(raw[COLS.record_id], pa.scalar(r.record_id, pa.binary(16)))
+        )
+        assert raw_row[COLS.source_value].to_pylist() == [encode_order_avro(sample(i))]
     for i, kind in bad.items():
         r = rejected[i]
         assert r.reason == "decode" and r.step_id == "orders.decode"
@@ -87,7 +108,7 @@ def test_embedded_default_fills_raw_decoded_and_dlq_lanes(tmp_path):
     ]
     assert {*COLS.locator_columns(), COLS.emit_ts} <= set(orders.schema.names)
     seen = {index(orders, row): row for row in range(orders.num_rows)}
-    assert set(seen) == set(range(N)) - set(bad)
+    assert set(seen) == set(range(N)) - set(bad) - set(breakers)
     for i in (0, 1, 2, 3, 499, 501, 1999, 3998, 3999):
         row = orders.slice(seen[i], 1).select([f["name"] for f in ORDER_AVRO_SCHEMA["fields"]])
         assert row.to_pylist()[0] == sample(i), i
@@ -95,6 +116,23 @@ def test_embedded_default_fills_raw_decoded_and_dlq_lanes(tmp_path):
     assert orders.num_rows == len(set(orders[COLS.record_id].to_pylist()))
     for i in (0, 501, 3999):  # the decoded lane keeps each record's id from the raw lane
         assert orders[COLS.record_id][seen[i]].as_py() == raw_ids[i]
+
+    # Audit: one verdict per decoded record, resolvable per rule through the registry.
+    audit = read_audit(settings.audit_lane)
+    assert audit.num_rows == N - len(bad)
+    registry = read_rule_registry(settings.data_dir / "rules")
+    per_rule = explode_audit(audit, registry)
+    assert per_rule.num_rows == audit.num_rows * registry.num_rows
+    failed = per_rule.filter(pa.compute.not_equal(per_rule["rule_verdict"], "pass")).to_pylist()
+    by_record = {}
+    for row in failed:
+        by_record.setdefault(row[COLS.record_id], set()).add(row["rule"])
+    assert len(by_record) == len(breakers)
+    for i, column in breakers.items():
+        assert all(column in rule for rule in by_record[raw_ids[i]]), by_record[raw_ids[i]]
+    failing_ids = {raw_ids[i] for i in breakers}
+    audit_rows = audit.to_pylist()
+    assert {r[COLS.record_id] for r in audit_rows if r["verdict"] == "fail"} == failing_ids
 
 
 def test_python_m_bytewax_run_prints_the_summary(tmp_path):
@@ -111,9 +149,10 @@ def test_python_m_bytewax_run_prints_the_summary(tmp_path):
     )
     assert out.returncode == 0, out.stderr[-3000:]
     assert f"orders raw lane -> {tmp_path / 'raw'}: 3,000 records" in out.stdout
-    assert f"orders decoded -> {tmp_path / 'orders'}: 2,997 records" in out.stdout
-    assert f"orders rejected (decode) -> {tmp_path / 'dlq'}: 3 records" in out.stdout
-    assert read_lane(tmp_path / "orders").num_rows == 2_997
+    assert f"orders -> {tmp_path / 'orders'}: 2,994 records" in out.stdout
+    assert f"rejected -> {tmp_path / 'dlq'}: 6 records (decode 3, dq 3)" in out.stdout
+    assert f"audited -> {tmp_path / 'audit'}: 2,997 records (fail 3, pass 2,994)" in out.stdout
+    assert read_lane(tmp_path / "orders").num_rows == 2_994
 
 
 def test_importing_the_flow_starts_nothing_and_connects_nowhere(tmp_path):
