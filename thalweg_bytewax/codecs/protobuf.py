@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Any
 
 import pyarrow as pa
 from google.protobuf import message_factory
 from google.protobuf.descriptor import Descriptor, FileDescriptor
 
+from thalweg_bytewax.codecs._gc import gc_paused
 from thalweg_bytewax.codecs._proto_arrow import (
     MessagePlan,
     ProtoStats,
@@ -267,22 +269,35 @@ class ProtobufCodec:
         """
         values = _as_pylist(payloads)
         header_rows = _header_rows(headers, len(values))
+        with gc_paused():
+            return self._decode_rows(values, header_rows)
+
+    # ------------------------------------------------------------------ internals
+    def _decode_rows(
+        self, values: list[bytes | None], header_rows: list[Any] | None
+    ) -> DecodeResult:
         errors: list[DecodeFailure] = []
-        rows: list[tuple[int, _Resolved, Any]] = []
-        for i, p in enumerate(values):
-            try:
-                res, body = self._resolve(p, header_rows[i] if header_rows else None)
-                rows.append((i, res, self._parse(res, body)))
-            except (ProtobufDecodeError, FramingError, SchemaLookupError) as exc:
-                err = _as_error(exc)
-                errors.append(DecodeFailure(i, err.kind, str(err)))
-        target = self._target
-        if target is None:  # every payload failed before the type was known
-            self.stats.failed += len(errors)
-            return DecodeResult(pa.RecordBatch.from_pylist([]), errors)
-        # Rows parsed with an older writer descriptor of the same type are re-read with
-        # the target's class: Protobuf evolution is by field number, so this is exact.
-        msgs = [m if res is target else _reparse(target, m) for _, res, m in rows]
+        fast = None if header_rows else self._parse_uniform(values)
+        if fast is not None:
+            target, msgs = fast
+            rows: list[tuple[int, _Resolved, Any]] = [(i, target, m) for i, m in enumerate(msgs)]
+        else:
+            rows = []
+            for i, p in enumerate(values):
+                try:
+                    res, body = self._resolve(p, header_rows[i] if header_rows else None)
+                    rows.append((i, res, self._parse(res, body)))
+                except (ProtobufDecodeError, FramingError, SchemaLookupError) as exc:
+                    err = _as_error(exc)
+                    errors.append(DecodeFailure(i, err.kind, str(err)))
+            maybe_target = self._target
+            if maybe_target is None:  # every payload failed before the type was known
+                self.stats.failed += len(errors)
+                return DecodeResult(pa.RecordBatch.from_pylist([]), errors)
+            target = maybe_target
+            # Rows parsed with an older writer descriptor of the same type are re-read
+            # with the target's class: Protobuf evolution is by field number, so exact.
+            msgs = [m if res is target else _reparse(target, m) for _, res, m in rows]
         try:
             batch = pa.RecordBatch.from_arrays(
                 target.plan.columns(msgs, self.stats), schema=target.plan.schema
@@ -295,7 +310,35 @@ class ProtobufCodec:
         self.stats.failed += len(errors)
         return DecodeResult(batch, errors)
 
-    # ------------------------------------------------------------------ internals
+    def _parse_uniform(self, values: list[bytes | None]) -> tuple[_Resolved, list[Any]] | None:
+        """Parse a batch whose payloads all share the first one's frame, in C loops.
+
+        The Confluent frame (magic, schema id, message-index varints) is a prefix code:
+        a payload starting with the first payload's frame bytes peels to the same
+        schema reference, so one ``startswith`` per row replaces the per-row peel.
+        ``None`` (use the per-row path) on a null, another frame, a type that is not the
+        target, or any body that does not parse.
+        """
+        if not values or values[0] is None or None in values:
+            return None
+        first = values[0]
+        try:
+            res, body = self._resolve(first, None)
+        except (ProtobufDecodeError, FramingError, SchemaLookupError):
+            return None
+        if res is not self._target or res.reserved:
+            return None
+        cut = len(first) - len(body)
+        try:
+            if cut:
+                frame = first[:cut]
+                if not all(map(bytes.startswith, values, repeat(frame))):  # type: ignore[arg-type]
+                    return None
+                values = [p[cut:] for p in values]  # type: ignore[index]
+            return res, list(map(res.cls.FromString, values))
+        except Exception:  # noqa: BLE001 - non-bytes input or a bad body: per-row path
+            return None
+
     def _pinpoint(
         self, target: _Resolved, rows: list[tuple[int, _Resolved, Any]], msgs: list[Any]
     ) -> tuple[pa.RecordBatch, list[DecodeFailure]]:
