@@ -302,3 +302,18 @@ def test_random_corrupted_documents_agree_across_paths(
         else:
             assert i not in by_index, by_index[i]
             assert next(rows) == value
+
+
+def test_rows_never_borrow_from_their_neighbours() -> None:
+    # The columnar reader parses documents across whitespace, so a row holding one and a
+    # half documents plus a row holding the rest would read as two aligned documents.
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}
+    c = JsonCodec(schema=schema)
+    payloads = [b'{"a":1}{"b":', b"2}", b'{"a":3}', b' {"a":4} ', b"[5]", b'{"a":"}', b'{"}']
+    res = c.decode_batch(pa.array(payloads, pa.binary()))
+    assert res.batch.to_pylist() == [{"a": 3, "b": None}, {"a": 4, "b": None}]
+    assert [e.index for e in res.errors] == [0, 1, 4, 5, 6]
+    for e in res.errors:
+        with pytest.raises(JsonDecodeError) as info:
+            c.decode_value(payloads[e.index])
+        assert info.value.kind is e.kind

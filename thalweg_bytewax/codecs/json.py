@@ -268,13 +268,16 @@ class JsonCodec:
         framing, a newline or the reserved prefix inside) are looked at in Python.
         """
         arr = _as_binary(payloads)
-        good = arr.is_valid()
         body = arr
         if self._framing is Framing.CONFLUENT:
-            good = pc.and_(good, peel_confluent_batch(arr)[1])
+            good = pc.and_(arr.is_valid(), peel_confluent_batch(arr)[1])
             longest = pc.max(pc.binary_length(arr)).as_py() or 0
             body = pc.binary_slice(arr, 5, max(longest, 5))  # stop=None trips a resize bug
-        good_np = good.to_numpy(zero_copy_only=False)
+            good_np = good.to_numpy(zero_copy_only=False)
+        elif arr.null_count:
+            good_np = arr.is_valid().to_numpy(zero_copy_only=False)
+        else:
+            good_np = np.ones(len(arr), np.bool_)
         special_np = _flag_rows(body, self._needle) & good_np
         errors: list[DecodeFailure] = []
         for i in np.flatnonzero(~good_np):
@@ -291,11 +294,13 @@ class JsonCodec:
                 errors.append(DecodeFailure(int(i), exc.kind, str(exc)))
                 good_np[i] = False
                 continue
-            if b"\n" in raw or b"\r" in raw or not raw.strip():
-                fixed[int(i)] = orjson.dumps(doc)  # one line per document
+            if b"\n" in raw or b"\r" in raw or raw[:1] != b"{" or raw[-1:] != b"}":
+                fixed[int(i)] = orjson.dumps(doc)  # one braced line per document
         rows = np.flatnonzero(good_np)
         if fixed:
             bodies = pa.array([fixed.get(int(i)) or body[i].as_py() for i in rows], pa.binary())
+        elif len(rows) == len(body):
+            bodies = body
         else:
             bodies = body.filter(pa.array(good_np))
         if self._shape is None:
@@ -406,7 +411,16 @@ def _load_shape(schema: Any) -> JsonShape:
 
 
 def _flag_rows(arr: pa.Array, needle: bytes) -> np.ndarray:
-    """Rows holding a newline, a carriage return or ``needle``, or empty: one buffer scan."""
+    """Rows the columnar reader must not see as they are, from one pass over the data.
+
+    ``read_json`` treats every newline as whitespace and parses concatenated documents,
+    so a row is only safe when it is one line that starts with ``{`` and ends with
+    ``}``: then no document can span two rows (the byte after a row's final ``}`` is the
+    next row's ``{``, which cannot continue a value; a string cannot hold the raw newline
+    between rows) and equal row and document counts mean each row is one document.
+    Flagged: empty rows, rows not framed by braces, rows holding LF / CR, rows holding
+    ``needle`` (the quoted reserved prefix).
+    """
     n = len(arr)
     if n == 0:
         return np.zeros(0, np.bool_)
@@ -415,18 +429,41 @@ def _flag_rows(arr: pa.Array, needle: bytes) -> np.ndarray:
     flags = np.diff(offsets) == 0
     if data is None:
         return flags
-    raw = np.frombuffer(data, np.uint8)[offsets[0] : offsets[-1]]
-    hits = [np.flatnonzero((raw == 10) | (raw == 13))]  # noqa: PLR2004 - LF, CR
-    text = raw.tobytes()
-    pos, found = text.find(needle), []
-    while pos >= 0:
-        found.append(pos)
-        pos = text.find(needle, pos + 1)
-    hits.append(np.array(found, np.int64))
-    where = np.concatenate(hits) + offsets[0]
+    raw = np.frombuffer(data, np.uint8)
+    full = ~flags
+    starts = offsets[:-1][full]
+    flags[full] = (raw[starts] != ord("{")) | (raw[offsets[1:][full] - 1] != ord("}"))
+    raw = raw[offsets[0] : offsets[-1]]
+    # numpy over the buffer, not a per-row or bytes.find scan: see _find_all.
+    ctl = np.flatnonzero(raw < 14)  # noqa: PLR2004 - below CR; LF / CR filtered next
+    where = np.concatenate([ctl[(raw[ctl] == 10) | (raw[ctl] == 13)], _find_all(raw, needle)])  # noqa: PLR2004 - LF, CR
     if len(where):
-        flags[np.searchsorted(offsets, where, side="right") - 1] = True
+        flags[np.searchsorted(offsets, where + offsets[0], side="right") - 1] = True
     return flags
+
+
+def _find_all(raw: np.ndarray, needle: bytes) -> np.ndarray:
+    """Start positions of ``needle`` in ``raw``, in any order.
+
+    Candidates come from its first two bytes compared as ``uint16`` at both alignments,
+    then the remaining bytes filter them: ~0.4 ms over 4 MB of sample orders against
+    ~1.0 ms anchoring on one byte and ~2.1 ms for ``bytes.find`` (single core).
+    """
+    k = len(needle)
+    if k == 0 or len(raw) < k:
+        return np.zeros(0, np.int64)
+    if k == 1:
+        return np.flatnonzero(raw == needle[0])
+    pair = np.frombuffer(needle[:2], "<u2")[0]
+    parts = []
+    for start in (0, 1):
+        span = raw[start : start + (len(raw) - start) // 2 * 2].view("<u2")
+        parts.append(np.flatnonzero(span == pair) * 2 + start)
+    cand = np.concatenate(parts)
+    cand = cand[cand <= len(raw) - k]
+    for j in range(2, k):
+        cand = cand[raw[cand + j] == needle[j]]
+    return cand
 
 
 def _as_binary(payloads: PayloadsInput) -> pa.Array:
