@@ -39,6 +39,7 @@ from fastavro.read import SchemaResolutionError
 
 from thalweg_bytewax.codecs import _avro_fast
 from thalweg_bytewax.codecs._avro_types import AvroNode, compile_schema, reserved_fields
+from thalweg_bytewax.codecs._gc import gc_paused
 from thalweg_bytewax.codecs.base import (
     DecodeFailure,
     DecodeResult,
@@ -550,6 +551,18 @@ class AvroCodec:
         return self._decode_exact(w, plan, bodies, idx, schema, failures)
 
     def _decode_exact(
+        self,
+        w: _Writer,
+        plan: _Plan,
+        bodies: pa.BinaryArray,
+        idx: np.ndarray,
+        schema: pa.Schema,
+        failures: list[DecodeFailure],
+    ) -> tuple[np.ndarray, pa.RecordBatch]:
+        with gc_paused():  # a dict per record, freed by refcount: see codecs._gc
+            return self._decode_exact_rows(w, plan, bodies, idx, schema, failures)
+
+    def _decode_exact_rows(
         self,
         w: _Writer,
         plan: _Plan,
