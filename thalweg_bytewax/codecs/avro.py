@@ -24,20 +24,37 @@ writer schema).
 
 from __future__ import annotations
 
-import io
-import json
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-import fastavro
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from fastavro.read import SchemaResolutionError
 
 from thalweg_bytewax.codecs import _avro_fast
+from thalweg_bytewax.codecs._avro_decode import (
+    _as_binary,
+    _assemble,
+    _decode_exact_rows,
+    _empty,
+    _peel,
+    _project,
+)
+from thalweg_bytewax.codecs._avro_resolve import (
+    _FIXED_KEY,
+    AvroDecodeError,
+    _load_json,
+    _make_plan,
+    _named_docs,
+    _newer,
+    _OneLine,
+    _parse,
+    _Plan,
+    _read,
+    _ref_docs,
+    _Writer,
+)
 from thalweg_bytewax.codecs._avro_types import AvroNode, compile_schema, reserved_fields
 from thalweg_bytewax.codecs._gc import gc_paused
 from thalweg_bytewax.codecs.base import (
@@ -48,11 +65,10 @@ from thalweg_bytewax.codecs.base import (
     HeadersInput,
     PayloadsInput,
 )
-from thalweg_bytewax.codecs.framing import FramingError, peel, peel_confluent_batch
-from thalweg_bytewax.errors import ConfigError, DecodeError, SchemaError
+from thalweg_bytewax.codecs.framing import peel
+from thalweg_bytewax.errors import ConfigError, SchemaError
 from thalweg_bytewax.metadata import DEFAULT_PREFIX
 from thalweg_bytewax.registry import (
-    ResolvedSchema,
     SchemaKey,
     SchemaSource,
     UnknownSchemaError,
@@ -62,88 +78,6 @@ from thalweg_bytewax.registry import (
 __all__ = ["AvroCodec", "AvroDecodeError"]
 
 logger = logging.getLogger(__name__)
-
-_FIXED_KEY = "fixed"
-_PROMOTIONS = {
-    ("int", "long"), ("int", "float"), ("int", "double"), ("long", "float"),
-    ("long", "double"), ("float", "double"), ("string", "bytes"), ("bytes", "string"),
-}  # fmt: skip
-
-
-class AvroDecodeError(DecodeError):
-    """One Avro payload failed to decode; ``kind`` says why."""
-
-    def __init__(self, message: str, kind: FailureKind = FailureKind.MALFORMED) -> None:
-        super().__init__(message, kind)
-        self.kind = kind
-
-    def __str__(self) -> str:
-        return str(self.args[0])
-
-
-@dataclass
-class _Writer:
-    """One writer schema, parsed and compiled once."""
-
-    key: SchemaKey
-    label: str
-    parsed: Any
-    node: AvroNode
-    named: dict[str, Any]
-    raw: Any
-    reserved: list[str]
-    error: AvroDecodeError | None = None
-    header: bytes | None = None
-    fast: bool = False
-    plans: dict[int, _Plan] = field(default_factory=dict)
-
-
-@dataclass
-class _Plan:
-    """How one writer's records map onto one output schema."""
-
-    reader: Any  # the fastavro reader schema (None: decode with the writer alone)
-    columns: list[int | None]  # per output field: writer field index, or None (null)
-    fast: bool
-    error: str | None = None
-
-
-def _load_json(schema: str | Mapping[str, Any] | Sequence[Any]) -> Any:
-    if isinstance(schema, str):
-        try:
-            return json.loads(schema)
-        except json.JSONDecodeError:
-            return schema  # a bare primitive name such as "long"
-    return schema
-
-
-def _parse(doc: Any, refs: Mapping[str, Any], label: str) -> tuple[Any, dict[str, Any]]:
-    named: dict[str, Any] = {}
-    try:
-        for ref in refs.values():
-            fastavro.parse_schema(ref, named_schemas=named)
-        parsed = fastavro.parse_schema(doc, named_schemas=named)
-    except Exception as exc:  # fastavro raises several types for bad schemas
-        msg = f"avro {label}: cannot parse the schema ({type(exc).__name__}: {exc})"
-        raise SchemaError(msg) from exc
-    return parsed, named
-
-
-def _ref_docs(resolved: ResolvedSchema) -> dict[str, Any]:
-    return {name: json.loads(r.schema_str) for name, r in resolved.references.items()}
-
-
-def _same(a: AvroNode, b: AvroNode) -> bool:
-    """Whether values of writer type ``a`` are unchanged as reader type ``b``."""
-    if a.kind == "nullable" and b.kind == "nullable":
-        return _same(a.children[0], b.children[0])
-    if b.kind == "nullable" and a.kind != "nullable":
-        return _same(a, b.children[0])
-    if a.kind != b.kind or a.arrow != b.arrow or a.symbols != b.symbols:
-        return False
-    if a.kind == "record" and a.field_names != b.field_names:
-        return False
-    return all(_same(x, y) for x, y in zip(a.children, b.children, strict=False))
 
 
 class AvroCodec:
@@ -343,69 +277,7 @@ class AvroCodec:
     def _plan(self, w: _Writer) -> _Plan:
         target = self._target
         assert target is not None  # noqa: S101 - a writer was seen
-        plan = w.plans.get(id(target))
-        if plan is not None:
-            return plan
-        wf = dict(zip(w.node.field_names, w.node.children, strict=False))
-        windex = {n: i for i, n in enumerate(w.node.field_names)}
-        if self._reader is not None:
-            same = all(
-                n in wf and _same(wf[n], c)
-                for n, c in zip(target.node.field_names, target.node.children, strict=False)
-            )
-            cols = [windex.get(n) for n in target.node.field_names]
-            plan = _Plan(self._reader.parsed, cols, fast=w.fast and same)
-        elif target is w:
-            plan = _Plan(None, list(range(len(w.node.field_names))), fast=w.fast)
-        else:
-            plan = _Plan(None, [windex.get(n) for n in target.node.field_names], fast=w.fast)
-            tf = dict(zip(target.node.field_names, target.node.children, strict=False))
-            extra = [n for n in w.node.field_names if n not in tf]
-            changed = [n for n in w.node.field_names if n in tf and not _promotable(wf[n], tf[n])]
-            if extra or changed:
-                what = ", ".join(f"`{n}`" for n in extra + changed)
-                plan.error = (
-                    f"avro {w.label}: field(s) {what} are missing from or typed differently in "
-                    f"the newest writer {target.label}, so its records cannot take the "
-                    f"output schema without losing data; pass reader_schema= to choose one"
-                )
-            plan.fast = plan.fast and all(_same(wf[n], tf[n]) for n in wf if n in tf)
-        w.plans[id(target)] = plan
-        return plan
-
-    # -- record-at-a-time -------------------------------------------------------------
-
-    def _read(self, w: _Writer, body: bytes | memoryview, reader: Any) -> dict[str, Any]:
-        buf = io.BytesIO(body)
-        try:
-            rec = fastavro.schemaless_reader(
-                buf, w.parsed, reader, return_named_type=True, return_named_type_override=True
-            )
-        except SchemaResolutionError as exc:
-            msg = f"avro {w.label}: cannot resolve to the reader schema ({exc})"
-            raise AvroDecodeError(msg, FailureKind.SCHEMA_MISMATCH) from exc
-        except (EOFError, StopIteration) as exc:
-            msg = f"avro {w.label}: body truncated, {len(body)} bytes end inside a record"
-            raise AvroDecodeError(msg) from exc
-        except UnicodeDecodeError as exc:
-            msg = (
-                f"avro {w.label}: invalid UTF-8 in a string field "
-                f"({exc.reason} at byte {exc.start})"
-            )
-            raise AvroDecodeError(msg) from exc
-        except Exception as exc:  # fastavro raises IndexError, ValueError, ... on bad bytes
-            msg = (
-                f"avro {w.label}: body does not match the writer schema at byte "
-                f"{buf.tell()} of {len(body)} ({type(exc).__name__}: {exc})"
-            )
-            raise AvroDecodeError(msg) from exc
-        if buf.tell() != len(body):
-            msg = (
-                f"avro {w.label}: {len(body) - buf.tell()} bytes left over after the record "
-                f"(read {buf.tell()} of {len(body)}); the body does not match the writer schema"
-            )
-            raise AvroDecodeError(msg)
-        return rec  # type: ignore[no-any-return]
+        return _make_plan(w, target, self._reader)
 
     def decode_value(
         self, payload: bytes | None, *, headers: Sequence[tuple[str, bytes | None]] | None = None
@@ -431,9 +303,7 @@ class AvroCodec:
         if w.error is not None:
             raise w.error
         target = self._reader or w
-        rec = self._read(
-            w, memoryview(payload)[offset:], self._reader.parsed if self._reader else None
-        )
+        rec = _read(w, memoryview(payload)[offset:], self._reader.parsed if self._reader else None)
         return target.node.normalize(rec)  # type: ignore[no-any-return]
 
     # -- columnar -----------------------------------------------------------------------
@@ -449,7 +319,7 @@ class AvroCodec:
         arr = _as_binary(payloads)
         n = len(arr)
         failures: list[DecodeFailure] = []
-        groups, offsets = self._peel(arr, headers, failures)
+        groups, offsets = _peel(self._framing, arr, headers, failures)
         writers = {key: self._writer(key) for key in groups}
         parts: list[tuple[np.ndarray, pa.RecordBatch]] = []
         for key, idx in groups.items():
@@ -472,57 +342,6 @@ class AvroCodec:
             self._logged_output = text
             logger.info("avro: decode_batch output schema is %s", _OneLine(schema))
         return schema
-
-    def _peel(
-        self, arr: pa.BinaryArray, headers: HeadersInput, failures: list[DecodeFailure]
-    ) -> tuple[dict[SchemaKey, np.ndarray], np.ndarray]:
-        """Row indices per writer schema key, and where each row's body starts.
-
-        Columnar for the Confluent prefix; only rows with a schema-id header and rows
-        that fail framing are looked at one by one.
-        """
-        n = len(arr)
-        nulls = arr.is_null().to_numpy(zero_copy_only=False)
-        for i in np.flatnonzero(nulls):
-            failures.append(
-                DecodeFailure(int(i), FailureKind.NULL_PAYLOAD, "avro: null payload (a tombstone)")
-            )
-        if self._framing is Framing.NONE:
-            rows = np.flatnonzero(~nulls)
-            return ({_FIXED_KEY: rows} if len(rows) else {}), np.zeros(n, dtype=np.int64)
-        ids, ok = peel_confluent_batch(arr)
-        ok = ok.copy()
-        offsets = np.full(n, 5, dtype=np.int64)
-        header_rows = _header_rows(headers, n)
-        by_guid: dict[SchemaKey, list[int]] = {}
-        for i, hdrs in header_rows.items():
-            ok[i] = False  # a schema-id header wins over the payload prefix
-            if nulls[i]:
-                continue
-            try:
-                ref = peel(b"", hdrs)
-            except FramingError as exc:
-                failures.append(DecodeFailure(i, exc.kind, f"avro: {exc}"))
-                continue
-            by_guid.setdefault(ref.key, []).append(i)
-            offsets[i] = ref.body_offset
-        for i in np.flatnonzero(~ok & ~nulls):
-            if int(i) in header_rows:
-                continue
-            try:
-                peel(arr[int(i)].as_py())
-            except FramingError as exc:
-                failures.append(DecodeFailure(int(i), exc.kind, f"avro: {exc}"))
-        groups: dict[SchemaKey, np.ndarray] = {}
-        uniq = np.unique(ids[ok])
-        if len(uniq) == 1:
-            groups[int(uniq[0])] = np.flatnonzero(ok)
-        else:
-            for u in uniq.tolist():
-                groups[int(u)] = np.flatnonzero(ok & (ids == u))
-        for key, rows_list in by_guid.items():
-            groups[key] = np.asarray(rows_list, dtype=np.int64)
-        return groups, offsets
 
     def _decode_group(
         self,
@@ -560,127 +379,4 @@ class AvroCodec:
         failures: list[DecodeFailure],
     ) -> tuple[np.ndarray, pa.RecordBatch]:
         with gc_paused():  # a dict per record, freed by refcount: see codecs._gc
-            return self._decode_exact_rows(w, plan, bodies, idx, schema, failures)
-
-    def _decode_exact_rows(
-        self,
-        w: _Writer,
-        plan: _Plan,
-        bodies: pa.BinaryArray,
-        idx: np.ndarray,
-        schema: pa.Schema,
-        failures: list[DecodeFailure],
-    ) -> tuple[np.ndarray, pa.RecordBatch]:
-        records: list[dict[str, Any]] = []
-        good: list[int] = []
-        for pos, body in enumerate(bodies.to_pylist()):
-            try:
-                records.append(self._read(w, body, plan.reader))
-            except AvroDecodeError as exc:
-                failures.append(DecodeFailure(int(idx[pos]), exc.kind, str(exc)))
-                continue
-            good.append(pos)
-        source = self._reader.node if self._reader is not None else w.node
-        src_children = dict(zip(source.field_names, source.children, strict=False))
-        columns = []
-        for f, col in zip(
-            schema, plan.columns if plan.reader is None else range(len(schema)), strict=False
-        ):
-            if col is None:
-                columns.append(pa.nulls(len(records), f.type))
-                continue
-            node = src_children.get(f.name)
-            values = [r[f.name] for r in records]
-            columns.append(node.build(values) if node is not None else pa.array(values, f.type))
-            if columns[-1].type != f.type:
-                columns[-1] = _avro_fast.cast_exact(columns[-1], f.type)
-        batch = pa.RecordBatch.from_arrays(columns, schema=schema)
-        return idx[np.asarray(good, dtype=np.int64)], batch
-
-
-def _named_docs(w: _Writer) -> dict[str, Any]:
-    return {k: v for k, v in w.named.items() if isinstance(v, dict)}
-
-
-def _newer(a: SchemaKey, b: SchemaKey, order: list[SchemaKey]) -> bool:
-    if isinstance(a, int) and isinstance(b, int):
-        return a > b
-    return order.index(a) > order.index(b)
-
-
-def _promotable(w: AvroNode, t: AvroNode) -> bool:
-    if _same(w, t):
-        return True
-    wi = w.children[0] if w.kind == "nullable" else w
-    ti = t.children[0] if t.kind == "nullable" else t
-    return (wi.name, ti.name) in _PROMOTIONS and wi.kind == ti.kind == "prim"
-
-
-def _as_binary(payloads: PayloadsInput) -> pa.BinaryArray:
-    if isinstance(payloads, pa.ChunkedArray):
-        payloads = payloads.combine_chunks()
-    if not isinstance(payloads, pa.Array):
-        payloads = pa.array(list(payloads), pa.binary())
-    if not pa.types.is_binary(payloads.type):
-        payloads = payloads.cast(pa.binary())
-    return payloads
-
-
-def _header_rows(headers: HeadersInput, n: int) -> dict[int, list[tuple[str, bytes | None]]]:
-    """Rows whose headers carry a schema GUID, with their headers."""
-    if headers is None:
-        return {}
-    rows = headers.to_pylist() if isinstance(headers, pa.Array) else list(headers)
-    out: dict[int, list[tuple[str, bytes | None]]] = {}
-    for i, hdrs in enumerate(rows[:n]):
-        if not hdrs:
-            continue
-        pairs = [(h["key"], h["value"]) if isinstance(h, dict) else tuple(h) for h in hdrs]
-        if any(k == "__value_schema_id" for k, _ in pairs):
-            out[i] = pairs  # type: ignore[assignment]
-    return out
-
-
-def _empty(schema: pa.Schema) -> pa.RecordBatch:
-    return pa.RecordBatch.from_pylist([], schema=schema)
-
-
-def _project(batch: pa.RecordBatch, plan: _Plan, schema: pa.Schema) -> pa.RecordBatch:
-    cols = [
-        _avro_fast.cast_exact(batch.column(c), f.type)
-        if c is not None
-        else pa.nulls(batch.num_rows, f.type)
-        for f, c in zip(schema, plan.columns, strict=False)
-    ]
-    return pa.RecordBatch.from_arrays(cols, schema=schema)
-
-
-def _assemble(
-    parts: list[tuple[np.ndarray, pa.RecordBatch]], schema: pa.Schema, n: int
-) -> pa.RecordBatch:
-    parts = [(i, b) for i, b in parts if len(i)]
-    if not parts:
-        return _empty(schema)
-    if len(parts) == 1:
-        idx, batch = parts[0]
-        if len(idx) < 2 or bool(np.all(np.diff(idx) > 0)):
-            return batch
-    order = np.concatenate([i for i, _ in parts])
-    table = pa.Table.from_batches([b for _, b in parts], schema=schema).combine_chunks()
-    perm = np.argsort(order, kind="stable")
-    return table.take(pa.array(perm, pa.int64())).to_batches(max_chunksize=n)[0]
-
-
-class _OneLine:
-    """Lazy one-line rendering of a schema for log messages."""
-
-    def __init__(self, obj: Any) -> None:
-        self._obj = obj
-
-    def __str__(self) -> str:
-        obj = self._obj
-        if isinstance(obj, AvroNode):
-            obj = pa.schema(
-                [c.arrow_field(n) for n, c in zip(obj.field_names, obj.children, strict=False)]
-            )
-        return ", ".join(f"{f.name}: {f.type}{'' if f.nullable else ' not null'}" for f in obj)
+            return _decode_exact_rows(self._reader, w, plan, bodies, idx, schema, failures)

@@ -1,0 +1,172 @@
+"""Avro batch plumbing: columnar framing peel, the exact path's rows, reassembly.
+
+Private to :mod:`thalweg_bytewax.codecs.avro`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from thalweg_bytewax.codecs import _avro_fast
+from thalweg_bytewax.codecs._avro_resolve import (
+    _FIXED_KEY,
+    AvroDecodeError,
+    _Plan,
+    _read,
+    _Writer,
+)
+from thalweg_bytewax.codecs.base import (
+    DecodeFailure,
+    FailureKind,
+    Framing,
+    HeadersInput,
+    PayloadsInput,
+)
+from thalweg_bytewax.codecs.framing import FramingError, peel, peel_confluent_batch
+from thalweg_bytewax.registry import SchemaKey
+
+
+def _peel(
+    framing: Framing, arr: pa.BinaryArray, headers: HeadersInput, failures: list[DecodeFailure]
+) -> tuple[dict[SchemaKey, np.ndarray], np.ndarray]:
+    """Row indices per writer schema key, and where each row's body starts.
+
+    Columnar for the Confluent prefix; only rows with a schema-id header and rows
+    that fail framing are looked at one by one.
+    """
+    n = len(arr)
+    nulls = arr.is_null().to_numpy(zero_copy_only=False)
+    for i in np.flatnonzero(nulls):
+        failures.append(
+            DecodeFailure(int(i), FailureKind.NULL_PAYLOAD, "avro: null payload (a tombstone)")
+        )
+    if framing is Framing.NONE:
+        rows = np.flatnonzero(~nulls)
+        return ({_FIXED_KEY: rows} if len(rows) else {}), np.zeros(n, dtype=np.int64)
+    ids, ok = peel_confluent_batch(arr)
+    ok = ok.copy()
+    offsets = np.full(n, 5, dtype=np.int64)
+    header_rows = _header_rows(headers, n)
+    by_guid: dict[SchemaKey, list[int]] = {}
+    for i, hdrs in header_rows.items():
+        ok[i] = False  # a schema-id header wins over the payload prefix
+        if nulls[i]:
+            continue
+        try:
+            ref = peel(b"", hdrs)
+        except FramingError as exc:
+            failures.append(DecodeFailure(i, exc.kind, f"avro: {exc}"))
+            continue
+        by_guid.setdefault(ref.key, []).append(i)
+        offsets[i] = ref.body_offset
+    for i in np.flatnonzero(~ok & ~nulls):
+        if int(i) in header_rows:
+            continue
+        try:
+            peel(arr[int(i)].as_py())
+        except FramingError as exc:
+            failures.append(DecodeFailure(int(i), exc.kind, f"avro: {exc}"))
+    groups: dict[SchemaKey, np.ndarray] = {}
+    uniq = np.unique(ids[ok])
+    if len(uniq) == 1:
+        groups[int(uniq[0])] = np.flatnonzero(ok)
+    else:
+        for u in uniq.tolist():
+            groups[int(u)] = np.flatnonzero(ok & (ids == u))
+    for key, rows_list in by_guid.items():
+        groups[key] = np.asarray(rows_list, dtype=np.int64)
+    return groups, offsets
+
+
+def _decode_exact_rows(
+    reader: _Writer | None,
+    w: _Writer,
+    plan: _Plan,
+    bodies: pa.BinaryArray,
+    idx: np.ndarray,
+    schema: pa.Schema,
+    failures: list[DecodeFailure],
+) -> tuple[np.ndarray, pa.RecordBatch]:
+    records: list[dict[str, Any]] = []
+    good: list[int] = []
+    for pos, body in enumerate(bodies.to_pylist()):
+        try:
+            records.append(_read(w, body, plan.reader))
+        except AvroDecodeError as exc:
+            failures.append(DecodeFailure(int(idx[pos]), exc.kind, str(exc)))
+            continue
+        good.append(pos)
+    source = reader.node if reader is not None else w.node
+    src_children = dict(zip(source.field_names, source.children, strict=False))
+    columns = []
+    for f, col in zip(
+        schema, plan.columns if plan.reader is None else range(len(schema)), strict=False
+    ):
+        if col is None:
+            columns.append(pa.nulls(len(records), f.type))
+            continue
+        node = src_children.get(f.name)
+        values = [r[f.name] for r in records]
+        columns.append(node.build(values) if node is not None else pa.array(values, f.type))
+        if columns[-1].type != f.type:
+            columns[-1] = _avro_fast.cast_exact(columns[-1], f.type)
+    batch = pa.RecordBatch.from_arrays(columns, schema=schema)
+    return idx[np.asarray(good, dtype=np.int64)], batch
+
+
+def _as_binary(payloads: PayloadsInput) -> pa.BinaryArray:
+    if isinstance(payloads, pa.ChunkedArray):
+        payloads = payloads.combine_chunks()
+    if not isinstance(payloads, pa.Array):
+        payloads = pa.array(list(payloads), pa.binary())
+    if not pa.types.is_binary(payloads.type):
+        payloads = payloads.cast(pa.binary())
+    return payloads
+
+
+def _header_rows(headers: HeadersInput, n: int) -> dict[int, list[tuple[str, bytes | None]]]:
+    """Rows whose headers carry a schema GUID, with their headers."""
+    if headers is None:
+        return {}
+    rows = headers.to_pylist() if isinstance(headers, pa.Array) else list(headers)
+    out: dict[int, list[tuple[str, bytes | None]]] = {}
+    for i, hdrs in enumerate(rows[:n]):
+        if not hdrs:
+            continue
+        pairs = [(h["key"], h["value"]) if isinstance(h, dict) else tuple(h) for h in hdrs]
+        if any(k == "__value_schema_id" for k, _ in pairs):
+            out[i] = pairs  # type: ignore[assignment]
+    return out
+
+
+def _empty(schema: pa.Schema) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist([], schema=schema)
+
+
+def _project(batch: pa.RecordBatch, plan: _Plan, schema: pa.Schema) -> pa.RecordBatch:
+    cols = [
+        _avro_fast.cast_exact(batch.column(c), f.type)
+        if c is not None
+        else pa.nulls(batch.num_rows, f.type)
+        for f, c in zip(schema, plan.columns, strict=False)
+    ]
+    return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+
+def _assemble(
+    parts: list[tuple[np.ndarray, pa.RecordBatch]], schema: pa.Schema, n: int
+) -> pa.RecordBatch:
+    parts = [(i, b) for i, b in parts if len(i)]
+    if not parts:
+        return _empty(schema)
+    if len(parts) == 1:
+        idx, batch = parts[0]
+        if len(idx) < 2 or bool(np.all(np.diff(idx) > 0)):
+            return batch
+    order = np.concatenate([i for i, _ in parts])
+    table = pa.Table.from_batches([b for _, b in parts], schema=schema).combine_chunks()
+    perm = np.argsort(order, kind="stable")
+    return table.take(pa.array(perm, pa.int64())).to_batches(max_chunksize=n)[0]

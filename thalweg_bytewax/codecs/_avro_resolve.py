@@ -1,0 +1,206 @@
+"""Avro writer schemas, compiled once, and how each maps onto the output schema.
+
+Private to :mod:`thalweg_bytewax.codecs.avro`: parsing (references included), the
+per-writer :class:`_Writer` and per-output :class:`_Plan`, type promotion, and reading
+one record with fastavro.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import fastavro
+import pyarrow as pa
+from fastavro.read import SchemaResolutionError
+
+from thalweg_bytewax.codecs._avro_types import AvroNode
+from thalweg_bytewax.codecs.base import FailureKind
+from thalweg_bytewax.errors import DecodeError, SchemaError
+from thalweg_bytewax.registry import ResolvedSchema, SchemaKey
+
+logger = logging.getLogger(__name__)
+
+_FIXED_KEY = "fixed"
+_PROMOTIONS = {
+    ("int", "long"), ("int", "float"), ("int", "double"), ("long", "float"),
+    ("long", "double"), ("float", "double"), ("string", "bytes"), ("bytes", "string"),
+}  # fmt: skip
+
+
+class AvroDecodeError(DecodeError):
+    """One Avro payload failed to decode; ``kind`` says why."""
+
+    __module__ = "thalweg_bytewax.codecs.avro"
+
+    def __init__(self, message: str, kind: FailureKind = FailureKind.MALFORMED) -> None:
+        super().__init__(message, kind)
+        self.kind = kind
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+@dataclass
+class _Writer:
+    """One writer schema, parsed and compiled once."""
+
+    key: SchemaKey
+    label: str
+    parsed: Any
+    node: AvroNode
+    named: dict[str, Any]
+    raw: Any
+    reserved: list[str]
+    error: AvroDecodeError | None = None
+    header: bytes | None = None
+    fast: bool = False
+    plans: dict[int, _Plan] = field(default_factory=dict)
+
+
+@dataclass
+class _Plan:
+    """How one writer's records map onto one output schema."""
+
+    reader: Any  # the fastavro reader schema (None: decode with the writer alone)
+    columns: list[int | None]  # per output field: writer field index, or None (null)
+    fast: bool
+    error: str | None = None
+
+
+def _load_json(schema: str | Mapping[str, Any] | Sequence[Any]) -> Any:
+    if isinstance(schema, str):
+        try:
+            return json.loads(schema)
+        except json.JSONDecodeError:
+            return schema  # a bare primitive name such as "long"
+    return schema
+
+
+def _parse(doc: Any, refs: Mapping[str, Any], label: str) -> tuple[Any, dict[str, Any]]:
+    named: dict[str, Any] = {}
+    try:
+        for ref in refs.values():
+            fastavro.parse_schema(ref, named_schemas=named)
+        parsed = fastavro.parse_schema(doc, named_schemas=named)
+    except Exception as exc:  # fastavro raises several types for bad schemas
+        msg = f"avro {label}: cannot parse the schema ({type(exc).__name__}: {exc})"
+        raise SchemaError(msg) from exc
+    return parsed, named
+
+
+def _ref_docs(resolved: ResolvedSchema) -> dict[str, Any]:
+    return {name: json.loads(r.schema_str) for name, r in resolved.references.items()}
+
+
+def _same(a: AvroNode, b: AvroNode) -> bool:
+    """Whether values of writer type ``a`` are unchanged as reader type ``b``."""
+    if a.kind == "nullable" and b.kind == "nullable":
+        return _same(a.children[0], b.children[0])
+    if b.kind == "nullable" and a.kind != "nullable":
+        return _same(a, b.children[0])
+    if a.kind != b.kind or a.arrow != b.arrow or a.symbols != b.symbols:
+        return False
+    if a.kind == "record" and a.field_names != b.field_names:
+        return False
+    return all(_same(x, y) for x, y in zip(a.children, b.children, strict=False))
+
+
+def _make_plan(w: _Writer, target: _Writer, reader: _Writer | None) -> _Plan:
+    """How ``w``'s records map onto ``target``'s output schema (cached on ``w``)."""
+    plan = w.plans.get(id(target))
+    if plan is not None:
+        return plan
+    wf = dict(zip(w.node.field_names, w.node.children, strict=False))
+    windex = {n: i for i, n in enumerate(w.node.field_names)}
+    if reader is not None:
+        same = all(
+            n in wf and _same(wf[n], c)
+            for n, c in zip(target.node.field_names, target.node.children, strict=False)
+        )
+        cols = [windex.get(n) for n in target.node.field_names]
+        plan = _Plan(reader.parsed, cols, fast=w.fast and same)
+    elif target is w:
+        plan = _Plan(None, list(range(len(w.node.field_names))), fast=w.fast)
+    else:
+        plan = _Plan(None, [windex.get(n) for n in target.node.field_names], fast=w.fast)
+        tf = dict(zip(target.node.field_names, target.node.children, strict=False))
+        extra = [n for n in w.node.field_names if n not in tf]
+        changed = [n for n in w.node.field_names if n in tf and not _promotable(wf[n], tf[n])]
+        if extra or changed:
+            what = ", ".join(f"`{n}`" for n in extra + changed)
+            plan.error = (
+                f"avro {w.label}: field(s) {what} are missing from or typed differently in "
+                f"the newest writer {target.label}, so its records cannot take the "
+                f"output schema without losing data; pass reader_schema= to choose one"
+            )
+        plan.fast = plan.fast and all(_same(wf[n], tf[n]) for n in wf if n in tf)
+    w.plans[id(target)] = plan
+    return plan
+
+
+def _read(w: _Writer, body: bytes | memoryview, reader: Any) -> dict[str, Any]:
+    buf = io.BytesIO(body)
+    try:
+        rec = fastavro.schemaless_reader(
+            buf, w.parsed, reader, return_named_type=True, return_named_type_override=True
+        )
+    except SchemaResolutionError as exc:
+        msg = f"avro {w.label}: cannot resolve to the reader schema ({exc})"
+        raise AvroDecodeError(msg, FailureKind.SCHEMA_MISMATCH) from exc
+    except (EOFError, StopIteration) as exc:
+        msg = f"avro {w.label}: body truncated, {len(body)} bytes end inside a record"
+        raise AvroDecodeError(msg) from exc
+    except UnicodeDecodeError as exc:
+        msg = f"avro {w.label}: invalid UTF-8 in a string field ({exc.reason} at byte {exc.start})"
+        raise AvroDecodeError(msg) from exc
+    except Exception as exc:  # fastavro raises IndexError, ValueError, ... on bad bytes
+        msg = (
+            f"avro {w.label}: body does not match the writer schema at byte "
+            f"{buf.tell()} of {len(body)} ({type(exc).__name__}: {exc})"
+        )
+        raise AvroDecodeError(msg) from exc
+    if buf.tell() != len(body):
+        msg = (
+            f"avro {w.label}: {len(body) - buf.tell()} bytes left over after the record "
+            f"(read {buf.tell()} of {len(body)}); the body does not match the writer schema"
+        )
+        raise AvroDecodeError(msg)
+    return rec  # type: ignore[no-any-return]
+
+
+def _named_docs(w: _Writer) -> dict[str, Any]:
+    return {k: v for k, v in w.named.items() if isinstance(v, dict)}
+
+
+def _newer(a: SchemaKey, b: SchemaKey, order: list[SchemaKey]) -> bool:
+    if isinstance(a, int) and isinstance(b, int):
+        return a > b
+    return order.index(a) > order.index(b)
+
+
+def _promotable(w: AvroNode, t: AvroNode) -> bool:
+    if _same(w, t):
+        return True
+    wi = w.children[0] if w.kind == "nullable" else w
+    ti = t.children[0] if t.kind == "nullable" else t
+    return (wi.name, ti.name) in _PROMOTIONS and wi.kind == ti.kind == "prim"
+
+
+class _OneLine:
+    """Lazy one-line rendering of a schema for log messages."""
+
+    def __init__(self, obj: Any) -> None:
+        self._obj = obj
+
+    def __str__(self) -> str:
+        obj = self._obj
+        if isinstance(obj, AvroNode):
+            obj = pa.schema(
+                [c.arrow_field(n) for n, c in zip(obj.field_names, obj.children, strict=False)]
+            )
+        return ", ".join(f"{f.name}: {f.type}{'' if f.nullable else ' not null'}" for f in obj)
