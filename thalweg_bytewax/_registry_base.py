@@ -16,9 +16,8 @@ from confluent_kafka.schema_registry import Schema
 
 from thalweg_bytewax.errors import SchemaError
 
-logger = logging.getLogger(
-    "thalweg_bytewax.registry"
-)  # the facade's name: log filters keep working
+# The facade's logger name, so log configuration and filters keep working.
+logger = logging.getLogger("thalweg_bytewax.registry")
 
 SchemaKey = int | str
 """How a payload names its writer schema: an integer id or a GUID string."""

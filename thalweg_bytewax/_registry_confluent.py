@@ -31,9 +31,8 @@ from thalweg_bytewax._registry_base import (
     UnknownSchemaError,
 )
 
-logger = logging.getLogger(
-    "thalweg_bytewax.registry"
-)  # the facade's name: log filters keep working
+# The facade's logger name, so log configuration and filters keep working.
+logger = logging.getLogger("thalweg_bytewax.registry")
 
 _RETRIABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 _USERINFO = re.compile(r"//[^/@]*@")

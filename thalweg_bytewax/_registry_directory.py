@@ -24,9 +24,8 @@ from thalweg_bytewax._registry_base import (
 )
 from thalweg_bytewax.errors import ConfigError
 
-logger = logging.getLogger(
-    "thalweg_bytewax.registry"
-)  # the facade's name: log filters keep working
+# The facade's logger name, so log configuration and filters keep working.
+logger = logging.getLogger("thalweg_bytewax.registry")
 
 _FILE_TYPES: dict[str, str] = {".avsc": "AVRO", ".json": "JSON", ".pb": "PROTOBUF"}
 _AVRO_PRIMITIVES = frozenset(
