@@ -9,6 +9,7 @@ import logging
 import os
 import threading
 import uuid
+import weakref
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -102,6 +103,7 @@ class _ParquetPartition(StatefulSinkPartition[pa.RecordBatch, SinkState]):
         self._io = _io_pool()
         self._pending: deque[Future[None]] = deque()
         self.stats = ParquetSinkStats()
+        _siblings().add(self)
 
     # -- routing ---------------------------------------------------------------------
 
@@ -308,7 +310,21 @@ class _ParquetPartition(StatefulSinkPartition[pa.RecordBatch, SinkState]):
         stream.sink_file = None
         stream.current = None
 
+    def flush_buffers(self) -> None:
+        """Hand every buffered row group to the writer threads (no durability implied)."""
+        if self._failed:
+            return
+        for key, stream in self._streams.items():
+            self._flush_buffer(stream, key)
+
     def _finalize_all(self) -> None:
+        # Bytewax snapshots the partitions of a worker one after another. Handing the
+        # buffered rows of every partition of this thread to the writer pool first lets
+        # their encoding run in parallel instead of one partition at a time (measured on
+        # the raw-lane benchmark: the final snapshot is most of the tail of a run).
+        for sibling in list(_siblings()):
+            if sibling is not self:
+                sibling.flush_buffers()
         touched: set[str] = set()
         for key, stream in self._streams.items():
             self._flush_buffer(stream, key)
@@ -353,6 +369,18 @@ class _ParquetPartition(StatefulSinkPartition[pa.RecordBatch, SinkState]):
                 self._finalize_all()
         finally:
             self._drain()
+
+
+_LOCAL = threading.local()
+
+
+def _siblings() -> weakref.WeakSet[_ParquetPartition]:
+    """The live sink partitions of the calling thread (one Bytewax worker)."""
+    found: weakref.WeakSet[_ParquetPartition] | None = getattr(_LOCAL, "partitions", None)
+    if found is None:
+        found = weakref.WeakSet()
+        _LOCAL.partitions = found
+    return found
 
 
 _IO_POOL: ThreadPoolExecutor | None = None
