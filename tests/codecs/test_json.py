@@ -317,3 +317,23 @@ def test_rows_never_borrow_from_their_neighbours() -> None:
         with pytest.raises(JsonDecodeError) as info:
             c.decode_value(payloads[e.index])
         assert info.value.kind is e.kind
+
+
+def test_arrow_schema_types_beyond_json_schema_are_kept() -> None:
+    # What a data contract declares: list child names, int32, decimals, ms timestamps.
+    want = pa.schema(
+        [
+            pa.field("xs", pa.list_(pa.field("element", pa.int32(), False)), False),
+            pa.field("d", pa.decimal128(5, 1)),
+            pa.field("t", pa.timestamp("ms", tz="UTC")),
+        ]
+    )
+    c = JsonCodec(schema=want)
+    good = b'{"xs": [1, 2], "d": "12.5", "t": "2026-01-01T00:00:00.001+00:00"}'
+    res = c.decode_batch([good, b'{"xs": [null]}', b'{"xs": [], "d": "1.25"}'])
+    assert res.batch.schema.equals(want) and res.batch.num_rows == 1
+    assert res.batch.to_pylist() == [c.decode_value(good)]
+    assert [e.message for e in res.errors] == [
+        "json field `xs[]`: required; got null",
+        "json field `d`: expected a decimal (decimal128(5, 1)) string; got '1.25'",
+    ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +32,11 @@ logger = logging.getLogger("thalweg_bytewax.codecs.json")
 
 
 def _wire_type(t: pa.DataType) -> pa.DataType:
-    """What ``read_json`` parses into: temporal types as text, cast afterwards."""
-    if pa.types.is_timestamp(t) or pa.types.is_date(t):
+    """What ``read_json`` parses into: temporal and decimal types as text, cast after."""
+    if pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_decimal(t):
         return pa.string()
     if pa.types.is_list(t):
-        return pa.list_(_wire_type(t.value_type))
+        return pa.list_(pa.field(t.value_field.name, _wire_type(t.value_type)))
     if pa.types.is_map(t):
         return pa.map_(t.key_type, _wire_type(t.item_type))
     if pa.types.is_struct(t):
@@ -44,15 +44,20 @@ def _wire_type(t: pa.DataType) -> pa.DataType:
     return t
 
 
-def _cast_type(t: pa.DataType) -> pa.DataType:
-    """``t`` with every nested field nullable (the cast target before null checks)."""
+def _cast_type(
+    t: pa.DataType, leaf: Callable[[pa.DataType], pa.DataType] = lambda t: t
+) -> pa.DataType:
+    """``t`` with every nested field nullable (the cast target before null checks).
+
+    ``leaf`` maps the leaf types (:func:`parse_type` gives the first of two casts).
+    """
     if pa.types.is_list(t):
-        return pa.list_(_cast_type(t.value_type))
+        return pa.list_(pa.field(t.value_field.name, _cast_type(t.value_type, leaf)))
     if pa.types.is_map(t):
-        return pa.map_(t.key_type, _cast_type(t.item_type))
+        return pa.map_(t.key_type, _cast_type(t.item_type, leaf))
     if pa.types.is_struct(t):
-        return pa.struct([pa.field(f.name, _cast_type(f.type)) for f in t])
-    return t
+        return pa.struct([pa.field(f.name, _cast_type(f.type, leaf)) for f in t])
+    return leaf(t)
 
 
 def _violations(arr: pa.Array, t: pa.DataType) -> np.ndarray:
@@ -68,8 +73,10 @@ def _violations(arr: pa.Array, t: pa.DataType) -> np.ndarray:
             bad |= valid & _violations(child, f.type)
     elif pa.types.is_list(t) or pa.types.is_map(t):
         values = arr.values if pa.types.is_list(t) else arr.items
-        inner = t.value_type if pa.types.is_list(t) else t.item_type
-        sub = _violations(values, inner)
+        item = t.value_field if pa.types.is_list(t) else t.item_field
+        sub = _violations(values, item.type)
+        if not item.nullable:  # an Arrow schema or a contract may forbid null items
+            sub |= values.is_null().to_numpy(zero_copy_only=False)
         if sub.any():
             parents = pc.list_parent_indices(arr).to_numpy()
             bad[np.unique(parents[sub[: len(parents)]])] = True

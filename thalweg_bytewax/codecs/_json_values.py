@@ -2,8 +2,10 @@
 
 Each converter checks one value against its Arrow type and returns the Python value the
 batch row holds (``to_pylist(maps_as_pydicts="strict")``); a mismatch raises
-:class:`JsonDecodeError` naming the field path. Timestamps and dates are parsed by the
-same Arrow cast the columnar path uses, so both accept exactly the same text.
+:class:`JsonDecodeError` naming the field path. Timestamps, dates and decimals are JSON
+strings parsed by the same Arrow casts the columnar path uses, so both accept exactly
+the same text (a decimal as a JSON number is a mismatch: ``orjson`` would read it
+through a float).
 """
 
 from __future__ import annotations
@@ -11,17 +13,32 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from thalweg_bytewax.codecs.base import FailureKind
 from thalweg_bytewax.errors import DecodeError
 
-__all__ = ["Converter", "JsonDecodeError", "compile_record", "mismatch"]
+__all__ = ["Converter", "JsonDecodeError", "compile_record", "mismatch", "parse_type"]
 
 Converter = Callable[[Any], Any]
 """Checks and converts one decoded JSON value."""
 
-_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+
+def parse_type(t: pa.DataType) -> pa.DataType:
+    """The type JSON text is parsed to before the safe cast to ``t``.
+
+    Timestamps in seconds or milliseconds parse at microseconds first, so that
+    ``.767000`` fits a millisecond column and ``.767123`` fails instead of truncating.
+    """
+    if pa.types.is_timestamp(t) and t.unit in ("s", "ms"):
+        return pa.timestamp("us", tz=t.tz)
+    return t
+
+
+def parse_text(value: str, t: pa.DataType) -> Any:
+    """``value`` through the Arrow casts the columnar path applies to text columns."""
+    return pa.scalar(value, pa.string()).cast(parse_type(t)).cast(t).as_py()
 
 
 class JsonDecodeError(DecodeError):
@@ -44,12 +61,14 @@ def mismatch(path: str, expected: str, got: Any) -> JsonDecodeError:
 
 
 def _compile(t: pa.DataType, path: str, strict: bool) -> Converter:  # noqa: PLR0911
-    if pa.types.is_int64(t):
+    if pa.types.is_integer(t):
+        info = np.iinfo(t.to_pandas_dtype())
+        low, high, what = int(info.min), int(info.max), f"an integer ({t})"
 
         def conv_int(v: Any) -> Any:
-            if type(v) is int and _I64_MIN <= v <= _I64_MAX:
+            if type(v) is int and low <= v <= high:
                 return v
-            raise mismatch(path, "an integer (int64)", v)
+            raise mismatch(path, what, v)
 
         return conv_int
     if pa.types.is_floating(t):
@@ -76,20 +95,24 @@ def _compile(t: pa.DataType, path: str, strict: bool) -> Converter:  # noqa: PLR
             raise mismatch(path, "a string", v)
 
         return conv_str
-    if pa.types.is_timestamp(t) or pa.types.is_date(t):
-        what = "an RFC 3339 date-time with offset" if pa.types.is_timestamp(t) else "a date"
+    if pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_decimal(t):
+        if pa.types.is_timestamp(t):
+            what = "an RFC 3339 date-time with offset"
+        else:
+            what = "a date" if pa.types.is_date(t) else f"a decimal ({t})"
 
         def conv_time(v: Any) -> Any:
             if type(v) is str:
                 try:
-                    return pa.scalar(v, pa.string()).cast(t).as_py()
+                    return parse_text(v, t)
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                     pass
             raise mismatch(path, f"{what} string", v)
 
         return conv_time
     if pa.types.is_list(t) or pa.types.is_large_list(t):
-        item = _nullable(_compile(t.value_type, f"{path}[]", strict))
+        item = _compile(t.value_type, f"{path}[]", strict)
+        item = _nullable(item) if t.value_field.nullable else _required(item, f"{path}[]")
 
         def conv_list(v: Any) -> Any:
             if type(v) is list:
@@ -98,7 +121,8 @@ def _compile(t: pa.DataType, path: str, strict: bool) -> Converter:  # noqa: PLR
 
         return conv_list
     if pa.types.is_map(t):
-        value = _nullable(_compile(t.item_type, f"{path}{{}}", strict))
+        value = _compile(t.item_type, f"{path}{{}}", strict)
+        value = _nullable(value) if t.item_field.nullable else _required(value, f"{path}{{}}")
 
         def conv_map(v: Any) -> Any:
             if type(v) is dict:
@@ -117,6 +141,16 @@ def _nullable(conv: Converter) -> Converter:
         return None if v is None else conv(v)
 
     return conv_or_null
+
+
+def _required(conv: Converter, path: str) -> Converter:
+    def conv_or_fail(v: Any) -> Any:
+        if v is None:
+            msg = f"json field `{path}`: required; got null"
+            raise JsonDecodeError(msg)
+        return conv(v)
+
+    return conv_or_fail
 
 
 def _compile_struct(fields: list[pa.Field], path: str, strict: bool) -> Converter:

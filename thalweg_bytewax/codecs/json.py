@@ -1,7 +1,8 @@
 """JSON payloads to dicts or Arrow batches, against an explicit schema.
 
-The schema is a JSON Schema (dict or path), an Arrow schema, or ``"infer"`` (explicit
-fallback, logged as a WARNING: the shape then depends on the first batch). The columnar
+The schema is a JSON Schema (dict or path), an Arrow schema, a data contract (its Arrow
+schema: schema beats inference), or ``"infer"`` (explicit fallback, logged as a
+WARNING: the shape then depends on the first batch). The columnar
 path hands the newline-joined payloads of a batch to ``pyarrow.json.read_json`` with the
 schema made explicit; when a block fails, it is bisected to pinpoint the bad rows, whose
 messages come from the record-at-a-time path (``orjson`` + the same Arrow types), which
@@ -21,7 +22,7 @@ import io
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
@@ -43,7 +44,7 @@ from thalweg_bytewax.codecs._json_schema import (
     JsonShape,
     shape_from_arrow,
 )
-from thalweg_bytewax.codecs._json_values import JsonDecodeError, compile_record
+from thalweg_bytewax.codecs._json_values import JsonDecodeError, compile_record, parse_type
 from thalweg_bytewax.codecs.base import (
     DecodeFailure,
     DecodeResult,
@@ -55,6 +56,9 @@ from thalweg_bytewax.codecs.base import (
 from thalweg_bytewax.codecs.framing import peel_confluent_batch
 from thalweg_bytewax.errors import ConfigError, SchemaError
 from thalweg_bytewax.metadata import DEFAULT_PREFIX
+
+if TYPE_CHECKING:
+    from thalweg_bytewax.contracts import ContractSpec
 
 __all__ = ["INFER", "JsonCodec", "JsonDecodeError"]
 
@@ -73,23 +77,31 @@ class JsonCodec:
 
     Args:
         schema: A JSON Schema (a dict, or a path to a ``.json`` file), an Arrow schema,
-            or ``"infer"`` (explicit fallback; logs a WARNING).
+            a data contract (:class:`~thalweg_bytewax.contracts.ContractSpec`: its
+            Arrow schema is used, nothing is inferred), or ``"infer"`` (explicit
+            fallback; logs a WARNING).
         framing: ``"none"`` (bare JSON) or ``"confluent"`` (magic byte 0 + 4-byte
             schema id in front; the id is peeled, not looked up).
         metadata_prefix: The reserved metadata column prefix; a top-level key under it
             is a ``reserved_field`` failure.
+        object_name: With a contract, the schema object to decode to (default: the
+            contract's only object).
 
     Raises:
-        ConfigError: On an unknown framing or an unreadable schema file.
+        ConfigError: On an unknown framing, an unreadable schema file, or
+            ``object_name`` without a contract.
+        ContractError: When ``object_name`` is not in the contract, or is omitted for
+            a contract with several objects.
         SchemaError: On a JSON Schema construct with no faithful Arrow type.
     """
 
     def __init__(
         self,
-        schema: Mapping[str, Any] | pa.Schema | str | os.PathLike[str],
+        schema: Mapping[str, Any] | pa.Schema | ContractSpec | str | os.PathLike[str],
         *,
         framing: Framing | str = Framing.NONE,
         metadata_prefix: str = DEFAULT_PREFIX,
+        object_name: str | None = None,
     ) -> None:
         try:
             self._framing = Framing(framing)
@@ -99,6 +111,16 @@ class JsonCodec:
         self._prefix = metadata_prefix
         self._needle = b'"' + metadata_prefix.encode()
         self._shape: JsonShape | None = None
+        # Schema beats inference: a data contract's Arrow schema is used as given.
+        contract_schema = getattr(schema, "arrow_schema", None)
+        if callable(contract_schema):
+            schema = contract_schema(object_name)
+        elif object_name is not None:
+            msg = (
+                f"json codec: `object_name` picks a schema object of a data contract; "
+                f"got it with a {type(schema).__name__} schema"
+            )
+            raise ConfigError(msg)
         if isinstance(schema, str) and schema == INFER:
             logger.warning(
                 "json codec: schema inferred from the first batch; its shape may drift "
@@ -112,6 +134,8 @@ class JsonCodec:
         self._convert = compile_record(shape.schema, strict=shape.strict)
         self._wire = pa.schema([pa.field(f.name, _wire_type(f.type)) for f in shape.schema])
         self._cast = pa.schema([pa.field(f.name, _cast_type(f.type)) for f in shape.schema])
+        parsed = [pa.field(f.name, _cast_type(f.type, parse_type)) for f in shape.schema]
+        self._parsed = pa.schema(parsed)
         self._parse = pj.ParseOptions(
             explicit_schema=self._wire,
             unexpected_field_behavior="error" if shape.strict else "ignore",
@@ -261,7 +285,9 @@ class JsonCodec:
         if table.num_rows != len(bodies):
             msg = f"expected {len(bodies)} documents; got {table.num_rows}"
             raise pa.ArrowInvalid(msg)
-        table = table.cast(self._cast)
+        table = table.cast(self._parsed)
+        if self._parsed != self._cast:  # s / ms timestamps: safe, so truncation fails
+            table = table.cast(self._cast)
         if table.num_rows == 0:
             return pa.RecordBatch.from_pylist([], schema=self._cast), np.zeros(0, np.bool_)
         batch = table.combine_chunks().to_batches()[0]
