@@ -85,7 +85,7 @@ def batch_time(batch: pa.RecordBatch, time_column: str | None) -> float:
 def key_values(batch: pa.RecordBatch, columns: Sequence[str], rows: np.ndarray) -> list[Hashable]:
     """Hashable keys of ``rows``: the value for one column, a tuple for several."""
     idx = pa.array(rows, pa.int64())
-    cols = [batch.column(c).take(idx).to_pylist() for c in columns]
+    cols: list[list[Hashable]] = [batch.column(c).take(idx).to_pylist() for c in columns]
     if len(cols) == 1:
         return cols[0]
     return list(zip(*cols, strict=True))

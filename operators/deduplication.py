@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Literal
+from typing import Any, Literal
 
 import bytewax.operators as op
 import numpy as np
@@ -31,13 +31,13 @@ __all__ = ["dedup"]
 _DEFAULT_COLUMNS = MetadataColumns()
 
 
-class _DedupLogic(StatefulLogic[pa.RecordBatch, pa.RecordBatch, tuple]):
+class _DedupLogic(StatefulLogic[pa.RecordBatch, pa.RecordBatch, tuple[Any, ...]]):
     def __init__(
         self,
         key_columns: tuple[str, ...],
         window: timedelta,
         time_column: str | None,
-        resume_state: tuple | None,
+        resume_state: tuple[Any, ...] | None,
     ) -> None:
         self._key_columns = key_columns
         self._time_column = time_column
@@ -78,7 +78,7 @@ class _DedupLogic(StatefulLogic[pa.RecordBatch, pa.RecordBatch, tuple]):
         return batch.filter(pa.array(~drop))
 
     @override
-    def snapshot(self) -> tuple:
+    def snapshot(self) -> tuple[Any, ...]:
         return self._seen.snapshot()
 
 

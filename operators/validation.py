@@ -245,7 +245,7 @@ def _concat(parts: list[pa.RecordBatch]) -> pa.RecordBatch | None:
     return pa.Table.from_batches(parts).combine_chunks().to_batches()[0]
 
 
-class _WindowedLogic(StatefulLogic[pa.RecordBatch, _Verdict, tuple]):
+class _WindowedLogic(StatefulLogic[pa.RecordBatch, _Verdict, tuple[Any, ...]]):
     def __init__(
         self, validator: _Validator, window_rules: Sequence[tuple[int, Rule]], resume: Any
     ) -> None:
@@ -262,7 +262,7 @@ class _WindowedLogic(StatefulLogic[pa.RecordBatch, _Verdict, tuple]):
         return ([self._validator.run(value, self._windows)], StatefulLogic.RETAIN)
 
     @override
-    def snapshot(self) -> tuple:
+    def snapshot(self) -> tuple[Any, ...]:
         return tuple((self._ids[i], w.snapshot()) for i, w in self._windows.items())
 
 

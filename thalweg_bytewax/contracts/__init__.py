@@ -8,6 +8,8 @@ object an Arrow schema, column descriptions, the natural key and the rules.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from thalweg_bytewax.contracts.rules import merge_rules
 from thalweg_bytewax.contracts.spec import (
     ColumnSpec,
@@ -22,6 +24,10 @@ from thalweg_bytewax.contracts.spec import (
     RuleKind,
     RuleOrigin,
 )
+
+if TYPE_CHECKING:
+    # Resolved lazily at runtime by __getattr__ below; imported here for type checkers.
+    from thalweg_bytewax.contracts.odcs import load_contract, parse_contract
 
 __all__ = [
     "ColumnSpec",
