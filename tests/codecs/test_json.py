@@ -337,3 +337,17 @@ def test_arrow_schema_types_beyond_json_schema_are_kept() -> None:
         "json field `xs[]`: required; got null",
         "json field `d`: expected a decimal (decimal128(5, 1)) string; got '1.25'",
     ]
+
+
+def test_repeated_key_decodes_alike_on_both_paths() -> None:
+    # read_json refuses a repeated key; orjson keeps the last value: the row is decoded
+    # by the per-value path instead of failing on one path only.
+    c = JsonCodec(schema=pa.schema([pa.field("a", pa.int64())]))
+    payloads = [b'{"a": 1, "a": 2}', b'{"a": 3}', b'{"a": 1, "a": "x"}']
+    res = c.decode_batch(payloads)
+    assert (
+        res.batch.to_pylist() == [{"a": 2}, {"a": 3}] == [c.decode_value(p) for p in payloads[:2]]
+    )
+    assert [e.index for e in res.errors] == [2] and "`a`: expected an integer" in res.errors[
+        0
+    ].message

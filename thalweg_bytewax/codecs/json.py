@@ -303,10 +303,11 @@ class JsonCodec:
             return self._per_record(rows, bodies)
         try:
             batch, bad = self._read(bodies)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
             if len(rows) == 1:
-                kind, message = self._failure(bodies[0].as_py(), str(exc))
-                return [], [DecodeFailure(int(rows[0]), kind, message)]
+                # The per-value path decides: the row's failure, or its value where
+                # read_json is stricter (a repeated key: orjson keeps the last one).
+                return self._per_record(rows, bodies)
             mid = len(rows) // 2
             left, lerr = self._blocks(rows[:mid], bodies.slice(0, mid))
             right, rerr = self._blocks(rows[mid:], bodies.slice(mid))
