@@ -36,7 +36,12 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     if args.wait_stdin:
-        threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+
+        def stop_on_eof() -> None:
+            sys.stdin.read()
+            stop.set()
+
+        threading.Thread(target=stop_on_eof, daemon=True).start()
     while not stop.wait(0.5):
         producer.poll(0)
     return 0

@@ -146,9 +146,9 @@ class DirectorySchemaSource(SchemaSource):
                 path = next(p for p in sub_dir.iterdir() if p.stem == str(v))
                 return self._load(path, subject=subject, version=v)
         elif version in ("latest", 1):
-            path = self._find(subject)
-            if path is not None:
-                return self._load(path, subject=subject, version=1)
+            found = self._find(subject)
+            if found is not None:
+                return self._load(found, subject=subject, version=1)
         msg = f"schema directory `{self._dir}`: no schema for subject `{subject}` version {version}"
         raise UnknownSchemaError(msg)
 

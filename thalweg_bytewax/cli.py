@@ -19,7 +19,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from thalweg_bytewax import __version__
 from thalweg_bytewax.errors import ConfigError, ThalwegError
@@ -107,7 +107,9 @@ def _registry_schema(args: argparse.Namespace) -> tuple[str, Any]:
         resolved = source.get(args.id)
         what = f"schema id {args.id}"
     else:
-        version = "latest" if args.version in (None, "latest") else int(args.version)
+        version: int | Literal["latest"] = (
+            "latest" if args.version in (None, "latest") else int(args.version)
+        )
         resolved = source.get_version(args.subject, version)
         what = f"subject `{args.subject}` version {resolved.version or version}"
     kind = resolved.schema_type.upper()

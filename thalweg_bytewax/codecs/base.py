@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, TypeAlias, runtime_checkable
 
 import pyarrow as pa
 
@@ -31,10 +31,10 @@ __all__ = [
     "PayloadsInput",
 ]
 
-PayloadsInput = pa.Array | pa.ChunkedArray | Sequence[bytes | None]
+PayloadsInput: TypeAlias = pa.Array | pa.ChunkedArray | Sequence[bytes | None]
 """Payloads for :meth:`Codec.decode_batch`: a binary Arrow array or a sequence of bytes."""
 
-HeadersInput = pa.Array | Sequence[Sequence[tuple[str, bytes | None]] | None] | None
+HeadersInput: TypeAlias = pa.Array | Sequence[Sequence[tuple[str, bytes | None]] | None] | None
 """Per-row Kafka headers (the RawBatch headers column, or tuples), used for header framing."""
 
 
