@@ -51,17 +51,17 @@ def _peel(
     offsets = np.full(n, 5, dtype=np.int64)
     header_rows = _header_rows(headers, n)
     by_guid: dict[SchemaKey, list[int]] = {}
-    for i, hdrs in header_rows.items():
-        ok[i] = False  # a schema-id header wins over the payload prefix
-        if nulls[i]:
+    for row, hdrs in header_rows.items():
+        ok[row] = False  # a schema-id header wins over the payload prefix
+        if nulls[row]:
             continue
         try:
             ref = peel(b"", hdrs)
         except FramingError as exc:
-            failures.append(DecodeFailure(i, exc.kind, f"avro: {exc}"))
+            failures.append(DecodeFailure(row, exc.kind, f"avro: {exc}"))
             continue
-        by_guid.setdefault(ref.key, []).append(i)
-        offsets[i] = ref.body_offset
+        by_guid.setdefault(ref.key, []).append(row)
+        offsets[row] = ref.body_offset
     for i in np.flatnonzero(~ok & ~nulls):
         if int(i) in header_rows:
             continue
@@ -138,7 +138,7 @@ def _header_rows(headers: HeadersInput, n: int) -> dict[int, list[tuple[str, byt
             continue
         pairs = [(h["key"], h["value"]) if isinstance(h, dict) else tuple(h) for h in hdrs]
         if any(k == "__value_schema_id" for k, _ in pairs):
-            out[i] = pairs  # type: ignore[assignment]
+            out[i] = pairs
     return out
 
 

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -71,7 +72,8 @@ def supported(node: AvroNode, *, top: bool = True) -> bool:
     if kind in ("uuid", "fixed"):
         return True
     if kind == "decimal":
-        return node.arrow.precision <= _MAX_FAST_DECIMAL_PRECISION
+        precision: int = node.arrow.precision
+        return precision <= _MAX_FAST_DECIMAL_PRECISION
     if kind == "enum":
         return top
     if kind == "array":
@@ -162,7 +164,8 @@ def _concat_bodies(bodies: pa.BinaryArray) -> bytes:
     data = bodies.buffers()[2]
     if data is None:
         return b""
-    return data.to_pybytes()[offsets[0] : offsets[-1]]
+    payload: bytes = data.to_pybytes()
+    return payload[offsets[0] : offsets[-1]]
 
 
 def decode_block(header: bytes, node: AvroNode, bodies: pa.BinaryArray) -> pa.RecordBatch | None:
@@ -222,7 +225,7 @@ def cast_exact(arr: pa.Array, target: pa.DataType) -> pa.Array:
     return arr.cast(target)
 
 
-def _zz_size(values: np.ndarray) -> np.ndarray:
+def _zz_size(values: np.ndarray) -> npt.NDArray[np.int64]:
     v = values.astype(np.int64)
     z = ((v << 1) ^ (v >> 63)).view(np.uint64)
     size = np.ones(len(z), dtype=np.int64)
@@ -232,7 +235,8 @@ def _zz_size(values: np.ndarray) -> np.ndarray:
 
 
 def _ints(arr: pa.Array, as_type: pa.DataType) -> np.ndarray:
-    return pc.fill_null(arr.cast(as_type), 0).to_numpy(zero_copy_only=False)
+    values: np.ndarray = pc.fill_null(arr.cast(as_type), 0).to_numpy(zero_copy_only=False)
+    return values
 
 
 def _sizes_record(arrays: list[pa.Array], node: AvroNode) -> np.ndarray:
@@ -281,7 +285,7 @@ def _sizes(arr: pa.Array, node: AvroNode) -> np.ndarray:  # noqa: PLR0911 - one 
     if pa.types.is_float64(t):
         return np.full(n, 8, dtype=np.int64)
     if pa.types.is_string(t) or pa.types.is_binary(t):
-        lengths = _ints(pc.binary_length(arr), pa.int64())
+        lengths: npt.NDArray[np.int64] = _ints(pc.binary_length(arr), pa.int64())
         return _zz_size(lengths) + lengths
     if pa.types.is_int32(t) or pa.types.is_date32(t) or pa.types.is_time32(t):
         return _zz_size(_ints(arr, pa.int32()))

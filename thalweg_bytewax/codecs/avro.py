@@ -145,7 +145,9 @@ class AvroCodec:
             if self._reader.error is not None:
                 raise SchemaError(str(self._reader.error))
         if self._framing is Framing.NONE:
-            doc = _load_json(schema if schema is not None else reader_schema)
+            body_schema = schema if schema is not None else reader_schema
+            assert body_schema is not None  # framing 'none' without either is rejected above
+            doc = _load_json(body_schema)
             w = self._compile(_FIXED_KEY, "schema", doc, {})
             if w.error is not None and w.error.kind is not FailureKind.RESERVED_FIELD:
                 raise SchemaError(str(w.error))
