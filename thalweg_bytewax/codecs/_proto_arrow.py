@@ -170,7 +170,9 @@ class _Compiler:
             return _Enum(fd)
         if fd.type not in (_FD.TYPE_MESSAGE, _FD.TYPE_GROUP):
             return _Scalar(_SCALARS[fd.type])
-        name = fd.message_type.full_name
+        msg_type = fd.message_type
+        assert msg_type is not None  # set on every message and group field
+        name = msg_type.full_name
         if name in _WRAPPERS:
             return _Wrapper(_WRAPPERS[name])
         if name == _TIMESTAMP:
@@ -182,7 +184,7 @@ class _Compiler:
         if depth > self.max_depth:
             self.capped.append(f"{path} ({name})")
             return _JsonText(name, path, capped=True)
-        return _Message(self.message(fd.message_type, depth, path))
+        return _Message(self.message(msg_type, depth, path))
 
     def message(self, desc: Descriptor, depth: int, path: str) -> MessagePlan:
         plans: list[_FieldPlan] = []
@@ -196,16 +198,9 @@ class _Compiler:
                 )
                 raise SchemaError(msg)
             sub = f"{path}.{fd.name}" if path else fd.name
-            is_map = (
-                fd.is_repeated
-                and fd.type == _FD.TYPE_MESSAGE
-                and fd.message_type.GetOptions().map_entry
-            )
-            if is_map:
-                kfd, vfd = (
-                    fd.message_type.fields_by_name["key"],
-                    fd.message_type.fields_by_name["value"],
-                )
+            entry = fd.message_type if fd.is_repeated and fd.type == _FD.TYPE_MESSAGE else None
+            if entry is not None and entry.GetOptions().map_entry:
+                kfd, vfd = entry.fields_by_name["key"], entry.fields_by_name["value"]
                 key, val = self.node(kfd, depth + 1, sub), self.node(vfd, depth + 1, sub)
                 atype: pa.DataType = pa.map_(key.arrow_type, val.arrow_type)
                 plans.append(_FieldPlan(fd.name, val, "map", pa.field(fd.name, atype, False), key))

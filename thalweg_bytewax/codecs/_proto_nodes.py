@@ -102,7 +102,9 @@ class _Enum(_Node):
     arrow_type = pa.string()
 
     def __init__(self, fd: FieldDescriptor) -> None:
-        self.names = {v.number: v.name for v in fd.enum_type.values}
+        enum_type = fd.enum_type
+        assert enum_type is not None  # set on every enum field
+        self.names = {v.number: v.name for v in enum_type.values}
         self._numbers = np.array(sorted(self.names), dtype=np.int64)
         self._symbols = pa.array([self.names[n] for n in self._numbers], pa.string())
 
@@ -147,7 +149,8 @@ def _micros(
 
 
 def _micros_one(v: Any, lo: int, hi: int, what: str, stats: ProtoStats) -> int:
-    s, ns = v.seconds, v.nanos
+    s: int = v.seconds
+    ns: int = v.nanos
     if s < lo or s > hi or abs(ns) > 999_999_999:  # noqa: PLR2004
         msg = f"{what} seconds={s} nanos={ns} out of range"
         raise ValueOutOfRange(msg)
@@ -211,6 +214,7 @@ class _JsonText(_Node):
                 )
 
     def array(self, values: list[Any], mask: np.ndarray | None, stats: ProtoStats) -> pa.Array:
+        out: list[str | None]
         if mask is None:
             out = [self._render(v) for v in values]
         else:

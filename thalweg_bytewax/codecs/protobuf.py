@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from itertools import repeat
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 from google.protobuf.descriptor import FileDescriptor
@@ -283,13 +283,14 @@ class ProtobufCodec:
         if res is not self._target or res.reserved:
             return None
         cut = len(first) - len(body)
+        payloads = cast("list[bytes]", values)  # no None: checked above
         try:
             if cut:
                 frame = first[:cut]
-                if not all(map(bytes.startswith, values, repeat(frame))):  # type: ignore[arg-type]
+                if not all(map(bytes.startswith, payloads, repeat(frame))):
                     return None
-                values = [p[cut:] for p in values]  # type: ignore[index]
-            return res, list(map(res.cls.FromString, values))
+                payloads = [p[cut:] for p in payloads]
+            return res, list(map(res.cls.FromString, payloads))
         except Exception:  # noqa: BLE001 - non-bytes input or a bad body: per-row path
             return None
 
