@@ -22,25 +22,29 @@ __all__ = ["RuleConstructors", "merge_rules"]
 class RuleConstructors:
     """Named constructors mixed into :class:`~thalweg_bytewax.contracts.spec.Rule`."""
 
+    if TYPE_CHECKING:
+        # The dataclass that mixes these in supplies the real keyword constructor.
+        def __init__(self, **fields: Any) -> None: ...
+
     @classmethod
     def not_null(cls, column: str, *, name: str = "") -> Self:
         """``column`` must not be null (ODCS ``required``)."""
-        return cls(kind="not_null", columns=(column,), name=name)  # type: ignore[call-arg]
+        return cls(kind="not_null", columns=(column,), name=name)
 
     @classmethod
     def of_type(cls, column: str, arrow_type: str, *, name: str = "") -> Self:
         """``column`` must be present and its values castable to ``arrow_type``."""
-        return cls(kind="type", columns=(column,), arrow_type=arrow_type, name=name)  # type: ignore[call-arg]
+        return cls(kind="type", columns=(column,), arrow_type=arrow_type, name=name)
 
     @classmethod
     def unique(cls, *columns: str, window: timedelta | None = None, name: str = "") -> Self:
         """Values of ``columns`` must be unique in a batch, and over ``window`` if given."""
-        return cls(kind="unique", columns=columns, window=window, name=name)  # type: ignore[call-arg]
+        return cls(kind="unique", columns=columns, window=window, name=name)
 
     @classmethod
     def one_of(cls, column: str, values: Iterable[Any], *, name: str = "") -> Self:
         """``column`` must be one of ``values`` (ODCS ``enum``); nulls pass."""
-        return cls(kind="allowed_values", columns=(column,), values=tuple(values), name=name)  # type: ignore[call-arg]
+        return cls(kind="allowed_values", columns=(column,), values=tuple(values), name=name)
 
     @classmethod
     def between(
@@ -54,7 +58,7 @@ class RuleConstructors:
         name: str = "",
     ) -> Self:
         """``min <= column <= max`` (each bound optional, each inclusive or exclusive)."""
-        return cls(  # type: ignore[call-arg]
+        return cls(
             kind="range",
             columns=(column,),
             min=min,
@@ -94,12 +98,12 @@ class RuleConstructors:
         name: str = "",  # noqa: A002
     ) -> Self:
         """The string length of ``column`` must lie in ``[min, max]``."""
-        return cls(kind="length", columns=(column,), min_length=min, max_length=max, name=name)  # type: ignore[call-arg]
+        return cls(kind="length", columns=(column,), min_length=min, max_length=max, name=name)
 
     @classmethod
     def matches(cls, column: str, pattern: str, *, name: str = "") -> Self:
         """``column`` must contain a match of the RE2 ``pattern`` (anchor it with ^...$)."""
-        return cls(kind="pattern", columns=(column,), pattern=pattern, name=name)  # type: ignore[call-arg]
+        return cls(kind="pattern", columns=(column,), pattern=pattern, name=name)
 
     @classmethod
     def sql(cls, name: str, expression: str) -> Self:
@@ -107,7 +111,7 @@ class RuleConstructors:
 
         NULL passes, as in a SQL ``CHECK`` constraint.
         """
-        return cls(kind="sql", expression=expression, name=name)  # type: ignore[call-arg]
+        return cls(kind="sql", expression=expression, name=name)
 
     @classmethod
     def batch_metric(
@@ -136,7 +140,7 @@ class RuleConstructors:
             expression: The scalar SQL query (``sql``), over table ``batch``.
             name: Rule name.
         """
-        return cls(  # type: ignore[call-arg]
+        return cls(
             kind="metric",
             columns=columns,
             metric=metric,
