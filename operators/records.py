@@ -85,6 +85,7 @@ def to_dicts(
     def rows(batch: pa.RecordBatch) -> list[dict[str, Any]]:
         if not metadata:
             batch = batch.select([n for n in batch.schema.names if not columns.is_reserved(n)])
-        return batch.to_pylist(maps_as_pydicts="strict")  # type: ignore[no-any-return]
+        out: list[dict[str, Any]] = batch.to_pylist(maps_as_pydicts="strict")
+        return out
 
     return op.flat_map_value("to_dicts", batches, rows)

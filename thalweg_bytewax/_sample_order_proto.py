@@ -46,14 +46,14 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 def _field(
     name: str,
     number: int,
-    ftype: int,
+    ftype: _FDP.Type.ValueType,
     *,
-    label: int = _FDP.LABEL_OPTIONAL,
+    label: _FDP.Label.ValueType = _FDP.LABEL_OPTIONAL,
     type_name: str | None = None,
     oneof_index: int | None = None,
     proto3_optional: bool = False,
 ) -> descriptor_pb2.FieldDescriptorProto:
-    f = _FDP(name=name, number=number, type=ftype, label=label)  # type: ignore[arg-type]
+    f = _FDP(name=name, number=number, type=ftype, label=label)
     if type_name is not None:
         f.type_name = type_name
     if oneof_index is not None:

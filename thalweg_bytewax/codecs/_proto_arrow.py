@@ -117,7 +117,9 @@ class _FieldPlan:
                 pa.array(offsets), node.array(flat, None, stats), type=self.arrow_field.type
             )
         pairs = [kv for c in containers for kv in c.items()]
-        keys = self.key_node.array([k for k, _ in pairs], None, stats)  # type: ignore[union-attr]
+        key = self.key_node
+        assert key is not None  # set for every map field
+        keys = key.array([k for k, _ in pairs], None, stats)
         items = node.array([v for _, v in pairs], None, stats)
         return pa.MapArray.from_arrays(pa.array(offsets), keys, items, type=self.arrow_field.type)
 
@@ -131,7 +133,8 @@ class _FieldPlan:
         if self.mode == "repeated":
             return [node.value(x, stats) for x in v]
         key = self.key_node
-        return {key.value(k, stats): node.value(x, stats) for k, x in v.items()}  # type: ignore[union-attr]
+        assert key is not None  # set for every map field
+        return {key.value(k, stats): node.value(x, stats) for k, x in v.items()}
 
 
 @dataclass

@@ -163,9 +163,9 @@ def message_by_indexes(file: FileDescriptor, indexes: Sequence[int]) -> Descript
     """
     candidates = list(file.message_types_by_name.values())
     desc: Descriptor | None = None
-    for depth, idx in enumerate(indexes):
+    for idx in indexes:
         if idx >= len(candidates):
-            where = "top-level" if depth == 0 else f"nested in `{desc.full_name}`"  # type: ignore[union-attr]
+            where = "top-level" if desc is None else f"nested in `{desc.full_name}`"
             msg = (
                 f"message index {list(indexes)} does not exist in `{file.name}`: "
                 f"expected index < {len(candidates)} {where} messages; got {idx}"

@@ -99,7 +99,8 @@ def _as_pylist(payloads: PayloadsInput) -> list[bytes | None]:
     if isinstance(payloads, pa.ChunkedArray):
         payloads = payloads.combine_chunks()
     if isinstance(payloads, pa.Array):
-        return payloads.to_pylist()  # type: ignore[no-any-return]
+        values: list[bytes | None] = payloads.to_pylist()
+        return values
     return list(payloads)
 
 

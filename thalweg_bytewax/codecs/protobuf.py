@@ -136,8 +136,8 @@ class ProtobufCodec:
                 msg = "protobuf codec: framing `none` needs `descriptor_set`, not a registry"
                 raise ConfigError(msg)
             self._registry = RegistryDescriptors(registry)
-        else:
-            self._init_descriptor_set(descriptor_set)  # type: ignore[arg-type]
+        elif descriptor_set is not None:  # always: exactly one of the two, checked above
+            self._init_descriptor_set(descriptor_set)
 
     def _init_descriptor_set(self, source: DescriptorSetInput) -> None:
         fds = load_descriptor_set(source)
@@ -325,7 +325,9 @@ class ProtobufCodec:
             msg = "protobuf payload is null (tombstone)"
             raise ProtobufDecodeError(msg, FailureKind.NULL_PAYLOAD)
         if self._framing is Framing.NONE:
-            return self._target, payload  # type: ignore[return-value]
+            target = self._target
+            assert target is not None  # set in __init__ from the descriptor set
+            return target, payload
         ref = peel(payload, headers, protobuf=True)
         body = payload[ref.body_offset :] if ref.body_offset else payload
         if self._registry is None:
@@ -353,7 +355,9 @@ class ProtobufCodec:
         key = (ref.key, indexes)
         res = self._by_ref.get(key)
         if res is None:
-            file = self._registry.file_for(ref.key)  # type: ignore[union-attr]
+            registry = self._registry
+            assert registry is not None  # only called with a registry
+            file = registry.file_for(ref.key)
             desc = message_by_indexes(file, indexes)
             wanted = self._message_type or (self._target.desc.full_name if self._target else None)
             if wanted is not None and desc.full_name != wanted:
