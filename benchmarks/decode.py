@@ -21,19 +21,28 @@ an upper bound). Add a codec by adding a function to ``CASES`` that returns
 
 from __future__ import annotations
 
+import sys as _sys
+from pathlib import Path as _Path
+
+_sys.path.insert(0, str(_Path(__file__).parent))
+
 import argparse
 import io
 import json
-import resource
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
 import fastavro
 import pyarrow as pa
+from _harness import peak_rss_mb  # noqa: E402
 
-from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA, encode_order_avro, sample_orders
+from thalweg_bytewax.samples import (
+    ORDER_AVRO_SCHEMA,
+    ORDER_JSON_SCHEMA,
+    encode_order_avro,
+    sample_orders,
+)
 
 Runner = Callable[[], int]
 
@@ -116,43 +125,6 @@ def protobuf_case(n: int, batch: int) -> tuple[pa.Array, dict[str, Runner]]:
     return payloads, {"baseline": baseline, "columnar": columnar}
 
 
-ORDER_JSON_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "order_id": {"type": "string", "format": "uuid"},
-        "customer_id": {"type": "integer"},
-        "created_at": {"type": "string", "format": "date-time"},
-        "status": {"type": "string"},
-        "currency": {"type": "string"},
-        "total": {"type": "string"},
-        "items": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "sku": {"type": "string"},
-                    "quantity": {"type": "integer"},
-                    "unit_price": {"type": "string"},
-                },
-                "required": ["sku", "quantity", "unit_price"],
-            },
-        },
-        "shipping_address": {
-            "type": ["object", "null"],
-            "properties": {
-                "line1": {"type": "string"},
-                "city": {"type": "string"},
-                "country": {"type": "string"},
-            },
-            "required": ["line1", "city", "country"],
-        },
-        "coupon": {"type": ["string", "null"]},
-    },
-    "required": ["order_id", "customer_id", "created_at", "status", "currency", "total", "items"],
-}
-"""The sample order as JSON Schema (money as exact decimal text, times as RFC 3339)."""
-
-
 def json_case(n: int, batch: int) -> tuple[pa.Array, dict[str, Runner]]:
     import orjson
 
@@ -182,11 +154,6 @@ CASES: dict[str, Callable[[int, int], tuple[pa.Array, dict[str, Runner]]]] = {
 }
 
 
-def _peak_rss_mb() -> float:
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
-
-
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=100_000)
@@ -207,7 +174,7 @@ def main(argv: list[str] | None = None) -> None:
             results.append({"codec": name, "path": label, "records_per_s": round(rows / secs)})
             print(
                 f"{name:8} {label:9} {rows:>8} records  {rows / secs:>12,.0f} rec/s  "
-                f"{mb / secs:8.1f} MB/s  peak RSS {_peak_rss_mb():7.0f} MB"
+                f"{mb / secs:8.1f} MB/s  peak RSS {peak_rss_mb():7.0f} MB"
             )
         if "baseline" in rates:
             for label, rate in rates.items():

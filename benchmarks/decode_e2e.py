@@ -24,61 +24,25 @@ keeps ~5 MB per partition, so records are spread over several 4-partition topics
 
 from __future__ import annotations
 
+import sys as _sys
+from pathlib import Path as _Path
+
+_sys.path.insert(0, str(_Path(__file__).parent))
+
 import argparse
 import json
-import resource
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from _harness import peak_rss_mb, run_child  # noqa: E402
+
 # Per topic (4 partitions), under the mock broker's ~5 MB per partition retention:
 # Avro orders are ~130 bytes, JSON orders ~405 bytes.
 PER_TOPIC = {"avro": 60_000, "json": 32_000}
 STOCK_ROWS_PER_FILE = 10_000
-
-ORDER_JSON_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "order_id": {"type": "string", "format": "uuid"},
-        "customer_id": {"type": "integer"},
-        "created_at": {"type": "string", "format": "date-time"},
-        "status": {"type": "string", "enum": ["PENDING", "PAID", "SHIPPED", "CANCELLED"]},
-        "currency": {"type": "string"},
-        "total": {"type": "string"},
-        "items": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "sku": {"type": "string"},
-                    "quantity": {"type": "integer"},
-                    "unit_price": {"type": "string"},
-                },
-                "required": ["sku", "quantity", "unit_price"],
-            },
-        },
-        "shipping_address": {
-            "type": ["object", "null"],
-            "properties": {
-                "line1": {"type": "string"},
-                "city": {"type": "string"},
-                "country": {"type": "string"},
-            },
-            "required": ["line1", "city", "country"],
-        },
-        "coupon": {"type": ["string", "null"]},
-    },
-    "required": ["order_id", "customer_id", "created_at", "status", "currency", "total", "items"],
-}
-"""The sample order as JSON Schema (money as exact decimal text)."""
-
-
-def _peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _count_rows(path: Path) -> int:
@@ -160,6 +124,7 @@ def _thalweg_flow(fmt: str, bootstrap: str, topics: list[str], out: Path):  # ty
     from thalweg_bytewax.connectors.kafka import KafkaSource
     from thalweg_bytewax.connectors.parquet import ParquetSink
     from thalweg_bytewax.registry import DirectorySchemaSource
+    from thalweg_bytewax.samples import ORDER_JSON_SCHEMA
 
     if fmt == "avro":
         schemas = Path(__file__).resolve().parents[1] / "flows" / "schemas"
@@ -240,26 +205,8 @@ def _check_retention(bootstrap: str, topics: list[str]) -> None:
 
 
 def _run_child(name: str, bootstrap: str, topics: list[str], expected: int) -> dict[str, float]:
-    out = subprocess.run(
-        [
-            sys.executable,
-            __file__,
-            "--child",
-            name,
-            "--bootstrap",
-            bootstrap,
-            "--topics",
-            ",".join(topics),
-            "--expected",
-            str(expected),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if out.returncode != 0:
-        raise SystemExit(f"variant {name} failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    args = ["--child", name, "--bootstrap", bootstrap, "--topics", ",".join(topics)]
+    return run_child(__file__, [*args, "--expected", str(expected)], name=name)
 
 
 VARIANTS = ("stock-avro", "thalweg-avro", "stock-json", "thalweg-json")
@@ -278,7 +225,7 @@ def main() -> None:
 
     if args.child:
         result = run_variant(args.child, args.bootstrap, args.topics.split(","), args.expected)
-        result["peak_rss_mb"] = _peak_rss_mb()
+        result["peak_rss_mb"] = peak_rss_mb()
         print(json.dumps(result))
         return
 

@@ -23,21 +23,21 @@ keeps ~5 MB per partition, so records are spread over several 4-partition topics
 
 from __future__ import annotations
 
+import sys as _sys
+from pathlib import Path as _Path
+
+_sys.path.insert(0, str(_Path(__file__).parent))
+
 import argparse
 import json
-import resource
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+from _harness import peak_rss_mb, run_child  # noqa: E402
+
 RECORDS_PER_TOPIC = 60_000  # 15k per partition: ~3 MB, under the mock's retention
-
-
-def _peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _consumer(bootstrap: str):  # type: ignore[no-untyped-def]
@@ -158,29 +158,17 @@ VARIANTS = {
 def _run_child(
     name: str, bootstrap: str, topics: list[str], expected: int, start: int
 ) -> dict[str, float]:
-    fn = name.removesuffix("-half")
-    out = subprocess.run(
-        [
-            sys.executable,
-            __file__,
-            "--child",
-            fn,
-            "--bootstrap",
-            bootstrap,
-            "--topics",
-            ",".join(topics),
-            "--expected",
-            str(expected),
-            "--start",
-            str(start),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
+    args = [
+        "--child",
+        name.removesuffix("-half"),
+        "--bootstrap",
+        bootstrap,
+        "--topics",
+        ",".join(topics),
+    ]
+    return run_child(
+        __file__, [*args, "--expected", str(expected), "--start", str(start)], name=name
     )
-    if out.returncode != 0:
-        raise SystemExit(f"variant {name} failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -198,7 +186,7 @@ def main() -> None:
         result = VARIANTS[args.child](
             args.bootstrap, args.topics.split(","), args.expected, args.start
         )
-        result["peak_rss_mb"] = _peak_rss_mb()
+        result["peak_rss_mb"] = peak_rss_mb()
         print(json.dumps(result))
         return
 

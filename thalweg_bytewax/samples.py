@@ -16,13 +16,16 @@ from decimal import Decimal
 from typing import Any
 
 import fastavro
+import orjson
 
 from thalweg_bytewax.codecs.framing import encode_confluent
 
 __all__ = [
     "ORDER_AVRO_SCHEMA",
+    "ORDER_JSON_SCHEMA",
     "ORDER_SCHEMA_ID",
     "encode_order_avro",
+    "encode_order_json",
     "order_key",
     "sample_order",
     "sample_orders",
@@ -97,6 +100,42 @@ ORDER_AVRO_SCHEMA: dict[str, Any] = {
 }
 """The Avro schema of a sample order (nested record, array of records, enum, decimals)."""
 
+ORDER_JSON_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "order_id": {"type": "string", "format": "uuid"},
+        "customer_id": {"type": "integer"},
+        "created_at": {"type": "string", "format": "date-time"},
+        "status": {"type": "string", "enum": ["PENDING", "PAID", "SHIPPED", "CANCELLED"]},
+        "currency": {"type": "string"},
+        "total": {"type": "string"},
+        "items": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "sku": {"type": "string"},
+                    "quantity": {"type": "integer"},
+                    "unit_price": {"type": "string"},
+                },
+                "required": ["sku", "quantity", "unit_price"],
+            },
+        },
+        "shipping_address": {
+            "type": ["object", "null"],
+            "properties": {
+                "line1": {"type": "string"},
+                "city": {"type": "string"},
+                "country": {"type": "string"},
+            },
+            "required": ["line1", "city", "country"],
+        },
+        "coupon": {"type": ["string", "null"]},
+    },
+    "required": ["order_id", "customer_id", "created_at", "status", "currency", "total", "items"],
+}
+"""The sample order as JSON Schema: money as exact decimal text, times as RFC 3339."""
+
 _PARSED = fastavro.parse_schema(ORDER_AVRO_SCHEMA)
 _STATUSES = ("PENDING", "PAID", "SHIPPED", "CANCELLED")
 _CITIES = (("Lyon", "FR"), ("Porto", "PT"), ("Leeds", "GB"), ("Graz", "AT"), ("Turku", "FI"))
@@ -146,6 +185,14 @@ def encode_order_avro(order: dict[str, Any], *, schema_id: int = ORDER_SCHEMA_ID
     buf = io.BytesIO()
     fastavro.schemaless_writer(buf, _PARSED, order)
     return encode_confluent(schema_id, buf.getvalue())
+
+
+def encode_order_json(order: dict[str, Any]) -> bytes:
+    """Encode one order as JSON matching :data:`ORDER_JSON_SCHEMA`.
+
+    Decimals become their exact text (``"12.34"``) and datetimes RFC 3339 strings.
+    """
+    return orjson.dumps(order, default=str)
 
 
 def order_key(order: dict[str, Any]) -> bytes:
