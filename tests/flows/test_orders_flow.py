@@ -218,3 +218,27 @@ def test_kafka_mode_decodes_with_the_bundled_schemas(kafka_bootstrap, make_topic
     (r,) = rejected_from_dlq_batch(read_lane(settings.dlq_lane).combine_chunks().to_batches()[0])
     assert r.locator.topic == topic and r.locator.partition == 2
     assert "(unknown_schema)" in r.message and r.raw_key == b"x"
+
+
+def test_two_workers_fill_every_lane_exactly_once(tmp_path):
+    env = {**os.environ, "THALWEG_DATA_DIR": str(tmp_path), "THALWEG_SAMPLE_ORDERS": "4000"}
+    env.pop("THALWEG_BOOTSTRAP_SERVERS", None)
+    out = subprocess.run(
+        [sys.executable, "-m", "bytewax.run", "flows.orders", "-w", "2"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    lanes = {name: read_lane(tmp_path / name) for name in ("raw", "orders", "dlq", "audit")}
+    for name, table in lanes.items():
+        ids = table[COLS.record_id].to_pylist()
+        assert len(ids) == len(set(ids)), f"duplicate records in the {name} lane"
+    bad, breakers = bad_indexes(N), contract_breakers(N)
+    assert lanes["raw"].num_rows == N
+    assert lanes["orders"].num_rows == N - len(bad) - len(breakers)
+    assert lanes["dlq"].num_rows == len(bad) + len(breakers)
+    assert lanes["audit"].num_rows == N - len(bad)
