@@ -83,6 +83,7 @@ class _TopicPartitionStream:
     buffer_bytes: int = 0
     closed: list[_Staged] = field(default_factory=list)
     last_write: Future[None] | None = None
+    accepted_last: int | None = None
 
 
 class _ParquetPartition(StatefulSinkPartition[pa.RecordBatch, SinkState]):
@@ -217,15 +218,29 @@ class _ParquetPartition(StatefulSinkPartition[pa.RecordBatch, SinkState]):
                 rows = self._uncovered(stream, part_batch)
                 if rows.num_rows == 0:
                     continue
-                # Rows accepted in this epoch count as covered at once, so an offset
-                # delivered twice within a run is written once. The in-memory ranges
-                # are rebuilt from finalized files after a restart, so a crash before
-                # the snapshot never leaves an unwritten range marked covered.
-                bounds = pc.min_max(rows.column(self._cols.source_offset))
-                stream.covered.append((bounds["min"].as_py(), bounds["max"].as_py()))
-                stream.covered.sort()
-                _compact(stream.covered)
+                self._check_order(stream, key, rows)
                 self._append(stream, key, self._stamp(rows, now_us))
+
+    def _check_order(self, stream: _TopicPartitionStream, key: str, rows: pa.RecordBatch) -> None:
+        """Refuse rows that go back in offset order within a run.
+
+        A file covers the source offsets from its first to its last row, and a replay
+        skips what finalized files cover; that is exact only if each topic-partition's
+        rows arrive in offset order, as they do along one path from a source (derived
+        rows may share their origin's offset). Two streams merged into one sink
+        interleave, and skipping by range would then drop rows: fail loudly instead.
+        """
+        bounds = pc.min_max(rows.column(self._cols.source_offset))
+        first, last = bounds["min"].as_py(), bounds["max"].as_py()
+        if stream.accepted_last is not None and first <= stream.accepted_last:
+            msg = (
+                f"parquet sink: rows of `{key}` arrived out of offset order (offset {first} "
+                f"after {stream.accepted_last}); a ParquetSink needs one ordered stream per "
+                f"source partition. Do not merge streams into one sink: give each its own "
+                f"path (e.g. `dlq/decode`, `dlq/contract`); they read back as one dataset"
+            )
+            raise ConfigError(msg)
+        stream.accepted_last = last
 
     def _append(self, stream: _TopicPartitionStream, key: str, batch: pa.RecordBatch) -> None:
         if stream.buffer and stream.buffer[0].schema != batch.schema:

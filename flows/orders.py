@@ -15,7 +15,8 @@ exactly as a real topic carries them — and writes these lanes under ``thalweg-
 * ``raw`` — the raw lane;
 * ``orders`` — decoded orders that meet the contract ``flows/contracts/orders.odcs.yaml``,
   one column per Avro field plus the locator columns;
-* ``dlq`` — one dead-letter lane for records that failed to decode (reason ``decode``)
+* ``dlq`` — one dead-letter lane (``dlq/decode`` and ``dlq/contract``, read back as one
+  dataset) for records that failed to decode (reason ``decode``)
   or broke the contract (``contract`` / ``dq``, with the failed rule ids); the sample
   holds a few of each on purpose;
 * ``audit`` — one row per validated record: its verdict, the failed rule ids and the
@@ -181,7 +182,13 @@ def build_flow(
     rejected = op.merge("rejected", decoded.rejected, checked.rejected)
 
     op.output("orders_lane", checked.clean, orders_sink or ParquetSink(settings.orders_lane))
-    op.output("dlq_lane", rejected, dlq_sink or ParquetSink(settings.dlq_lane))
+    # One DLQ, two writers: each ParquetSink takes one ordered stream per partition, so
+    # decode and contract rejects land in sibling directories that read back as one.
+    if dlq_sink is not None:
+        op.output("dlq_lane", rejected, dlq_sink)
+    else:
+        op.output("dlq_decode", decoded.rejected, ParquetSink(settings.dlq_lane / "decode"))
+        op.output("dlq_contract", checked.rejected, ParquetSink(settings.dlq_lane / "contract"))
     op.output("audit_lane", checked.audit, audit_sink or ParquetSink(settings.audit_lane))
     registry = RuleRegistryWriter(RuleSet.from_contract(contract), settings.data_dir)
     op.inspect("rule_registry", checked.audit, registry)

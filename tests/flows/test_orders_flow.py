@@ -242,3 +242,30 @@ def test_two_workers_fill_every_lane_exactly_once(tmp_path):
     assert lanes["orders"].num_rows == N - len(bad) - len(breakers)
     assert lanes["dlq"].num_rows == len(bad) + len(breakers)
     assert lanes["audit"].num_rows == N - len(bad)
+
+
+@pytest.mark.kafka
+def test_decode_and_contract_rejects_of_one_partition_all_reach_the_dlq(
+    kafka_bootstrap, make_topic, tmp_path
+):
+    # Rejects from two stages interleave by offset within one partition; every one of
+    # them must land in the DLQ (a range-skipping sink fed by a merge would drop some).
+    from decimal import Decimal
+
+    from thalweg_bytewax.samples import sample_orders
+
+    orders = list(sample_orders(8, seed=11))
+    values = [encode_order_avro(o) for o in orders]
+    values[0] = encode_order_avro({**orders[0], "total": Decimal("-1.00")})  # contract
+    values[3] = b"\x00\x00\x00\x00\x01\xff\xff"  # decode
+    values[6] = encode_order_avro({**orders[6], "currency": "eur"})  # contract
+    topic = make_topic()
+    produce(kafka_bootstrap, topic, [{"key": b"k", "value": v, "partition": 0} for v in values])
+    settings = OrdersSettings(
+        bootstrap_servers=kafka_bootstrap, topic=topic, data_dir=tmp_path, tail=False
+    )
+    run_main(build_flow(settings))
+    dlq = read_lane(settings.dlq_lane)
+    assert sorted(dlq[COLS.source_offset].to_pylist()) == [0, 3, 6]
+    assert sorted(dlq["reason"].to_pylist()) == ["decode", "dq", "dq"]
+    assert read_lane(settings.orders_lane).num_rows == 5
