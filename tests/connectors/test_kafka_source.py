@@ -157,3 +157,23 @@ def test_broker_outage_is_counted_and_retried_not_fatal(make_topic: Any) -> None
         assert part.snapshot() == 3  # the position stays after the last emitted record
     finally:
         part.close()
+
+
+def test_resume_position_the_broker_no_longer_has_fails_loudly(
+    kafka_bootstrap: str, make_topic: Any
+) -> None:
+    # A resume offset past the log end (a recreated topic) or below it (retention) must
+    # not jump silently to another position: the gap would be lost without a trace.
+    topic = make_topic()
+    produce(kafka_bootstrap, topic, [{"value": b"x", "partition": 0} for _ in range(5)])
+    part = KafkaSource([kafka_bootstrap], [topic]).build_part("in", f"{topic}:0", 50)
+    try:
+        with pytest.raises(
+            SourceError, match=rf"partition `{topic}:0` failed at offset 50: .*Offset out of range"
+        ):
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                part.next_batch()
+                time.sleep(0.02)
+    finally:
+        part.close()
