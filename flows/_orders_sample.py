@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import random
 import struct
-from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
-from bytewax.inputs import FixedPartitionedSource, StatefulSourcePartition
+from bytewax.inputs import FixedPartitionedSource
 from typing_extensions import override
 
+from flows._generated import GeneratedPartition, KeyedBatch
 from thalweg_bytewax.metadata import MetadataColumns
 from thalweg_bytewax.record import raw_batch_from_columns
 from thalweg_bytewax.runtime.parts import decode_part, encode_part
@@ -31,8 +31,6 @@ SAMPLE_CLUSTER = "embedded-sample"
 """The cluster id stamped on sample records."""
 
 _HEADERS = (("content-type", b"application/vnd.confluent.avro"), ("producer", b"thalweg-sample"))
-KeyedBatch = tuple[str, pa.RecordBatch]
-"""A keyed RawBatch."""
 
 
 def _contract_violation(index: int, order: dict[str, Any]) -> dict[str, Any]:
@@ -71,22 +69,22 @@ def _bad_payload(index: int, good: bytes) -> bytes | None:
     return None  # tombstone
 
 
-class _SamplePartition(StatefulSourcePartition[KeyedBatch, int]):
+class _SamplePartition(GeneratedPartition):
     def __init__(self, source: SampleOrdersSource, partition: int, next_offset: int) -> None:
+        super().__init__(
+            encode_part(source.topic, partition),
+            next_offset=next_offset,
+            end=_partition_count(source.count, source.partitions, partition),
+            batch_size=source.batch_size,
+            records_per_s=source.records_per_s,
+        )
         self._source = source
         self._partition = partition
-        self._key = encode_part(source.topic, partition)
-        self._next_offset = next_offset
-        self._end = _partition_count(source.count, source.partitions, partition)
-        self._next_awake: datetime | None = None
 
     @override
-    def next_batch(self) -> list[KeyedBatch]:
-        if self._next_offset >= self._end:
-            raise StopIteration
+    def build(self, start: int, stop: int) -> pa.RecordBatch:
         src = self._source
-        stop = min(self._end, self._next_offset + src.batch_size)
-        offsets = list(range(self._next_offset, stop))
+        offsets = list(range(start, stop))
         keys, values, stamps = [], [], []
         for offset in offsets:
             index = offset * src.partitions + self._partition  # global order number
@@ -94,7 +92,7 @@ class _SamplePartition(StatefulSourcePartition[KeyedBatch, int]):
             keys.append(order_key(order))
             values.append(_bad_payload(index, encode_order_avro(order)))
             stamps.append(int(order["created_at"].timestamp() * 1000))
-        batch = raw_batch_from_columns(
+        return raw_batch_from_columns(
             topic=src.topic,
             partition=self._partition,
             offsets=offsets,
@@ -105,20 +103,6 @@ class _SamplePartition(StatefulSourcePartition[KeyedBatch, int]):
             cluster=SAMPLE_CLUSTER,
             columns=src.columns,
         )
-        self._next_offset = stop
-        if src.records_per_s:
-            self._next_awake = datetime.now(UTC) + timedelta(
-                seconds=len(offsets) / src.records_per_s
-            )
-        return [(self._key, batch)]
-
-    @override
-    def next_awake(self) -> datetime | None:
-        return self._next_awake
-
-    @override
-    def snapshot(self) -> int:
-        return self._next_offset
 
 
 def _partition_count(total: int, partitions: int, partition: int) -> int:

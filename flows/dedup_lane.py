@@ -47,10 +47,11 @@ from typing import Any
 import bytewax.operators as op
 import pyarrow as pa
 from bytewax.dataflow import Dataflow
-from bytewax.inputs import FixedPartitionedSource, StatefulSourcePartition
+from bytewax.inputs import FixedPartitionedSource
 from typing_extensions import override
 
 import thalweg_bytewax.operators as twg
+from flows._generated import GeneratedPartition, KeyedBatch
 from flows._rule_registry import RuleRegistryWriter
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.contracts import ContractSpec, load_contract
@@ -71,8 +72,6 @@ _RETRY_LAGS = (1, 3, 40, 250, 700)
 # Event time of offset 0 and the spacing of records: replays see the same times.
 _EVENT_EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 _EVENT_STEP = timedelta(milliseconds=10)
-
-KeyedBatch = tuple[str, pa.RecordBatch]
 
 
 @lru_cache(maxsize=64)
@@ -111,40 +110,25 @@ def _payload(order: dict[str, Any]) -> bytes:
         return repr(order).encode()
 
 
-class _RetryingPartition(StatefulSourcePartition[KeyedBatch, int]):
+class _RetryingPartition(GeneratedPartition):
     def __init__(self, source: RetryingOrdersSource, partition: int, next_offset: int) -> None:
+        super().__init__(
+            encode_part(source.topic, partition),
+            next_offset=next_offset,
+            end=source.per_partition,
+            batch_size=source.batch_size,
+            records_per_s=source.records_per_s,
+        )
         self._source = source
         self._partition = partition
-        self._key = encode_part(source.topic, partition)
-        self._next_offset = next_offset
         self._origins = origins(source.seed, partition, source.per_partition, source.retry_rate)
-        self._next_awake: datetime | None = None
 
     @override
-    def next_batch(self) -> list[KeyedBatch]:
-        src = self._source
-        if self._next_offset >= src.per_partition:
-            raise StopIteration
-        stop = min(src.per_partition, self._next_offset + src.batch_size)
+    def build(self, start: int, stop: int) -> pa.RecordBatch:
         # Redelivery: the tail of the previous poll comes again, as after a consumer
         # rebalance or a lost commit.
-        start = max(0, self._next_offset - src.redeliver)
-        offsets = list(range(start, stop))
-        batch = src.batch(self._partition, offsets, self._origins)
-        self._next_offset = stop
-        if src.records_per_s:
-            self._next_awake = datetime.now(UTC) + timedelta(
-                seconds=(stop - start) / src.records_per_s
-            )
-        return [(self._key, batch)]
-
-    @override
-    def next_awake(self) -> datetime | None:
-        return self._next_awake
-
-    @override
-    def snapshot(self) -> int:
-        return self._next_offset
+        first = max(0, start - self._source.redeliver)
+        return self._source.batch(self._partition, list(range(first, stop)), self._origins)
 
 
 class RetryingOrdersSource(FixedPartitionedSource[KeyedBatch, int]):
