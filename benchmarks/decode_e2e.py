@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _harness import peak_rss_mb, run_child  # noqa: E402
+from _harness import broker, check_retention, peak_rss_mb, run_child  # noqa: E402
 
 # Per topic (4 partitions), under the mock broker's ~5 MB per partition retention:
 # Avro orders are ~130 bytes, JSON orders ~405 bytes.
@@ -187,23 +187,6 @@ def _produce(bootstrap: str, fmt: str, records: int, stamp: int) -> tuple[list[s
     return topics, per_topic * n_topics, total_bytes
 
 
-def _check_retention(bootstrap: str, topics: list[str]) -> None:
-    from confluent_kafka import Consumer, TopicPartition
-
-    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "probe"})
-    try:
-        for t in topics:
-            for p in range(4):
-                low, _ = probe.get_watermark_offsets(TopicPartition(t, p), timeout=10)
-                if low != 0:
-                    msg = (
-                        f"broker dropped records of {t}:{p} (low watermark {low}); lower PER_TOPIC"
-                    )
-                    raise SystemExit(msg)
-    finally:
-        probe.close()
-
-
 def _run_child(name: str, bootstrap: str, topics: list[str], expected: int) -> dict[str, float]:
     args = ["--child", name, "--bootstrap", bootstrap, "--topics", ",".join(topics)]
     return run_child(__file__, [*args, "--expected", str(expected)], name=name)
@@ -229,20 +212,13 @@ def main() -> None:
         print(json.dumps(result))
         return
 
-    from thalweg_bytewax.testing import MockCluster
-
-    cluster = None
-    bootstrap = args.bootstrap
-    if not bootstrap:
-        cluster = MockCluster().start()
-        bootstrap = cluster.bootstrap
-    try:
+    with broker(args.bootstrap) as bootstrap:
         stamp = int(time.time())
         results: dict[str, dict[str, float]] = {}
         for fmt in args.format or ["avro", "json"]:
             t0 = time.perf_counter()
             topics, total, nbytes = _produce(bootstrap, fmt, args.records, stamp)
-            _check_retention(bootstrap, topics)
+            check_retention(bootstrap, topics)
             took = time.perf_counter() - t0
             print(
                 f"produced {total:,} {fmt} orders ({nbytes / 1e6:.1f} MB) to "
@@ -271,9 +247,6 @@ def main() -> None:
             ratio = stock["seconds"] / ours["seconds"]
             print(f"{fmt}: thalweg / stock = {ratio:.1f}x (target >= 4x)")
         print(json.dumps(results))
-    finally:
-        if cluster is not None:
-            cluster.stop()
 
 
 if __name__ == "__main__":

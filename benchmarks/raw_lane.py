@@ -35,7 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _harness import peak_rss_mb, run_child  # noqa: E402
+from _harness import broker, check_retention, peak_rss_mb, run_child  # noqa: E402
 
 RECORDS_PER_TOPIC = 60_000  # 15k per partition: ~3 MB, under the mock's retention
 
@@ -190,16 +190,9 @@ def main() -> None:
         print(json.dumps(result))
         return
 
-    from confluent_kafka import Consumer, TopicPartition
+    from thalweg_bytewax.testing import produce_sample_orders
 
-    from thalweg_bytewax.testing import MockCluster, produce_sample_orders
-
-    cluster = None
-    bootstrap = args.bootstrap
-    if not bootstrap:
-        cluster = MockCluster().start()
-        bootstrap = cluster.bootstrap
-    try:
+    with broker(args.bootstrap) as bootstrap:
         n_topics = max(1, -(-args.records // RECORDS_PER_TOPIC))
         per_topic = args.records // n_topics
         stamp = int(time.time())
@@ -210,14 +203,7 @@ def main() -> None:
         total = per_topic * n_topics
         took = time.perf_counter() - t0
         print(f"produced {total:,} orders to {n_topics} topics x 4 partitions in {took:.1f} s")
-        probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "probe"})
-        for t, p in _partitions(topics):
-            low, _ = probe.get_watermark_offsets(TopicPartition(t, p), timeout=10)
-            if low != 0:
-                raise SystemExit(
-                    f"broker dropped records of {t}:{p} (low watermark {low}); use fewer records"
-                )
-        probe.close()
+        check_retention(bootstrap, topics)
 
         per_partition = per_topic // 4
         middle = per_partition // 2
@@ -249,9 +235,6 @@ def main() -> None:
             results["bare"]["records"] / results["bare"]["seconds"]
         )
         print(f"\nraw-lane / bare = {ratio:.2f}")
-    finally:
-        if cluster is not None:
-            cluster.stop()
 
 
 if __name__ == "__main__":
