@@ -8,7 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from bytewax.testing import run_main
 
 from thalweg_bytewax.testing import produce_sample_orders
@@ -16,7 +15,6 @@ from thalweg_bytewax.testing import produce_sample_orders
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.kafka
 def test_raw_lane_and_read_lane_examples(
     kafka_bootstrap: str, make_topic, tmp_path: Path, monkeypatch
 ) -> None:

@@ -5,10 +5,13 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import Consumer
 
-pytestmark = pytest.mark.kafka
 
-
-def test_kafka_fixture_is_a_wire_protocol_broker(kafka_bootstrap: str) -> None:
+def test_kafka_fixture_is_a_wire_protocol_broker(
+    kafka_bootstrap: str, request: pytest.FixtureRequest
+) -> None:
+    # tests/conftest.py marks tests by the fixtures they use.
+    assert request.node.get_closest_marker("kafka") is not None
+    assert request.node.get_closest_marker("postgres") is None
     consumer = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": "probe"})
     try:
         md = consumer.list_topics(timeout=10)
@@ -17,9 +20,13 @@ def test_kafka_fixture_is_a_wire_protocol_broker(kafka_bootstrap: str) -> None:
         consumer.close()
 
 
-@pytest.mark.postgres
-def test_postgres_fixture_is_a_real_server(pg_dsn: str, pg_schema: str) -> None:
+def test_postgres_fixture_is_a_real_server(
+    pg_dsn: str, pg_schema: str, request: pytest.FixtureRequest
+) -> None:
     import psycopg
+
+    assert request.node.get_closest_marker("postgres") is not None
+    assert request.node.get_closest_marker("kafka") is None
 
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         version = conn.execute("show server_version_num").fetchone()

@@ -10,7 +10,6 @@ from typing import Any
 
 import bytewax.operators as op
 import duckdb
-import pytest
 from bytewax.dataflow import Dataflow
 from bytewax.testing import run_main
 from confluent_kafka import Consumer, TopicPartition
@@ -20,8 +19,6 @@ from thalweg_bytewax.connectors.kafka import KafkaSource
 from thalweg_bytewax.connectors.parquet import ParquetSink, read_lane
 from thalweg_bytewax.record import iter_headers
 from thalweg_bytewax.testing import produce
-
-pytestmark = pytest.mark.kafka
 
 NON_UTF8 = b"\xff\xfe\x80\x00caf\xc3"
 MIB = 1024 * 1024

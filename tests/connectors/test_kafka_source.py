@@ -14,8 +14,6 @@ from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.errors import ConfigError, SourceError
 from thalweg_bytewax.testing import produce
 
-pytestmark = pytest.mark.kafka
-
 
 def poll_until(part: Any, rows: int, timeout_s: float = 20.0) -> list[Any]:
     """Poll a partition (respecting next_awake) until `rows` rows arrived or EOF."""

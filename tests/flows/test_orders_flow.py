@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401 - pa.compute below
-import pytest
 from bytewax.testing import run_main
 
 from flows._orders_sample import _bad_payload, sample_order_at
@@ -202,7 +201,6 @@ def test_settings_from_environment():
     assert "flows/schemas" in repr(OrdersSettings().codec())
 
 
-@pytest.mark.kafka
 def test_kafka_mode_decodes_with_the_bundled_schemas(kafka_bootstrap, make_topic, tmp_path):
     topic = make_topic()
     produce_sample_orders(kafka_bootstrap, topic, 200, partitions=[0, 1])
@@ -244,7 +242,6 @@ def test_two_workers_fill_every_lane_exactly_once(tmp_path):
     assert lanes["audit"].num_rows == N - len(bad)
 
 
-@pytest.mark.kafka
 def test_decode_and_contract_rejects_of_one_partition_all_reach_the_dlq(
     kafka_bootstrap, make_topic, tmp_path
 ):

@@ -16,6 +16,7 @@ from bytewax.dataflow import Dataflow
 from bytewax.testing import TestingSink, TestingSource, run_main
 
 import thalweg_bytewax.operators as twg
+from tests.fixtures.flows import EntryPoint
 from thalweg_bytewax._sample_order_proto import (
     ORDER_MESSAGE_TYPE,
     encode_order_proto,
@@ -63,14 +64,14 @@ def raw(values, *, topic="orders", partition=0, first=0, keys=None, headers=None
     )
 
 
-def run(items, codec, **kwargs):
+def run(items, codec, *, entry_point: EntryPoint = run_main, **kwargs):
     flow = Dataflow("decode_test")
     inp = op.input("inp", flow, TestingSource(items))
     out = twg.decode("decode", inp, codec, **kwargs)
     ok, rejected = [], []
     op.output("ok", out.ok, TestingSink(ok))
     op.output("rejected", out.rejected, TestingSink(rejected))
-    run_main(flow)
+    entry_point(flow)
     return ok, rejected
 
 
@@ -82,7 +83,7 @@ def reserved_payload() -> bytes:
     return encode_confluent(2, buf.getvalue())
 
 
-def test_bad_records_go_to_the_dlq_and_good_ones_around_them_decode(schema_dir):
+def test_bad_records_go_to_the_dlq_and_good_ones_around_them_decode(schema_dir, entry_point):
     orders = list(sample_orders(12))
     values = [encode_order_avro(o) for o in orders]
     bad = {
@@ -95,7 +96,7 @@ def test_bad_records_go_to_the_dlq_and_good_ones_around_them_decode(schema_dir):
     for i, (v, _) in bad.items():
         values[i] = v
     batch = raw(values, partition=3, first=100)
-    ok, rejected = run([("orders:3", batch)], AvroCodec(schema_dir))
+    ok, rejected = run([("orders:3", batch)], AvroCodec(schema_dir), entry_point=entry_point)
 
     assert [k for k, _ in ok] == ["orders:3"] and [k for k, _ in rejected] == ["orders:3"]
     good = ok[0][1]
@@ -183,7 +184,7 @@ def _json(order: dict) -> bytes:
 
 
 @pytest.mark.parametrize("codec_name", ["json", "protobuf"])
-def test_json_and_protobuf_codecs_through_the_same_operator(codec_name):
+def test_json_and_protobuf_codecs_through_the_same_operator(codec_name, entry_point):
     orders = list(sample_orders(6))
     if codec_name == "json":
         codec = JsonCodec(_json_schema())
@@ -197,7 +198,7 @@ def test_json_and_protobuf_codecs_through_the_same_operator(codec_name):
         values = [encode_order_proto(o) for o in orders]
         values[3] = values[3][:-4]
         kinds = {3: "malformed"}
-    ok, rejected = run([("orders:0", raw(values))], codec)
+    ok, rejected = run([("orders:0", raw(values))], codec, entry_point=entry_point)
     assert ok[0][1]["order_id"].to_pylist() == [
         o["order_id"] for i, o in enumerate(orders) if i != 3
     ]
@@ -239,8 +240,7 @@ def test_build_time_errors():
         twg.decode("decode2", inp, object())
 
 
-@pytest.mark.kafka
-def test_decode_over_kafka_source(kafka_bootstrap, make_topic, schema_dir):
+def test_decode_over_kafka_source(kafka_bootstrap, make_topic, schema_dir, entry_point):
     topic = make_topic()
     orders = list(sample_orders(40))
     records = [
@@ -255,7 +255,7 @@ def test_decode_over_kafka_source(kafka_bootstrap, make_topic, schema_dir):
     ok, rejected = [], []
     op.output("ok", out.ok, TestingSink(ok))
     op.output("rejected", out.rejected, TestingSink(rejected))
-    run_main(flow)
+    entry_point(flow)
     table = pa.Table.from_batches([b for _, b in ok])
     assert table.num_rows == 39
     assert {k for k, _ in ok} <= {f"{topic}:{p}" for p in range(4)}
@@ -267,7 +267,7 @@ def test_decode_over_kafka_source(kafka_bootstrap, make_topic, schema_dir):
     assert "(null_payload)" in r.message and r.locator.topic == topic
 
 
-def test_to_raw_records_and_to_dicts(schema_dir):
+def test_to_raw_records_and_to_dicts(schema_dir, entry_point):
     orders = list(sample_orders(4))
     batch = raw([encode_order_avro(o) for o in orders], partition=2)
     flow = Dataflow("records_test")
@@ -277,7 +277,7 @@ def test_to_raw_records_and_to_dicts(schema_dir):
     decoded = twg.decode("decode", inp, AvroCodec(schema_dir))
     op.output("dicts_out", twg.to_dicts("dicts", decoded.ok), TestingSink(dicts))
     op.output("bare_out", twg.to_dicts("bare", decoded.ok, metadata=False), TestingSink(bare))
-    run_main(flow)
+    entry_point(flow)
     assert [k for k, _ in records] == ["orders:2"] * 4
     assert [r.value for _, r in records] == batch[COLS.source_value].to_pylist()
     assert [r.locator.offset for _, r in records] == [0, 1, 2, 3]

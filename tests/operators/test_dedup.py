@@ -15,6 +15,7 @@ from bytewax.testing import TestingSink, TestingSource, run_main
 import thalweg_bytewax.operators as twg
 from operators._window import SeenWindow
 from tests.contracts.orders_data import COLS, orders, orders_batch, orders_contract
+from tests.fixtures.flows import EntryPoint
 from thalweg_bytewax.contracts import parse_contract
 from thalweg_bytewax.errors import ConfigError
 
@@ -22,13 +23,13 @@ CONTRACT = orders_contract()
 HOUR = timedelta(hours=1)
 
 
-def run(batches, *, recovery=None, epoch=None, **kwargs):
+def run(batches, *, entry_point: EntryPoint = run_main, recovery=None, epoch=None, **kwargs):
     flow = Dataflow("dedup_test")
     inp = op.input("inp", flow, TestingSource(batches))
     out = twg.dedup("dedup", inp, window=HOUR, **kwargs)
     got: list = []
     op.output("out", out, TestingSink(got))
-    run_main(flow, epoch_interval=epoch, recovery_config=recovery)
+    entry_point(flow, epoch_interval=epoch, recovery_config=recovery)
     return got
 
 
@@ -36,27 +37,33 @@ def ids(items):
     return [rid for _, b in items for rid in b.column(COLS.record_id).to_pylist()]
 
 
-def test_same_record_id_is_emitted_once():
-    rows = orders(10)
-    batch = orders_batch(rows)
-    redelivered = batch.slice(4, 3)  # the broker delivers offsets 4..6 again
-    in_batch_dup = pa.concat_batches([batch.slice(0, 2), batch.slice(0, 2)])
-    got = run([("orders:0", batch), ("orders:0", redelivered), ("orders:0", in_batch_dup)])
-    assert sorted(ids(got)) == sorted(batch.column(COLS.record_id).to_pylist())
+def test_same_record_id_is_emitted_once(entry_point):
+    # Three partitions, so that with two workers the keyed state splits between them.
+    items, expected = [], []
+    for p in range(3):
+        batch = orders_batch(orders(10, seed=p), partition=p)
+        redelivered = batch.slice(4, 3)  # the broker delivers offsets 4..6 again
+        in_batch_dup = pa.concat_batches([batch.slice(0, 2), batch.slice(0, 2)])
+        key = f"orders:{p}"
+        items += [(key, batch), (key, redelivered), (key, in_batch_dup)]
+        expected += batch.column(COLS.record_id).to_pylist()
+    got = run(items, entry_point=entry_point)
+    assert sorted(ids(got)) == sorted(expected)
+    assert {k for k, _ in got} == {"orders:0", "orders:1", "orders:2"}
 
 
-def test_same_natural_key_at_a_new_offset_is_emitted_once():
+def test_same_natural_key_at_a_new_offset_is_emitted_once(entry_point):
     rows = orders(10)
     retried = copy.deepcopy(rows[:3])  # a producer retry: same orders, new offsets
     batches = [
         ("orders:0", orders_batch(rows)),
         ("orders:0", orders_batch(retried, first_offset=10)),
     ]
-    got = run(batches, by="natural_key", contract=CONTRACT)
+    got = run(batches, by="natural_key", contract=CONTRACT, entry_point=entry_point)
     offsets = [o for _, b in got for o in b.column(COLS.source_offset).to_pylist()]
     assert sorted(offsets) == list(range(10))
     # By record id alone the retry is new data (different offsets, different ids).
-    assert len(ids(run(batches))) == 13
+    assert len(ids(run(batches, entry_point=entry_point))) == 13
 
 
 def test_content_dedup_without_a_declared_natural_key_is_refused_at_build():
@@ -84,7 +91,7 @@ def test_window_bounds_memory_and_forgets_old_keys():
     assert restored.check_and_add(["k98", "k1"], t0 + 6000).tolist() == [True, False]
 
 
-def test_event_time_window_in_a_flow():
+def test_event_time_window_in_a_flow(entry_point):
     rows = orders(4)
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -98,7 +105,8 @@ def test_event_time_window_in_a_flow():
             ("orders:0", stamped(batch, t0)),
             ("orders:0", stamped(batch, t0 + timedelta(minutes=30))),  # within the window
             ("orders:0", stamped(batch.slice(0, 1), t0 + timedelta(hours=3))),  # forgotten
-        ]
+        ],
+        entry_point=entry_point,
     )
     assert len(ids(got)) == 5
 

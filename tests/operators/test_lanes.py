@@ -18,6 +18,7 @@ from bytewax.testing import TestingSource, run_main
 
 import thalweg_bytewax.operators as twg
 from tests.contracts.orders_data import COLS, orders, orders_batch, orders_contract
+from tests.fixtures.flows import EntryPoint
 from thalweg_bytewax.connectors.parquet import ParquetSink, read_lane
 from thalweg_bytewax.contracts import DropRule
 from thalweg_bytewax.contracts.evaluate import (
@@ -60,7 +61,7 @@ def inputs() -> tuple[list[tuple[str, pa.RecordBatch]], dict, set]:
 DROP = [DropRule.equals("heartbeats", "status", ["HEARTBEAT"])]
 
 
-def run_lanes(lake: Path, *, drop: list[DropRule]) -> RuleSet:
+def run_lanes(lake: Path, *, drop: list[DropRule], entry_point: EntryPoint = run_main) -> RuleSet:
     contract = orders_contract()
     items, _, _ = inputs()
     flow = Dataflow("lanes")
@@ -69,7 +70,7 @@ def run_lanes(lake: Path, *, drop: list[DropRule]) -> RuleSet:
     op.output("clean", out.clean, ParquetSink(lake / "orders", shards=2))
     op.output("dlq", out.rejected, ParquetSink(lake / "dlq", shards=2))
     op.output("audit", out.audit, ParquetSink(lake / "audit", shards=2))
-    run_main(flow)
+    entry_point(flow)
     ruleset = RuleSet.from_contract(contract, drop=drop)
     (lake / "rules").mkdir()
     pq.write_table(ruleset.manifest(), lake / "rules" / f"{ruleset.version}.parquet")
@@ -86,10 +87,13 @@ def located(table: pa.Table) -> list[tuple[int, int]]:
     )
 
 
-def test_every_record_is_clean_rejected_or_dropped_and_audited(tmp_path: Path) -> None:
+def test_every_record_is_clean_rejected_or_dropped_and_audited(
+    tmp_path: Path, entry_point: EntryPoint
+) -> None:
+    # With two workers the two sink shards of each lane are written by different workers.
     _, bad, heartbeats = inputs()
     assert len(bad) > 10 and len(heartbeats) > 3
-    ruleset = run_lanes(tmp_path, drop=DROP)
+    ruleset = run_lanes(tmp_path, drop=DROP, entry_point=entry_point)
     everything = {(p, o) for p in (0, 1) for o in range(BATCHES * PER_BATCH)}
 
     clean = located(read_lane(tmp_path / "orders"))

@@ -10,10 +10,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from bytewax.dataflow import Dataflow
-from bytewax.testing import TestingSink, TestingSource, cluster_main, run_main
+from bytewax.testing import TestingSink, TestingSource, run_main
 
 import thalweg_bytewax.operators as twg
 from tests.contracts.orders_data import COLS, orders, orders_batch, orders_contract
+from tests.fixtures.flows import EntryPoint
 from thalweg_bytewax.contracts import ContractError, ContractViolationError, DropRule, Rule
 from thalweg_bytewax.contracts.evaluate import RuleSet, explode_audit
 from thalweg_bytewax.dlq import dlq_schema, rejected_from_dlq_batch
@@ -40,7 +41,7 @@ def bad_rows() -> tuple[list[dict], dict[int, set[str]]]:
     return rows, expected
 
 
-def run(batches, mode, *, workers=1, **kwargs):
+def run(batches, mode, *, entry_point: EntryPoint = run_main, **kwargs):
     flow = Dataflow("validate_test")
     inp = op.input("inp", flow, TestingSource(batches))
     out = twg.validate("validate", inp, CONTRACT, mode=mode, **kwargs)
@@ -48,11 +49,18 @@ def run(batches, mode, *, workers=1, **kwargs):
     op.output("clean", out.clean, TestingSink(clean))
     op.output("rejected", out.rejected, TestingSink(rejected))
     op.output("audit", out.audit, TestingSink(audit))
-    if workers == 1:
-        run_main(flow)
-    else:
-        cluster_main(flow, [], 0, worker_count_per_proc=workers)
+    entry_point(flow)
     return [_table(x) for x in (clean, rejected, audit)]
+
+
+def located(table: pa.Table) -> list[tuple[int, int]]:
+    return list(
+        zip(
+            table[COLS.source_partition].to_pylist(),
+            table[COLS.source_offset].to_pylist(),
+            strict=True,
+        )
+    )
 
 
 def _table(items):
@@ -60,9 +68,11 @@ def _table(items):
     return pa.Table.from_batches(batches) if batches else None
 
 
-def test_quarantine_diverts_exactly_the_bad_rows_with_reason_and_rule_ids():
+def test_quarantine_diverts_exactly_the_bad_rows_with_reason_and_rule_ids(entry_point):
     rows, expected = bad_rows()
-    clean, rejected, audit = run([("orders:0", orders_batch(rows))], "quarantine")
+    clean, rejected, audit = run(
+        [("orders:0", orders_batch(rows))], "quarantine", entry_point=entry_point
+    )
 
     assert sorted(clean[COLS.source_offset].to_pylist()) == sorted(set(range(20)) - set(expected))
     assert rejected.schema == dlq_schema()
@@ -88,7 +98,7 @@ def test_quarantine_diverts_exactly_the_bad_rows_with_reason_and_rule_ids():
     assert {o for o, v in verdicts.items() if v == "fail"} == set(expected)
 
 
-def test_strict_fails_the_flow_with_rule_column_value_and_locator():
+def test_strict_fails_the_flow_with_rule_column_value_and_locator(entry_point):
     rows, _ = bad_rows()
     with pytest.raises(Exception) as info:  # noqa: PT011 - bytewax wraps the cause
         run(
@@ -97,6 +107,7 @@ def test_strict_fails_the_flow_with_rule_column_value_and_locator():
                 ("orders:0", orders_batch(rows, first_offset=100)),
             ],
             "strict",
+            entry_point=entry_point,
         )
     cause = info.value
     while cause is not None and not isinstance(cause, ContractViolationError):
@@ -110,9 +121,11 @@ def test_strict_fails_the_flow_with_rule_column_value_and_locator():
     assert cause.locator == "orders:0@103"
 
 
-def test_annotate_passes_everything_and_lists_failed_rules():
+def test_annotate_passes_everything_and_lists_failed_rules(entry_point):
     rows, expected = bad_rows()
-    clean, rejected, audit = run([("orders:0", orders_batch(rows))], "annotate")
+    clean, rejected, audit = run(
+        [("orders:0", orders_batch(rows))], "annotate", entry_point=entry_point
+    )
     assert rejected is None
     assert clean.num_rows == 20
     listed = dict(
@@ -167,12 +180,12 @@ def test_manual_rule_on_missing_column_is_refused_at_build():
         run([], "quarantine", rules=[Rule.ge("totl", 0)])
 
 
-def test_windowed_unique_rejects_repeats_across_batches():
+def test_windowed_unique_rejects_repeats_across_batches(entry_point):
     rows = orders(10)
     again = copy.deepcopy(rows[2:4])
     rule = Rule.unique("order_id", window=timedelta(hours=1))
     batches = [("orders:0", orders_batch(rows)), ("orders:0", orders_batch(again, first_offset=50))]
-    clean, rejected, _ = run(batches, "quarantine", rules=[rule])
+    clean, rejected, _ = run(batches, "quarantine", rules=[rule], entry_point=entry_point)
     assert clean.num_rows == 10
     assert sorted(rejected[COLS.source_offset].to_pylist()) == [50, 51]
     ruleset = RuleSet.from_contract(CONTRACT, rules=[rule])
@@ -222,11 +235,23 @@ def test_audit_is_complete_and_a_rule_change_never_alters_earlier_verdicts():
     assert fails == {20 + i for i, r in enumerate(rows[20:]) if r["total"] > limit}
 
 
-def test_two_workers_give_the_same_verdicts():
+def test_verdicts_per_partition_do_not_depend_on_the_worker_count(entry_point):
+    # Four stream keys through keyed window state: with two workers the keys split
+    # between them, and each key's window sees only its own records (the same order ids
+    # in other partitions are not repeats).
     rows, expected = bad_rows()
+    again = copy.deepcopy(rows[:2])
+    rule = Rule.unique("order_id", window=timedelta(hours=1))
     batches = [(f"orders:{p}", orders_batch(rows, partition=p)) for p in range(4)]
-    clean, rejected, audit = run(batches, "quarantine", workers=2)
-    assert clean.num_rows == 4 * (20 - len(expected))
-    assert rejected.num_rows == 4 * len(expected)
-    assert audit.num_rows == 80
+    batches += [
+        (f"orders:{p}", orders_batch(again, partition=p, first_offset=50)) for p in range(4)
+    ]
+    clean, rejected, audit = run(batches, "quarantine", rules=[rule], entry_point=entry_point)
+    good = set(range(20)) - set(expected)
+    repeats = {50, 51}
+    assert sorted(located(clean)) == [(p, o) for p in range(4) for o in sorted(good)]
+    assert sorted(located(rejected)) == [
+        (p, o) for p in range(4) for o in sorted(set(expected) | repeats)
+    ]
+    assert sorted(located(audit)) == [(p, o) for p in range(4) for o in [*range(20), 50, 51]]
     assert np.unique(rejected[COLS.source_partition].to_numpy()).tolist() == [0, 1, 2, 3]

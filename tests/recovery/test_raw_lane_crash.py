@@ -22,7 +22,7 @@ import pytest
 from thalweg_bytewax.connectors.parquet import read_lane
 from thalweg_bytewax.testing import produce
 
-pytestmark = [pytest.mark.kafka, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 PARTITIONS = 4
 PER_PARTITION = 2500
