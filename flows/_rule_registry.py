@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+import uuid
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -32,7 +32,9 @@ class RuleRegistryWriter:
             return
         if not self._path.exists():
             self._path.parent.mkdir(parents=True, exist_ok=True)
-            staging = self._path.with_name(f".{self._path.name}.{os.getpid()}.tmp")
+            # Unique per writer: the worker threads of one process share a pid, and two
+            # of them may publish the same registry at once (same content, last wins).
+            staging = self._path.with_name(f".{self._path.name}.{uuid.uuid4().hex}.tmp")
             pq.write_table(self._ruleset.manifest(), staging)
             staging.replace(self._path)
         self._done = True
