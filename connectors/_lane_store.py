@@ -13,6 +13,7 @@ import hashlib
 import os
 import re
 import urllib.parse
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -135,7 +136,7 @@ class LaneStore:
         Raises:
             ConfigError: Naming the path and the reason, before any data moves.
         """
-        probe = self.join(f"{STAGING_PREFIX}probe-{os.getpid()}")
+        probe = self.join(f"{STAGING_PREFIX}probe-{uuid.uuid4().hex}")
         try:
             self.ensure_dir(self.root)
             with self.open_output(probe) as f:
