@@ -175,3 +175,25 @@ def test_resume_position_the_broker_no_longer_has_fails_loudly(
                 time.sleep(0.02)
     finally:
         part.close()
+
+
+@pytest.mark.parametrize(
+    ("code", "fatal"),
+    [
+        ("_TRANSPORT", False),
+        ("_ALL_BROKERS_DOWN", False),
+        ("NOT_LEADER_FOR_PARTITION", False),
+        ("_BAD_MSG", True),
+        ("_BAD_COMPRESSION", True),
+        ("_LOG_TRUNCATION", True),
+        ("_UNKNOWN_PARTITION", True),
+        ("_AUTHENTICATION", True),
+        ("OFFSET_OUT_OF_RANGE", True),
+    ],
+)
+def test_error_classification_is_transient_only_by_allow_list(code: str, fatal: bool) -> None:
+    from confluent_kafka import KafkaError
+
+    from thalweg_bytewax.connectors._kafka_common import is_fatal
+
+    assert is_fatal(KafkaError(getattr(KafkaError, code))) is fatal
