@@ -25,7 +25,7 @@ from bytewax.outputs import StatefulSinkPartition
 from typing_extensions import override
 
 from thalweg_bytewax import _faults
-from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.errors import ConfigError, SinkTerminalError
 from thalweg_bytewax.runtime.parts import encode_part
 
 from ._lane_store import (
@@ -84,6 +84,8 @@ class _TopicPartitionStream:
     closed: list[_Staged] = field(default_factory=list)
     last_write: Future[None] | None = None
     accepted_last: int | None = None
+    files: list[tuple[int, int, str]] = field(default_factory=list)
+    verified: bool = False
 
 
 class _ParquetPartition(StatefulSinkPartition[pa.RecordBatch, SinkState]):
@@ -149,10 +151,12 @@ class _ParquetPartition(StatefulSinkPartition[pa.RecordBatch, SinkState]):
         directory = self._store.join(topic_dir_name(topic), str(partition))
         self._store.ensure_dir(directory)
         covered: list[tuple[int, int]] = []
+        files: list[tuple[int, int, str]] = []
         for name in self._store.list_names(directory):
             m = FINAL_NAME.match(name)
             if m:
                 covered.append((int(m.group(1)), int(m.group(2))))
+                files.append((int(m.group(1)), int(m.group(2)), name))
             elif name.startswith(STAGING_PREFIX):
                 # A staging file of a run that died before its epoch's snapshot: never
                 # visible, and its rows are replayed from the source position.
@@ -163,6 +167,7 @@ class _ParquetPartition(StatefulSinkPartition[pa.RecordBatch, SinkState]):
         covered.sort()
         next_offset = max([resumed or 0, *(last + 1 for _, last in covered)])
         stream = _TopicPartitionStream(directory, covered, next_offset=next_offset)
+        stream.files = files
         self._streams[key] = stream
         if covered:
             logger.info(
@@ -186,8 +191,56 @@ class _ParquetPartition(StatefulSinkPartition[pa.RecordBatch, SinkState]):
             outside = pc.or_(pc.less(offsets, a), pc.greater(offsets, b))
             keep = outside if keep is None else pc.and_(keep, outside)
         kept = batch.filter(keep)
+        if not stream.verified and kept.num_rows < batch.num_rows:
+            self._verify_replay(stream, batch.filter(pc.invert(keep)))
         self.stats.rows_skipped_replay += batch.num_rows - kept.num_rows
         return kept
+
+    def _verify_replay(self, stream: _TopicPartitionStream, skipped: pa.RecordBatch) -> None:
+        """Check once per topic-partition that skipped rows really are in the lane.
+
+        Offsets alone cannot tell a replay from a topic that was deleted and recreated
+        (offsets restart at 0) or a lane of another cluster: skipping those would lose
+        every new record below the old high-water mark. The record id covers cluster,
+        topic, partition, offset and payload, so the first replayed rows are compared
+        with the finalized files that hold their offsets.
+        """
+        stream.verified = True
+        rid = self._cols.record_id
+        off = self._cols.source_offset
+        if rid not in skipped.schema.names:
+            return
+        bounds = pc.min_max(skipped.column(off))
+        lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+        names = [name for first, last, name in stream.files if first <= hi and last >= lo]
+        if not names:
+            return  # covered by the resume state only (files removed by retention)
+        tables = [
+            pq.read_table(
+                self._store.child(stream.directory, name),
+                columns=[off, rid],
+                filesystem=self._store.fs,
+                filters=[(off, ">=", lo), (off, "<=", hi)],
+            )
+            for name in names
+        ]
+        in_lane = set(
+            zip(*(pa.concat_tables(tables).column(c).to_pylist() for c in (off, rid)), strict=True)
+        )
+        file_ranges = [(first, last) for first, last, _ in stream.files]
+        for offset, record in zip(
+            skipped.column(off).to_pylist(), skipped.column(rid).to_pylist(), strict=True
+        ):
+            in_a_file = any(first <= offset <= last for first, last in file_ranges)
+            if in_a_file and (offset, record) not in in_lane:
+                msg = (
+                    f"parquet sink: lane `{stream.directory}` does not hold the replayed record "
+                    f"at offset {offset} (no row with its record id): the topic was deleted and "
+                    f"recreated, the lane belongs to another cluster, or what feeds this sink "
+                    f"changed while replaying. Nothing was skipped or written; move the lane "
+                    f"aside or write to a new path"
+                )
+                raise SinkTerminalError(msg)
 
     def _stamp(self, batch: pa.RecordBatch, now_us: int) -> pa.RecordBatch:
         name = self._cols.emit_ts

@@ -13,7 +13,7 @@ from bytewax.dataflow import Dataflow
 from bytewax.testing import TestingSource, run_main
 
 from thalweg_bytewax.connectors.parquet import ParquetSink, read_lane
-from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.errors import ConfigError, SinkTerminalError
 from thalweg_bytewax.record import Locator, RawRecord, raw_batch_from_records
 
 
@@ -157,3 +157,17 @@ def test_rows_without_a_locator_are_refused_by_name(tmp_path: Path) -> None:
     with pytest.raises(Exception, match="1 rows have no locator"):
         run([("t:0", batch)], ParquetSink(tmp_path))
     assert not list(tmp_path.rglob("*.parquet"))
+
+
+def test_a_recreated_topic_is_refused_not_skipped(tmp_path: Path) -> None:
+    # Offsets restart at 0 after a topic is deleted and recreated: skipping them as
+    # "already covered" would drop every new record below the old high-water mark.
+    run([("t:0", raw("t", 0, range(10)))], ParquetSink(tmp_path))
+    recreated = raw_batch_from_records(
+        [RawRecord(Locator("t", 0, o, "c"), b"k", b"new-%d" % o) for o in range(5)]
+    )
+    with pytest.raises(Exception, match=r"does not hold the replayed record at offset 0") as info:
+        run([("t:0", recreated)], ParquetSink(tmp_path))
+    chain = [info.value, info.value.__cause__]
+    assert any(isinstance(e, SinkTerminalError) for e in chain), chain
+    assert offsets_of(read_lane(tmp_path)) == [("t", 0, o) for o in range(10)]  # untouched
