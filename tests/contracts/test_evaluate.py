@@ -80,3 +80,18 @@ def test_duckdb_is_sandboxed():
         evaluate(
             batch, RuleSet([Rule.sql("leak", "x IN (SELECT 1 FROM read_csv('/etc/hostname'))")])
         )
+
+
+@pytest.mark.parametrize("type_", [pa.float32(), pa.float64()])
+def test_range_rules_fail_nan_and_pass_null(type_):
+    import numpy as np
+
+    values = pa.array(np.array([5.0, np.nan, 500.0, -1.0, 0.0], dtype=type_.to_pandas_dtype()))
+    values = pa.concat_arrays([values, pa.nulls(1, type_)])
+    assert failed(Rule.le("x", 100), values) == [False, True, True, False, False, False]
+    assert failed(Rule.ge("x", 0), values) == [False, True, False, True, False, False]
+    assert failed(Rule.lt("x", 100), values) == [False, True, True, False, False, False]
+    assert failed(Rule.gt("x", -10), values) == [False, True, False, False, False, False]
+    assert failed(Rule.between("x", 0, 100), values) == [False, True, True, True, False, False]
+    # A non-floating column has no NaN: the rule is unchanged there.
+    assert failed(Rule.between("x", 0, 100), [5, 500, None]) == [False, True, False]

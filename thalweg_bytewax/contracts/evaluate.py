@@ -463,6 +463,9 @@ def _row_rule(rule: Rule, batch: pa.RecordBatch, n: int) -> np.ndarray | None:  
                 hi = _scalar(rule.max, col.type)
                 over = pc.greater(col, hi) if rule.max_inclusive else pc.greater_equal(col, hi)
                 bad = over if bad is None else pc.or_(bad, over)
+            if bad is not None and pa.types.is_floating(col.type):
+                # NaN compares false both ways: it is outside every range (null stays null).
+                bad = pc.or_(bad, pc.is_nan(col))
             return None if bad is None else _np(bad)
         case RuleKind.LENGTH:
             assert col is not None
