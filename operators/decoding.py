@@ -77,6 +77,7 @@ class _Decoder:
             raw.column(cols.source_value), headers=raw.column(cols.source_headers)
         )
         payload, errors = result.batch, result.errors
+        self._check_indices(errors, n)
         shadowed = [name for name in payload.schema.names if cols.is_reserved(name)]
         if shadowed and payload.num_rows:
             # The codecs report this per schema when their prefix is ours; a codec
@@ -92,6 +93,26 @@ class _Decoder:
             )
             raise SchemaError(msg)
         return _Decoded(self._ok(raw, payload, ok_idx), self._rejected(raw, errors))
+
+    def _check_indices(self, errors: list[DecodeFailure], n: int) -> None:
+        """Each failure names a distinct row of the batch, or the codec is broken."""
+        if not errors:
+            return
+        idx = np.fromiter((e.index for e in errors), dtype=np.int64, count=len(errors))
+        outside = idx[(idx < 0) | (idx >= n)]
+        if len(outside):
+            problem = f"a failure at row {outside[0]}, outside the batch of {n} payloads"
+        else:
+            seen, counts = np.unique(idx, return_counts=True)
+            if (counts == 1).all():
+                return
+            twice = np.flatnonzero(counts > 1)[0]
+            problem = f"row {seen[twice]} as failed {counts[twice]} times"
+        msg = (
+            f"decode `{self.step_id}`: codec `{self.codec.name}` reported {problem}; "
+            "expected one failure per bad row, indexed from 0 (a codec bug)"
+        )
+        raise SchemaError(msg)
 
     def _reserved(
         self, shadowed: list[str], n: int, errors: list[DecodeFailure]

@@ -23,10 +23,11 @@ from thalweg_bytewax._sample_order_proto import (
     order_descriptor_set,
 )
 from thalweg_bytewax.codecs import AvroCodec, JsonCodec, ProtobufCodec
+from thalweg_bytewax.codecs.base import DecodeFailure, DecodeResult, FailureKind
 from thalweg_bytewax.codecs.framing import encode_confluent
 from thalweg_bytewax.connectors.kafka import KafkaSource
 from thalweg_bytewax.dlq import dlq_schema, rejected_from_dlq_batch
-from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.errors import ConfigError, SchemaError
 from thalweg_bytewax.metadata import MetadataColumns
 from thalweg_bytewax.record import raw_batch_from_columns
 from thalweg_bytewax.registry import RegistrySchemaSource, RegistryUnavailableError
@@ -337,3 +338,48 @@ def test_docs_example_runs():
     text = (Path(__file__).resolve().parents[2] / "docs" / "operators.md").read_text()
     example = re.search(r"```python\n(.*?)```", text[text.index("## `decode(") :], re.S).group(1)
     exec(compile(example, "docs/operators.md", "exec"), {})
+
+
+class _MisreportingCodec:
+    """A codec whose failures name the given row indices, whatever the payloads."""
+
+    name = "misreporting"
+
+    def __init__(self, indices, rows):
+        self._indices, self._rows = indices, rows
+
+    def decode_batch(self, payloads, *, headers=None):
+        batch = pa.RecordBatch.from_pydict({"id": pa.array(range(self._rows), pa.int64())})
+        errors = [DecodeFailure(i, FailureKind.MALFORMED, "bad") for i in self._indices]
+        return DecodeResult(batch, errors)
+
+
+@pytest.mark.parametrize(
+    ("indices", "rows", "problem"),
+    [
+        # The row count adds up (3 - 1 distinct failed row), yet row 1 would be written
+        # to the DLQ twice.
+        ([1, 1], 2, "row 1 as failed 2 times"),
+        ([3], 2, "a failure at row 3, outside the batch of 3 payloads"),
+        # -1 would blame the last row, which decoded.
+        ([-1], 2, "a failure at row -1, outside the batch of 3 payloads"),
+    ],
+)
+def test_a_codec_reporting_bad_failure_indices_fails_loudly(indices, rows, problem):
+    codec = _MisreportingCodec(indices, rows)
+    with pytest.raises(Exception) as info:  # noqa: PT011 - Bytewax wraps it
+        run([("orders:0", raw([b"a", b"b", b"c"]))], codec)
+    chain, exc = [], info.value
+    while exc is not None:
+        chain.append(exc)
+        exc = exc.__cause__
+    loud = [e for e in chain if isinstance(e, SchemaError)]
+    assert loud, chain
+    assert f"codec `misreporting` reported {problem};" in str(loud[0])
+    assert "(a codec bug)" in str(loud[0])
+
+
+def test_a_codec_reporting_distinct_in_range_failures_is_trusted():
+    ok, rejected = run([("orders:0", raw([b"a", b"b", b"c"]))], _MisreportingCodec([2, 0], 1))
+    assert ok[0][1].column("id").to_pylist() == [0]
+    assert [r.locator.offset for r in rejected_from_dlq_batch(rejected[0][1])] == [2, 0]
