@@ -24,6 +24,7 @@ from thalweg_bytewax.errors import ConfigError
 
 __all__ = [
     "FINAL_NAME",
+    "LANE_MARKER",
     "STAGING_PREFIX",
     "LaneStore",
     "final_name",
@@ -33,6 +34,8 @@ __all__ = [
 
 STAGING_PREFIX = ".staging-"
 """Staging files start with ``.``: pyarrow datasets and DuckDB globs never read them."""
+LANE_MARKER = ".thalweg-lane"
+"""The file naming the one step that writes a lane (hidden from readers)."""
 FINAL_NAME = re.compile(r"^(\d{20})-(\d{20})\.parquet$")
 """Finalized file names: ``<first offset>-<last offset>.parquet``, zero-padded."""
 
@@ -129,6 +132,49 @@ class LaneStore:
         else:
             with contextlib.suppress(FileNotFoundError):
                 self.fs.delete_file(path)
+
+    def claim(self, owner: str) -> None:
+        """Record ``owner`` (a step id) as the only writer of this lane, or refuse.
+
+        Two sinks on one path would finalize files under each other's names and take
+        each other's files for their own coverage. The first writer leaves
+        ``.thalweg-lane`` (hidden from readers) holding its step id; a sink of another
+        step is refused before any data moves.
+
+        Raises:
+            ConfigError: When the lane belongs to another step.
+        """
+        marker = self.join(LANE_MARKER)
+        content = f"{owner}\n".encode()
+        if self.local:
+            staging = self.join(f"{STAGING_PREFIX}marker-{uuid.uuid4().hex}")
+            with open(staging, "wb") as f:
+                f.write(content)
+                f.flush()
+                os.fsync(f.fileno())
+            try:
+                os.link(staging, marker)  # atomic create-if-absent, complete content
+            except FileExistsError:
+                pass
+            finally:
+                os.remove(staging)
+            with open(marker, "rb") as f:
+                current = f.read().decode().strip()
+        else:
+            info = self.fs.get_file_info(marker)
+            if info.type == pafs.FileType.NotFound:
+                with self.fs.open_output_stream(marker) as out:
+                    out.write(content)
+            with self.fs.open_input_stream(marker) as inp:
+                current = inp.read().decode().strip()
+        if current != owner:
+            msg = (
+                f"parquet sink `{owner}`: lane path `{self.root}` is written by step "
+                f"`{current}` (see `{LANE_MARKER}` there); two sinks on one path overwrite and "
+                f"skip each other's files. Give each step its own path, or delete the marker "
+                f"if step `{current}` is gone for good"
+            )
+            raise ConfigError(msg)
 
     def check_writable(self) -> None:
         """Create the root and prove a file can be written, renamed and removed there.

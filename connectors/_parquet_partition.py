@@ -227,18 +227,19 @@ class _ParquetPartition(StatefulSinkPartition[pa.RecordBatch, SinkState]):
         in_lane = set(
             zip(*(pa.concat_tables(tables).column(c).to_pylist() for c in (off, rid)), strict=True)
         )
-        file_ranges = [(first, last) for first, last, _ in stream.files]
+        offsets_in_lane = {o for o, _ in in_lane}
         for offset, record in zip(
             skipped.column(off).to_pylist(), skipped.column(rid).to_pylist(), strict=True
         ):
-            in_a_file = any(first <= offset <= last for first, last in file_ranges)
-            if in_a_file and (offset, record) not in in_lane:
+            # An offset the lane never held is a row the first run did not emit here (a
+            # sparse lane, or a time-dependent step upstream): skipping it keeps that
+            # decision. An offset the lane holds under another record id is a conflict.
+            if offset in offsets_in_lane and (offset, record) not in in_lane:
                 msg = (
-                    f"parquet sink: lane `{stream.directory}` does not hold the replayed record "
-                    f"at offset {offset} (no row with its record id): the topic was deleted and "
-                    f"recreated, the lane belongs to another cluster, or what feeds this sink "
-                    f"changed while replaying. Nothing was skipped or written; move the lane "
-                    f"aside or write to a new path"
+                    f"parquet sink: lane `{stream.directory}` holds a different record at "
+                    f"offset {offset} (its record id differs): the topic was deleted and "
+                    f"recreated, or the lane belongs to another cluster. Nothing was skipped "
+                    f"or written; move the lane aside or write to a new path"
                 )
                 raise SinkTerminalError(msg)
 

@@ -110,6 +110,7 @@ class ParquetSink(FixedPartitionedSink[pa.RecordBatch, SinkState]):
         self.max_file_rows = max_file_rows
         self.columns = MetadataColumns(metadata_prefix)
         self._checked = False
+        self._claimed: set[str] = set()
 
     def _store(self) -> LaneStore:
         store = open_store(self.path, self.filesystem)
@@ -132,7 +133,11 @@ class ParquetSink(FixedPartitionedSink[pa.RecordBatch, SinkState]):
     def build_part(
         self, step_id: str, for_part: str, resume_state: SinkState | None
     ) -> _ParquetPartition:
-        return _ParquetPartition(self, self._store(), resume_state)
+        store = self._store()
+        if step_id not in self._claimed:
+            store.claim(step_id)
+            self._claimed.add(step_id)
+        return _ParquetPartition(self, store, resume_state)
 
 
 def read_lane(path: str | os.PathLike[str], columns: Sequence[str] | None = None) -> pa.Table:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import bytewax.operators as op
@@ -113,7 +114,8 @@ def test_any_pyarrow_filesystem_works(tmp_path: Path) -> None:
     run([("t:0", raw("t", 0, range(10)))], ParquetSink("/lane", filesystem=fs))
     table = ds.dataset("/lane", filesystem=fs, format="parquet").to_table()
     assert offsets_of(table) == [("t", 0, o) for o in range(10)]
-    assert not [p for p in memory.find("/lane") if "/." in p]  # no staging left
+    hidden = [p for p in memory.find("/lane") if "/." in p]
+    assert hidden == ["/lane/.thalweg-lane"]  # the owner marker; no staging left
 
 
 def test_file_uri(tmp_path: Path) -> None:
@@ -166,8 +168,32 @@ def test_a_recreated_topic_is_refused_not_skipped(tmp_path: Path) -> None:
     recreated = raw_batch_from_records(
         [RawRecord(Locator("t", 0, o, "c"), b"k", b"new-%d" % o) for o in range(5)]
     )
-    with pytest.raises(Exception, match=r"does not hold the replayed record at offset 0") as info:
+    with pytest.raises(Exception, match=r"holds a different record at offset 0") as info:
         run([("t:0", recreated)], ParquetSink(tmp_path))
     chain = [info.value, info.value.__cause__]
     assert any(isinstance(e, SinkTerminalError) for e in chain), chain
     assert offsets_of(read_lane(tmp_path)) == [("t", 0, o) for o in range(10)]  # untouched
+
+
+def test_two_steps_cannot_share_a_lane_path(tmp_path: Path) -> None:
+    # Two sinks on one path would overwrite each other's <first>-<last> files and take
+    # each other's files for their own coverage: the second step is refused up front.
+    flow = Dataflow("two_sinks")
+    up = op.input("in", flow, TestingSource([("t:0", raw("t", 0, range(3)))]))
+    op.output("decode_dlq", up, ParquetSink(tmp_path))
+    op.output("contract_dlq", up, ParquetSink(tmp_path))
+    with pytest.raises(Exception) as info:
+        run_main(flow)
+    chain = [info.value, info.value.__cause__]
+    errors = [e for e in chain if isinstance(e, ConfigError)]
+    assert errors, chain
+    assert re.search(
+        r"lane path .* is written by step `two_sinks\.(decode|contract)_dlq`", str(errors[0])
+    )
+
+
+def test_the_same_step_may_come_back_to_its_lane(tmp_path: Path) -> None:
+    run([("t:0", raw("t", 0, range(3)))], ParquetSink(tmp_path))
+    run([("t:0", raw("t", 0, range(3, 6)))], ParquetSink(tmp_path))
+    assert (tmp_path / ".thalweg-lane").read_text() == "sink.out\n"
+    assert read_lane(tmp_path).num_rows == 6
