@@ -132,7 +132,42 @@ def _load_shape(schema: Any) -> JsonShape:
     raise ConfigError(msg)
 
 
-def _flag_rows(arr: pa.Array, needle: bytes) -> np.ndarray:
+# JSON's two-character escapes, for a prefix holding a character written this way.
+_SHORT_ESCAPES = frozenset('"\\/\b\f\n\r\t')
+_BLANKS = (ord(" "), ord("\t"))
+# What precedes a value outside a string (blanks skipped): a NaN or an infinity there is
+# a literal the columnar reader accepts and orjson (and JSON) refuses.
+_BEFORE_VALUE = np.frombuffer(b":,[-", np.uint8)
+
+
+class RowScan:
+    r"""What sets a row aside from the columnar reader, besides its framing.
+
+    Args:
+        prefix: The reserved metadata prefix; a row holding ``"`` + ``prefix``, or a
+            ``\u`` escape of one of its characters, is set aside (a key under the
+            prefix may be written with escapes, which the reader decodes).
+    """
+
+    def __init__(self, prefix: str) -> None:
+        self.needle = b'"' + prefix.encode()
+        units = {
+            int.from_bytes(ch.encode("utf-16-be")[j : j + 2], "big")
+            for ch in prefix
+            for j in range(0, len(ch.encode("utf-16-be")), 2)
+        }
+        self.escapes = np.array(sorted(_hex_key(f"{u:04x}".encode()) for u in units), np.uint32)
+        # A prefix holding `/`, `"`, `\\` or a control character can be written with a
+        # two-character escape too: then every row holding a backslash is set aside.
+        self.any_escape = any(ch in _SHORT_ESCAPES for ch in prefix)
+
+
+def _hex_key(four: bytes) -> int:
+    """Four hex digits as one integer, case folded (the same fold as :func:`_escapes`)."""
+    return int.from_bytes(bytes(b | 0x20 for b in four), "little")
+
+
+def _flag_rows(arr: pa.Array, scan: RowScan) -> np.ndarray:
     """Rows the columnar reader must not see as they are, from one pass over the data.
 
     ``read_json`` treats every newline as whitespace and parses concatenated documents,
@@ -141,14 +176,18 @@ def _flag_rows(arr: pa.Array, needle: bytes) -> np.ndarray:
     next row's ``{``, which cannot continue a value; a string cannot hold the raw newline
     between rows) and equal row and document counts mean each row is one document.
     Flagged: empty rows, rows not framed by braces, rows holding LF / CR, rows holding
-    ``needle`` (the quoted reserved prefix).
+    the quoted reserved prefix or an escape of one of its characters, rows where a
+    ``NaN`` / ``Inf`` may be a literal (``read_json`` accepts ``NaN``, ``Infinity``,
+    ``-Inf``...; JSON does not), and rows that are not valid UTF-8 (``read_json`` does
+    not check strings). A flagged row goes to ``orjson``, which decides; a few rows
+    flagged for nothing (``"a, NaN"`` in a string) only cost that detour.
     """
     n = len(arr)
     if n == 0:
         return np.zeros(0, np.bool_)
     offsets = np.frombuffer(arr.buffers()[1], np.int32)[arr.offset : arr.offset + n + 1]
     data = arr.buffers()[2]
-    flags = np.diff(offsets) == 0
+    flags: np.ndarray = np.diff(offsets) == 0
     if data is None:
         return flags
     raw = np.frombuffer(data, np.uint8)
@@ -156,12 +195,89 @@ def _flag_rows(arr: pa.Array, needle: bytes) -> np.ndarray:
     starts = offsets[:-1][full]
     flags[full] = (raw[starts] != ord("{")) | (raw[offsets[1:][full] - 1] != ord("}"))
     raw = raw[offsets[0] : offsets[-1]]
-    # numpy over the buffer, not a per-row or bytes.find scan: see _find_all.
+    # numpy over the buffer, not a per-row or bytes.find scan: see _find_all. One
+    # buffer-sized temporary at a time: two live at once cost page faults (~10x).
     ctl = np.flatnonzero(raw < 14)  # noqa: PLR2004 - below CR; LF / CR filtered next
-    where = np.concatenate([ctl[(raw[ctl] == 10) | (raw[ctl] == 13)], _find_all(raw, needle)])  # noqa: PLR2004 - LF, CR
-    if len(where):
-        flags[np.searchsorted(offsets, where + offsets[0], side="right") - 1] = True
+    slashes = np.flatnonzero(raw == ord("\\"))
+    where = [
+        ctl[(raw[ctl] == 10) | (raw[ctl] == 13)],  # noqa: PLR2004 - LF, CR
+        _find_all(raw, scan.needle),
+        _literals(raw, _find_all(raw, b"NaN")),
+        _literals(raw, _find_all(raw, b"Inf")),
+        slashes if scan.any_escape else _escapes(raw, slashes, scan.escapes),
+    ]
+    at = np.concatenate(where)
+    if len(at):
+        flags[np.searchsorted(offsets, at + offsets[0], side="right") - 1] = True
+    flags |= _bad_utf8(arr, offsets, raw)
     return flags
+
+
+def _braced(arr: pa.Array) -> bool:
+    """Whether every row of a binary array is non-empty, starts with ``{``, ends with ``}``."""
+    n = len(arr)
+    if n == 0:
+        return True
+    if arr.null_count:
+        return False
+    offsets = np.frombuffer(arr.buffers()[1], np.int32)[arr.offset : arr.offset + n + 1]
+    if (np.diff(offsets) <= 0).any():
+        return False
+    raw = np.frombuffer(arr.buffers()[2], np.uint8)
+    return bool((raw[offsets[:-1]] == ord("{")).all() and (raw[offsets[1:] - 1] == ord("}")).all())
+
+
+def _literals(raw: np.ndarray, cand: np.ndarray) -> np.ndarray:
+    """The positions of ``cand`` after ``:``, ``,``, ``[`` or ``-`` (blanks skipped)."""
+    if not len(cand):
+        return cand
+    prev = cand - 1
+    for _ in range(8):  # a longer run of blanks is flagged as is
+        blank = (prev > 0) & np.isin(raw[np.maximum(prev, 0)], _BLANKS)
+        if not blank.any():
+            break
+        prev -= blank
+    before = raw[np.maximum(prev, 0)]
+    return cand[(prev < 0) | np.isin(before, _BEFORE_VALUE) | np.isin(before, _BLANKS)]
+
+
+def _escapes(raw: np.ndarray, slashes: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    r"""The backslashes of ``slashes`` that start a ``\u`` escape of one of ``codes``.
+
+    An escaped backslash followed by ``u`` and hex digits is caught too (harmless).
+    """
+    slashes = slashes[slashes + 5 < len(raw)]
+    slashes = slashes[raw[slashes + 1] == ord("u")]
+    if not len(slashes) or not len(codes):
+        return slashes[:0]
+    key = np.zeros(len(slashes), np.uint32)
+    for j in range(4):
+        key |= (raw[slashes + 2 + j] | 0x20).astype(np.uint32) << (8 * j)
+    return slashes[np.isin(key, codes)]
+
+
+def _bad_utf8(arr: pa.Array, offsets: np.ndarray, raw: np.ndarray) -> np.ndarray:
+    """Rows that are not valid UTF-8: Arrow's validation of the whole buffer first."""
+    bad = np.zeros(len(arr), np.bool_)
+    if not len(raw) or raw.max() < 0x80:  # noqa: PLR2004 - ASCII: a reduction, no temporary
+        return bad
+    try:
+        arr.view(pa.string()).validate(full=True)
+    except pa.ArrowInvalid:
+        pass
+    else:
+        return bad
+    # Rare: check the rows holding a byte above ASCII, one by one.
+    high = np.flatnonzero(raw >= 0x80)  # noqa: PLR2004 - ASCII
+    rows = np.unique(np.searchsorted(offsets, high + offsets[0], side="right") - 1)
+    data = raw.tobytes()
+    base = int(offsets[0])
+    for i in rows:
+        try:
+            data[int(offsets[i]) - base : int(offsets[i + 1]) - base].decode("utf-8")
+        except UnicodeDecodeError:
+            bad[i] = True
+    return bad
 
 
 def _find_all(raw: np.ndarray, needle: bytes) -> np.ndarray:

@@ -31,7 +31,9 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from thalweg_bytewax.codecs._json_arrow import (
+    RowScan,
     _as_binary,
+    _braced,
     _cast_type,
     _flag_rows,
     _has_map,
@@ -44,7 +46,12 @@ from thalweg_bytewax.codecs._json_schema import (
     JsonShape,
     shape_from_arrow,
 )
-from thalweg_bytewax.codecs._json_values import JsonDecodeError, compile_record, parse_type
+from thalweg_bytewax.codecs._json_values import (
+    JsonDecodeError,
+    compile_record,
+    mismatch,
+    parse_type,
+)
 from thalweg_bytewax.codecs.base import (
     DecodeFailure,
     DecodeResult,
@@ -54,7 +61,7 @@ from thalweg_bytewax.codecs.base import (
     PayloadsInput,
 )
 from thalweg_bytewax.codecs.framing import peel_confluent_batch
-from thalweg_bytewax.errors import ConfigError, SchemaError
+from thalweg_bytewax.errors import ConfigError, SchemaError, ThalwegError
 from thalweg_bytewax.metadata import DEFAULT_PREFIX
 
 if TYPE_CHECKING:
@@ -109,8 +116,9 @@ class JsonCodec:
             msg = f"json codec: expected framing `none` or `confluent`; got {framing!r}"
             raise ConfigError(msg) from exc
         self._prefix = metadata_prefix
-        self._needle = b'"' + metadata_prefix.encode()
+        self._scan = RowScan(metadata_prefix)
         self._shape: JsonShape | None = None
+        self._reserved: list[str] = []  # schema fields under the prefix (none until known)
         # Schema beats inference: a data contract's Arrow schema is used as given.
         contract_schema = getattr(schema, "arrow_schema", None)
         if callable(contract_schema):
@@ -184,20 +192,23 @@ class JsonCodec:
             return payload[5:]
         return payload
 
-    def _doc(self, body: bytes) -> Any:
+    def _doc(self, body: bytes) -> dict[str, Any]:
+        """One top-level object; anything else (`null`, `[1]`, `5`) is a mismatch."""
         try:
             doc = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
             msg = f"json payload is malformed: {exc}"
             raise JsonDecodeError(msg, FailureKind.MALFORMED) from exc
-        if type(doc) is dict:
-            bad = self._reserved or [k for k in doc if k.startswith(self._prefix)]
-            if bad:
-                msg = (
-                    f"json field `{bad[0]}` is under the reserved metadata prefix "
-                    f"`{self._prefix}`; rename it or set `metadata_prefix`"
-                )
-                raise JsonDecodeError(msg, FailureKind.RESERVED_FIELD)
+        if type(doc) is not dict:
+            err = mismatch("$", "an object", doc)
+            raise err
+        bad = self._reserved or [k for k in doc if k.startswith(self._prefix)]
+        if bad:
+            msg = (
+                f"json field `{bad[0]}` is under the reserved metadata prefix "
+                f"`{self._prefix}`; rename it or set `metadata_prefix`"
+            )
+            raise JsonDecodeError(msg, FailureKind.RESERVED_FIELD)
         return doc
 
     def decode_value(
@@ -210,7 +221,7 @@ class JsonCodec:
         """
         doc = self._doc(self._body(payload))
         if self._shape is None:
-            self._infer([self._body(payload)])
+            self._infer([doc])
         return self._convert(doc)  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------ columnar
@@ -220,7 +231,10 @@ class JsonCodec:
         """Decode payloads to one batch plus per-row failures; never raises for bad data.
 
         Framing, null and newline checks are columnar; only flagged rows (nulls, bad
-        framing, a newline or the reserved prefix inside) are looked at in Python.
+        framing, a newline, the reserved prefix, a possible ``NaN`` / ``Infinity``
+        literal or invalid UTF-8 inside; see ``_flag_rows``) are looked at in Python,
+        where ``orjson`` decides as ``decode_value`` does. Only rows that are one
+        ``{...}`` object reach the columnar reader.
         """
         arr = _as_binary(payloads)
         body = arr
@@ -233,7 +247,7 @@ class JsonCodec:
             good_np = arr.is_valid().to_numpy(zero_copy_only=False)
         else:
             good_np = np.ones(len(arr), np.bool_)
-        special_np = _flag_rows(body, self._needle) & good_np
+        special_np = _flag_rows(body, self._scan) & good_np
         errors: list[DecodeFailure] = []
         for i in np.flatnonzero(~good_np):
             try:
@@ -259,7 +273,7 @@ class JsonCodec:
         else:
             bodies = body.filter(pa.array(good_np))
         if self._shape is None:
-            self._infer(bodies.slice(0, 1000).to_pylist())
+            self._infer(_objects(bodies.slice(0, 1000).to_pylist()))
         if self._reserved:
             errors += [DecodeFailure(int(i), *self._failure(b"{}")) for i in rows]
             rows = rows[:0]
@@ -275,6 +289,14 @@ class JsonCodec:
         return pa.RecordBatch.from_pylist([], schema=self.arrow_schema)
 
     def _read(self, bodies: pa.Array) -> tuple[pa.RecordBatch, np.ndarray]:
+        if not _braced(bodies):
+            # pyarrow.json reads a `null` document as a row of nulls, and alone it
+            # crashes the process: decode_batch must have set every other row aside.
+            msg = (
+                "json codec: a row that is not one `{...}` object reached the columnar "
+                "reader (a codec bug)"
+            )
+            raise ThalwegError(msg)
         lines = pc.binary_join_element_wise(bodies, pa.scalar(b""), pa.scalar(b"\n"))
         offsets = np.frombuffer(lines.buffers()[1], np.int32)[
             lines.offset : lines.offset + len(lines) + 1
@@ -344,7 +366,21 @@ class JsonCodec:
         detail = (arrow_text or "rejected by the columnar reader").split("\n")[0]
         return FailureKind.SCHEMA_MISMATCH, f"json document does not match the schema: {detail}"
 
-    def _infer(self, bodies: list[bytes]) -> None:
-        sample = b"\n".join(b for b in bodies if b) or b"{}"
+    def _infer(self, docs: list[dict[str, Any]]) -> None:
+        # One orjson line per object: read_json only ever sees `{...}` documents.
+        sample = b"\n".join(orjson.dumps(d) for d in docs) or b"{}"
         table = pj.read_json(io.BytesIO(sample))
         self._set_shape(shape_from_arrow(table.schema))
+
+
+def _objects(bodies: list[bytes]) -> list[dict[str, Any]]:
+    """The bodies that ``orjson`` reads as one object (the inference sample)."""
+    docs = []
+    for body in bodies:
+        try:
+            doc = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            continue
+        if type(doc) is dict:
+            docs.append(doc)
+    return docs
