@@ -103,15 +103,15 @@ def _type_of(
             f"(hint: add one or pass an Arrow schema)"
         )
         raise SchemaError(msg)
-    names = [types] if isinstance(types, str) else list(types)
+    names: list[str] = [types] if isinstance(types, str) else list(types)
     nullable = "null" in names
-    real = [t for t in names if t != "null"]
-    if real == ["number", "integer"] or real == ["integer", "number"]:
-        real = ["number"]
-    if len(real) != 1:
+    kinds = [t for t in names if t != "null"]
+    if kinds == ["number", "integer"] or kinds == ["integer", "number"]:
+        kinds = ["number"]
+    if len(kinds) != 1:
         msg = f"json schema `{path}`: expected one non-null type; got {names!r}"
         raise SchemaError(msg)
-    kind = real[0]
+    kind = kinds[0]
     if kind in _PRIMITIVES:
         if kind == "string" and node.get("format") in _FORMATS:
             return _FORMATS[node["format"]], nullable

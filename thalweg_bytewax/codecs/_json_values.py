@@ -169,7 +169,7 @@ def _compile_struct(fields: list[pa.Field], path: str, strict: bool) -> Converte
             sub = f"{path}.{extra}" if path else extra
             msg = f"json field `{sub}`: not in the schema, which forbids additional properties"
             raise JsonDecodeError(msg)
-        out = {}
+        out: dict[str, Any] = {}
         for name, nullable, conv in plan:
             x = v.get(name)
             if x is None:
