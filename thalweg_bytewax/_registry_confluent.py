@@ -35,6 +35,12 @@ from thalweg_bytewax._registry_base import (
 logger = logging.getLogger("thalweg_bytewax.registry")
 
 _RETRIABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+# The registry's own "not found" answers (HTTP 404 with a 404xx error code): 40401 subject,
+# 40402 version, 40403 schema, 40404/40406 soft-deleted subject/version, and 40400, which
+# the ``mock://`` client uses for every miss. Any other 404 (an HTML page from a gateway
+# while the backend is down, a wrong base path: error code -1) says nothing about the
+# schema, so it is retried and then reported as an outage, never as unknown data.
+_NOT_FOUND_CODES = frozenset({40400, 40401, 40402, 40403, 40404, 40406})
 _USERINFO = re.compile(r"//[^/@]*@")
 _mock_clients: dict[str, SchemaRegistryClient] = {}
 _mock_lock = threading.Lock()
@@ -68,7 +74,9 @@ class RegistrySchemaSource(SchemaSource):
     """Schemas from a Confluent-compatible schema registry.
 
     Lookups go through ``confluent_kafka``'s client (and its cache) and are cached again
-    here after references are resolved. A transport error, a 5xx or a 429 is retried
+    here after references are resolved. Only the registry's own "not found" answers (404
+    with error code 40400-40406) raise :class:`UnknownSchemaError`. A transport error, a
+    5xx, a 429 or a 404 without such a code (a gateway page) is retried
     with exponential backoff (``initial_backoff_s`` doubling up to ``max_backoff_s``) for
     at most ``max_attempts`` attempts, then raises :class:`RegistryUnavailableError`.
     Lookups are rare (once per schema id per process), so the blocking wait is bounded
@@ -136,17 +144,17 @@ class RegistrySchemaSource(SchemaSource):
                 return call()
             except SchemaRegistryError as exc:
                 status = exc.http_status_code
-                if status == 404:
+                if status == 404 and exc.error_code in _NOT_FOUND_CODES:
                     msg = f"schema registry `{self._url}`: {what} not found ({exc.error_message})"
                     raise UnknownSchemaError(msg) from exc
-                if status not in _RETRIABLE_STATUS:
+                if status not in _RETRIABLE_STATUS and status != 404:
                     msg = (
                         f"schema registry `{self._url}`: {what} failed with HTTP {status} "
                         f"(error code {exc.error_code}); check the registry URL and credentials"
                     )
                     raise RegistryError(msg) from exc
                 cause: Exception = exc
-                reason = f"HTTP {status}"
+                reason = f"HTTP {status} (error code {exc.error_code})"
             except _httpx.TransportError as exc:
                 cause = exc
                 reason = type(exc).__name__

@@ -8,9 +8,11 @@ the codec (Avro in :mod:`thalweg_bytewax.codecs.avro`, Protobuf in its own modul
 
 Two kinds of failure are kept apart, because they need opposite handling:
 
-* an **unknown schema** (the registry answers 404) is bad data: :class:`UnknownSchemaError`,
+* an **unknown schema** (the registry answers 404 with one of its own "not found" error
+  codes, 404xx) is bad data: :class:`UnknownSchemaError`,
   which codecs turn into a per-record ``unknown_schema`` failure for the DLQ;
-* an **unreachable registry** (connection refused, timeouts, 5xx, 429) is an outage, not
+* an **unreachable registry** (connection refused, timeouts, 5xx, 429, or a 404 without a
+  registry error code, e.g. a gateway's HTML page or a wrong base path) is an outage, not
   bad data: the lookup is retried with bounded exponential backoff, then
   :class:`RegistryUnavailableError` names the registry URL (never its credentials) and
   fails the flow loudly.

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
 import pickle
 import socket
+import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -108,6 +112,50 @@ def test_unreachable_registry_retries_then_fails_loudly_naming_the_url() -> None
     assert isinstance(info.value, SchemaError)
     back = pickle.loads(pickle.dumps(info.value))
     assert str(back) == message
+
+
+@contextlib.contextmanager
+def _http_404(body: bytes, content_type: str) -> Iterator[str]:
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(404)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_gateway_404_is_an_outage_not_an_unknown_schema() -> None:
+    html = b"<html><body><h1>404 Not Found</h1>nginx</body></html>"
+    with _http_404(html, "text/html") as url:
+        source = RegistrySchemaSource(url, max_attempts=2, initial_backoff_s=0.01)
+        with pytest.raises(RegistryUnavailableError, match="2 times"):
+            source.get_by_id(1)
+        codec = AvroCodec(RegistrySchemaSource(url, max_attempts=2, initial_backoff_s=0.01))
+        with pytest.raises(RegistryUnavailableError):
+            codec.decode_batch([encode_confluent(1, b"\x02")])
+
+
+def test_registry_not_found_code_is_an_unknown_schema() -> None:
+    body = json.dumps({"error_code": 40403, "message": "Schema 1 not found"}).encode()
+    with _http_404(body, "application/json") as url:
+        source = RegistrySchemaSource(url, max_attempts=3, initial_backoff_s=0.01)
+        with pytest.raises(UnknownSchemaError, match="schema id 1 not found"):
+            source.get_by_id(1)
+        result = AvroCodec(source).decode_batch([encode_confluent(1, b"\x02")])
+        assert [e.kind for e in result.errors] == [FailureKind.UNKNOWN_SCHEMA]
 
 
 def test_codec_batch_raises_on_outage_instead_of_rejecting_data() -> None:
