@@ -197,9 +197,17 @@ class _JsonText(_Node):
         self._warned = False
 
     def _render(self, v: Any) -> str:
-        return json_format.MessageToJson(
-            v, preserving_proto_field_name=True, indent=None, descriptor_pool=v.DESCRIPTOR.file.pool
-        )
+        try:
+            return json_format.MessageToJson(
+                v,
+                preserving_proto_field_name=True,
+                indent=None,
+                descriptor_pool=v.DESCRIPTOR.file.pool,
+            )
+        except (json_format.SerializeToJsonError, ValueError) as exc:
+            # e.g. a google.protobuf.Value holding NaN / Infinity has no JSON form.
+            msg = f"`{self.path}` ({self.full_name}) has no JSON text: {exc}"
+            raise ValueOutOfRange(msg) from exc
 
     def _bite(self, n: int, stats: ProtoStats) -> None:
         if self.capped and n:
