@@ -92,3 +92,10 @@ def test_struct_value_holding_infinity_fails_that_row_only() -> None:
         val = b"\x11" + struct.pack("<d", x)
         res = assert_one_bad(c, fv(1, 1), fv(1, 2) + fb(2, val), FailureKind.MALFORMED, "`v`")
         assert res.batch.column("id").to_pylist() == [1, 1]
+
+
+def test_proto2_string_with_invalid_utf8_fails_that_row_only() -> None:
+    good = fv(1, 1) + fb(4, b"ok")
+    bad = fv(1, 3) + fb(4, b"\xff\xfe")
+    res = assert_one_bad(codec(), good, bad, FailureKind.MALFORMED, "`name` is not valid UTF-8")
+    assert res.batch.column("name").to_pylist() == ["ok", "ok"]

@@ -40,6 +40,7 @@ from thalweg_bytewax.codecs._proto_nodes import (
     _JsonText,
     _Node,
     _Scalar,
+    _String,
     _Timestamp,
     _Wrapper,
 )
@@ -171,6 +172,8 @@ class _Compiler:
     def node(self, fd: FieldDescriptor, depth: int, path: str) -> _Node:
         if fd.type == _FD.TYPE_ENUM:
             return _Enum(fd)
+        if fd.type == _FD.TYPE_STRING:
+            return _String(path)
         if fd.type not in (_FD.TYPE_MESSAGE, _FD.TYPE_GROUP):
             return _Scalar(_SCALARS[fd.type])
         msg_type = fd.message_type

@@ -98,6 +98,20 @@ class _Scalar(_Node):
         self.arrow_type = arrow_type
 
 
+class _String(_Scalar):
+    """A ``string`` field; upb hands back ``bytes`` when the text is not valid UTF-8."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(pa.string())
+        self.path = path
+
+    def value(self, v: Any, stats: ProtoStats) -> Any:
+        if type(v) is not str:
+            msg = f"string field `{self.path}` is not valid UTF-8"
+            raise ValueOutOfRange(msg)
+        return v
+
+
 class _Enum(_Node):
     arrow_type = pa.string()
 

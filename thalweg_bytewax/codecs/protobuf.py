@@ -298,15 +298,27 @@ class ProtobufCodec:
         self, target: _Resolved, rows: list[tuple[int, _Resolved, Any]], msgs: list[Any]
     ) -> tuple[pa.RecordBatch, list[DecodeFailure]]:
         scratch = ProtoStats()
-        good: list[Any] = []
+        good: list[tuple[int, Any]] = []
         bad: list[DecodeFailure] = []
         for (i, _, _), m in zip(rows, msgs, strict=True):
             try:
                 target.plan.to_dict(m, scratch)
-                good.append(m)
-            except ValueOutOfRange as exc:
+                good.append((i, m))
+            except (ValueOutOfRange, pa.ArrowException) as exc:
                 bad.append(DecodeFailure(i, FailureKind.MALFORMED, f"protobuf payload: {exc}"))
-        cols = target.plan.columns(good, self.stats)
+        try:
+            cols = target.plan.columns([m for _, m in good], self.stats)
+        except (ValueOutOfRange, pa.ArrowException):
+            # A value the dict path accepts but Arrow refuses: find it row by row.
+            kept: list[Any] = []
+            for i, m in good:
+                try:
+                    target.plan.columns([m], scratch)
+                    kept.append(m)
+                except (ValueOutOfRange, pa.ArrowException) as exc:
+                    text = f"protobuf payload: {exc}"
+                    bad.append(DecodeFailure(i, FailureKind.MALFORMED, text))
+            cols = target.plan.columns(kept, self.stats)
         return pa.RecordBatch.from_arrays(cols, schema=target.plan.schema), bad
 
     def _parse(self, res: _Resolved, body: bytes) -> Any:
