@@ -9,6 +9,7 @@ import logging
 import re
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
@@ -41,14 +42,48 @@ _RETRIABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 # while the backend is down, a wrong base path: error code -1) says nothing about the
 # schema, so it is retried and then reported as an outage, never as unknown data.
 _NOT_FOUND_CODES = frozenset({40400, 40401, 40402, 40403, 40404, 40406})
-_USERINFO = re.compile(r"//[^/@]*@")
+# A comma starts a new URL only when a scheme follows it, so a comma in a password does
+# not split the userinfo into a part that escapes redaction.
+_URL_SPLIT = re.compile(r",(?=\s*[A-Za-z][A-Za-z0-9+.-]*://)")
+_SENSITIVE_PARAMS = ("key", "token", "secret", "password", "passwd", "auth", "credential")
 _mock_clients: dict[str, SchemaRegistryClient] = {}
 _mock_lock = threading.Lock()
 
 
+def _redact_query(query: str) -> str:
+    parts = []
+    for part in query.split("&"):
+        name, eq, _value = part.partition("=")
+        key = urllib.parse.unquote_plus(name).lower()
+        secret = eq and any(word in key for word in _SENSITIVE_PARAMS)
+        parts.append(f"{name}=***" if secret else part)
+    return "&".join(parts)
+
+
+def _redact_one(url: str) -> str:
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    # The userinfo runs up to the *last* ``@``: a password may hold ``/``, ``?``, ``#`` or
+    # ``@`` itself, which ``urlsplit`` would take for the start of the path, query or host.
+    # An ``@`` in the path or query makes this redact more than the userinfo, never less.
+    at = rest.rfind("@")
+    if at >= 0:
+        rest = "***@" + rest[at + 1 :]
+    split = urllib.parse.urlsplit(f"{scheme}://{rest}")
+    if split.query:
+        split = split._replace(query=_redact_query(split.query))
+    return urllib.parse.urlunsplit(split)
+
+
 def redact_url(url: str) -> str:
-    """``url`` with any ``user:password@`` part replaced by ``***@``."""
-    return _USERINFO.sub("//***@", url)
+    """``url`` (or a comma-separated list) with credentials replaced by ``***``.
+
+    The whole userinfo (everything up to the last ``@`` before the host) becomes ``***@``
+    and the value of any query parameter whose name mentions a key, token, secret,
+    password or auth becomes ``***``.
+    """
+    return ",".join(_redact_one(part) for part in _URL_SPLIT.split(url))
 
 
 def registry_client(url: str, conf: Mapping[str, Any] | None = None) -> SchemaRegistryClient:

@@ -25,6 +25,7 @@ from thalweg_bytewax.registry import (
     RegistrySchemaSource,
     RegistryUnavailableError,
     UnknownSchemaError,
+    redact_url,
     registry_client,
     schema_source,
 )
@@ -156,6 +157,25 @@ def test_registry_not_found_code_is_an_unknown_schema() -> None:
             source.get_by_id(1)
         result = AvroCodec(source).decode_batch([encode_confluent(1, b"\x02")])
         assert [e.kind for e in result.errors] == [FailureKind.UNKNOWN_SCHEMA]
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://user:pa/ss@reg:8081", "https://***@reg:8081"),
+        ("https://user:p@ss@reg:8081", "https://***@reg:8081"),
+        ("https://user:p?s#s@reg:8081/x", "https://***@reg:8081/x"),
+        ("https://reg:8081/?api_key=SECRET&x=1", "https://reg:8081/?api_key=***&x=1"),
+        ("https://reg:8081/p?Access_Token=SECRET#f", "https://reg:8081/p?Access_Token=***#f"),
+        ("http://a:1,http://u:p,SECRET@b:2", "http://a:1,http://***@b:2"),
+        ("mock://scope", "mock://scope"),
+    ],
+)
+def test_redact_url_hides_every_credential(url: str, shown: str) -> None:
+    assert redact_url(url) == shown
+    for secret in ("ss", "SECRET", "user", "pa/", "p?s"):
+        if secret not in shown:
+            assert secret not in redact_url(url)
 
 
 def test_codec_batch_raises_on_outage_instead_of_rejecting_data() -> None:
