@@ -9,7 +9,8 @@ the same field resolve to the tighter of the two, so neither source can loosen t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import json
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Self
 
@@ -17,6 +18,22 @@ if TYPE_CHECKING:
     from thalweg_bytewax.contracts.spec import Rule
 
 __all__ = ["RuleConstructors", "merge_rules"]
+
+
+def _stable_key(value: Any) -> tuple[str, str]:
+    return (json.dumps(value, sort_keys=True, default=str), type(value).__qualname__)
+
+
+def stable_values(values: Iterable[Any]) -> tuple[Any, ...]:
+    """``values`` as a tuple whose order does not depend on the process.
+
+    A set iterates in hash order, which for strings changes with ``PYTHONHASHSEED``; it
+    is sorted by a canonical text key so that the rule version hashed from it is the
+    same in every process. Sequences keep their order.
+    """
+    if isinstance(values, (set, frozenset)):
+        return tuple(sorted(values, key=_stable_key))
+    return tuple(values)
 
 
 class RuleConstructors:
@@ -44,7 +61,9 @@ class RuleConstructors:
     @classmethod
     def one_of(cls, column: str, values: Iterable[Any], *, name: str = "") -> Self:
         """``column`` must be one of ``values`` (ODCS ``enum``); nulls pass."""
-        return cls(kind="allowed_values", columns=(column,), values=tuple(values), name=name)
+        return cls(
+            kind="allowed_values", columns=(column,), values=stable_values(values), name=name
+        )
 
     @classmethod
     def between(
@@ -121,7 +140,7 @@ class RuleConstructors:
         op: str,
         threshold: Any,
         unit: str = "rows",
-        values: Sequence[Any] | None = None,
+        values: Iterable[Any] | None = None,
         pattern: str | None = None,
         expression: str | None = None,
         name: str = "",
@@ -147,7 +166,7 @@ class RuleConstructors:
             op=op,
             threshold=tuple(threshold) if isinstance(threshold, list) else threshold,
             unit=unit,
-            values=tuple(values) if values is not None else None,
+            values=stable_values(values) if values is not None else None,
             pattern=pattern,
             expression=expression,
             name=name,

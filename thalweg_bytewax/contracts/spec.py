@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
@@ -23,7 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from thalweg_bytewax.contracts.rules import RuleConstructors
+from thalweg_bytewax.contracts.rules import RuleConstructors, stable_values
 from thalweg_bytewax.errors import ConfigError, ThalwegError
 
 __all__ = [
@@ -209,6 +209,8 @@ class Rule(RuleConstructors):
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", RuleKind(self.kind))
         object.__setattr__(self, "columns", tuple(self.columns))
+        if self.values is not None:
+            object.__setattr__(self, "values", stable_values(self.values))
         # An absent bound has no inclusivity: keep equal definitions equal (and versioned
         # the same) however they were spelled.
         if self.min is None:
@@ -340,14 +342,14 @@ class DropRule:
             )
             raise ContractError(msg)
         if self.values is not None:
-            object.__setattr__(self, "values", tuple(self.values))
+            object.__setattr__(self, "values", stable_values(self.values))
 
     @classmethod
     def equals(
-        cls, name: str, column: str, values: Sequence[Any], *, audit: bool = False
+        cls, name: str, column: str, values: Iterable[Any], *, audit: bool = False
     ) -> DropRule:
         """Drop rows whose ``column`` is one of ``values``."""
-        return cls(name=name, column=column, values=tuple(values), audit=audit)
+        return cls(name=name, column=column, values=stable_values(values), audit=audit)
 
     @classmethod
     def sql(cls, name: str, expression: str, *, audit: bool = False) -> DropRule:
