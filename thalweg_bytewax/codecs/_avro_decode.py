@@ -99,6 +99,7 @@ def _decode_exact_rows(
             failures.append(DecodeFailure(int(idx[pos]), exc.kind, str(exc)))
             continue
         good.append(pos)
+    invalid: dict[int, str] = {}
     source = reader.node if reader is not None else w.node
     src_children = dict(zip(source.field_names, source.children, strict=False))
     columns = []
@@ -110,11 +111,48 @@ def _decode_exact_rows(
             continue
         node = src_children.get(f.name)
         values = [r[f.name] for r in records]
-        columns.append(node.build(values) if node is not None else pa.array(values, f.type))
-        if columns[-1].type != f.type:
-            columns[-1] = _avro_fast.cast_exact(columns[-1], f.type)
+        column = node.build(values) if node is not None else pa.array(values, f.type)
+        if column.type != f.type:
+            column = _promote(column, f, values, invalid)
+        columns.append(column)
     batch = pa.RecordBatch.from_arrays(columns, schema=schema)
-    return idx[np.asarray(good, dtype=np.int64)], batch
+    rows = idx[np.asarray(good, dtype=np.int64)]
+    if invalid:
+        for pos, name in sorted(invalid.items()):
+            msg = (
+                f"avro {w.label}: field `{name}` holds bytes that are not valid UTF-8, so "
+                f"they cannot be promoted to the output schema's string"
+            )
+            failures.append(DecodeFailure(int(rows[pos]), FailureKind.MALFORMED, msg))
+        keep = np.ones(len(rows), dtype=bool)
+        keep[list(invalid)] = False
+        batch = batch.filter(pa.array(keep))
+        rows = rows[keep]
+    return rows, batch
+
+
+def _promote(column: pa.Array, f: pa.Field, values: list[Any], invalid: dict[int, str]) -> pa.Array:
+    """Apply an Avro type promotion (writer type -> output type) to one top-level column.
+
+    int/long -> float/double is a conversion, as the Avro specification defines it:
+    integers beyond 2**24 (float) or 2**53 (double) round to the nearest representable
+    value. bytes -> string needs valid UTF-8: a row holding anything else is recorded
+    in ``invalid`` (row position -> field name) and dropped by the caller as malformed.
+    """
+    src, target = column.type, f.type
+    if pa.types.is_integer(src) and pa.types.is_floating(target):
+        return column.cast(target, safe=False)
+    if pa.types.is_binary(src) and pa.types.is_string(target):
+        clean: list[Any] = list(values)
+        for pos, v in enumerate(values):
+            if v is not None:
+                try:
+                    v.decode("utf-8")
+                except UnicodeDecodeError:
+                    invalid.setdefault(pos, f.name)
+                    clean[pos] = None  # the row is dropped as malformed
+        return pa.array(clean, pa.binary()).cast(target)
+    return _avro_fast.cast_exact(column, target)
 
 
 def _as_binary(payloads: PayloadsInput) -> pa.BinaryArray:
