@@ -99,3 +99,52 @@ def test_proto2_string_with_invalid_utf8_fails_that_row_only() -> None:
     bad = fv(1, 3) + fb(4, b"\xff\xfe")
     res = assert_one_bad(codec(), good, bad, FailureKind.MALFORMED, "`name` is not valid UTF-8")
     assert res.batch.column("name").to_pylist() == ["ok", "ok"]
+
+
+def test_proto2_missing_required_field_fails_that_row_only() -> None:
+    good = fv(1, 1) + fb(4, b"ok")
+    bad = fv(1, 2)  # `name` (required) absent
+    assert_one_bad(codec(), good, bad, FailureKind.MALFORMED, "missing required field(s): name")
+    assert codec("proto3").decode_value(bad)["name"] == ""  # proto3: absent is the default
+
+
+@pytest.mark.parametrize(
+    ("bad", "field"),
+    [
+        (fv(1, 5) + fv(2, 7) + fb(4, b"abc"), "`color` (number 2)"),
+        (fv(1, 5) + fv(3, 1) + fv(3, 9) + fv(3, 0) + fb(4, b"abc"), "`colors` (number 3)"),
+        (fv(1, 5) + fb(4, b"abc") + fb(1, b"x"), "`id` (number 1)"),  # wrong wire type
+    ],
+)
+def test_proto2_value_the_reader_cannot_hold_fails_that_row(bad: bytes, field: str) -> None:
+    assert_one_bad(codec(), fv(1, 1) + fb(4, b"ok"), bad, FailureKind.MALFORMED, field)
+
+
+def test_registry_evolution_type_change_and_missing_required_fail_per_row(
+    tmp_path: Any,
+) -> None:
+    from thalweg_bytewax.codecs.framing import encode_confluent
+
+    (tmp_path / "1.pb").write_bytes(make_fds().SerializeToString())
+    v2 = make_fds()
+    v2.file[1].message_type[0].field[0].type = F.TYPE_STRING  # id: int32 -> string
+    (tmp_path / "2.pb").write_bytes(v2.SerializeToString())
+    c = ProtobufCodec(registry=str(tmp_path))
+
+    def fr(schema_id: int, body: bytes) -> bytes:
+        return encode_confluent(schema_id, body, message_indexes=[0])
+
+    new = fr(2, fb(1, b"s") + fb(4, b"b"))
+    old_ok = fr(1, fv(1, 43) + fb(4, b"a"))
+    old_missing = fr(1, fv(1, 42))
+    res = c.decode_batch([new, old_ok, old_missing, new])
+    assert [(e.index, e.kind) for e in res.errors] == [
+        (1, FailureKind.SCHEMA_MISMATCH),
+        (2, FailureKind.MALFORMED),
+    ]
+    assert "`id` (number 1)" in res.errors[0].message
+    assert "missing required field(s): name" in res.errors[1].message
+    assert res.batch.to_pylist()[0]["id"] == "s" and res.batch.num_rows == 2
+    with pytest.raises(ProtobufDecodeError) as info:
+        c.decode_value(old_ok)
+    assert info.value.kind is FailureKind.SCHEMA_MISMATCH

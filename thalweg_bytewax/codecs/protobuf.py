@@ -232,15 +232,16 @@ class ProtobufCodec:
     ) -> DecodeResult:
         errors: list[DecodeFailure] = []
         fast = None if header_rows else self._parse_uniform(values)
+        rows: list[tuple[int, _Resolved, Any]] = []
         if fast is not None:
             target, msgs = fast
-            rows: list[tuple[int, _Resolved, Any]] = [(i, target, m) for i, m in enumerate(msgs)]
+            rows = [(i, target, m) for i, m in enumerate(msgs)]
         else:
-            rows = []
+            parsed = []
             for i, p in enumerate(values):
                 try:
                     res, body = self._resolve(p, header_rows[i] if header_rows else None)
-                    rows.append((i, res, self._parse(res, body)))
+                    parsed.append((i, res, self._parse(res, body)))
                 except (ProtobufDecodeError, FramingError, SchemaLookupError) as exc:
                     err = _as_error(exc)
                     errors.append(DecodeFailure(i, err.kind, str(err)))
@@ -250,8 +251,18 @@ class ProtobufCodec:
                 return DecodeResult(pa.RecordBatch.from_pylist([]), errors)
             target = maybe_target
             # Rows parsed with an older writer descriptor of the same type are re-read
-            # with the target's class: Protobuf evolution is by field number, so exact.
-            msgs = [m if res is target else _reparse(target, m) for _, res, m in rows]
+            # with the target's class: Protobuf evolution is by field number, so exact
+            # unless a field changed type incompatibly (checked per row).
+            for i, res, m in parsed:
+                if res is target:
+                    rows.append((i, res, m))
+                    continue
+                try:
+                    rows.append((i, res, _reparse(target, m)))
+                except ProtobufDecodeError as exc:
+                    errors.append(DecodeFailure(i, exc.kind, str(exc)))
+            errors.sort(key=lambda e: e.index)
+            msgs = [m for _, _, m in rows]
         try:
             batch = pa.RecordBatch.from_arrays(
                 target.plan.columns(msgs, self.stats), schema=target.plan.schema
@@ -290,9 +301,12 @@ class ProtobufCodec:
                 if not all(map(bytes.startswith, payloads, repeat(frame))):
                     return None
                 payloads = [p[cut:] for p in payloads]
-            return res, list(map(res.cls.FromString, payloads))
+            msgs = list(map(res.cls.FromString, payloads))
         except Exception:  # noqa: BLE001 - non-bytes input or a bad body: per-row path
             return None
+        if res.check.needed and not all(map(res.check.ok, msgs)):
+            return None
+        return res, msgs
 
     def _pinpoint(
         self, target: _Resolved, rows: list[tuple[int, _Resolved, Any]], msgs: list[Any]
@@ -325,10 +339,13 @@ class ProtobufCodec:
         if res.reserved:
             raise res.reserved_error()
         try:
-            return res.cls.FromString(body)
+            out = res.cls.FromString(body)
         except Exception as exc:  # upb raises google.protobuf.message.DecodeError
             msg = f"protobuf body of `{res.desc.full_name}` does not parse: {exc}"
             raise ProtobufDecodeError(msg) from exc
+        if res.check.needed:
+            res.check.check(out)
+        return out
 
     def _resolve(
         self, payload: bytes | None, headers: Sequence[tuple[str, bytes | None]] | None
