@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from decimal import Decimal
 
 import pyarrow as pa
 import pytest
@@ -34,6 +35,34 @@ def test_type_conformance():
     assert evaluate(batch, RuleSet([Rule.of_type("x", pa.int64())])).any_failed.tolist() == [True]
     ev = evaluate(batch, RuleSet([Rule.of_type("x", pa.int64()), Rule.not_null("x")]))
     assert ev.contract_failed.tolist() == [True]
+
+
+def test_integer_types_refuse_values_a_cast_would_round():
+    int64 = Rule.of_type("x", pa.int64())
+    assert failed(int64, [1.0, 1.5, 2.7, None], pa.float64()) == [False, True, True, False]
+    assert failed(int64, [float("nan"), float("inf"), -3.0], pa.float64()) == [True, True, False]
+    assert failed(int64, [1.0, 0.5], pa.float32()) == [False, True]
+    assert failed(int64, ["1", "1.5", "x", "1.0", " 7 ", "1e3", "2.01e0"]) == [
+        False,
+        True,
+        True,
+        False,
+        False,
+        False,
+        True,
+    ]
+    assert failed(Rule.of_type("x", pa.int8()), [300, 1], pa.int64()) == [True, False]
+    decimals = pa.array([Decimal("1.000"), Decimal("1.500")], pa.decimal128(10, 3))
+    assert failed(int64, decimals) == [False, True]
+
+
+def test_decimal_types_refuse_values_with_more_scale_than_the_target():
+    dec = Rule.of_type("x", pa.decimal128(10, 2))
+    source = pa.array([Decimal("1.230"), Decimal("1.234")], pa.decimal128(10, 3))
+    assert failed(dec, source) == [False, True]
+    assert failed(dec, ["1.23", "1.234", "1.2300", "0.1"]) == [False, True, False, False]
+    assert failed(dec, [0.25, 0.125], pa.float64()) == [False, True]
+    assert failed(dec, [10**9], pa.int64()) == [True]
 
 
 def test_metric_rules_with_count_and_percent_thresholds():

@@ -543,15 +543,47 @@ def _sql_masks(
         exprs.append(f"({rule.expression}) IS FALSE")
         keys.append(i)
     for i, rule in type_rules:
-        c = _ident(rule.columns[0])
-        target = _duckdb_type(_as_type(rule.arrow_type))
-        exprs.append(f"TRY_CAST({c} AS {target}) IS NULL AND {c} IS NOT NULL")
+        source = batch.schema.field(rule.columns[0]).type
+        exprs.append(_cast_fails_sql(rule.columns[0], source, _as_type(rule.arrow_type)))
         keys.append(i)
     if not exprs:
         return {}
     select = ", ".join(f"{e} AS r{k}" for k, e in enumerate(exprs))
     result = _sql_table(batch, f"SELECT {select} FROM {_BATCH}")  # noqa: S608 - sandboxed
     return {key: _np(result.column(k)) for k, key in enumerate(keys)}
+
+
+# A plain decimal literal with a non-zero digit after the first {scale} fractional digits.
+_EXCESS_SCALE = r"^\s*[+-]?[0-9]*\.[0-9]{{{scale}}}[0-9]*[1-9][0-9]*\s*$"
+
+
+def _cast_fails_sql(column: str, source: pa.DataType, target: pa.DataType) -> str:
+    """A DuckDB predicate true where a non-null ``column`` does not convert to ``target``.
+
+    ``TRY_CAST`` rounds into integer and decimal types (1.5 becomes 2), which would pass
+    values the type cannot hold. For those targets the cast must also be exact: the
+    converted value, cast back to the source type, equals the original; a string must
+    denote the same number as its conversion and, written as a plain decimal, carry no
+    non-zero digit beyond the target's scale.
+    """
+    c = _ident(column)
+    t = _duckdb_type(target)
+    fails = f"TRY_CAST({c} AS {t}) IS NULL"
+    if pa.types.is_integer(target) or pa.types.is_decimal(target):
+        scale = target.scale if pa.types.is_decimal(target) else 0
+        if pa.types.is_string(source) or pa.types.is_large_string(source):
+            fails += (
+                f" OR CAST(TRY_CAST({c} AS {t}) AS DOUBLE)"
+                f" IS DISTINCT FROM TRY_CAST({c} AS DOUBLE)"
+                f" OR regexp_matches({c}, '{_EXCESS_SCALE.format(scale=scale)}')"
+            )
+        elif (
+            pa.types.is_floating(source)
+            or pa.types.is_decimal(source)
+            or (pa.types.is_integer(source))
+        ):
+            fails += f" OR CAST(TRY_CAST({c} AS {t}) AS {_duckdb_type(source)}) <> {c}"
+    return f"{c} IS NOT NULL AND ({fails})"
 
 
 def _shape(t: pa.DataType) -> str:
@@ -574,10 +606,14 @@ def _type_check(rule: Rule, batch: pa.RecordBatch, n: int) -> tuple[np.ndarray |
     target = _as_type(rule.arrow_type)
     if col.type == target or col.null_count == n or _shape(col.type) == _shape(target):
         return None, False
+    sql_ok = _duckdb_type(target) is not None and _duckdb_type(col.type) is not None
+    if sql_ok and pa.types.is_decimal(target) and pa.types.is_floating(col.type):
+        # Arrow's float-to-decimal cast rounds silently; the SQL check is exact.
+        return None, True
     try:
         col.cast(target, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        if _duckdb_type(target) is not None and _duckdb_type(col.type) is not None:
+        if sql_ok:
             return None, True
         return _np(col.is_valid()), False
     return None, False
