@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from thalweg_bytewax.codecs import FailureKind
 from thalweg_bytewax.codecs.avro import AvroCodec
 from thalweg_bytewax.codecs.framing import encode_confluent
+from thalweg_bytewax.registry import DirectorySchemaSource
 
 
 def _dir(tmp_path: Path, schemas: dict[int, dict[str, Any]]) -> Path:
@@ -58,3 +60,55 @@ def test_promotion_without_reader_converts_numbers_and_rejects_bad_utf8(
         {"a": float(2**24), "b": "ok", "c": float(big)},  # nearest float32 / float64
         {"a": 3.0, "b": "fine", "c": 2.0},
     ]
+
+
+def _guid_codec(
+    tmp_path: Path, schemas: dict[str, dict[str, Any]], **kw: Any
+) -> tuple[AvroCodec, dict[str, uuid.UUID]]:
+    for name, schema in schemas.items():
+        (tmp_path / f"{name}.avsc").write_text(json.dumps(schema))
+    guids = {name: uuid.uuid4() for name in schemas}
+    source = DirectorySchemaSource(tmp_path, ids={str(g): f"{n}.avsc" for n, g in guids.items()})
+    return AvroCodec(source, **kw), guids
+
+
+def _hdr(guid: uuid.UUID) -> list[tuple[str, bytes]]:
+    return [("__value_schema_id", b"\x01" + guid.bytes)]
+
+
+V1 = _record(("id", "long"))
+V2 = _record(("id", "long"), ("email", ["null", "string"]))
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast-on", "fast-off"])
+@pytest.mark.parametrize("first", ["v1", "v2"])
+def test_guid_output_schema_does_not_depend_on_which_writer_shows_first(
+    tmp_path: Path, fast: bool, first: str
+) -> None:
+    codec, g = _guid_codec(tmp_path, {"v1": V1, "v2": V2}, fast=fast)
+    body = _body(V1, {"id": 0}) if first == "v1" else _body(V2, {"id": 0, "email": "a@x"})
+    assert codec.decode_batch([body], headers=[_hdr(g[first])]).errors == []
+    # A lagging producer still on v1 next to v2, in both orders, then v2 alone.
+    result = codec.decode_batch(
+        [_body(V1, {"id": 2}), _body(V2, {"id": 3, "email": "b@x"})],
+        headers=[_hdr(g["v1"]), _hdr(g["v2"])],
+    )
+    assert result.errors == []
+    assert result.batch.to_pylist() == [{"id": 2, "email": None}, {"id": 3, "email": "b@x"}]
+    result = codec.decode_batch([_body(V2, {"id": 4, "email": "c@x"})], headers=[_hdr(g["v2"])])
+    assert result.errors == []
+    assert result.batch.to_pylist() == [{"id": 4, "email": "c@x"}]
+    assert codec.arrow_schema.names == ["id", "email"]
+
+
+def test_guid_writers_that_each_lack_a_field_never_drop_one(tmp_path: Path) -> None:
+    va = _record(("id", "long"), ("a", "string"))
+    vb = _record(("id", "long"), ("b", "string"))
+    codec, g = _guid_codec(tmp_path, {"a": va, "b": vb})
+    result = codec.decode_batch(
+        [_body(va, {"id": 1, "a": "x"}), _body(vb, {"id": 2, "b": "y"})],
+        headers=[_hdr(g["a"]), _hdr(g["b"])],
+    )
+    assert result.batch.to_pylist() == [{"id": 1, "a": "x"}]
+    assert [(e.index, e.kind) for e in result.errors] == [(1, FailureKind.SCHEMA_MISMATCH)]
+    assert "reader_schema" in result.errors[0].message

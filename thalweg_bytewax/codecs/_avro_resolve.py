@@ -178,10 +178,29 @@ def _named_docs(w: _Writer) -> dict[str, Any]:
     return {k: v for k, v in w.named.items() if isinstance(v, dict)}
 
 
-def _newer(a: SchemaKey, b: SchemaKey, order: list[SchemaKey]) -> bool:
-    if isinstance(a, int) and isinstance(b, int):
-        return a > b
-    return order.index(a) > order.index(b)
+def _widens(w: _Writer, current: _Writer) -> bool:
+    """Whether every record of ``current`` maps onto ``w`` without loss, and ``w`` differs."""
+    wf = dict(zip(w.node.field_names, w.node.children, strict=False))
+    pairs = list(zip(current.node.field_names, current.node.children, strict=False))
+    if not all(n in wf and _promotable(c, wf[n]) for n, c in pairs):
+        return False
+    return len(wf) > len(pairs) or not all(_same(c, wf[n]) for n, c in pairs)
+
+
+def _newer(w: _Writer, current: _Writer) -> bool:
+    """Whether writer ``w`` replaces ``current`` as the output schema (no reader schema).
+
+    Registry ids grow with registration, so a higher id is newer. GUIDs carry no order,
+    and a lagging producer can show an old GUID after a new one: a GUID writer (or any
+    mix of GUID and id) replaces the current output schema only when it widens it, i.e.
+    every field of the current one is present in ``w`` with the same or a promoted
+    type. Otherwise the wider schema stays and ``w``'s records are resolved onto it
+    (absent fields null, a field the output lacks a ``schema_mismatch``), so no field
+    is ever dropped from the output.
+    """
+    if isinstance(w.key, int) and isinstance(current.key, int):
+        return w.key > current.key
+    return _widens(w, current)
 
 
 def _promotable(w: AvroNode, t: AvroNode) -> bool:

@@ -126,7 +126,6 @@ class AvroCodec:
         self._prefix = metadata_prefix
         self._fast = fast
         self._writers: dict[SchemaKey, _Writer] = {}
-        self._order: list[SchemaKey] = []  # writer keys by first sight (GUID ordering)
         self._newest: _Writer | None = None
         self._optional: set[str] = set()  # newest-writer fields some older writer lacks
         self._logged_output: str | None = None
@@ -216,11 +215,16 @@ class AvroCodec:
 
     def _see(self, w: _Writer) -> None:
         """Track the newest writer (output schema without a reader schema)."""
-        self._order.append(w.key)
         if self._reader is not None:
             return
         newest = self._newest
-        if newest is None or _newer(w.key, newest.key, self._order):
+        if newest is not None and not isinstance(w.key, int) and not _newer(w, newest):
+            logger.info(
+                "avro: %s does not widen the output schema of %s, which stays the output",
+                w.label,
+                newest.label,
+            )
+        if newest is None or _newer(w, newest):
             old = newest
             self._newest = w
             if old is not None:
