@@ -448,6 +448,45 @@ def test_sub_microsecond_nanos_are_truncated_and_counted() -> None:
     assert c.decode_value(frame(m))["dur"] == timedelta(seconds=-2, microseconds=-500)
 
 
+def test_truncated_nanos_warn_once_per_field(caplog: pytest.LogCaptureFixture) -> None:
+    m = All()
+    m.ts.seconds, m.ts.nanos = 1, 1_500
+    m.dur.nanos = 7
+    c = codec()
+    with caplog.at_level(logging.WARNING):
+        c.decode_batch([frame(m), frame(m)])
+        c.decode_value(frame(m))
+    warned = [r.getMessage() for r in caplog.records if "sub-microsecond" in r.getMessage()]
+    assert len(warned) == 2 and "`ts`" in warned[0] and "`dur`" in warned[1]
+    assert c.stats.truncated_nanos == 6
+
+
+@pytest.mark.parametrize(
+    ("field", "seconds", "nanos"),
+    [
+        ("ts", 100, -1_500),  # Timestamp nanos must be 0..999,999,999
+        ("ts", 100, 1_000_000_000),
+        ("dur", 1, -1),  # Duration seconds and nanos must not have opposite signs
+        ("dur", -1, 1),
+        ("dur", 0, 1_000_000_000),
+    ],
+)
+def test_invalid_timestamp_and_duration_nanos_fail_the_row(
+    field: str, seconds: int, nanos: int
+) -> None:
+    bad = All(f_string="bad")
+    getattr(bad, field).seconds = seconds
+    getattr(bad, field).nanos = nanos
+    good = frame(All(f_string="ok"))
+    c = codec()
+    res = c.decode_batch([good, frame(bad), good])
+    assert [(e.index, e.kind) for e in res.errors] == [(1, FailureKind.MALFORMED)]
+    assert f"`{field}`" in res.errors[0].message
+    assert res.batch.column("f_string").to_pylist() == ["ok", "ok"]
+    with pytest.raises(ProtobufDecodeError, match=f"`{field}`"):
+        c.decode_value(frame(bad))
+
+
 def test_config_errors_are_clear() -> None:
     from thalweg_bytewax.errors import ConfigError
 

@@ -182,9 +182,9 @@ class _Compiler:
         if name in _WRAPPERS:
             return _Wrapper(_WRAPPERS[name])
         if name == _TIMESTAMP:
-            return _Timestamp()
+            return _Timestamp(path)
         if name == _DURATION:
-            return _Duration()
+            return _Duration(path)
         if name in _JSON_TYPES:
             return _JsonText(name, path, capped=False)
         if depth > self.max_depth:

@@ -149,54 +149,86 @@ class _Wrapper(_Node):
         return v.value
 
 
-def _micros(
-    values: list[Any], lo: int, hi: int, what: str, stats: ProtoStats
-) -> tuple[np.ndarray, int]:
+def _micros(values: list[Any], lo: int, hi: int, what: str, path: str) -> tuple[np.ndarray, int]:
     n = len(values)
     secs = np.fromiter(map(operator.attrgetter("seconds"), values), np.int64, n)
     nanos = np.fromiter(map(operator.attrgetter("nanos"), values), np.int64, n)
-    if n and (secs.min() < lo or secs.max() > hi or np.abs(nanos).max() > 999_999_999):
-        msg = f"{what} out of range"
-        raise ValueOutOfRange(msg)
+    if n:
+        bad = (secs.min() < lo) | (secs.max() > hi) | (np.abs(nanos).max() > 999_999_999)
+        if what == "Timestamp":
+            bad |= bool(nanos.min() < 0)
+        else:
+            bad |= bool(((secs > 0) & (nanos < 0)).any() or ((secs < 0) & (nanos > 0)).any())
+        if bad:
+            msg = f"{what} `{path}` out of range"
+            raise ValueOutOfRange(msg)
     sub = nanos % 1000
     return secs * 1_000_000 + np.sign(nanos) * (np.abs(nanos) // 1000), int(np.count_nonzero(sub))
 
 
-def _micros_one(v: Any, lo: int, hi: int, what: str, stats: ProtoStats) -> int:
+def _micros_one(v: Any, lo: int, hi: int, what: str, path: str) -> tuple[int, bool]:
     s: int = v.seconds
     ns: int = v.nanos
-    if s < lo or s > hi or abs(ns) > 999_999_999:  # noqa: PLR2004
-        msg = f"{what} seconds={s} nanos={ns} out of range"
+    if what == "Timestamp":
+        invalid = not 0 <= ns <= 999_999_999  # noqa: PLR2004
+    else:  # Duration: |nanos| < 1e9 and never the opposite sign of seconds
+        invalid = abs(ns) > 999_999_999 or (s > 0 and ns < 0) or (s < 0 and ns > 0)  # noqa: PLR2004
+    if s < lo or s > hi or invalid:
+        msg = f"{what} `{path}` seconds={s} nanos={ns} out of range"
         raise ValueOutOfRange(msg)
-    if ns % 1000:
-        stats.truncated_nanos += 1
-    return s * 1_000_000 + (ns // 1000 if ns >= 0 else -(-ns // 1000))
+    return s * 1_000_000 + (ns // 1000 if ns >= 0 else -(-ns // 1000)), bool(ns % 1000)
 
 
-class _Timestamp(_Node):
+class _Micros(_Node):
+    """Timestamp / Duration: microseconds, sub-microsecond nanos counted and warned."""
+
+    what = ""
+    lo = hi = 0
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._warned = False
+
+    def _truncated(self, n: int, stats: ProtoStats) -> None:
+        if not n:
+            return
+        stats.truncated_nanos += n
+        if not self._warned:
+            self._warned = True
+            logger.warning(
+                "protobuf decode truncates sub-microsecond nanos of %s `%s` (Arrow keeps "
+                "microseconds); counted in stats.truncated_nanos",
+                self.what,
+                self.path,
+            )
+
+    def micros(self, v: Any, stats: ProtoStats) -> int:
+        us, cut = _micros_one(v, self.lo, self.hi, self.what, self.path)
+        self._truncated(int(cut), stats)
+        return us
+
+    def array(self, values: list[Any], mask: np.ndarray | None, stats: ProtoStats) -> pa.Array:
+        us, truncated = _micros(values, self.lo, self.hi, self.what, self.path)
+        self._truncated(truncated, stats)
+        return pa.array(us, self.arrow_type, mask=mask)
+
+
+class _Timestamp(_Micros):
     arrow_type = TIMESTAMP_TYPE
-
-    def array(self, values: list[Any], mask: np.ndarray | None, stats: ProtoStats) -> pa.Array:
-        us, truncated = _micros(values, _TS_MIN_S, _TS_MAX_S, "Timestamp", stats)
-        stats.truncated_nanos += truncated
-        return pa.array(us, self.arrow_type, mask=mask)
+    what = "Timestamp"
+    lo, hi = _TS_MIN_S, _TS_MAX_S
 
     def value(self, v: Any, stats: ProtoStats) -> Any:
-        return _EPOCH + timedelta(
-            microseconds=_micros_one(v, _TS_MIN_S, _TS_MAX_S, "Timestamp", stats)
-        )
+        return _EPOCH + timedelta(microseconds=self.micros(v, stats))
 
 
-class _Duration(_Node):
+class _Duration(_Micros):
     arrow_type = DURATION_TYPE
-
-    def array(self, values: list[Any], mask: np.ndarray | None, stats: ProtoStats) -> pa.Array:
-        us, truncated = _micros(values, -_DUR_MAX_S, _DUR_MAX_S, "Duration", stats)
-        stats.truncated_nanos += truncated
-        return pa.array(us, self.arrow_type, mask=mask)
+    what = "Duration"
+    lo, hi = -_DUR_MAX_S, _DUR_MAX_S
 
     def value(self, v: Any, stats: ProtoStats) -> Any:
-        return timedelta(microseconds=_micros_one(v, -_DUR_MAX_S, _DUR_MAX_S, "Duration", stats))
+        return timedelta(microseconds=self.micros(v, stats))
 
 
 class _JsonText(_Node):
