@@ -125,8 +125,11 @@ class _Validator:
             batch = self._drop(batch, audits)
         if batch.num_rows == 0:
             return _Verdict(None, None, _concat(audits))
-        extra = self._window_masks(batch, windows) if windows is not None else None
-        ev = evaluate(batch, self.ruleset, extra=extra)
+        ev = evaluate(batch, self.ruleset)
+        if windows is not None:
+            # Only rows that pass every other rule are remembered: a row rejected for
+            # another reason was not accepted, so its corrected re-send is no duplicate.
+            ev = ev.with_masks(self.ruleset, self._window_masks(batch, windows, ~ev.any_failed))
         failed = ev.failed_rules(self.ruleset)
         verdict = _VERDICTS.take(pa.array(ev.any_failed.astype(np.int8)))
         if self.mode is ContractMode.STRICT and ev.any_failed.any():
@@ -195,14 +198,23 @@ class _Validator:
         return batch.filter(pa.array(~dropped)) if dropped.any() else batch
 
     def _window_masks(
-        self, batch: pa.RecordBatch, windows: dict[int, SeenWindow]
+        self, batch: pa.RecordBatch, windows: dict[int, SeenWindow], passed: np.ndarray
     ) -> dict[int, np.ndarray]:
+        """Rows whose key was accepted within the window, per windowed ``unique`` rule.
+
+        Only rows in ``passed`` (they pass every rule evaluated on the batch alone) are
+        looked up and remembered. With several windowed rules, the rules are checked in
+        order: a row found in one window is neither looked up nor remembered in the
+        windows of the rules after it, but a row found only in a later rule's window has
+        already been remembered by the earlier rules' windows.
+        """
         out: dict[int, np.ndarray] = {}
         now = batch_time(batch, self.columns.source_timestamp)
+        passed = passed.copy()
         for i, rule in self.windowed:
             if any(c not in batch.schema.names for c in rule.columns):
                 continue
-            candidates = ~duplicate_mask(batch, rule.columns)
+            candidates = ~duplicate_mask(batch, rule.columns) & passed
             for c in rule.columns:
                 col = batch.column(c)
                 if col.null_count:
@@ -211,6 +223,7 @@ class _Validator:
             hits = windows[i].check_and_add(key_values(batch, rule.columns, rows), now)
             mask = np.zeros(batch.num_rows, dtype=bool)
             mask[rows[hits]] = True
+            passed &= ~mask
             out[i] = mask
         return out
 

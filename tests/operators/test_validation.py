@@ -195,6 +195,25 @@ def test_windowed_unique_rejects_repeats_across_batches(entry_point):
     assert all(unique_id in ids for ids in rejected["rules"].to_pylist())
 
 
+def test_windowed_unique_accepts_the_corrected_resend_of_a_rejected_row(entry_point):
+    rows = orders(3)
+    bad = copy.deepcopy(rows[1])
+    bad["status"] = "LOST"  # rejected by the contract's allowed values
+    rule = Rule.unique("order_id", window=timedelta(hours=1))
+    batches = [
+        ("orders:0", orders_batch([rows[0], bad])),
+        ("orders:0", orders_batch(rows[1:], first_offset=10)),  # corrected re-send + new
+        ("orders:0", orders_batch([rows[1]], first_offset=20)),  # a true repeat
+    ]
+    clean, rejected, _ = run(batches, "quarantine", rules=[rule], entry_point=entry_point)
+    assert sorted(clean[COLS.source_offset].to_pylist()) == [0, 10, 11]
+    offsets = rejected[COLS.source_offset].to_pylist()
+    got = dict(zip(offsets, rejected["rules"].to_pylist(), strict=True))
+    assert sorted(got) == [1, 20]
+    assert [r.split("@")[0] for r in got[1]] == ["status_allowed_values"]
+    assert [r.split("@")[0] for r in got[20]] == ["order_id_unique"]
+
+
 def test_audit_is_complete_and_a_rule_change_never_alters_earlier_verdicts():
     rows = orders(40)
     first = [("orders:0", orders_batch(rows[:20]))]

@@ -364,6 +364,12 @@ class Evaluation:
         ids = ruleset.ids.take(pa.array(np.asarray(self.rule_index, np.int64)[which]))
         return pa.ListArray.from_arrays(pa.array(offsets), ids)
 
+    def with_masks(self, ruleset: RuleSet, extra: Mapping[int, np.ndarray]) -> Evaluation:
+        """This evaluation with further failed masks (by rule index) OR-ed in."""
+        return _assemble(
+            self.num_rows, ruleset, dict(zip(self.rule_index, self.masks, strict=True)), extra
+        )
+
     def first_failure(self) -> tuple[int, int] | None:
         """``(row, rule index)`` of the first failing row and its first failed rule."""
         if not self.any_failed.any():
@@ -658,6 +664,16 @@ def evaluate(
         for i, mask in _sql_masks(batch, sql_rules, type_rules).items():
             if mask.any():
                 found[i] = mask
+    return _assemble(n, ruleset, found, extra)
+
+
+def _assemble(
+    n: int,
+    ruleset: RuleSet,
+    found: Mapping[int, np.ndarray],
+    extra: Mapping[int, np.ndarray] | None,
+) -> Evaluation:
+    found = dict(found)
     for i, mask in (extra or {}).items():
         if mask.any():
             found[i] = found[i] | mask if i in found else mask
