@@ -437,6 +437,22 @@ def test_unknown_enum_number_keeps_the_number() -> None:
     assert codec().decode_value(frame(m))["color"] == "7"
 
 
+def test_unknown_open_enum_numbers_are_counted_and_warned_once_per_field(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    m = All()
+    m.color = 7
+    m.colors.extend([1, 9, 9])
+    c = codec()
+    with caplog.at_level(logging.WARNING):
+        c.decode_batch([frame(m), frame(All())])
+        c.decode_value(frame(m))
+    assert c.stats.unknown_enums == 6
+    warned = [r.getMessage() for r in caplog.records if "stats.unknown_enums" in r.getMessage()]
+    assert len(warned) == 2
+    assert any("`color`" in w for w in warned) and any("`colors`" in w for w in warned)
+
+
 def test_sub_microsecond_nanos_are_truncated_and_counted() -> None:
     m = All()
     m.ts.seconds, m.ts.nanos = 1, 1_500

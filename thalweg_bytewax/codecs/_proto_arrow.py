@@ -171,7 +171,7 @@ class _Compiler:
 
     def node(self, fd: FieldDescriptor, depth: int, path: str) -> _Node:
         if fd.type == _FD.TYPE_ENUM:
-            return _Enum(fd)
+            return _Enum(fd, path)
         if fd.type == _FD.TYPE_STRING:
             return _String(path)
         if fd.type not in (_FD.TYPE_MESSAGE, _FD.TYPE_GROUP):

@@ -81,6 +81,8 @@ class ProtoStats:
     """Non-null sub-messages rendered as JSON text because they sat below ``max_depth``."""
     truncated_nanos: int = 0
     """Timestamps / Durations whose sub-microsecond nanos were dropped."""
+    unknown_enums: int = 0
+    """Open-enum values whose number the schema does not name (kept as the number)."""
 
 
 class _Node:
@@ -115,12 +117,26 @@ class _String(_Scalar):
 class _Enum(_Node):
     arrow_type = pa.string()
 
-    def __init__(self, fd: FieldDescriptor) -> None:
+    def __init__(self, fd: FieldDescriptor, path: str) -> None:
         enum_type = fd.enum_type
         assert enum_type is not None  # set on every enum field
+        self.full_name = enum_type.full_name
+        self.path = path
+        self._warned = False
         self.names = {v.number: v.name for v in enum_type.values}
         self._numbers = np.array(sorted(self.names), dtype=np.int64)
         self._symbols = pa.array([self.names[n] for n in self._numbers], pa.string())
+
+    def _unknown(self, n: int, stats: ProtoStats) -> None:
+        stats.unknown_enums += n
+        if not self._warned:
+            self._warned = True
+            logger.warning(
+                "protobuf decode found numbers enum `%s` does not name in `%s`; they are "
+                'kept as the number\'s text (e.g. "7") and counted in stats.unknown_enums',
+                self.full_name,
+                self.path,
+            )
 
     def array(self, values: list[Any], mask: np.ndarray | None, stats: ProtoStats) -> pa.Array:
         nums = np.fromiter(values, np.int64, len(values))
@@ -132,10 +148,18 @@ class _Enum(_Node):
                 return out
             return pc.if_else(pa.array(mask), pa.scalar(None, pa.string()), out)
         # Open (proto3) enums may carry numbers the schema does not name: keep the number.
-        return pa.array([self.value(v, stats) for v in values], pa.string(), mask=mask)
+        unknown = ~known if mask is None else ~known & ~mask
+        if unknown.any():
+            self._unknown(int(np.count_nonzero(unknown)), stats)
+        names = self.names
+        return pa.array([names.get(v, str(v)) for v in values], pa.string(), mask=mask)
 
     def value(self, v: Any, stats: ProtoStats) -> Any:
-        return self.names.get(v, str(v))
+        name = self.names.get(v)
+        if name is None:
+            self._unknown(1, stats)
+            return str(v)
+        return name
 
 
 class _Wrapper(_Node):

@@ -125,7 +125,7 @@ class ProtobufCodec:
         self._prefix = metadata_prefix
         self._message_type = message_type
         self.stats = ProtoStats()
-        """Counters: decoded, failed, depth_capped, truncated_nanos."""
+        """Counters: decoded, failed, depth_capped, truncated_nanos, unknown_enums."""
         self._by_ref: dict[tuple[int | str, tuple[int, ...]], _Resolved] = {}
         self._target: _Resolved | None = None
         self._target_key: int | str | None = None
