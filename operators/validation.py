@@ -230,7 +230,9 @@ class _Validator:
     def _violation(self, batch: pa.RecordBatch, ev: Any) -> ContractViolationError:
         row, idx = ev.first_failure()
         rule = self.ruleset.rules[idx]
-        locator = locator_strings(batch.slice(row, 1), self.columns)[0].as_py()
+        # Locate within the whole batch: without locator columns the locator is the
+        # row's index in the batch, which a one-row slice would lose.
+        locator = locator_strings(batch, self.columns)[row].as_py()
         column = rule.column
         if column is not None and column in batch.schema.names:
             got = repr(batch.column(column)[row].as_py())

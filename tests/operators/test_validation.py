@@ -17,8 +17,10 @@ from tests.contracts.orders_data import COLS, orders, orders_batch, orders_contr
 from tests.fixtures.flows import EntryPoint
 from thalweg_bytewax.contracts import ContractError, ContractViolationError, DropRule, Rule
 from thalweg_bytewax.contracts.evaluate import RuleSet, explode_audit
+from thalweg_bytewax.contracts.spec import ContractMode
 from thalweg_bytewax.dlq import dlq_schema, rejected_from_dlq_batch
-from thalweg_bytewax.operators.validation import failed_rules_column
+from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.operators.validation import _Validator, failed_rules_column
 
 CONTRACT = orders_contract()
 RULES = {r.name: r.id for r in RuleSet.from_contract(CONTRACT).rules}
@@ -274,3 +276,13 @@ def test_verdicts_per_partition_do_not_depend_on_the_worker_count(entry_point):
     ]
     assert sorted(located(audit)) == [(p, o) for p in range(4) for o in [*range(20), 50, 51]]
     assert np.unique(rejected[COLS.source_partition].to_numpy()).tolist() == [0, 1, 2, 3]
+
+
+def test_strict_message_names_the_failing_row_of_a_batch_without_locator_columns():
+    batch = pa.RecordBatch.from_pydict({"total": [5.0, 7.0, 250.0]})
+    validator = _Validator(
+        "v", RuleSet([Rule.between("total", 0, 100)]), ContractMode.STRICT, MetadataColumns()
+    )
+    with pytest.raises(ContractViolationError, match="at `row 2`") as info:
+        validator.run(batch)
+    assert info.value.locator == "row 2"
