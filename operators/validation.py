@@ -12,6 +12,7 @@ and never reach the DLQ (ADR-0036). Every judged record gets one compact audit r
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -93,11 +94,42 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
+_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+def _spell_non_finite(value: Any) -> Any:
+    """``value`` with NaN and infinities as the strings ``NaN``, ``Infinity``, ``-Infinity``.
+
+    JSON has no literal for them and orjson writes ``null``, which would hide the very
+    value a row was rejected for.
+    """
+    if isinstance(value, float):
+        return value if math.isfinite(value) else _NON_FINITE[repr(value)]
+    if isinstance(value, dict):
+        return {k: _spell_non_finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_spell_non_finite(v) for v in value]
+    if isinstance(value, tuple):  # map entries
+        return tuple(_spell_non_finite(v) for v in value)
+    return value
+
+
+def _has_floats(t: pa.DataType) -> bool:
+    if pa.types.is_floating(t):
+        return True
+    if pa.types.is_dictionary(t):
+        return _has_floats(t.value_type)
+    return any(_has_floats(t.field(i).type) for i in range(t.num_fields))
+
+
 def _row_json(batch: pa.RecordBatch, idx: np.ndarray, columns: MetadataColumns) -> list[str]:
     # Only rejected rows reach this (the exception path), so a per-row dump is bounded
     # by the rejects, never by the batch.
     payload = [n for n in batch.schema.names if not columns.is_reserved(n)]
-    rows = batch.select(payload).take(pa.array(idx, pa.int64())).to_pylist()
+    selected = batch.select(payload)
+    rows = selected.take(pa.array(idx, pa.int64())).to_pylist()
+    if any(_has_floats(f.type) for f in selected.schema):
+        rows = [_spell_non_finite(r) for r in rows]
     return [orjson.dumps(r, default=_json_default).decode() for r in rows]
 
 

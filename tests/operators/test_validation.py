@@ -286,3 +286,25 @@ def test_strict_message_names_the_failing_row_of_a_batch_without_locator_columns
     with pytest.raises(ContractViolationError, match="at `row 2`") as info:
         validator.run(batch)
     assert info.value.locator == "row 2"
+
+
+def test_dlq_row_json_spells_out_non_finite_floats():
+    inf, nan = float("inf"), float("nan")
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "total": [5.0, nan, inf, -inf, 6.0],
+            "parts": pa.array([[1.0], [1.0], [1.0], [1.0], [nan, -inf]], pa.list_(pa.float32())),
+        }
+    )
+    rules = [Rule.between("total", 0, 100), Rule.sql("parts_finite", "list_max(parts) < 10")]
+    validator = _Validator("v", RuleSet(rules), ContractMode.QUARANTINE, MetadataColumns())
+    rejected = validator.run(batch).rejected
+    assert rejected is not None
+    assert sorted(rejected["row_json"].to_pylist()) == sorted(
+        [
+            '{"total":"NaN","parts":[1.0]}',
+            '{"total":"Infinity","parts":[1.0]}',
+            '{"total":"-Infinity","parts":[1.0]}',
+            '{"total":6.0,"parts":["NaN","-Infinity"]}',
+        ]
+    )
