@@ -14,6 +14,7 @@ import pytest
 from thalweg_bytewax.codecs import FailureKind
 from thalweg_bytewax.codecs.avro import AvroCodec
 from thalweg_bytewax.codecs.framing import encode_confluent
+from thalweg_bytewax.errors import SchemaError
 from thalweg_bytewax.registry import DirectorySchemaSource
 
 
@@ -112,3 +113,47 @@ def test_guid_writers_that_each_lack_a_field_never_drop_one(tmp_path: Path) -> N
     assert result.batch.to_pylist() == [{"id": 1, "a": "x"}]
     assert [(e.index, e.kind) for e in result.errors] == [(1, FailureKind.SCHEMA_MISMATCH)]
     assert "reader_schema" in result.errors[0].message
+
+
+@pytest.mark.parametrize(
+    "branches",
+    [
+        ["null", "float", "double"],
+        ["null", "int", "long"],
+        [
+            "null",
+            {"type": "long", "logicalType": "timestamp-millis"},
+            {"type": "long", "logicalType": "timestamp-micros"},
+        ],
+        ["null", "string", {"type": "enum", "name": "E", "symbols": ["A"]}],
+        ["null", "string", {"type": "string", "logicalType": "uuid"}],
+    ],
+    ids=["float-double", "int-long", "ts-millis-micros", "string-enum", "string-uuid"],
+)
+@pytest.mark.parametrize("fast", [True, False], ids=["fast-on", "fast-off"])
+def test_union_whose_branches_decode_alike_is_refused_naming_the_field(
+    tmp_path: Path, branches: list[Any], fast: bool
+) -> None:
+    schema = _record(("id", "long"), ("v", branches))
+    codec = AvroCodec(_dir(tmp_path, {1: schema}), fast=fast)
+    payload = encode_confluent(1, b"\x02\x00")  # id 1, v null
+    result = codec.decode_batch([payload])
+    assert result.batch.num_rows == 0
+    assert [e.kind for e in result.errors] == [FailureKind.SCHEMA_MISMATCH]
+    assert "field `v`" in result.errors[0].message
+    with pytest.raises(SchemaError, match="field `v`"):
+        AvroCodec(framing="none", schema=schema)
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast-on", "fast-off"])
+def test_union_with_distinct_branches_keeps_the_written_branch(tmp_path: Path, fast: bool) -> None:
+    e = {"type": "enum", "name": "E", "symbols": ["A"]}
+    f = {"type": "fixed", "name": "F", "size": 2}
+    schema = _record(("v", ["null", "string", e, f, "double"]))
+    codec = AvroCodec(_dir(tmp_path, {1: schema}), fast=fast)
+    values: list[Any] = ["A", ("E", "A"), ("F", b"ab"), 0.1, None]
+    result = codec.decode_batch([_framed(1, schema, {"v": v}) for v in values])
+    assert result.errors == []
+    column = result.batch.column("v")
+    assert column.type_codes.to_pylist() == [1, 2, 3, 4, 0]
+    assert column.to_pylist() == ["A", "A", b"ab", 0.1, None]

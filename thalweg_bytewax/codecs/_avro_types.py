@@ -125,9 +125,9 @@ class AvroNode:
         """Which union branch a fastavro value belongs to (first branch that accepts it).
 
         Named branches come tagged ``(name, value)`` from fastavro when a union has more
-        than one named type; otherwise the value's Python type decides. Where two branches
-        accept the same Python value (``int`` and ``long``, ``float`` and ``double``), the
-        first declared branch that accepts it wins.
+        than one named type; otherwise the value's Python type decides. Unions with two
+        branches that accept the same kind of value are refused when compiled, so the
+        first branch that accepts a value is the one it was written with.
         """
         if isinstance(value, tuple):
             name = value[0]
@@ -259,6 +259,7 @@ class _Compiler:
     def __init__(self, named: Mapping[str, Any]) -> None:
         self._named = dict(named)
         self._stack: list[str] = []
+        self._path: list[str] = []  # field names down to the type being compiled
 
     def compile(self, node: Any) -> AvroNode:  # noqa: PLR0911, PLR0912 - one case per Avro type
         if isinstance(node, str):
@@ -322,7 +323,13 @@ class _Compiler:
         self._stack.append(full)
         try:
             names = [f["name"] for f in node["fields"]]
-            children = [self.compile(f["type"]) for f in node["fields"]]
+            children = []
+            for f in node["fields"]:
+                self._path.append(f["name"])
+                try:
+                    children.append(self.compile(f["type"]))
+                finally:
+                    self._path.pop()
         finally:
             self._stack.pop()
         arrow = pa.struct([c.arrow_field(n) for n, c in zip(names, children, strict=False)])
@@ -353,12 +360,76 @@ class _Compiler:
             )
         if not non_null:
             return AvroNode("prim", pa.null(), branches, name="null")
+        self._check_distinct(nodes)
         # Children are nullable in the Arrow type because pyarrow builds dense unions
         # that way (UnionArray.from_dense takes no field nullability); values are never
         # null except in the `null` child.
         fields = [pa.field(n.name.rsplit(".", 1)[-1], n.arrow) for n in nodes]
         arrow = pa.union(fields, mode="dense", type_codes=list(range(len(nodes))))
         return AvroNode("union", arrow, branches, name="union", children=nodes, simple=False)
+
+    def _check_distinct(self, nodes: list[AvroNode]) -> None:
+        """Refuse a union whose branch cannot be told from the decoded value.
+
+        fastavro does not report the branch index it read; the branch is inferred from
+        the Python value (:meth:`AvroNode.branch_of`). Where two branches decode to the
+        same kind of value (``int``/``long``, ``float``/``double``, two timestamp
+        precisions, ``string``/``uuid`` ...) a value could land in the wrong branch, with
+        a narrower type (a double read as float32, micros truncated to millis), so such
+        a union is a :class:`SchemaError` naming the field.
+        """
+        tagged = sum(n.kind in _NAMED_KINDS or n.size > 0 for n in nodes) > 1
+        seen: dict[Any, AvroNode] = {}
+        for n in nodes:
+            key = _value_class(n, tagged=tagged)
+            other = seen.get(key)
+            if other is not None:
+                where = ".".join(self._path) or "<top level>"
+                msg = (
+                    f"avro schema: field `{where}`: union branches {_show(other)} and "
+                    f"{_show(n)} decode to the same kind of value, so the branch a value was "
+                    f"written with cannot be recovered exactly; keep one of them in the "
+                    f"union (or make them distinct named types)"
+                )
+                raise SchemaError(msg)
+            seen[key] = n
+
+
+_NAMED_KINDS = frozenset({"record", "enum", "fixed"})
+
+
+def _show(n: AvroNode) -> str:
+    avro = n.avro
+    if isinstance(avro, dict):
+        logical = avro.get("logicalType")
+        base = avro.get("name") or avro.get("type")
+        return f"`{base}` ({logical})" if logical else f"`{base}`"
+    return f"`{avro}`"
+
+
+def _value_class(n: AvroNode, *, tagged: bool) -> Any:  # noqa: PLR0911 - one case per family
+    """The kind of Python value fastavro returns for ``n`` inside a union."""
+    named = n.kind in _NAMED_KINDS or n.size > 0
+    if named and tagged:  # fastavro tags named branches when a union has several
+        return ("named", n.name)
+    t = n.arrow
+    if n.kind in ("enum", "uuid") or pa.types.is_string(t):
+        return "str"
+    if n.kind in ("record", "map"):
+        return "dict"
+    if pa.types.is_integer(t):
+        return "int"
+    if pa.types.is_floating(t):
+        return "float"
+    if pa.types.is_binary(t) or pa.types.is_fixed_size_binary(t):
+        return "bytes"
+    if pa.types.is_timestamp(t):
+        return ("datetime", t.tz is None)
+    if pa.types.is_time(t):
+        return "time"
+    if pa.types.is_decimal(t):
+        return "decimal"
+    return str(t.id) if n.kind != "array" else "list"
 
 
 def compile_schema(parsed: Any, named: Mapping[str, Any] | None = None) -> AvroNode:
