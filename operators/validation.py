@@ -150,9 +150,19 @@ class _Validator:
             for i, r in enumerate(ruleset.rules)
             if r.kind is RuleKind.UNIQUE and r.window is not None
         ]
+        self._checked: pa.Schema | None = None
+
+    def _check_schema(self, schema: pa.Schema) -> None:
+        # Once per distinct batch schema (batches of a stream share one, as a rule).
+        checked = self._checked
+        if checked is not None and (checked is schema or checked.equals(schema)):
+            return
+        self.ruleset.check_batch(schema, where=f"validate `{self.step_id}`")
+        self._checked = schema
 
     def run(self, batch: pa.RecordBatch, windows: dict[int, SeenWindow] | None = None) -> _Verdict:
         audits: list[pa.RecordBatch] = []
+        self._check_schema(batch.schema)
         if self.ruleset.drop and batch.num_rows:
             batch = self._drop(batch, audits)
         if batch.num_rows == 0:

@@ -16,10 +16,11 @@ import thalweg_bytewax.operators as twg
 from tests.contracts.orders_data import COLS, orders, orders_batch, orders_contract
 from tests.fixtures.flows import EntryPoint
 from thalweg_bytewax.contracts import ContractError, ContractViolationError, DropRule, Rule
-from thalweg_bytewax.contracts.evaluate import RuleSet, explode_audit
+from thalweg_bytewax.contracts.evaluate import RuleSet, drop_masks, evaluate, explode_audit
 from thalweg_bytewax.contracts.spec import ContractMode
 from thalweg_bytewax.dlq import dlq_schema, rejected_from_dlq_batch
 from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.operators._window import SeenWindow
 from thalweg_bytewax.operators.validation import _Validator, failed_rules_column
 
 CONTRACT = orders_contract()
@@ -308,3 +309,46 @@ def test_dlq_row_json_spells_out_non_finite_floats():
             '{"total":6.0,"parts":["NaN","-Infinity"]}',
         ]
     )
+
+
+def test_a_drop_rule_on_a_column_the_contract_lacks_fails_at_build_time():
+    rows = [("orders:0", orders_batch(orders(3)))]
+    with pytest.raises(ContractError, match="drop rule `junk` is on a missing column.*'stauts'"):
+        run(rows, "quarantine", drop=[DropRule.equals("junk", "stauts", ["TEST"])])
+    with pytest.raises(ContractError, match="drop rule `junk`.*invalid"):
+        run(rows, "quarantine", drop=[DropRule.sql("junk", "stauts = 'TEST'")])
+
+
+@pytest.mark.parametrize(
+    ("rules", "drop", "named"),
+    [
+        ([Rule.one_of("stauts", ["NEW"])], [], r"rule `stauts_allowed_values@\w+`"),
+        ([Rule.between("totl", 0, 10)], [], r"rule `totl_range@\w+`"),
+        ([Rule.unique("id", "sku", window=timedelta(hours=1))], [], r"rule `id_sku_unique@\w+`"),
+        ([], [DropRule.equals("junk", "stauts", ["TEST"])], r"drop rule `drop:junk@\w+`"),
+    ],
+)
+def test_without_a_contract_a_rule_on_a_column_the_batch_lacks_fails_on_the_first_batch(
+    rules, drop, named
+):
+    batch = pa.RecordBatch.from_pydict({"id": [1, 2], "status": ["NEW", "TEST"], "total": [1, 2]})
+    ruleset = RuleSet(rules, drop)
+    validator = _Validator("v", ruleset, ContractMode.QUARANTINE, MetadataColumns())
+    with pytest.raises(ContractError, match=rf"validate `v`: {named} is on column '\w+', which"):
+        validator.run(batch, {0: SeenWindow(timedelta(hours=1))} if validator.windowed else None)
+    with pytest.raises(ContractError, match="which the batch lacks"):
+        evaluate_and_drop(batch, ruleset)
+
+
+def evaluate_and_drop(batch, ruleset):
+    drop_masks(batch, ruleset.drop)
+    evaluate(batch, ruleset)
+
+
+def test_not_null_and_type_rules_on_a_missing_column_still_fail_every_row():
+    batch = pa.RecordBatch.from_pydict({"id": [1, 2]})
+    ruleset = RuleSet([Rule.not_null("status"), Rule.of_type("total", pa.int64())])
+    out = _Validator("v", ruleset, ContractMode.QUARANTINE, MetadataColumns()).run(batch)
+    assert out.clean is None
+    assert out.rejected is not None
+    assert out.rejected["reason"].to_pylist() == ["contract", "contract"]

@@ -326,6 +326,48 @@ class RuleSet:
                 except ContractError as exc:
                     msg = f"{where}: rule `{rule.name}`: {exc}"
                     raise ContractError(msg) from exc
+        for drop in self.drop:
+            if drop.column is not None and drop.column not in known:
+                msg = (
+                    f"{where}: drop rule `{drop.name}` is on a missing column; expected one "
+                    f"of {sorted(known)!r}; got {drop.column!r}"
+                )
+                raise ContractError(msg)
+            if drop.expression is not None:
+                try:
+                    check_sql(drop.expression, schema)
+                except ContractError as exc:
+                    msg = f"{where}: drop rule `{drop.name}`: {exc}"
+                    raise ContractError(msg) from exc
+
+    def check_batch(self, schema: pa.Schema, *, where: str) -> None:
+        """Refuse a batch that lacks a column a rule or drop rule needs to judge it.
+
+        ``not_null``, ``type`` and batch metric rules fail every row of such a batch
+        (the records go to the DLQ); every other rule would pass every row, and a drop
+        rule would drop nothing, so those raise instead.
+
+        Raises:
+            ContractError: Naming the rule (or drop rule) and the missing column.
+        """
+        names = set(schema.names)
+        for rule in self.rules:
+            if rule.kind in (RuleKind.NOT_NULL, RuleKind.TYPE, RuleKind.METRIC):
+                continue
+            for col in rule.columns:
+                if col not in names:
+                    msg = (
+                        f"{where}: rule `{rule.id}` is on column {col!r}, which the batch "
+                        f"lacks; expected one of {sorted(names)!r}"
+                    )
+                    raise ContractError(msg)
+        for drop in self.drop:
+            if drop.column is not None and drop.column not in names:
+                msg = (
+                    f"{where}: drop rule `{drop.id}` is on column {drop.column!r}, which the "
+                    f"batch lacks; expected one of {sorted(names)!r}"
+                )
+                raise ContractError(msg)
 
 
 # --- Evaluation ----------------------------------------------------------------------
@@ -641,8 +683,13 @@ def evaluate(
 
     Returns:
         The per-rule failed masks and their unions.
+
+    Raises:
+        ContractError: When the batch lacks a column a rule needs (see
+            :meth:`RuleSet.check_batch`).
     """
     n = batch.num_rows
+    ruleset.check_batch(batch.schema, where="evaluate")
     found: dict[int, np.ndarray] = {}
     sql_rules: list[tuple[int, Rule]] = []
     type_rules: list[tuple[int, Rule]] = []
@@ -702,7 +749,11 @@ def drop_masks(batch: pa.RecordBatch, drop: Sequence[DropRule]) -> list[np.ndarr
         if d.expression is not None:
             out.append(sql.get(i, np.zeros(n, dtype=bool)))
         elif d.column not in batch.schema.names:
-            out.append(np.zeros(n, dtype=bool))
+            msg = (
+                f"drop rule `{d.id}` is on column {d.column!r}, which the batch lacks; "
+                f"expected one of {sorted(batch.schema.names)!r}"
+            )
+            raise ContractError(msg)
         else:
             col = batch.column(str(d.column))
             try:
