@@ -157,3 +157,66 @@ def test_union_with_distinct_branches_keeps_the_written_branch(tmp_path: Path, f
     column = result.batch.column("v")
     assert column.type_codes.to_pylist() == [1, 2, 3, 4, 0]
     assert column.to_pylist() == ["A", "A", b"ab", 0.1, None]
+
+
+def _zz(n: int) -> bytes:
+    z = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while z & ~0x7F:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    return bytes([*out, z])
+
+
+TAGGED = _record(
+    ("id", "long"),
+    ("opt", ["null", "long"]),
+    ("s", "string"),
+    ("flag", "boolean"),
+    ("xs", {"type": "array", "items": ["long", "null"]}),
+    ("addr", ["null", _record(("ok", "boolean"), name="A")]),
+)
+
+
+def _tagged(i: int) -> dict[str, Any]:
+    return {"id": i, "opt": i, "s": "ok", "flag": True, "xs": [1, None], "addr": {"ok": False}}
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast-on", "fast-off"])
+@pytest.mark.parametrize(
+    ("pos", "byte"),
+    [(1, 0x04), (6, 0x02), (8, 0x04), (10, 0x04), (12, 0x04), (13, 0x02)],
+    ids=[
+        "branch-top",
+        "bool-top",
+        "branch-in-array",
+        "branch-in-array-2",
+        "branch-rec",
+        "bool-rec",
+    ],
+)
+def test_non_canonical_branch_or_boolean_byte_is_malformed_on_both_paths(
+    tmp_path: Path, fast: bool, pos: int, byte: int
+) -> None:
+    base = _body(TAGGED, _tagged(7))
+    # id(1) opt-branch(1) opt(1) s-len(1) "ok"(2) flag(1) xs-count(1) branch(1) 1(1)
+    # branch(1) end(1) addr-branch(1) ok(1)
+    assert len(base) == 14 and base[6] == 1 and base[13] == 0
+    bad = bytearray(base)
+    bad[pos] = byte
+    codec = AvroCodec(_dir(tmp_path, {1: TAGGED}), fast=fast)
+    good = [_framed(1, TAGGED, _tagged(i)) for i in range(3)]
+    result = codec.decode_batch([good[0], encode_confluent(1, bytes(bad)), *good[1:]])
+    assert [(e.index, e.kind) for e in result.errors] == [(1, FailureKind.MALFORMED)]
+    assert result.batch.to_pylist() == [_tagged(i) for i in range(3)]
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast-on", "fast-off"])
+def test_valid_non_canonical_layout_is_not_flagged(tmp_path: Path, fast: bool) -> None:
+    schema = _record(("xs", {"type": "array", "items": "boolean"}), ("flag", "boolean"))
+    # Two array blocks (valid Avro, another writer's choice), then the boolean.
+    body = _zz(1) + b"\x01" + _zz(1) + b"\x00" + _zz(0) + b"\x01"
+    codec = AvroCodec(_dir(tmp_path, {1: schema}), fast=fast)
+    result = codec.decode_batch([encode_confluent(1, body)] * 2)
+    assert result.errors == []
+    assert result.batch.to_pylist() == [{"xs": [True, False], "flag": True}] * 2

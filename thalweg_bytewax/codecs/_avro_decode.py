@@ -117,11 +117,26 @@ def _decode_exact_rows(
         columns.append(column)
     batch = pa.RecordBatch.from_arrays(columns, schema=schema)
     rows = idx[np.asarray(good, dtype=np.int64)]
+    if (
+        plan.reader is None
+        and plan.columns == list(range(len(w.node.field_names)))
+        and _avro_fast.has_tags(w.node)
+        and _avro_fast.supported(w.node)
+        and good
+    ):
+        # fastavro reads any non-zero boolean byte as true; Avro allows only 0 and 1.
+        checked = bodies.take(pa.array(good, pa.int64()))
+        bad = _avro_fast.noncanonical_tags(checked, columns, w.node)
+        for pos in np.flatnonzero(bad).tolist():
+            invalid.setdefault(pos, "")
     if invalid:
         for pos, name in sorted(invalid.items()):
             msg = (
                 f"avro {w.label}: field `{name}` holds bytes that are not valid UTF-8, so "
                 f"they cannot be promoted to the output schema's string"
+                if name
+                else f"avro {w.label}: a boolean byte other than 0 or 1, or an invalid union "
+                f"branch index; the body does not match the writer schema"
             )
             failures.append(DecodeFailure(int(rows[pos]), FailureKind.MALFORMED, msg))
         keep = np.ones(len(rows), dtype=bool)

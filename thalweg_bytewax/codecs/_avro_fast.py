@@ -37,7 +37,17 @@ import pyarrow.compute as pc
 from thalweg_bytewax.codecs._avro_types import AvroNode
 from thalweg_bytewax.codecs._nulls import required_children
 
-__all__ = ["available", "cast_exact", "decode_block", "ocf_header", "ocf_schema_json", "supported"]
+__all__ = [
+    "available",
+    "cast_exact",
+    "decode_block",
+    "has_tags",
+    "noncanonical_tags",
+    "ocf_header",
+    "ocf_schema_json",
+    "supported",
+    "tag_errors",
+]
 
 _SYNC = os.urandom(16)
 _MAX_FAST_DECIMAL_PRECISION = 18  # unscaled values fit int64, so sizes stay vectorised
@@ -194,12 +204,108 @@ def decode_block(header: bytes, node: AvroNode, bodies: pa.BinaryArray) -> pa.Re
             ),
         )
         sizes = _sizes_record(arrays, node)
+        lengths = pc.binary_length(bodies).to_numpy(zero_copy_only=False)
+        if not np.array_equal(sizes, lengths):
+            return None
+        # The layout is proven; a non-canonical branch or boolean byte goes to the exact
+        # path, which reports the row.
+        if has_tags(node) and tag_errors(bodies, arrays, node).any():
+            return None
     except BaseException:  # noqa: BLE001 - polars panics are BaseException; fall back
         return None
-    lengths = pc.binary_length(bodies).to_numpy(zero_copy_only=False)
-    if not np.array_equal(sizes, lengths):
-        return None
     return batch
+
+
+def tag_errors(bodies: pa.BinaryArray, arrays: list[pa.Array], node: AvroNode) -> np.ndarray:
+    """Rows whose union branch bytes or boolean bytes are not the canonical ones.
+
+    For a batch whose layout is proven (each row's size recomputed from the decoded
+    values equals its body length): each such byte's position follows from the field
+    sizes, so it is compared (vectorised) with the byte the decoded value encodes to.
+    polars reads any non-null branch index of ``["null", T]`` as ``T`` and fastavro any
+    non-zero boolean byte as ``true``; Avro allows only 0/1 and the declared branches.
+    """
+    offsets = np.frombuffer(bodies.buffers()[1], dtype=np.int32)[
+        bodies.offset : bodies.offset + len(bodies) + 1
+    ].astype(np.int64)
+    buf = bodies.buffers()[2]
+    data = np.frombuffer(buf, dtype=np.uint8) if buf is not None else np.zeros(0, np.uint8)
+    pos = offsets[:-1].copy()
+    present = np.ones(len(bodies), dtype=bool)
+    bad = np.zeros(len(bodies), dtype=bool)
+    for arr, child in zip(arrays, node.children, strict=False):
+        bad |= _check(data, arr, child, pos, present)
+        pos += _sizes(arr, child)
+    return bad
+
+
+def noncanonical_tags(bodies: pa.BinaryArray, arrays: list[pa.Array], node: AvroNode) -> np.ndarray:
+    """:func:`tag_errors` for rows decoded elsewhere: only rows whose layout is proven.
+
+    A row written in another valid layout (several array blocks, padded varints) has a
+    different recomputed size; its tag positions are unknown, so it is never flagged.
+    """
+    sizes = _sizes_record(arrays, node)
+    lengths = pc.binary_length(bodies).to_numpy(zero_copy_only=False)
+    proven = sizes == lengths
+    if not proven.any():
+        return np.zeros(len(bodies), dtype=bool)
+    flagged: np.ndarray = tag_errors(bodies, arrays, node) & proven
+    return flagged
+
+
+def has_tags(node: AvroNode) -> bool:
+    """Whether ``node`` holds union branch bytes or booleans (see :func:`tag_errors`)."""
+    if node.kind == "nullable" or (node.kind == "prim" and pa.types.is_boolean(node.arrow)):
+        return True
+    return any(has_tags(c) for c in node.children)
+
+
+def _check(
+    data: np.ndarray, arr: pa.Array, node: AvroNode, pos: np.ndarray, present: np.ndarray
+) -> np.ndarray:
+    """Per value of ``arr`` (encoded at ``pos`` where ``present``): a wrong tag byte."""
+    kind = node.kind
+    bad = np.zeros(len(pos), dtype=bool)
+    if not has_tags(node) or not present.any():
+        return bad
+    if kind == "nullable":
+        branches = node.avro if isinstance(node.avro, list) else []
+        null_first = bool(branches) and branches[0] == "null"
+        valid = arr.is_valid().to_numpy(zero_copy_only=False)
+        # zigzag branch index 0 -> byte 0, index 1 -> byte 2
+        want = np.where(valid != null_first, 0, 2).astype(np.uint8)
+        bad[present] = data[pos[present]] != want[present]
+        bad |= _check(data, arr, node.children[0], pos + 1, present & valid & ~bad)
+        return bad
+    if kind == "prim":  # boolean
+        values = pc.fill_null(arr, False).to_numpy(zero_copy_only=False).astype(np.uint8)
+        bad[present] = data[pos[present]] != values[present]
+        return bad
+    if kind == "record":
+        pos = pos.copy()
+        for i, child in enumerate(node.children):
+            field_arr = arr.field(i)
+            bad |= _check(data, field_arr, child, pos, present & ~bad)
+            pos += np.where(present, _sizes(field_arr, child), 0)
+        return bad
+    if kind == "array":
+        list_offsets = arr.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
+        counts = np.diff(list_offsets)
+        values = arr.values.slice(list_offsets[0], list_offsets[-1] - list_offsets[0])
+        if len(values) == 0:
+            return bad
+        list_offsets = list_offsets - list_offsets[0]
+        child = node.children[0]
+        # one block: count, the items, then a 0 terminator (the size check proved it)
+        before = np.concatenate([[0], np.cumsum(_sizes(values, child))])[:-1]
+        row_start = before[list_offsets[:-1][counts > 0]]
+        start = np.repeat((pos + _zz_size(counts))[counts > 0] - row_start, counts[counts > 0])
+        item_bad = _check(data, values, child, start + before, np.repeat(present, counts))
+        rows = np.repeat(np.arange(len(pos)), counts)
+        bad[rows[item_bad]] = True
+        return bad
+    return bad
 
 
 def cast_exact(arr: pa.Array, target: pa.DataType) -> pa.Array:
