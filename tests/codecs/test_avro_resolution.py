@@ -220,3 +220,50 @@ def test_valid_non_canonical_layout_is_not_flagged(tmp_path: Path, fast: bool) -
     result = codec.decode_batch([encode_confluent(1, body)] * 2)
     assert result.errors == []
     assert result.batch.to_pylist() == [{"xs": [True, False], "flag": True}] * 2
+
+
+NESTED = _record(
+    ("i", "int"),
+    ("inner", _record(("v", "long"), name="In")),
+    ("e", {"type": "enum", "name": "E", "symbols": ["A", "B"]}),
+)
+
+
+def _reader(name: str = "R", inner: str = "In", enum: str = "E", **extra: Any) -> dict[str, Any]:
+    inner_t = {"type": "record", "name": inner, "fields": [{"name": "v", "type": "long"}]}
+    enum_t = {"type": "enum", "name": enum, "symbols": ["A", "B"]}
+    for key, aliases in extra.items():
+        target = {"aliases": inner_t, "enum_aliases": enum_t}.get(key)
+        if target is not None:
+            target["aliases"] = aliases
+    doc = _record(("i", "int"), ("inner", inner_t), ("e", enum_t), name=name)
+    if "top_aliases" in extra:
+        doc["aliases"] = extra["top_aliases"]
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("reader", "renamed"),
+    [
+        (_reader(), False),
+        (_reader(name="Other"), True),
+        (_reader(inner="Other"), True),
+        (_reader(enum="Other"), True),
+        (_reader(name="Other", top_aliases=["R"]), None),
+        (_reader(inner="Other", aliases=["In"]), None),
+        (_reader(enum="Other", enum_aliases=["E"]), None),
+    ],
+    ids=["same", "top", "nested", "enum", "top-alias", "nested-alias", "enum-alias"],
+)
+def test_reader_named_types_resolve_alike_on_both_paths(
+    tmp_path: Path, reader: dict[str, Any], renamed: bool | None
+) -> None:
+    d = _dir(tmp_path, {1: NESTED})
+    payloads = [_framed(1, NESTED, {"i": i, "inner": {"v": i}, "e": "B"}) for i in range(3)]
+    fast = AvroCodec(d, reader_schema=reader, fast=True).decode_batch(payloads)
+    exact = AvroCodec(d, reader_schema=reader, fast=False).decode_batch(payloads)
+    assert fast.batch.to_pylist() == exact.batch.to_pylist()
+    assert [(e.index, e.kind) for e in fast.errors] == [(e.index, e.kind) for e in exact.errors]
+    if renamed is not None:
+        assert bool(fast.errors) == renamed
+        assert all(e.kind is FailureKind.SCHEMA_MISMATCH for e in fast.errors)

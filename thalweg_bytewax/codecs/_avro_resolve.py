@@ -97,17 +97,28 @@ def _ref_docs(resolved: ResolvedSchema) -> dict[str, Any]:
     return {name: json.loads(r.schema_str) for name, r in resolved.references.items()}
 
 
-def _same(a: AvroNode, b: AvroNode) -> bool:
-    """Whether values of writer type ``a`` are unchanged as reader type ``b``."""
+_NAMED = frozenset({"record", "enum", "fixed"})
+
+
+def _same(a: AvroNode, b: AvroNode, *, names: bool = False) -> bool:
+    """Whether values of writer type ``a`` are unchanged as reader type ``b``.
+
+    With ``names``, named types (records, enums, fixed) must also have the same full
+    name: Avro resolution matches a reader's named type by name or alias, which only the
+    exact path (fastavro) implements, so a renamed or aliased type never takes the fast
+    path and both paths give the exact path's answer.
+    """
     if a.kind == "nullable" and b.kind == "nullable":
-        return _same(a.children[0], b.children[0])
+        return _same(a.children[0], b.children[0], names=names)
     if b.kind == "nullable" and a.kind != "nullable":
-        return _same(a, b.children[0])
+        return _same(a, b.children[0], names=names)
     if a.kind != b.kind or a.arrow != b.arrow or a.symbols != b.symbols:
+        return False
+    if names and (a.kind in _NAMED or a.size) and a.name != b.name:
         return False
     if a.kind == "record" and a.field_names != b.field_names:
         return False
-    return all(_same(x, y) for x, y in zip(a.children, b.children, strict=False))
+    return all(_same(x, y, names=names) for x, y in zip(a.children, b.children, strict=False))
 
 
 def _make_plan(w: _Writer, target: _Writer, reader: _Writer | None) -> _Plan:
@@ -118,8 +129,8 @@ def _make_plan(w: _Writer, target: _Writer, reader: _Writer | None) -> _Plan:
     wf = dict(zip(w.node.field_names, w.node.children, strict=False))
     windex = {n: i for i, n in enumerate(w.node.field_names)}
     if reader is not None:
-        same = all(
-            n in wf and _same(wf[n], c)
+        same = w.node.name == target.node.name and all(
+            n in wf and _same(wf[n], c, names=True)
             for n, c in zip(target.node.field_names, target.node.children, strict=False)
         )
         cols = [windex.get(n) for n in target.node.field_names]
