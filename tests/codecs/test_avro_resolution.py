@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import fastavro
+import pyarrow as pa
 import pytest
 
 from thalweg_bytewax.codecs import FailureKind
 from thalweg_bytewax.codecs.avro import AvroCodec
 from thalweg_bytewax.codecs.framing import encode_confluent
-from thalweg_bytewax.errors import SchemaError
+from thalweg_bytewax.errors import ConfigError, SchemaError
 from thalweg_bytewax.registry import DirectorySchemaSource
 
 
@@ -267,3 +268,16 @@ def test_reader_named_types_resolve_alike_on_both_paths(
     if renamed is not None:
         assert bool(fast.errors) == renamed
         assert all(e.kind is FailureKind.SCHEMA_MISMATCH for e in fast.errors)
+
+
+@pytest.mark.parametrize("rows", [1, 3])
+def test_headers_of_the_wrong_length_are_a_config_error(tmp_path: Path, rows: int) -> None:
+    codec, g = _guid_codec(tmp_path, {"v1": V1})
+    payloads = [_body(V1, {"id": 1}), _body(V1, {"id": 2})]
+    with pytest.raises(ConfigError, match=f"expected 2 header rows .*got {rows}"):
+        codec.decode_batch(payloads, headers=[_hdr(g["v1"])] * rows)
+    header_type = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+    column = [[{"key": k, "value": v} for k, v in _hdr(g["v1"])]] * 2
+    result = codec.decode_batch(payloads, headers=pa.array(column, header_type))
+    assert result.errors == []
+    assert result.batch.to_pylist() == [{"id": 1}, {"id": 2}]

@@ -26,6 +26,7 @@ from thalweg_bytewax.codecs.base import (
     PayloadsInput,
 )
 from thalweg_bytewax.codecs.framing import FramingError, peel, peel_confluent_batch
+from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.registry import SchemaKey
 
 
@@ -184,9 +185,16 @@ def _header_rows(headers: HeadersInput, n: int) -> dict[int, list[tuple[str, byt
     """Rows whose headers carry a schema GUID, with their headers."""
     if headers is None:
         return {}
-    rows = headers.to_pylist() if isinstance(headers, pa.Array) else list(headers)
+    if isinstance(headers, pa.Array | pa.ChunkedArray):
+        rows = headers.to_pylist()
+    else:
+        rows = list(headers)
+    if len(rows) != n:
+        # A caller bug (misaligned columns), not bad data: no row's headers can be trusted.
+        msg = f"avro codec: expected {n} header rows (one per payload); got {len(rows)}"
+        raise ConfigError(msg)
     out: dict[int, list[tuple[str, bytes | None]]] = {}
-    for i, hdrs in enumerate(rows[:n]):
+    for i, hdrs in enumerate(rows):
         if not hdrs:
             continue
         pairs = [(h["key"], h["value"]) if isinstance(h, dict) else tuple(h) for h in hdrs]

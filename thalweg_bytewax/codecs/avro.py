@@ -322,6 +322,7 @@ class AvroCodec:
 
         Raises:
             RegistryUnavailableError: The registry is unreachable (never for bad data).
+            ConfigError: ``headers`` does not have one row per payload.
         """
         arr = _as_binary(payloads)
         n = len(arr)
