@@ -19,6 +19,7 @@ import pytest
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
+from tests.codecs.avro_values import plain
 from thalweg_bytewax.codecs import _avro_fast
 from thalweg_bytewax.codecs.avro import AvroCodec
 from thalweg_bytewax.registry import registry_client
@@ -188,19 +189,6 @@ def _record(k: int, *, full: bool) -> dict[str, Any]:
     return rec
 
 
-def _plain(value: Any, t: pa.DataType) -> Any:
-    """Arrow ``to_pylist`` values in the shape fastavro returns (maps as dicts)."""
-    if value is None:
-        return None
-    if pa.types.is_map(t):
-        return {k: _plain(v, t.item_type) for k, v in value}
-    if pa.types.is_struct(t):
-        return {f.name: _plain(value[f.name], f.type) for f in t}
-    if pa.types.is_list(t):
-        return [_plain(v, t.value_type) for v in value]
-    return value
-
-
 def _reference(value: Any) -> Any:
     """Confluent's deserializer output with uuid as text (our documented mapping)."""
     if isinstance(value, uuid.UUID):
@@ -213,9 +201,7 @@ def _reference(value: Any) -> Any:
 
 
 def _rows(batch: pa.RecordBatch) -> list[dict[str, Any]]:
-    return [
-        {f.name: _plain(row[f.name], f.type) for f in batch.schema} for row in batch.to_pylist()
-    ]
+    return [{f.name: plain(row[f.name], f.type) for f in batch.schema} for row in batch.to_pylist()]
 
 
 @pytest.fixture

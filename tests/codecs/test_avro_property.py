@@ -18,6 +18,7 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.codecs.avro_values import plain
 from thalweg_bytewax.codecs import _avro_fast
 from thalweg_bytewax.codecs.avro import AvroCodec
 
@@ -128,18 +129,6 @@ def _cases(draw: st.DrawFn) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return schema, draw(st.lists(records, min_size=1, max_size=6))
 
 
-def _plain(value: Any, t: pa.DataType) -> Any:
-    if value is None:
-        return None
-    if pa.types.is_map(t):
-        return {k: _plain(v, t.item_type) for k, v in value}
-    if pa.types.is_struct(t):
-        return {f.name: _plain(value[f.name], f.type) for f in t}
-    if pa.types.is_list(t):
-        return [_plain(v, t.value_type) for v in value]
-    return value
-
-
 def _same(a: Any, b: Any) -> bool:
     """Equality where float32 round-trips and -0.0 / 0.0 compare as Avro stores them."""
     if isinstance(a, dict) and isinstance(b, dict):
@@ -174,7 +163,7 @@ def test_random_schemas_round_trip_on_every_path(case: tuple[dict[str, Any], lis
     assert r_exact.errors == [] and r_fast.errors == []
     assert r_exact.batch.schema == r_fast.batch.schema == exact.arrow_schema
     rows = [
-        {f.name: _plain(row[f.name], f.type) for f in r_exact.batch.schema}
+        {f.name: plain(row[f.name], f.type) for f in r_exact.batch.schema}
         for row in r_exact.batch.to_pylist()
     ]
     assert _same(rows, expected)
