@@ -134,11 +134,12 @@ def test_embedded_default_fills_raw_decoded_and_dlq_lanes(tmp_path):
     assert {r[COLS.record_id] for r in audit_rows if r["verdict"] == "fail"} == failing_ids
 
 
-def test_python_m_bytewax_run_prints_the_summary(tmp_path):
-    env = {**os.environ, "THALWEG_DATA_DIR": str(tmp_path), "THALWEG_SAMPLE_ORDERS": "3000"}
+def run_orders_flow(data_dir: Path, orders: int, *args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m bytewax.run flows.orders` on the embedded sample; asserts a clean exit."""
+    env = {**os.environ, "THALWEG_DATA_DIR": str(data_dir), "THALWEG_SAMPLE_ORDERS": str(orders)}
     env.pop("THALWEG_BOOTSTRAP_SERVERS", None)
     out = subprocess.run(
-        [sys.executable, "-m", "bytewax.run", "flows.orders"],
+        [sys.executable, "-m", "bytewax.run", "flows.orders", *args],
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -147,6 +148,11 @@ def test_python_m_bytewax_run_prints_the_summary(tmp_path):
         check=False,
     )
     assert out.returncode == 0, out.stderr[-3000:]
+    return out
+
+
+def test_python_m_bytewax_run_prints_the_summary(tmp_path):
+    out = run_orders_flow(tmp_path, 3000)
     assert f"orders raw lane -> {tmp_path / 'raw'}: 3,000 records" in out.stdout
     assert f"orders -> {tmp_path / 'orders'}: 2,994 records" in out.stdout
     assert f"rejected -> {tmp_path / 'dlq'}: 6 records (decode 3, dq 3)" in out.stdout
@@ -219,18 +225,7 @@ def test_kafka_mode_decodes_with_the_bundled_schemas(kafka_bootstrap, make_topic
 
 
 def test_two_workers_fill_every_lane_exactly_once(tmp_path):
-    env = {**os.environ, "THALWEG_DATA_DIR": str(tmp_path), "THALWEG_SAMPLE_ORDERS": "4000"}
-    env.pop("THALWEG_BOOTSTRAP_SERVERS", None)
-    out = subprocess.run(
-        [sys.executable, "-m", "bytewax.run", "flows.orders", "-w", "2"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
+    run_orders_flow(tmp_path, N, "-w", "2")
     lanes = {name: read_lane(tmp_path / name) for name in ("raw", "orders", "dlq", "audit")}
     for name, table in lanes.items():
         ids = table[COLS.record_id].to_pylist()
