@@ -18,4 +18,3 @@ def plain(value: Any, t: pa.DataType) -> Any:
     if pa.types.is_list(t):
         return [plain(v, t.value_type) for v in value]
     return value
-

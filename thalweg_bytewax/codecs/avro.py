@@ -64,6 +64,7 @@ from thalweg_bytewax.codecs.base import (
     Framing,
     HeadersInput,
     PayloadsInput,
+    parse_framing,
 )
 from thalweg_bytewax.codecs.framing import peel
 from thalweg_bytewax.errors import ConfigError, SchemaError
@@ -118,11 +119,7 @@ class AvroCodec:
         metadata_prefix: str = DEFAULT_PREFIX,
         fast: bool = True,
     ) -> None:
-        try:
-            self._framing = Framing(framing)
-        except ValueError as exc:
-            msg = f"avro codec: expected framing 'confluent' or 'none'; got {framing!r}"
-            raise ConfigError(msg) from exc
+        self._framing = parse_framing(framing, "avro")
         self._prefix = metadata_prefix
         self._fast = fast
         self._writers: dict[SchemaKey, _Writer] = {}

@@ -21,6 +21,8 @@ from typing import Any, NamedTuple, Protocol, TypeAlias, runtime_checkable
 
 import pyarrow as pa
 
+from thalweg_bytewax.errors import ConfigError
+
 __all__ = [
     "Codec",
     "DecodeFailure",
@@ -29,6 +31,7 @@ __all__ = [
     "Framing",
     "HeadersInput",
     "PayloadsInput",
+    "parse_framing",
 ]
 
 PayloadsInput: TypeAlias = pa.Array | pa.ChunkedArray | Sequence[bytes | None]
@@ -65,6 +68,20 @@ class FailureKind(StrEnum):
     """The record decoded but cannot be resolved to the output schema."""
     RESERVED_FIELD = "reserved_field"
     """The payload has a field under the reserved metadata prefix."""
+
+
+def parse_framing(value: Framing | str, codec: str) -> Framing:
+    """``value`` as a :class:`Framing`, or a ``ConfigError`` naming the codec and choices.
+
+    Raises:
+        ConfigError: When ``value`` is not a known framing.
+    """
+    try:
+        return Framing(value)
+    except ValueError as exc:
+        choices = " or ".join(f"`{f.value}`" for f in Framing)
+        msg = f"{codec} codec: expected framing {choices}; got {value!r}"
+        raise ConfigError(msg) from exc
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,6 +59,7 @@ from thalweg_bytewax.codecs.base import (
     Framing,
     HeadersInput,
     PayloadsInput,
+    parse_framing,
 )
 from thalweg_bytewax.codecs.framing import peel_confluent_batch
 from thalweg_bytewax.errors import ConfigError, SchemaError, ThalwegError
@@ -110,11 +111,7 @@ class JsonCodec:
         metadata_prefix: str = DEFAULT_PREFIX,
         object_name: str | None = None,
     ) -> None:
-        try:
-            self._framing = Framing(framing)
-        except ValueError as exc:
-            msg = f"json codec: expected framing `none` or `confluent`; got {framing!r}"
-            raise ConfigError(msg) from exc
+        self._framing = parse_framing(framing, "json")
         self._prefix = metadata_prefix
         self._scan = RowScan(metadata_prefix)
         self._shape: JsonShape | None = None

@@ -56,6 +56,7 @@ from thalweg_bytewax.codecs.base import (
     Framing,
     HeadersInput,
     PayloadsInput,
+    parse_framing,
 )
 from thalweg_bytewax.codecs.framing import FramingError, SchemaRef, peel
 from thalweg_bytewax.errors import ConfigError, SchemaError
@@ -113,11 +114,7 @@ class ProtobufCodec:
         if (registry is None) == (descriptor_set is None):
             msg = "protobuf codec: expected exactly one of `registry` and `descriptor_set`"
             raise ConfigError(msg)
-        try:
-            self._framing = Framing(framing)
-        except ValueError as exc:
-            msg = f"protobuf codec: expected framing `confluent` or `none`; got {framing!r}"
-            raise ConfigError(msg) from exc
+        self._framing = parse_framing(framing, "protobuf")
         if max_depth < 1:
             msg = f"protobuf codec: expected max_depth >= 1; got {max_depth!r}"
             raise ConfigError(msg)
