@@ -18,6 +18,9 @@ from thalweg_bytewax.codecs.json import JsonCodec, JsonDecodeError
 from thalweg_bytewax.errors import ConfigError, SchemaError
 from thalweg_bytewax.samples import sample_orders
 
+# Every test runs on each columnar reader (tests/codecs/conftest.py).
+pytestmark = pytest.mark.usefixtures("json_engine")
+
 SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["id", "at", "tags", "line"],

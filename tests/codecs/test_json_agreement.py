@@ -19,6 +19,9 @@ from thalweg_bytewax.codecs.framing import encode_confluent
 from thalweg_bytewax.codecs.json import JsonCodec, JsonDecodeError
 from thalweg_bytewax.errors import ThalwegError
 
+# Every test runs on each columnar reader (tests/codecs/conftest.py).
+pytestmark = pytest.mark.usefixtures("json_engine")
+
 SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["id"],

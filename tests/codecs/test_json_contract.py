@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from thalweg_bytewax.codecs import FailureKind
@@ -16,6 +16,9 @@ from thalweg_bytewax.codecs.json import JsonCodec, JsonDecodeError
 from thalweg_bytewax.contracts import ContractError, ContractSpec, load_contract
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.samples import sample_orders
+
+# Every test runs on each columnar reader (tests/codecs/conftest.py).
+pytestmark = pytest.mark.usefixtures("json_engine")
 
 CONTRACT = Path(__file__).parents[2] / "flows" / "contracts" / "orders.odcs.yaml"
 ORDERS = list(sample_orders(64))
@@ -26,8 +29,8 @@ def contract() -> ContractSpec:
     return load_contract(CONTRACT)
 
 
-@pytest.fixture(scope="module")
-def codec(contract: ContractSpec) -> JsonCodec:
+@pytest.fixture
+def codec(contract: ContractSpec, json_engine: str) -> JsonCodec:
     return JsonCodec(schema=contract)
 
 
@@ -113,7 +116,10 @@ def st_suffix(d: Any) -> str:
     return "+00:00" if d.microsecond % 2 else ""
 
 
-@settings(max_examples=60, deadline=None)
+# The codec holds no state between batches, so one per engine serves every example.
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.lists(st.tuples(st.sampled_from(_PATHS), _VALUES), min_size=1, max_size=6))
 def test_random_contract_corruptions_agree_across_paths(
     codec: JsonCodec, cases: list[tuple[str, Any]]

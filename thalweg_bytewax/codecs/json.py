@@ -3,10 +3,12 @@
 The schema is a JSON Schema (dict or path), an Arrow schema, a data contract (its Arrow
 schema: schema beats inference), or ``"infer"`` (explicit fallback, logged as a
 WARNING: the shape then depends on the first batch). The columnar
-path hands the newline-joined payloads of a batch to ``pyarrow.json.read_json`` with the
-schema made explicit; when a block fails, it is bisected to pinpoint the bad rows, whose
-messages come from the record-at-a-time path (``orjson`` + the same Arrow types), which
-names the offending field.
+path parses a batch straight into Arrow buffers with the package's native reader, which
+accepts only what it decodes exactly as the record-at-a-time path (``orjson`` + the same
+Arrow types) would and sets every other row aside for that path, which converts it or
+names the offending field. Without the native reader (a build without a C compiler) the
+newline-joined payloads go to ``pyarrow.json.read_json`` with the schema made explicit;
+a block that fails is bisected to pinpoint the bad rows.
 
 Example:
     >>> codec = JsonCodec(schema={"type": "object", "required": ["id"],
@@ -22,7 +24,7 @@ import io
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import orjson
@@ -42,6 +44,7 @@ from thalweg_bytewax.codecs._json_arrow import (
     _violations,
     _wire_type,
 )
+from thalweg_bytewax.codecs._json_fast import NATIVE, NativeReader, Unsupported
 from thalweg_bytewax.codecs._json_schema import (
     JsonShape,
     shape_from_arrow,
@@ -94,6 +97,9 @@ class JsonCodec:
             is a ``reserved_field`` failure.
         object_name: With a contract, the schema object to decode to (default: the
             contract's only object).
+        engine: The columnar reader: ``"auto"`` (the native reader when the package
+            was built with it, else ``pyarrow.json``), ``"native"`` (required) or
+            ``"pyarrow"``. All of them decode every payload alike.
 
     Raises:
         ConfigError: On an unknown framing, an unreadable schema file, or
@@ -110,7 +116,19 @@ class JsonCodec:
         framing: Framing | str = Framing.NONE,
         metadata_prefix: str = DEFAULT_PREFIX,
         object_name: str | None = None,
+        engine: Literal["auto", "native", "pyarrow"] = "auto",
     ) -> None:
+        if engine not in ("auto", "native", "pyarrow"):
+            msg = f"json codec: engine must be 'auto', 'native' or 'pyarrow'; got {engine!r}"
+            raise ConfigError(msg)
+        if engine == "native" and not NATIVE:
+            msg = (
+                "json codec: the native reader is not built (the package was installed "
+                "without a C compiler); reinstall with one, or use engine='auto'"
+            )
+            raise ConfigError(msg)
+        self._engine = engine if engine != "auto" else ("native" if NATIVE else "pyarrow")
+        self._reader: NativeReader | None = None
         self._framing = parse_framing(framing, "json")
         self._prefix = metadata_prefix
         self._scan = RowScan(metadata_prefix)
@@ -146,7 +164,17 @@ class JsonCodec:
             unexpected_field_behavior="error" if shape.strict else "ignore",
         )
         self._reserved = [n for n in shape.schema.names if n.startswith(self._prefix)]
-        self._columnar = not any(_has_map(f.type) for f in shape.schema)
+        self._reader = None
+        if self._engine == "native":
+            try:
+                self._reader = NativeReader(self._wire, strict=shape.strict, prefix=self._prefix)
+            except Unsupported as exc:
+                logger.warning(
+                    "json codec: the native reader cannot fill %s; batches go through "
+                    "pyarrow.json (slower)",
+                    exc,
+                )
+        self._columnar = self._reader is not None or not any(_has_map(f.type) for f in shape.schema)
         if not self._columnar:
             logger.warning(
                 "json codec: the schema has map fields, which pyarrow.json cannot read; "
@@ -227,13 +255,35 @@ class JsonCodec:
     ) -> DecodeResult:
         """Decode payloads to one batch plus per-row failures; never raises for bad data.
 
-        Framing, null and newline checks are columnar; only flagged rows (nulls, bad
-        framing, a newline, the reserved prefix, a possible ``NaN`` / ``Infinity``
-        literal or invalid UTF-8 inside; see ``_flag_rows``) are looked at in Python,
-        where ``orjson`` decides as ``decode_value`` does. Only rows that are one
-        ``{...}`` object reach the columnar reader.
+        Framing and null checks are columnar. The native reader parses the rest in one
+        pass and sets aside every row it cannot decode exactly (a type mismatch, a
+        repeated key, an escaped key...); those rows, and rows whose required fields are
+        null or missing, are decided in Python, where ``orjson`` decides as
+        ``decode_value`` does.
         """
         arr = _as_binary(payloads)
+        body, good_np, errors = self._frame(arr)
+        if self._shape is None:
+            sample = body.filter(pa.array(good_np)).slice(0, 1000)
+            self._infer(_objects(sample.to_pylist()))
+        if self._reader is not None:
+            rows = np.flatnonzero(good_np)
+            bodies = body if len(rows) == len(body) else body.filter(pa.array(good_np))
+            if self._reserved:
+                errors += [DecodeFailure(int(i), *self._failure(b"{}")) for i in rows]
+                rows = rows[:0]
+            batches, failed = self._native_blocks(rows, bodies)
+        else:
+            batches, failed = self._pyarrow_batch(body, good_np, errors)
+        errors.extend(failed)
+        errors.sort(key=lambda e: e.index)
+        if not batches:
+            return DecodeResult(self._empty(), errors)
+        batch = batches[0] if len(batches) == 1 else pa.concat_batches(batches)
+        return DecodeResult(batch, errors)
+
+    def _frame(self, arr: pa.Array) -> tuple[pa.Array, np.ndarray, list[DecodeFailure]]:
+        """The bodies without framing, the rows that have one, failures of the others."""
         body = arr
         if self._framing is Framing.CONFLUENT:
             good = pc.and_(arr.is_valid(), peel_confluent_batch(arr)[1])
@@ -244,13 +294,96 @@ class JsonCodec:
             good_np = arr.is_valid().to_numpy(zero_copy_only=False)
         else:
             good_np = np.ones(len(arr), np.bool_)
-        special_np = _flag_rows(body, self._scan) & good_np
         errors: list[DecodeFailure] = []
         for i in np.flatnonzero(~good_np):
             try:
                 self._body(arr[i].as_py())
             except JsonDecodeError as exc:
                 errors.append(DecodeFailure(int(i), exc.kind, str(exc)))
+        return body, good_np, errors
+
+    def _native_blocks(
+        self, rows: np.ndarray, bodies: pa.Array
+    ) -> tuple[list[pa.RecordBatch], list[DecodeFailure]]:
+        """Rows ``rows`` (their ``bodies``) through the native reader."""
+        if not len(rows):
+            return [], []
+        assert self._reader is not None
+        try:
+            native, deferred = self._reader.read(bodies)
+            table = pa.Table.from_batches([native]).cast(self._parsed)
+            if self._parsed != self._cast:  # s / ms timestamps: safe, so truncation fails
+                table = table.cast(self._cast)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OverflowError):
+            # A text that is no timestamp or decimal, or over 2 GiB in a column.
+            if len(rows) == 1:
+                return self._per_record(rows, bodies)
+            mid = len(rows) // 2
+            left, lerr = self._native_blocks(rows[:mid], bodies.slice(0, mid))
+            right, rerr = self._native_blocks(rows[mid:], bodies.slice(mid))
+            return left + right, lerr + rerr
+        batch = _one_batch(table, self._cast)
+        at = np.flatnonzero(~deferred)
+        failures: list[DecodeFailure] = []
+        if deferred.any():
+            extra, extra_at, failures = self._set_aside(rows, bodies, np.flatnonzero(deferred))
+            if extra is not None:
+                positions = np.concatenate([at, extra_at])
+                order = np.argsort(positions, kind="stable")
+                batch = pa.concat_batches([batch, extra]).take(pa.array(order))
+                at = positions[order]
+        whole = pa.StructArray.from_arrays(batch.columns, names=batch.schema.names)
+        bad = _violations(whole, pa.struct(list(self.arrow_schema)))
+        if bad.any():
+            failures += [
+                DecodeFailure(int(rows[at[j]]), *self._failure(bodies[int(at[j])].as_py()))
+                for j in np.flatnonzero(bad)
+            ]
+            batch = batch.filter(pa.array(~bad))
+        cols = [_retype(c, f.type) for c, f in zip(batch.columns, self.arrow_schema, strict=True)]
+        return [pa.RecordBatch.from_arrays(cols, schema=self.arrow_schema)], failures
+
+    def _set_aside(
+        self, rows: np.ndarray, bodies: pa.Array, where: np.ndarray
+    ) -> tuple[pa.RecordBatch | None, np.ndarray, list[DecodeFailure]]:
+        """The rows the native reader set aside, through the per-value path."""
+        docs: list[dict[str, Any]] = []
+        at: list[int] = []
+        failures = []
+        for j in where:
+            try:
+                doc = self._convert(self._doc(bodies[int(j)].as_py()))
+                pa.RecordBatch.from_pylist([doc], schema=self._cast)  # fits the types
+            except JsonDecodeError as exc:
+                failures.append(DecodeFailure(int(rows[j]), exc.kind, str(exc)))
+                continue
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+                text = str(exc).split("\n")[0]
+                failures.append(
+                    DecodeFailure(
+                        int(rows[j]),
+                        FailureKind.SCHEMA_MISMATCH,
+                        f"json document does not fit the Arrow schema: {text}",
+                    )
+                )
+                continue
+            docs.append(doc)
+            at.append(int(j))
+        if not docs:
+            return None, np.zeros(0, np.int64), failures
+        extra = pa.RecordBatch.from_pylist(docs, schema=self._cast)
+        return extra, np.array(at, np.int64), failures
+
+    def _pyarrow_batch(
+        self, body: pa.Array, good_np: np.ndarray, errors: list[DecodeFailure]
+    ) -> tuple[list[pa.RecordBatch], list[DecodeFailure]]:
+        """The ``pyarrow.json`` path: only rows that are one ``{...}`` object reach it.
+
+        Rows flagged by ``_flag_rows`` (a newline, the reserved prefix, a possible
+        ``NaN`` / ``Infinity`` literal, invalid UTF-8...) are looked at in Python first.
+        """
+        good_np = good_np.copy()
+        special_np = _flag_rows(body, self._scan) & good_np
         fixed: dict[int, bytes] = {}
         for i in np.flatnonzero(special_np):
             raw = body[i].as_py()
@@ -269,18 +402,10 @@ class JsonCodec:
             bodies = body
         else:
             bodies = body.filter(pa.array(good_np))
-        if self._shape is None:
-            self._infer(_objects(bodies.slice(0, 1000).to_pylist()))
         if self._reserved:
             errors += [DecodeFailure(int(i), *self._failure(b"{}")) for i in rows]
             rows = rows[:0]
-        batches, failed = self._blocks(rows, bodies)
-        errors.extend(failed)
-        errors.sort(key=lambda e: e.index)
-        if not batches:
-            return DecodeResult(self._empty(), errors)
-        batch = batches[0] if len(batches) == 1 else pa.concat_batches(batches)
-        return DecodeResult(batch, errors)
+        return self._blocks(rows, bodies)
 
     def _empty(self) -> pa.RecordBatch:
         return pa.RecordBatch.from_pylist([], schema=self.arrow_schema)
@@ -368,6 +493,13 @@ class JsonCodec:
         sample = b"\n".join(orjson.dumps(d) for d in docs) or b"{}"
         table = pj.read_json(io.BytesIO(sample))
         self._set_shape(shape_from_arrow(table.schema))
+
+
+def _one_batch(table: pa.Table, schema: pa.Schema) -> pa.RecordBatch:
+    """``table`` as one record batch (an empty one for no rows)."""
+    if table.num_rows == 0:
+        return pa.RecordBatch.from_pylist([], schema=schema)
+    return table.combine_chunks().to_batches()[0]
 
 
 def _objects(bodies: list[bytes]) -> list[dict[str, Any]]:

@@ -1,0 +1,205 @@
+"""JsonCodec's columnar readers on damaged and unusual bytes: they agree with decode_value.
+
+The native reader parses bytes itself, so every way a document can be cut, spliced or
+garbled must either decode exactly as ``decode_value`` does or fail with its message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import thalweg_bytewax.codecs.json as json_codec
+from thalweg_bytewax.codecs.json import JsonCodec, JsonDecodeError
+from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.samples import ORDER_JSON_SCHEMA, sample_orders
+
+# Every test runs on each columnar reader (tests/codecs/conftest.py).
+pytestmark = pytest.mark.usefixtures("json_engine")
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["id"],
+    "properties": {
+        "id": {"type": "integer"},
+        "name": {"type": "string"},
+        "amt": {"type": "number"},
+        "ok": {"type": "boolean"},
+        "ts": {"type": "string", "format": "date-time"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "sub": {"type": "object", "properties": {"x": {"type": "integer"}}},
+        "m": {"type": "object", "additionalProperties": {"type": "number"}},
+    },
+}
+SEEDS = [
+    b'{"id": 1, "name": "caf\\u00e9 \\ud83d\\ude00", "amt": -1.5e-3, "ok": true}',
+    b'{"id": -7, "ts": "2024-01-01T00:00:00+02:00", "tags": ["a", null, "\\n"], "sub": {"x": 2}}',
+    b'{"id": 0, "m": {"a": 1, "b": 2.5, "c": null}, "extra": [{"deep": [1, {"x": "y"}]}]}',
+    '{"id": 3, "name": "\u00fcber \u2603 \U0001f600"}'.encode(),
+]
+
+
+def agree(codec: JsonCodec, payloads: list[bytes]) -> None:
+    res = codec.decode_batch(pa.array(payloads, pa.binary()))
+    res.batch.validate(full=True)
+    failed = {e.index: e for e in res.errors}
+    rows = iter(res.batch.to_pylist(maps_as_pydicts="strict"))
+    for i, p in enumerate(payloads):
+        try:
+            value = codec.decode_value(p)
+        except JsonDecodeError as exc:
+            assert i in failed, (p, str(exc))
+            assert (failed[i].kind, failed[i].message) == (exc.kind, str(exc)), p
+        else:
+            assert i not in failed, (p, failed[i])
+            assert next(rows) == value, p
+    assert next(rows, None) is None
+
+
+_edit = st.one_of(
+    st.tuples(st.just("cut"), st.integers(0, 200)),
+    st.tuples(st.just("drop"), st.integers(0, 200), st.integers(1, 4)),
+    st.tuples(st.just("put"), st.integers(0, 200), st.binary(min_size=1, max_size=3)),
+    st.tuples(
+        st.just("put"),
+        st.integers(0, 200),
+        st.sampled_from([b'"', b"\\", b"{", b"}", b"[", b"]", b",", b":", b"\xc3", b"\x00"]),
+    ),
+)
+
+
+def _apply(doc: bytes, edit: tuple[Any, ...]) -> bytes:
+    at = edit[1] % (len(doc) + 1)
+    if edit[0] == "cut":
+        return doc[:at]
+    if edit[0] == "drop":
+        return doc[:at] + doc[at + edit[2] :]
+    return doc[:at] + edit[2] + doc[at:]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(SEEDS), st.lists(_edit, max_size=3)), max_size=8))
+def test_damaged_documents_decode_or_fail_like_decode_value(
+    cases: list[tuple[bytes, list[tuple[Any, ...]]]],
+) -> None:
+    payloads = []
+    for doc, edits in cases:
+        for edit in edits:
+            doc = _apply(doc, edit)
+        payloads.append(doc)
+    agree(JsonCodec(SCHEMA), [*SEEDS, *payloads])
+
+
+_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**64 - 1)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.dictionaries(st.sampled_from([*SCHEMA["properties"], "x", "id"]), _json), max_size=8
+    )
+)
+def test_any_json_object_decodes_or_fails_like_decode_value(docs: list[dict[str, Any]]) -> None:
+    payloads = [orjson.dumps(d) for d in docs]
+    agree(JsonCodec(SCHEMA), payloads)
+    agree(JsonCodec({**SCHEMA, "additionalProperties": False}), payloads)
+
+
+NUMBERS = [
+    b"0", b"-0", b"-0.0", b"0.0", b"1e2", b"1E+2", b"1e-2", b"123456789012345678",
+    b"1234567890123456789", b"-9223372036854775808", b"9223372036854775807",
+    b"9223372036854775808", b"12345678901234567890123", b"1e400", b"-1e400", b"1e-400",
+    b"4.9e-324", b"2.2250738585072014e-308", b"0.1", b"0.30000000000000004",
+    b"1.7976931348623157e308", b"9007199254740993", b"00", b"-", b"1.", b".5", b"+1",
+    b"1e", b"1e+", b"0x10", b"1_000", b"Infinity", b"-NaN", b"1.0e0000000000000000001",
+    b"0." + b"0" * 80 + b"1",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("field", ["id", "amt"])
+def test_numbers_decode_or_fail_like_decode_value(field: str) -> None:
+    agree(JsonCodec(SCHEMA), [b'{"id": 1, "%s": %s}' % (field.encode(), n) for n in NUMBERS])
+
+
+WHITESPACE_AND_STRUCTURE = [
+    b'\t\r\n {"id"\n:\r1\t}\n\r ', b'{"id":1,"sub":{}}', b'{"id":1,"sub":{"x":1,}}',
+    b'{"id":1,"tags":[]}', b'{"id":1,"tags":[,]}', b'{"id":1,"tags":["a",]}',
+    b'{"id":1,"tags":["a" "b"]}', b'{"id":1 "name":"a"}', b'{"id":1,,"name":"a"}',
+    b'{"id":1}}', b'{"id":1}]', b'{{"id":1}', b'{"id":1', b'{"id"', b'{', b'{"id":1,"m":{"a":1,"a":2}}',
+    b'{"id":1,"m":{"\\u0061":1,"a":2}}', b'{"id":1,"m":{"":1}}', b'{"id":1,"x":' + b"[" * 600 + b"]" * 600 + b"}",
+    b'{"id":1,"x":' + b"[" * 5000 + b"]" * 5000 + b"}", b'{"id":1,"sub":{"x":1,"x":1}}',
+    b'{"id":1,"sub":{"y":{"z":[1,2,{"q":null}]}}}', b'\xef\xbb\xbf{"id":1}', b'{"id":1}\x00',
+    b'{"id":1,"name":"\\x41"}', b'{"id":1,"name":"\\u12"}', b'{"id":1,"name":"\\uDC00"}',
+    b'{"id":1,"name":"\\uD800\\u0041"}', b'{"id":1,"name":"\xed\xa0\x80"}', b'{"id":1,"name":"\xc0\xaf"}',
+    b'{"id":1,"name":"\xf4\x90\x80\x80"}', b'{"id":1,"name":"\xe2\x82"}', b'{"id":1,"n\xc3\xa4me":"x"}',
+    b'{"id":1,"ok":tru}', b'{"id":1,"ok":True}', b'{"id":1,"ok":nul}', b'{"id":1,"name":nullx}',
+    b'{"id":1,"_twg_x":1}', b'{"id":1,"sub":{"_twg_x":1}}', b'{"id":1,"m":{"_twg_x":1}}',
+]  # fmt: skip
+
+
+def test_structure_and_text_edge_cases_decode_or_fail_like_decode_value() -> None:
+    for strict in (False, True):
+        codec = JsonCodec({**SCHEMA, "additionalProperties": not strict})
+        agree(codec, WHITESPACE_AND_STRUCTURE)
+        for p in WHITESPACE_AND_STRUCTURE:
+            agree(codec, [p])
+
+
+def test_float32_and_narrow_integers_from_an_arrow_schema() -> None:
+    schema = pa.schema(
+        [
+            pa.field("i8", pa.int8()),
+            pa.field("u16", pa.uint16()),
+            pa.field("u64", pa.uint64()),
+            pa.field("f32", pa.float32()),
+        ]
+    )
+    payloads = [
+        b'{"i8": 127, "u16": 65535, "u64": 9223372036854775807, "f32": 0.5}',
+        b'{"i8": 128}', b'{"i8": -129}', b'{"u16": -1}', b'{"u16": 65536}',
+        b'{"u64": 18446744073709551615}', b'{"u64": -1}', b'{"f32": 1e300}', b'{"f32": 0.1}',
+    ]  # fmt: skip
+    codec = JsonCodec(schema)
+    res = codec.decode_batch(payloads)
+    by_row = {e.index: e.message for e in res.errors}
+    assert set(by_row) >= {1, 2, 3, 4, 6}
+    assert res.batch.schema == codec.arrow_schema
+    assert res.batch.to_pylist()[0] == {"i8": 127, "u16": 65535, "u64": 2**63 - 1, "f32": 0.5}
+    assert 5 not in by_row  # the largest uint64 fits its column
+    assert res.batch.column("u64").to_pylist()[1] == 2**64 - 1
+
+
+def test_large_batches_of_sample_orders_read_alike_on_every_engine() -> None:
+    payloads = [orjson.dumps(o, default=str) for o in sample_orders(3000)]
+    payloads[7] = payloads[7].replace(b'"customer_id":', b'"customer_id":"x","_":', 1)
+    payloads[11] = payloads[11].replace(b'"status"', b'"\\u0073tatus"', 1)
+    res = JsonCodec(ORDER_JSON_SCHEMA).decode_batch(payloads)
+    assert [e.index for e in res.errors] == [7]
+    assert res.batch.num_rows == 2999
+    agree(JsonCodec(ORDER_JSON_SCHEMA), payloads[:40])
+
+
+def test_engine_is_checked() -> None:
+    with pytest.raises(ConfigError, match="engine must be"):
+        JsonCodec(SCHEMA, engine="fast")  # type: ignore[arg-type]
+    if json_codec.NATIVE:
+        JsonCodec(SCHEMA, engine="native")
+    else:  # what an installation built without a C compiler says
+        with pytest.raises(ConfigError, match="native reader is not built"):
+            JsonCodec(SCHEMA, engine="native")
+    JsonCodec(SCHEMA, engine="pyarrow")

@@ -1,0 +1,1075 @@
+/*
+ * JSON documents to Arrow buffers, one pass, no Python objects per value.
+ *
+ * The columnar core of thalweg_bytewax.codecs.json. A Decoder is built once from a
+ * plan (a tree of tuples describing the Arrow types to fill, see _json_fast.py) and
+ * decodes a batch of rows (one buffer + int32 offsets) into Arrow buffers: validity
+ * bitmaps, int64 / float64 values, bit-packed booleans, int32 offsets and UTF-8 bytes.
+ *
+ * It accepts only what it can decode exactly as the codec's per-value path would:
+ * strict RFC 8259 syntax, valid UTF-8, integers without fraction or exponent inside
+ * the plan's range, and so on. A row it does not accept for any reason (a type
+ * mismatch, a repeated key, an unknown field in a strict object, a key under the
+ * reserved prefix, a lone surrogate, an exotic number) is rolled back and marked
+ * "deferred"; the Python side decides those rows with the per-value path, which
+ * either converts them or names what is wrong. Required fields are not checked here:
+ * a missing or null value is a null, found afterwards by the same columnar check the
+ * codec applies to every batch.
+ *
+ * The parse runs without the GIL, so worker threads decode in parallel.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <locale.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__APPLE__)
+#include <xlocale.h>
+#endif
+
+enum Kind { K_NULL = 0, K_BOOL, K_INT, K_FLOAT, K_STRING, K_LIST, K_STRUCT, K_MAP };
+
+#define MAX_DEPTH 512
+#define MAX_NUMBER 64
+
+/* ------------------------------------------------------------------ plan */
+
+typedef struct Node {
+    int kind;
+    int id;               /* index of this node's column state */
+    int64_t imin, imax;   /* K_INT */
+    int strict;           /* K_STRUCT: unknown fields defer the row */
+    int top;              /* K_STRUCT: the document itself (reserved-prefix check) */
+    Py_ssize_t nfields;   /* K_STRUCT */
+    char **names;
+    Py_ssize_t *name_lens;
+    struct Node **children; /* K_STRUCT fields; K_LIST / K_MAP: children[0] = item */
+    struct Node *keys;      /* K_MAP: the key column (K_STRING) */
+} Node;
+
+static void node_free(Node *n) {
+    if (n == NULL) return;
+    Py_ssize_t nchild = n->kind == K_STRUCT ? n->nfields : (n->kind == K_LIST || n->kind == K_MAP);
+    if (n->children) {
+        for (Py_ssize_t i = 0; i < nchild; i++) node_free(n->children[i]);
+        PyMem_Free(n->children);
+    }
+    if (n->names) {
+        for (Py_ssize_t i = 0; i < n->nfields; i++) PyMem_Free(n->names[i]);
+        PyMem_Free(n->names);
+    }
+    PyMem_Free(n->name_lens);
+    node_free(n->keys);
+    PyMem_Free(n);
+}
+
+static Node *node_new(int kind, int *count) {
+    Node *n = PyMem_Calloc(1, sizeof(Node));
+    if (n == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    n->kind = kind;
+    n->id = (*count)++;
+    return n;
+}
+
+static Node *plan_parse(PyObject *plan, int *count, int depth) {
+    if (depth > 64) {
+        PyErr_SetString(PyExc_ValueError, "json plan nests too deeply");
+        return NULL;
+    }
+    if (!PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) < 1) {
+        PyErr_SetString(PyExc_TypeError, "json plan node must be a non-empty tuple");
+        return NULL;
+    }
+    long kind = PyLong_AsLong(PyTuple_GET_ITEM(plan, 0));
+    if (kind == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t size = PyTuple_GET_SIZE(plan);
+    Node *n = NULL;
+    switch (kind) {
+    case K_NULL:
+    case K_BOOL:
+    case K_FLOAT:
+    case K_STRING:
+        return node_new((int)kind, count);
+    case K_INT: {
+        if (size != 3) break;
+        n = node_new(K_INT, count);
+        if (n == NULL) return NULL;
+        n->imin = PyLong_AsLongLong(PyTuple_GET_ITEM(plan, 1));
+        n->imax = PyLong_AsLongLong(PyTuple_GET_ITEM(plan, 2));
+        if (PyErr_Occurred()) goto fail;
+        return n;
+    }
+    case K_LIST:
+    case K_MAP: {
+        if (size != 2) break;
+        n = node_new((int)kind, count);
+        if (n == NULL) return NULL;
+        if (kind == K_MAP) {
+            n->keys = node_new(K_STRING, count);
+            if (n->keys == NULL) goto fail;
+        }
+        n->children = PyMem_Calloc(1, sizeof(Node *));
+        if (n->children == NULL) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        n->children[0] = plan_parse(PyTuple_GET_ITEM(plan, 1), count, depth + 1);
+        if (n->children[0] == NULL) goto fail;
+        return n;
+    }
+    case K_STRUCT: {
+        if (size != 5) break;
+        PyObject *names = PyTuple_GET_ITEM(plan, 3);
+        PyObject *children = PyTuple_GET_ITEM(plan, 4);
+        if (!PyTuple_Check(names) || !PyTuple_Check(children) ||
+            PyTuple_GET_SIZE(names) != PyTuple_GET_SIZE(children)) {
+            PyErr_SetString(PyExc_TypeError, "json plan struct: names and children differ");
+            return NULL;
+        }
+        n = node_new(K_STRUCT, count);
+        if (n == NULL) return NULL;
+        n->strict = PyObject_IsTrue(PyTuple_GET_ITEM(plan, 1));
+        n->top = PyObject_IsTrue(PyTuple_GET_ITEM(plan, 2));
+        if (n->strict < 0 || n->top < 0) goto fail;
+        n->nfields = PyTuple_GET_SIZE(names);
+        Py_ssize_t k = n->nfields ? n->nfields : 1;
+        n->names = PyMem_Calloc(k, sizeof(char *));
+        n->name_lens = PyMem_Calloc(k, sizeof(Py_ssize_t));
+        n->children = PyMem_Calloc(k, sizeof(Node *));
+        if (!n->names || !n->name_lens || !n->children) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        for (Py_ssize_t i = 0; i < n->nfields; i++) {
+            char *s;
+            Py_ssize_t len;
+            if (PyBytes_AsStringAndSize(PyTuple_GET_ITEM(names, i), &s, &len) < 0) goto fail;
+            n->names[i] = PyMem_Malloc(len + 1);
+            if (n->names[i] == NULL) {
+                PyErr_NoMemory();
+                goto fail;
+            }
+            memcpy(n->names[i], s, len + 1);
+            n->name_lens[i] = len;
+        }
+        for (Py_ssize_t i = 0; i < n->nfields; i++) {
+            n->children[i] = plan_parse(PyTuple_GET_ITEM(children, i), count, depth + 1);
+            if (n->children[i] == NULL) goto fail;
+        }
+        return n;
+    }
+    default:
+        break;
+    }
+    PyErr_Format(PyExc_ValueError, "json plan: bad node of kind %ld", kind);
+fail:
+    node_free(n);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ column state */
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+} Buf;
+
+typedef struct {
+    int64_t length, nulls;
+    Buf valid; /* bitmap, one bit per value */
+    Buf data;  /* int64 / double / bit-packed bool / UTF-8 bytes */
+    Buf offs;  /* int32 offsets (string, list, map); starts with 0 */
+    unsigned char *seen; /* K_STRUCT scratch: fields met in the current object */
+} Col;
+
+typedef struct {
+    int64_t length, nulls;
+    size_t data, offs;
+} Mark;
+
+static int buf_reserve(Buf *b, size_t extra) {
+    size_t need = b->len + extra;
+    if (need <= b->cap) return 0;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < need) cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (p == NULL) return -1;
+    memset(p + b->cap, 0, cap - b->cap);
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+/* Error codes of the parse: DEFER sets the row aside; NOMEM and TOOBIG stop the batch. */
+enum { OK = 0, DEFER = 1, NOMEM = 2, TOOBIG = 3 };
+
+static int set_bit(Buf *b, int64_t i, int on) {
+    size_t byte = (size_t)(i >> 3);
+    if (byte >= b->len) {
+        if (buf_reserve(b, byte + 1 - b->len)) return NOMEM;
+        b->len = byte + 1;
+    }
+    unsigned char mask = (unsigned char)(1u << (i & 7));
+    if (on)
+        b->p[byte] |= mask;
+    else
+        b->p[byte] &= (unsigned char)~mask;
+    return OK;
+}
+
+static int push_offset(Buf *offs, size_t value) {
+    if (value > INT32_MAX) return TOOBIG;
+    if (buf_reserve(offs, 4)) return NOMEM;
+    int32_t v = (int32_t)value;
+    memcpy(offs->p + offs->len, &v, 4);
+    offs->len += 4;
+    return OK;
+}
+
+/* One more slot in a column: its validity bit, and for fixed-width kinds its value
+   bytes (zero for a null). Variable-width kinds push their end offset themselves. */
+static int col_append(const Node *n, Col *c, int valid) {
+    (void)n;
+    int rc = set_bit(&c->valid, c->length, valid);
+    if (rc) return rc;
+    if (!valid) c->nulls++;
+    c->length++;
+    return OK;
+}
+
+/* ------------------------------------------------------------------ parser */
+
+typedef struct {
+    const unsigned char *p, *end;
+    Col *cols;
+    const char *prefix;
+    size_t prefix_len;
+    int depth;
+#if defined(_WIN32)
+    _locale_t c_locale;
+#else
+    locale_t c_locale;
+#endif
+} Parser;
+
+static inline void skip_ws(Parser *ps) {
+    while (ps->p < ps->end) {
+        unsigned char ch = *ps->p;
+        if (ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t')
+            ps->p++;
+        else
+            break;
+    }
+}
+
+static int literal(Parser *ps, const char *word, size_t len) {
+    if ((size_t)(ps->end - ps->p) < len || memcmp(ps->p, word, len) != 0) return DEFER;
+    ps->p += len;
+    return OK;
+}
+
+/* The length of a valid UTF-8 sequence at p (lead byte >= 0x80), or 0. */
+static size_t utf8_len(const unsigned char *p, const unsigned char *end) {
+    unsigned char c = p[0];
+    size_t avail = (size_t)(end - p);
+    if (c >= 0xC2 && c <= 0xDF) {
+        return (avail >= 2 && (p[1] & 0xC0) == 0x80) ? 2 : 0;
+    }
+    if (c >= 0xE0 && c <= 0xEF) {
+        if (avail < 3 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80) return 0;
+        if (c == 0xE0 && p[1] < 0xA0) return 0; /* overlong */
+        if (c == 0xED && p[1] > 0x9F) return 0; /* UTF-16 surrogate */
+        return 3;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+        if (avail < 4 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 ||
+            (p[3] & 0xC0) != 0x80)
+            return 0;
+        if (c == 0xF0 && p[1] < 0x90) return 0; /* overlong */
+        if (c == 0xF4 && p[1] > 0x8F) return 0; /* above U+10FFFF */
+        return 4;
+    }
+    return 0;
+}
+
+static int hex4(const unsigned char *p, unsigned *out) {
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        unsigned char ch = p[i];
+        v <<= 4;
+        if (ch >= '0' && ch <= '9')
+            v |= ch - '0';
+        else if (ch >= 'a' && ch <= 'f')
+            v |= ch - 'a' + 10;
+        else if (ch >= 'A' && ch <= 'F')
+            v |= ch - 'A' + 10;
+        else
+            return DEFER;
+    }
+    *out = v;
+    return OK;
+}
+
+/* A JSON string at ps->p (after the opening quote has been checked), decoded into out
+   (when out is not NULL). On return ps->p is past the closing quote. */
+static int parse_string(Parser *ps, Buf *out) {
+    const unsigned char *p = ps->p + 1, *end = ps->end;
+    for (;;) {
+        const unsigned char *run = p;
+        while (p < end && *p != '"' && *p != '\\' && *p >= 0x20 && *p < 0x80) p++;
+        if (out && p > run) {
+            if (buf_reserve(out, (size_t)(p - run))) return NOMEM;
+            memcpy(out->p + out->len, run, (size_t)(p - run));
+            out->len += (size_t)(p - run);
+        }
+        if (p >= end) return DEFER;
+        unsigned char ch = *p;
+        if (ch == '"') {
+            ps->p = p + 1;
+            return OK;
+        }
+        if (ch < 0x20) return DEFER; /* a raw control character: not JSON */
+        if (ch >= 0x80) {
+            size_t k = utf8_len(p, end);
+            if (k == 0) return DEFER;
+            if (out) {
+                if (buf_reserve(out, k)) return NOMEM;
+                memcpy(out->p + out->len, p, k);
+                out->len += k;
+            }
+            p += k;
+            continue;
+        }
+        /* a backslash */
+        if (p + 1 >= end) return DEFER;
+        unsigned char esc = p[1];
+        char one;
+        switch (esc) {
+        case '"': one = '"'; break;
+        case '\\': one = '\\'; break;
+        case '/': one = '/'; break;
+        case 'b': one = '\b'; break;
+        case 'f': one = '\f'; break;
+        case 'n': one = '\n'; break;
+        case 'r': one = '\r'; break;
+        case 't': one = '\t'; break;
+        case 'u': {
+            unsigned cp;
+            if (end - p < 6 || hex4(p + 2, &cp)) return DEFER;
+            p += 6;
+            if (cp >= 0xDC00 && cp <= 0xDFFF) return DEFER; /* lone low surrogate */
+            if (cp >= 0xD800 && cp <= 0xDBFF) {
+                unsigned lo;
+                if (end - p < 6 || p[0] != '\\' || p[1] != 'u' || hex4(p + 2, &lo) ||
+                    lo < 0xDC00 || lo > 0xDFFF)
+                    return DEFER; /* lone high surrogate */
+                p += 6;
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+            }
+            if (out) {
+                unsigned char enc[4];
+                size_t k;
+                if (cp < 0x80) {
+                    enc[0] = (unsigned char)cp;
+                    k = 1;
+                } else if (cp < 0x800) {
+                    enc[0] = (unsigned char)(0xC0 | (cp >> 6));
+                    enc[1] = (unsigned char)(0x80 | (cp & 0x3F));
+                    k = 2;
+                } else if (cp < 0x10000) {
+                    enc[0] = (unsigned char)(0xE0 | (cp >> 12));
+                    enc[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+                    enc[2] = (unsigned char)(0x80 | (cp & 0x3F));
+                    k = 3;
+                } else {
+                    enc[0] = (unsigned char)(0xF0 | (cp >> 18));
+                    enc[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+                    enc[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+                    enc[3] = (unsigned char)(0x80 | (cp & 0x3F));
+                    k = 4;
+                }
+                if (buf_reserve(out, k)) return NOMEM;
+                memcpy(out->p + out->len, enc, k);
+                out->len += k;
+            }
+            continue;
+        }
+        default:
+            return DEFER;
+        }
+        if (out) {
+            if (buf_reserve(out, 1)) return NOMEM;
+            out->p[out->len++] = one;
+        }
+        p += 2;
+    }
+}
+
+typedef struct {
+    const unsigned char *start;
+    size_t len;
+    int integral; /* no fraction, no exponent */
+} Number;
+
+/* A number token with RFC 8259 grammar. */
+static int scan_number(Parser *ps, Number *num) {
+    const unsigned char *p = ps->p, *end = ps->end;
+    num->start = p;
+    num->integral = 1;
+    if (p < end && *p == '-') p++;
+    if (p >= end) return DEFER;
+    if (*p == '0') {
+        p++;
+    } else if (*p >= '1' && *p <= '9') {
+        while (p < end && *p >= '0' && *p <= '9') p++;
+    } else {
+        return DEFER;
+    }
+    if (p < end && *p == '.') {
+        num->integral = 0;
+        p++;
+        if (p >= end || *p < '0' || *p > '9') return DEFER;
+        while (p < end && *p >= '0' && *p <= '9') p++;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        num->integral = 0;
+        p++;
+        if (p < end && (*p == '+' || *p == '-')) p++;
+        if (p >= end || *p < '0' || *p > '9') return DEFER;
+        while (p < end && *p >= '0' && *p <= '9') p++;
+    }
+    num->len = (size_t)(p - num->start);
+    ps->p = p;
+    return OK;
+}
+
+/* An integral token as int64: at most 18 digits, so it cannot overflow. */
+static int number_int(const Number *num, int64_t *out) {
+    const unsigned char *p = num->start, *end = num->start + num->len;
+    int neg = 0;
+    if (*p == '-') {
+        neg = 1;
+        p++;
+    }
+    if (end - p > 18) return DEFER;
+    int64_t v = 0;
+    for (; p < end; p++) v = v * 10 + (*p - '0');
+    *out = neg ? -v : v;
+    return OK;
+}
+
+static int number_double(Parser *ps, const Number *num, double *out) {
+    if (num->integral) {
+        /* The per-value path reads an integer as a Python int and converts it:
+           correctly rounded, and -0 is 0.0. */
+        int64_t v;
+        if (number_int(num, &v)) return DEFER;
+        *out = (double)v;
+        return OK;
+    }
+    if (num->len >= MAX_NUMBER) return DEFER;
+    char text[MAX_NUMBER];
+    memcpy(text, num->start, num->len);
+    text[num->len] = '\0';
+    char *stop;
+#if defined(_WIN32)
+    double v = _strtod_l(text, &stop, ps->c_locale);
+#else
+    double v = strtod_l(text, &stop, ps->c_locale);
+#endif
+    if (stop != text + num->len || isinf(v)) return DEFER;
+    if (v == 0.0) {
+        /* An underflow to zero: the per-value path decides. */
+        for (size_t i = 0; i < num->len; i++) {
+            unsigned char ch = text[i];
+            if (ch == 'e' || ch == 'E') break;
+            if (ch >= '1' && ch <= '9') return DEFER;
+        }
+    }
+    *out = v;
+    return OK;
+}
+
+static int skip_value(Parser *ps);
+
+static int skip_container(Parser *ps, unsigned char close) {
+    if (++ps->depth > MAX_DEPTH) return DEFER;
+    ps->p++;
+    skip_ws(ps);
+    if (ps->p < ps->end && *ps->p == close) {
+        ps->p++;
+        ps->depth--;
+        return OK;
+    }
+    for (;;) {
+        int rc;
+        if (close == '}') {
+            skip_ws(ps);
+            if (ps->p >= ps->end || *ps->p != '"') return DEFER;
+            if ((rc = parse_string(ps, NULL))) return rc;
+            skip_ws(ps);
+            if (ps->p >= ps->end || *ps->p != ':') return DEFER;
+            ps->p++;
+        }
+        if ((rc = skip_value(ps))) return rc;
+        skip_ws(ps);
+        if (ps->p >= ps->end) return DEFER;
+        if (*ps->p == ',') {
+            ps->p++;
+            continue;
+        }
+        if (*ps->p == close) {
+            ps->p++;
+            ps->depth--;
+            return OK;
+        }
+        return DEFER;
+    }
+}
+
+/* Any JSON value, checked and skipped (a field outside the schema). */
+static int skip_value(Parser *ps) {
+    skip_ws(ps);
+    if (ps->p >= ps->end) return DEFER;
+    switch (*ps->p) {
+    case '{': return skip_container(ps, '}');
+    case '[': return skip_container(ps, ']');
+    case '"': return parse_string(ps, NULL);
+    case 't': return literal(ps, "true", 4);
+    case 'f': return literal(ps, "false", 5);
+    case 'n': return literal(ps, "null", 4);
+    default: {
+        Number num;
+        return scan_number(ps, &num);
+    }
+    }
+}
+
+static int parse_value(Parser *ps, const Node *n);
+
+static int append_null(Parser *ps, const Node *n);
+
+static int parse_struct(Parser *ps, const Node *n) {
+    Col *c = &ps->cols[n->id];
+    if (++ps->depth > MAX_DEPTH) return DEFER;
+    ps->p++; /* '{' */
+    if (n->nfields) memset(c->seen, 0, (size_t)n->nfields);
+    Py_ssize_t next = 0; /* fields usually come in schema order */
+    int rc;
+    skip_ws(ps);
+    if (ps->p < ps->end && *ps->p == '}') {
+        ps->p++;
+    } else {
+        for (;;) {
+            skip_ws(ps);
+            if (ps->p >= ps->end || *ps->p != '"') return DEFER;
+            const unsigned char *key = ps->p + 1, *q = key;
+            while (q < ps->end && *q != '"' && *q != '\\' && *q >= 0x20) q++;
+            if (q >= ps->end || *q != '"') return DEFER; /* escapes in keys: per value */
+            size_t klen = (size_t)(q - key);
+            Py_ssize_t field = -1;
+            if (next < n->nfields && (size_t)n->name_lens[next] == klen &&
+                memcmp(n->names[next], key, klen) == 0) {
+                field = next;
+            } else {
+                for (Py_ssize_t i = 0; i < n->nfields; i++) {
+                    if ((size_t)n->name_lens[i] == klen && memcmp(n->names[i], key, klen) == 0) {
+                        field = i;
+                        break;
+                    }
+                }
+            }
+            if (field < 0) {
+                if (n->strict) return DEFER;
+                if (n->top && klen >= ps->prefix_len &&
+                    memcmp(key, ps->prefix, ps->prefix_len) == 0)
+                    return DEFER;
+                /* the key's bytes still have to be valid UTF-8 */
+                if ((rc = parse_string(ps, NULL))) return rc;
+            } else {
+                if (c->seen[field]) return DEFER; /* a repeated key: per value */
+                c->seen[field] = 1;
+                next = field + 1;
+                ps->p = q + 1; /* equal to a name, so valid UTF-8 */
+            }
+            skip_ws(ps);
+            if (ps->p >= ps->end || *ps->p != ':') return DEFER;
+            ps->p++;
+            if (field < 0) {
+                if ((rc = skip_value(ps))) return rc;
+            } else {
+                if ((rc = parse_value(ps, n->children[field]))) return rc;
+            }
+            skip_ws(ps);
+            if (ps->p >= ps->end) return DEFER;
+            if (*ps->p == ',') {
+                ps->p++;
+                continue;
+            }
+            if (*ps->p == '}') {
+                ps->p++;
+                break;
+            }
+            return DEFER;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n->nfields; i++) {
+        if (!c->seen[i] && (rc = append_null(ps, n->children[i]))) return rc;
+    }
+    ps->depth--;
+    return col_append(n, c, 1);
+}
+
+static int parse_list(Parser *ps, const Node *n) {
+    Col *c = &ps->cols[n->id];
+    const Node *item = n->children[0];
+    if (++ps->depth > MAX_DEPTH) return DEFER;
+    ps->p++; /* '[' */
+    int rc;
+    skip_ws(ps);
+    if (ps->p < ps->end && *ps->p == ']') {
+        ps->p++;
+    } else {
+        for (;;) {
+            if ((rc = parse_value(ps, item))) return rc;
+            skip_ws(ps);
+            if (ps->p >= ps->end) return DEFER;
+            if (*ps->p == ',') {
+                ps->p++;
+                continue;
+            }
+            if (*ps->p == ']') {
+                ps->p++;
+                break;
+            }
+            return DEFER;
+        }
+    }
+    ps->depth--;
+    if ((rc = push_offset(&c->offs, (size_t)ps->cols[item->id].length))) return rc;
+    return col_append(n, c, 1);
+}
+
+static int parse_map(Parser *ps, const Node *n) {
+    Col *c = &ps->cols[n->id];
+    Col *kc = &ps->cols[n->keys->id];
+    const Node *item = n->children[0];
+    if (++ps->depth > MAX_DEPTH) return DEFER;
+    ps->p++; /* '{' */
+    int64_t first = kc->length;
+    int rc;
+    skip_ws(ps);
+    if (ps->p < ps->end && *ps->p == '}') {
+        ps->p++;
+    } else {
+        for (;;) {
+            skip_ws(ps);
+            if (ps->p >= ps->end || *ps->p != '"') return DEFER;
+            if ((rc = parse_value(ps, n->keys))) return rc;
+            /* A repeated key: the per-value path keeps the last value at the first
+               key's place, which this layout cannot express cheaply. */
+            int32_t *ko = (int32_t *)kc->offs.p;
+            int64_t last = kc->length - 1;
+            size_t klen = (size_t)(ko[last + 1] - ko[last]);
+            for (int64_t j = first; j < last; j++) {
+                if ((size_t)(ko[j + 1] - ko[j]) == klen &&
+                    memcmp(kc->data.p + ko[j], kc->data.p + ko[last], klen) == 0)
+                    return DEFER;
+            }
+            skip_ws(ps);
+            if (ps->p >= ps->end || *ps->p != ':') return DEFER;
+            ps->p++;
+            if ((rc = parse_value(ps, item))) return rc;
+            skip_ws(ps);
+            if (ps->p >= ps->end) return DEFER;
+            if (*ps->p == ',') {
+                ps->p++;
+                continue;
+            }
+            if (*ps->p == '}') {
+                ps->p++;
+                break;
+            }
+            return DEFER;
+        }
+    }
+    ps->depth--;
+    if ((rc = push_offset(&c->offs, (size_t)kc->length))) return rc;
+    return col_append(n, c, 1);
+}
+
+static int append_null(Parser *ps, const Node *n) {
+    Col *c = &ps->cols[n->id];
+    int rc;
+    switch (n->kind) {
+    case K_INT:
+    case K_FLOAT:
+        if (buf_reserve(&c->data, 8)) return NOMEM;
+        memset(c->data.p + c->data.len, 0, 8);
+        c->data.len += 8;
+        break;
+    case K_BOOL:
+        if ((rc = set_bit(&c->data, c->length, 0))) return rc;
+        break;
+    case K_STRING:
+        if ((rc = push_offset(&c->offs, c->data.len))) return rc;
+        break;
+    case K_LIST:
+        if ((rc = push_offset(&c->offs, (size_t)ps->cols[n->children[0]->id].length))) return rc;
+        break;
+    case K_MAP:
+        if ((rc = push_offset(&c->offs, (size_t)ps->cols[n->keys->id].length))) return rc;
+        break;
+    case K_STRUCT:
+        /* A null struct still has one (null) slot in every child. */
+        for (Py_ssize_t i = 0; i < n->nfields; i++)
+            if ((rc = append_null(ps, n->children[i]))) return rc;
+        break;
+    default:
+        break;
+    }
+    return col_append(n, c, 0);
+}
+
+static int parse_value(Parser *ps, const Node *n) {
+    skip_ws(ps);
+    if (ps->p >= ps->end) return DEFER;
+    unsigned char ch = *ps->p;
+    if (ch == 'n') {
+        int rc = literal(ps, "null", 4);
+        return rc ? rc : append_null(ps, n);
+    }
+    Col *c = &ps->cols[n->id];
+    int rc;
+    switch (n->kind) {
+    case K_BOOL: {
+        int on;
+        if (ch == 't') {
+            if ((rc = literal(ps, "true", 4))) return rc;
+            on = 1;
+        } else if (ch == 'f') {
+            if ((rc = literal(ps, "false", 5))) return rc;
+            on = 0;
+        } else {
+            return DEFER;
+        }
+        if ((rc = set_bit(&c->data, c->length, on))) return rc;
+        return col_append(n, c, 1);
+    }
+    case K_INT:
+    case K_FLOAT: {
+        if (ch != '-' && (ch < '0' || ch > '9')) return DEFER;
+        Number num;
+        if ((rc = scan_number(ps, &num))) return rc;
+        if (buf_reserve(&c->data, 8)) return NOMEM;
+        if (n->kind == K_INT) {
+            int64_t v;
+            if (!num.integral || number_int(&num, &v) || v < n->imin || v > n->imax)
+                return DEFER;
+            memcpy(c->data.p + c->data.len, &v, 8);
+        } else {
+            double v;
+            if (number_double(ps, &num, &v)) return DEFER;
+            memcpy(c->data.p + c->data.len, &v, 8);
+        }
+        c->data.len += 8;
+        return col_append(n, c, 1);
+    }
+    case K_STRING:
+        if (ch != '"') return DEFER;
+        if ((rc = parse_string(ps, &c->data))) return rc;
+        if ((rc = push_offset(&c->offs, c->data.len))) return rc;
+        return col_append(n, c, 1);
+    case K_LIST:
+        return ch == '[' ? parse_list(ps, n) : DEFER;
+    case K_STRUCT:
+        return ch == '{' ? parse_struct(ps, n) : DEFER;
+    case K_MAP:
+        return ch == '{' ? parse_map(ps, n) : DEFER;
+    default: /* K_NULL holds nothing but null */
+        return DEFER;
+    }
+}
+
+/* ------------------------------------------------------------------ marks (rollback) */
+
+static void mark_take(const Col *cols, Mark *marks, int count) {
+    for (int i = 0; i < count; i++) {
+        marks[i].length = cols[i].length;
+        marks[i].nulls = cols[i].nulls;
+        marks[i].data = cols[i].data.len;
+        marks[i].offs = cols[i].offs.len;
+    }
+}
+
+static void mark_restore(Col *cols, const Mark *marks, int count) {
+    for (int i = 0; i < count; i++) {
+        cols[i].length = marks[i].length;
+        cols[i].nulls = marks[i].nulls;
+        cols[i].data.len = marks[i].data;
+        cols[i].offs.len = marks[i].offs;
+        /* bitmaps are rewritten bit by bit; their byte length may stay longer */
+    }
+}
+
+/* ------------------------------------------------------------------ the Decoder type */
+
+typedef struct {
+    PyObject_HEAD
+    Node *root;
+    int count;
+    char *prefix;
+    Py_ssize_t prefix_len;
+} Decoder;
+
+static void Decoder_dealloc(Decoder *self) {
+    node_free(self->root);
+    PyMem_Free(self->prefix);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int Decoder_init(Decoder *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"plan", "prefix", NULL};
+    PyObject *plan;
+    const char *prefix;
+    Py_ssize_t prefix_len;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "Oy#", kwlist, &plan, &prefix, &prefix_len))
+        return -1;
+    int count = 0;
+    Node *root = plan_parse(plan, &count, 0);
+    if (root == NULL) return -1;
+    if (root->kind != K_STRUCT) {
+        node_free(root);
+        PyErr_SetString(PyExc_ValueError, "json plan: the document must be a struct");
+        return -1;
+    }
+    char *copy = PyMem_Malloc(prefix_len + 1);
+    if (copy == NULL) {
+        node_free(root);
+        PyErr_NoMemory();
+        return -1;
+    }
+    memcpy(copy, prefix, prefix_len + 1);
+    node_free(self->root);
+    PyMem_Free(self->prefix);
+    self->root = root;
+    self->count = count;
+    self->prefix = copy;
+    self->prefix_len = prefix_len;
+    return 0;
+}
+
+static void cols_free(Col *cols, int count) {
+    if (cols == NULL) return;
+    for (int i = 0; i < count; i++) {
+        free(cols[i].valid.p);
+        free(cols[i].data.p);
+        free(cols[i].offs.p);
+        free(cols[i].seen);
+    }
+    free(cols);
+}
+
+static int cols_init(const Node *n, Col *cols) {
+    Col *c = &cols[n->id];
+    if (n->kind == K_STRING || n->kind == K_LIST || n->kind == K_MAP) {
+        if (push_offset(&c->offs, 0)) return -1;
+    }
+    if (n->kind == K_STRUCT) {
+        c->seen = calloc(n->nfields ? (size_t)n->nfields : 1, 1);
+        if (c->seen == NULL) return -1;
+        for (Py_ssize_t i = 0; i < n->nfields; i++)
+            if (cols_init(n->children[i], cols)) return -1;
+    }
+    if (n->kind == K_LIST || n->kind == K_MAP) {
+        if (cols_init(n->children[0], cols)) return -1;
+    }
+    if (n->kind == K_MAP && cols_init(n->keys, cols)) return -1;
+    return 0;
+}
+
+static PyObject *bytes_of(const Buf *b, size_t len) {
+    return PyBytes_FromStringAndSize(b->p ? b->p : "", (Py_ssize_t)len);
+}
+
+/* (length, null_count, validity | None, data | None, offsets | None, children) */
+static PyObject *col_export(const Node *n, const Col *cols) {
+    const Col *c = &cols[n->id];
+    PyObject *valid = NULL, *data = NULL, *offs = NULL, *children = NULL;
+    size_t bits = (size_t)((c->length + 7) / 8);
+    if (c->nulls) {
+        valid = bytes_of(&c->valid, bits);
+    } else {
+        valid = Py_None;
+        Py_INCREF(valid);
+    }
+    if (valid == NULL) goto fail;
+    if (n->kind == K_INT || n->kind == K_FLOAT || n->kind == K_STRING) {
+        data = bytes_of(&c->data, c->data.len);
+    } else if (n->kind == K_BOOL) {
+        data = bytes_of(&c->data, bits);
+    } else {
+        data = Py_None;
+        Py_INCREF(data);
+    }
+    if (data == NULL) goto fail;
+    if (n->kind == K_STRING || n->kind == K_LIST || n->kind == K_MAP) {
+        offs = bytes_of(&c->offs, c->offs.len);
+    } else {
+        offs = Py_None;
+        Py_INCREF(offs);
+    }
+    if (offs == NULL) goto fail;
+    Py_ssize_t nchild = n->kind == K_STRUCT ? n->nfields : (n->kind == K_LIST ? 1 : n->kind == K_MAP ? 2 : 0);
+    children = PyTuple_New(nchild);
+    if (children == NULL) goto fail;
+    for (Py_ssize_t i = 0; i < nchild; i++) {
+        const Node *child = n->kind == K_MAP ? (i == 0 ? n->keys : n->children[0]) : n->children[i];
+        PyObject *sub = col_export(child, cols);
+        if (sub == NULL) goto fail;
+        PyTuple_SET_ITEM(children, i, sub);
+    }
+    return Py_BuildValue("(LLNNNN)", (long long)c->length, (long long)c->nulls, valid, data, offs,
+                         children);
+fail:
+    Py_XDECREF(valid);
+    Py_XDECREF(data);
+    Py_XDECREF(offs);
+    Py_XDECREF(children);
+    return NULL;
+}
+
+static PyObject *Decoder_decode(Decoder *self, PyObject *args) {
+    Py_buffer data, offsets;
+    if (!PyArg_ParseTuple(args, "y*y*", &data, &offsets)) return NULL;
+    PyObject *result = NULL, *status = NULL;
+    Col *cols = NULL;
+    Mark *marks = NULL;
+    if (offsets.len % 4 != 0 || offsets.len < 4) {
+        PyErr_SetString(PyExc_ValueError, "offsets must be n + 1 int32 values");
+        goto done;
+    }
+    Py_ssize_t n = offsets.len / 4 - 1;
+    const int32_t *off = (const int32_t *)offsets.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (off[i] < 0 || off[i] > off[i + 1] || off[i + 1] > data.len) {
+            PyErr_Format(PyExc_ValueError, "offsets out of bounds at row %zd", i);
+            goto done;
+        }
+    }
+    status = PyBytes_FromStringAndSize(NULL, n);
+    if (status == NULL) goto done;
+    unsigned char *st = (unsigned char *)PyBytes_AS_STRING(status);
+    cols = calloc((size_t)self->count, sizeof(Col));
+    marks = calloc((size_t)self->count, sizeof(Mark));
+    if (cols == NULL || marks == NULL || cols_init(self->root, cols)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Parser ps;
+    memset(&ps, 0, sizeof(ps));
+    ps.cols = cols;
+    ps.prefix = self->prefix;
+    ps.prefix_len = (size_t)self->prefix_len;
+#if defined(_WIN32)
+    ps.c_locale = _create_locale(LC_NUMERIC, "C");
+#else
+    ps.c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+#endif
+    if (!ps.c_locale) {
+        PyErr_SetString(PyExc_OSError, "cannot create the C numeric locale");
+        goto done;
+    }
+    int fatal = OK;
+    Py_BEGIN_ALLOW_THREADS
+    const unsigned char *base = (const unsigned char *)data.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        mark_take(cols, marks, self->count);
+        ps.p = base + off[i];
+        ps.end = base + off[i + 1];
+        ps.depth = 0;
+        skip_ws(&ps);
+        int rc = (ps.p < ps.end && *ps.p == '{') ? parse_struct(&ps, self->root) : DEFER;
+        if (rc == OK) {
+            skip_ws(&ps);
+            if (ps.p != ps.end) rc = DEFER; /* trailing content */
+        }
+        if (rc == NOMEM || rc == TOOBIG) {
+            fatal = rc;
+            break;
+        }
+        if (rc != OK) mark_restore(cols, marks, self->count);
+        st[i] = (unsigned char)rc;
+    }
+    Py_END_ALLOW_THREADS
+#if defined(_WIN32)
+    _free_locale(ps.c_locale);
+#else
+    freelocale(ps.c_locale);
+#endif
+    if (fatal == NOMEM) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (fatal == TOOBIG) {
+        PyErr_SetString(PyExc_OverflowError, "json batch holds over 2 GiB of one column");
+        goto done;
+    }
+    PyObject *tree = col_export(self->root, cols);
+    if (tree == NULL) goto done;
+    result = Py_BuildValue("(ON)", status, tree);
+done:
+    Py_XDECREF(status);
+    cols_free(cols, self->count);
+    free(marks);
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&offsets);
+    return result;
+}
+
+static PyMethodDef Decoder_methods[] = {
+    {"decode", (PyCFunction)Decoder_decode, METH_VARARGS,
+     "decode(data, offsets) -> (status, tree)\n\n"
+     "Decode the rows data[offsets[i]:offsets[i+1]]. status[i] is 0 for a row in the\n"
+     "tree and 1 for a row set aside for the per-value path. The tree holds one\n"
+     "(length, null_count, validity, data, offsets, children) tuple per plan node."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject DecoderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "thalweg_bytewax.codecs._json_native.Decoder",
+    .tp_basicsize = sizeof(Decoder),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Decoder(plan, prefix): JSON documents to Arrow buffers for one schema.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Decoder_init,
+    .tp_dealloc = (destructor)Decoder_dealloc,
+    .tp_methods = Decoder_methods,
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "thalweg_bytewax.codecs._json_native",
+    .m_doc = "JSON documents to Arrow buffers (the columnar core of JsonCodec).",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC PyInit__json_native(void) {
+    if (PyType_Ready(&DecoderType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    Py_INCREF(&DecoderType);
+    if (PyModule_AddObject(m, "Decoder", (PyObject *)&DecoderType) < 0) {
+        Py_DECREF(&DecoderType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
