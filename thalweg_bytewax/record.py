@@ -20,7 +20,12 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from thalweg_bytewax.metadata import MetadataColumns, record_id, record_ids
+from thalweg_bytewax.metadata import (
+    RECORD_ID_BYTES,
+    MetadataColumns,
+    record_id,
+    record_ids_array,
+)
 
 if TYPE_CHECKING:
     from confluent_kafka import Message
@@ -247,15 +252,20 @@ def _from_messages(
     values_py = [m.value() for m in messages]
     ts_pairs = [m.timestamp() for m in messages]
     first_topic, first_part = topics_py[0], partitions_py[0]
+    offsets = pa.array(offsets_py, pa.int64())
+    values = pa.array(values_py, pa.binary())
     if topics_py.count(first_topic) == n and partitions_py.count(first_part) == n:
-        ids = record_ids(cluster, first_topic, first_part, offsets_py, values_py)
+        ids = record_ids_array(cluster, first_topic, first_part, offsets, values)
         topics = pa.repeat(pa.scalar(first_topic, pa.string()), n)
         partitions = pa.repeat(pa.scalar(first_part, pa.int32()), n)
     else:
-        ids = [
-            record_id(cluster, t, p, o, v)
-            for t, p, o, v in zip(topics_py, partitions_py, offsets_py, values_py, strict=True)
-        ]
+        ids = pa.array(
+            [
+                record_id(cluster, t, p, o, v)
+                for t, p, o, v in zip(topics_py, partitions_py, offsets_py, values_py, strict=True)
+            ],
+            pa.binary(RECORD_ID_BYTES),
+        )
         topics = pa.array(topics_py, pa.string())
         partitions = pa.array(partitions_py, pa.int32())
     type_codes = [t for t, _ in ts_pairs]
@@ -273,17 +283,17 @@ def _from_messages(
         cluster=cluster,
         topics=topics,
         partitions=partitions,
-        offsets=pa.array(offsets_py, pa.int64()),
+        offsets=offsets,
         leader_epochs=pa.array([m.leader_epoch() for m in messages], pa.int32()),
         keys=pa.array([m.key() for m in messages], pa.binary()),
-        values=pa.array(values_py, pa.binary()),
+        values=values,
         timestamps=timestamps,
         timestamp_types=timestamp_types,
         headers=_headers_array(
             [m.headers() for m in messages], columns.raw_schema.field(columns.source_headers).type
         ),
         ingest_ts=pa.repeat(pa.scalar(now, _UTC_US), n),
-        ids=pa.array(ids, pa.binary(16)),
+        ids=ids,
     )
 
 
@@ -311,16 +321,18 @@ def raw_batch_from_columns(
         return empty_raw_batch(columns)
     now = ingest_ts or datetime.now(UTC)
     ts_type = timestamp_type if timestamps_ms is not None else TimestampType.NOT_AVAILABLE
+    offsets_arr = pa.array(offsets, pa.int64())
+    values_arr = pa.array(values, pa.binary())
     return _assemble(
         columns,
         n,
         cluster=cluster,
         topics=pa.array([topic] * n, pa.string()),
         partitions=pa.array([partition] * n, pa.int32()),
-        offsets=pa.array(offsets, pa.int64()),
+        offsets=offsets_arr,
         leader_epochs=pa.nulls(n, pa.int32()),
         keys=pa.array(keys, pa.binary()),
-        values=pa.array(values, pa.binary()),
+        values=values_arr,
         timestamps=pa.array(
             timestamps_ms if timestamps_ms is not None else [None] * n,
             pa.timestamp("ms", tz="UTC"),
@@ -331,7 +343,7 @@ def raw_batch_from_columns(
             columns.raw_schema.field(columns.source_headers).type,
         ),
         ingest_ts=pa.array([now] * n, pa.timestamp("us", tz="UTC")),
-        ids=pa.array(record_ids(cluster, topic, partition, offsets, values), pa.binary(16)),
+        ids=record_ids_array(cluster, topic, partition, offsets_arr, values_arr),
     )
 
 
@@ -368,7 +380,7 @@ def raw_batch_from_records(
             [r.headers for r in records], columns.raw_schema.field(columns.source_headers).type
         ),
         ingest_ts=pa.array([r.ingest_ts for r in records], pa.timestamp("us", tz="UTC")),
-        ids=pa.array(ids, pa.binary(16)),
+        ids=pa.array(ids, pa.binary(RECORD_ID_BYTES)),
         producer=(
             pa.array([r.producer_id for r in records], pa.int64()),
             pa.array([r.producer_epoch for r in records], pa.int16()),

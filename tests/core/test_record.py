@@ -10,8 +10,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import thalweg_bytewax.metadata as metadata_mod
 from thalweg_bytewax.errors import ConfigError, SourceError, ThalwegError
-from thalweg_bytewax.metadata import MetadataColumns, MetadataPolicy, record_id, record_ids
+from thalweg_bytewax.metadata import (
+    MetadataColumns,
+    MetadataPolicy,
+    record_id,
+    record_ids,
+    record_ids_array,
+)
 from thalweg_bytewax.record import (
     Locator,
     RawRecord,
@@ -69,6 +76,43 @@ def test_batch_record_ids_equal_single_record_ids(offsets: list[int], data: st.D
     )
     batch = record_ids("c", "t", 1, offsets, values)
     assert batch == [record_id("c", "t", 1, o, v) for o, v in zip(offsets, values, strict=True)]
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "hashlib"])
+@given(
+    cluster=st.none() | st.text(max_size=5),
+    topic=st.text(max_size=8),
+    partition=st.integers(-(2**31), 2**31 - 1),
+    rows=st.lists(
+        st.tuples(st.integers(-(2**63), 2**63 - 1), st.none() | st.binary(max_size=300)),
+        max_size=30,
+    ),
+    cut=st.integers(0, 5),
+)
+def test_record_ids_of_arrow_columns_equal_single_record_ids(
+    native: bool,
+    cluster: str | None,
+    topic: str,
+    partition: int,
+    rows: list[tuple[int, bytes | None]],
+    cut: int,
+) -> None:
+    # Sliced arrays too: the native path reads Arrow buffers at the array's offset.
+    offsets = pa.array([o for o, _ in rows], pa.int64()).slice(min(cut, len(rows)))
+    values = pa.array([v for _, v in rows], pa.binary()).slice(min(cut, len(rows)))
+    expected = [record_id(cluster, topic, partition, o, v) for o, v in rows[min(cut, len(rows)) :]]
+    if native:
+        assert metadata_mod._native_ids is not None, "built without OpenSSL's headers"
+        got = record_ids_array(cluster, topic, partition, offsets, values)
+    else:
+        saved = metadata_mod._native_ids
+        metadata_mod._native_ids = None  # what a build without OpenSSL's headers runs
+        try:
+            got = record_ids_array(cluster, topic, partition, offsets, values)
+        finally:
+            metadata_mod._native_ids = saved
+    assert got.type == pa.binary(16)
+    assert got.to_pylist() == expected
 
 
 def test_record_id_is_stable_in_a_fresh_interpreter() -> None:
