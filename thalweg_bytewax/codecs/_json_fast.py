@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from typing_extensions import Buffer
 
 try:
     from thalweg_bytewax.codecs import _json_native
@@ -27,8 +28,11 @@ NATIVE = _json_native is not None
 _NULL, _BOOL, _INT, _FLOAT, _STRING, _LIST, _STRUCT, _MAP = range(8)
 _INT64_MAX = (1 << 63) - 1
 
-Tree = tuple[int, int, bytes | None, bytes | None, bytes | None, tuple[Any, ...]]
-"""One node of the reader's output: length, nulls, validity, data, offsets, children."""
+Tree = tuple[int, int, Buffer | None, Buffer | None, Buffer | None, tuple[Any, ...]]
+"""One node of the reader's output: length, nulls, validity, data, offsets, children.
+
+The buffers are the reader's own memory, wrapped by the arrays without a copy.
+"""
 
 
 class Unsupported(Exception):

@@ -198,9 +198,9 @@ static int buf_reserve(Buf *b, size_t extra) {
     if (need <= b->cap) return 0;
     size_t cap = b->cap ? b->cap : 64;
     while (cap < need) cap *= 2;
+    /* Not zeroed: untouched capacity costs no memory until written. */
     char *p = realloc(b->p, cap);
     if (p == NULL) return -1;
-    memset(p + b->cap, 0, cap - b->cap);
     b->p = p;
     b->cap = cap;
     return 0;
@@ -213,6 +213,7 @@ static int set_bit(Buf *b, int64_t i, int on) {
     size_t byte = (size_t)(i >> 3);
     if (byte >= b->len) {
         if (buf_reserve(b, byte + 1 - b->len)) return NOMEM;
+        memset(b->p + b->len, 0, byte + 1 - b->len);
         b->len = byte + 1;
     }
     unsigned char mask = (unsigned char)(1u << (i & 7));
@@ -894,33 +895,71 @@ static int cols_init(const Node *n, Col *cols) {
     return 0;
 }
 
-static PyObject *bytes_of(const Buf *b, size_t len) {
-    return PyBytes_FromStringAndSize(b->p ? b->p : "", (Py_ssize_t)len);
+/* A read-only buffer over memory the reader allocated: the arrays of a batch use it
+   without a copy, and it is freed when the last of them goes. */
+typedef struct {
+    PyObject_HEAD
+    char *p;
+    Py_ssize_t len;
+} Block;
+
+static void Block_dealloc(Block *self) {
+    free(self->p);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int Block_getbuffer(Block *self, Py_buffer *view, int flags) {
+    static char empty[1];
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->p ? self->p : empty, self->len, 1,
+                             flags);
+}
+
+static PyBufferProcs Block_as_buffer = {.bf_getbuffer = (getbufferproc)Block_getbuffer};
+
+static PyTypeObject BlockType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "thalweg_bytewax.codecs._json_native.Block",
+    .tp_basicsize = sizeof(Block),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Memory of one Arrow buffer filled by the JSON reader.",
+    .tp_dealloc = (destructor)Block_dealloc,
+    .tp_as_buffer = &Block_as_buffer,
+};
+
+/* The first len bytes of b as a Block; b gives up its memory. */
+static PyObject *take_block(Buf *b, size_t len) {
+    Block *block = PyObject_New(Block, &BlockType);
+    if (block == NULL) return NULL;
+    block->p = b->p;
+    block->len = (Py_ssize_t)len;
+    b->p = NULL;
+    b->len = b->cap = 0;
+    return (PyObject *)block;
 }
 
 /* (length, null_count, validity | None, data | None, offsets | None, children) */
-static PyObject *col_export(const Node *n, const Col *cols) {
-    const Col *c = &cols[n->id];
+static PyObject *col_export(const Node *n, Col *cols) {
+    Col *c = &cols[n->id];
     PyObject *valid = NULL, *data = NULL, *offs = NULL, *children = NULL;
     size_t bits = (size_t)((c->length + 7) / 8);
     if (c->nulls) {
-        valid = bytes_of(&c->valid, bits);
+        valid = take_block(&c->valid, bits);
     } else {
         valid = Py_None;
         Py_INCREF(valid);
     }
     if (valid == NULL) goto fail;
     if (n->kind == K_INT || n->kind == K_FLOAT || n->kind == K_STRING) {
-        data = bytes_of(&c->data, c->data.len);
+        data = take_block(&c->data, c->data.len);
     } else if (n->kind == K_BOOL) {
-        data = bytes_of(&c->data, bits);
+        data = take_block(&c->data, bits);
     } else {
         data = Py_None;
         Py_INCREF(data);
     }
     if (data == NULL) goto fail;
     if (n->kind == K_STRING || n->kind == K_LIST || n->kind == K_MAP) {
-        offs = bytes_of(&c->offs, c->offs.len);
+        offs = take_block(&c->offs, c->offs.len);
     } else {
         offs = Py_None;
         Py_INCREF(offs);
@@ -1062,7 +1101,7 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__json_native(void) {
-    if (PyType_Ready(&DecoderType) < 0) return NULL;
+    if (PyType_Ready(&DecoderType) < 0 || PyType_Ready(&BlockType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     Py_INCREF(&DecoderType);
