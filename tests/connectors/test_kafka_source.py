@@ -110,6 +110,54 @@ def test_missing_topic_is_named(kafka_bootstrap: str) -> None:
         KafkaSource([kafka_bootstrap], ["no-such-topic-x1"]).list_parts()
 
 
+def test_missing_topic_among_several_is_named(kafka_bootstrap: str, make_topic: Any) -> None:
+    # Several topics are listed with one metadata request; a missing one is still named.
+    topic = make_topic()
+    produce(kafka_bootstrap, topic, [{"value": b"x", "partition": 0}])
+    source = KafkaSource([kafka_bootstrap], [topic, "no-such-topic-x2"])
+    with pytest.raises(SourceError, match=r"topic `no-such-topic-x2` is not available"):
+        source.list_parts()
+
+
+def test_listed_partitions_start_from_prefetched_watermarks(
+    kafka_bootstrap: str, make_topic: Any
+) -> None:
+    first, second = make_topic(), make_topic()
+    produce(kafka_bootstrap, first, [{"value": b"a", "partition": p % 4} for p in range(10)])
+    produce(kafka_bootstrap, second, [{"value": b"b", "partition": 2} for _ in range(3)])
+    source = KafkaSource([kafka_bootstrap], [first, second], starting_offset="latest")
+    assert source.list_parts() == [f"{t}:{p}" for t in (first, second) for p in range(4)]
+    # One request for all partitions: exactly the watermarks the broker reports.
+    assert source._watermarks[(first, 0)][:2] == (0, 3)
+    assert source._watermarks[(second, 2)][:2] == (0, 3)
+    assert source._watermarks[(second, 0)][:2] == (0, 0)
+    # Records that arrive between listing and building: "latest" is the end the
+    # listing saw, moments before.
+    produce(kafka_bootstrap, second, [{"value": b"c", "partition": 2} for _ in range(2)])
+    part = source.build_part("in", f"{second}:2", None)
+    assert part.snapshot() == 3
+    part.close()
+    assert (second, 2) not in source._watermarks  # used once
+    # Built again without a new listing (a restart of the partition): asked afresh.
+    again = source.build_part("in", f"{second}:2", None)
+    assert again.snapshot() == 5
+    again.close()
+
+
+def test_stale_prefetched_watermarks_are_not_used(kafka_bootstrap: str, make_topic: Any) -> None:
+    topic = make_topic()
+    produce(kafka_bootstrap, topic, [{"value": b"x", "partition": 0} for _ in range(4)])
+    source = KafkaSource([kafka_bootstrap], [topic], starting_offset="latest")
+    source.list_parts()
+    low, high, _ = source._watermarks[(topic, 0)]
+    assert (low, high) == (0, 4)
+    source._watermarks[(topic, 0)] = (low, high, time.monotonic() - 3600)
+    produce(kafka_bootstrap, topic, [{"value": b"y", "partition": 0}])
+    part = source.build_part("in", f"{topic}:0", None)
+    assert part.snapshot() == 5
+    part.close()
+
+
 def test_unwritable_lane_path_fails_before_data_moves(tmp_path: Path) -> None:
     blocker = tmp_path / "file.txt"
     blocker.write_text("not a directory")
