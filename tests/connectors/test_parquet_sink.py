@@ -9,6 +9,7 @@ import bytewax.operators as op
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 import pytest
 from bytewax.dataflow import Dataflow
 from bytewax.testing import TestingSource, run_main
@@ -197,3 +198,33 @@ def test_the_same_step_may_come_back_to_its_lane(tmp_path: Path) -> None:
     run([("t:0", raw("t", 0, range(3, 6)))], ParquetSink(tmp_path))
     assert (tmp_path / ".thalweg-lane").read_text() == "sink.out\n"
     assert read_lane(tmp_path).num_rows == 6
+
+
+def test_dictionary_encoding_only_where_values_repeat(tmp_path: Path) -> None:
+    # A decoded lane: a repeating status, unique ids, nested repeating and unique leaves.
+    base = raw("orders", 0, range(500))
+    n = base.num_rows
+    payload = pa.table(
+        {
+            "status": pa.array(["NEW", "PAID"] * (n // 2)),
+            "order_id": pa.array([f"id-{i:06d}" for i in range(n)]),
+            "lines": pa.array([[{"sku": f"S{i % 3}", "note": f"n{i}"}] for i in range(n)]),
+        }
+    )
+    meta = ["_twg_source_topic", "_twg_source_partition", "_twg_source_offset"]
+    batch = pa.RecordBatch.from_arrays(
+        [*(c.combine_chunks() for c in payload.columns), *(base.column(m) for m in meta)],
+        names=[*payload.column_names, *meta],
+    )
+    run([("orders:0", batch)], ParquetSink(tmp_path / "lane"))
+    (path,) = (tmp_path / "lane").rglob("*.parquet")
+    group = pq.ParquetFile(path).metadata.row_group(0)
+    has_dictionary = {
+        group.column(i).path_in_schema: group.column(i).has_dictionary_page
+        for i in range(group.num_columns)
+    }
+    assert has_dictionary["status"] and has_dictionary["lines.list.element.sku"]
+    assert has_dictionary["_twg_source_topic"]
+    assert not has_dictionary["order_id"] and not has_dictionary["lines.list.element.note"]
+    assert not has_dictionary["_twg_source_offset"]
+    assert pq.read_table(path).select(payload.column_names).equals(payload)
