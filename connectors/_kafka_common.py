@@ -72,17 +72,6 @@ def consumer_config(brokers: Sequence[str], add_config: Mapping[str, Any] | None
     return config
 
 
-def admin_config(brokers: Sequence[str], add_config: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Settings of the admin client that asks for watermarks: the brokers and the user's.
-
-    The user's consumer-only settings are ignored by an admin client (librdkafka warns
-    at a level below the one set here); connection and security settings apply.
-    """
-    config: dict[str, Any] = {BOOTSTRAP_SERVERS: ",".join(brokers), "log_level": 3}
-    config.update(add_config or {})
-    return config
-
-
 def fetch_metadata(
     consumer: Consumer, brokers: Sequence[str], topic: str | None, timeout_s: float
 ) -> ClusterMetadata:
