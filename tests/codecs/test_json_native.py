@@ -203,3 +203,16 @@ def test_engine_is_checked() -> None:
         with pytest.raises(ConfigError, match="native reader is not built"):
             JsonCodec(SCHEMA, engine="native")
     JsonCodec(SCHEMA, engine="pyarrow")
+
+
+def test_out_of_range_numbers_in_skipped_fields_fail_like_decode_value() -> None:
+    # orjson refuses a number that overflows a double wherever it stands, also in a
+    # field outside the schema, at any depth; an in-range one there is no failure.
+    skipped = [
+        b"1e400", b"-1e400", b"1E+309", b"[1, 1e400]", b'{"y": -2e308}', b"1" + b"0" * 400,
+        b"1" + b"0" * 400 + b".5", b"0." + b"0" * 80 + b"1e400", b"1e308", b"-1.5e-400",
+        b"1" + b"0" * 30, b"123456789012345678901234567890", b"0." + b"0" * 80 + b"1",
+    ]  # fmt: skip
+    payloads = [b'{"id": 1, "extra": %s}' % n for n in skipped]
+    payloads += [b'{"id": 1, "sub": {"x": 1, "y": %s}}' % n for n in skipped]
+    agree(JsonCodec(SCHEMA), payloads)

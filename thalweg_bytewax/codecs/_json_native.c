@@ -416,6 +416,7 @@ typedef struct {
     const unsigned char *start;
     size_t len;
     int integral; /* no fraction, no exponent */
+    int exponent; /* an exponent part */
 } Number;
 
 /* A number token with RFC 8259 grammar. */
@@ -423,6 +424,7 @@ static int scan_number(Parser *ps, Number *num) {
     const unsigned char *p = ps->p, *end = ps->end;
     num->start = p;
     num->integral = 1;
+    num->exponent = 0;
     if (p < end && *p == '-') p++;
     if (p >= end) return DEFER;
     if (*p == '0') {
@@ -440,6 +442,7 @@ static int scan_number(Parser *ps, Number *num) {
     }
     if (p < end && (*p == 'e' || *p == 'E')) {
         num->integral = 0;
+        num->exponent = 1;
         p++;
         if (p < end && (*p == '+' || *p == '-')) p++;
         if (p >= end || *p < '0' || *p > '9') return DEFER;
@@ -497,6 +500,23 @@ static int number_double(Parser *ps, const Number *num, double *out) {
     return OK;
 }
 
+/* A number outside the schema still has to be one the per-value path reads: orjson
+   refuses any number that overflows a double, wherever it stands. Without an exponent
+   a token shorter than MAX_NUMBER is far below that; others are parsed to see. */
+static int number_finite(Parser *ps, const Number *num) {
+    if (num->len >= MAX_NUMBER) return DEFER;
+    if (!num->exponent) return OK;
+    char text[MAX_NUMBER];
+    memcpy(text, num->start, num->len);
+    text[num->len] = '\0';
+#if defined(_WIN32)
+    double v = _strtod_l(text, NULL, ps->c_locale);
+#else
+    double v = strtod_l(text, NULL, ps->c_locale);
+#endif
+    return isinf(v) ? DEFER : OK;
+}
+
 static int skip_value(Parser *ps);
 
 static int skip_container(Parser *ps, unsigned char close) {
@@ -547,7 +567,8 @@ static int skip_value(Parser *ps) {
     case 'n': return literal(ps, "null", 4);
     default: {
         Number num;
-        return scan_number(ps, &num);
+        int rc = scan_number(ps, &num);
+        return rc ? rc : number_finite(ps, &num);
     }
     }
 }
