@@ -11,6 +11,8 @@ times, in this process:
   (Avro: fastavro ``schemaless_reader`` per payload; Protobuf: ``FromString`` +
   ``MessageToDict`` per payload; JSON: ``orjson.loads`` per payload);
 * ``columnar`` — the codec's ``decode_batch`` over ``pa.BinaryArray`` batches;
+* for JSON also ``pyarrow.json`` — ``decode_batch`` with ``engine="pyarrow"`` (what an
+  installation without the native reader runs);
 * for Avro also ``exact`` — ``decode_batch`` with the polars fast path off.
 
 It prints records/s and MB/s per case and the peak RSS of the process
@@ -139,12 +141,16 @@ def json_case(n: int, batch: int) -> tuple[pa.Array, dict[str, Runner]]:
             rows += pa.Table.from_pylist([orjson.loads(p) for p in chunk.to_pylist()]).num_rows
         return rows
 
-    codec = JsonCodec(ORDER_JSON_SCHEMA)
+    codec = JsonCodec(ORDER_JSON_SCHEMA)  # the native reader when built
+    fallback = JsonCodec(ORDER_JSON_SCHEMA, engine="pyarrow")
 
     def columnar() -> int:
         return sum(codec.decode_batch(c).batch.num_rows for c in chunks)
 
-    return payloads, {"baseline": baseline, "columnar": columnar}
+    def pyarrow_json() -> int:
+        return sum(fallback.decode_batch(c).batch.num_rows for c in chunks)
+
+    return payloads, {"baseline": baseline, "pyarrow.json": pyarrow_json, "columnar": columnar}
 
 
 CASES: dict[str, Callable[[int, int], tuple[pa.Array, dict[str, Runner]]]] = {
