@@ -216,3 +216,45 @@ def test_out_of_range_numbers_in_skipped_fields_fail_like_decode_value() -> None
     payloads = [b'{"id": 1, "extra": %s}' % n for n in skipped]
     payloads += [b'{"id": 1, "sub": {"x": 1, "y": %s}}' % n for n in skipped]
     agree(JsonCodec(SCHEMA), payloads)
+
+
+def test_nulls_under_a_map_against_required_fields_fail_like_decode_value() -> None:
+    # A required field or item inside a map's values: a null or a missing value there
+    # fails with decode_value's message (and never takes the process down).
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "m": {
+                "type": "object",
+                "additionalProperties": {
+                    "type": "object",
+                    "required": ["q"],
+                    "properties": {
+                        "q": {"type": "integer"},
+                        "o": {"type": "boolean"},
+                        "l": {"type": "array", "items": {"type": "string"}},
+                    },
+                },
+            },
+            "n": {"type": "object", "additionalProperties": {"type": "number"}},
+        },
+    }
+    payloads = [
+        b'{"m": {"a": {}}}', b'{"m": {"a": {"q": 1}, "b": {"o": true}}}', b'{"m": {"a": {"q": null}}}',
+        b'{"m": {"a": {"q": 1, "o": null, "l": [null, "x"]}}}', b'{"m": {"a": {"q": 2}}}',
+        b'{"m": {"a": null}}', b'{"m": null, "n": {"x": null, "y": 1}}', b'{"n": {"x": 1.5}}',
+    ]  # fmt: skip
+    agree(JsonCodec(schema), payloads)
+    for p in payloads:
+        agree(JsonCodec(schema), [p])
+    arrow = pa.schema(
+        [
+            pa.field("m", pa.map_(pa.string(), pa.field("value", pa.int64(), nullable=False))),
+            pa.field("k", pa.map_(pa.string(), pa.list_(pa.field("i", pa.int64(), nullable=False)))),
+        ]
+    )  # fmt: skip
+    payloads = [
+        b'{"m": {"a": null}}', b'{"m": {"a": 1, "b": null}}', b'{"m": {"a": 1}}',
+        b'{"k": {"a": [1, null]}}', b'{"k": {"a": null, "b": [2]}}', b'{"k": {"a": [1]}}',
+    ]  # fmt: skip
+    agree(JsonCodec(arrow), payloads)

@@ -14,7 +14,8 @@
  * "deferred"; the Python side decides those rows with the per-value path, which
  * either converts them or names what is wrong. Required fields are not checked here:
  * a missing or null value is a null, found afterwards by the same columnar check the
- * codec applies to every batch.
+ * codec applies to every batch. Inside the values of a map, which that check cannot
+ * walk, a missing or null value defers the row instead.
  *
  * The parse runs without the GIL, so worker threads decode in parallel.
  */
@@ -43,6 +44,7 @@ typedef struct Node {
     int64_t imin, imax;   /* K_INT */
     int strict;           /* K_STRUCT: unknown fields defer the row */
     int top;              /* K_STRUCT: the document itself (reserved-prefix check) */
+    int in_map;           /* inside the values of a map: a null here defers the row */
     Py_ssize_t nfields;   /* K_STRUCT */
     char **names;
     Py_ssize_t *name_lens;
@@ -77,7 +79,7 @@ static Node *node_new(int kind, int *count) {
     return n;
 }
 
-static Node *plan_parse(PyObject *plan, int *count, int depth) {
+static Node *plan_parse(PyObject *plan, int *count, int depth, int in_map) {
     if (depth > 64) {
         PyErr_SetString(PyExc_ValueError, "json plan nests too deeply");
         return NULL;
@@ -95,11 +97,14 @@ static Node *plan_parse(PyObject *plan, int *count, int depth) {
     case K_BOOL:
     case K_FLOAT:
     case K_STRING:
-        return node_new((int)kind, count);
+        n = node_new((int)kind, count);
+        if (n != NULL) n->in_map = in_map;
+        return n;
     case K_INT: {
         if (size != 3) break;
         n = node_new(K_INT, count);
         if (n == NULL) return NULL;
+        n->in_map = in_map;
         n->imin = PyLong_AsLongLong(PyTuple_GET_ITEM(plan, 1));
         n->imax = PyLong_AsLongLong(PyTuple_GET_ITEM(plan, 2));
         if (PyErr_Occurred()) goto fail;
@@ -110,6 +115,7 @@ static Node *plan_parse(PyObject *plan, int *count, int depth) {
         if (size != 2) break;
         n = node_new((int)kind, count);
         if (n == NULL) return NULL;
+        n->in_map = in_map;
         if (kind == K_MAP) {
             n->keys = node_new(K_STRING, count);
             if (n->keys == NULL) goto fail;
@@ -119,7 +125,8 @@ static Node *plan_parse(PyObject *plan, int *count, int depth) {
             PyErr_NoMemory();
             goto fail;
         }
-        n->children[0] = plan_parse(PyTuple_GET_ITEM(plan, 1), count, depth + 1);
+        n->children[0] =
+            plan_parse(PyTuple_GET_ITEM(plan, 1), count, depth + 1, in_map || kind == K_MAP);
         if (n->children[0] == NULL) goto fail;
         return n;
     }
@@ -134,6 +141,7 @@ static Node *plan_parse(PyObject *plan, int *count, int depth) {
         }
         n = node_new(K_STRUCT, count);
         if (n == NULL) return NULL;
+        n->in_map = in_map;
         n->strict = PyObject_IsTrue(PyTuple_GET_ITEM(plan, 1));
         n->top = PyObject_IsTrue(PyTuple_GET_ITEM(plan, 2));
         if (n->strict < 0 || n->top < 0) goto fail;
@@ -159,7 +167,7 @@ static Node *plan_parse(PyObject *plan, int *count, int depth) {
             n->name_lens[i] = len;
         }
         for (Py_ssize_t i = 0; i < n->nfields; i++) {
-            n->children[i] = plan_parse(PyTuple_GET_ITEM(children, i), count, depth + 1);
+            n->children[i] = plan_parse(PyTuple_GET_ITEM(children, i), count, depth + 1, in_map);
             if (n->children[i] == NULL) goto fail;
         }
         return n;
@@ -642,7 +650,9 @@ static int parse_struct(Parser *ps, const Node *n) {
         }
     }
     for (Py_ssize_t i = 0; i < n->nfields; i++) {
-        if (!c->seen[i] && (rc = append_null(ps, n->children[i]))) return rc;
+        if (c->seen[i]) continue;
+        if (n->children[i]->in_map) return DEFER; /* see parse_value */
+        if ((rc = append_null(ps, n->children[i]))) return rc;
     }
     ps->depth--;
     return col_append(n, c, 1);
@@ -765,7 +775,12 @@ static int parse_value(Parser *ps, const Node *n) {
     unsigned char ch = *ps->p;
     if (ch == 'n') {
         int rc = literal(ps, "null", 4);
-        return rc ? rc : append_null(ps, n);
+        if (rc) return rc;
+        /* A null inside a map's values may break a required field or item, and the
+           columnar required check cannot walk map columns: the per-value path
+           decides such rows. */
+        if (n->in_map) return DEFER;
+        return append_null(ps, n);
     }
     Col *c = &ps->cols[n->id];
     int rc;
@@ -864,7 +879,7 @@ static int Decoder_init(Decoder *self, PyObject *args, PyObject *kwds) {
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "Oy#", kwlist, &plan, &prefix, &prefix_len))
         return -1;
     int count = 0;
-    Node *root = plan_parse(plan, &count, 0);
+    Node *root = plan_parse(plan, &count, 0, 0);
     if (root == NULL) return -1;
     if (root->kind != K_STRUCT) {
         node_free(root);
