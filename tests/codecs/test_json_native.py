@@ -258,3 +258,23 @@ def test_nulls_under_a_map_against_required_fields_fail_like_decode_value() -> N
         b'{"k": {"a": [1, null]}}', b'{"k": {"a": null, "b": [2]}}', b'{"k": {"a": [1]}}',
     ]  # fmt: skip
     agree(JsonCodec(arrow), payloads)
+
+
+def test_nulls_under_a_large_list_against_required_fields_fail_like_decode_value() -> None:
+    # The columnar required check does not walk large lists: a null item, or a null
+    # required field of a struct item, fails there with decode_value's message.
+    item = pa.struct([pa.field("x", pa.int64(), nullable=False), pa.field("y", pa.string())])
+    schema = pa.schema(
+        [
+            pa.field("l", pa.large_list(pa.field("item", pa.int64(), nullable=False))),
+            pa.field("s", pa.large_list(item)),
+            pa.field("n", pa.large_list(pa.int64())),
+        ]
+    )
+    payloads = [
+        b'{"l": [1, null]}', b'{"l": [1]}', b'{"l": null}', b'{"s": [{"x": 1}, {"y": "a"}]}',
+        b'{"s": [{"x": null}]}', b'{"s": [null, {"x": 2, "y": null}]}', b'{"n": [1, null]}',
+    ]  # fmt: skip
+    agree(JsonCodec(schema), payloads)
+    for p in payloads:
+        agree(JsonCodec(schema), [p])

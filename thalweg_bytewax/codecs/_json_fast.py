@@ -54,7 +54,10 @@ def _plan(t: pa.DataType, strict: bool) -> tuple[tuple[Any, ...], pa.DataType]:
         return (_STRING,), pa.string()
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         item, item_type = _plan(t.value_type, strict)
-        return (_LIST, item), pa.list_(pa.field(t.value_field.name, item_type))
+        # The required check after the reader walks lists, not large lists: below
+        # one, a null sets the row aside (as below a map).
+        unchecked = pa.types.is_large_list(t)
+        return (_LIST, item, unchecked), pa.list_(pa.field(t.value_field.name, item_type))
     if pa.types.is_map(t) and (pa.types.is_string(t.key_type)):
         item, item_type = _plan(t.item_type, strict)
         return (_MAP, item), pa.map_(pa.string(), item_type)

@@ -14,8 +14,8 @@
  * "deferred"; the Python side decides those rows with the per-value path, which
  * either converts them or names what is wrong. Required fields are not checked here:
  * a missing or null value is a null, found afterwards by the same columnar check the
- * codec applies to every batch. Inside the values of a map, which that check cannot
- * walk, a missing or null value defers the row instead.
+ * codec applies to every batch. Inside the values of a map or the items of a large
+ * list, which that check does not walk, a missing or null value defers the row.
  *
  * The parse runs without the GIL, so worker threads decode in parallel.
  */
@@ -44,7 +44,8 @@ typedef struct Node {
     int64_t imin, imax;   /* K_INT */
     int strict;           /* K_STRUCT: unknown fields defer the row */
     int top;              /* K_STRUCT: the document itself (reserved-prefix check) */
-    int in_map;           /* inside the values of a map: a null here defers the row */
+    int unchecked;        /* inside a map's values or an unchecked list's items: a null
+                             here defers the row */
     Py_ssize_t nfields;   /* K_STRUCT */
     char **names;
     Py_ssize_t *name_lens;
@@ -79,7 +80,7 @@ static Node *node_new(int kind, int *count) {
     return n;
 }
 
-static Node *plan_parse(PyObject *plan, int *count, int depth, int in_map) {
+static Node *plan_parse(PyObject *plan, int *count, int depth, int unchecked) {
     if (depth > 64) {
         PyErr_SetString(PyExc_ValueError, "json plan nests too deeply");
         return NULL;
@@ -98,13 +99,13 @@ static Node *plan_parse(PyObject *plan, int *count, int depth, int in_map) {
     case K_FLOAT:
     case K_STRING:
         n = node_new((int)kind, count);
-        if (n != NULL) n->in_map = in_map;
+        if (n != NULL) n->unchecked = unchecked;
         return n;
     case K_INT: {
         if (size != 3) break;
         n = node_new(K_INT, count);
         if (n == NULL) return NULL;
-        n->in_map = in_map;
+        n->unchecked = unchecked;
         n->imin = PyLong_AsLongLong(PyTuple_GET_ITEM(plan, 1));
         n->imax = PyLong_AsLongLong(PyTuple_GET_ITEM(plan, 2));
         if (PyErr_Occurred()) goto fail;
@@ -112,10 +113,17 @@ static Node *plan_parse(PyObject *plan, int *count, int depth, int in_map) {
     }
     case K_LIST:
     case K_MAP: {
-        if (size != 2) break;
+        /* (K_LIST, item[, unchecked]) / (K_MAP, item) */
+        if (size != 2 && !(kind == K_LIST && size == 3)) break;
+        int below = unchecked || kind == K_MAP;
+        if (size == 3) {
+            int flag = PyObject_IsTrue(PyTuple_GET_ITEM(plan, 2));
+            if (flag < 0) return NULL;
+            below = below || flag;
+        }
         n = node_new((int)kind, count);
         if (n == NULL) return NULL;
-        n->in_map = in_map;
+        n->unchecked = unchecked;
         if (kind == K_MAP) {
             n->keys = node_new(K_STRING, count);
             if (n->keys == NULL) goto fail;
@@ -126,7 +134,7 @@ static Node *plan_parse(PyObject *plan, int *count, int depth, int in_map) {
             goto fail;
         }
         n->children[0] =
-            plan_parse(PyTuple_GET_ITEM(plan, 1), count, depth + 1, in_map || kind == K_MAP);
+            plan_parse(PyTuple_GET_ITEM(plan, 1), count, depth + 1, below);
         if (n->children[0] == NULL) goto fail;
         return n;
     }
@@ -141,7 +149,7 @@ static Node *plan_parse(PyObject *plan, int *count, int depth, int in_map) {
         }
         n = node_new(K_STRUCT, count);
         if (n == NULL) return NULL;
-        n->in_map = in_map;
+        n->unchecked = unchecked;
         n->strict = PyObject_IsTrue(PyTuple_GET_ITEM(plan, 1));
         n->top = PyObject_IsTrue(PyTuple_GET_ITEM(plan, 2));
         if (n->strict < 0 || n->top < 0) goto fail;
@@ -167,7 +175,7 @@ static Node *plan_parse(PyObject *plan, int *count, int depth, int in_map) {
             n->name_lens[i] = len;
         }
         for (Py_ssize_t i = 0; i < n->nfields; i++) {
-            n->children[i] = plan_parse(PyTuple_GET_ITEM(children, i), count, depth + 1, in_map);
+            n->children[i] = plan_parse(PyTuple_GET_ITEM(children, i), count, depth + 1, unchecked);
             if (n->children[i] == NULL) goto fail;
         }
         return n;
@@ -651,7 +659,7 @@ static int parse_struct(Parser *ps, const Node *n) {
     }
     for (Py_ssize_t i = 0; i < n->nfields; i++) {
         if (c->seen[i]) continue;
-        if (n->children[i]->in_map) return DEFER; /* see parse_value */
+        if (n->children[i]->unchecked) return DEFER; /* see parse_value */
         if ((rc = append_null(ps, n->children[i]))) return rc;
     }
     ps->depth--;
@@ -776,10 +784,10 @@ static int parse_value(Parser *ps, const Node *n) {
     if (ch == 'n') {
         int rc = literal(ps, "null", 4);
         if (rc) return rc;
-        /* A null inside a map's values may break a required field or item, and the
-           columnar required check cannot walk map columns: the per-value path
-           decides such rows. */
-        if (n->in_map) return DEFER;
+        /* A null inside a map's values or a large list's items may break a required
+           field or item, and the columnar required check does not walk those columns:
+           the per-value path decides such rows. */
+        if (n->unchecked) return DEFER;
         return append_null(ps, n);
     }
     Col *c = &ps->cols[n->id];
