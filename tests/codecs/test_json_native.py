@@ -6,6 +6,7 @@ garbled must either decode exactly as ``decode_value`` does or fail with its mes
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import orjson
@@ -60,6 +61,8 @@ def agree(codec: JsonCodec, payloads: list[bytes]) -> None:
             assert next(rows) == value, p
     assert next(rows, None) is None
 
+
+MAP_OF_INTS: dict[str, Any] = {"type": "object", "additionalProperties": {"type": "integer"}}
 
 _edit = st.one_of(
     st.tuples(st.just("cut"), st.integers(0, 200)),
@@ -278,3 +281,26 @@ def test_nulls_under_a_large_list_against_required_fields_fail_like_decode_value
     agree(JsonCodec(schema), payloads)
     for p in payloads:
         agree(JsonCodec(schema), [p])
+
+
+def test_maps_with_many_keys_decode_like_decode_value_in_linear_time() -> None:
+    schema = {"type": "object", "properties": {"m": MAP_OF_INTS}}
+    keys = [f"k{i}" for i in range(40)]
+    payloads = [
+        orjson.dumps({"m": dict.fromkeys(keys, 1)}),
+        b'{"m": {%s, "k39": 2}}' % b", ".join(b'"%s": 1' % k.encode() for k in keys),
+        b'{"m": {%s, "k0": 2}}' % b", ".join(b'"%s": 1' % k.encode() for k in keys),
+        b'{"m": {%s, "\\u006b7": 2}}' % b", ".join(b'"%s": 1' % k.encode() for k in keys),
+        b'{"m": {%s, "k7": null}}' % b", ".join(b'"%s": 1' % k.encode() for k in keys),
+    ]
+    for n in range(14, 20):  # around the size where the reader changes method
+        for dup in (0, n // 2, n - 1):
+            entries = [*(f'"k{i}": {i}' for i in range(n)), f'"k{dup}": -1']
+            payloads.append(b'{"m": {%s}}' % ", ".join(entries).encode())
+    agree(JsonCodec(schema), payloads)
+    # Many keys: not compared pairwise.
+    big = orjson.dumps({"m": {f"key{i:07d}": i for i in range(200_000)}})
+    started = time.perf_counter()
+    res = JsonCodec(schema).decode_batch([big, big[:-2] + b', "key0199999": 0}}'])
+    assert time.perf_counter() - started < 10
+    assert [len(m) for m in res.batch.column("m").to_pylist()] == [200_000, 200_000]

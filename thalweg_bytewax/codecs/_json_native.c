@@ -696,6 +696,41 @@ static int parse_list(Parser *ps, const Node *n) {
     return col_append(n, c, 1);
 }
 
+/* Repeated keys of one map: the first MAP_SCAN keys are compared pairwise as they
+   come; a larger map has all its keys sorted once it is closed, so that a map of many
+   keys costs n log n whatever its keys. */
+#define MAP_SCAN 16
+
+typedef struct {
+    const char *p;
+    size_t len;
+} Key;
+
+static int key_cmp(const void *a, const void *b) {
+    const Key *x = a, *y = b;
+    if (x->len != y->len) return x->len < y->len ? -1 : 1;
+    return x->len ? memcmp(x->p, y->p, x->len) : 0;
+}
+
+/* DEFER when two of the keys first..kc->length-1 are equal. */
+static int keys_distinct(const Col *kc, int64_t first) {
+    size_t count = (size_t)(kc->length - first);
+    Key *keys = malloc(count * sizeof(Key));
+    if (keys == NULL) return NOMEM;
+    const int32_t *ko = (const int32_t *)kc->offs.p;
+    for (size_t i = 0; i < count; i++) {
+        int64_t j = first + (int64_t)i;
+        keys[i].p = kc->data.p + ko[j];
+        keys[i].len = (size_t)(ko[j + 1] - ko[j]);
+    }
+    qsort(keys, count, sizeof(Key), key_cmp);
+    int rc = OK;
+    for (size_t i = 1; i < count && rc == OK; i++)
+        if (key_cmp(&keys[i - 1], &keys[i]) == 0) rc = DEFER;
+    free(keys);
+    return rc;
+}
+
 static int parse_map(Parser *ps, const Node *n) {
     Col *c = &ps->cols[n->id];
     Col *kc = &ps->cols[n->keys->id];
@@ -714,13 +749,15 @@ static int parse_map(Parser *ps, const Node *n) {
             if ((rc = parse_value(ps, n->keys))) return rc;
             /* A repeated key: the per-value path keeps the last value at the first
                key's place, which this layout cannot express cheaply. */
-            int32_t *ko = (int32_t *)kc->offs.p;
             int64_t last = kc->length - 1;
-            size_t klen = (size_t)(ko[last + 1] - ko[last]);
-            for (int64_t j = first; j < last; j++) {
-                if ((size_t)(ko[j + 1] - ko[j]) == klen &&
-                    memcmp(kc->data.p + ko[j], kc->data.p + ko[last], klen) == 0)
-                    return DEFER;
+            if (last - first < MAP_SCAN) {
+                const int32_t *ko = (const int32_t *)kc->offs.p;
+                size_t klen = (size_t)(ko[last + 1] - ko[last]);
+                for (int64_t j = first; j < last; j++) {
+                    if ((size_t)(ko[j + 1] - ko[j]) == klen &&
+                        memcmp(kc->data.p + ko[j], kc->data.p + ko[last], klen) == 0)
+                        return DEFER;
+                }
             }
             skip_ws(ps);
             if (ps->p >= ps->end || *ps->p != ':') return DEFER;
@@ -738,6 +775,7 @@ static int parse_map(Parser *ps, const Node *n) {
             }
             return DEFER;
         }
+        if (kc->length - first > MAP_SCAN && (rc = keys_distinct(kc, first))) return rc;
     }
     ps->depth--;
     if ((rc = push_offset(&c->offs, (size_t)kc->length))) return rc;
