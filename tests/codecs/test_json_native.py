@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import numpy as np
 import orjson
 import pyarrow as pa
 import pytest
@@ -304,3 +305,12 @@ def test_maps_with_many_keys_decode_like_decode_value_in_linear_time() -> None:
     res = JsonCodec(schema).decode_batch([big, big[:-2] + b', "key0199999": 0}}'])
     assert time.perf_counter() - started < 10
     assert [len(m) for m in res.batch.column("m").to_pylist()] == [200_000, 200_000]
+
+
+@pytest.mark.skipif(not json_codec.NATIVE, reason="the native reader is not built")
+def test_a_decoder_without_a_plan_refuses_to_decode() -> None:
+    from thalweg_bytewax.codecs import _json_native
+
+    decoder = _json_native.Decoder.__new__(_json_native.Decoder)
+    with pytest.raises(ValueError, match="no plan"):
+        decoder.decode(b"{}", np.array([0, 2], np.int32))

@@ -1068,6 +1068,10 @@ fail:
 
 static PyObject *Decoder_decode(Decoder *self, PyObject *args) {
     Py_buffer data, offsets;
+    if (self->root == NULL) {
+        PyErr_SetString(PyExc_ValueError, "json decoder has no plan (Decoder.__init__ not run)");
+        return NULL;
+    }
     if (!PyArg_ParseTuple(args, "y*y*", &data, &offsets)) return NULL;
     PyObject *result = NULL, *status = NULL;
     Col *cols = NULL;
