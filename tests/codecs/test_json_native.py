@@ -314,3 +314,35 @@ def test_a_decoder_without_a_plan_refuses_to_decode() -> None:
     decoder = _json_native.Decoder.__new__(_json_native.Decoder)
     with pytest.raises(ValueError, match="no plan"):
         decoder.decode(b"{}", np.array([0, 2], np.int32))
+
+
+_ITEM = pa.struct([pa.field("x", pa.int8(), nullable=False), pa.field("s", pa.string())])
+NESTED = pa.schema(
+    [
+        pa.field("i8", pa.int8()),
+        pa.field("u64", pa.uint64()),
+        pa.field("b", pa.bool_(), nullable=False),
+        pa.field("lb", pa.list_(pa.bool_())),
+        pa.field("ll", pa.large_list(pa.list_(pa.field("i", pa.int16(), nullable=False)))),
+        pa.field("ls", pa.list_(_ITEM)),
+        pa.field("mm", pa.map_(pa.string(), pa.map_(pa.string(), pa.bool_()))),
+        pa.field("ms", pa.map_(pa.string(), _ITEM)),
+    ]
+)
+_nested_value = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.sampled_from([0, -1, 127, 128, -129, 2**63 - 1, 2**63, 2**64 - 1, 0.5])
+    | st.sampled_from(["", "x", "\u00e9", "\U0001f600"]),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.sampled_from(["x", "s", "i", "a", "b"]), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.dictionaries(st.sampled_from([*NESTED.names, "z"]), _nested_value), max_size=10))
+def test_nested_arrow_columns_decode_or_fail_like_decode_value(docs: list[dict[str, Any]]) -> None:
+    agree(JsonCodec(NESTED), [orjson.dumps(d) for d in docs])
