@@ -308,6 +308,10 @@ def record_ids_array(
     (no Python object per record), else with :mod:`hashlib`; the ids are identical.
     """
     id_type = pa.binary(RECORD_ID_BYTES)
+    if not pa.types.is_binary(values.type):  # large_binary: 64-bit offsets
+        values = values.cast(pa.large_binary())
+        ids = record_ids(cluster, topic, partition, offsets.to_pylist(), values.to_pylist())
+        return pa.array(ids, id_type)
     if _native_ids is None:
         ids = record_ids(cluster, topic, partition, offsets.to_pylist(), values.to_pylist())
         return pa.array(ids, id_type)

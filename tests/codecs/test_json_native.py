@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import thalweg_bytewax.codecs.json as json_codec
 from thalweg_bytewax.codecs.json import JsonCodec, JsonDecodeError
-from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.errors import ConfigError, SchemaError
 from thalweg_bytewax.samples import ORDER_JSON_SCHEMA, sample_orders
 
 # Every test runs on each columnar reader (tests/codecs/conftest.py).
@@ -346,3 +346,43 @@ _nested_value = st.recursive(
 @given(st.lists(st.dictionaries(st.sampled_from([*NESTED.names, "z"]), _nested_value), max_size=10))
 def test_nested_arrow_columns_decode_or_fail_like_decode_value(docs: list[dict[str, Any]]) -> None:
     agree(JsonCodec(NESTED), [orjson.dumps(d) for d in docs])
+
+
+def test_float32_overflow_is_a_mismatch_never_an_infinity() -> None:
+    schema = pa.schema([pa.field("f", pa.float32()), pa.field("h", pa.float16())])
+    payloads = [
+        b'{"f": 1e39}', b'{"f": -1e39}', b'{"f": 3.4028235e38}', b'{"f": 1.5}',
+        b'{"h": 70000}', b'{"h": 65504}', b'{"f": 1e-50}',
+    ]  # fmt: skip
+    codec = JsonCodec(schema)
+    agree(codec, payloads)
+    res = codec.decode_batch(payloads)
+    assert [e.index for e in res.errors] == [0, 1, 4]
+    assert "within float32 range" in res.errors[0].message
+    assert "within float16 range" in res.errors[2].message
+
+
+def test_required_nulls_in_maps_and_large_lists_are_found_by_the_columnar_check() -> None:
+    schema = pa.schema(
+        [
+            pa.field("m", pa.map_(pa.string(), pa.field("v", pa.int64(), nullable=False))),
+            pa.field("l", pa.large_list(pa.field("i", pa.string(), nullable=False))),
+        ]
+    )
+    payloads = [
+        b'{"m": {"a": 1, "b": null}}', b'{"m": {"a": 1}}', b'{"l": ["x", null]}', b'{"l": ["x"]}',
+        b'{"m": null, "l": null}', b'{"m": {}, "l": []}',
+    ]  # fmt: skip
+    codec = JsonCodec(schema)
+    agree(codec, payloads)
+    res = codec.decode_batch(payloads)
+    assert [e.index for e in res.errors] == [0, 2]
+    assert res.batch.schema == codec.arrow_schema
+
+
+def test_an_arrow_schema_with_a_repeated_field_name_is_refused() -> None:
+    with pytest.raises(SchemaError, match="field `a` appears twice in the schema"):
+        JsonCodec(pa.schema([pa.field("a", pa.int64()), pa.field("a", pa.string())]))
+    nested = pa.struct([pa.field("x", pa.int64()), pa.field("x", pa.int64())])
+    with pytest.raises(SchemaError, match="field `x` appears twice in `s`"):
+        JsonCodec(pa.schema([pa.field("s", pa.list_(nested))]))

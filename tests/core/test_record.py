@@ -211,3 +211,12 @@ def test_headers_keep_order_duplicates_and_nulls() -> None:
 def test_errors_pickle_round_trip(exc: ThalwegError) -> None:
     back = pickle.loads(pickle.dumps(exc))
     assert type(back) is type(exc) and back.args == exc.args
+
+
+def test_record_ids_of_large_binary_payloads() -> None:
+    values = pa.array([b"ab", None, b""], pa.large_binary())
+    offsets = pa.array([5, 6, 7], pa.int64())
+    got = record_ids_array("c", "t", 0, offsets, values).to_pylist()
+    assert got == [
+        record_id("c", "t", 0, o, v) for o, v in zip([5, 6, 7], [b"ab", None, b""], strict=True)
+    ]

@@ -61,7 +61,12 @@ def _cast_type(
 
 
 def _violations(arr: pa.Array, t: pa.DataType) -> np.ndarray:
-    """Rows of ``arr`` where a non-nullable nested field is null (under a valid parent)."""
+    """Rows of ``arr`` that break ``t`` in ways the readers do not check themselves.
+
+    A non-nullable nested field or item that is null (under a valid parent), or a
+    float32 / float16 value out of the type's range (JSON has no infinities: an
+    infinity there is an overflow).
+    """
     n = len(arr)
     bad = np.zeros(n, np.bool_)
     if pa.types.is_struct(t):
@@ -71,15 +76,23 @@ def _violations(arr: pa.Array, t: pa.DataType) -> np.ndarray:
             if not f.nullable:
                 bad |= valid & child.is_null().to_numpy(zero_copy_only=False)
             bad |= valid & _violations(child, f.type)
-    elif pa.types.is_list(t) or pa.types.is_map(t):
-        values = arr.values if pa.types.is_list(t) else arr.items
-        item = t.value_field if pa.types.is_list(t) else t.item_field
+    elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
+        # Lists, large lists and maps alike, from the offsets (list_parent_indices
+        # aborts the process on a map array).
+        offsets = arr.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
+        first, last = int(offsets[0]), int(offsets[-1])
+        children = arr.items if pa.types.is_map(t) else arr.values
+        values = children.slice(first, last - first)
+        item = t.item_field if pa.types.is_map(t) else t.value_field
         sub = _violations(values, item.type)
         if not item.nullable:  # an Arrow schema or a contract may forbid null items
             sub |= values.is_null().to_numpy(zero_copy_only=False)
         if sub.any():
-            parents = pc.list_parent_indices(arr).to_numpy()
-            bad[np.unique(parents[sub[: len(parents)]])] = True
+            parents = np.searchsorted(offsets - first, np.flatnonzero(sub), side="right") - 1
+            bad[np.unique(parents)] = True
+            bad &= arr.is_valid().to_numpy(zero_copy_only=False)
+    elif pa.types.is_float32(t) or pa.types.is_float16(t):
+        bad |= pc.fill_null(pc.is_inf(arr), False).to_numpy(zero_copy_only=False)
     return bad
 
 
@@ -108,6 +121,9 @@ def _retype(arr: pa.Array, t: pa.DataType) -> pa.Array:
     if pa.types.is_list(t):
         values = _retype(arr.values, t.value_type)
         return pa.ListArray.from_arrays(arr.offsets, values, type=t, mask=mask)
+    if pa.types.is_large_list(t):
+        values = _retype(arr.values, t.value_type)
+        return pa.LargeListArray.from_arrays(arr.offsets, values, type=t, mask=mask)
     if pa.types.is_map(t):
         items = _retype(arr.items, t.item_type)
         return pa.MapArray.from_arrays(arr.offsets, arr.keys, items, type=t, mask=mask)

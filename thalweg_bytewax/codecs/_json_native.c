@@ -924,6 +924,11 @@ static int Decoder_init(Decoder *self, PyObject *args, PyObject *kwds) {
     Py_ssize_t prefix_len;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "Oy#", kwlist, &plan, &prefix, &prefix_len))
         return -1;
+    if (self->root != NULL) {
+        /* another thread may be decoding with this plan without the GIL */
+        PyErr_SetString(PyExc_RuntimeError, "json Decoder: already initialised");
+        return -1;
+    }
     int count = 0;
     Node *root = plan_parse(plan, &count, 0, 0);
     if (root == NULL) return -1;

@@ -175,5 +175,33 @@ def shape_from_json_schema(doc: Mapping[str, Any]) -> JsonShape:
 
 
 def shape_from_arrow(schema: pa.Schema) -> JsonShape:
-    """Use an Arrow schema as given (non-nullable fields are required)."""
+    """Use an Arrow schema as given (non-nullable fields are required).
+
+    Raises:
+        SchemaError: When a struct (or the schema) names two fields alike: a JSON
+            object has one value per key, so one of them could never be filled.
+    """
+    _unique_names(list(schema), "the schema")
     return JsonShape(schema, strict=False)
+
+
+def _unique_names(fields: list[pa.Field], where: str) -> None:
+    seen: set[str] = set()
+    for f in fields:
+        if f.name in seen:
+            msg = (
+                f"json codec: field `{f.name}` appears twice in {where}; a JSON object "
+                f"has one value per key, so rename one of them"
+            )
+            raise SchemaError(msg)
+        seen.add(f.name)
+        _unique_in_type(f.type, f"`{f.name}`")
+
+
+def _unique_in_type(t: pa.DataType, where: str) -> None:
+    if pa.types.is_struct(t):
+        _unique_names(list(t), where)
+    elif pa.types.is_list(t) or pa.types.is_large_list(t):
+        _unique_in_type(t.value_type, where)
+    elif pa.types.is_map(t):
+        _unique_in_type(t.item_type, where)

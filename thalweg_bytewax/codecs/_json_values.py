@@ -72,11 +72,20 @@ def _compile(t: pa.DataType, path: str, strict: bool) -> Converter:  # noqa: PLR
 
         return conv_int
     if pa.types.is_floating(t):
+        narrow = t.to_pandas_dtype() if t.bit_width < 64 else None  # noqa: PLR2004
+        what = f"a number within float{t.bit_width} range" if narrow is not None else "a number"
 
         def conv_float(v: Any) -> Any:
             if type(v) is float or type(v) is int:
-                return float(v)
-            raise mismatch(path, "a number", v)
+                f = float(v)
+                if narrow is not None:
+                    with np.errstate(over="ignore"):
+                        rounded = narrow(f)  # what the batch column holds
+                    if np.isinf(rounded):  # an overflow, never a silent infinity
+                        raise mismatch(path, what, v)
+                    return float(rounded)
+                return f
+            raise mismatch(path, what, v)
 
         return conv_float
     if pa.types.is_boolean(t):
