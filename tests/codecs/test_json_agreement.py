@@ -13,8 +13,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from tests.codecs.json_agreement import SCHEMA, WITH_MAP, assert_agrees, decode
 from thalweg_bytewax.codecs import FailureKind
-from thalweg_bytewax.codecs.base import DecodeResult
 from thalweg_bytewax.codecs.framing import encode_confluent
 from thalweg_bytewax.codecs.json import JsonCodec, JsonDecodeError
 from thalweg_bytewax.errors import ThalwegError
@@ -22,57 +22,8 @@ from thalweg_bytewax.errors import ThalwegError
 # Every test runs on each columnar reader (tests/codecs/conftest.py).
 pytestmark = pytest.mark.usefixtures("json_engine")
 
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["id"],
-    "properties": {
-        "id": {"type": "integer"},
-        "name": {"type": "string"},
-        "amt": {"type": "number"},
-        "ok": {"type": "boolean"},
-        "ts": {"type": "string", "format": "date-time"},
-        "tags": {"type": "array", "items": {"type": "string"}},
-        "sub": {
-            "type": "object",
-            "properties": {"x": {"type": "integer"}, "f": {"type": "number"}},
-        },
-    },
-}
-# The same schema with a map field decodes record by record: both must agree too.
-WITH_MAP: dict[str, Any] = {
-    **SCHEMA,
-    "properties": {
-        **SCHEMA["properties"],
-        "m": {"type": "object", "additionalProperties": {"type": "integer"}},
-    },
-}
 BOTH = pytest.mark.parametrize("schema", [SCHEMA, WITH_MAP], ids=["columnar", "with_map"])
 GOOD = b'{"id": 1, "name": "a"}'
-
-
-def decode(codec: JsonCodec, payloads: list[bytes | None]) -> DecodeResult:
-    res = codec.decode_batch(pa.array(payloads, pa.binary()))
-    res.batch.validate(full=True)
-    return res
-
-
-def assert_agrees(codec: JsonCodec, payloads: list[bytes | None]) -> DecodeResult:
-    """Each row of ``decode_batch`` is what ``decode_value`` gives for its payload."""
-    res = decode(codec, payloads)
-    failed = {e.index: e for e in res.errors}
-    assert len(failed) == len(res.errors)
-    rows = iter(res.batch.to_pylist(maps_as_pydicts="strict"))
-    for i, p in enumerate(payloads):
-        try:
-            value = codec.decode_value(p)  # type: ignore[arg-type]
-        except JsonDecodeError as exc:
-            assert i in failed, (i, p, str(exc))
-            assert (failed[i].kind, failed[i].message) == (exc.kind, str(exc)), p
-        else:
-            assert i not in failed, (i, p, failed[i])
-            assert next(rows) == value, p
-    assert next(rows, None) is None
-    return res
 
 
 # ---------------------------------------------------------------- non-object documents

@@ -533,6 +533,24 @@ static int number_finite(Parser *ps, const Number *num) {
     return isinf(v) ? DEFER : OK;
 }
 
+/* After a member of an array or object: a comma (OK, more follow) or the closing
+   bracket (CLOSED, consumed); anything else defers the row. */
+enum { CLOSED = -1 };
+
+static int after_member(Parser *ps, unsigned char close) {
+    skip_ws(ps);
+    if (ps->p >= ps->end) return DEFER;
+    if (*ps->p == ',') {
+        ps->p++;
+        return OK;
+    }
+    if (*ps->p == close) {
+        ps->p++;
+        return CLOSED;
+    }
+    return DEFER;
+}
+
 static int skip_value(Parser *ps);
 
 static int skip_container(Parser *ps, unsigned char close) {
@@ -555,18 +573,11 @@ static int skip_container(Parser *ps, unsigned char close) {
             ps->p++;
         }
         if ((rc = skip_value(ps))) return rc;
-        skip_ws(ps);
-        if (ps->p >= ps->end) return DEFER;
-        if (*ps->p == ',') {
-            ps->p++;
-            continue;
-        }
-        if (*ps->p == close) {
-            ps->p++;
+        if ((rc = after_member(ps, close)) == CLOSED) {
             ps->depth--;
             return OK;
         }
-        return DEFER;
+        if (rc) return rc;
     }
 }
 
@@ -644,17 +655,8 @@ static int parse_struct(Parser *ps, const Node *n) {
             } else {
                 if ((rc = parse_value(ps, n->children[field]))) return rc;
             }
-            skip_ws(ps);
-            if (ps->p >= ps->end) return DEFER;
-            if (*ps->p == ',') {
-                ps->p++;
-                continue;
-            }
-            if (*ps->p == '}') {
-                ps->p++;
-                break;
-            }
-            return DEFER;
+            if ((rc = after_member(ps, '}')) == CLOSED) break;
+            if (rc) return rc;
         }
     }
     for (Py_ssize_t i = 0; i < n->nfields; i++) {
@@ -678,17 +680,8 @@ static int parse_list(Parser *ps, const Node *n) {
     } else {
         for (;;) {
             if ((rc = parse_value(ps, item))) return rc;
-            skip_ws(ps);
-            if (ps->p >= ps->end) return DEFER;
-            if (*ps->p == ',') {
-                ps->p++;
-                continue;
-            }
-            if (*ps->p == ']') {
-                ps->p++;
-                break;
-            }
-            return DEFER;
+            if ((rc = after_member(ps, ']')) == CLOSED) break;
+            if (rc) return rc;
         }
     }
     ps->depth--;
@@ -763,17 +756,8 @@ static int parse_map(Parser *ps, const Node *n) {
             if (ps->p >= ps->end || *ps->p != ':') return DEFER;
             ps->p++;
             if ((rc = parse_value(ps, item))) return rc;
-            skip_ws(ps);
-            if (ps->p >= ps->end) return DEFER;
-            if (*ps->p == ',') {
-                ps->p++;
-                continue;
-            }
-            if (*ps->p == '}') {
-                ps->p++;
-                break;
-            }
-            return DEFER;
+            if ((rc = after_member(ps, '}')) == CLOSED) break;
+            if (rc) return rc;
         }
         if (kc->length - first > MAP_SCAN && (rc = keys_distinct(kc, first))) return rc;
     }
