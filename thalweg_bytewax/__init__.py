@@ -7,6 +7,9 @@ Bytewax inputs and outputs live in :mod:`thalweg_bytewax.connectors`, operators 
 
 from __future__ import annotations
 
+from pathlib import Path as _Path
+
+from thalweg_bytewax._checkout import map_checkout_subpackages as _map_checkout
 from thalweg_bytewax.errors import (
     ConfigError,
     DecodeError,
@@ -22,6 +25,8 @@ from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataColumns, MetadataPo
 from thalweg_bytewax.record import Locator, RawRecord
 
 __version__ = "0.1.0"
+
+_map_checkout(__name__, _Path(__file__).resolve().parent)
 
 __all__ = [
     "DEFAULT_PREFIX",

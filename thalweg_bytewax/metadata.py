@@ -10,6 +10,7 @@ thalweg-bytewax stamps itself carry no ``source`` infix: ``<prefix>ingest_ts``,
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import struct
 from collections.abc import Iterable, Sequence
@@ -44,6 +45,7 @@ _PREFIX_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,30}$")
 # BLAKE2b because CPUs hash it in hardware: measured here per record, 0.61 vs 0.88 us
 # at 405 bytes and 1.56 vs 2.63 us at 2 kB (docs/benchmarks.md "raw lane").
 _RECORD_ID_TAG = b"twg-record-id-v1\x00"
+logger = logging.getLogger(__name__)
 
 try:
     from thalweg_bytewax import _record_ids as _native_ids
@@ -295,6 +297,19 @@ def record_ids(
     return out
 
 
+_NOTED_NO_NATIVE = False
+
+
+def _note_no_native() -> None:
+    global _NOTED_NO_NATIVE  # noqa: PLW0603 - one note per process
+    if not _NOTED_NO_NATIVE:
+        _NOTED_NO_NATIVE = True
+        logger.info(
+            "record ids: the native hasher is not built (no OpenSSL headers at install); "
+            "hashing with hashlib, about 3x slower per record"
+        )
+
+
 def record_ids_array(
     cluster: str | None,
     topic: str,
@@ -313,6 +328,7 @@ def record_ids_array(
         ids = record_ids(cluster, topic, partition, offsets.to_pylist(), values.to_pylist())
         return pa.array(ids, id_type)
     if _native_ids is None:
+        _note_no_native()
         ids = record_ids(cluster, topic, partition, offsets.to_pylist(), values.to_pylist())
         return pa.array(ids, id_type)
     n = len(values)
