@@ -12,6 +12,9 @@ flow; an unreachable schema registry does, loudly, because an outage is not bad 
 from __future__ import annotations
 
 import logging
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import bytewax.operators as op
@@ -67,6 +70,21 @@ class _Decoder:
         self.meta_fields = [raw_schema.field(n) for n in columns.policy_columns(policy)]
         self.meta_names = [f.name for f in self.meta_fields]
         self._warned = False
+        self._warn_lock = threading.Lock()  # batches may decode on several threads
+
+    def run_many(
+        self, items: list[tuple[str, pa.RecordBatch]]
+    ) -> list[tuple[str, _Decoded]]:
+        """Decode the batches Bytewax hands over at once, in order.
+
+        With a codec that declares ``concurrent_batches`` (its columnar work releases
+        the GIL and it keeps no state between batches), several batches decode on a
+        shared thread pool; otherwise one after another.
+        """
+        if len(items) > 1 and getattr(self.codec, "concurrent_batches", False):
+            decoded = list(_pool().map(self.run, [batch for _, batch in items]))
+            return [(key, d) for (key, _), d in zip(items, decoded, strict=True)]
+        return [(key, self.run(batch)) for key, batch in items]
 
     def run(self, raw: pa.RecordBatch) -> _Decoded:
         n = raw.num_rows
@@ -154,8 +172,9 @@ class _Decoder:
             f"{self.codec.name} decode failed at `{t}:{p}@{o}` ({e.kind}): {e.message}"
             for e, t, p, o in zip(errors, topics, parts, offsets, strict=True)
         ]
-        if not self._warned:
-            self._warned = True
+        with self._warn_lock:
+            first, self._warned = not self._warned, True
+        if first:
             logger.warning(
                 "decode %s: first undecodable record(s), sent to the DLQ: %s",
                 self.step_id,
@@ -169,6 +188,21 @@ class _Decoder:
             messages=messages,
             columns=cols,
         )
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The process's decode threads, shared by every decode step and worker."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(
+                max_workers=min(4, os.cpu_count() or 1), thread_name_prefix="twg-decode"
+            )
+        return _POOL
 
 
 def _complement(errors: list[DecodeFailure], n: int) -> np.ndarray:
@@ -246,7 +280,7 @@ def decode(
         raise ConfigError(msg)
     decoder = _Decoder(step_id, codec, policy, columns)
     logger.info("decode %s: codec %s, metadata policy %s", step_id, codec.name, policy)
-    decoded = op.map_value("decode_batch", raw, decoder.run)
+    decoded = op.flat_map_batch("decode_batch", raw, decoder.run_many)
     return DecodeOut(
         ok=op.filter_map_value("ok", decoded, lambda d: d.ok),
         rejected=op.filter_map_value("rejected", decoded, lambda d: d.rejected),

@@ -65,9 +65,9 @@ def raw(values, *, topic="orders", partition=0, first=0, keys=None, headers=None
     )
 
 
-def run(items, codec, *, entry_point: EntryPoint = run_main, **kwargs):
+def run(items, codec, *, entry_point: EntryPoint = run_main, source_batch=1, **kwargs):
     flow = Dataflow("decode_test")
-    inp = op.input("inp", flow, TestingSource(items))
+    inp = op.input("inp", flow, TestingSource(items, batch_size=source_batch))
     out = twg.decode("decode", inp, codec, **kwargs)
     ok, rejected = [], []
     op.output("ok", out.ok, TestingSink(ok))
@@ -383,3 +383,32 @@ def test_a_codec_reporting_distinct_in_range_failures_is_trusted():
     ok, rejected = run([("orders:0", raw([b"a", b"b", b"c"]))], _MisreportingCodec([2, 0], 1))
     assert ok[0][1].column("id").to_pylist() == [0]
     assert [r.locator.offset for r in rejected_from_dlq_batch(rejected[0][1])] == [2, 0]
+
+
+def test_batches_of_one_activation_decode_concurrently_and_in_order(entry_point):
+    # TestingSource hands the step several batches at once: a JsonCodec with the native
+    # reader decodes them on the shared pool; keys and order come out as they went in.
+    orders = list(sample_orders(40))
+    items = []
+    for part in range(8):
+        values = [_json(o) for o in orders[part * 5 : part * 5 + 5]]
+        values[part % 5] = b'{"order_id": 7}'  # one bad record per batch
+        items.append((f"orders:{part}", raw(values, partition=part, first=100 * part)))
+    codec = JsonCodec(_json_schema())
+    sequential = JsonCodec(_json_schema(), engine="pyarrow")
+    assert codec.concurrent_batches is json_native_built()
+    assert not sequential.concurrent_batches
+    ok, rejected = run(items, codec, entry_point=entry_point, source_batch=8)
+    ok_seq, rejected_seq = run(items, sequential, entry_point=entry_point, source_batch=8)
+    assert [k for k, _ in ok] == [k for k, _ in ok_seq] == [f"orders:{p}" for p in range(8)]
+    assert all(a.equals(b) for (_, a), (_, b) in zip(ok, ok_seq, strict=True))
+    assert [r.locator.offset for _, b in rejected for r in rejected_from_dlq_batch(b)] == [
+        100 * p + p % 5 for p in range(8)
+    ]
+    assert len(rejected) == len(rejected_seq) == 8
+
+
+def json_native_built() -> bool:
+    from thalweg_bytewax.codecs._json_fast import NATIVE
+
+    return NATIVE

@@ -117,7 +117,12 @@ class DecodeResult(NamedTuple):
 
 @runtime_checkable
 class Codec(Protocol):
-    """The protocol shared by ``AvroCodec``, ``ProtobufCodec`` and ``JsonCodec``."""
+    """The protocol shared by ``AvroCodec``, ``ProtobufCodec`` and ``JsonCodec``.
+
+    A codec may also have a ``concurrent_batches`` property: when it is true,
+    :func:`thalweg_bytewax.operators.decode` may call ``decode_batch`` from several
+    threads at once (the codec keeps no state between batches and releases the GIL).
+    """
 
     @property
     def name(self) -> str:

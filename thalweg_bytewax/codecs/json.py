@@ -193,6 +193,15 @@ class JsonCodec:
         return "json"
 
     @property
+    def concurrent_batches(self) -> bool:
+        """Whether batches may be decoded on several threads at once.
+
+        True with the native reader, which parses without the GIL, and a schema that
+        is given rather than inferred (inference sets the shape at the first batch).
+        """
+        return self._reader is not None and self._shape is not None
+
+    @property
     def arrow_schema(self) -> pa.Schema:
         """The exact Arrow schema ``decode_batch`` produces.
 
