@@ -199,7 +199,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--bootstrap", default="")
-    parser.add_argument("--repeat", type=int, default=2, help="runs per variant; the best is kept")
+    parser.add_argument("--repeat", type=int, default=5, help="runs per variant; the best is kept")
     parser.add_argument("--format", action="append", choices=["avro", "json"])
     parser.add_argument("--child", choices=VARIANTS, help=argparse.SUPPRESS)
     parser.add_argument("--topics", default="", help=argparse.SUPPRESS)
