@@ -543,10 +543,13 @@ def _leaves(table: pa.Table) -> Iterator[tuple[str, pa.Array]]:
 
     def walk(path: str, arr: pa.Array) -> Iterator[tuple[str, pa.Array]]:
         t = arr.type
-        if pa.types.is_struct(t):
+        if isinstance(t, pa.ExtensionType):
+            # Written as its storage type, under the same path.
+            yield from walk(path, arr.storage)
+        elif pa.types.is_struct(t):
             for field, child in zip(t, arr.flatten(), strict=True):
                 yield from walk(f"{path}.{field.name}", child)
-        elif pa.types.is_list(t) or pa.types.is_large_list(t):
+        elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
             # Written with Parquet's compliant list names, whatever Arrow calls the item.
             yield from walk(f"{path}.list.element", arr.flatten())
         elif not pa.types.is_map(t):
@@ -558,9 +561,12 @@ def _leaves(table: pa.Table) -> Iterator[tuple[str, pa.Array]]:
 
 def _repetitive(values: pa.Array) -> bool:
     present = len(values) - values.null_count
-    if present == 0:
-        return True
-    distinct: int = pc.count_distinct(values).as_py()
+    if present == 0 or pa.types.is_dictionary(values.type):
+        return True  # a dictionary column is encoded as one by its producer's choice
+    try:
+        distinct: int = pc.count_distinct(values).as_py()
+    except pa.ArrowNotImplementedError:
+        return True  # no distinct count for this type (views): Arrow's default
     return bool(distinct <= _DICTIONARY_MAX_DISTINCT * present)
 
 

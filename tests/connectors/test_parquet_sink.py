@@ -228,3 +228,32 @@ def test_dictionary_encoding_only_where_values_repeat(tmp_path: Path) -> None:
     assert not has_dictionary["order_id"] and not has_dictionary["lines.list.element.note"]
     assert not has_dictionary["_twg_source_offset"]
     assert pq.read_table(path).select(payload.column_names).equals(payload)
+
+
+@pytest.mark.parametrize(
+    ("name", "column"),
+    [
+        ("dictionary_status", pa.array(["NEW", "PAID"] * 5).dictionary_encode()),
+        (
+            "nested_dictionary",
+            pa.array([{"s": "x"}] * 10).cast(
+                pa.struct([("s", pa.dictionary(pa.int32(), pa.string()))])
+            ),
+        ),
+        ("json_extension", pa.array(["{}"] * 10, pa.json_())),
+        ("string_view", pa.array(["a"] * 10, pa.string_view())),
+    ],
+)
+def test_columns_without_a_distinct_count_are_written(
+    tmp_path: Path, name: str, column: pa.Array
+) -> None:
+    # The dictionary choice counts distinct values; dictionary-typed, extension and
+    # view columns have no such kernel and must not fail the snapshot.
+    base = raw("orders", 0, range(10))
+    meta = ["_twg_source_topic", "_twg_source_partition", "_twg_source_offset"]
+    batch = pa.RecordBatch.from_arrays(
+        [column, *(base.column(m) for m in meta)], names=[name, *meta]
+    )
+    run([("orders:0", batch)], ParquetSink(tmp_path / "lane"))
+    (path,) = (tmp_path / "lane").rglob("*.parquet")
+    assert pq.read_table(path).column(name).to_pylist() == column.to_pylist()
