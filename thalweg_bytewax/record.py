@@ -308,7 +308,9 @@ def _binary_array(items: list[bytes | None]) -> pa.Array:
     touches each payload byte once, which matters where fresh memory is costly.
     """
     n = len(items)
-    if n == 0 or None in items:
+    if n == 0 or set(map(type, items)) != {bytes}:
+        # Nulls, and bytes-likes whose len() need not count bytes (a memoryview of
+        # wider items): the builder reads each through the buffer protocol.
         return pa.array(items, pa.binary())
     lengths = np.fromiter(map(len, items), np.int64, n)  # type: ignore[arg-type]
     offsets = np.zeros(n + 1, np.int64)

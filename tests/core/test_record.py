@@ -220,3 +220,49 @@ def test_record_ids_of_large_binary_payloads() -> None:
     assert got == [
         record_id("c", "t", 0, o, v) for o, v in zip([5, 6, 7], [b"ab", None, b""], strict=True)
     ]
+
+
+def test_messages_with_bytes_like_payloads_keep_every_byte() -> None:
+    # A payload that is a memoryview of wider items has fewer items than bytes: the
+    # payload column and the record id must hold all of its bytes.
+    import array
+
+    from thalweg_bytewax.record import raw_batch_from_messages
+
+    class Msg:
+        def __init__(self, offset: int, value: object) -> None:
+            self._offset, self._value = offset, value
+
+        def topic(self) -> str:
+            return "t"
+
+        def partition(self) -> int:
+            return 0
+
+        def offset(self) -> int:
+            return self._offset
+
+        def value(self) -> object:
+            return self._value
+
+        def key(self) -> None:
+            return None
+
+        def timestamp(self) -> tuple[int, int]:
+            return (1, 1_700_000_000_000)
+
+        def headers(self) -> None:
+            return None
+
+        def leader_epoch(self) -> None:
+            return None
+
+    wide = memoryview(array.array("i", [1, 2]))
+    values: list[object] = [b"ab", bytearray(b"cd"), wide]
+    batch = raw_batch_from_messages([Msg(i, v) for i, v in enumerate(values)], cluster="c")
+    cols = MetadataColumns()
+    expected = [b"ab", b"cd", wide.tobytes()]
+    assert batch.column(cols.source_value).to_pylist() == expected
+    assert batch.column(cols.record_id).to_pylist() == [
+        record_id("c", "t", 0, i, v) for i, v in enumerate(expected)
+    ]
