@@ -257,3 +257,25 @@ def test_columns_without_a_distinct_count_are_written(
     run([("orders:0", batch)], ParquetSink(tmp_path / "lane"))
     (path,) = (tmp_path / "lane").rglob("*.parquet")
     assert pq.read_table(path).column(name).to_pylist() == column.to_pylist()
+
+
+def test_a_tiny_first_file_does_not_decide_dictionary_encoding_for_later_ones(
+    tmp_path: Path,
+) -> None:
+    # One row cannot show repetition; the choice must not stick to the schema.
+    meta = ["_twg_source_topic", "_twg_source_partition", "_twg_source_offset"]
+
+    def batch(n: int) -> pa.RecordBatch:
+        base = raw("orders", 0, range(n))
+        status = pa.array([["NEW", "PAID"][i % 2] for i in range(n)])
+        return pa.RecordBatch.from_arrays(
+            [status, *(base.column(m) for m in meta)], names=["tiny_first_status", *meta]
+        )
+
+    run([("orders:0", batch(1))], ParquetSink(tmp_path / "first"))
+    run([("orders:0", batch(5000))], ParquetSink(tmp_path / "second"))
+    (path,) = (tmp_path / "second").rglob("*.parquet")
+    group = pq.ParquetFile(path).metadata.row_group(0)
+    by_path = {group.column(i).path_in_schema: group.column(i) for i in range(group.num_columns)}
+    assert by_path["tiny_first_status"].has_dictionary_page
+    assert not by_path["_twg_source_offset"].has_dictionary_page
