@@ -49,6 +49,9 @@ DEFAULT_BATCH_SIZE = 10_000
 # binary-array limit and bounds the memory of one item in flight.
 DEFAULT_MAX_BATCH_BYTES = 32 * 1024 * 1024
 _WATERMARK_MAX_AGE_S = 30.0
+# Bytewax lists the partitions on every worker; the workers of a process share the
+# source, so entries this young are not asked for again.
+_WATERMARK_SHARED_S = 1.0
 _IDLE_BACKOFF = (timedelta(milliseconds=1), timedelta(milliseconds=50))
 _ERROR_BACKOFF = (timedelta(milliseconds=50), timedelta(seconds=5))
 
@@ -365,6 +368,9 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, int]):
         # ~0.5 ms a partition instead of a fresh consumer's ~3.6 ms. An optimisation
         # only: a failure leaves the per-partition query, which reports it by name.
         for topic, partition in parts:
+            cached = self._watermarks.get((topic, partition))
+            if cached is not None and time.monotonic() - cached[2] < _WATERMARK_SHARED_S:
+                continue  # another worker of this process just asked
             try:
                 low, high = consumer.get_watermark_offsets(
                     TopicPartition(topic, partition), timeout=self.metadata_timeout_s, cached=False

@@ -81,7 +81,8 @@ class _Decoder:
         the GIL and it keeps no state between batches), several batches decode on a
         shared thread pool; otherwise one after another.
         """
-        if len(items) > 1 and getattr(self.codec, "concurrent_batches", False):
+        # `is True`: a codec that defines it as a method does not opt in by accident.
+        if len(items) > 1 and getattr(self.codec, "concurrent_batches", False) is True:
             decoded = list(_pool().map(self.run, [batch for _, batch in items]))
             return [(key, d) for (key, _), d in zip(items, decoded, strict=True)]
         return [(key, self.run(batch)) for key, batch in items]

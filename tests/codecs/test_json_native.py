@@ -368,3 +368,12 @@ def test_an_arrow_schema_with_a_repeated_field_name_is_refused() -> None:
     nested = pa.struct([pa.field("x", pa.int64()), pa.field("x", pa.int64())])
     with pytest.raises(SchemaError, match="field `x` appears twice in `s`"):
         JsonCodec(pa.schema([pa.field("s", pa.list_(nested))]))
+
+
+def test_null_fields_and_types_without_a_json_form() -> None:
+    codec = JsonCodec(pa.schema([pa.field("id", pa.int64()), pa.field("n", pa.null())]))
+    agree(codec, [b'{"id": 1, "n": null}', b'{"id": 2}', b'{"id": 3, "n": 0}'])
+    res = codec.decode_batch([b'{"id": 3, "n": 0}'])
+    assert res.errors[0].message == "json field `n`: expected null; got 0"
+    with pytest.raises(SchemaError, match="no JSON conversion for Arrow type binary at `b`"):
+        JsonCodec(pa.schema([pa.field("b", pa.binary())]))

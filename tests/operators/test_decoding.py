@@ -412,3 +412,23 @@ def json_native_built() -> bool:
     from thalweg_bytewax.codecs._json_fast import NATIVE
 
     return NATIVE
+
+
+def test_only_a_true_concurrent_batches_property_opts_in(monkeypatch):
+    import thalweg_bytewax.operators.decoding as decoding
+
+    class MethodNotProperty(JsonCodec):
+        def concurrent_batches(self):  # a method is truthy: it must not opt in
+            return False
+
+    def no_pool():
+        raise AssertionError("decoded on the pool")
+
+    monkeypatch.setattr(decoding, "_pool", no_pool)
+    items = [(f"orders:{p}", raw([_json(o)], partition=p)) for p, o in enumerate(sample_orders(3))]
+    decoder = decoding._Decoder(
+        "d", MethodNotProperty(_json_schema()), decoding.MetadataPolicy.LOCATOR, COLS
+    )
+    out = decoder.run_many(items)
+    assert [k for k, _ in out] == ["orders:0", "orders:1", "orders:2"]
+    assert all(d.ok.num_rows == 1 for _, d in out)

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from thalweg_bytewax.codecs.base import FailureKind
-from thalweg_bytewax.errors import DecodeError
+from thalweg_bytewax.errors import DecodeError, SchemaError
 
 __all__ = ["Converter", "JsonDecodeError", "compile_record", "mismatch", "parse_type"]
 
@@ -61,6 +61,12 @@ def mismatch(path: str, expected: str, got: Any) -> JsonDecodeError:
 
 
 def _compile(t: pa.DataType, path: str, strict: bool) -> Converter:  # noqa: PLR0911
+    if pa.types.is_null(t):
+
+        def conv_null(v: Any) -> Any:  # called for non-null values only
+            raise mismatch(path, "null", v)
+
+        return conv_null
     if pa.types.is_integer(t):
         info = np.iinfo(t.to_pandas_dtype())
         low, high, what = int(info.min), int(info.max), f"an integer ({t})"
@@ -141,8 +147,12 @@ def _compile(t: pa.DataType, path: str, strict: bool) -> Converter:  # noqa: PLR
         return conv_map
     if pa.types.is_struct(t):
         return _compile_struct(list(t), path, strict)
-    msg = f"json codec: no JSON conversion for Arrow type {t} at `{path}`"
-    raise TypeError(msg)
+    msg = (
+        f"json codec: no JSON conversion for Arrow type {t} at `{path}`; use a JSON type "
+        f"(string, integer, number, boolean, list, struct, map<string, _>, date, timestamp "
+        f"or decimal)"
+    )
+    raise SchemaError(msg)
 
 
 def _nullable(conv: Converter) -> Converter:
