@@ -123,10 +123,14 @@ def test_bad_contracts_fail_at_load_naming_the_path(text, path):
     assert str(info.value).startswith("contract `bad.yaml`")
 
 
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
 def test_load_from_http_and_fsspec(tmp_path):
     (tmp_path / "c.yaml").write_text(BASE)
-    handler = partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
-    handler.log_message = lambda *a, **k: None  # type: ignore[method-assign]
+    handler = partial(_QuietHandler, directory=str(tmp_path))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
