@@ -13,11 +13,11 @@ from bytewax.recovery import RecoveryConfig, init_db_dir
 from bytewax.testing import TestingSink, TestingSource, run_main
 
 import thalweg_bytewax.operators as twg
-from operators._window import SeenWindow
 from tests.contracts.orders_data import COLS, orders, orders_batch, orders_contract
 from tests.fixtures.flows import EntryPoint
 from thalweg_bytewax.contracts import parse_contract
 from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.operators._window import SeenWindow
 
 CONTRACT = orders_contract()
 HOUR = timedelta(hours=1)
@@ -115,7 +115,7 @@ def test_resume_after_abort_loses_nothing_and_passes_no_duplicate(tmp_path):
     rows = orders(30)
     batches = [orders_batch(rows[i : i + 5], first_offset=i) for i in range(0, 30, 5)]
     # Offsets 0..14, then a crash, then the broker redelivers 5..14 plus the rest.
-    items = [
+    items: list[tuple[str, pa.RecordBatch] | TestingSource.EOF | TestingSource.ABORT] = [
         ("orders:0", batches[0]),
         ("orders:0", batches[1]),
         ("orders:0", batches[2]),
