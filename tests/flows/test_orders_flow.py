@@ -15,6 +15,7 @@ from bytewax.testing import run_main
 
 from flows._orders_sample import _bad_payload, sample_order_at
 from flows.orders import SCHEMA_DIR, OrdersSettings, build_flow
+from tests.helpers import locator_of
 from thalweg_bytewax.connectors.parquet import read_lane
 from thalweg_bytewax.contracts.evaluate import explode_audit, read_audit, read_rule_registry
 from thalweg_bytewax.dlq import rejected_from_dlq_batch
@@ -68,14 +69,14 @@ def test_embedded_default_fills_raw_decoded_and_dlq_lanes(tmp_path):
     assert orders.num_rows + dlq.num_rows == N
 
     def index(t, row) -> int:
-        return (
-            t[COLS.source_offset][row].as_py() * PARTITIONS + t[COLS.source_partition][row].as_py()
-        )
+        offset: int = t[COLS.source_offset][row].as_py()
+        partition: int = t[COLS.source_partition][row].as_py()
+        return offset * PARTITIONS + partition
 
     bad = bad_indexes(N)
     assert len(bad) == 4 and set(bad.values()) == {"malformed", "unknown_schema", "null_payload"}
     rejected = {
-        r.locator.offset * PARTITIONS + r.locator.partition: r
+        locator_of(r).offset * PARTITIONS + locator_of(r).partition: r
         for r in rejected_from_dlq_batch(dlq.combine_chunks().to_batches()[0])
     }
     breakers = contract_breakers(N)
@@ -87,6 +88,7 @@ def test_embedded_default_fills_raw_decoded_and_dlq_lanes(tmp_path):
         assert r.rules and all(column in rule for rule in r.rules), (i, r.rules)
         # The decoded lane no longer carries the payload bytes: the DLQ row has the
         # decoded row as JSON, and its record id finds the envelope in the raw lane.
+        assert r.row_json is not None, r
         assert r.raw_value is None and json.loads(r.row_json)["order_id"] == sample(i)["order_id"]
         raw_row = raw.filter(
             pa.compute.equal(raw[COLS.record_id], pa.scalar(r.record_id, pa.binary(16)))
@@ -123,7 +125,7 @@ def test_embedded_default_fills_raw_decoded_and_dlq_lanes(tmp_path):
     per_rule = explode_audit(audit, registry)
     assert per_rule.num_rows == audit.num_rows * registry.num_rows
     failed = per_rule.filter(pa.compute.not_equal(per_rule["rule_verdict"], "pass")).to_pylist()
-    by_record = {}
+    by_record: dict[bytes, set[str]] = {}
     for row in failed:
         by_record.setdefault(row[COLS.record_id], set()).add(row["rule"])
     assert len(by_record) == len(breakers)
@@ -220,6 +222,7 @@ def test_kafka_mode_decodes_with_the_bundled_schemas(kafka_bootstrap, make_topic
     assert read_lane(settings.raw_lane).num_rows == 201
     assert read_lane(settings.orders_lane).num_rows == 200
     (r,) = rejected_from_dlq_batch(read_lane(settings.dlq_lane).combine_chunks().to_batches()[0])
+    assert r.locator is not None
     assert r.locator.topic == topic and r.locator.partition == 2
     assert "(unknown_schema)" in r.message and r.raw_key == b"x"
 

@@ -6,6 +6,7 @@ import io
 import json
 import uuid
 from pathlib import Path
+from typing import Any
 
 import bytewax.operators as op
 import fastavro
@@ -17,6 +18,7 @@ from bytewax.testing import TestingSink, TestingSource, run_main
 
 import thalweg_bytewax.operators as twg
 from tests.fixtures.flows import EntryPoint
+from tests.helpers import locator_of
 from thalweg_bytewax._sample_order_proto import (
     ORDER_MESSAGE_TYPE,
     encode_order_proto,
@@ -28,8 +30,8 @@ from thalweg_bytewax.codecs.framing import encode_confluent
 from thalweg_bytewax.connectors.kafka import KafkaSource
 from thalweg_bytewax.dlq import dlq_schema, rejected_from_dlq_batch
 from thalweg_bytewax.errors import ConfigError, SchemaError
-from thalweg_bytewax.metadata import MetadataColumns
-from thalweg_bytewax.record import raw_batch_from_columns
+from thalweg_bytewax.metadata import MetadataColumns, MetadataPolicy
+from thalweg_bytewax.record import RawRecord, raw_batch_from_columns
 from thalweg_bytewax.registry import RegistrySchemaSource, RegistryUnavailableError
 from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA, encode_order_avro, order_key, sample_orders
 from thalweg_bytewax.testing import produce
@@ -69,7 +71,8 @@ def run(items, codec, *, entry_point: EntryPoint = run_main, source_batch=1, **k
     flow = Dataflow("decode_test")
     inp = op.input("inp", flow, TestingSource(items, batch_size=source_batch))
     out = twg.decode("decode", inp, codec, **kwargs)
-    ok, rejected = [], []
+    ok: list[tuple[str, pa.RecordBatch]] = []
+    rejected: list[tuple[str, pa.RecordBatch]] = []
     op.output("ok", out.ok, TestingSink(ok))
     op.output("rejected", out.rejected, TestingSink(rejected))
     entry_point(flow)
@@ -86,14 +89,15 @@ def reserved_payload() -> bytes:
 
 def test_bad_records_go_to_the_dlq_and_good_ones_around_them_decode(schema_dir, entry_point):
     orders = list(sample_orders(12))
-    values = [encode_order_avro(o) for o in orders]
+    encoded = [encode_order_avro(o) for o in orders]
     bad = {
-        2: (values[2][:5] + b"\xff\xff\xff", "malformed"),
-        4: (b"\x00" + (99).to_bytes(4, "big") + values[4][5:], "unknown_schema"),
+        2: (encoded[2][:5] + b"\xff\xff\xff", "malformed"),
+        4: (b"\x00" + (99).to_bytes(4, "big") + encoded[4][5:], "unknown_schema"),
         6: (None, "null_payload"),
         8: (b"\x07garbage", "bad_framing"),
         10: (reserved_payload(), "reserved_field"),
     }
+    values: list[bytes | None] = list(encoded)
     for i, (v, _) in bad.items():
         values[i] = v
     batch = raw(values, partition=3, first=100)
@@ -109,10 +113,11 @@ def test_bad_records_go_to_the_dlq_and_good_ones_around_them_decode(schema_dir, 
 
     dlq = rejected[0][1]
     assert dlq.schema == dlq_schema()
-    got = {r.locator.offset - 100: r for r in rejected_from_dlq_batch(dlq)}
+    got = {locator_of(r).offset - 100: r for r in rejected_from_dlq_batch(dlq)}
     assert set(got) == set(bad)
     for i, (v, kind) in bad.items():
         r = got[i]
+        assert r.locator is not None
         assert r.reason == "decode" and r.step_id == "decode_test.decode" and r.rules == ()
         assert r.raw_value == v and r.raw_key == f"k{i}".encode()
         assert r.locator.topic == "orders" and r.locator.partition == 3
@@ -187,6 +192,7 @@ def _json(order: dict) -> bytes:
 @pytest.mark.parametrize("codec_name", ["json", "protobuf"])
 def test_json_and_protobuf_codecs_through_the_same_operator(codec_name, entry_point):
     orders = list(sample_orders(6))
+    codec: JsonCodec | ProtobufCodec
     if codec_name == "json":
         codec = JsonCodec(_json_schema())
         values = [_json(o) for o in orders]
@@ -205,6 +211,7 @@ def test_json_and_protobuf_codecs_through_the_same_operator(codec_name, entry_po
     ]
     assert ok[0][1][COLS.source_offset].to_pylist() == [0, 1, 2, 4, 5]
     (r,) = rejected_from_dlq_batch(rejected[0][1])
+    assert r.locator is not None
     assert r.locator.offset == 3 and f"({kinds[3]})" in r.message, r.message
     assert r.message.startswith(f"{codec_name} decode failed at `orders:0@3`")
 
@@ -224,7 +231,8 @@ def test_an_unreachable_registry_fails_the_flow_loudly():
     source = RegistrySchemaSource("http://127.0.0.1:9", max_attempts=2, initial_backoff_s=0.01)
     with pytest.raises(Exception) as info:  # noqa: PT011 - Bytewax wraps it
         run([("orders:0", raw([encode_order_avro(next(sample_orders(1)))]))], AvroCodec(source))
-    chain, exc = [], info.value
+    chain: list[BaseException] = []
+    exc: BaseException | None = info.value
     while exc is not None:
         chain.append(exc)
         exc = exc.__cause__
@@ -234,11 +242,11 @@ def test_an_unreachable_registry_fails_the_flow_loudly():
 
 def test_build_time_errors():
     flow = Dataflow("bad")
-    inp = op.input("inp", flow, TestingSource([]))
+    inp = op.input("inp", flow, TestingSource[tuple[str, pa.RecordBatch]]([]))
     with pytest.raises(ConfigError, match="expected metadata 'none', 'locator' or 'all'"):
         twg.decode("decode", inp, JsonCodec(_json_schema()), metadata="some")
     with pytest.raises(ConfigError, match="expected a codec with `decode_batch`"):
-        twg.decode("decode2", inp, object())
+        twg.decode("decode2", inp, object())  # type: ignore[arg-type]  # not a codec, on purpose
 
 
 def test_decode_over_kafka_source(kafka_bootstrap, make_topic, schema_dir, entry_point):
@@ -253,7 +261,8 @@ def test_decode_over_kafka_source(kafka_bootstrap, make_topic, schema_dir, entry
     flow = Dataflow("decode_kafka")
     inp = op.input("inp", flow, KafkaSource(kafka_bootstrap, [topic], tail=False))
     out = twg.decode("decode", inp, AvroCodec(schema_dir))
-    ok, rejected = [], []
+    ok: list[tuple[str, pa.RecordBatch]] = []
+    rejected: list[tuple[str, pa.RecordBatch]] = []
     op.output("ok", out.ok, TestingSink(ok))
     op.output("rejected", out.rejected, TestingSink(rejected))
     entry_point(flow)
@@ -265,6 +274,7 @@ def test_decode_over_kafka_source(kafka_bootstrap, make_topic, schema_dir, entry
     )
     (r,) = rejected_from_dlq_batch(rejected[0][1])
     assert r.raw_value is None and r.raw_key == order_key(orders[7])
+    assert r.locator is not None
     assert "(null_payload)" in r.message and r.locator.topic == topic
 
 
@@ -273,7 +283,9 @@ def test_to_raw_records_and_to_dicts(schema_dir, entry_point):
     batch = raw([encode_order_avro(o) for o in orders], partition=2)
     flow = Dataflow("records_test")
     inp = op.input("inp", flow, TestingSource([("orders:2", batch)]))
-    records, dicts, bare = [], [], []
+    records: list[tuple[str, RawRecord]] = []
+    dicts: list[tuple[str, dict[str, Any]]] = []
+    bare: list[tuple[str, dict[str, Any]]] = []
     op.output("records_out", twg.to_raw_records("records", inp), TestingSink(records))
     decoded = twg.decode("decode", inp, AvroCodec(schema_dir))
     op.output("dicts_out", twg.to_dicts("dicts", decoded.ok), TestingSink(dicts))
@@ -336,7 +348,9 @@ def test_docs_example_runs():
     import re
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "operators.md").read_text()
-    example = re.search(r"```python\n(.*?)```", text[text.index("## `decode(") :], re.S).group(1)
+    match = re.search(r"```python\n(.*?)```", text[text.index("## `decode(") :], re.S)
+    assert match is not None, "no python example under `decode(`"
+    example = match.group(1)
     exec(compile(example, "docs/operators.md", "exec"), {})
 
 
@@ -369,7 +383,8 @@ def test_a_codec_reporting_bad_failure_indices_fails_loudly(indices, rows, probl
     codec = _MisreportingCodec(indices, rows)
     with pytest.raises(Exception) as info:  # noqa: PT011 - Bytewax wraps it
         run([("orders:0", raw([b"a", b"b", b"c"]))], codec)
-    chain, exc = [], info.value
+    chain: list[BaseException] = []
+    exc: BaseException | None = info.value
     while exc is not None:
         chain.append(exc)
         exc = exc.__cause__
@@ -382,7 +397,7 @@ def test_a_codec_reporting_bad_failure_indices_fails_loudly(indices, rows, probl
 def test_a_codec_reporting_distinct_in_range_failures_is_trusted():
     ok, rejected = run([("orders:0", raw([b"a", b"b", b"c"]))], _MisreportingCodec([2, 0], 1))
     assert ok[0][1].column("id").to_pylist() == [0]
-    assert [r.locator.offset for r in rejected_from_dlq_batch(rejected[0][1])] == [2, 0]
+    assert [locator_of(r).offset for r in rejected_from_dlq_batch(rejected[0][1])] == [2, 0]
 
 
 def test_batches_of_one_activation_decode_concurrently_and_in_order(entry_point):
@@ -402,7 +417,7 @@ def test_batches_of_one_activation_decode_concurrently_and_in_order(entry_point)
     ok_seq, rejected_seq = run(items, sequential, entry_point=entry_point, source_batch=8)
     assert [k for k, _ in ok] == [k for k, _ in ok_seq] == [f"orders:{p}" for p in range(8)]
     assert all(a.equals(b) for (_, a), (_, b) in zip(ok, ok_seq, strict=True))
-    assert [r.locator.offset for _, b in rejected for r in rejected_from_dlq_batch(b)] == [
+    assert [locator_of(r).offset for _, b in rejected for r in rejected_from_dlq_batch(b)] == [
         100 * p + p % 5 for p in range(8)
     ]
     assert len(rejected) == len(rejected_seq) == 8
@@ -418,7 +433,9 @@ def test_only_a_true_concurrent_batches_property_opts_in(monkeypatch):
     import thalweg_bytewax.operators.decoding as decoding
 
     class MethodNotProperty(JsonCodec):
-        def concurrent_batches(self):  # a method is truthy: it must not opt in
+        # A method is truthy: it must not opt in. (Incompatible with the base's property
+        # on purpose: the override is what the test feeds the operator.)
+        def concurrent_batches(self):  # type: ignore[override]
             return False
 
     def no_pool():
@@ -427,8 +444,8 @@ def test_only_a_true_concurrent_batches_property_opts_in(monkeypatch):
     monkeypatch.setattr(decoding, "_pool", no_pool)
     items = [(f"orders:{p}", raw([_json(o)], partition=p)) for p, o in enumerate(sample_orders(3))]
     decoder = decoding._Decoder(
-        "d", MethodNotProperty(_json_schema()), decoding.MetadataPolicy.LOCATOR, COLS
+        "d", MethodNotProperty(_json_schema()), MetadataPolicy.LOCATOR, COLS
     )
     out = decoder.run_many(items)
     assert [k for k, _ in out] == ["orders:0", "orders:1", "orders:2"]
-    assert all(d.ok.num_rows == 1 for _, d in out)
+    assert all(d.ok is not None and d.ok.num_rows == 1 for _, d in out)

@@ -19,6 +19,7 @@ from bytewax.testing import TestingSource, run_main
 import thalweg_bytewax.operators as twg
 from tests.contracts.orders_data import COLS, orders, orders_batch, orders_contract
 from tests.fixtures.flows import EntryPoint
+from tests.helpers import locator_of
 from thalweg_bytewax.connectors.parquet import ParquetSink, read_lane
 from thalweg_bytewax.contracts import DropRule
 from thalweg_bytewax.contracts.evaluate import (
@@ -154,8 +155,8 @@ def test_read_dlq_filters_by_reason_and_round_trips_to_rejected(tmp_path: Path) 
     with pytest.raises(ValueError, match="nonsense"):
         read_dlq(tmp_path / "dlq", reason="nonsense")
     rejected = rejected_from_dlq_batch(dq.combine_chunks().to_batches()[0])
-    assert {(r.locator.partition, r.locator.offset) for r in rejected} == set(located(dq))
-    assert all(r.locator.topic == "orders" and r.record_id for r in rejected)
+    assert {(locator_of(r).partition, locator_of(r).offset) for r in rejected} == set(located(dq))
+    assert all(locator_of(r).topic == "orders" and r.record_id for r in rejected)
 
 
 def test_audited_drops_land_in_the_audit_lane_never_in_the_dlq(tmp_path: Path) -> None:

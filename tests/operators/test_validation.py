@@ -15,6 +15,7 @@ from bytewax.testing import TestingSink, TestingSource, run_main
 import thalweg_bytewax.operators as twg
 from tests.contracts.orders_data import COLS, orders, orders_batch, orders_contract
 from tests.fixtures.flows import EntryPoint
+from tests.helpers import locator_of
 from thalweg_bytewax.contracts import ContractError, ContractViolationError, DropRule, Rule
 from thalweg_bytewax.contracts.evaluate import RuleSet, drop_masks, evaluate, explode_audit
 from thalweg_bytewax.contracts.spec import ContractMode
@@ -48,7 +49,9 @@ def run(batches, mode, *, entry_point: EntryPoint = run_main, **kwargs):
     flow = Dataflow("validate_test")
     inp = op.input("inp", flow, TestingSource(batches))
     out = twg.validate("validate", inp, CONTRACT, mode=mode, **kwargs)
-    clean, rejected, audit = [], [], []
+    clean: list[tuple[str, pa.RecordBatch]] = []
+    rejected: list[tuple[str, pa.RecordBatch]] = []
+    audit: list[tuple[str, pa.RecordBatch]] = []
     op.output("clean", out.clean, TestingSink(clean))
     op.output("rejected", out.rejected, TestingSink(rejected))
     op.output("audit", out.audit, TestingSink(audit))
@@ -80,7 +83,7 @@ def test_quarantine_diverts_exactly_the_bad_rows_with_reason_and_rule_ids(entry_
     assert sorted(clean[COLS.source_offset].to_pylist()) == sorted(set(range(20)) - set(expected))
     assert rejected.schema == dlq_schema()
     got = {
-        r.locator.offset: r
+        locator_of(r).offset: r
         for r in rejected_from_dlq_batch(rejected.combine_chunks().to_batches()[0])
     }
     assert set(got) == set(expected)
@@ -88,7 +91,8 @@ def test_quarantine_diverts_exactly_the_bad_rows_with_reason_and_rule_ids(entry_
         assert set(got[offset].rules) == {RULES[n] for n in names}
         assert got[offset].step_id == "validate_test.validate"
         assert got[offset].record_id is not None
-        assert rows[offset]["order_id"] in got[offset].row_json
+        row_json = got[offset].row_json
+        assert row_json is not None and rows[offset]["order_id"] in row_json
         assert f"orders:0@{offset}" in got[offset].message
     # A schema (required) failure is `contract`; value rules are `dq`.
     assert str(got[5].reason) == "contract"
@@ -112,7 +116,7 @@ def test_strict_fails_the_flow_with_rule_column_value_and_locator(entry_point):
             "strict",
             entry_point=entry_point,
         )
-    cause = info.value
+    cause: BaseException | None = info.value
     while cause is not None and not isinstance(cause, ContractViolationError):
         cause = cause.__cause__
     assert isinstance(cause, ContractViolationError), info.value
