@@ -40,9 +40,10 @@ def describe(capsys, *args: str) -> tuple[int, str, str]:
 
 
 def schema_text(schema: pa.Schema) -> str:
-    return schema.to_string(
+    text: str = schema.to_string(
         show_schema_metadata=False, show_field_metadata=False, element_size_limit=1 << 20
     )
+    return text
 
 
 def with_policy(payload: pa.Schema, policy: str) -> pa.Schema:

@@ -123,7 +123,7 @@ def test_decode_value_raises_decode_errors_with_kind(env: tuple[str, int, int]) 
     }
     for kind, payload in cases.items():
         with pytest.raises(DecodeError) as info:
-            codec.decode_value(payload)  # type: ignore[arg-type]
+            codec.decode_value(payload)
         assert getattr(info.value, "kind", None) is kind, kind
     assert codec.decode_value(_good(sid, 3)) == {"id": 3, "name": "n3", "kind": "B"}
 

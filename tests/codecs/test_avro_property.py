@@ -83,7 +83,8 @@ def _type(draw: st.DrawFn, depth: int) -> tuple[Any, Any]:
         name = draw(st.sampled_from(sorted(_PRIMS)))
         return name, _PRIMS[name]
     if kind == "logical":
-        return draw(st.sampled_from(_LOGICAL))
+        logical: tuple[dict[str, Any], Any] = draw(st.sampled_from(_LOGICAL))
+        return logical
     if kind == "enum":
         symbols = draw(st.lists(st.sampled_from("ABCDEFG"), min_size=1, max_size=4, unique=True))
         return {"type": "enum", "name": _name(), "symbols": symbols}, st.sampled_from(symbols)

@@ -231,8 +231,12 @@ NESTED = _record(
 
 
 def _reader(name: str = "R", inner: str = "In", enum: str = "E", **extra: Any) -> dict[str, Any]:
-    inner_t = {"type": "record", "name": inner, "fields": [{"name": "v", "type": "long"}]}
-    enum_t = {"type": "enum", "name": enum, "symbols": ["A", "B"]}
+    inner_t: dict[str, Any] = {
+        "type": "record",
+        "name": inner,
+        "fields": [{"name": "v", "type": "long"}],
+    }
+    enum_t: dict[str, Any] = {"type": "enum", "name": enum, "symbols": ["A", "B"]}
     for key, aliases in extra.items():
         target = {"aliases": inner_t, "enum_aliases": enum_t}.get(key)
         if target is not None:

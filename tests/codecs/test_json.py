@@ -79,7 +79,7 @@ WANT = pa.schema(
         pa.field("maybe", pa.int64()),
     ]
 )
-GOOD = {
+GOOD: dict[str, Any] = {
     "id": 1,
     "name": "n",
     "score": 2,
@@ -117,7 +117,7 @@ def test_good_document_both_paths(schema: dict[str, Any]) -> None:
     assert row.get("counts", {"a": 1}) == {"a": 1} and row["line"]["price"] == {"units": 5}
 
 
-BAD = [
+BAD: list[tuple[Any, FailureKind, str]] = [
     (b'{"id": 1, "at": ', FailureKind.MALFORMED, "malformed"),
     ({**GOOD, "id": "7"}, FailureKind.SCHEMA_MISMATCH, "`id`: expected an integer"),
     ({**GOOD, "id": 1.5}, FailureKind.SCHEMA_MISMATCH, "`id`"),

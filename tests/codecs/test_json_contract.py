@@ -55,9 +55,9 @@ def test_contract_types_are_decoded_without_inference(
 
 
 def _with(order: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
-    doc = orjson.loads(dumps(order))
+    doc: dict[str, Any] = orjson.loads(dumps(order))
     *parents, leaf = path.split(".")
-    node = doc
+    node: Any = doc
     for key in parents:
         node = node[int(key)] if key.isdigit() else node[key]
     if value is _MISSING:
@@ -103,7 +103,7 @@ def test_object_name_is_checked(contract: ContractSpec) -> None:
 
 
 _PATHS = ["total", "items.0.unit_price", "created_at", "items.0.quantity", "customer_id"]
-_VALUES = st.one_of(
+_VALUES: st.SearchStrategy[Any] = st.one_of(
     st.decimals(allow_nan=False, allow_infinity=False, places=3).map(str),
     st.integers(-(2**40), 2**40),
     st.floats(allow_nan=False, allow_infinity=False),

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import thalweg_bytewax.codecs.json as json_codec
 from tests.codecs.json_agreement import SCHEMA as BASE
 from tests.codecs.json_agreement import assert_agrees
+from thalweg_bytewax.codecs._json_fast import NATIVE
 from thalweg_bytewax.codecs.json import JsonCodec
 from thalweg_bytewax.errors import ConfigError, SchemaError
 from thalweg_bytewax.samples import ORDER_JSON_SCHEMA, sample_orders
@@ -65,7 +65,8 @@ def _apply(doc: bytes, edit: tuple[Any, ...]) -> bytes:
         return doc[:at]
     if edit[0] == "drop":
         return doc[:at] + doc[at + edit[2] :]
-    return doc[:at] + edit[2] + doc[at:]
+    insert: bytes = edit[2]
+    return doc[:at] + insert + doc[at:]
 
 
 @settings(max_examples=300, deadline=None)
@@ -180,10 +181,10 @@ def test_large_batches_of_sample_orders_read_alike_on_every_engine() -> None:
     agree(JsonCodec(ORDER_JSON_SCHEMA), payloads[:40])
 
 
-def test_engine_is_checked() -> None:
+def test_engine_is_checked(json_engine: str) -> None:
     with pytest.raises(ConfigError, match="engine must be"):
         JsonCodec(SCHEMA, engine="fast")  # type: ignore[arg-type]
-    if json_codec.NATIVE:
+    if json_engine == "native":  # the codec sees the native reader built and enabled
         JsonCodec(SCHEMA, engine="native")
     else:  # what an installation built without a C compiler says
         with pytest.raises(ConfigError, match="native reader is not built"):
@@ -289,7 +290,7 @@ def test_maps_with_many_keys_decode_like_decode_value_in_linear_time() -> None:
     assert [len(m) for m in res.batch.column("m").to_pylist()] == [200_000, 200_000]
 
 
-@pytest.mark.skipif(not json_codec.NATIVE, reason="the native reader is not built")
+@pytest.mark.skipif(not NATIVE, reason="the native reader is not built")
 def test_a_decoder_without_a_plan_refuses_to_decode() -> None:
     from thalweg_bytewax.codecs import _json_native
 

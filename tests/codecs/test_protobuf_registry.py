@@ -73,14 +73,19 @@ def client() -> Any:
 
 
 def _serialize(client: Any, msg: Any, topic: str = "orders") -> bytes:
-    ser = ProtobufSerializer(type(msg), client, {"use.deprecated.format": False})
-    return ser(msg, SerializationContext(topic, MessageField.VALUE))
+    # Calling confluent-kafka's serializer class gives Any under mypy: name the type.
+    ser: ProtobufSerializer = ProtobufSerializer(
+        type(msg), client, {"use.deprecated.format": False}
+    )
+    payload = ser(msg, SerializationContext(topic, MessageField.VALUE))
+    assert payload is not None
+    return payload
 
 
 def test_nested_non_first_type_with_references_matches_confluent_deserializer(client: Any) -> None:
     msgs = []
     for i in range(50):
-        m = Line(sku=f"s{i}")
+        m: Any = Line(sku=f"s{i}")  # a message class built at run time: fields not static
         if i % 3:
             m.price.currency, m.price.units = "EUR", i * 100
         if i % 2:

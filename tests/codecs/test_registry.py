@@ -70,6 +70,7 @@ def test_mock_scope_is_shared_and_references_resolve() -> None:
     latest = source.get_version("customer-value")
     assert latest.schema_id == sid and latest.version == 1
     guid = client.get_version("customer-value", 1).guid
+    assert guid is not None
     assert source.get_by_guid(guid).schema_str == resolved.schema_str
     # The codec decodes a record whose schema uses the reference.
     import io
@@ -195,7 +196,10 @@ def test_directory_source(tmp_path: Path) -> None:
     (tmp_path / "types.pb").write_bytes(b"\x0a\x03abc")
     guid = uuid.uuid4()
     source = DirectorySchemaSource(
-        tmp_path, ids={40: "named.avsc", guid: "named.avsc", 41: "types.pb"}
+        tmp_path,
+        # DirectorySchemaSource takes (and documents) UUID keys; its `ids` annotation
+        # says int | str only.
+        ids={40: "named.avsc", guid: "named.avsc", 41: "types.pb"},  # type: ignore[dict-item]
     )
 
     assert list(source.get_by_id(12).references) == ["twg.ref.Address"]

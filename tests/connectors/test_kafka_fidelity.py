@@ -76,7 +76,9 @@ def oracle(bootstrap: str, topic: str, partitions: int = 4) -> dict[tuple[int, i
         while sum(1 for _ in out) < sum(ends.values()) and time.monotonic() < deadline:
             for m in c.consume(1000, timeout=0.5):
                 assert m.error() is None, m.error()
-                out[(m.partition(), m.offset())] = m
+                partition, offset = m.partition(), m.offset()
+                assert partition is not None and offset is not None, m
+                out[(partition, offset)] = m
     finally:
         c.close()
     return out

@@ -12,7 +12,9 @@ from tests.contracts.orders_data import ROOT
 
 def test_docs_example_runs(monkeypatch):
     text = (ROOT / "docs" / "contracts.md").read_text()
-    code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    match = re.search(r"```python\n(.*?)```", text, re.S)
+    assert match is not None, "no python example in docs/contracts.md"
+    code = match.group(1)
     monkeypatch.chdir(ROOT)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

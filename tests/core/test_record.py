@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pickle
 from datetime import UTC, datetime
+from typing import TypedDict, cast
+from unittest import mock
 
 import pyarrow as pa
 import pytest
@@ -27,7 +29,34 @@ from thalweg_bytewax.record import (
     records_from_raw_batch,
 )
 
-BASE = dict(cluster="c1", topic="orders", partition=3, offset=42, value=b"payload")
+
+class RecordIdInputs(TypedDict):
+    """The arguments of `record_id`, by name."""
+
+    cluster: str | None
+    topic: str
+    partition: int
+    offset: int
+    value: bytes | None
+
+
+class RecordIdChange(TypedDict, total=False):
+    """Some of the arguments of `record_id`, by name."""
+
+    cluster: str | None
+    topic: str
+    partition: int
+    offset: int
+    value: bytes | None
+
+
+BASE: RecordIdInputs = {
+    "cluster": "c1",
+    "topic": "orders",
+    "partition": 3,
+    "offset": 42,
+    "value": b"payload",
+}
 
 
 def test_record_id_is_deterministic_across_calls_and_processes() -> None:
@@ -52,8 +81,9 @@ def test_record_id_is_deterministic_across_calls_and_processes() -> None:
         {"value": None},
     ],
 )
-def test_record_id_differs_when_any_input_differs(change: dict[str, object]) -> None:
-    assert record_id(**{**BASE, **change}) != record_id(**BASE)  # type: ignore[arg-type]
+def test_record_id_differs_when_any_input_differs(change: RecordIdChange) -> None:
+    changed: RecordIdInputs = {**BASE, **change}
+    assert record_id(**changed) != record_id(**BASE)
 
 
 def test_record_id_null_and_empty_cluster_and_value_are_distinct() -> None:
@@ -102,15 +132,14 @@ def test_record_ids_of_arrow_columns_equal_single_record_ids(
     values = pa.array([v for _, v in rows], pa.binary()).slice(min(cut, len(rows)))
     expected = [record_id(cluster, topic, partition, o, v) for o, v in rows[min(cut, len(rows)) :]]
     if native:
-        assert metadata_mod._native_ids is not None, "built without OpenSSL's headers"
+        # `_native_ids` is a private import of the module, read from its namespace.
+        native_ids = vars(metadata_mod)["_native_ids"]
+        assert native_ids is not None, "built without OpenSSL's headers"
         got = record_ids_array(cluster, topic, partition, offsets, values)
     else:
-        saved = metadata_mod._native_ids
-        metadata_mod._native_ids = None  # what a build without OpenSSL's headers runs
-        try:
+        # What a build without OpenSSL's headers runs.
+        with mock.patch.object(metadata_mod, "_native_ids", None):
             got = record_ids_array(cluster, topic, partition, offsets, values)
-        finally:
-            metadata_mod._native_ids = saved
     assert got.type == pa.binary(16)
     assert got.to_pylist() == expected
 
@@ -227,6 +256,8 @@ def test_messages_with_bytes_like_payloads_keep_every_byte() -> None:
     # payload column and the record id must hold all of its bytes.
     import array
 
+    from confluent_kafka import Message
+
     from thalweg_bytewax.record import raw_batch_from_messages
 
     class Msg:
@@ -259,7 +290,9 @@ def test_messages_with_bytes_like_payloads_keep_every_byte() -> None:
 
     wide = memoryview(array.array("i", [1, 2]))
     values: list[object] = [b"ab", bytearray(b"cd"), wide]
-    batch = raw_batch_from_messages([Msg(i, v) for i, v in enumerate(values)], cluster="c")
+    # Msg stands in for confluent_kafka.Message, whose stubs type value() as bytes only.
+    messages = cast("list[Message]", [Msg(i, v) for i, v in enumerate(values)])
+    batch = raw_batch_from_messages(messages, cluster="c")
     cols = MetadataColumns()
     expected = [b"ab", b"cd", wide.tobytes()]
     assert batch.column(cols.source_value).to_pylist() == expected
