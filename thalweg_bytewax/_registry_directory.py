@@ -58,7 +58,13 @@ class DirectorySchemaSource(SchemaSource):
     """
 
     def __init__(
-        self, directory: str | Path, *, ids: Mapping[SchemaKey, str] | None = None
+        self,
+        directory: str | Path,
+        *,
+        ids: Mapping[int, str]
+        | Mapping[str, str]
+        | Mapping[SchemaKey | uuid.UUID, str]
+        | None = None,
     ) -> None:
         super().__init__()
         self._dir = Path(directory)

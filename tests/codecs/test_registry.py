@@ -195,12 +195,8 @@ def test_directory_source(tmp_path: Path) -> None:
     (tmp_path / "named.avsc").write_text(json.dumps(ADDRESS))
     (tmp_path / "types.pb").write_bytes(b"\x0a\x03abc")
     guid = uuid.uuid4()
-    source = DirectorySchemaSource(
-        tmp_path,
-        # DirectorySchemaSource takes (and documents) UUID keys; its `ids` annotation
-        # says int | str only.
-        ids={40: "named.avsc", guid: "named.avsc", 41: "types.pb"},  # type: ignore[dict-item]
-    )
+    ids: dict[int | str | uuid.UUID, str] = {40: "named.avsc", guid: "named.avsc", 41: "types.pb"}
+    source = DirectorySchemaSource(tmp_path, ids=ids)
 
     assert list(source.get_by_id(12).references) == ["twg.ref.Address"]
     assert json.loads(source.get_by_id(40).schema_str) == ADDRESS
