@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 import importlib
+import logging
+import threading
 from types import ModuleType
 
 from thalweg_bytewax.errors import MissingDependencyError
 
-__all__ = ["require"]
+__all__ = ["log_fallback_once", "require"]
+
+_LOGGED: set[str] = set()
+_LOGGED_LOCK = threading.Lock()
+
+
+def log_fallback_once(logger: logging.Logger, level: int, message: str) -> None:
+    """Log that a slower fallback runs (a native part was not built), once per process."""
+    with _LOGGED_LOCK:
+        if message in _LOGGED:
+            return
+        _LOGGED.add(message)
+    logger.log(level, message)
 
 
 def require(module: str, *, extra: str) -> ModuleType:

@@ -21,6 +21,7 @@ from functools import cached_property
 import numpy as np
 import pyarrow as pa
 
+from thalweg_bytewax._deps import log_fallback_once
 from thalweg_bytewax.errors import ConfigError
 
 __all__ = [
@@ -297,19 +298,6 @@ def record_ids(
     return out
 
 
-_NOTED_NO_NATIVE = False
-
-
-def _note_no_native() -> None:
-    global _NOTED_NO_NATIVE  # noqa: PLW0603 - one note per process
-    if not _NOTED_NO_NATIVE:
-        _NOTED_NO_NATIVE = True
-        logger.info(
-            "record ids: the native hasher is not built (no OpenSSL headers at install); "
-            "hashing with hashlib, about 3x slower per record"
-        )
-
-
 def record_ids_array(
     cluster: str | None,
     topic: str,
@@ -328,7 +316,12 @@ def record_ids_array(
         ids = record_ids(cluster, topic, partition, offsets.to_pylist(), values.to_pylist())
         return pa.array(ids, id_type)
     if _native_ids is None:
-        _note_no_native()
+        log_fallback_once(
+            logger,
+            logging.INFO,
+            "record ids: the native hasher is not built (no OpenSSL headers at install); "
+            "hashing with hashlib, about 3x slower per record",
+        )
         ids = record_ids(cluster, topic, partition, offsets.to_pylist(), values.to_pylist())
         return pa.array(ids, id_type)
     n = len(values)

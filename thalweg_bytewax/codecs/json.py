@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
+from thalweg_bytewax._deps import log_fallback_once
 from thalweg_bytewax.codecs._json_arrow import (
     RowScan,
     _as_binary,
@@ -128,7 +129,12 @@ class JsonCodec:
             )
             raise ConfigError(msg)
         if engine == "auto" and not NATIVE:
-            _warn_no_native()
+            log_fallback_once(
+                logger,
+                logging.WARNING,
+                "json codec: the native reader is not built (no C compiler at install); "
+                "decoding through pyarrow.json, about 3x slower",
+            )
         self._engine = engine if engine != "auto" else ("native" if NATIVE else "pyarrow")
         self._reader: NativeReader | None = None
         self._framing = parse_framing(framing, "json")
@@ -504,19 +510,6 @@ class JsonCodec:
         sample = b"\n".join(orjson.dumps(d) for d in docs) or b"{}"
         table = pj.read_json(io.BytesIO(sample))
         self._set_shape(shape_from_arrow(table.schema))
-
-
-_WARNED_NO_NATIVE = False
-
-
-def _warn_no_native() -> None:
-    global _WARNED_NO_NATIVE  # noqa: PLW0603 - one warning per process
-    if not _WARNED_NO_NATIVE:
-        _WARNED_NO_NATIVE = True
-        logger.warning(
-            "json codec: the native reader is not built (no C compiler at install); "
-            "decoding through pyarrow.json, about 3x slower"
-        )
 
 
 def _one_batch(table: pa.Table, schema: pa.Schema) -> pa.RecordBatch:
