@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import io
 import json
 import pickle
 import socket
@@ -12,7 +13,9 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import fastavro
 import pytest
 from confluent_kafka.schema_registry import Schema, SchemaReference
 
@@ -50,6 +53,15 @@ def _closed_port() -> int:
         return int(s.getsockname()[1])
 
 
+def customer_body(record: dict[str, Any]) -> bytes:
+    """The Avro body of a CUSTOMER record (its `home` field references ADDRESS)."""
+    named: dict[str, Any] = {}
+    fastavro.parse_schema(ADDRESS, named_schemas=named)
+    buf = io.BytesIO()
+    fastavro.schemaless_writer(buf, fastavro.parse_schema(CUSTOMER, named_schemas=named), record)
+    return buf.getvalue()
+
+
 def test_mock_scope_is_shared_and_references_resolve() -> None:
     url = f"mock://reg-{uuid.uuid4()}"
     client = registry_client(url)
@@ -73,19 +85,7 @@ def test_mock_scope_is_shared_and_references_resolve() -> None:
     assert guid is not None
     assert source.get_by_guid(guid).schema_str == resolved.schema_str
     # The codec decodes a record whose schema uses the reference.
-    import io
-
-    import fastavro
-
-    named: dict = {}
-    fastavro.parse_schema(ADDRESS, named_schemas=named)
-    buf = io.BytesIO()
-    fastavro.schemaless_writer(
-        buf,
-        fastavro.parse_schema(CUSTOMER, named_schemas=named),
-        {"id": 1, "home": {"city": "Lyon"}},
-    )
-    payload = encode_confluent(sid, buf.getvalue())
+    payload = encode_confluent(sid, customer_body({"id": 1, "home": {"city": "Lyon"}}))
     for fast in (True, False):
         result = AvroCodec(url, fast=fast).decode_batch([payload])
         assert result.errors == []
@@ -209,20 +209,9 @@ def test_directory_source(tmp_path: Path) -> None:
     with pytest.raises(UnknownSchemaError):
         source.get_by_id(13)
 
-    import io
-
-    import fastavro
-
-    named: dict = {}
-    fastavro.parse_schema(ADDRESS, named_schemas=named)
-    buf = io.BytesIO()
-    fastavro.schemaless_writer(
-        buf,
-        fastavro.parse_schema(CUSTOMER, named_schemas=named),
-        {"id": 5, "home": {"city": "Graz"}},
-    )
+    body = customer_body({"id": 5, "home": {"city": "Graz"}})
     codec = AvroCodec(str(tmp_path))
-    result = codec.decode_batch([encode_confluent(12, buf.getvalue()), encode_confluent(13, b"")])
+    result = codec.decode_batch([encode_confluent(12, body), encode_confluent(13, b"")])
     assert result.batch.to_pylist() == [{"id": 5, "home": {"city": "Graz"}}]
     assert result.errors[0].kind is FailureKind.UNKNOWN_SCHEMA
 

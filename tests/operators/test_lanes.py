@@ -17,7 +17,7 @@ from bytewax.dataflow import Dataflow
 from bytewax.testing import TestingSource, run_main
 
 import thalweg_bytewax.operators as twg
-from tests.contracts.orders_data import COLS, orders, orders_batch, orders_contract
+from tests.contracts.orders_data import COLS, located, orders, orders_batch, orders_contract
 from tests.fixtures.flows import EntryPoint
 from tests.helpers import locator_of
 from thalweg_bytewax.connectors.parquet import ParquetSink, read_lane
@@ -76,16 +76,6 @@ def run_lanes(lake: Path, *, drop: list[DropRule], entry_point: EntryPoint = run
     (lake / "rules").mkdir()
     pq.write_table(ruleset.manifest(), lake / "rules" / f"{ruleset.version}.parquet")
     return ruleset
-
-
-def located(table: pa.Table) -> list[tuple[int, int]]:
-    return list(
-        zip(
-            table[COLS.source_partition].to_pylist(),
-            table[COLS.source_offset].to_pylist(),
-            strict=True,
-        )
-    )
 
 
 def test_every_record_is_clean_rejected_or_dropped_and_audited(

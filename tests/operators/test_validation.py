@@ -13,7 +13,7 @@ from bytewax.dataflow import Dataflow
 from bytewax.testing import TestingSink, TestingSource, run_main
 
 import thalweg_bytewax.operators as twg
-from tests.contracts.orders_data import COLS, orders, orders_batch, orders_contract
+from tests.contracts.orders_data import COLS, located, orders, orders_batch, orders_contract
 from tests.fixtures.flows import EntryPoint
 from tests.helpers import locator_of
 from thalweg_bytewax.contracts import ContractError, ContractViolationError, DropRule, Rule
@@ -57,16 +57,6 @@ def run(batches, mode, *, entry_point: EntryPoint = run_main, **kwargs):
     op.output("audit", out.audit, TestingSink(audit))
     entry_point(flow)
     return [_table(x) for x in (clean, rejected, audit)]
-
-
-def located(table: pa.Table) -> list[tuple[int, int]]:
-    return list(
-        zip(
-            table[COLS.source_partition].to_pylist(),
-            table[COLS.source_offset].to_pylist(),
-            strict=True,
-        )
-    )
 
 
 def _table(items):
