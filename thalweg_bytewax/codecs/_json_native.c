@@ -551,17 +551,28 @@ static int after_member(Parser *ps, unsigned char close) {
     return DEFER;
 }
 
-static int skip_value(Parser *ps);
-
-static int skip_container(Parser *ps, unsigned char close) {
+/* Into an array or object whose opening bracket is at ps->p: CLOSED when it is empty
+   (the closing bracket consumed), OK when members follow, DEFER when too deep. */
+static int enter(Parser *ps, unsigned char close) {
     if (++ps->depth > MAX_DEPTH) return DEFER;
     ps->p++;
     skip_ws(ps);
     if (ps->p < ps->end && *ps->p == close) {
         ps->p++;
+        return CLOSED;
+    }
+    return OK;
+}
+
+static int skip_value(Parser *ps);
+
+static int skip_container(Parser *ps, unsigned char close) {
+    int opened = enter(ps, close);
+    if (opened == CLOSED) {
         ps->depth--;
         return OK;
     }
+    if (opened) return opened;
     for (;;) {
         int rc;
         if (close == '}') {
@@ -606,15 +617,11 @@ static int append_null(Parser *ps, const Node *n);
 
 static int parse_struct(Parser *ps, const Node *n) {
     Col *c = &ps->cols[n->id];
-    if (++ps->depth > MAX_DEPTH) return DEFER;
-    ps->p++; /* '{' */
     if (n->nfields) memset(c->seen, 0, (size_t)n->nfields);
     Py_ssize_t next = 0; /* fields usually come in schema order */
-    int rc;
-    skip_ws(ps);
-    if (ps->p < ps->end && *ps->p == '}') {
-        ps->p++;
-    } else {
+    int rc = enter(ps, '}');
+    if (rc == DEFER) return rc;
+    if (rc != CLOSED) {
         for (;;) {
             skip_ws(ps);
             if (ps->p >= ps->end || *ps->p != '"') return DEFER;
@@ -671,13 +678,9 @@ static int parse_struct(Parser *ps, const Node *n) {
 static int parse_list(Parser *ps, const Node *n) {
     Col *c = &ps->cols[n->id];
     const Node *item = n->children[0];
-    if (++ps->depth > MAX_DEPTH) return DEFER;
-    ps->p++; /* '[' */
-    int rc;
-    skip_ws(ps);
-    if (ps->p < ps->end && *ps->p == ']') {
-        ps->p++;
-    } else {
+    int rc = enter(ps, ']');
+    if (rc == DEFER) return rc;
+    if (rc != CLOSED) {
         for (;;) {
             if ((rc = parse_value(ps, item))) return rc;
             if ((rc = after_member(ps, ']')) == CLOSED) break;
@@ -728,14 +731,10 @@ static int parse_map(Parser *ps, const Node *n) {
     Col *c = &ps->cols[n->id];
     Col *kc = &ps->cols[n->keys->id];
     const Node *item = n->children[0];
-    if (++ps->depth > MAX_DEPTH) return DEFER;
-    ps->p++; /* '{' */
     int64_t first = kc->length;
-    int rc;
-    skip_ws(ps);
-    if (ps->p < ps->end && *ps->p == '}') {
-        ps->p++;
-    } else {
+    int rc = enter(ps, '}');
+    if (rc == DEFER) return rc;
+    if (rc != CLOSED) {
         for (;;) {
             skip_ws(ps);
             if (ps->p >= ps->end || *ps->p != '"') return DEFER;
