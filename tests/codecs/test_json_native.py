@@ -378,3 +378,16 @@ def test_null_fields_and_types_without_a_json_form() -> None:
     assert res.errors[0].message == "json field `n`: expected null; got 0"
     with pytest.raises(SchemaError, match="no JSON conversion for Arrow type binary at `b`"):
         JsonCodec(pa.schema([pa.field("b", pa.binary())]))
+
+
+def test_the_pyarrow_fallback_is_logged_once(
+    json_engine: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import thalweg_bytewax._deps as deps
+
+    monkeypatch.setattr(deps, "_LOGGED", set())
+    with caplog.at_level("WARNING", logger="thalweg_bytewax.codecs.json"):
+        JsonCodec(SCHEMA)
+        JsonCodec(SCHEMA)
+    warned = [r for r in caplog.records if "native reader is not built" in r.getMessage()]
+    assert len(warned) == (0 if json_engine == "native" else 1)

@@ -245,3 +245,17 @@ def test_error_classification_is_transient_only_by_allow_list(code: str, fatal: 
     from thalweg_bytewax.connectors._kafka_common import is_fatal
 
     assert is_fatal(KafkaError(getattr(KafkaError, code))) is fatal
+
+
+def test_workers_listing_together_ask_for_watermarks_once(
+    kafka_bootstrap: str, make_topic: Any
+) -> None:
+    # Bytewax lists partitions on every worker; workers of one process share the source.
+    topic = make_topic()
+    produce(kafka_bootstrap, topic, [{"value": b"x", "partition": 0}])
+    source = KafkaSource([kafka_bootstrap], [topic])
+    source.list_parts()
+    first = dict(source._watermarks)
+    source.list_parts()
+    assert source._watermarks == first  # same entries, same fetch times: not asked again
+    assert first[(topic, 0)][:2] == (0, 1)

@@ -299,3 +299,19 @@ def test_messages_with_bytes_like_payloads_keep_every_byte() -> None:
     assert batch.column(cols.record_id).to_pylist() == [
         record_id("c", "t", 0, i, v) for i, v in enumerate(expected)
     ]
+
+
+def test_the_hashlib_fallback_is_logged_once(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import thalweg_bytewax._deps as deps
+
+    monkeypatch.setattr(deps, "_LOGGED", set())
+    monkeypatch.setattr(metadata_mod, "_native_ids", None)
+    values, offsets = pa.array([b"a"], pa.binary()), pa.array([0], pa.int64())
+    with caplog.at_level("INFO", logger="thalweg_bytewax.metadata"):
+        for _ in range(2):
+            got = record_ids_array("c", "t", 0, offsets, values)
+    assert got.to_pylist() == [record_id("c", "t", 0, 0, b"a")]
+    noted = [r for r in caplog.records if "native hasher is not built" in r.getMessage()]
+    assert len(noted) == 1
