@@ -35,3 +35,16 @@ def test_raw_lane_and_read_lane_examples(
         check=True,
     )
     assert out.stdout.startswith("500 records;")
+
+
+def test_json_decode_example() -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "docs/examples/json_decode.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    lines = out.stdout.splitlines()
+    assert "'a-1'" in lines[0] and "'a-3'" in lines[0] and "'total': 2.0" in lines[0]
+    assert lines[1] == "1 schema_mismatch json field `total`: expected a number; got '12.5'"
+    assert lines[2].startswith("4 malformed json payload is malformed")
