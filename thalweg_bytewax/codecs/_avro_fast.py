@@ -12,8 +12,9 @@ used only when it can be proven exact:
   default fails to parse there; decoding never needs a writer's defaults);
 * one block per writer schema (mixing writer schemas in one block returns wrong data
   without an error);
-* any failure — including ``PanicException``, which is not an ``Exception`` — returns
-  ``None`` and the caller decodes the group on the exact path;
+* any ``Exception`` (except ``MemoryError``) and polars' ``PanicException``, which is
+  not an ``Exception``, return ``None`` and the caller decodes the group on the exact
+  path; ``KeyboardInterrupt``, ``SystemExit`` and ``MemoryError`` propagate;
 * **record boundaries are verified**: polars reads the block as one byte stream, so a
   truncated body would shift every record after it. After decoding, the encoded size of
   every row is recomputed from the decoded columns (vectorised) and must equal the body
@@ -52,16 +53,21 @@ __all__ = [
 _SYNC = os.urandom(16)
 _MAX_FAST_DECIMAL_PRECISION = 18  # unscaled values fit int64, so sizes stay vectorised
 _polars: Any = None
+# polars' panic type (a BaseException), set when polars loads; until then nothing polars
+# raises can reach an ``except``, so plain ``Exception`` stands in.
+_PanicException: type[BaseException] = Exception
 
 
 def _load_polars() -> Any:
-    global _polars  # noqa: PLW0603 - lazy optional import, once per process
+    global _polars, _PanicException  # noqa: PLW0603 - lazy optional import, once per process
     if _polars is None:
         try:
             import polars  # noqa: PLC0415 - optional extra `fast`
+            from polars.exceptions import PanicException  # noqa: PLC0415
         except ImportError:
             _polars = False
         else:
+            _PanicException = PanicException
             _polars = polars
     return _polars or None
 
@@ -211,7 +217,13 @@ def decode_block(header: bytes, node: AvroNode, bodies: pa.BinaryArray) -> pa.Re
         # path, which reports the row.
         if has_tags(node) and tag_errors(bodies, arrays, node).any():
             return None
-    except BaseException:  # noqa: BLE001 - polars panics are BaseException; fall back
+    except MemoryError:
+        # Not a limit of polars: the exact path needs more memory (a dict per record),
+        # so falling back would only hide the exhaustion.
+        raise
+    except (Exception, _PanicException):
+        # polars' PanicException derives from BaseException; catch it by name so that
+        # KeyboardInterrupt and SystemExit still propagate.
         return None
     return batch
 
