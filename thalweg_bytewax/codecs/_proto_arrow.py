@@ -23,6 +23,7 @@ import logging
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import compress
 from typing import Any
 
 import numpy as np
@@ -66,18 +67,50 @@ _DURATION = "google.protobuf.Duration"
 # leaf nodes live in _proto_nodes, the message node here because it holds a plan.
 
 
+def _empty_struct(n: int, mask: np.ndarray | None) -> pa.Array:
+    """``n`` values of an empty message: ``struct<>`` carries its length and nulls itself.
+
+    ``StructArray.from_arrays`` takes the length from the children, and an empty
+    message has none.
+    """
+    validity = None if mask is None else pa.array(~mask, pa.bool_()).buffers()[1]
+    return pa.StructArray.from_buffers(pa.struct([]), n, [validity])
+
+
 class _Message(_Node):
     def __init__(self, plan: MessagePlan) -> None:
         self.plan = plan
         self.arrow_type = pa.struct(plan.fields)
 
     def array(self, values: list[Any], mask: np.ndarray | None, stats: ProtoStats) -> pa.Array:
+        if not values:  # e.g. a repeated field no row fills: no walk of the plan below
+            return pa.array([], self.arrow_type)
+        if not self.plan.fields:
+            return _empty_struct(len(values), mask)
         children = self.plan.columns(values, stats)
         return pa.StructArray.from_arrays(
             children,
             fields=self.plan.fields,
             mask=None if mask is None else pa.array(mask, pa.bool_()),
         )
+
+    def present(
+        self, msgs: Sequence[Any], absent: np.ndarray, get: Callable[[Any], Any], stats: ProtoStats
+    ) -> pa.Array:
+        """The column of an optional sub-message, built over the rows that set it.
+
+        Unset rows are never walked: the cost follows the data, not the size of the
+        plan below this field (a recursive type compiles to thousands of fields).
+        """
+        n = len(msgs)
+        if not absent.any():
+            return self.array(list(map(get, msgs)), None, stats)
+        if absent.all():
+            return pa.nulls(n, self.arrow_type)
+        values = list(map(get, compress(msgs, ~absent)))
+        dense = self.array(values, None, stats)
+        at = np.cumsum(~absent, dtype=np.int64) - 1
+        return dense.take(pa.array(at, pa.int64(), mask=absent))
 
     def value(self, v: Any, stats: ProtoStats) -> Any:
         return self.plan.to_dict(v, stats)
@@ -105,6 +138,8 @@ class _FieldPlan:
         if self.mode == "presence":
             name = self.name
             mask = np.fromiter((not m.HasField(name) for m in msgs), np.bool_, len(msgs))
+            if isinstance(node, _Message):
+                return node.present(msgs, mask, get, stats)
             values = list(map(get, msgs))
             if isinstance(node, _Scalar):
                 values = [None if k else v for v, k in zip(values, mask, strict=True)]
@@ -154,8 +189,25 @@ class MessagePlan:
         return pa.schema(self.fields)
 
     def columns(self, msgs: Sequence[Any], stats: ProtoStats) -> list[pa.Array]:
-        """One Arrow array per field, over parsed messages (never empty-safe issues)."""
+        """One Arrow array per field, over parsed messages."""
         return [p.column(msgs, stats) for p in self.plans]
+
+    def record_batch(self, msgs: Sequence[Any], stats: ProtoStats) -> pa.RecordBatch:
+        """Top-level messages as one batch of :attr:`schema`, one row per message.
+
+        A message type without fields still yields ``len(msgs)`` rows.
+
+        Raises:
+            ValueOutOfRange: When a value has no Arrow form (nothing is counted then).
+            pyarrow.ArrowException: When Arrow refuses the arrays (nothing is counted).
+        """
+        counted = ProtoStats()
+        if self.fields:
+            batch = pa.RecordBatch.from_arrays(self.columns(msgs, counted), schema=self.schema)
+        else:
+            batch = pa.RecordBatch.from_struct_array(_empty_struct(len(msgs), None))
+        stats.add(counted)
+        return batch
 
     def to_dict(self, m: Any, stats: ProtoStats) -> dict[str, Any]:
         """One parsed message as a dict, equal to its batch row."""
@@ -180,7 +232,7 @@ class _Compiler:
         assert msg_type is not None  # set on every message and group field
         name = msg_type.full_name
         if name in _WRAPPERS:
-            return _Wrapper(_WRAPPERS[name])
+            return _Wrapper(_WRAPPERS[name], path)
         if name == _TIMESTAMP:
             return _Timestamp(path)
         if name == _DURATION:

@@ -84,6 +84,14 @@ class ProtoStats:
     unknown_enums: int = 0
     """Open-enum values whose number the schema does not name (kept as the number)."""
 
+    def add(self, other: ProtoStats) -> None:
+        """Add ``other``'s counts: a conversion counts into a scratch and lands once."""
+        self.decoded += other.decoded
+        self.failed += other.failed
+        self.depth_capped += other.depth_capped
+        self.truncated_nanos += other.truncated_nanos
+        self.unknown_enums += other.unknown_enums
+
 
 class _Node:
     arrow_type: pa.DataType
@@ -163,14 +171,26 @@ class _Enum(_Node):
 
 
 class _Wrapper(_Node):
-    def __init__(self, arrow_type: pa.DataType) -> None:
+    def __init__(self, arrow_type: pa.DataType, path: str) -> None:
         self.arrow_type = arrow_type
+        self.path = path
+        # A descriptor set may bring its own proto2 copy of wrappers.proto, whose
+        # StringValue upb does not UTF-8-check: check it here, as _String does.
+        self._text = arrow_type == pa.string()
 
     def array(self, values: list[Any], mask: np.ndarray | None, stats: ProtoStats) -> pa.Array:
-        return pa.array([w.value for w in values], self.arrow_type, mask=mask)
+        out = [w.value for w in values]
+        if self._text and not set(map(type, out)) <= {str}:
+            msg = f"string field `{self.path}` is not valid UTF-8"
+            raise ValueOutOfRange(msg)
+        return pa.array(out, self.arrow_type, mask=mask)
 
     def value(self, v: Any, stats: ProtoStats) -> Any:
-        return v.value
+        out = v.value
+        if self._text and type(out) is not str:
+            msg = f"string field `{self.path}` is not valid UTF-8"
+            raise ValueOutOfRange(msg)
+        return out
 
 
 def _micros(values: list[Any], lo: int, hi: int, what: str, path: str) -> tuple[np.ndarray, int]:

@@ -200,7 +200,8 @@ class ProtobufCodec:
             assert target is not None  # noqa: S101 - resolving sets it
             if res is not target:
                 msg_obj = _reparse(target, msg_obj)
-            out = target.plan.to_dict(msg_obj, self.stats)
+            counted = ProtoStats()  # lands only if the whole row converts
+            out = target.plan.to_dict(msg_obj, counted)
         except ValueOutOfRange as exc:
             self.stats.failed += 1
             msg = f"protobuf payload: {exc}"
@@ -208,6 +209,7 @@ class ProtobufCodec:
         except (ProtobufDecodeError, FramingError, SchemaLookupError) as exc:
             self.stats.failed += 1
             raise _as_error(exc) from exc
+        self.stats.add(counted)
         self.stats.decoded += 1
         return out
 
@@ -261,11 +263,11 @@ class ProtobufCodec:
             errors.sort(key=lambda e: e.index)
             msgs = [m for _, _, m in rows]
         try:
-            batch = pa.RecordBatch.from_arrays(
-                target.plan.columns(msgs, self.stats), schema=target.plan.schema
-            )
+            # Counts land in self.stats only when the whole batch converts, so a row
+            # is counted once whichever path ends up converting it.
+            batch = target.plan.record_batch(msgs, self.stats)
         except (ValueOutOfRange, pa.ArrowException):
-            batch, more = self._pinpoint(target, rows, msgs)
+            batch, more = self._pinpoint(target, [(i, m) for i, _, m in rows])
             errors.extend(more)
             errors.sort(key=lambda e: e.index)
         self.stats.decoded += batch.num_rows
@@ -306,31 +308,54 @@ class ProtobufCodec:
         return res, msgs
 
     def _pinpoint(
-        self, target: _Resolved, rows: list[tuple[int, _Resolved, Any]], msgs: list[Any]
+        self, target: _Resolved, rows: list[tuple[int, Any]]
     ) -> tuple[pa.RecordBatch, list[DecodeFailure]]:
-        scratch = ProtoStats()
+        """Split a batch whose conversion failed into converted rows and failures.
+
+        Never one columnar pass per row: a columnar pass walks every field of the plan
+        and the rows of a large type cost milliseconds each that way. Each row is
+        checked alone by the dict path, whose cost follows the row's data (a row stops
+        at its first bad value); the rows it accepts convert in one pass. Values only
+        Arrow refuses are then isolated by halving, k of them in O(k log n) passes.
+        """
+        scratch = ProtoStats()  # the check converts nothing: its counts are dropped
+        to_dict = target.plan.to_dict
         good: list[tuple[int, Any]] = []
         bad: list[DecodeFailure] = []
-        for (i, _, _), m in zip(rows, msgs, strict=True):
+        for i, m in rows:
             try:
-                target.plan.to_dict(m, scratch)
+                to_dict(m, scratch)
                 good.append((i, m))
             except (ValueOutOfRange, pa.ArrowException) as exc:
                 bad.append(DecodeFailure(i, FailureKind.MALFORMED, f"protobuf payload: {exc}"))
+        batches: list[pa.RecordBatch] = []
+        self._halve(target, good, batches, bad)
+        if len(batches) == 1:
+            return batches[0], bad
+        if not batches:
+            return target.plan.record_batch([], self.stats), bad
+        return pa.concat_batches(batches), bad
+
+    def _halve(
+        self,
+        target: _Resolved,
+        part: list[tuple[int, Any]],
+        into: list[pa.RecordBatch],
+        bad: list[DecodeFailure],
+    ) -> None:
+        """Convert ``part`` in one pass, or its halves (left first: row order holds)."""
+        if not part:
+            return
         try:
-            cols = target.plan.columns([m for _, m in good], self.stats)
-        except (ValueOutOfRange, pa.ArrowException):
-            # A value the dict path accepts but Arrow refuses: find it row by row.
-            kept: list[Any] = []
-            for i, m in good:
-                try:
-                    target.plan.columns([m], scratch)
-                    kept.append(m)
-                except (ValueOutOfRange, pa.ArrowException) as exc:
-                    text = f"protobuf payload: {exc}"
-                    bad.append(DecodeFailure(i, FailureKind.MALFORMED, text))
-            cols = target.plan.columns(kept, self.stats)
-        return pa.RecordBatch.from_arrays(cols, schema=target.plan.schema), bad
+            into.append(target.plan.record_batch([m for _, m in part], self.stats))
+        except (ValueOutOfRange, pa.ArrowException) as exc:
+            if len(part) == 1:
+                text = f"protobuf payload: {exc}"
+                bad.append(DecodeFailure(part[0][0], FailureKind.MALFORMED, text))
+                return
+            mid = len(part) // 2
+            self._halve(target, part[:mid], into, bad)
+            self._halve(target, part[mid:], into, bad)
 
     def _parse(self, res: _Resolved, body: bytes) -> Any:
         if res.reserved:
