@@ -24,7 +24,7 @@ from thalweg_bytewax.contracts.spec import ContractSpec
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import MetadataColumns
 
-from ._window import SeenWindow, batch_time, key_values
+from ._window import DEFAULT_ALLOWED_SKEW, EventClock, SeenWindow, check_allowed_skew, key_values
 
 __all__ = ["dedup"]
 
@@ -38,10 +38,24 @@ class _DedupLogic(StatefulLogic[pa.RecordBatch, pa.RecordBatch, tuple[Any, ...]]
         window: timedelta,
         time_column: str | None,
         resume_state: tuple[Any, ...] | None,
+        *,
+        step_id: str = "dedup",
+        allowed_skew: timedelta = DEFAULT_ALLOWED_SKEW,
+        ingest_column: str = _DEFAULT_COLUMNS.ingest_ts,
     ) -> None:
         self._key_columns = key_columns
-        self._time_column = time_column
-        self._seen = SeenWindow(window, resume_state)
+        self._clock = EventClock(
+            f"dedup `{step_id}`",
+            time_column,
+            allowed_skew=allowed_skew,
+            ingest_column=ingest_column,
+        )
+        self._seen = SeenWindow(window, resume_state, allowed_skew=allowed_skew)
+
+    @property
+    def clamped(self) -> int:
+        """Records whose event time was clamped to ingest time + allowed skew."""
+        return self._clock.clamped
 
     @override
     def on_item(self, value: pa.RecordBatch) -> tuple[list[pa.RecordBatch], bool]:
@@ -69,7 +83,11 @@ class _DedupLogic(StatefulLogic[pa.RecordBatch, pa.RecordBatch, tuple[Any, ...]]
                 candidates &= np.asarray(col.is_valid().to_numpy(zero_copy_only=False), bool)
         rows = np.flatnonzero(candidates)
         keys = key_values(batch, self._key_columns, rows)
-        hits = self._seen.check_and_add(keys, batch_time(batch, self._time_column))
+        now, times = self._clock(batch)
+        row_times = None
+        if times is not None:
+            row_times = times.take(pa.array(rows, pa.int64())).to_numpy(zero_copy_only=False)
+        hits = self._seen.check_and_add(keys, now, row_times)
         drop[rows[hits]] = True
         if not drop.any():
             return batch
@@ -122,6 +140,7 @@ def dedup(
     contract: ContractSpec | None = None,
     object_name: str | None = None,
     time_column: str | None = None,
+    allowed_skew: timedelta = DEFAULT_ALLOWED_SKEW,
     columns: MetadataColumns = _DEFAULT_COLUMNS,
 ) -> KeyedStream[pa.RecordBatch]:
     """Pass each record once per window; later copies are dropped.
@@ -134,6 +153,15 @@ def dedup(
     Records whose key is null pass through and are never remembered. Content dedup is
     per source partition: a producer that keys by the natural key retries into the same
     partition.
+
+    Event time is the producer's, so it is clamped before it moves the window: a record
+    counts at most its ingest time (``<prefix>ingest_ts``, else the processing time)
+    plus ``allowed_skew``, and the window's clock is the newest clamped time. A time
+    older than the clock (0, negative, years late) never moves it back; its key is
+    remembered as if seen at the clock. Keys are remembered for ``window +
+    allowed_skew`` of clock time, so a duplicate within ``window`` of honest time is
+    dropped even after a future-dated record, and memory holds at most the keys of
+    ``window + allowed_skew`` plus one bucket (a sixteenth of the window).
 
     ```python
     import thalweg_bytewax.operators as twg
@@ -155,14 +183,31 @@ def dedup(
         object_name: The contract's schema object, if it has several.
         time_column: A timestamp column giving event time; default
             ``<prefix>source_timestamp`` when the batch carries it, else processing time.
+        allowed_skew: How far ahead of its ingest time a record's event time may be
+            before it is clamped (default one minute). Clamped records are counted and
+            logged once each time clamping starts or stops.
         columns: Metadata column names.
 
     Returns:
         The keyed batches without the duplicates.
 
     Raises:
-        ConfigError: At build time, for content dedup without a declared natural key.
+        ConfigError: At build time, for content dedup without a declared natural key,
+            or a negative ``allowed_skew``.
     """
     keys = _key_columns(by, contract, object_name, columns, step_id)
+    check_allowed_skew(allowed_skew, f"dedup `{step_id}`")
     tcol = time_column or columns.source_timestamp
-    return op.stateful("dedup", up, lambda resume: _DedupLogic(keys, window, tcol, resume))
+
+    def build(resume: tuple[Any, ...] | None) -> _DedupLogic:
+        return _DedupLogic(
+            keys,
+            window,
+            tcol,
+            resume,
+            step_id=step_id,
+            allowed_skew=allowed_skew,
+            ingest_column=columns.ingest_ts,
+        )
+
+    return op.stateful("dedup", up, build)

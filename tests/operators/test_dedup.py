@@ -80,11 +80,15 @@ def test_content_dedup_without_a_declared_natural_key_is_refused_at_build():
 
 
 def test_window_bounds_memory_and_forgets_old_keys():
-    seen = SeenWindow(HOUR)
+    seen = SeenWindow(HOUR, allowed_skew=timedelta(0))
+    # With the default skew (a minute, rounded up to a bucket) a bucket more is kept.
+    with_skew = SeenWindow(HOUR)
     t0 = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
     for i in range(100):  # one key a minute for 100 minutes
         assert not seen.check_and_add([f"k{i}"], t0 + 60 * i).any()
+        with_skew.check_and_add([f"k{i}"], t0 + 60 * i)
     assert 60 <= len(seen) <= 60 + 60 // 16 + 1
+    assert 61 <= len(with_skew) <= 60 + 2 * 60 / 16
     assert seen.check_and_add(["k99"], t0 + 6000).tolist() == [True]
     assert seen.check_and_add(["k0"], t0 + 6000).tolist() == [False]  # expired: new again
     restored = SeenWindow(HOUR, seen.snapshot())

@@ -43,7 +43,7 @@ _FORGETFUL_RUNNER = """
 import runpy, sys
 import thalweg_bytewax.operators._window as window
 _init = window.SeenWindow.__init__
-window.SeenWindow.__init__ = lambda self, w, state=None: _init(self, w, None)
+window.SeenWindow.__init__ = lambda self, w, state=None, **kw: _init(self, w, None, **kw)
 sys.argv = ["bytewax.run", *sys.argv[1:]]
 runpy.run_module("bytewax.run", run_name="__main__", alter_sys=True)
 """
