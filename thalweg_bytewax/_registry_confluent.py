@@ -6,16 +6,21 @@ Private to :mod:`thalweg_bytewax.registry`, which re-exports every public name.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
-import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
+from thalweg_bytewax._registry_urls import (
+    RegistryUrls,
+    clean_cause,
+    client_urls,
+    parse_registry_urls,
+    redact_registry_url,
+)
 from thalweg_bytewax.errors import ConfigError
 
 try:  # confluent-kafka's registry client uses httpx2 when present, else httpx
@@ -42,48 +47,24 @@ _RETRIABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 # while the backend is down, a wrong base path: error code -1) says nothing about the
 # schema, so it is retried and then reported as an outage, never as unknown data.
 _NOT_FOUND_CODES = frozenset({40400, 40401, 40402, 40403, 40404, 40406})
-# A comma starts a new URL only when a scheme follows it, so a comma in a password does
-# not split the userinfo into a part that escapes redaction.
-_URL_SPLIT = re.compile(r",(?=\s*[A-Za-z][A-Za-z0-9+.-]*://)")
-_SENSITIVE_PARAMS = ("key", "token", "secret", "password", "passwd", "auth", "credential")
 _mock_clients: dict[str, SchemaRegistryClient] = {}
 _mock_lock = threading.Lock()
-
-
-def _redact_query(query: str) -> str:
-    parts = []
-    for part in query.split("&"):
-        name, eq, _value = part.partition("=")
-        key = urllib.parse.unquote_plus(name).lower()
-        secret = eq and any(word in key for word in _SENSITIVE_PARAMS)
-        parts.append(f"{name}=***" if secret else part)
-    return "&".join(parts)
-
-
-def _redact_one(url: str) -> str:
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        return url
-    # The userinfo runs up to the *last* ``@``: a password may hold ``/``, ``?``, ``#`` or
-    # ``@`` itself, which ``urlsplit`` would take for the start of the path, query or host.
-    # An ``@`` in the path or query makes this redact more than the userinfo, never less.
-    at = rest.rfind("@")
-    if at >= 0:
-        rest = "***@" + rest[at + 1 :]
-    split = urllib.parse.urlsplit(f"{scheme}://{rest}")
-    if split.query:
-        split = split._replace(query=_redact_query(split.query))
-    return urllib.parse.urlunsplit(split)
 
 
 def redact_url(url: str) -> str:
     """``url`` (or a comma-separated list) with credentials replaced by ``***``.
 
-    The whole userinfo (everything up to the last ``@`` before the host) becomes ``***@``
-    and the value of any query parameter whose name mentions a key, token, secret,
-    password or auth becomes ``***``.
+    The whole userinfo (everything up to the last ``@`` before the host, also in a
+    scheme-less ``user:pass@host:port``) becomes ``***@``; every query value and the
+    fragment become ``***``.
+
+    Args:
+        url: One registry URL or several, comma-separated.
+
+    Returns:
+        The URL(s), safe for messages, reprs and logs.
     """
-    return ",".join(_redact_one(part) for part in _URL_SPLIT.split(url))
+    return redact_registry_url(url)
 
 
 def registry_client(url: str, conf: Mapping[str, Any] | None = None) -> SchemaRegistryClient:
@@ -146,18 +127,26 @@ class RegistrySchemaSource(SchemaSource):
         if isinstance(registry, str):
             # The client's own retry loop sleeps up to 20 s per attempt by default; we
             # retry here instead so the bound is ours and the error names the URL.
-            settings = {"max.retries": 0, "timeout": 10, **(conf or {})}
+            urls = parse_registry_urls(registry, {"max.retries": 0, "timeout": 10, **(conf or {})})
+            failure: Exception | None = None
             try:
-                self._client = registry_client(registry, settings)
-            except (ValueError, TypeError) as exc:
-                msg = f"schema registry `{redact_url(registry)}`: invalid configuration ({exc})"
-                raise ConfigError(msg) from exc
-            urls = registry
+                self._client = registry_client(urls.url, urls.conf)
+            except Exception as exc:  # noqa: BLE001 - any client failure is a config error
+                failure = exc
+            if failure is not None:
+                # Raised outside the ``except``: a cause quoting a secret is not chained.
+                msg = (
+                    f"schema registry `{urls.shown}`: invalid client configuration "
+                    f"({type(failure).__name__}: {urls.scrub(str(failure))}); check the "
+                    f"settings in `conf`"
+                )
+                raise ConfigError(msg) from clean_cause(failure, urls)
         else:
             self._client = registry
             rest = getattr(registry, "_rest_client", None)
-            urls = ",".join(getattr(rest, "base_urls", None) or ["<client>"])
-        self._url = redact_url(urls)
+            urls = client_urls(getattr(rest, "base_urls", None) or [], getattr(rest, "auth", None))
+        self._urls: RegistryUrls = urls
+        self._url = urls.shown
         self._max_attempts = max_attempts
         self._initial_backoff_s = initial_backoff_s
         self._max_backoff_s = max_backoff_s
@@ -175,31 +164,17 @@ class RegistrySchemaSource(SchemaSource):
     def _call(self, what: str, call: Callable[[], _T]) -> _T:
         delay = self._initial_backoff_s
         for attempt in range(1, self._max_attempts + 1):
+            failure: Exception
             try:
                 return call()
-            except SchemaRegistryError as exc:
-                status = exc.http_status_code
-                if status == 404 and exc.error_code in _NOT_FOUND_CODES:
-                    msg = f"schema registry `{self._url}`: {what} not found ({exc.error_message})"
-                    raise UnknownSchemaError(msg) from exc
-                if status not in _RETRIABLE_STATUS and status != 404:
-                    msg = (
-                        f"schema registry `{self._url}`: {what} failed with HTTP {status} "
-                        f"(error code {exc.error_code}); check the registry URL and credentials"
-                    )
-                    raise RegistryError(msg) from exc
-                cause: Exception = exc
-                reason = f"HTTP {status} (error code {exc.error_code})"
-            except _httpx.TransportError as exc:
-                cause = exc
-                reason = type(exc).__name__
-            if attempt == self._max_attempts:
-                msg = (
-                    f"schema registry `{self._url}` unreachable: {what} failed "
-                    f"{attempt} times (last: {reason}); this is an outage, not bad data — "
-                    f"check that the registry is up and reachable"
-                )
-                raise RegistryUnavailableError(msg) from cause
+            except (SchemaRegistryError, _httpx.TransportError) as exc:
+                failure = exc
+            # Decided and raised outside the ``except``: the client's exception is
+            # chained only when no text in it quotes a secret (a server may echo the
+            # credentials it received), so it is not kept as ``__context__`` either.
+            error, reason = self._classify(what, failure, attempt)
+            if error is not None:
+                raise error from clean_cause(failure, self._urls)
             logger.warning(
                 "schema registry %s: %s failed (%s), attempt %s of %s; retrying in %.2fs",
                 self._url,
@@ -213,6 +188,34 @@ class RegistrySchemaSource(SchemaSource):
             delay = min(delay * 2, self._max_backoff_s)
         msg = "unreachable"  # pragma: no cover - the loop always returns or raises
         raise AssertionError(msg)
+
+    def _classify(
+        self, what: str, failure: Exception, attempt: int
+    ) -> tuple[RegistryError | None, str]:
+        """The error to raise for ``failure`` (``None``: retry) and a short reason."""
+        if isinstance(failure, SchemaRegistryError):
+            status = failure.http_status_code
+            if status == 404 and failure.error_code in _NOT_FOUND_CODES:
+                said = self._urls.scrub(str(failure.error_message))
+                msg = f"schema registry `{self._url}`: {what} not found ({said})"
+                return UnknownSchemaError(msg), ""
+            if status not in _RETRIABLE_STATUS and status != 404:
+                msg = (
+                    f"schema registry `{self._url}`: {what} failed with HTTP {status} "
+                    f"(error code {failure.error_code}); check the registry URL and credentials"
+                )
+                return RegistryError(msg), ""
+            reason = f"HTTP {status} (error code {failure.error_code})"
+        else:
+            reason = type(failure).__name__
+        if attempt < self._max_attempts:
+            return None, reason
+        msg = (
+            f"schema registry `{self._url}` unreachable: {what} failed "
+            f"{attempt} times (last: {reason}); this is an outage, not bad data — "
+            f"check that the registry is up and reachable"
+        )
+        return RegistryUnavailableError(msg), reason
 
     def _resolve_refs(self, schema: Schema, fmt: str | None) -> dict[str, ResolvedSchema]:
         out: dict[str, ResolvedSchema] = {}

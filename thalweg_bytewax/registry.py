@@ -65,6 +65,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+# Schemes are case-insensitive (RFC 3986 §3.1); ``HTTPS://`` is a registry URL too.
+_URL_PREFIXES = ("http://", "https://", "mock://")
+
 
 def schema_source(
     registry: SchemaSource | SchemaRegistryClient | str | Path,
@@ -85,7 +88,7 @@ def schema_source(
         return registry
     if isinstance(registry, SchemaRegistryClient):
         return RegistrySchemaSource(registry)
-    if isinstance(registry, str) and registry.startswith(("http://", "https://", "mock://")):
+    if isinstance(registry, str) and registry.strip().lower().startswith(_URL_PREFIXES):
         return RegistrySchemaSource(registry, conf=conf)
     if isinstance(registry, str | Path) and Path(registry).is_dir():
         return DirectorySchemaSource(registry)
