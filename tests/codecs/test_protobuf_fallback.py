@@ -179,3 +179,28 @@ def test_a_value_only_arrow_refuses_is_isolated_by_halving(
     assert ids == [i for i in range(64) if i not in (5, 40)]
     assert passes["top"] <= 2 + 2 * 2 * 6  # two rows, each found in log2(64) halvings
     assert c.stats.decoded == 62 and c.stats.failed == 2
+
+
+def test_an_unknown_schema_id_is_asked_once_per_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    import uuid
+
+    from thalweg_bytewax.codecs import _proto_pool
+    from thalweg_bytewax.codecs.framing import encode_confluent
+
+    asked: list[int | str] = []
+    load = _proto_pool.RegistryDescriptors._load
+
+    def spy_load(self: Any, key: int | str) -> Any:
+        asked.append(key)
+        return load(self, key)
+
+    monkeypatch.setattr(_proto_pool.RegistryDescriptors, "_load", spy_load)
+    c = ProtobufCodec(f"mock://twg-proto-{uuid.uuid4().hex}")
+    payloads = [encode_confluent(77, b"\x08\x01", message_indexes=[0])] * 50
+    for batch in (1, 2):
+        res = c.decode_batch(payloads)
+        assert len(res.errors) == 50
+        assert {e.kind for e in res.errors} == {FailureKind.UNKNOWN_SCHEMA}
+        assert all("schema id 77" in e.message for e in res.errors)
+        assert asked == [77] * batch  # once per batch: a schema registered later is found
+    assert c.stats.failed == 100

@@ -103,10 +103,11 @@ class _Message(_Node):
         plan below this field (a recursive type compiles to thousands of fields).
         """
         n = len(msgs)
-        if not absent.any():
-            return self.array(list(map(get, msgs)), None, stats)
-        if absent.all():
+        unset = int(np.count_nonzero(absent))
+        if unset == n:
             return pa.nulls(n, self.arrow_type)
+        if 2 * unset <= n:  # mostly set: walking the defaults is cheaper than a take
+            return self.array(list(map(get, msgs)), absent if unset else None, stats)
         values = list(map(get, compress(msgs, ~absent)))
         dense = self.array(values, None, stats)
         at = np.cumsum(~absent, dtype=np.int64) - 1

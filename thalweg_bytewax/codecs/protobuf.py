@@ -56,6 +56,9 @@ from thalweg_bytewax.codecs.base import (
     Framing,
     HeadersInput,
     PayloadsInput,
+    check_headers,
+    check_payload,
+    check_payloads,
     parse_framing,
 )
 from thalweg_bytewax.codecs.framing import FramingError, SchemaRef, peel
@@ -127,6 +130,7 @@ class ProtobufCodec:
         self._target: _Resolved | None = None
         self._target_key: int | str | None = None
         self._registry: RegistryDescriptors | None = None
+        self._misses: dict[int | str, SchemaLookupError] | None = None
         self._root_file: FileDescriptor | None = None
         if registry is not None:
             if self._framing is Framing.NONE:
@@ -192,7 +196,10 @@ class ProtobufCodec:
 
         Raises:
             ProtobufDecodeError: With the failure kind and a message naming the cause.
+            ConfigError: ``payload`` or ``headers`` has the wrong type.
         """
+        check_payload(payload, "protobuf")
+        check_headers([headers], "protobuf")
         try:
             res, body = self._resolve(payload, headers)
             msg_obj = self._parse(res, body)
@@ -219,11 +226,24 @@ class ProtobufCodec:
         """Decode payloads to one batch of the target type plus per-row failures.
 
         Never raises for bad data; a registry outage still raises.
+
+        Raises:
+            ConfigError: ``payloads`` is not a binary Arrow array or a sequence of bytes,
+                or ``headers`` has the wrong shape.
         """
+        payloads = check_payloads(payloads, "protobuf")
+        check_headers(headers, "protobuf")
         values = _as_pylist(payloads)
         header_rows = _header_rows(headers, len(values))
-        with gc_paused():
-            return self._decode_rows(values, header_rows)
+        # A schema id the registry does not know is asked once per batch, not once per
+        # row (a flood of them must not become a registry round trip each); the next
+        # batch asks again, so a schema registered later is found.
+        self._misses = {}
+        try:
+            with gc_paused():
+                return self._decode_rows(values, header_rows)
+        finally:
+            self._misses = None
 
     # ------------------------------------------------------------------ internals
     def _decode_rows(
@@ -408,7 +428,15 @@ class ProtobufCodec:
         if res is None:
             registry = self._registry
             assert registry is not None  # only called with a registry
-            file = registry.file_for(ref.key)
+            misses = self._misses
+            if misses is not None and ref.key in misses:
+                raise misses[ref.key]
+            try:
+                file = registry.file_for(ref.key)
+            except SchemaLookupError as exc:
+                if misses is not None:
+                    misses[ref.key] = exc
+                raise
             desc = message_by_indexes(file, indexes)
             wanted = self._message_type or (self._target.desc.full_name if self._target else None)
             if wanted is not None and desc.full_name != wanted:
