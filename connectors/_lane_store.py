@@ -9,7 +9,10 @@ durability is the store's own.
 from __future__ import annotations
 
 import contextlib
+import errno
+import filecmp
 import hashlib
+import logging
 import os
 import re
 import urllib.parse
@@ -20,7 +23,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.errors import ConfigError, SinkTerminalError
 
 __all__ = [
     "FINAL_NAME",
@@ -29,8 +32,11 @@ __all__ = [
     "LaneStore",
     "final_name",
     "open_store",
+    "staging_prefix",
     "topic_dir_name",
 ]
+
+logger = logging.getLogger(__name__)
 
 STAGING_PREFIX = ".staging-"
 """Staging files start with ``.``: pyarrow datasets and DuckDB globs never read them."""
@@ -45,6 +51,16 @@ _MAX_DIR_NAME = 200
 def final_name(first: int, last: int) -> str:
     """The deterministic file name of a finalized span of offsets."""
     return f"{first:020d}-{last:020d}.parquet"
+
+
+def staging_prefix(shard: int) -> str:
+    """The name prefix of the staging files of sink shard ``shard``.
+
+    A shard owns its topic-partitions alone, so at start it removes the staging files
+    its previous run left behind (``.staging-s003-…``) wherever they are, even in
+    partitions it never writes again, without touching another shard's live files.
+    """
+    return f"{STAGING_PREFIX}s{shard:03d}-"
 
 
 def topic_dir_name(topic: str) -> str:
@@ -81,8 +97,27 @@ class LaneStore:
         return f"{directory.rstrip('/')}/{name}"
 
     def ensure_dir(self, path: str) -> None:
-        """Create ``path`` and its parents."""
-        self.fs.create_dir(path, recursive=True)
+        """Create ``path`` and its parents, durably.
+
+        Local: each directory created here has its parent fsynced, so a file renamed
+        into a new topic or partition directory survives a power loss with its path.
+        """
+        if not self.local:
+            self.fs.create_dir(path, recursive=True)
+            return
+        missing: list[str] = []
+        current = os.path.abspath(path)
+        while not os.path.isdir(current):
+            missing.append(current)
+            parent = os.path.dirname(current)
+            if parent == current:
+                break
+            current = parent
+        for directory in reversed(missing):
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(directory)
+        for parent in dict.fromkeys(os.path.dirname(d) for d in reversed(missing)):
+            self.sync_dir(parent)
 
     def list_names(self, path: str) -> list[str]:
         """File names directly in ``path`` (empty when it does not exist)."""
@@ -101,8 +136,14 @@ class LaneStore:
     def finalize(self, staging: str, final: str) -> None:
         """Make a closed staging file durable and visible under its final name.
 
-        Local: fsync the file, ``os.replace`` (atomic), then the caller fsyncs the
-        directory once per batch of renames (:meth:`sync_dir`).
+        A final file is never overwritten: local, the file is fsynced and hard-linked
+        under its final name (atomic, fails if the name exists) and the staging name
+        removed; the caller fsyncs the directory once per batch of renames
+        (:meth:`sync_dir`). Other stores check the name, then move. A name that
+        already holds the same bytes (a finalize retried) is accepted.
+
+        Raises:
+            SinkTerminalError: When ``final`` already holds a different file.
         """
         if self.local:
             fd = os.open(staging, os.O_RDONLY)
@@ -110,9 +151,46 @@ class LaneStore:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            os.replace(staging, final)
+            try:
+                os.link(staging, final)
+            except FileExistsError:
+                self._refuse_existing(staging, final)
+            except OSError as exc:
+                if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP):
+                    raise
+                # No hard links on this file system: check, then rename.
+                if os.path.exists(final):
+                    self._refuse_existing(staging, final)
+                else:
+                    os.rename(staging, final)
+            else:
+                os.remove(staging)
         else:
+            if self.fs.get_file_info(final).type != pafs.FileType.NotFound:
+                self._refuse_existing(staging, final)
+                return
             self.fs.move(staging, final)
+
+    def _same_bytes(self, a: str, b: str) -> bool:
+        if self.local:
+            return filecmp.cmp(a, b, shallow=False)
+        infos = self.fs.get_file_info([a, b])
+        if infos[0].size != infos[1].size:
+            return False
+        with self.fs.open_input_stream(a) as fa, self.fs.open_input_stream(b) as fb:
+            return bool(fa.read() == fb.read())
+
+    def _refuse_existing(self, staging: str, final: str) -> None:
+        """Drop ``staging`` if ``final`` holds the same bytes; refuse otherwise."""
+        if not self._same_bytes(staging, final):
+            msg = (
+                f"parquet sink: `{final}` already holds a different file; a lane never "
+                f"overwrites a finalized file. Another writer wrote this topic-partition "
+                f"(two flows or two sink shards on one path?): stop it, then move the lane "
+                f"aside or write to a new path"
+            )
+            raise SinkTerminalError(msg)
+        self.delete(staging)
 
     def sync_dir(self, path: str) -> None:
         """Flush a directory (fsync) so renames in it survive a power loss (local only)."""
@@ -123,6 +201,28 @@ class LaneStore:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+    def staging_files(self) -> list[str]:
+        """Paths of the staging files in the partition directories (``<topic>/<partition>``)."""
+        found: list[str] = []
+        if self.local:
+            for topic in _subdirs(self.root):
+                for partition in _subdirs(topic):
+                    found.extend(
+                        self.child(partition, name)
+                        for name in self.list_names(partition)
+                        if name.startswith(STAGING_PREFIX)
+                    )
+            return found
+        selector = pafs.FileSelector(self.root, allow_not_found=True, recursive=True)
+        depth = self.root.rstrip("/").count("/") + 3
+        return [
+            info.path
+            for info in self.fs.get_file_info(selector)
+            if info.type == pafs.FileType.File
+            and info.base_name.startswith(STAGING_PREFIX)
+            and info.path.rstrip("/").count("/") == depth
+        ]
 
     def delete(self, path: str) -> None:
         """Delete a file if it exists."""
@@ -145,28 +245,9 @@ class LaneStore:
             ConfigError: When the lane belongs to another step.
         """
         marker = self.join(LANE_MARKER)
-        content = f"{owner}\n".encode()
-        if self.local:
-            staging = self.join(f"{STAGING_PREFIX}marker-{uuid.uuid4().hex}")
-            with open(staging, "wb") as f:
-                f.write(content)
-                f.flush()
-                os.fsync(f.fileno())
-            try:
-                os.link(staging, marker)  # atomic create-if-absent, complete content
-            except FileExistsError:
-                pass
-            finally:
-                os.remove(staging)
-            with open(marker, "rb") as f:
-                current = f.read().decode().strip()
-        else:
-            info = self.fs.get_file_info(marker)
-            if info.type == pafs.FileType.NotFound:
-                with self.fs.open_output_stream(marker) as out:
-                    out.write(content)
-            with self.fs.open_input_stream(marker) as inp:
-                current = inp.read().decode().strip()
+        self.create_exclusive(marker, f"{owner}\n".encode())
+        with self.fs.open_input_stream(marker) as inp:
+            current = inp.read().decode().strip()
         if current != owner:
             msg = (
                 f"parquet sink `{owner}`: lane path `{self.root}` is written by step "
@@ -175,6 +256,55 @@ class LaneStore:
                 f"if step `{current}` is gone for good"
             )
             raise ConfigError(msg)
+
+    def create_exclusive(self, path: str, content: bytes) -> bool:
+        """Write ``content`` to ``path`` only if no file is there; True if this call did.
+
+        A conditional write, so two writers racing for one name cannot both win: local,
+        a complete temporary file is hard-linked to ``path`` (atomic, fails if it
+        exists); fsspec file systems (``PyFileSystem(FSSpecHandler(fs))``) open the name
+        in exclusive mode ``"xb"`` (s3fs sends ``If-None-Match: *``). A native
+        ``pyarrow.fs`` object store has no conditional write: there the name is checked,
+        then written, and a warning says the race is not excluded.
+        """
+        if self.local:
+            staging = self.join(f"{STAGING_PREFIX}create-{uuid.uuid4().hex}")
+            with open(staging, "wb") as f:
+                f.write(content)
+                f.flush()
+                os.fsync(f.fileno())
+            try:
+                os.link(staging, path)  # atomic create-if-absent, complete content
+            except FileExistsError:
+                return False
+            finally:
+                os.remove(staging)
+            self.sync_dir(os.path.dirname(path))
+            return True
+        fsspec_fs = getattr(getattr(self.fs, "handler", None), "fs", None)
+        if fsspec_fs is not None:
+            try:
+                with fsspec_fs.open(path, "xb") as f:
+                    f.write(content)
+            except FileExistsError:
+                return False
+            except (NotImplementedError, ValueError):
+                pass  # this fsspec file system has no exclusive mode
+            else:
+                return True
+        logger.warning(
+            "parquet sink: file system `%s` has no conditional write; `%s` is checked, "
+            "then written, so two writers starting at once are not excluded (wrap an "
+            "fsspec file system with `PyFileSystem(FSSpecHandler(fs))` for an exclusive "
+            "create)",
+            self.fs.type_name,
+            path,
+        )
+        if self.fs.get_file_info(path).type != pafs.FileType.NotFound:
+            return False
+        with self.fs.open_output_stream(path) as out:
+            out.write(content)
+        return True
 
     def check_writable(self) -> None:
         """Create the root and prove a file can be written, renamed and removed there.
@@ -194,6 +324,14 @@ class LaneStore:
                 f"choose a directory this process can create and write"
             )
             raise ConfigError(msg) from exc
+
+
+def _subdirs(path: str) -> list[str]:
+    try:
+        with os.scandir(path) as entries:
+            return [e.path for e in entries if e.is_dir(follow_symlinks=False)]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
 
 
 def open_store(path: str | os.PathLike[str], filesystem: pafs.FileSystem | None) -> LaneStore:

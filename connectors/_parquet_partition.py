@@ -26,13 +26,14 @@ from typing_extensions import override
 
 from thalweg_bytewax import _faults
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError
-from thalweg_bytewax.runtime.parts import encode_part
+from thalweg_bytewax.runtime.parts import encode_part, stable_route
 
 from ._lane_store import (
     FINAL_NAME,
     STAGING_PREFIX,
     LaneStore,
     final_name,
+    staging_prefix,
     topic_dir_name,
 )
 
@@ -89,8 +90,11 @@ class _TopicPartitionStream:
 
 
 class _ParquetPartition(StatefulSinkPartition[pa.RecordBatch, SinkState]):
-    def __init__(self, sink: ParquetSink, store: LaneStore, resume: SinkState | None) -> None:
+    def __init__(
+        self, sink: ParquetSink, store: LaneStore, resume: SinkState | None, shard: int
+    ) -> None:
         self._sink = sink
+        self._shard = shard
         self._store = store
         self._cols = sink.columns
         self._resume = dict(resume or {})
@@ -135,14 +139,57 @@ class _ParquetPartition(StatefulSinkPartition[pa.RecordBatch, SinkState]):
         t0, p0 = topics[0].as_py(), parts[0].as_py()
         same = pc.all(pc.and_(pc.equal(topics, t0), pc.equal(parts, p0))).as_py()
         if same:
-            return [(encode_part(t0, p0), t0, p0, batch)]
-        table = pa.Table.from_batches([batch])
-        groups = table.group_by([cols.source_topic, cols.source_partition]).aggregate([])
-        out = []
-        for t, p in zip(groups.column(0).to_pylist(), groups.column(1).to_pylist(), strict=True):
-            mask = pc.and_(pc.equal(topics, t), pc.equal(parts, p))
-            out.append((encode_part(t, p), t, p, batch.filter(mask)))
+            out = [(encode_part(t0, p0), t0, p0, batch)]
+        else:
+            table = pa.Table.from_batches([batch])
+            groups = table.group_by([cols.source_topic, cols.source_partition]).aggregate([])
+            out = []
+            pairs = zip(groups.column(0).to_pylist(), groups.column(1).to_pylist(), strict=True)
+            for t, p in pairs:
+                mask = pc.and_(pc.equal(topics, t), pc.equal(parts, p))
+                out.append((encode_part(t, p), t, p, batch.filter(mask)))
+        # Every group is checked before any is written: a refused batch writes nothing.
+        for key, _, _, part_batch in out:
+            self._check_owner(key)
+            self._check_offsets(key, part_batch)
         return out
+
+    def _check_owner(self, key: str) -> None:
+        """Refuse rows of a topic-partition that another shard of this sink owns.
+
+        File names and coverage are per topic-partition, so exactly one shard may write
+        each: the one its partition key routes to (``ParquetSink.part_fn``). Rows of one
+        topic-partition arriving under keys that route elsewhere (a re-keyed stream, an
+        unnest keyed by another column, a batch spanning partitions) would otherwise be
+        written by two shards that finalize the same names and skip each other's rows on
+        a replay.
+        """
+        if key in self._streams:
+            return  # accepted once: this shard owns it
+        shards = self._sink.shards
+        owner = stable_route(key, shards)
+        if owner != self._shard:
+            msg = (
+                f"parquet sink: rows of `{key}` reached shard {self._shard} but `{key}` "
+                f"routes to shard {owner} of {shards}; each source partition needs one "
+                f"owner in a sink, or two shards overwrite and skip each other's files. "
+                f"Key the stream by its source partition before the sink (the key "
+                f"`encode_part(topic, partition)` of `thalweg_bytewax.runtime.parts`, here "
+                f"`{key}`), or use `shards=1`"
+            )
+            raise ConfigError(msg)
+
+    def _check_offsets(self, key: str, batch: pa.RecordBatch) -> None:
+        """Refuse negative offsets: final names hold offsets as 20 digits, no sign."""
+        low = pc.min(batch.column(self._cols.source_offset)).as_py()
+        if low is not None and low < 0:
+            msg = (
+                f"parquet sink: rows of `{key}` have offset {low}; expected offsets >= 0 "
+                f"(the lane names its files by offset and could not recognise a negative "
+                f"one on a replay). Give every row the non-negative offset of its source "
+                f"record in `{self._cols.source_offset}`"
+            )
+            raise ConfigError(msg)
 
     def _stream(self, key: str, topic: str, partition: int) -> _TopicPartitionStream:
         stream = self._streams.get(key)
@@ -269,10 +316,13 @@ class _ParquetPartition(StatefulSinkPartition[pa.RecordBatch, SinkState]):
                 continue
             for key, topic, partition, part_batch in self._split(batch):
                 stream = self._stream(key, topic, partition)
+                # Order first, coverage second: a row that goes back within a run may
+                # fall inside a file this run finalized, and skipping it as a replay
+                # would lose it silently.
+                self._check_order(stream, key, part_batch)
                 rows = self._uncovered(stream, part_batch)
                 if rows.num_rows == 0:
                     continue
-                self._check_order(stream, key, rows)
                 self._append(stream, key, self._stamp(rows, now_us))
 
     def _check_order(self, stream: _TopicPartitionStream, key: str, rows: pa.RecordBatch) -> None:
@@ -324,7 +374,7 @@ class _ParquetPartition(StatefulSinkPartition[pa.RecordBatch, SinkState]):
             self._close_current(stream)
         if stream.writer is None:
             path = self._store.child(
-                stream.directory, f"{STAGING_PREFIX}{uuid.uuid4().hex}.parquet"
+                stream.directory, f"{staging_prefix(self._shard)}{uuid.uuid4().hex}.parquet"
             )
             stream.sink_file = self._store.open_output(path)
             stream.writer = pq.ParquetWriter(

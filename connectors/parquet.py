@@ -33,6 +33,7 @@ from thalweg_bytewax.runtime.parts import stable_route
 from ._lane_store import (
     LaneStore,
     open_store,
+    staging_prefix,
 )
 from ._parquet_partition import ParquetSinkStats, SinkState, _ParquetPartition
 
@@ -48,6 +49,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_ROW_GROUP_ROWS = 128 * 1024
 DEFAULT_ROW_GROUP_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_FILE_ROWS = 4 * 1024 * 1024
+# The codecs Parquet files can carry (pyarrow names, any case).
+_CODECS = frozenset({"none", "snappy", "gzip", "brotli", "lz4", "lz4_raw", "zstd"})
 
 
 class ParquetSink(FixedPartitionedSink[pa.RecordBatch, SinkState]):
@@ -95,11 +98,36 @@ class ParquetSink(FixedPartitionedSink[pa.RecordBatch, SinkState]):
         max_file_rows: int = DEFAULT_MAX_FILE_ROWS,
         metadata_prefix: str = DEFAULT_PREFIX,
     ) -> None:
-        if shards < 1 or row_group_rows < 1 or row_group_bytes < 1 or max_file_rows < 1:
+        if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
             msg = (
-                "parquet sink: `shards`, `row_group_rows`, `row_group_bytes` and "
-                "`max_file_rows` must be >= 1"
+                f"parquet sink: `path` expected a non-empty directory, URI or path on "
+                f"`filesystem`; got {path!r}"
             )
+            raise ConfigError(msg)
+        if filesystem is not None and not isinstance(filesystem, pafs.FileSystem):
+            msg = (
+                f"parquet sink: `filesystem` expected a `pyarrow.fs.FileSystem` or None; got "
+                f"{type(filesystem).__name__} (wrap an fsspec file system in "
+                f"`pyarrow.fs.PyFileSystem(pyarrow.fs.FSSpecHandler(fs))`)"
+            )
+            raise ConfigError(msg)
+        for name, value in (
+            ("shards", shards),
+            ("row_group_rows", row_group_rows),
+            ("row_group_bytes", row_group_bytes),
+            ("max_file_rows", max_file_rows),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                msg = f"parquet sink: `{name}` expected an integer >= 1; got {value!r}"
+                raise ConfigError(msg)
+        if not isinstance(compression, str) or compression.lower() not in _CODECS:
+            msg = (
+                f"parquet sink: `compression` expected one of {', '.join(sorted(_CODECS))}; "
+                f"got {compression!r}"
+            )
+            raise ConfigError(msg)
+        if not isinstance(metadata_prefix, str):
+            msg = f"parquet sink: `metadata_prefix` expected a string; got {metadata_prefix!r}"
             raise ConfigError(msg)
         self.path = os.fspath(path)
         self.filesystem = filesystem
@@ -111,6 +139,7 @@ class ParquetSink(FixedPartitionedSink[pa.RecordBatch, SinkState]):
         self.columns = MetadataColumns(metadata_prefix)
         self._checked = False
         self._claimed: set[str] = set()
+        self._stale_staging: list[str] | None = None
 
     def _store(self) -> LaneStore:
         store = open_store(self.path, self.filesystem)
@@ -137,7 +166,31 @@ class ParquetSink(FixedPartitionedSink[pa.RecordBatch, SinkState]):
         if step_id not in self._claimed:
             store.claim(step_id)
             self._claimed.add(step_id)
-        return _ParquetPartition(self, store, resume_state)
+        shard = int(for_part.rpartition("-")[2])
+        self._remove_stale_staging(store, shard)
+        return _ParquetPartition(self, store, resume_state, shard)
+
+    def _remove_stale_staging(self, store: LaneStore, shard: int) -> None:
+        """Delete the staging files an earlier run of ``shard`` left anywhere in the lane.
+
+        A staging file of an epoch that never reached its snapshot is never published
+        (its rows are replayed), but it would stay forever in a partition that is never
+        written again. The lane is listed once per process, before any shard of it
+        writes; each shard deletes only its own files, since the shards of other
+        processes may be writing theirs.
+        """
+        if self._stale_staging is None:
+            self._stale_staging = store.staging_files()
+        prefix = staging_prefix(shard)
+        mine = [p for p in self._stale_staging if p.rpartition("/")[2].startswith(prefix)]
+        for path in mine:
+            store.delete(path)
+        if mine:
+            logger.info(
+                "parquet sink: removed %s staging files of an unfinished epoch of shard %s",
+                len(mine),
+                shard,
+            )
 
 
 def read_lane(path: str | os.PathLike[str], columns: Sequence[str] | None = None) -> pa.Table:
