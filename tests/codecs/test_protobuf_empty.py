@@ -51,7 +51,7 @@ def make_fds() -> descriptor_pb2.FileDescriptorSet:
     _map_entry(m, "MgEntry", F.TYPE_INT32, GE)
     _map_entry(m, "MhEntry", F.TYPE_STRING, ".e.Holder")
     m.oneof_decl.add(name="o")
-    for name, num, label, type_name, extra in [
+    fields: list[tuple[str, int, Any, str | None, dict[str, Any]]] = [
         ("x", 1, OPT, None, {"type": F.TYPE_INT32}),
         ("e", 2, OPT, GE, {}),
         ("es", 3, REP, GE, {}),
@@ -65,7 +65,8 @@ def make_fds() -> descriptor_pb2.FileDescriptorSet:
         ("h", 11, OPT, ".e.Holder", {}),
         ("hs", 12, REP, ".e.Holder", {}),
         ("chain", 13, OPT, ".e.Chain", {}),
-    ]:
+    ]
+    for name, num, label, type_name, extra in fields:
         fd = m.field.add(name=name, number=num, label=label)
         fd.type = extra.pop("type", F.TYPE_MESSAGE)
         if type_name:
@@ -79,8 +80,7 @@ FDS = make_fds()
 _POOL = descriptor_pool.DescriptorPool()
 for _f in FDS.file:
     _POOL.Add(_f)
-M = message_factory.GetMessageClass(_POOL.FindMessageTypeByName("e.M"))
-E = message_factory.GetMessageClass(_POOL.FindMessageTypeByName("e.E"))
+M: Any = message_factory.GetMessageClass(_POOL.FindMessageTypeByName("e.M"))
 
 
 def codec(message_type: str = "e.M", **kw: Any) -> ProtobufCodec:
@@ -155,8 +155,8 @@ def messages(draw: st.DrawFn) -> Any:
         m.os = draw(st.sampled_from(["", "s"]))
     for k in draw(st.lists(st.sampled_from("abc"), max_size=3)):
         m.me[k].SetInParent()
-    for k in draw(st.lists(st.integers(-2, 2), max_size=3)):
-        m.mg[k].SetInParent()
+    for n in draw(st.lists(st.integers(-2, 2), max_size=3)):
+        m.mg[n].SetInParent()
     for k in draw(st.lists(st.sampled_from("xy"), max_size=2)):
         _holder(draw, m.mh[k])
     if draw(st.booleans()):
