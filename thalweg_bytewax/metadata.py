@@ -20,6 +20,7 @@ from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from thalweg_bytewax._deps import log_fallback_once
 from thalweg_bytewax.errors import ConfigError
@@ -232,6 +233,49 @@ class MetadataColumns:
         return name.startswith(self.prefix)
 
 
+_INT32 = (-(2**31), 2**31 - 1)
+_INT64 = (-(2**63), 2**63 - 1)
+_BYTES_LIKE = (bytes, bytearray, memoryview)
+# Payload column types record ids hash as bytes (UTF-8 text is bytes).
+_VALUE_TYPES = frozenset(
+    {pa.binary(), pa.large_binary(), pa.string(), pa.large_string(), pa.null()}
+)
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
+
+
+def _check_int(name: str, value: object, bounds: tuple[int, int], bits: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        msg = f"record ids: `{name}` expected an int; got {_short(value)}"
+        raise ConfigError(msg)
+    if not bounds[0] <= int(value) <= bounds[1]:
+        msg = (
+            f"record ids: `{name}` expected a {bits}-bit signed int "
+            f"({bounds[0]}..{bounds[1]}); got {int(value)}"
+        )
+        raise ConfigError(msg)
+
+
+def _check_source(cluster: object, topic: object, partition: object) -> None:
+    """A ``ConfigError`` naming the argument unless the source identity is well typed."""
+    if cluster is not None and not isinstance(cluster, str):
+        msg = f"record ids: `cluster` expected a str or None; got {_short(cluster)}"
+        raise ConfigError(msg)
+    if not isinstance(topic, str):
+        msg = f"record ids: `topic` expected a str; got {_short(topic)}"
+        raise ConfigError(msg)
+    _check_int("partition", partition, _INT32, 32)
+
+
+def _check_value(value: object, where: str = "") -> None:
+    if value is not None and not isinstance(value, _BYTES_LIKE):
+        msg = f"record ids: `value{where}` expected bytes or None; got {_short(value)}"
+        raise ConfigError(msg)
+
+
 def _id_prefix(cluster: str | None, topic: str, partition: int) -> bytes:
     # Length-prefixed fields so that no two distinct inputs share an encoding; a null
     # cluster and an empty one differ by the flag byte.
@@ -271,7 +315,14 @@ def record_id(
 
     Returns:
         16 bytes.
+
+    Raises:
+        ConfigError: An argument has the wrong type, the partition is outside the int32
+            range or the offset outside the int64 range.
     """
+    _check_source(cluster, topic, partition)
+    _check_int("offset", offset, _INT64, 64)
+    _check_value(value)
     h = _hasher(cluster, topic, partition)
     h.update(_OFFSET_NULL.pack(offset, 0 if value is None else 1))
     if value is not None:
@@ -286,16 +337,73 @@ def record_ids(
     offsets: Sequence[int],
     values: Iterable[bytes | None],
 ) -> list[bytes]:
-    """:func:`record_id` for many records of one partition, sharing the prefix work."""
+    """:func:`record_id` for many records of one partition, sharing the prefix work.
+
+    Raises:
+        ConfigError: As :func:`record_id`, naming the index of a bad offset or value, or
+            when ``offsets`` and ``values`` differ in length.
+    """
+    _check_source(cluster, topic, partition)
+    vals = values if isinstance(values, Sequence) else list(values)
+    if len(offsets) != len(vals):
+        msg = (
+            f"record ids: `offsets` and `values` expected the same length; got "
+            f"{len(offsets)} and {len(vals)}"
+        )
+        raise ConfigError(msg)
     base = _hasher(cluster, topic, partition)
     pack = _OFFSET_NULL.pack
     out: list[bytes] = []
     append = out.append
-    for offset, value in zip(offsets, values, strict=True):
-        h = base.copy()
-        h.update(pack(offset, 0) if value is None else pack(offset, 1) + value)
-        append(h.digest()[:RECORD_ID_BYTES])
+    try:
+        for offset, value in zip(offsets, vals, strict=True):
+            h = base.copy()
+            h.update(pack(offset, 0) if value is None else pack(offset, 1) + value)
+            append(h.digest()[:RECORD_ID_BYTES])
+    except (struct.error, TypeError) as exc:
+        # Checked only once something failed, so the loop stays as tight as before.
+        i = len(out)
+        _check_int(f"offsets[{i}]", offsets[i], _INT64, 64)
+        _check_value(vals[i], f"s[{i}]")
+        msg = f"record ids: record {i} could not be hashed ({type(exc).__name__})"
+        raise ConfigError(msg) from exc
     return out
+
+
+def _check_columns(offsets: object, values: object) -> tuple[pa.Array, pa.Array]:
+    """``(offsets, values)`` as plain arrays, or a ``ConfigError`` naming the argument."""
+    cols: list[pa.Array] = []
+    for name, col in (("offsets", offsets), ("values", values)):
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks()  # noqa: PLW2901 - the one array of the column
+        if not isinstance(col, pa.Array):
+            msg = f"record ids: `{name}` expected an Arrow array; got {_short(col)}"
+            raise ConfigError(msg)
+        cols.append(col)
+    offs, vals = cols
+    if not pa.types.is_integer(offs.type):
+        msg = f"record ids: `offsets` expected an int64 Arrow array; got `{offs.type}`"
+        raise ConfigError(msg)
+    if vals.type not in _VALUE_TYPES:
+        msg = f"record ids: `values` expected a binary Arrow array; got `{vals.type}`"
+        raise ConfigError(msg)
+    if len(offs) != len(vals):
+        msg = (
+            f"record ids: `offsets` and `values` expected the same length; got "
+            f"{len(offs)} and {len(vals)}"
+        )
+        raise ConfigError(msg)
+    if offs.null_count:
+        msg = f"record ids: `offsets` expected no nulls; got {offs.null_count}"
+        raise ConfigError(msg)
+    if pa.types.is_uint64(offs.type) and len(offs):
+        top = pc.max(offs).as_py()
+        if top > _INT64[1]:
+            msg = f"record ids: `offsets` expected int64 values; got {top}"
+            raise ConfigError(msg)
+    if pa.types.is_null(vals.type):
+        vals = vals.cast(pa.binary())
+    return offs, vals
 
 
 def record_ids_array(
@@ -309,7 +417,14 @@ def record_ids_array(
 
     Computed in one native call when the package was built with OpenSSL's headers
     (no Python object per record), else with :mod:`hashlib`; the ids are identical.
+
+    Raises:
+        ConfigError: ``cluster``, ``topic`` or ``partition`` as :func:`record_id`;
+            ``offsets`` not an integer Arrow array of int64 values without nulls;
+            ``values`` not a binary (or string) Arrow array of the same length.
     """
+    _check_source(cluster, topic, partition)
+    offsets, values = _check_columns(offsets, values)
     id_type = pa.binary(RECORD_ID_BYTES)
     if not pa.types.is_binary(values.type):  # large_binary: 64-bit offsets
         values = values.cast(pa.large_binary())
@@ -325,14 +440,8 @@ def record_ids_array(
         ids = record_ids(cluster, topic, partition, offsets.to_pylist(), values.to_pylist())
         return pa.array(ids, id_type)
     n = len(values)
-    if len(offsets) != n:
-        msg = f"record ids: {len(offsets)} offsets for {n} values"
-        raise ValueError(msg)
     if n == 0:
         return pa.array([], id_type)
-    if offsets.null_count:
-        msg = "record ids: offsets must not be null"
-        raise ValueError(msg)
     offs = offsets.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
     start = values.offset
     voffs = np.frombuffer(values.buffers()[1], np.int32)[start : start + n + 1]

@@ -64,6 +64,9 @@ from thalweg_bytewax.codecs.base import (
     Framing,
     HeadersInput,
     PayloadsInput,
+    check_headers,
+    check_payload,
+    check_payloads,
     parse_framing,
 )
 from thalweg_bytewax.codecs.framing import peel
@@ -294,7 +297,11 @@ class AvroCodec:
             AvroDecodeError: The payload is bad; ``kind`` says why.
             FramingError: The framing is bad.
             RegistryUnavailableError: The registry is unreachable.
+            ConfigError: ``payload`` is not bytes-like or ``None``, or ``headers`` is
+                not a sequence of ``(str, bytes | None)`` pairs.
         """
+        check_payload(payload, "avro")
+        check_headers([headers], "avro")
         if payload is None:
             msg = "avro: null payload (a tombstone) has no record to decode"
             raise AvroDecodeError(msg, FailureKind.NULL_PAYLOAD)
@@ -319,8 +326,11 @@ class AvroCodec:
 
         Raises:
             RegistryUnavailableError: The registry is unreachable (never for bad data).
-            ConfigError: ``headers`` does not have one row per payload.
+            ConfigError: ``payloads`` is not a binary Arrow array or a sequence of bytes,
+                or ``headers`` does not have one row per payload.
         """
+        payloads = check_payloads(payloads, "avro")
+        check_headers(headers, "avro")
         arr = _as_binary(payloads)
         n = len(arr)
         failures: list[DecodeFailure] = []

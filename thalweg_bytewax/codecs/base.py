@@ -14,7 +14,7 @@ header, or none) is peeled by :mod:`thalweg_bytewax.codecs.framing`, never destr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, NamedTuple, Protocol, TypeAlias, runtime_checkable
@@ -31,6 +31,9 @@ __all__ = [
     "Framing",
     "HeadersInput",
     "PayloadsInput",
+    "check_headers",
+    "check_payload",
+    "check_payloads",
     "parse_framing",
 ]
 
@@ -82,6 +85,150 @@ def parse_framing(value: Framing | str, codec: str) -> Framing:
         choices = " or ".join(f"`{f.value}`" for f in Framing)
         msg = f"{codec} codec: expected framing {choices}; got {value!r}"
         raise ConfigError(msg) from exc
+
+
+# Arrow payload types a codec takes, and the binary type each is read as (zero-copy for
+# the string types: UTF-8 text is bytes).
+_AS_BINARY = {
+    pa.binary(): pa.binary(),
+    pa.large_binary(): pa.large_binary(),
+    pa.string(): pa.binary(),
+    pa.large_string(): pa.large_binary(),
+    pa.binary_view(): pa.binary(),
+    pa.string_view(): pa.binary(),
+    pa.null(): pa.binary(),
+}
+_BYTES_LIKE = (bytes, bytearray, memoryview)
+_NOT_A_SEQUENCE = (str, bytes, bytearray, memoryview, Mapping)
+
+
+def _shown(value: object) -> str:
+    """A short description of a wrong argument: its type, and its value when scalar."""
+    if isinstance(value, pa.Array | pa.ChunkedArray):
+        return f"a {type(value).__name__} of `{value.type}`"
+    text = repr(value)
+    short = text if len(text) <= 40 else f"{text[:37]}..."
+    return f"{type(value).__name__} {short}"
+
+
+def check_payloads(payloads: object, codec: str) -> pa.Array | pa.ChunkedArray:
+    """``payloads`` as a binary Arrow array, or a ``ConfigError`` naming the argument.
+
+    Takes a ``BinaryArray``, ``LargeBinaryArray`` or a ``ChunkedArray`` of either (string
+    and view arrays and all-null arrays are read as binary), or a sequence of
+    ``bytes | bytearray | memoryview | str | None``, which is converted in one call.
+
+    Args:
+        payloads: What a caller passed to ``decode_batch``.
+        codec: The codec name, for the message.
+
+    Raises:
+        ConfigError: When ``payloads`` is anything else.
+    """
+    if isinstance(payloads, pa.Array | pa.ChunkedArray):
+        target = _AS_BINARY.get(payloads.type)
+        if target is None:
+            msg = (
+                f"{codec} codec: `payloads` expected a binary Arrow array (binary or "
+                f"large_binary, or a ChunkedArray of them); got {_shown(payloads)}; cast "
+                f"the column or pass the raw payload column"
+            )
+            raise ConfigError(msg)
+        return payloads if payloads.type == target else payloads.cast(target)
+    if isinstance(payloads, _NOT_A_SEQUENCE) or not isinstance(payloads, Sequence):
+        msg = (
+            f"{codec} codec: `payloads` expected a binary Arrow array or a sequence of bytes "
+            f"(a list, even for one payload); got {_shown(payloads)}"
+        )
+        raise ConfigError(msg)
+    try:
+        return pa.array(payloads, pa.binary())
+    except (pa.ArrowTypeError, pa.ArrowInvalid, TypeError, ValueError) as exc:
+        bad = next(
+            (
+                (i, v)
+                for i, v in enumerate(payloads)
+                if v is not None and not isinstance(v, (*_BYTES_LIKE, str))
+            ),
+            None,
+        )
+        where = f"{_shown(bad[1])} at index {bad[0]}" if bad else type(exc).__name__
+        msg = f"{codec} codec: `payloads` expected bytes or None at every index; got {where}"
+        raise ConfigError(msg) from exc
+
+
+def check_payload(payload: object, codec: str, *, text: bool = False) -> None:
+    """A ``ConfigError`` unless ``payload`` is bytes-like or ``None`` (``str`` if ``text``).
+
+    Args:
+        payload: What a caller passed to ``decode_value``.
+        codec: The codec name, for the message.
+        text: Whether a ``str`` is a payload too (JSON text).
+
+    Raises:
+        ConfigError: When ``payload`` is anything else.
+    """
+    kinds = (*_BYTES_LIKE, str) if text else _BYTES_LIKE
+    if payload is None or isinstance(payload, kinds):
+        return
+    expected = "bytes, str or None" if text else "bytes or None"
+    msg = f"{codec} codec: `payload` expected {expected}; got {_shown(payload)}"
+    raise ConfigError(msg)
+
+
+def _header_row_ok(row: object) -> bool:
+    if row is None:
+        return True
+    if isinstance(row, _NOT_A_SEQUENCE) or not isinstance(row, Sequence):
+        return False
+    for pair in row:
+        if isinstance(pair, Mapping):
+            key, value = pair.get("key"), pair.get("value")
+        elif isinstance(pair, Sequence) and not isinstance(pair, _NOT_A_SEQUENCE):
+            if len(pair) != 2:  # noqa: PLR2004 - a (key, value) pair
+                return False
+            key, value = pair
+        else:
+            return False
+        if not isinstance(key, str) or not (value is None or isinstance(value, _BYTES_LIKE)):
+            return False
+    return True
+
+
+def check_headers(headers: object, codec: str) -> None:
+    """A ``ConfigError`` unless ``headers`` has the shape ``decode_batch`` takes.
+
+    That is ``None``, a list-typed Arrow column (the RawBatch headers), or a sequence
+    whose rows are ``None`` or ``(str, bytes | None)`` pairs (or key/value dicts). An
+    Arrow column is checked by type only (constant time, the hot path); a Python
+    sequence row by row.
+
+    Args:
+        headers: What a caller passed as ``headers=``.
+        codec: The codec name, for the message.
+
+    Raises:
+        ConfigError: When ``headers`` is anything else.
+    """
+    if headers is None:
+        return
+    if isinstance(headers, pa.Array | pa.ChunkedArray):
+        t = headers.type
+        if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_null(t):
+            return
+        bad = _shown(headers)
+    elif isinstance(headers, _NOT_A_SEQUENCE) or not isinstance(headers, Sequence):
+        bad = _shown(headers)
+    else:
+        row = next(((i, r) for i, r in enumerate(headers) if not _header_row_ok(r)), None)
+        if row is None:
+            return
+        bad = f"row {row[0]} {_shown(row[1])}"
+    msg = (
+        f"{codec} codec: `headers` expected None, the RawBatch headers column or one list "
+        f"of (str, bytes | None) pairs per payload; got {bad}"
+    )
+    raise ConfigError(msg)
 
 
 @dataclass(frozen=True, slots=True)

@@ -63,6 +63,9 @@ from thalweg_bytewax.codecs.base import (
     Framing,
     HeadersInput,
     PayloadsInput,
+    check_headers,
+    check_payload,
+    check_payloads,
     parse_framing,
 )
 from thalweg_bytewax.codecs.framing import peel_confluent_batch
@@ -260,7 +263,11 @@ class JsonCodec:
 
         Raises:
             JsonDecodeError: With the failure kind and a message naming the field.
+            ConfigError: ``payload`` is not bytes, str or ``None``, or ``headers`` has
+                the wrong shape.
         """
+        check_payload(payload, "json", text=True)
+        check_headers([headers], "json")
         doc = self._doc(self._body(payload))
         if self._shape is None:
             self._infer([doc])
@@ -277,7 +284,13 @@ class JsonCodec:
         repeated key, an escaped key...); those rows, and rows whose required fields are
         null or missing, are decided in Python, where ``orjson`` decides as
         ``decode_value`` does.
+
+        Raises:
+            ConfigError: ``payloads`` is not a binary Arrow array or a sequence of bytes,
+                or ``headers`` has the wrong shape.
         """
+        payloads = check_payloads(payloads, "json")
+        check_headers(headers, "json")
         arr = _as_binary(payloads)
         body, good_np, errors = self._frame(arr)
         if self._shape is None:
