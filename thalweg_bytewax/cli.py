@@ -6,6 +6,8 @@ Commands:
   cluster, a real wire-protocol broker) and print its address until Ctrl-C.
 * ``thalweg dev produce --bootstrap HOST:PORT`` — write sample orders to it.
 * ``thalweg lane stats PATH`` — count the records per topic-partition of a raw lane.
+* ``thalweg recovery check MODULE[:FLOW] DIR`` — before resuming a flow, check that
+  its recovery directory holds state only for partitions the flow still lists.
 * ``thalweg describe-schema ...`` — print the exact Arrow schema a source decodes to
   (from a registry subject or id, an ``.avsc``, a ``.pb`` + message, or a JSON Schema),
   with the metadata columns a policy appends and DuckDB type hints.
@@ -73,6 +75,32 @@ def _lane_stats(args: argparse.Namespace) -> int:
     print(
         f"total: {int(pc.sum(grouped.column('_twg_source_offset_count')).as_py() or 0):,} records"
     )
+    return 0
+
+
+def _recovery_check(args: argparse.Namespace) -> int:
+    import importlib
+
+    from bytewax.dataflow import Dataflow
+
+    from thalweg_bytewax.runtime.recovery import check_recovery_store
+
+    module_name, _, attr = args.flow.partition(":")
+    sys.path.insert(0, str(Path.cwd()))  # as `python -m bytewax.run` finds a flow module
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        msg = f"recovery check: cannot import flow module `{module_name}` ({exc})"
+        raise ConfigError(msg) from exc
+    flow = getattr(module, attr or "flow", None)
+    if not isinstance(flow, Dataflow):
+        msg = (
+            f"recovery check: expected a `Dataflow` at `{module_name}:{attr or 'flow'}`; "
+            f"got {type(flow).__name__}"
+        )
+        raise ConfigError(msg)
+    check_recovery_store(flow, args.directory)
+    print(f"recovery store {args.directory}: every stored partition is listed by the flow")
     return 0
 
 
@@ -234,6 +262,17 @@ def _parser() -> argparse.ArgumentParser:
     stats = lane.add_parser("stats", help="records per topic-partition")
     stats.add_argument("path")
     stats.set_defaults(func=_lane_stats)
+
+    recovery = sub.add_parser("recovery", help="inspect a Bytewax recovery directory")
+    check = recovery.add_subparsers(dest="recovery", required=True).add_parser(
+        "check",
+        help="check that a flow can resume from a recovery directory",
+        description="Refuse a recovery directory holding state for partitions the flow no "
+        "longer lists (a topic removed from a source), naming the step and the partitions.",
+    )
+    check.add_argument("flow", help="the flow as `python -m bytewax.run` takes it: MODULE[:FLOW]")
+    check.add_argument("directory", help="the recovery directory (`-r` of bytewax.run)")
+    check.set_defaults(func=_recovery_check)
 
     desc = sub.add_parser(
         "describe-schema",
