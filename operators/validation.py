@@ -28,6 +28,7 @@ from bytewax.operators import KeyedStream, StatefulLogic
 from typing_extensions import override
 
 from thalweg_bytewax.contracts.evaluate import (
+    DEFAULT_SQL_TIMEOUT_SECONDS,
     RuleSet,
     audit_batch,
     drop_masks,
@@ -218,7 +219,7 @@ class _Validator:
         return _Verdict(clean, _concat(parts), audit)
 
     def _drop(self, batch: pa.RecordBatch, audits: list[pa.RecordBatch]) -> pa.RecordBatch:
-        masks = drop_masks(batch, self.ruleset.drop)
+        masks = drop_masks(batch, self.ruleset.drop, ruleset=self.ruleset)
         dropped = np.zeros(batch.num_rows, dtype=bool)
         for rule, mask in zip(self.ruleset.drop, masks, strict=True):
             fresh = mask & ~dropped
@@ -334,6 +335,7 @@ def validate(
     drop: Sequence[DropRule] | None = None,
     object_name: str | None = None,
     columns: MetadataColumns = _DEFAULT_COLUMNS,
+    sql_timeout_seconds: float | None = DEFAULT_SQL_TIMEOUT_SECONDS,
 ) -> ValidateOut:
     """Validate keyed Arrow batches against a contract and manual rules.
 
@@ -365,6 +367,9 @@ def validate(
         drop: Drop rules, applied before validation.
         object_name: The contract's schema object, if it has several.
         columns: Metadata column names (the prefix).
+        sql_timeout_seconds: Time bound of each SQL query (rules, metrics, drop rules)
+            over one batch; a rule interrupted by it fails every row of the batch (a
+            drop rule drops nothing), logged once and counted. ``None``: no bound.
 
     Returns:
         ``ValidateOut(clean, rejected, audit)``.
@@ -376,7 +381,11 @@ def validate(
     """
     mode = ContractMode(mode)
     ruleset = RuleSet.from_contract(
-        contract, object_name=object_name, rules=rules or (), drop=drop or ()
+        contract,
+        object_name=object_name,
+        rules=rules or (),
+        drop=drop or (),
+        sql_timeout_seconds=sql_timeout_seconds,
     )
     validator = _Validator(step_id, ruleset, mode, columns)
     logger.info(

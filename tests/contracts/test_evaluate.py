@@ -105,10 +105,14 @@ def test_duckdb_is_sandboxed():
     with pytest.raises(Exception, match="(?i)lock|configuration"):
         cur.execute("SET enable_external_access=true")
     batch = pa.RecordBatch.from_pydict({"x": [1]})
+    # A rule's own sandbox refuses the read too; the rule fails its rows (never raises).
+    rs = RuleSet([Rule.sql("leak", "x IN (SELECT 1 FROM read_csv('/etc/hostname'))")])
+    assert evaluate(batch, rs).any_failed.tolist() == [True]
+    assert rs.sql_failures == {rs.rules[0].id: 1}
     with pytest.raises(Exception, match="(?i)permission|disabled"):
-        evaluate(
-            batch, RuleSet([Rule.sql("leak", "x IN (SELECT 1 FROM read_csv('/etc/hostname'))")])
-        )
+        rs.sandbox.cursor().sql("SELECT * FROM read_csv('/etc/hostname')").fetchall()
+    with pytest.raises(Exception, match="(?i)lock|configuration"):
+        rs.sandbox.cursor().execute("SET enable_external_access=true")
 
 
 @pytest.mark.parametrize("type_", [pa.float32(), pa.float64()])

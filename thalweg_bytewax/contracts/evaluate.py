@@ -5,14 +5,20 @@ SQL predicates and the string-to-type conformance checks run in DuckDB, all of a
 SQL in one query. Nothing here loops over rows in Python: per-row results (the list of
 failed rule ids, DLQ messages) are assembled from the masks with numpy and Arrow kernels.
 
-DuckDB runs sandboxed: one connection per process with ``enable_external_access=false``
-and ``lock_configuration``, a cursor per thread, and batches registered explicitly.
+User SQL runs sandboxed (:mod:`thalweg_bytewax.contracts._sandbox`): each rule set has
+its own in-memory DuckDB database with ``enable_external_access=false`` and
+``lock_configuration``, a cursor per thread, batches registered explicitly, and a time
+bound per query. A rule whose SQL errs or runs past the bound fails every row of the
+batch (logged, counted in :attr:`RuleSet.sql_failures`); it never raises, because a
+batch that crashes the flow is replayed after the restart and crashes it again.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import math
 import os
 import threading
 from collections.abc import Mapping, Sequence
@@ -27,6 +33,15 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
 from thalweg_bytewax._deps import require
+from thalweg_bytewax.contracts._sandbox import (
+    DEFAULT_SQL_TIMEOUT_SECONDS,
+    Sandbox,
+    SqlTimeoutError,
+    check_expression,
+    check_query,
+    predicate_sql,
+    scalar_sql,
+)
 from thalweg_bytewax.contracts.rules import merge_rules
 from thalweg_bytewax.contracts.spec import (
     RULE_VERSION_CHARS,
@@ -42,13 +57,16 @@ from thalweg_bytewax.metadata import RECORD_ID_BYTES, MetadataColumns
 
 __all__ = [
     "AUDIT_FAILED_RULES",
+    "DEFAULT_SQL_TIMEOUT_SECONDS",
     "AUDIT_RULESET_VERSION",
     "AUDIT_VERDICT",
     "Evaluation",
     "RuleSet",
+    "SqlTimeoutError",
     "audit_schema",
     "check_pattern",
     "check_sql",
+    "check_sql_shape",
     "duplicate_mask",
     "duckdb_cursor",
     "evaluate",
@@ -57,6 +75,8 @@ __all__ = [
     "read_rule_registry",
     "rules_schema",
 ]
+
+logger = logging.getLogger(__name__)
 
 AUDIT_STEP_ID = "step_id"
 """Audit column: the validating step."""
@@ -122,9 +142,9 @@ _local = threading.local()
 def duckdb_cursor() -> Any:
     """This thread's cursor on the process's sandboxed DuckDB connection.
 
-    ``duckdb.connect()`` costs ~20 ms, so the process holds one connection; each thread
-    gets its own cursor. External access is off and the configuration locked, so user
-    SQL can read only the batches registered with it.
+    For this package's own queries over audit lanes (:func:`explode_audit`). Contract
+    SQL never runs here: each rule set has its own :class:`Sandbox`. External access is
+    off and the configuration locked.
     """
     global _session
     pid = os.getpid()
@@ -144,19 +164,9 @@ def duckdb_cursor() -> Any:
     return cur
 
 
-def _sql_table(batch: pa.RecordBatch | pa.Table, query: str) -> pa.Table:
-    cur = duckdb_cursor()
-    table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
-    cur.register(_BATCH, table)
-    try:
-        return cur.sql(query).to_arrow_table()
-    finally:
-        cur.unregister(_BATCH)
-
-
-def _sql_error(exc: Exception) -> bool:
+def _duckdb_errors() -> tuple[type[BaseException], ...]:
     duckdb = require("duckdb", extra="sql")
-    return isinstance(exc, duckdb.Error)
+    return (duckdb.Error, SqlTimeoutError)
 
 
 def check_pattern(pattern: str) -> None:
@@ -172,24 +182,71 @@ def check_pattern(pattern: str) -> None:
         raise ContractError(msg) from exc
 
 
-def check_sql(expression: str, schema: pa.Schema, *, scalar: bool = False) -> None:
-    """Bind a SQL predicate (or scalar batch query) against ``schema`` in DuckDB.
+def check_sql_shape(expression: str, *, scalar: bool = False) -> None:
+    """Refuse SQL that is not one expression (a predicate) or one ``SELECT`` (``scalar``).
 
     Raises:
-        ContractError: When DuckDB cannot parse or bind it (e.g. a missing column).
+        ContractError: Naming what was expected.
     """
-    query = (
-        f"SELECT * FROM ({expression}) AS q LIMIT 0"  # noqa: S608 - sandboxed user SQL
-        if scalar
-        else f"SELECT ({expression}) AS ok FROM {_BATCH} LIMIT 0"  # noqa: S608
+    if scalar:
+        check_query(expression)
+    else:
+        check_expression(expression)
+
+
+def _is_metric_type(t: pa.DataType) -> bool:
+    return (
+        pa.types.is_integer(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_decimal(t)
+        or pa.types.is_boolean(t)
+        or pa.types.is_null(t)
     )
+
+
+def check_sql(
+    expression: str,
+    schema: pa.Schema,
+    *,
+    scalar: bool = False,
+    sandbox: Sandbox | None = None,
+) -> None:
+    """Check a SQL predicate (or scalar batch query) and bind it against ``schema``.
+
+    A predicate must be exactly one expression yielding one value per row (no
+    aggregate); a scalar query exactly one ``SELECT`` yielding one numeric or boolean
+    column. Binding runs on ``sandbox`` (a fresh one when omitted), never on a
+    connection another contract uses.
+
+    Raises:
+        ContractError: When it has the wrong shape, or DuckDB cannot parse or bind it
+            (e.g. a missing column).
+    """
+    check_sql_shape(expression, scalar=scalar)
+    box = sandbox or Sandbox()
+    empty = schema.empty_table()
     try:
-        _sql_table(schema.empty_table(), query)
-    except Exception as exc:
-        if not _sql_error(exc):
-            raise
-        msg = f"SQL {expression!r} is invalid: {str(exc).splitlines()[0]}"
+        if scalar:
+            result = box.query({_BATCH: empty}, f"{scalar_sql(expression)} LIMIT 0")
+        else:
+            result = box.query(
+                {_BATCH: empty},
+                f"SELECT {predicate_sql(expression)} AS ok FROM {_BATCH}",  # noqa: S608
+            )
+    except _duckdb_errors() as exc:
+        line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        msg = f"SQL {expression!r} is invalid: {line}"
         raise ContractError(msg) from exc
+    if scalar and (result.num_columns != 1 or not _is_metric_type(result.schema.field(0).type)):
+        got = [f"{f.name} {f.type}" for f in result.schema]
+        msg = f"SQL {expression!r}: expected one numeric or boolean column; got {got!r}"
+        raise ContractError(msg)
+    if not scalar and (result.num_columns != 1 or result.num_rows != 0):
+        msg = (
+            f"SQL {expression!r}: expected a row predicate (one value per row); got an "
+            "aggregate or a set of values; use a `sql` metric for whole-batch checks"
+        )
+        raise ContractError(msg)
 
 
 def _duckdb_type(t: pa.DataType) -> str | None:
@@ -234,17 +291,37 @@ class RuleSet:
     is added, removed or redefined. Audit rows carry it; :meth:`manifest` is the rule
     registry that resolves it.
 
+    Its SQL runs on the rule set's own :class:`Sandbox` (an isolated DuckDB database,
+    opened on first use), each query bounded by ``sql_timeout_seconds``. A rule whose
+    SQL errs or is interrupted fails every row of that batch (a drop rule drops
+    nothing); each such event is counted in :attr:`sql_failures` and logged once per
+    rule and cause.
+
     Args:
         rules: The (already merged) rules.
         drop: Drop rules.
+        sql_timeout_seconds: Time bound of each SQL query over one batch (``None``: no
+            bound). Default :data:`DEFAULT_SQL_TIMEOUT_SECONDS`.
 
     Raises:
-        ContractError: When a pattern does not compile or SQL does not bind.
+        ContractError: When a pattern does not compile, a rule's SQL is not exactly one
+            expression (or one ``SELECT`` for a ``sql`` metric), or the bound is not
+            positive.
     """
 
-    def __init__(self, rules: Sequence[Rule], drop: Sequence[DropRule] = ()) -> None:
+    def __init__(
+        self,
+        rules: Sequence[Rule],
+        drop: Sequence[DropRule] = (),
+        *,
+        sql_timeout_seconds: float | None = DEFAULT_SQL_TIMEOUT_SECONDS,
+    ) -> None:
         self.rules = tuple(rules)
         self.drop = tuple(drop)
+        self.sandbox = Sandbox(sql_timeout_seconds)
+        self.sql_failures: dict[str, int] = {}
+        """Batches in which a rule's (or drop rule's) SQL erred or timed out, by id."""
+        self._reported: set[tuple[str, str]] = set()
         ids = [r.id for r in self.rules]
         if len(set(ids)) != len(ids):
             msg = f"rule set: expected unique rule ids; got {sorted(ids)!r}"
@@ -252,6 +329,19 @@ class RuleSet:
         for rule in self.rules:
             if rule.pattern is not None:
                 check_pattern(rule.pattern)
+            if rule.expression is not None:
+                try:
+                    check_sql_shape(rule.expression, scalar=rule.kind is RuleKind.METRIC)
+                except ContractError as exc:
+                    msg = f"rule set: rule `{rule.name}`: {exc}"
+                    raise ContractError(msg) from exc
+        for drop_rule in self.drop:
+            if drop_rule.expression is not None:
+                try:
+                    check_sql_shape(drop_rule.expression)
+                except ContractError as exc:
+                    msg = f"rule set: drop rule `{drop_rule.name}`: {exc}"
+                    raise ContractError(msg) from exc
         body = json.dumps(sorted(ids) + sorted(d.id for d in self.drop))
         self.version = hashlib.sha256(body.encode()).hexdigest()[:RULE_VERSION_CHARS]
         self.ids = pa.array(ids, pa.string())
@@ -265,20 +355,24 @@ class RuleSet:
         object_name: str | None = None,
         rules: Sequence[Rule] = (),
         drop: Sequence[DropRule] = (),
+        sql_timeout_seconds: float | None = DEFAULT_SQL_TIMEOUT_SECONDS,
     ) -> RuleSet:
         """The rule set a contract and manual rules resolve to (tightest wins).
 
         Manual rules on columns the contract does not declare are refused; without a
-        contract, manual rules stand alone.
+        contract, manual rules stand alone. ``sql_timeout_seconds`` bounds each SQL
+        query over one batch (see :class:`RuleSet`).
 
         Raises:
             ContractError: On a rule on a missing column, SQL that does not bind, a
                 pattern that does not compile or conflicting rules.
         """
         if contract is None:
-            return cls(merge_rules((), rules), drop)
+            return cls(merge_rules((), rules), drop, sql_timeout_seconds=sql_timeout_seconds)
         obj = contract.object(object_name)
-        ruleset = cls(merge_rules(obj.rules, rules), drop)
+        ruleset = cls(
+            merge_rules(obj.rules, rules), drop, sql_timeout_seconds=sql_timeout_seconds
+        )
         # Rules may also look at the metadata columns (e.g. drop test topics).
         meta = [f for f in _DEFAULT_COLUMNS.raw_schema if f.name not in obj.column_names]
         schema = pa.schema([*obj.arrow_schema, *meta])
@@ -322,7 +416,12 @@ class RuleSet:
                     raise ContractError(msg)
             if rule.expression is not None:
                 try:
-                    check_sql(rule.expression, schema, scalar=rule.kind is RuleKind.METRIC)
+                    check_sql(
+                        rule.expression,
+                        schema,
+                        scalar=rule.kind is RuleKind.METRIC,
+                        sandbox=self.sandbox,
+                    )
                 except ContractError as exc:
                     msg = f"{where}: rule `{rule.name}`: {exc}"
                     raise ContractError(msg) from exc
@@ -335,10 +434,27 @@ class RuleSet:
                 raise ContractError(msg)
             if drop.expression is not None:
                 try:
-                    check_sql(drop.expression, schema)
+                    check_sql(drop.expression, schema, sandbox=self.sandbox)
                 except ContractError as exc:
                     msg = f"{where}: drop rule `{drop.name}`: {exc}"
                     raise ContractError(msg) from exc
+
+    def sql_failed(self, rule_id: str, exc: BaseException) -> None:
+        """Record that ``rule_id``'s SQL erred or timed out on a batch (count, log once)."""
+        self.sql_failures[rule_id] = self.sql_failures.get(rule_id, 0) + 1
+        cause = "timeout" if isinstance(exc, SqlTimeoutError) else type(exc).__name__
+        if (rule_id, cause) in self._reported:
+            return
+        self._reported.add((rule_id, cause))
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else cause
+        logger.warning(
+            "rule set %s: rule %s failed every row of a batch: its SQL %s (%s); further "
+            "batches with this outcome are counted in sql_failures, not logged",
+            self.version,
+            rule_id,
+            f"ran past {self.sandbox.timeout_seconds} s" if cause == "timeout" else "erred",
+            text,
+        )
 
     def check_batch(self, schema: pa.Schema, *, where: str) -> None:
         """Refuse a batch that lacks a column a rule or drop rule needs to judge it.
@@ -458,7 +574,22 @@ def _missing(n: int) -> np.ndarray:
     return np.ones(n, dtype=bool)
 
 
-def _compare(value: float, op: MetricOp, threshold: Any) -> bool:
+def _compare(value: Any, op: MetricOp, threshold: Any) -> bool:
+    """Whether the metric ``value`` meets the threshold.
+
+    No value (NULL, no row, NaN) meets any threshold, whatever the operator: ODCS judges
+    a measured value, and a metric that measured nothing has not shown that the data is
+    good. A value that does not compare with the threshold does not meet it either.
+    """
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return False
+    try:
+        return _compare_value(value, op, threshold)
+    except TypeError:
+        return False
+
+
+def _compare_value(value: Any, op: MetricOp, threshold: Any) -> bool:
     match op:
         case MetricOp.MUST_BE:
             return bool(value == threshold)
@@ -537,7 +668,9 @@ def _row_rule(rule: Rule, batch: pa.RecordBatch, n: int) -> np.ndarray | None:  
             return None
 
 
-def _metric_rule(rule: Rule, batch: pa.RecordBatch, n: int) -> np.ndarray | None:
+def _metric_rule(
+    rule: Rule, batch: pa.RecordBatch, n: int, ruleset: RuleSet
+) -> np.ndarray | None:
     metric = rule.metric
     names = batch.schema.names
     if any(c not in names for c in rule.columns):
@@ -547,9 +680,14 @@ def _metric_rule(rule: Rule, batch: pa.RecordBatch, n: int) -> np.ndarray | None
         value: float = n
         contributing = _missing(n)
     elif metric == "sql":
-        result = _sql_table(batch, str(rule.expression))
-        value = result.column(0)[0].as_py() if result.num_rows else 0
         contributing = _missing(n)
+        try:
+            result = ruleset.sandbox.query({_BATCH: batch}, scalar_sql(str(rule.expression)))
+        except _duckdb_errors() as exc:
+            ruleset.sql_failed(rule.id, exc)
+            return contributing
+        # No row is no metric, the same as NULL (see _compare).
+        value = result.column(0)[0].as_py() if result.num_rows and result.num_columns else None
     else:
         assert col is not None
         if metric == "nullValues":
@@ -580,25 +718,66 @@ def _metric_rule(rule: Rule, batch: pa.RecordBatch, n: int) -> np.ndarray | None
     return contributing
 
 
+class _ShapeError(Exception):
+    """A predicate query returned other than one value per row and predicate."""
+
+
+def _predicate_masks(
+    batch: pa.RecordBatch,
+    items: Sequence[tuple[int, str, str]],
+    ruleset: RuleSet,
+) -> dict[int, np.ndarray | None]:
+    """Evaluate ``(key, select expression, rule id)`` items in one query over ``batch``.
+
+    When the query errs or is interrupted, each item runs alone (so one bad rule does
+    not take the others down); an item that still errs maps to ``None`` and is reported
+    through :meth:`RuleSet.sql_failed`.
+    """
+    n = batch.num_rows
+
+    def run(chunk: Sequence[tuple[int, str, str]]) -> dict[int, np.ndarray | None]:
+        select = ", ".join(f"{e} AS r{k}" for k, (_, e, _) in enumerate(chunk))
+        result = ruleset.sandbox.query({_BATCH: batch}, f"SELECT {select} FROM {_BATCH}")  # noqa: S608
+        if result.num_columns != len(chunk) or result.num_rows != n:
+            msg = f"expected {len(chunk)} columns of {n} rows; got {result.shape}"
+            raise _ShapeError(msg)
+        return {key: _np(result.column(k)) for k, (key, _, _) in enumerate(chunk)}
+
+    errors = (*_duckdb_errors(), _ShapeError)
+    try:
+        return run(items)
+    except errors as exc:
+        if len(items) == 1:
+            ruleset.sql_failed(items[0][2], exc)
+            return {items[0][0]: None}
+    out: dict[int, np.ndarray | None] = {}
+    for item in items:
+        try:
+            out.update(run([item]))
+        except errors as exc:
+            ruleset.sql_failed(item[2], exc)
+            out[item[0]] = None
+    return out
+
+
 def _sql_masks(
     batch: pa.RecordBatch,
     sql_rules: Sequence[tuple[int, Rule]],
     type_rules: Sequence[tuple[int, Rule]],
+    ruleset: RuleSet,
 ) -> dict[int, np.ndarray]:
-    exprs: list[str] = []
-    keys: list[int] = []
+    items: list[tuple[int, str, str]] = []
     for i, rule in sql_rules:
-        exprs.append(f"({rule.expression}) IS FALSE")
-        keys.append(i)
+        items.append((i, f"{predicate_sql(str(rule.expression))} IS FALSE", rule.id))
     for i, rule in type_rules:
         source = batch.schema.field(rule.columns[0]).type
-        exprs.append(_cast_fails_sql(rule.columns[0], source, _as_type(rule.arrow_type)))
-        keys.append(i)
-    if not exprs:
+        check = _cast_fails_sql(rule.columns[0], source, _as_type(rule.arrow_type))
+        items.append((i, check, rule.id))
+    if not items:
         return {}
-    select = ", ".join(f"{e} AS r{k}" for k, e in enumerate(exprs))
-    result = _sql_table(batch, f"SELECT {select} FROM {_BATCH}")  # noqa: S608 - sandboxed
-    return {key: _np(result.column(k)) for k, key in enumerate(keys)}
+    n = batch.num_rows
+    masks = _predicate_masks(batch, items, ruleset)
+    return {key: _missing(n) if mask is None else mask for key, mask in masks.items()}
 
 
 # A plain decimal literal with a non-zero digit after the first {scale} fractional digits.
@@ -702,13 +881,13 @@ def evaluate(
             if needs_sql:
                 type_rules.append((i, rule))
         elif rule.kind is RuleKind.METRIC:
-            mask = _metric_rule(rule, batch, n)
+            mask = _metric_rule(rule, batch, n, ruleset)
         else:
             mask = _row_rule(rule, batch, n)
         if mask is not None and mask.any():
             found[i] = mask
     if n and (sql_rules or type_rules):
-        for i, mask in _sql_masks(batch, sql_rules, type_rules).items():
+        for i, mask in _sql_masks(batch, sql_rules, type_rules, ruleset).items():
             if mask.any():
                 found[i] = mask
     return _assemble(n, ruleset, found, extra)
@@ -735,16 +914,27 @@ def _assemble(
     return Evaluation(n, order, masks, any_failed, contract_failed)
 
 
-def drop_masks(batch: pa.RecordBatch, drop: Sequence[DropRule]) -> list[np.ndarray]:
-    """One matched mask per drop rule (rows to discard)."""
+def drop_masks(
+    batch: pa.RecordBatch, drop: Sequence[DropRule], *, ruleset: RuleSet | None = None
+) -> list[np.ndarray]:
+    """One matched mask per drop rule (rows to discard).
+
+    SQL drop rules run on ``ruleset``'s sandbox (a fresh rule set of ``drop`` when
+    omitted). A drop rule whose SQL errs or runs past the bound drops nothing: the rows
+    go on to validation, so nothing is discarded unjudged.
+    """
     n = batch.num_rows
     out: list[np.ndarray] = []
     sql_rules = [(i, d) for i, d in enumerate(drop) if d.expression is not None]
     sql: dict[int, np.ndarray] = {}
     if sql_rules and n:
-        select = ", ".join(f"coalesce(({d.expression}), false) AS d{i}" for i, d in sql_rules)
-        result = _sql_table(batch, f"SELECT {select} FROM {_BATCH}")  # noqa: S608 - sandboxed
-        sql = {i: _np(result.column(k)) for k, (i, _) in enumerate(sql_rules)}
+        owner = ruleset if ruleset is not None else RuleSet((), drop)
+        items = [
+            (i, f"coalesce({predicate_sql(str(d.expression))}, false)", d.id)
+            for i, d in sql_rules
+        ]
+        for i, mask in _predicate_masks(batch, items, owner).items():
+            sql[i] = np.zeros(n, dtype=bool) if mask is None else mask
     for i, d in enumerate(drop):
         if d.expression is not None:
             out.append(sql.get(i, np.zeros(n, dtype=bool)))

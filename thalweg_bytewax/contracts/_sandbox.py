@@ -1,0 +1,262 @@
+"""Where contract SQL runs: one isolated DuckDB database per rule set, bounded in time.
+
+User SQL (row predicates, ``sql`` metrics, drop rules) is accepted only in one shape:
+
+* a row predicate or drop rule is exactly one SQL *expression* (parsed on its own by
+  DuckDB's expression parser, so ``x > 1; CREATE MACRO …`` is refused);
+* a batch metric is exactly one ``SELECT`` statement (``conn.extract_statements``).
+
+Each is then embedded in a query this module writes, on its own lines so a trailing
+``--`` comment cannot swallow the rest. Nothing else a rule might do (DDL, ``SET``,
+``ATTACH``, ``PRAGMA``) is a single expression or a ``SELECT``, so it never reaches a
+connection. On top of that, every rule set runs on its own connection to its own
+in-memory database (:class:`Sandbox`, created lazily, one cursor per thread), with
+external access off and the configuration locked: no contract can see another's state,
+nor the process-wide connection the audit helpers use.
+
+Every query runs under a time bound: a watchdog thread calls ``cursor.interrupt()``
+once the bound passes, and :meth:`Sandbox.query` raises :class:`SqlTimeoutError`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import os
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from thalweg_bytewax._deps import require
+from thalweg_bytewax.contracts.spec import ContractError
+
+__all__ = [
+    "DEFAULT_SQL_TIMEOUT_SECONDS",
+    "Sandbox",
+    "SqlTimeoutError",
+    "check_expression",
+    "check_query",
+    "predicate_sql",
+    "scalar_sql",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_SQL_TIMEOUT_SECONDS = 1.0
+"""Time bound of one SQL query of a rule set over one batch. A predicate over a
+50,000-row batch takes single-digit milliseconds (docs/benchmarks.md), so one second is
+two orders of magnitude of headroom; a rule over ``range(2e7)`` (~3 s) is cut off."""
+
+
+class SqlTimeoutError(ContractError):
+    """A rule's SQL ran past its time bound and was interrupted."""
+
+    __module__ = "thalweg_bytewax.contracts"
+
+
+def predicate_sql(expression: str) -> str:
+    """``expression`` parenthesised on lines of its own (a ``--`` comment stays inside)."""
+    return f"(\n{expression}\n)"
+
+
+def scalar_sql(query: str) -> str:
+    """A ``SELECT`` over the scalar query ``query``, on lines of its own."""
+    return f"SELECT * FROM (\n{query}\n) AS q"  # noqa: S608 - checked to be one SELECT
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def check_expression(expression: str) -> None:
+    """Refuse anything but exactly one SQL expression.
+
+    Raises:
+        ContractError: When ``expression`` is empty, does not parse, or holds more than
+            one expression or statement.
+    """
+    duckdb = require("duckdb", extra="sql")
+    if not expression.strip():
+        msg = "expected one SQL expression; got an empty string"
+        raise ContractError(msg)
+    try:
+        duckdb.SQLExpression(expression)
+    except duckdb.Error as exc:
+        msg = (
+            f"expected exactly one SQL expression (no `;`, no statements); got "
+            f"{expression!r}: {_first_line(exc)}"
+        )
+        raise ContractError(msg) from exc
+
+
+_parser_lock = threading.Lock()
+_parser: tuple[int, Any] | None = None
+
+
+def _parser_connection() -> Any:
+    # Parsing only: nothing is ever executed on this connection.
+    global _parser
+    with _parser_lock:
+        if _parser is None or _parser[0] != os.getpid():
+            _parser = (os.getpid(), require("duckdb", extra="sql").connect())
+        return _parser[1]
+
+
+def check_query(query: str) -> None:
+    """Refuse anything but exactly one ``SELECT`` statement.
+
+    Raises:
+        ContractError: When ``query`` does not parse, holds several statements, or one
+            that is not a ``SELECT`` (DDL, ``SET``, ``ATTACH``, ``PRAGMA`` ...).
+    """
+    duckdb = require("duckdb", extra="sql")
+    con = _parser_connection()
+    try:
+        with _parser_lock:
+            statements = con.extract_statements(query)
+    except duckdb.Error as exc:
+        msg = f"expected one SELECT statement; got {query!r}: {_first_line(exc)}"
+        raise ContractError(msg) from exc
+    kinds = [str(s.type).rsplit(".", 1)[-1] for s in statements]
+    if kinds != ["SELECT"]:
+        msg = f"expected exactly one SELECT statement; got {kinds or ['nothing']!r} in {query!r}"
+        raise ContractError(msg)
+
+
+class _Watchdog:
+    """One thread per process that interrupts cursors whose deadline has passed."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int]] = []
+        self._armed: dict[int, list[Any]] = {}  # token -> [cursor, fired]
+        self._tokens = itertools.count()
+        self._pid = -1
+
+    def arm(self, cursor: Any, seconds: float) -> int:
+        with self._cond:
+            if self._pid != os.getpid():  # a fork left the thread behind
+                self._pid = os.getpid()
+                self._heap.clear()
+                self._armed.clear()
+                threading.Thread(target=self._run, name="thalweg-sql-watchdog", daemon=True).start()
+            token = next(self._tokens)
+            self._armed[token] = [cursor, False]
+            heapq.heappush(self._heap, (time.monotonic() + seconds, token))
+            self._cond.notify()
+            return token
+
+    def disarm(self, token: int) -> bool:
+        """Forget ``token``; whether its deadline passed (the cursor was interrupted)."""
+        with self._cond:
+            entry = self._armed.pop(token, None)
+            return bool(entry and entry[1])
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                while self._heap and (
+                    self._heap[0][0] <= now or self._heap[0][1] not in self._armed
+                ):
+                    _, token = heapq.heappop(self._heap)
+                    entry = self._armed.get(token)
+                    if entry is not None:
+                        entry[1] = True
+                        entry[0].interrupt()
+                timeout = self._heap[0][0] - now if self._heap else None
+                self._cond.wait(timeout)
+
+
+_watchdog = _Watchdog()
+
+
+class Sandbox:
+    """One rule set's own in-memory DuckDB database, sandboxed and bounded in time.
+
+    The connection is opened on first use (``duckdb.connect()`` costs ~20 ms, so once
+    per rule set and process, never per batch) with external access off and the
+    configuration locked; each thread gets its own cursor. Pickling drops the
+    connection; it reopens on first use.
+
+    Args:
+        timeout_seconds: The bound on each query; ``None`` for no bound.
+    """
+
+    def __init__(self, timeout_seconds: float | None = DEFAULT_SQL_TIMEOUT_SECONDS) -> None:
+        if timeout_seconds is not None and not timeout_seconds > 0:
+            msg = (
+                f"contract SQL sandbox: expected a positive `sql_timeout_seconds` or None; "
+                f"got {timeout_seconds!r}"
+            )
+            raise ContractError(msg)
+        self.timeout_seconds = timeout_seconds
+        self._lock = threading.Lock()
+        self._con: tuple[int, Any] | None = None
+        self._local = threading.local()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"timeout_seconds": self.timeout_seconds}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["timeout_seconds"])  # type: ignore[misc]
+
+    def cursor(self) -> Any:
+        """This thread's cursor on the sandbox's connection."""
+        pid = os.getpid()
+        cur = getattr(self._local, "cursor", None)
+        if cur is not None and getattr(self._local, "pid", None) == pid:
+            return cur
+        with self._lock:
+            if self._con is None or self._con[0] != pid:
+                duckdb = require("duckdb", extra="sql")
+                con = duckdb.connect()
+                con.execute("SET enable_external_access=false")
+                con.execute("SET lock_configuration=true")
+                self._con = (pid, con)
+            cur = self._con[1].cursor()
+        self._local.cursor = cur
+        self._local.pid = pid
+        return cur
+
+    def query(
+        self,
+        tables: Mapping[str, pa.Table | pa.RecordBatch],
+        sql: str,
+        *,
+        timeout_seconds: float | None = -1.0,
+    ) -> pa.Table:
+        """Run ``sql`` over ``tables`` (registered by name for this query only).
+
+        Args:
+            tables: Arrow data to expose, by table name.
+            sql: The query (written by this package around checked user SQL).
+            timeout_seconds: Override the sandbox's bound (``None``: unbounded).
+
+        Returns:
+            The result, materialised.
+
+        Raises:
+            SqlTimeoutError: When the bound passed and the query was interrupted.
+            duckdb.Error: Whatever DuckDB raises for the query.
+        """
+        bound = self.timeout_seconds if timeout_seconds == -1.0 else timeout_seconds
+        cur = self.cursor()
+        for name, data in tables.items():
+            table = data if isinstance(data, pa.Table) else pa.Table.from_batches([data])
+            cur.register(name, table)
+        token = _watchdog.arm(cur, bound) if bound is not None else None
+        try:
+            return cur.sql(sql).to_arrow_table()
+        except require("duckdb", extra="sql").InterruptException as exc:
+            msg = f"contract SQL: expected to finish within {bound} s; got interrupted"
+            raise SqlTimeoutError(msg) from exc
+        finally:
+            if token is not None:
+                _watchdog.disarm(token)
+            for name in tables:
+                cur.unregister(name)
