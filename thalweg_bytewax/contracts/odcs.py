@@ -9,8 +9,12 @@ never later in the flow.
 
 from __future__ import annotations
 
+import base64
+import http.client
 import logging
 import re
+import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,7 +24,9 @@ from urllib.parse import urlsplit
 import pyarrow as pa
 
 from thalweg_bytewax._deps import require
-from thalweg_bytewax.contracts.evaluate import check_pattern, check_sql
+from thalweg_bytewax._redact import redact_origins_in, redact_url
+from thalweg_bytewax.contracts._sandbox import Sandbox
+from thalweg_bytewax.contracts.evaluate import _ident, check_pattern, check_sql
 from thalweg_bytewax.contracts.spec import (
     ColumnSpec,
     ContractError,
@@ -91,6 +97,7 @@ _METRICS = ("nullValues", "missingValues", "invalidValues", "duplicateValues", "
 _ROW_SQL_ENGINES = ("duckdb", "thalweg")
 _PLACEHOLDERS = ("${table}", "{table}", "${object}", "{object}")
 _COLUMN_PLACEHOLDERS = ("${column}", "{column}", "${property}", "{property}")
+_BATCH_TABLE = "batch"
 
 
 def _fail(origin: str, path: str, detail: str) -> ContractError:
@@ -107,23 +114,62 @@ def _loc_path(loc: tuple[Any, ...]) -> str:
     return out
 
 
+def _cause(exc: BaseException, url: str) -> BaseException | None:
+    """``exc`` if its text holds none of ``url``'s secrets, else ``None`` (no chaining).
+
+    A traceback prints the cause's text; a client exception that quotes the URL (e.g.
+    ``http.client.InvalidURL`` with the password as a "port") must not be chained.
+    """
+    text = f"{exc!s} {exc!r}"
+    return exc if redact_origins_in(text, url) == text else None
+
+
+def _http_request(url: str) -> urllib.request.Request:
+    """A GET for ``url``; userinfo becomes an ``Authorization: Basic`` header."""
+    split = urllib.parse.urlsplit(url)
+    netloc = split.netloc
+    headers = {}
+    if "@" in netloc:
+        userinfo, _, host = netloc.rpartition("@")
+        user, _, password = userinfo.partition(":")
+        token = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}"
+        headers["Authorization"] = "Basic " + base64.b64encode(token.encode()).decode()
+        url = urllib.parse.urlunsplit(split._replace(netloc=host))
+    return urllib.request.Request(url, headers=headers)  # noqa: S310 - http(s) only
+
+
 def _read(source: str | Path) -> tuple[str, str]:
+    """``(text, origin)``: the contract text and where it came from, redacted."""
     if isinstance(source, Path):
         return _read_local(source), str(source)
     text = str(source)
+    shown = redact_url(text)
     scheme = urlsplit(text).scheme
     if scheme in ("http", "https"):
         try:
-            with urllib.request.urlopen(text, timeout=_HTTP_TIMEOUT_SECONDS) as resp:  # noqa: S310 - scheme checked above
-                return resp.read().decode("utf-8"), text
-        except OSError as exc:
-            msg = f"contract `{text}`: cannot fetch: {exc}"
-            raise ContractError(msg) from exc
+            with urllib.request.urlopen(  # noqa: S310 - scheme checked above
+                _http_request(text), timeout=_HTTP_TIMEOUT_SECONDS
+            ) as resp:
+                return resp.read().decode("utf-8"), shown
+        except urllib.error.HTTPError as exc:
+            exc.close()  # it holds the response (and its socket) open
+            # Never the client's text: it may quote the URL. The status says enough.
+            msg = f"contract `{shown}`: cannot fetch: expected HTTP 200; got HTTP {exc.code}"
+            raise ContractError(msg) from _cause(exc, text)
+        except (OSError, ValueError, http.client.HTTPException) as exc:
+            reason = getattr(exc, "reason", None)
+            detail = getattr(reason, "strerror", None) or getattr(exc, "strerror", None)
+            msg = (
+                f"contract `{shown}`: cannot fetch: {type(exc).__name__}"
+                + (f" ({redact_origins_in(str(detail), text)})" if detail else "")
+                + "; check the URL and that the server is reachable"
+            )
+            raise ContractError(msg) from _cause(exc, text)
     if scheme == "" or len(scheme) == 1:  # a plain path (or a Windows drive letter)
         return _read_local(Path(text)), text
     if scheme == "file":
-        return _read_local(Path(urlsplit(text).path)), text
-    return _read_filesystem(text), text
+        return _read_local(Path(urlsplit(text).path)), shown
+    return _read_filesystem(text), shown
 
 
 def _read_local(path: Path) -> str:
@@ -137,6 +183,7 @@ def _read_local(path: Path) -> str:
 def _read_filesystem(uri: str) -> str:
     from pyarrow import fs  # noqa: PLC0415
 
+    shown = redact_url(uri)
     try:
         filesystem, path = fs.FileSystem.from_uri(uri)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -144,15 +191,22 @@ def _read_filesystem(uri: str) -> str:
         try:
             with fsspec.open(uri, "rt", encoding="utf-8") as fh:
                 return str(fh.read())
-        except (OSError, ValueError) as exc:
-            msg = f"contract `{uri}`: cannot read through fsspec: {exc}"
-            raise ContractError(msg) from exc
+        except (OSError, ValueError, ImportError) as exc:
+            # The filesystem's own text may quote the URI: redact every origin in it.
+            msg = (
+                f"contract `{shown}`: cannot read through fsspec: {type(exc).__name__}: "
+                f"{redact_origins_in(str(exc), uri)}"
+            )
+            raise ContractError(msg) from _cause(exc, uri)
     try:
         with filesystem.open_input_stream(path) as stream:
             return bytes(stream.read()).decode("utf-8")
     except OSError as exc:
-        msg = f"contract `{uri}`: cannot read: {exc}"
-        raise ContractError(msg) from exc
+        msg = (
+            f"contract `{shown}`: cannot read: {type(exc).__name__}: "
+            f"{redact_origins_in(str(exc), uri)}"
+        )
+        raise ContractError(msg) from _cause(exc, uri)
 
 
 def load_contract(source: str | Path) -> ContractSpec:
@@ -179,7 +233,7 @@ def parse_contract(document: str | Mapping[str, Any], *, origin: str = "<memory>
 
     Args:
         document: The YAML text, or its parsed mapping.
-        origin: Where it came from, for messages.
+        origin: Where it came from, for messages (credentials in it are redacted).
 
     Returns:
         The resolved contract.
@@ -187,6 +241,7 @@ def parse_contract(document: str | Mapping[str, Any], *, origin: str = "<memory>
     Raises:
         ContractError: As :func:`load_contract`.
     """
+    origin = redact_url(origin)
     yaml = require("yaml", extra="contracts")
     model_mod = require("open_data_contract_standard.model", extra="contracts")
     import pydantic  # noqa: PLC0415
@@ -216,8 +271,10 @@ def parse_contract(document: str | Mapping[str, Any], *, origin: str = "<memory>
         err = exc.errors()[0]
         raise _fail(origin, _loc_path(tuple(err["loc"])), err["msg"]) from exc
     ignored: list[str] = []
+    # One sandbox binds every rule of this contract, and only this contract's rules.
+    sandbox = Sandbox()
     objects = tuple(
-        _resolve_object(origin, f"schema[{i}]", obj, ignored)
+        _resolve_object(origin, f"schema[{i}]", obj, ignored, sandbox)
         for i, obj in enumerate(model.schema_ or ())
     )
     if not objects:
@@ -234,7 +291,9 @@ def parse_contract(document: str | Mapping[str, Any], *, origin: str = "<memory>
     )
 
 
-def _resolve_object(origin: str, path: str, obj: Any, ignored: list[str]) -> ObjectSpec:
+def _resolve_object(  # noqa: C901
+    origin: str, path: str, obj: Any, ignored: list[str], sandbox: Sandbox
+) -> ObjectSpec:
     if not obj.name:
         raise _fail(origin, f"{path}.name", "expected a schema object name; got none")
     columns: list[ColumnSpec] = []
@@ -265,13 +324,15 @@ def _resolve_object(origin: str, path: str, obj: Any, ignored: list[str]) -> Obj
         )
         rules.extend(_property_rules(origin, ppath, prop, arrow_type))
         for k, q in enumerate(prop.quality or ()):
-            rule = _quality_rule(origin, f"{ppath}.quality[{k}]", q, prop.name, ignored)
+            rule = _quality_rule(
+                origin, f"{ppath}.quality[{k}]", q, prop.name, ignored, _object_names(obj)
+            )
             if rule is not None:
                 rules.append(rule)
     schema = pa.schema([pa.field(c.name, c.arrow_type) for c in columns])
     for k, q in enumerate(obj.quality or ()):
         qpath = f"{path}.quality[{k}]"
-        rule = _quality_rule(origin, qpath, q, None, ignored)
+        rule = _quality_rule(origin, qpath, q, None, ignored, _object_names(obj))
         if rule is None:
             continue
         for m, col in enumerate(rule.columns):
@@ -283,7 +344,7 @@ def _resolve_object(origin: str, path: str, obj: Any, ignored: list[str]) -> Obj
                 )
         rules.append(rule)
     for rule in rules:
-        _check_rule(origin, path, rule, schema)
+        _check_rule(origin, path, rule, schema, sandbox)
     pk = sorted(
         (c for c in columns if c.primary_key_position), key=lambda c: c.primary_key_position or 0
     )
@@ -299,12 +360,14 @@ def _resolve_object(origin: str, path: str, obj: Any, ignored: list[str]) -> Obj
     )
 
 
-def _check_rule(origin: str, path: str, rule: Rule, schema: pa.Schema) -> None:
+def _check_rule(
+    origin: str, path: str, rule: Rule, schema: pa.Schema, sandbox: Sandbox
+) -> None:
     try:
         if rule.pattern is not None:
             check_pattern(rule.pattern)
         if rule.expression is not None:
-            check_sql(rule.expression, schema, scalar=rule.metric == "sql")
+            check_sql(rule.expression, schema, scalar=rule.metric == "sql", sandbox=sandbox)
     except ContractError as exc:
         raise _fail(origin, f"{path} rule `{rule.name}`", str(exc)) from exc
 
@@ -361,7 +424,7 @@ def _arrow_type(origin: str, path: str, prop: Any) -> pa.DataType:  # noqa: C901
             return pa.struct(fields)
         case "array":
             if prop.items is None:
-                raise _fail(origin, f"{path}.items", "expected the item definition of an array")
+                return pa.list_(_untyped_items(physical))
             return pa.list_(_arrow_type(origin, f"{path}.items", prop.items))
         case "map":
             if prop.map is None or prop.map.key is None or prop.map.value is None:
@@ -387,6 +450,29 @@ def _arrow_type(origin: str, path: str, prop: Any) -> pa.DataType:  # noqa: C901
             )
 
 
+_ARRAY_PHYSICAL = re.compile(r"^\s*(?:array|list)\s*<\s*(.+?)\s*>\s*$|^\s*(.+?)\s*\[\s*\]\s*$")
+
+
+def _untyped_items(physical: str) -> pa.DataType:
+    """The item type of an ``array`` without ``items``.
+
+    The physical type names it when it can (``array<int>``, ``list<double>``,
+    ``varchar[]``); otherwise the items are strings, the type ODCS gives a value it
+    does not otherwise describe.
+    """
+    m = _ARRAY_PHYSICAL.match(physical)
+    inner = (m.group(1) or m.group(2)).strip().lower() if m else ""
+    if inner in _INT_PHYSICAL:
+        return _INT_PHYSICAL[inner]
+    if inner in _FLOAT_PHYSICAL:
+        return _FLOAT_PHYSICAL[inner]
+    if (d := _DECIMAL.match(inner)) is not None:
+        return pa.decimal128(int(d.group(1)), int(d.group(2) or 0))
+    if inner in ("boolean", "bool"):
+        return pa.bool_()
+    return pa.string()
+
+
 def _property_rules(origin: str, path: str, prop: Any, arrow_type: pa.DataType) -> list[Rule]:
     col = prop.name
     opts = _options(prop)
@@ -396,6 +482,14 @@ def _property_rules(origin: str, path: str, prop: Any, arrow_type: pa.DataType) 
     if prop.unique:
         rules.append(Rule.unique(col))
     if prop.enum:
+        for k, entry in enumerate(prop.enum):
+            if entry.value is None:
+                raise _fail(
+                    origin,
+                    f"{path}.enum[{k}].value",
+                    f"expected the allowed value; got only label={entry.label!r} (values are "
+                    "compared, labels are for people); add `value:`",
+                )
         rules.append(Rule.one_of(col, [e.value for e in prop.enum]))
     if prop.logicalType in ("string", None):
         if "minLength" in opts or "maxLength" in opts:
@@ -436,8 +530,49 @@ def _threshold(origin: str, path: str, q: Any) -> tuple[MetricOp, Any]:
     return found[0]
 
 
+def _object_names(obj: Any) -> tuple[str, ...]:
+    """The names a SQL check may use for its own schema object: name and physical name.
+
+    A schema-qualified physical name (``db.sales.orders``) is bound by its last part.
+    """
+    names = [str(obj.name)]
+    if obj.physicalName:
+        names.append(str(obj.physicalName).rsplit(".", 1)[-1].strip('"'))
+    return tuple(dict.fromkeys(n for n in names if n and n != _BATCH_TABLE))
+
+
+_NAME_IN_SQL = r"(?<![\w\"]){}(?![\w\"])"
+
+
+def _bind_names(query: str, names: tuple[str, ...]) -> str:
+    """``query`` with the object's own names bound to the batch (as CTEs around it).
+
+    ``select count(*) from air_quality where …`` (the ODCS standard's own form) then
+    reads the batch; ``${table}`` is replaced by ``batch`` before this. A name is bound
+    only when the query mentions it, so queries that do not keep their rule version.
+    """
+    used = [
+        n
+        for n in names
+        if re.search(_NAME_IN_SQL.format(re.escape(n)), query, re.IGNORECASE)
+        or _ident(n) in query
+    ]
+    if not used:
+        return query
+    ctes = ", ".join(
+        f"{_ident(n)} AS (SELECT * FROM {_BATCH_TABLE})"  # noqa: S608 - quoted names
+        for n in used
+    )
+    return f"WITH {ctes}\nSELECT * FROM (\n{query}\n) AS {_ident('_twg_check')}"
+
+
 def _quality_rule(  # noqa: C901
-    origin: str, path: str, q: Any, column: str | None, ignored: list[str]
+    origin: str,
+    path: str,
+    q: Any,
+    column: str | None,
+    ignored: list[str],
+    object_names: tuple[str, ...] = (),
 ) -> Rule | None:
     qtype = (q.type or ("library" if (q.metric or q.rule) else "text")).lower()
     name = q.name or q.id or ""
@@ -459,10 +594,12 @@ def _quality_rule(  # noqa: C901
         op, threshold = _threshold(origin, path, q)
         query = q.query
         for ph in _PLACEHOLDERS:
-            query = query.replace(ph, "batch")
+            query = query.replace(ph, _BATCH_TABLE)
         if column is not None:
+            # Quoted as an identifier: a column named `a"b` neither breaks nor splices SQL.
             for ph in _COLUMN_PLACEHOLDERS:
-                query = query.replace(ph, f'"{column}"')
+                query = query.replace(ph, _ident(column))
+        query = _bind_names(query, object_names)
         return Rule.batch_metric(
             "sql", op=op, threshold=threshold, expression=query, name=name or "sql_check"
         )

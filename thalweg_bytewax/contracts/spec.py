@@ -23,6 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from thalweg_bytewax._redact import redact_url
 from thalweg_bytewax.contracts.rules import RuleConstructors, stable_values
 from thalweg_bytewax.errors import ConfigError, ThalwegError
 
@@ -446,7 +447,8 @@ class ContractSpec:
         name: The contract name.
         version: The contract's own version string.
         objects: The schema objects in declaration order.
-        source: Where the contract was loaded from (for messages).
+        source: Where the contract was loaded from (for messages); a URL is kept
+            redacted (userinfo, query values and fragment become ``***``).
         ignored_quality: Paths of quality entries that cannot run in a stream
             (``text``, foreign ``custom`` engines); listed, never silently dropped.
     """
@@ -457,6 +459,11 @@ class ContractSpec:
     objects: tuple[ObjectSpec, ...]
     source: str = "<memory>"
     ignored_quality: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # A URL source may carry credentials (userinfo, a presigned query); the source
+        # enters messages and reprs, so only its redacted form is kept.
+        object.__setattr__(self, "source", redact_url(self.source))
 
     def object(self, name: str | None = None) -> ObjectSpec:
         """The schema object ``name``, or the only one when ``name`` is omitted.
