@@ -53,7 +53,7 @@ import bytewax.operators as op
 from bytewax.dataflow import Dataflow
 from bytewax.inputs import Source
 from bytewax.outputs import Sink
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 import thalweg_bytewax.operators as twg
 from flows._orders_sample import SampleOrdersSource
@@ -81,7 +81,8 @@ class OrdersSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     bootstrap_servers: str | None = None
-    schema_registry_url: str | None = None
+    # The URL may carry credentials (`https://user:secret@host`): masked in every repr.
+    schema_registry_url: SecretStr | None = None
     topic: str = "orders"
     data_dir: Path = Path("thalweg-data")
     sample_orders: int = Field(default=20_000, ge=1)
@@ -137,8 +138,8 @@ class OrdersSettings(BaseModel):
 
     def codec(self) -> AvroCodec:
         """The orders codec: Confluent-framed Avro from the registry, or the bundled schemas."""
-        if self.schema_registry_url:
-            return AvroCodec(self.schema_registry_url)
+        if self.schema_registry_url is not None and self.schema_registry_url.get_secret_value():
+            return AvroCodec(self.schema_registry_url.get_secret_value())
         return AvroCodec(DirectorySchemaSource(SCHEMA_DIR))
 
 

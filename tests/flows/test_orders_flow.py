@@ -203,10 +203,19 @@ def test_settings_from_environment():
     s = OrdersSettings.load(
         {"THALWEG_SCHEMA_REGISTRY_URL": "mock://orders-settings", "THALWEG_DATA_DIR": "/x"}
     )
-    assert s.schema_registry_url == "mock://orders-settings"
+    assert s.schema_registry_url is not None
+    assert s.schema_registry_url.get_secret_value() == "mock://orders-settings"
     assert s.orders_lane == Path("/x/orders") and s.dlq_lane == Path("/x/dlq")
     assert "mock://orders-settings" in repr(s.codec())
     assert "flows/schemas" in repr(OrdersSettings().codec())
+
+
+def test_settings_never_show_the_registry_credentials():
+    url = "https://reader:hunter2-secret@registry.example:8081"
+    s = OrdersSettings.load({"THALWEG_SCHEMA_REGISTRY_URL": url})
+    for text in (repr(s), str(s), s.model_dump_json(), str(s.model_dump())):
+        assert "hunter2-secret" not in text
+    assert s.schema_registry_url is not None and s.schema_registry_url.get_secret_value() == url
 
 
 def test_kafka_mode_decodes_with_the_bundled_schemas(kafka_bootstrap, make_topic, tmp_path):
