@@ -164,7 +164,7 @@ def duckdb_cursor() -> Any:
     return cur
 
 
-def _duckdb_errors() -> tuple[type[BaseException], ...]:
+def _duckdb_errors() -> tuple[type[Exception], ...]:
     duckdb = require("duckdb", extra="sql")
     return (duckdb.Error, SqlTimeoutError)
 
@@ -195,7 +195,7 @@ def check_sql_shape(expression: str, *, scalar: bool = False) -> None:
 
 
 def _is_metric_type(t: pa.DataType) -> bool:
-    return (
+    return bool(
         pa.types.is_integer(t)
         or pa.types.is_floating(t)
         or pa.types.is_decimal(t)
@@ -677,7 +677,7 @@ def _metric_rule(
         return _missing(n)
     col = batch.column(rule.columns[0]) if rule.columns else None
     if metric == "rowCount":
-        value: float = n
+        value: Any = n
         contributing = _missing(n)
     elif metric == "sql":
         contributing = _missing(n)
@@ -743,7 +743,7 @@ def _predicate_masks(
             raise _ShapeError(msg)
         return {key: _np(result.column(k)) for k, (key, _, _) in enumerate(chunk)}
 
-    errors = (*_duckdb_errors(), _ShapeError)
+    errors: tuple[type[Exception], ...] = (*_duckdb_errors(), _ShapeError)
     try:
         return run(items)
     except errors as exc:
