@@ -232,3 +232,20 @@ def test_property_any_rule_text_loads_cleanly_or_is_refused(text: str) -> None:
     else:
         evaluate(BATCH, attacker)  # an outcome, never an exception
     assert _verdicts(victim) == before
+
+
+def test_the_time_bound_leaves_no_thread_behind():
+    import threading
+
+    def watchdogs() -> int:
+        return sum(t.name == "thalweg-sql-watchdog" for t in threading.enumerate())
+
+    rs = RuleSet([Rule.sql("fast", "code IS NOT NULL")], sql_timeout_seconds=5)
+    for _ in range(3):
+        evaluate(BATCH, rs)
+        deadline = time.monotonic() + 5
+        while watchdogs() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert watchdogs() == 0  # the guard ends with the last query, not at its deadline
+    slow = RuleSet([Rule.sql("slow", SLOW)], sql_timeout_seconds=0.2)
+    assert evaluate(BATCH.slice(0, 2), slow).any_failed.tolist() == [True, True]
