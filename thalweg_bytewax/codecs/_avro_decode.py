@@ -9,13 +9,17 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from thalweg_bytewax.codecs import _avro_fast
+from thalweg_bytewax.codecs import _avro_fast, _avro_scan
 from thalweg_bytewax.codecs._avro_resolve import (
     _FIXED_KEY,
     AvroDecodeError,
+    _leftover_text,
+    _mismatch_text,
     _Plan,
     _read,
+    _truncated_text,
     _Writer,
 )
 from thalweg_bytewax.codecs.base import (
@@ -145,6 +149,39 @@ def _decode_exact_rows(
         batch = batch.filter(pa.array(keep))
         rows = rows[keep]
     return rows, batch
+
+
+def _structural_failures(
+    label: str, idx: np.ndarray, status: np.ndarray, read: np.ndarray, bodies: pa.BinaryArray
+) -> list[DecodeFailure]:
+    """The failures of the rows :func:`_avro_scan.scan` proved bad, as ``_read`` words them.
+
+    One text per row is unavoidable (each names its body's length); the rows are picked
+    and their numbers read columnar, and nothing is raised per row.
+    """
+    bad = np.flatnonzero(
+        (status == _avro_scan.TRUNCATED)
+        | (status == _avro_scan.CUT_VARINT)
+        | (status == _avro_scan.LEFTOVER)
+    )
+    if not len(bad):
+        return []
+    sizes = pc.binary_length(bodies).to_numpy(zero_copy_only=False)[bad].tolist()
+    kinds = status[bad].tolist()
+    reads = read[bad].tolist()
+    rows = idx[bad].tolist()
+    malformed = FailureKind.MALFORMED
+    out = []
+    for row, kind, size, at in zip(rows, kinds, sizes, reads, strict=True):
+        if kind == _avro_scan.TRUNCATED:
+            text = _truncated_text(label, size)
+        elif kind == _avro_scan.CUT_VARINT:
+            # fastavro indexes past the end of the body inside a varint
+            text = _mismatch_text(label, size, size, "IndexError: string index out of range")
+        else:
+            text = _leftover_text(label, at, size)
+        out.append(DecodeFailure(row, malformed, text))
+    return out
 
 
 def _promote(column: pa.Array, f: pa.Field, values: list[Any], invalid: dict[int, str]) -> pa.Array:

@@ -217,6 +217,10 @@ def decode_block(header: bytes, node: AvroNode, bodies: pa.BinaryArray) -> pa.Re
         # path, which reports the row.
         if has_tags(node) and tag_errors(bodies, arrays, node).any():
             return None
+        # polars reads a uuid as any string; the exact path parses it (and fails, or
+        # writes it canonical), so anything but the canonical form goes there.
+        if not all(_uuids_canonical(a, c) for a, c in zip(arrays, node.children, strict=False)):
+            return None
     except MemoryError:
         # Not a limit of polars: the exact path needs more memory (a dict per record),
         # so falling back would only hide the exhaustion.
@@ -318,6 +322,32 @@ def _check(
         bad[rows[item_bad]] = True
         return bad
     return bad
+
+
+_UUID_TEXT = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+
+
+def _uuids_canonical(arr: pa.Array, node: AvroNode) -> bool:
+    """Whether every ``uuid`` value in ``arr`` is what ``str(uuid.UUID(text))`` gives."""
+    kind = node.kind
+    if kind == "uuid":
+        if len(arr) == arr.null_count:
+            return True
+        matched = pc.match_substring_regex(arr, _UUID_TEXT)
+        return bool(pc.all(matched).as_py())
+    if not _has_uuid(node):
+        return True
+    if kind == "nullable":
+        return _uuids_canonical(arr, node.children[0])
+    if kind == "record":
+        return all(_uuids_canonical(arr.field(i), c) for i, c in enumerate(node.children))
+    if kind == "array":
+        return _uuids_canonical(arr.flatten(), node.children[0])
+    return True
+
+
+def _has_uuid(node: AvroNode) -> bool:
+    return node.kind == "uuid" or any(_has_uuid(c) for c in node.children)
 
 
 def cast_exact(arr: pa.Array, target: pa.DataType) -> pa.Array:

@@ -164,25 +164,38 @@ def _read(w: _Writer, body: bytes | memoryview, reader: Any) -> dict[str, Any]:
         msg = f"avro {w.label}: cannot resolve to the reader schema ({exc})"
         raise AvroDecodeError(msg, FailureKind.SCHEMA_MISMATCH) from exc
     except (EOFError, StopIteration) as exc:
-        msg = f"avro {w.label}: body truncated, {len(body)} bytes end inside a record"
-        raise AvroDecodeError(msg) from exc
+        raise AvroDecodeError(_truncated_text(w.label, len(body))) from exc
     except UnicodeDecodeError as exc:
         msg = f"avro {w.label}: invalid UTF-8 in a string field ({exc.reason} at byte {exc.start})"
         raise AvroDecodeError(msg) from exc
     except Exception as exc:  # fastavro raises IndexError, ValueError, ... on bad bytes
-        msg = (
-            f"avro {w.label}: body does not match the writer schema at byte "
-            f"{buf.tell()} of {len(body)} ({type(exc).__name__}: {exc})"
-        )
-        raise AvroDecodeError(msg) from exc
+        error = f"{type(exc).__name__}: {exc}"
+        raise AvroDecodeError(_mismatch_text(w.label, buf.tell(), len(body), error)) from exc
     if buf.tell() != len(body):
-        msg = (
-            f"avro {w.label}: {len(body) - buf.tell()} bytes left over after the record "
-            f"(read {buf.tell()} of {len(body)}); the body does not match the writer schema"
-        )
-        raise AvroDecodeError(msg)
+        raise AvroDecodeError(_leftover_text(w.label, buf.tell(), len(body)))
     # fastavro types the result as any Avro value; a record schema decodes to a dict.
     return cast("dict[str, Any]", rec)
+
+
+def _truncated_text(label: str, size: int) -> str:
+    """The reject text of a body that ends inside its record (fastavro's EOFError)."""
+    return f"avro {label}: body truncated, {size} bytes end inside a record"
+
+
+def _leftover_text(label: str, read: int, size: int) -> str:
+    """The reject text of a body with bytes after its record."""
+    return (
+        f"avro {label}: {size - read} bytes left over after the record "
+        f"(read {read} of {size}); the body does not match the writer schema"
+    )
+
+
+def _mismatch_text(label: str, at: int, size: int, error: str) -> str:
+    """The reject text of a body fastavro stopped reading with ``error`` at byte ``at``."""
+    return (
+        f"avro {label}: body does not match the writer schema at byte {at} of {size} "
+        f"({error})"
+    )
 
 
 def _named_docs(w: _Writer) -> dict[str, Any]:
