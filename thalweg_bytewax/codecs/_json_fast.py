@@ -19,10 +19,35 @@ try:
 except ImportError:  # built without a C compiler: the codec falls back to pyarrow.json
     _json_native = None  # type: ignore[assignment]
 
-__all__ = ["NATIVE", "NativeReader"]
+__all__ = ["DEFERRED", "NATIVE", "READ", "NativeReader", "syntax_text"]
 
 NATIVE = _json_native is not None
 """Whether the native reader was built with the package."""
+
+READ = 0
+"""A row's status: read into the batch."""
+DEFERRED = 1
+"""A row's status: set aside for the per-value path."""
+# The other statuses are rows that are no JSON document, each with the syntax error
+# orjson (the per-value path) reports for it; the reader returns its position.
+_SYNTAX = {
+    4: "unexpected end of data",
+    5: "str is not valid UTF-8: surrogates not allowed",
+    6: "unexpected character, expected a JSON value",
+    7: "unexpected content after document",
+    8: "Input is a zero-length, empty document",
+    9: "input data is empty",
+}
+
+
+def syntax_text(status: int, line: int, column: int, char: int) -> str:
+    """The per-value path's text for a row the reader rejected with ``status``.
+
+    ``orjson.JSONDecodeError`` words it as ``msg: line L column C (char N)``.
+    """
+    where = f"line {line} column {column} (char {char})"
+    return f"json payload is malformed: {_SYNTAX[status]}: {where}"
+
 
 # Plan node kinds, as the C reader numbers them.
 _NULL, _BOOL, _INT, _FLOAT, _STRING, _LIST, _STRUCT, _MAP = range(8)
@@ -122,22 +147,25 @@ class NativeReader:
         """The schema of the batches :meth:`read` returns (int64, float64, string...)."""
         self._struct = struct
 
-    def read(self, bodies: pa.Array) -> tuple[pa.RecordBatch, np.ndarray]:
+    def read(self, bodies: pa.Array) -> tuple[pa.RecordBatch, np.ndarray, np.ndarray]:
         """Decode a binary array without nulls.
 
         Returns:
-            The batch of the rows read (in order) and a mask of the rows set aside.
+            The batch of the rows read (in order), each row's status (:data:`READ`,
+            :data:`DEFERRED` or a syntax error for :func:`syntax_text`) and, per row,
+            the line, column and character of its syntax error (an ``(n, 3)`` array).
         """
         n = len(bodies)
         if n == 0:
-            return pa.RecordBatch.from_pylist([], schema=self.schema), np.zeros(0, np.bool_)
+            empty = pa.RecordBatch.from_pylist([], schema=self.schema)
+            return empty, np.zeros(0, np.uint8), np.zeros((0, 3), np.int32)
         start = bodies.offset
         offsets = np.frombuffer(bodies.buffers()[1], np.int32)[start : start + n + 1]
         data = bodies.buffers()[2]
-        status, tree = self._decoder.decode(
+        status, where, tree = self._decoder.decode(
             b"" if data is None else data, np.ascontiguousarray(offsets)
         )
-        deferred = np.frombuffer(status, np.uint8) != 0
         whole = _array(self._struct, tree)
         batch = pa.RecordBatch.from_struct_array(whole)
-        return batch, deferred
+        positions = np.frombuffer(where, np.int32).reshape(n, 3)
+        return batch, np.frombuffer(status, np.uint8), positions

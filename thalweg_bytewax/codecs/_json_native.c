@@ -12,10 +12,14 @@
  * mismatch, a repeated key, an unknown field in a strict object, a key under the
  * reserved prefix, a lone surrogate, an exotic number) is rolled back and marked
  * "deferred"; the Python side decides those rows with the per-value path, which
- * either converts them or names what is wrong. Required fields are not checked here:
- * a missing or null value is a null, found afterwards by the same columnar check the
- * codec applies to every batch. Inside the values of a map or the items of a large
- * list, which that check does not walk, a missing or null value defers the row.
+ * either converts them or names what is wrong. A row that is no JSON at all -- cut
+ * short, invalid UTF-8, not starting like a JSON value, content after the document,
+ * empty -- is not deferred but rejected here, with the error and position orjson gives
+ * for it, so a flood of broken rows costs one pass and no per-row Python parse.
+ * Required fields are not checked here: a missing or null value is a null, found
+ * afterwards by the same columnar check the codec applies to every batch. Inside the
+ * values of a map or the items of a large list, which that check does not walk, a
+ * missing or null value defers the row.
  *
  * The parse runs without the GIL, so worker threads decode in parallel.
  */
@@ -222,8 +226,15 @@ static int buf_reserve(Buf *b, size_t extra) {
     return 0;
 }
 
-/* Error codes of the parse: DEFER sets the row aside; NOMEM and TOOBIG stop the batch. */
-enum { OK = 0, DEFER = 1, NOMEM = 2, TOOBIG = 3 };
+/* Error codes of the parse: DEFER sets the row aside; NOMEM and TOOBIG stop the batch;
+   EOD (the document ends where a value, a bracket or more of a token is due) and
+   BADTEXT (bytes that are not UTF-8 inside a string) reject the row as malformed. */
+enum { OK = 0, DEFER = 1, NOMEM = 2, TOOBIG = 3, EOD = 4, BADTEXT = 5 };
+
+/* A row's status, as returned: OK (read), DEFER (set aside for the per-value path), or
+   one of these rejects, each the syntax error the per-value path (orjson) reports for
+   the row, at the position returned beside it. */
+enum { S_EOD = EOD, S_UTF8 = BADTEXT, S_START = 6, S_AFTER = 7, S_EMPTY = 8, S_BLANK = 9 };
 
 static int set_bit(Buf *b, int64_t i, int on) {
     size_t byte = (size_t)(i >> 3);
@@ -286,7 +297,9 @@ static inline void skip_ws(Parser *ps) {
 }
 
 static int literal(Parser *ps, const char *word, size_t len) {
-    if ((size_t)(ps->end - ps->p) < len || memcmp(ps->p, word, len) != 0) return DEFER;
+    size_t avail = (size_t)(ps->end - ps->p);
+    if (avail < len) return memcmp(ps->p, word, avail) == 0 ? EOD : DEFER;
+    if (memcmp(ps->p, word, len) != 0) return DEFER;
     ps->p += len;
     return OK;
 }
@@ -313,6 +326,17 @@ static size_t utf8_len(const unsigned char *p, const unsigned char *end) {
         return 4;
     }
     return 0;
+}
+
+/* Whether [p, end), shorter than six bytes, begins a \uXXXX escape: the document ends
+   inside it. */
+static int partial_u(const unsigned char *p, const unsigned char *end) {
+    for (const unsigned char *q = p; q < end; q++) {
+        size_t i = (size_t)(q - p);
+        unsigned char ch = *q;
+        if (i == 0 ? ch != '\\' : i == 1 ? ch != 'u' : !((ch >= '0' && ch <= '9') || ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'f'))) return 0;
+    }
+    return 1;
 }
 
 static int hex4(const unsigned char *p, unsigned *out) {
@@ -345,7 +369,7 @@ static int parse_string(Parser *ps, Buf *out) {
             memcpy(out->p + out->len, run, (size_t)(p - run));
             out->len += (size_t)(p - run);
         }
-        if (p >= end) return DEFER;
+        if (p >= end) return EOD;
         unsigned char ch = *p;
         if (ch == '"') {
             ps->p = p + 1;
@@ -354,7 +378,7 @@ static int parse_string(Parser *ps, Buf *out) {
         if (ch < 0x20) return DEFER; /* a raw control character: not JSON */
         if (ch >= 0x80) {
             size_t k = utf8_len(p, end);
-            if (k == 0) return DEFER;
+            if (k == 0) return BADTEXT;
             if (out) {
                 if (buf_reserve(out, k)) return NOMEM;
                 memcpy(out->p + out->len, p, k);
@@ -364,7 +388,7 @@ static int parse_string(Parser *ps, Buf *out) {
             continue;
         }
         /* a backslash */
-        if (p + 1 >= end) return DEFER;
+        if (p + 1 >= end) return EOD;
         unsigned char esc = p[1];
         char one;
         switch (esc) {
@@ -378,11 +402,13 @@ static int parse_string(Parser *ps, Buf *out) {
         case 't': one = '\t'; break;
         case 'u': {
             unsigned cp;
-            if (end - p < 6 || hex4(p + 2, &cp)) return DEFER;
+            if (end - p < 6) return partial_u(p, end) ? EOD : DEFER;
+            if (hex4(p + 2, &cp)) return DEFER;
             p += 6;
             if (cp >= 0xDC00 && cp <= 0xDFFF) return DEFER; /* lone low surrogate */
             if (cp >= 0xD800 && cp <= 0xDBFF) {
                 unsigned lo;
+                if (end - p < 6 && partial_u(p, end)) return EOD;
                 if (end - p < 6 || p[0] != '\\' || p[1] != 'u' || hex4(p + 2, &lo) ||
                     lo < 0xDC00 || lo > 0xDFFF)
                     return DEFER; /* lone high surrogate */
@@ -442,7 +468,7 @@ static int scan_number(Parser *ps, Number *num) {
     num->integral = 1;
     num->exponent = 0;
     if (p < end && *p == '-') p++;
-    if (p >= end) return DEFER;
+    if (p >= end) return EOD;
     if (*p == '0') {
         p++;
     } else if (*p >= '1' && *p <= '9') {
@@ -453,7 +479,8 @@ static int scan_number(Parser *ps, Number *num) {
     if (p < end && *p == '.') {
         num->integral = 0;
         p++;
-        if (p >= end || *p < '0' || *p > '9') return DEFER;
+        if (p >= end) return EOD;
+        if (*p < '0' || *p > '9') return DEFER;
         while (p < end && *p >= '0' && *p <= '9') p++;
     }
     if (p < end && (*p == 'e' || *p == 'E')) {
@@ -461,7 +488,8 @@ static int scan_number(Parser *ps, Number *num) {
         num->exponent = 1;
         p++;
         if (p < end && (*p == '+' || *p == '-')) p++;
-        if (p >= end || *p < '0' || *p > '9') return DEFER;
+        if (p >= end) return EOD;
+        if (*p < '0' || *p > '9') return DEFER;
         while (p < end && *p >= '0' && *p <= '9') p++;
     }
     num->len = (size_t)(p - num->start);
@@ -539,7 +567,7 @@ enum { CLOSED = -1 };
 
 static int after_member(Parser *ps, unsigned char close) {
     skip_ws(ps);
-    if (ps->p >= ps->end) return DEFER;
+    if (ps->p >= ps->end) return EOD;
     if (*ps->p == ',') {
         ps->p++;
         return OK;
@@ -577,10 +605,12 @@ static int skip_container(Parser *ps, unsigned char close) {
         int rc;
         if (close == '}') {
             skip_ws(ps);
-            if (ps->p >= ps->end || *ps->p != '"') return DEFER;
+            if (ps->p >= ps->end) return EOD;
+            if (*ps->p != '"') return DEFER;
             if ((rc = parse_string(ps, NULL))) return rc;
             skip_ws(ps);
-            if (ps->p >= ps->end || *ps->p != ':') return DEFER;
+            if (ps->p >= ps->end) return EOD;
+            if (*ps->p != ':') return DEFER;
             ps->p++;
         }
         if ((rc = skip_value(ps))) return rc;
@@ -595,7 +625,7 @@ static int skip_container(Parser *ps, unsigned char close) {
 /* Any JSON value, checked and skipped (a field outside the schema). */
 static int skip_value(Parser *ps) {
     skip_ws(ps);
-    if (ps->p >= ps->end) return DEFER;
+    if (ps->p >= ps->end) return EOD;
     switch (*ps->p) {
     case '{': return skip_container(ps, '}');
     case '[': return skip_container(ps, ']');
@@ -624,10 +654,12 @@ static int parse_struct(Parser *ps, const Node *n) {
     if (rc != CLOSED) {
         for (;;) {
             skip_ws(ps);
-            if (ps->p >= ps->end || *ps->p != '"') return DEFER;
+            if (ps->p >= ps->end) return EOD;
+            if (*ps->p != '"') return DEFER;
             const unsigned char *key = ps->p + 1, *q = key;
             while (q < ps->end && *q != '"' && *q != '\\' && *q >= 0x20) q++;
-            if (q >= ps->end || *q != '"') return DEFER; /* escapes in keys: per value */
+            if (q >= ps->end) return EOD; /* its bytes are checked as UTF-8 at the top */
+            if (*q != '"') return DEFER; /* escapes in keys: per value */
             size_t klen = (size_t)(q - key);
             Py_ssize_t field = -1;
             if (next < n->nfields && (size_t)n->name_lens[next] == klen &&
@@ -655,7 +687,8 @@ static int parse_struct(Parser *ps, const Node *n) {
                 ps->p = q + 1; /* equal to a name, so valid UTF-8 */
             }
             skip_ws(ps);
-            if (ps->p >= ps->end || *ps->p != ':') return DEFER;
+            if (ps->p >= ps->end) return EOD;
+            if (*ps->p != ':') return DEFER;
             ps->p++;
             if (field < 0) {
                 if ((rc = skip_value(ps))) return rc;
@@ -737,7 +770,8 @@ static int parse_map(Parser *ps, const Node *n) {
     if (rc != CLOSED) {
         for (;;) {
             skip_ws(ps);
-            if (ps->p >= ps->end || *ps->p != '"') return DEFER;
+            if (ps->p >= ps->end) return EOD;
+            if (*ps->p != '"') return DEFER;
             if ((rc = parse_value(ps, n->keys))) return rc;
             /* A repeated key: the per-value path keeps the last value at the first
                key's place, which this layout cannot express cheaply. */
@@ -752,7 +786,8 @@ static int parse_map(Parser *ps, const Node *n) {
                 }
             }
             skip_ws(ps);
-            if (ps->p >= ps->end || *ps->p != ':') return DEFER;
+            if (ps->p >= ps->end) return EOD;
+            if (*ps->p != ':') return DEFER;
             ps->p++;
             if ((rc = parse_value(ps, item))) return rc;
             if ((rc = after_member(ps, '}')) == CLOSED) break;
@@ -800,7 +835,7 @@ static int append_null(Parser *ps, const Node *n) {
 
 static int parse_value(Parser *ps, const Node *n) {
     skip_ws(ps);
-    if (ps->p >= ps->end) return DEFER;
+    if (ps->p >= ps->end) return EOD;
     unsigned char ch = *ps->p;
     if (ch == 'n') {
         int rc = literal(ps, "null", 4);
@@ -861,6 +896,83 @@ static int parse_value(Parser *ps, const Node *n) {
     default: /* K_NULL holds nothing but null */
         return DEFER;
     }
+}
+
+/* ------------------------------------------------------------------ rejects */
+
+/* Whether [p, end) is valid UTF-8 (orjson checks a whole document before parsing). */
+static int utf8_valid(const unsigned char *p, const unsigned char *end) {
+    while (p < end) {
+        if (*p < 0x80) {
+            p++;
+            continue;
+        }
+        size_t k = utf8_len(p, end);
+        if (k == 0) return 0;
+        p += k;
+    }
+    return 1;
+}
+
+/* Whether a document may start with ch as a JSON value other than an object. */
+static int value_start(unsigned char ch) {
+    return ch == '[' || ch == '"' || ch == '-' || (ch >= '0' && ch <= '9') || ch == 't' ||
+           ch == 'f' || ch == 'n';
+}
+
+/* A rejected row's status and where the per-value path reports its error: line and
+   column (both from 1) and the character (not byte) offset, as Python's JSONDecodeError
+   counts them. at is where the error is (the end of the row for S_EOD). */
+static unsigned char reject_at(int rc, const unsigned char *row, const unsigned char *end,
+                               const unsigned char *at, int32_t *where) {
+    where[0] = 1;
+    where[1] = 1;
+    where[2] = 0;
+    if (rc == S_EMPTY || rc == S_BLANK) return (unsigned char)rc;
+    if (rc == S_UTF8 || !utf8_valid(row, end)) return S_UTF8;
+    int64_t chars = 0, newline = -1, line = 1;
+    for (const unsigned char *q = row; q < at; q++) {
+        if (*q == '\n') {
+            newline = chars;
+            line++;
+        }
+        if ((*q & 0xC0) != 0x80) chars++;
+    }
+    if (chars > INT32_MAX) chars = INT32_MAX; /* rows are under 2 GiB: never */
+    where[0] = (int32_t)(line > INT32_MAX ? INT32_MAX : line);
+    where[1] = (int32_t)(chars - newline);
+    where[2] = (int32_t)chars;
+    return (unsigned char)rc;
+}
+
+/* The whole row through the parser: OK, DEFER, a reject status (see reject_at), or
+   NOMEM / TOOBIG. On return ps->p is where a reject other than S_EOD was found. */
+static int parse_row(Parser *ps, const Node *root) {
+    const unsigned char *row = ps->p;
+    skip_ws(ps);
+    if (ps->p >= ps->end) return ps->end == row ? S_EMPTY : S_BLANK;
+    int rc;
+    if (*ps->p == '{') {
+        rc = parse_struct(ps, root);
+    } else if (value_start(*ps->p)) {
+        /* Not an object: a schema mismatch for the per-value path, unless it is no
+           JSON at all (cut short, or an array or string with more after it). */
+        unsigned char first = *ps->p;
+        rc = skip_value(ps);
+        if (rc != OK) return rc;
+        skip_ws(ps);
+        if (ps->p < ps->end && (first == '[' || first == '"')) return S_AFTER;
+        return DEFER;
+    } else if (*ps->p == 0xEF) {
+        return DEFER; /* maybe a byte order mark, which orjson names as such */
+    } else {
+        return S_START;
+    }
+    if (rc == OK) {
+        skip_ws(ps);
+        if (ps->p != ps->end) rc = S_AFTER;
+    }
+    return rc;
 }
 
 /* ------------------------------------------------------------------ marks (rollback) */
@@ -1061,7 +1173,7 @@ static PyObject *Decoder_decode(Decoder *self, PyObject *args) {
         return NULL;
     }
     if (!PyArg_ParseTuple(args, "y*y*", &data, &offsets)) return NULL;
-    PyObject *result = NULL, *status = NULL;
+    PyObject *result = NULL, *status = NULL, *where = NULL;
     Col *cols = NULL;
     Mark *marks = NULL;
     if (offsets.len % 4 != 0 || offsets.len < 4) {
@@ -1079,6 +1191,11 @@ static PyObject *Decoder_decode(Decoder *self, PyObject *args) {
     status = PyBytes_FromStringAndSize(NULL, n);
     if (status == NULL) goto done;
     unsigned char *st = (unsigned char *)PyBytes_AS_STRING(status);
+    /* Per row: line, column and character of a reject (int32 each), else zeros. */
+    where = PyBytes_FromStringAndSize(NULL, n * 3 * (Py_ssize_t)sizeof(int32_t));
+    if (where == NULL) goto done;
+    int32_t *wh = (int32_t *)PyBytes_AS_STRING(where);
+    memset(wh, 0, (size_t)n * 3 * sizeof(int32_t));
     cols = calloc((size_t)self->count, sizeof(Col));
     marks = calloc((size_t)self->count, sizeof(Mark));
     if (cols == NULL || marks == NULL || cols_init(self->root, cols)) {
@@ -1107,17 +1224,16 @@ static PyObject *Decoder_decode(Decoder *self, PyObject *args) {
         ps.p = base + off[i];
         ps.end = base + off[i + 1];
         ps.depth = 0;
-        skip_ws(&ps);
-        int rc = (ps.p < ps.end && *ps.p == '{') ? parse_struct(&ps, self->root) : DEFER;
-        if (rc == OK) {
-            skip_ws(&ps);
-            if (ps.p != ps.end) rc = DEFER; /* trailing content */
-        }
+        int rc = parse_row(&ps, self->root);
         if (rc == NOMEM || rc == TOOBIG) {
             fatal = rc;
             break;
         }
         if (rc != OK) mark_restore(cols, marks, self->count);
+        if (rc >= EOD) {
+            const unsigned char *row = base + off[i], *end = base + off[i + 1];
+            rc = reject_at(rc, row, end, rc == S_EOD ? end : ps.p, wh + 3 * i);
+        }
         st[i] = (unsigned char)rc;
     }
     Py_END_ALLOW_THREADS
@@ -1136,9 +1252,10 @@ static PyObject *Decoder_decode(Decoder *self, PyObject *args) {
     }
     PyObject *tree = col_export(self->root, cols);
     if (tree == NULL) goto done;
-    result = Py_BuildValue("(ON)", status, tree);
+    result = Py_BuildValue("(OON)", status, where, tree);
 done:
     Py_XDECREF(status);
+    Py_XDECREF(where);
     cols_free(cols, self->count);
     free(marks);
     PyBuffer_Release(&data);
@@ -1148,10 +1265,14 @@ done:
 
 static PyMethodDef Decoder_methods[] = {
     {"decode", (PyCFunction)Decoder_decode, METH_VARARGS,
-     "decode(data, offsets) -> (status, tree)\n\n"
+     "decode(data, offsets) -> (status, where, tree)\n\n"
      "Decode the rows data[offsets[i]:offsets[i+1]]. status[i] is 0 for a row in the\n"
-     "tree and 1 for a row set aside for the per-value path. The tree holds one\n"
-     "(length, null_count, validity, data, offsets, children) tuple per plan node."},
+     "tree, 1 for a row set aside for the per-value path, and 4..9 for a row that is\n"
+     "no JSON document (the syntax error orjson reports: end of data, invalid UTF-8,\n"
+     "unexpected character, content after the document, empty, blank); where holds\n"
+     "its line, column and character offset (int32 each, three per row). The tree\n"
+     "holds one (length, null_count, validity, data, offsets, children) tuple per\n"
+     "plan node."},
     {NULL, NULL, 0, NULL},
 };
 

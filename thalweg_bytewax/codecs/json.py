@@ -45,7 +45,14 @@ from thalweg_bytewax.codecs._json_arrow import (
     _violations,
     _wire_type,
 )
-from thalweg_bytewax.codecs._json_fast import NATIVE, NativeReader, Unsupported
+from thalweg_bytewax.codecs._json_fast import (
+    DEFERRED,
+    NATIVE,
+    READ,
+    NativeReader,
+    Unsupported,
+    syntax_text,
+)
 from thalweg_bytewax.codecs._json_schema import (
     JsonShape,
     shape_from_arrow,
@@ -340,7 +347,7 @@ class JsonCodec:
             return [], []
         assert self._reader is not None
         try:
-            native, deferred = self._reader.read(bodies)
+            native, status, where = self._reader.read(bodies)
             table = pa.Table.from_batches([native]).cast(self._parsed)
             if self._parsed != self._cast:  # s / ms timestamps: safe, so truncation fails
                 table = table.cast(self._cast)
@@ -353,10 +360,12 @@ class JsonCodec:
             right, rerr = self._native_blocks(rows[mid:], bodies.slice(mid))
             return left + right, lerr + rerr
         batch = _one_batch(table, self._cast)
-        at = np.flatnonzero(~deferred)
-        failures: list[DecodeFailure] = []
+        at = np.flatnonzero(status == READ)
+        failures = _syntax_failures(rows, status, where)
+        deferred = status == DEFERRED
         if deferred.any():
-            extra, extra_at, failures = self._set_aside(rows, bodies, np.flatnonzero(deferred))
+            extra, extra_at, aside = self._set_aside(rows, bodies, np.flatnonzero(deferred))
+            failures += aside
             if extra is not None:
                 positions = np.concatenate([at, extra_at])
                 order = np.argsort(positions, kind="stable")
@@ -523,6 +532,25 @@ class JsonCodec:
         sample = b"\n".join(orjson.dumps(d) for d in docs) or b"{}"
         table = pj.read_json(io.BytesIO(sample))
         self._set_shape(shape_from_arrow(table.schema))
+
+
+def _syntax_failures(
+    rows: np.ndarray, status: np.ndarray, where: np.ndarray
+) -> list[DecodeFailure]:
+    """The rows the native reader rejected as no JSON, worded as the per-value path does.
+
+    No per-row parse: the reader found the error and its position in its one pass.
+    """
+    bad = np.flatnonzero(status > DEFERRED)
+    if not len(bad):
+        return []
+    malformed = FailureKind.MALFORMED
+    return [
+        DecodeFailure(row, malformed, syntax_text(code, line, column, char))
+        for row, code, (line, column, char) in zip(
+            rows[bad].tolist(), status[bad].tolist(), where[bad].tolist(), strict=True
+        )
+    ]
 
 
 def _one_batch(table: pa.Table, schema: pa.Schema) -> pa.RecordBatch:
