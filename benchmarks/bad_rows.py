@@ -175,12 +175,12 @@ def protobuf_case(shape: str, n: int) -> Case:
     from confluent_kafka.schema_registry import Schema
     from google.protobuf import descriptor_pool, message_factory
 
-    from thalweg_bytewax._sample_order_proto import (
+    from thalweg_bytewax.codecs.protobuf import ProtobufCodec
+    from thalweg_bytewax.registry import registry_client
+    from thalweg_bytewax.samples import (
         order_file_descriptor_proto,
         order_to_proto,
     )
-    from thalweg_bytewax.codecs.protobuf import ProtobufCodec
-    from thalweg_bytewax.registry import registry_client
 
     url = f"mock://bench-bad-rows-protobuf-{shape}"
     client = registry_client(url)

@@ -99,13 +99,13 @@ def avro_case(n: int, batch: int) -> tuple[pa.Array, dict[str, Runner]]:
 def protobuf_case(n: int, batch: int) -> tuple[pa.Array, dict[str, Runner]]:
     from google.protobuf.json_format import MessageToDict
 
-    from thalweg_bytewax._sample_order_proto import (
+    from thalweg_bytewax.codecs.protobuf import ProtobufCodec
+    from thalweg_bytewax.samples import (
         ORDER_MESSAGE_TYPE,
         encode_order_proto,
         order_descriptor_set,
         order_message_class,
     )
-    from thalweg_bytewax.codecs.protobuf import ProtobufCodec
 
     payloads = pa.array([encode_order_proto(o) for o in sample_orders(n)], pa.binary())
     chunks = _batches(payloads, batch)

@@ -13,17 +13,18 @@ from confluent_kafka.schema_registry import Schema
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from thalweg_bytewax._sample_order_proto import (
-    ORDER_MESSAGE_TYPE,
-    order_descriptor_set,
-    order_message_class,
-    order_to_proto,
-)
 from thalweg_bytewax.cli import main
 from thalweg_bytewax.codecs import AvroCodec, JsonCodec, ProtobufCodec
 from thalweg_bytewax.metadata import MetadataColumns
 from thalweg_bytewax.registry import registry_client
-from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA, sample_orders
+from thalweg_bytewax.samples import (
+    ORDER_AVRO_SCHEMA,
+    ORDER_MESSAGE_TYPE,
+    order_descriptor_set,
+    order_message_class,
+    order_to_proto,
+    sample_orders,
+)
 
 COLS = MetadataColumns()
 JSON_SCHEMA = {

@@ -17,7 +17,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from thalweg_bytewax._sample_order_proto import ORDER_MESSAGE_TYPE, order_descriptor_set
 from thalweg_bytewax.codecs.avro import AvroCodec
 from thalweg_bytewax.codecs.base import Codec
 from thalweg_bytewax.codecs.framing import encode_confluent
@@ -26,6 +25,7 @@ from thalweg_bytewax.codecs.protobuf import ProtobufCodec
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import record_id, record_ids, record_ids_array
 from thalweg_bytewax.registry import registry_client
+from thalweg_bytewax.samples import ORDER_MESSAGE_TYPE, order_descriptor_set
 
 AVRO_SCHEMA = {
     "type": "record",

@@ -19,11 +19,6 @@ from bytewax.testing import TestingSink, TestingSource, run_main
 import thalweg_bytewax.operators as twg
 from tests.fixtures.flows import EntryPoint
 from tests.helpers import locator_of
-from thalweg_bytewax._sample_order_proto import (
-    ORDER_MESSAGE_TYPE,
-    encode_order_proto,
-    order_descriptor_set,
-)
 from thalweg_bytewax.codecs import AvroCodec, JsonCodec, ProtobufCodec
 from thalweg_bytewax.codecs.base import DecodeFailure, DecodeResult, FailureKind
 from thalweg_bytewax.codecs.framing import encode_confluent
@@ -33,7 +28,15 @@ from thalweg_bytewax.errors import ConfigError, SchemaError
 from thalweg_bytewax.metadata import MetadataColumns, MetadataPolicy
 from thalweg_bytewax.record import RawRecord, raw_batch_from_columns
 from thalweg_bytewax.registry import RegistrySchemaSource, RegistryUnavailableError
-from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA, encode_order_avro, order_key, sample_orders
+from thalweg_bytewax.samples import (
+    ORDER_AVRO_SCHEMA,
+    ORDER_MESSAGE_TYPE,
+    encode_order_avro,
+    encode_order_proto,
+    order_descriptor_set,
+    order_key,
+    sample_orders,
+)
 from thalweg_bytewax.testing import produce
 
 COLS = MetadataColumns()

@@ -8,8 +8,8 @@ Arrow columns are then built field by field over the parsed messages (see
 :mod:`thalweg_bytewax.codecs._proto_arrow` for the type mapping).
 
 Example:
-    >>> from thalweg_bytewax._sample_order_proto import encode_order_proto
-    >>> from thalweg_bytewax._sample_order_proto import order_descriptor_set
+    >>> from thalweg_bytewax.samples import encode_order_proto
+    >>> from thalweg_bytewax.samples import order_descriptor_set
     >>> from thalweg_bytewax.samples import sample_orders
     >>> codec = ProtobufCodec(descriptor_set=order_descriptor_set(),
     ...                       message_type="thalweg.samples.Order")
