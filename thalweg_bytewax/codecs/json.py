@@ -24,6 +24,7 @@ import io
 import logging
 import os
 from collections.abc import Mapping, Sequence
+from itertools import repeat
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -51,7 +52,7 @@ from thalweg_bytewax.codecs._json_fast import (
     READ,
     NativeReader,
     Unsupported,
-    syntax_text,
+    syntax_texts,
 )
 from thalweg_bytewax.codecs._json_schema import (
     JsonShape,
@@ -544,13 +545,8 @@ def _syntax_failures(
     bad = np.flatnonzero(status > DEFERRED)
     if not len(bad):
         return []
-    malformed = FailureKind.MALFORMED
-    return [
-        DecodeFailure(row, malformed, syntax_text(code, line, column, char))
-        for row, code, (line, column, char) in zip(
-            rows[bad].tolist(), status[bad].tolist(), where[bad].tolist(), strict=True
-        )
-    ]
+    texts = syntax_texts(status[bad], where[bad])
+    return list(map(DecodeFailure, rows[bad].tolist(), repeat(FailureKind.MALFORMED), texts))
 
 
 def _one_batch(table: pa.Table, schema: pa.Schema) -> pa.RecordBatch:
