@@ -6,7 +6,8 @@ WARNING: the shape then depends on the first batch). The columnar
 path parses a batch straight into Arrow buffers with the package's native reader, which
 accepts only what it decodes exactly as the record-at-a-time path (``orjson`` + the same
 Arrow types) would and sets every other row aside for that path, which converts it or
-names the offending field. Without the native reader (a build without a C compiler) the
+names the offending field; a row that is no JSON at all (cut short, invalid UTF-8...) it
+rejects itself, with the text ``orjson`` gives. Without the native reader (a build without a C compiler) the
 newline-joined payloads go to ``pyarrow.json.read_json`` with the schema made explicit;
 a block that fails is bisected to pinpoint the bad rows.
 
