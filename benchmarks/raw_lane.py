@@ -43,7 +43,7 @@ RECORDS_PER_TOPIC = 60_000  # 15k per partition: ~3 MB, under the mock's retenti
 def _consumer(bootstrap: str):  # type: ignore[no-untyped-def]
     from confluent_kafka import Consumer
 
-    from thalweg_bytewax.connectors._kafka_common import consumer_config
+    from thalweg_bytewax.connectors.kafka._config import consumer_config
 
     return Consumer(consumer_config([bootstrap], None))
 

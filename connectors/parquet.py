@@ -28,7 +28,6 @@ from typing_extensions import override
 
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataColumns
-from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
 from thalweg_bytewax.runtime.parts import stable_route
 
 from ._lane_store import (
@@ -36,7 +35,7 @@ from ._lane_store import (
     open_store,
     staging_prefix,
 )
-from ._parquet_partition import ParquetSinkStats, _ParquetPartition
+from ._parquet_partition import ParquetSinkStats, SinkState, _ParquetPartition
 
 __all__ = ["ParquetSink", "ParquetSinkStats", "read_lane"]
 
@@ -54,7 +53,7 @@ DEFAULT_MAX_FILE_ROWS = 4 * 1024 * 1024
 _CODECS = frozenset({"none", "snappy", "gzip", "brotli", "lz4", "lz4_raw", "zstd"})
 
 
-class ParquetSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
+class ParquetSink(FixedPartitionedSink[pa.RecordBatch, SinkState]):
     """Write keyed RawBatches (or any batches with locator columns) as a Parquet lane.
 
     Source topic-partitions are the unit of parallelism: each gets its own file stream,
@@ -161,7 +160,7 @@ class ParquetSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
 
     @override
     def build_part(
-        self, step_id: str, for_part: str, resume_state: EpochSinkState | None
+        self, step_id: str, for_part: str, resume_state: SinkState | None
     ) -> _ParquetPartition:
         store = self._store()
         if step_id not in self._claimed:

@@ -14,10 +14,9 @@ import pyarrow as pa
 from bytewax.inputs import StatefulSourcePartition
 from typing_extensions import override
 
-__all__ = ["GeneratedPartition", "KeyedBatch"]
+from thalweg_bytewax.record import KeyedBatch
 
-KeyedBatch = tuple[str, pa.RecordBatch]
-"""A batch keyed by its source partition, e.g. ``("orders:3", batch)``."""
+__all__ = ["GeneratedPartition"]
 
 
 class GeneratedPartition(StatefulSourcePartition[KeyedBatch, int]):

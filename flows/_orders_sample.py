@@ -19,9 +19,9 @@ import pyarrow as pa
 from bytewax.inputs import FixedPartitionedSource
 from typing_extensions import override
 
-from flows._generated import GeneratedPartition, KeyedBatch
+from flows._generated import GeneratedPartition
 from thalweg_bytewax.metadata import MetadataColumns
-from thalweg_bytewax.record import raw_batch_from_columns
+from thalweg_bytewax.record import KeyedBatch, raw_batch_from_columns
 from thalweg_bytewax.runtime.parts import decode_part, encode_part
 from thalweg_bytewax.samples import encode_order_avro, order_key, sample_order
 

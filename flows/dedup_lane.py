@@ -51,13 +51,14 @@ from bytewax.inputs import FixedPartitionedSource
 from typing_extensions import override
 
 import thalweg_bytewax.operators as twg
-from flows._generated import GeneratedPartition, KeyedBatch
+from flows._generated import GeneratedPartition
 from flows._rule_registry import RuleRegistryWriter
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.contracts import ContractSpec, load_contract
 from thalweg_bytewax.contracts.evaluate import RuleSet
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import MetadataColumns, record_ids
+from thalweg_bytewax.record import KeyedBatch
 from thalweg_bytewax.runtime.parts import decode_part, encode_part
 from thalweg_bytewax.samples import encode_order_avro, sample_order
 

@@ -26,6 +26,7 @@ from thalweg_bytewax._deps import log_fallback_once
 from thalweg_bytewax.errors import ConfigError
 
 __all__ = [
+    "DEFAULT_COLUMNS",
     "DEFAULT_PREFIX",
     "RECORD_ID_BYTES",
     "MetadataColumns",
@@ -232,6 +233,9 @@ class MetadataColumns:
         """Whether ``name`` falls under the reserved prefix."""
         return name.startswith(self.prefix)
 
+
+DEFAULT_COLUMNS = MetadataColumns()
+"""The metadata column names under :data:`DEFAULT_PREFIX`, the default everywhere."""
 
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)

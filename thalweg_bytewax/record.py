@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from thalweg_bytewax.metadata import (
+    DEFAULT_COLUMNS,
     RECORD_ID_BYTES,
     MetadataColumns,
     record_id,
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Header",
+    "KeyedBatch",
     "Locator",
     "OffsetSpan",
     "RawRecord",
@@ -48,7 +50,12 @@ __all__ = [
 Header = tuple[str, bytes | None]
 """One Kafka header: a name and a value that may be null."""
 
-_DEFAULT_COLUMNS = MetadataColumns()
+KeyedBatch = tuple[str, pa.RecordBatch]
+"""One item of a keyed batch stream: a batch keyed by its source partition (``"orders:3"``).
+
+Every source emits these and every operator maps them to more of them (ARCHITECTURE §2).
+"""
+
 _UTC_MS = pa.timestamp("ms", tz="UTC")
 _UTC_US = pa.timestamp("us", tz="UTC")
 
@@ -199,7 +206,7 @@ def _assemble(
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def empty_raw_batch(columns: MetadataColumns = _DEFAULT_COLUMNS) -> pa.RecordBatch:
+def empty_raw_batch(columns: MetadataColumns = DEFAULT_COLUMNS) -> pa.RecordBatch:
     """A RawBatch with no rows."""
     return pa.RecordBatch.from_arrays(
         [pa.array([], f.type) for f in columns.raw_schema], schema=columns.raw_schema
@@ -210,7 +217,7 @@ def raw_batch_from_messages(
     messages: Sequence[Message],
     *,
     cluster: str | None = None,
-    columns: MetadataColumns = _DEFAULT_COLUMNS,
+    columns: MetadataColumns = DEFAULT_COLUMNS,
     ingest_ts: datetime | None = None,
 ) -> pa.RecordBatch:
     """Build one RawBatch from confluent-kafka messages (errors must be filtered out).
@@ -333,7 +340,7 @@ def raw_batch_from_columns(
     timestamp_type: TimestampType = TimestampType.CREATE_TIME,
     headers: Sequence[Sequence[Header] | None] | None = None,
     cluster: str | None = None,
-    columns: MetadataColumns = _DEFAULT_COLUMNS,
+    columns: MetadataColumns = DEFAULT_COLUMNS,
     ingest_ts: datetime | None = None,
 ) -> pa.RecordBatch:
     """Build one RawBatch of a single topic-partition from plain columns.
@@ -373,7 +380,7 @@ def raw_batch_from_columns(
 
 
 def raw_batch_from_records(
-    records: Sequence[RawRecord], *, columns: MetadataColumns = _DEFAULT_COLUMNS
+    records: Sequence[RawRecord], *, columns: MetadataColumns = DEFAULT_COLUMNS
 ) -> pa.RecordBatch:
     """Build one RawBatch from ``RawRecord`` objects (record ids computed where empty)."""
     n = len(records)
@@ -421,7 +428,7 @@ def raw_batch_from_records(
 
 
 def records_from_raw_batch(
-    batch: pa.RecordBatch, *, columns: MetadataColumns = _DEFAULT_COLUMNS
+    batch: pa.RecordBatch, *, columns: MetadataColumns = DEFAULT_COLUMNS
 ) -> list[RawRecord]:
     """Turn a RawBatch back into ``RawRecord`` objects, one per row, nothing lost."""
     d: dict[str, list[Any]] = batch.to_pydict()
@@ -455,7 +462,7 @@ def records_from_raw_batch(
 
 
 def offset_span(
-    batch: pa.RecordBatch, *, columns: MetadataColumns = _DEFAULT_COLUMNS
+    batch: pa.RecordBatch, *, columns: MetadataColumns = DEFAULT_COLUMNS
 ) -> OffsetSpan:
     """The (topic, partition, first, last) span of a non-empty single-partition batch."""
     offsets = batch.column(columns.source_offset)
@@ -469,7 +476,7 @@ def offset_span(
 
 
 def iter_headers(
-    batch: pa.RecordBatch, columns: MetadataColumns = _DEFAULT_COLUMNS
+    batch: pa.RecordBatch, columns: MetadataColumns = DEFAULT_COLUMNS
 ) -> Iterable[tuple[Header, ...]]:
     """Yield each row's headers as an ordered tuple (for tests and record-at-a-time code)."""
     for hs in batch.column(columns.source_headers).to_pylist():

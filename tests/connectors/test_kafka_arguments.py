@@ -85,11 +85,12 @@ def test_good_arguments_are_kept() -> None:
         partition_check_interval=None,
         fail_on_new_partitions=True,
     )
-    assert source.brokers == ["a:1", "b:2"]
-    assert source.topics == ["x", "y"]
-    assert (source.tail, source.starting_offset, source.batch_size) == (False, when, 5)
-    assert source.max_records_per_s == 10.0
-    assert build(starting_offset=0).starting_offset == 0
+    config = source._config  # the validated configuration is private to the source
+    assert config.brokers == ["a:1", "b:2"]
+    assert config.topics == ["x", "y"]
+    assert (config.tail, config.starting_offset, config.batch_size) == (False, when, 5)
+    assert config.max_records_per_s == 10.0
+    assert build(starting_offset=0)._config.starting_offset == 0
 
 
 @given(

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from thalweg_bytewax.connectors._kafka_resume import make_state
 from thalweg_bytewax.connectors.kafka import KafkaSource
+from thalweg_bytewax.connectors.kafka._resume import make_state
 from thalweg_bytewax.errors import SourceError
 from thalweg_bytewax.testing import produce
 
@@ -84,12 +84,12 @@ def test_partitions_added_while_running_are_logged_counted_and_optionally_fatal(
         fail_on_new_partitions=fail,
     )
     assert len(source.list_parts()) == 4
-    source._listed[topic] = frozenset({0, 1})  # as listed before partitions 2, 3 came
-    caplog.set_level(logging.WARNING, logger="thalweg_bytewax.connectors._kafka_watch")
+    source._meta.listed[topic] = frozenset({0, 1})  # as listed before partitions 2, 3 came
+    caplog.set_level(logging.WARNING, logger="thalweg_bytewax.connectors.kafka._watch")
     part = source.build_part("in", f"{topic}:0", None)
     try:
         assert wait_for(lambda: source.new_partitions == {topic: (2, 3)})
-        watch = source._watch
+        watch = source._meta.watch
         assert watch is not None
         checks = watch.checks
         assert wait_for(lambda: watch.checks >= checks + 3)  # keeps checking ...
@@ -122,5 +122,5 @@ def test_check_can_be_turned_off(kafka_bootstrap: str, make_topic: Any) -> None:
     source = KafkaSource([kafka_bootstrap], [topic], partition_check_interval=None)
     part = source.build_part("in", f"{topic}:0", None)
     part.close()
-    assert source._watch is None
+    assert source._meta.watch is None
     assert source.new_partitions == {}

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from tests.connectors.test_kafka_source import poll_until
-from thalweg_bytewax.connectors._kafka_resume import check_resume, make_state, read_state
 from thalweg_bytewax.connectors.kafka import KafkaSource
+from thalweg_bytewax.connectors.kafka._resume import check_resume, make_state, read_state
 from thalweg_bytewax.errors import ConfigError, SourceError
 from thalweg_bytewax.testing import produce
 

@@ -128,16 +128,16 @@ def test_listed_partitions_start_from_prefetched_watermarks(
     source = KafkaSource([kafka_bootstrap], [first, second], starting_offset="latest")
     assert source.list_parts() == [f"{t}:{p}" for t in (first, second) for p in range(4)]
     # One request for all partitions: exactly the watermarks the broker reports.
-    assert source._watermarks[(first, 0)][:2] == (0, 3)
-    assert source._watermarks[(second, 2)][:2] == (0, 3)
-    assert source._watermarks[(second, 0)][:2] == (0, 0)
+    assert source._meta._watermarks[(first, 0)][:2] == (0, 3)
+    assert source._meta._watermarks[(second, 2)][:2] == (0, 3)
+    assert source._meta._watermarks[(second, 0)][:2] == (0, 0)
     # Records that arrive between listing and building: "latest" is the end the
     # listing saw, moments before.
     produce(kafka_bootstrap, second, [{"value": b"c", "partition": 2} for _ in range(2)])
     part = source.build_part("in", f"{second}:2", None)
     assert part.snapshot()["next_offset"] == 3
     part.close()
-    assert (second, 2) not in source._watermarks  # used once
+    assert (second, 2) not in source._meta._watermarks  # used once
     # Built again without a new listing (a restart of the partition): asked afresh.
     again = source.build_part("in", f"{second}:2", None)
     assert again.snapshot()["next_offset"] == 5
@@ -149,9 +149,9 @@ def test_stale_prefetched_watermarks_are_not_used(kafka_bootstrap: str, make_top
     produce(kafka_bootstrap, topic, [{"value": b"x", "partition": 0} for _ in range(4)])
     source = KafkaSource([kafka_bootstrap], [topic], starting_offset="latest")
     source.list_parts()
-    low, high, _ = source._watermarks[(topic, 0)]
+    low, high, _ = source._meta._watermarks[(topic, 0)]
     assert (low, high) == (0, 4)
-    source._watermarks[(topic, 0)] = (low, high, time.monotonic() - 3600)
+    source._meta._watermarks[(topic, 0)] = (low, high, time.monotonic() - 3600)
     produce(kafka_bootstrap, topic, [{"value": b"y", "partition": 0}])
     part = source.build_part("in", f"{topic}:0", None)
     assert part.snapshot()["next_offset"] == 5
@@ -236,7 +236,7 @@ def test_resume_position_the_broker_no_longer_has_fails_loudly(
 def test_error_classification_is_transient_only_by_allow_list(code: str, fatal: bool) -> None:
     from confluent_kafka import KafkaError
 
-    from thalweg_bytewax.connectors._kafka_common import is_fatal
+    from thalweg_bytewax.connectors.kafka._errors import is_fatal
 
     assert is_fatal(KafkaError(getattr(KafkaError, code))) is fatal
 
@@ -249,7 +249,46 @@ def test_workers_listing_together_ask_for_watermarks_once(
     produce(kafka_bootstrap, topic, [{"value": b"x", "partition": 0}])
     source = KafkaSource([kafka_bootstrap], [topic])
     source.list_parts()
-    first = dict(source._watermarks)
+    first = dict(source._meta._watermarks)
     source.list_parts()
-    assert source._watermarks == first  # same entries, same fetch times: not asked again
+    assert source._meta._watermarks == first  # same entries, same fetch times: not asked again
     assert first[(topic, 0)][:2] == (0, 1)
+
+
+def test_stats_are_reachable_from_the_source_per_partition_and_in_total(
+    kafka_bootstrap: str, make_topic: Any
+) -> None:
+    topic = make_topic()
+    produce(
+        kafka_bootstrap,
+        topic,
+        [{"value": b"v" * 10, "partition": p} for p in (0, 1) for _ in range(20)],
+    )
+    source = KafkaSource([kafka_bootstrap], [topic], tail=False, batch_size=8)
+    assert source.stats == {}
+    parts = {key: source.build_part("in", key, None) for key in (f"{topic}:0", f"{topic}:1")}
+    try:
+        for part in parts.values():
+            assert sum(b.num_rows for _, b in poll_until(part, 20)) == 20
+    finally:
+        for part in parts.values():
+            part.close()
+    stats = source.stats
+    assert set(stats) == set(parts)
+    for key, part in parts.items():
+        assert stats[key] is part.stats  # live counters, not copies
+        assert stats[key].records == 20
+        assert stats[key].batches == 3  # 8 + 8 + 4
+        assert stats[key].bytes > 0
+    total = source.total_stats()
+    assert (total.records, total.batches, total.transient_errors) == (40, 6, 0)
+    assert total.bytes == sum(s.bytes for s in stats.values())
+
+    # A partition rebuilt in the same process keeps counting: counters never go back.
+    again = source.build_part("in", f"{topic}:0", 15)  # resume at offset 15
+    try:
+        assert sum(b.num_rows for _, b in poll_until(again, 5)) == 5
+    finally:
+        again.close()
+    assert source.stats[f"{topic}:0"].records == 25
+    assert source.total_stats().records == 45

@@ -6,8 +6,7 @@ WARNING: the shape then depends on the first batch). The columnar
 path parses a batch straight into Arrow buffers with the package's native reader, which
 accepts only what it decodes exactly as the record-at-a-time path (``orjson`` + the same
 Arrow types) would and sets every other row aside for that path, which converts it or
-names the offending field; a row that is no JSON at all (cut short, invalid UTF-8...) it
-rejects itself, with the text ``orjson`` gives. Without the native reader (a build without a C compiler) the
+names the offending field. Without the native reader (a build without a C compiler) the
 newline-joined payloads go to ``pyarrow.json.read_json`` with the schema made explicit;
 a block that fails is bisected to pinpoint the bad rows.
 
@@ -25,7 +24,6 @@ import io
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from itertools import repeat
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -53,7 +51,7 @@ from thalweg_bytewax.codecs._json_fast import (
     READ,
     NativeReader,
     Unsupported,
-    syntax_texts,
+    syntax_text,
 )
 from thalweg_bytewax.codecs._json_schema import (
     JsonShape,
@@ -546,8 +544,13 @@ def _syntax_failures(
     bad = np.flatnonzero(status > DEFERRED)
     if not len(bad):
         return []
-    texts = syntax_texts(status[bad], where[bad])
-    return list(map(DecodeFailure, rows[bad].tolist(), repeat(FailureKind.MALFORMED), texts))
+    malformed = FailureKind.MALFORMED
+    return [
+        DecodeFailure(row, malformed, syntax_text(code, line, column, char))
+        for row, code, (line, column, char) in zip(
+            rows[bad].tolist(), status[bad].tolist(), where[bad].tolist(), strict=True
+        )
+    ]
 
 
 def _one_batch(table: pa.Table, schema: pa.Schema) -> pa.RecordBatch:

@@ -10,16 +10,16 @@ recreated under the position fails loudly, naming the partition.
 
 from __future__ import annotations
 
-from typing import TypedDict
-
-from confluent_kafka import KafkaError
+from typing import TYPE_CHECKING, TypedDict
 
 from thalweg_bytewax.errors import ConfigError, SourceError
+
+if TYPE_CHECKING:
+    from confluent_kafka import KafkaError
 
 __all__ = [
     "KafkaPartitionState",
     "check_resume",
-    "is_truncation",
     "make_state",
     "read_state",
     "truncation_message",
@@ -113,20 +113,6 @@ def check_resume(
             f"or {_FRESH_START}"
         )
         raise SourceError(msg)
-
-
-_TRUNCATION_CODES = frozenset(
-    {
-        KafkaError._AUTO_OFFSET_RESET,  # noqa: SLF001 - librdkafka's public local error codes
-        KafkaError._LOG_TRUNCATION,  # noqa: SLF001
-        KafkaError.OFFSET_OUT_OF_RANGE,
-    }
-)
-
-
-def is_truncation(err: KafkaError) -> bool:
-    """Whether a consume error says the position is no longer in the partition's log."""
-    return err.code() in _TRUNCATION_CODES
 
 
 def truncation_message(key: str, offset: int, epoch: int | None, err: KafkaError) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException
 
-from ._kafka_common import consumer_config
+from ._config import consumer_config
 
 __all__ = ["PartitionWatch"]
 

@@ -1,0 +1,175 @@
+"""Private: the validated configuration of a ``KafkaSource`` and its librdkafka settings.
+
+``KafkaSource`` checks its arguments once, by name (``_args``), into a frozen
+:class:`SourceConfig`; partitions and the metadata view read only that object. The
+librdkafka property names thalweg sets live here as constants, in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.metadata import MetadataColumns
+
+from ._args import (
+    check_bool,
+    check_config,
+    check_interval,
+    check_names,
+    check_optional_interval,
+    check_positive_int,
+    check_rate,
+    check_starting_offset,
+)
+
+__all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "DEFAULT_MAX_BATCH_BYTES",
+    "DEFAULT_PARTITION_CHECK_INTERVAL",
+    "SourceConfig",
+    "StartingOffset",
+    "consumer_config",
+    "source_config",
+]
+
+StartingOffset = Literal["earliest", "latest"] | int | datetime
+"""Where a partition without resume state starts: the beginning, the end, an absolute
+offset, or the first record at or after a timestamp."""
+
+# 10k records per poll amortises the per-batch cost (Arrow assembly, Bytewax step
+# overhead) while one poll of small records stays a few MiB; see docs/benchmarks.md.
+DEFAULT_BATCH_SIZE = 10_000
+# Byte budget per emitted batch; keeps a batch of large records far below Arrow's 2 GiB
+# binary-array limit and bounds the memory of one item in flight.
+DEFAULT_MAX_BATCH_BYTES = 32 * 1024 * 1024
+# A metadata request every 30 s per source and process costs the brokers nothing
+# (librdkafka refreshes its own metadata every 5 min by default) and notices a new
+# partition well before anyone would.
+DEFAULT_PARTITION_CHECK_INTERVAL = timedelta(seconds=30)
+
+# librdkafka property names used by this package, in one place.
+BOOTSTRAP_SERVERS = "bootstrap.servers"
+GROUP_ID = "group.id"
+ENABLE_AUTO_COMMIT = "enable.auto.commit"
+ENABLE_AUTO_OFFSET_STORE = "enable.auto.offset.store"
+AUTO_OFFSET_RESET = "auto.offset.reset"
+FETCH_QUEUE_BACKOFF_MS = "fetch.queue.backoff.ms"
+QUEUED_MAX_MESSAGES_KBYTES = "queued.max.messages.kbytes"
+LOG_LEVEL = "log_level"
+
+# With librdkafka's default of 1000 ms a fast consumer stalls for a second whenever its
+# local queue passes its threshold; measured here it cut a bare consume() loop from
+# ~860k to ~200k records/s. 10 ms keeps the fetcher busy without spinning.
+DEFAULT_FETCH_QUEUE_BACKOFF_MS = 10
+# Bounds librdkafka's prefetch per consumer (default 64 MiB); with one consumer per
+# partition this is the dominant source of memory. 16 MiB still holds several 10k-record
+# polls of typical records; measured on the raw-lane benchmark, 1 MiB lost ~5% and
+# 32 MiB gained nothing but ~90 MB of RSS at 16 partitions.
+DEFAULT_QUEUED_MAX_MESSAGES_KBYTES = 16 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class SourceConfig:
+    """A ``KafkaSource``'s arguments, checked and normalised (times in seconds).
+
+    ``add_config`` may hold credentials: it is left out of the repr.
+    """
+
+    brokers: list[str]
+    topics: list[str]
+    tail: bool
+    starting_offset: StartingOffset
+    add_config: dict[str, Any] = field(repr=False)
+    batch_size: int
+    max_batch_bytes: int
+    columns: MetadataColumns
+    metadata_timeout_s: float
+    max_records_per_s: float | None
+    partition_check_interval_s: float | None
+    fail_on_new_partitions: bool
+
+    def consumer_config(self) -> dict[str, Any]:
+        """The librdkafka consumer settings of this source (see :func:`consumer_config`)."""
+        return consumer_config(self.brokers, self.add_config)
+
+
+def source_config(
+    brokers: object,
+    topics: object,
+    *,
+    tail: object,
+    starting_offset: object,
+    add_config: object,
+    batch_size: object,
+    max_batch_bytes: object,
+    metadata_prefix: object,
+    metadata_timeout: object,
+    max_records_per_s: object,
+    partition_check_interval: object,
+    fail_on_new_partitions: object,
+) -> SourceConfig:
+    """Check every argument of ``KafkaSource`` by name and build its configuration.
+
+    A wrong type must not surface as a raw ``TypeError`` later, nor be read as another
+    value (``True`` as offset 1).
+
+    Raises:
+        ConfigError: On an invalid argument, naming it.
+    """
+    # Checked in the order of the signature, so the first wrong argument is named.
+    brokers_ = check_names(brokers, "brokers")
+    # ":" separates topic and partition in partition keys; Kafka refuses it anyway.
+    topics_ = check_names(topics, "topics", forbid=":")
+    tail_ = check_bool(tail, "tail")
+    start = check_starting_offset(starting_offset, "starting_offset")
+    add_config_ = check_config(add_config, "add_config")
+    batch_size_ = check_positive_int(batch_size, "batch_size")
+    max_batch_bytes_ = check_positive_int(max_batch_bytes, "max_batch_bytes")
+    try:
+        columns = MetadataColumns(metadata_prefix)  # type: ignore[arg-type]
+    except (ConfigError, TypeError) as exc:
+        msg = (
+            f"kafka source: `metadata_prefix` expected letters, digits and underscores "
+            f"starting with a letter or underscore; got {metadata_prefix!r}"
+        )
+        raise ConfigError(msg) from exc
+    return SourceConfig(
+        brokers=brokers_,
+        topics=topics_,
+        tail=tail_,
+        starting_offset=start,  # type: ignore[arg-type]
+        add_config=add_config_,
+        batch_size=batch_size_,
+        max_batch_bytes=max_batch_bytes_,
+        columns=columns,
+        metadata_timeout_s=check_interval(metadata_timeout, "metadata_timeout"),
+        max_records_per_s=check_rate(max_records_per_s, "max_records_per_s"),
+        partition_check_interval_s=check_optional_interval(
+            partition_check_interval, "partition_check_interval"
+        ),
+        fail_on_new_partitions=check_bool(fail_on_new_partitions, "fail_on_new_partitions"),
+    )
+
+
+def consumer_config(brokers: Sequence[str], add_config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The librdkafka consumer settings: our defaults, then the user's, which win."""
+    config: dict[str, Any] = {
+        BOOTSTRAP_SERVERS: ",".join(brokers),
+        # Partitions are assigned explicitly and positions live in Bytewax recovery
+        # state, so no consumer group is joined and nothing is committed to Kafka.
+        GROUP_ID: "thalweg-bytewax-unused",
+        ENABLE_AUTO_COMMIT: False,
+        ENABLE_AUTO_OFFSET_STORE: False,
+        # A resume position that retention already deleted must fail loudly, never
+        # jump silently to the end (librdkafka's default) and lose the gap.
+        AUTO_OFFSET_RESET: "error",
+        FETCH_QUEUE_BACKOFF_MS: DEFAULT_FETCH_QUEUE_BACKOFF_MS,
+        QUEUED_MAX_MESSAGES_KBYTES: DEFAULT_QUEUED_MAX_MESSAGES_KBYTES,
+        LOG_LEVEL: 3,
+    }
+    config.update(add_config or {})
+    return config

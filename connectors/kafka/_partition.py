@@ -1,0 +1,266 @@
+"""Private: one topic-partition of a ``KafkaSource``, read by its own consumer.
+
+Only the partition does I/O on the records: it assigns its partition explicitly (no
+consumer group), polls without blocking, backs off through ``next_awake``, and
+snapshots the position after the last record it emitted (``_resume``).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime, timedelta
+
+from bytewax.inputs import StatefulSourcePartition
+from confluent_kafka import OFFSET_END, Consumer, KafkaError, TopicPartition
+from typing_extensions import override
+
+from thalweg_bytewax.errors import SourceError
+from thalweg_bytewax.record import KeyedBatch, raw_batch_from_messages
+from thalweg_bytewax.runtime.parts import encode_part
+
+from ._config import SourceConfig
+from ._errors import is_fatal, is_truncation
+from ._metadata import SourceMetadata
+from ._resume import KafkaPartitionState, check_resume, make_state, truncation_message
+from .stats import KafkaSourceStats
+
+logger = logging.getLogger(__name__)
+
+_IDLE_BACKOFF = (timedelta(milliseconds=1), timedelta(milliseconds=50))
+_ERROR_BACKOFF = (timedelta(milliseconds=50), timedelta(seconds=5))
+
+
+class _Backoff:
+    def __init__(self, bounds: tuple[timedelta, timedelta]) -> None:
+        self._first, self._cap = bounds
+        self._current = self._first
+
+    def next(self) -> timedelta:
+        delay = self._current
+        self._current = min(self._current * 2, self._cap)
+        return delay
+
+    def reset(self) -> None:
+        self._current = self._first
+
+
+class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
+    def __init__(
+        self,
+        config: SourceConfig,
+        meta: SourceMetadata,
+        topic: str,
+        partition: int,
+        *,
+        resume: KafkaPartitionState | None,
+        appeared: bool = False,
+        stats: KafkaSourceStats | None = None,
+    ) -> None:
+        self._key = encode_part(topic, partition)
+        self._tail = config.tail
+        self._columns = config.columns
+        self._batch_size = config.batch_size
+        self._rate = config.max_records_per_s
+        self._max_bytes = config.max_batch_bytes
+        self._avg_record_bytes = 0.0
+        self.stats = KafkaSourceStats() if stats is None else stats
+        """This partition's counters (shared with ``KafkaSource.stats``)."""
+        self._fatal: KafkaError | None = None
+        self._degraded = False
+        consumer_settings = config.consumer_config()
+        # Client-level errors (brokers down, authentication) are not returned by
+        # consume(); librdkafka reports them here, served from within consume().
+        consumer_settings["error_cb"] = self._on_client_error
+        self._consumer = Consumer(consumer_settings)
+        self._leader_epoch: int | None = None
+        try:
+            if resume is not None:
+                # With the leader epoch of the last emitted record, librdkafka validates
+                # the position against the broker's log before fetching (KIP-320): a log
+                # truncated or recreated under it fails instead of being read. It does
+                # so only when it learns the leader after the assignment (measured:
+                # assigning on a consumer that already holds the topic's metadata skips
+                # the validation), so a resumed partition is assigned first of all.
+                self._leader_epoch = resume["leader_epoch"]
+                self._assign(topic, partition, resume["next_offset"])
+            self._cluster, partitions = meta.topic_metadata(topic, self._consumer)
+            if partition not in partitions:
+                msg = f"kafka source: partition `{self._key}` does not exist"
+                raise SourceError(msg)
+            tp = TopicPartition(topic, partition)
+            low, high = meta.watermarks(tp, self._consumer)
+            if resume is not None:
+                check_resume(self._key, resume, low, high, self._cluster)
+                start = resume["next_offset"]
+            else:
+                # A partition that appeared after the flow's first run starts at its
+                # earliest offset (KafkaSource.build_part): nothing written to it is skipped.
+                start = low if appeared else _initial_offset(self._consumer, config, tp, low, high)
+                self._assign(topic, partition, start)
+            self._next_offset = start
+            self._end_offset = None if self._tail else high
+            self._eof = self._end_offset is not None and start >= self._end_offset
+        except BaseException:
+            self._consumer.close()
+            raise
+        self._watch = meta.acquire_watch(self._consumer)
+        self._fail_on_new = config.fail_on_new_partitions
+        self._tp = TopicPartition(topic, partition)
+        self._idle = _Backoff(_IDLE_BACKOFF)
+        self._errors = _Backoff(_ERROR_BACKOFF)
+        self._next_awake: datetime | None = None
+        logger.info(
+            "kafka partition %s %s at offset %s (watermarks %s..%s)",
+            self._key,
+            "resumed"
+            if resume is not None
+            else "appeared after the flow's first run; starts at its earliest"
+            if appeared
+            else "starts",
+            start,
+            low,
+            high,
+        )
+
+    def _assign(self, topic: str, partition: int, offset: int) -> None:
+        epoch = -1 if self._leader_epoch is None else self._leader_epoch  # -1: none known
+        self._consumer.assign([TopicPartition(topic, partition, offset, leader_epoch=epoch)])
+
+    def _budget(self) -> int:
+        if self._avg_record_bytes <= 0:
+            return self._batch_size
+        return max(1, min(self._batch_size, int(self._max_bytes / self._avg_record_bytes)))
+
+    def _on_client_error(self, err: KafkaError) -> None:
+        if is_fatal(err):
+            self._fatal = self._fatal or err
+            return
+        self.stats.transient_errors += 1
+        if not self._degraded:  # log once per state change, not per error
+            self._degraded = True
+            logger.warning("kafka partition %s: client error %s, retrying", self._key, err.name())
+
+    @override
+    def next_batch(self) -> list[KeyedBatch]:
+        if self._eof:
+            raise StopIteration
+        if self._fail_on_new and self._watch is not None and self._watch.unread:
+            unread = ", ".join(
+                f"`{t}`: {','.join(map(str, ps))}" for t, ps in sorted(self._watch.unread.items())
+            )
+            msg = (
+                f"kafka source: partitions were added while the flow runs ({unread}); "
+                f"expected the partitions listed at start; restart the flow to read them "
+                f"from their earliest offset (`fail_on_new_partitions=True`)"
+            )
+            raise SourceError(msg)
+        msgs = self._consumer.consume(self._budget(), timeout=0)
+        if self._fatal is not None:
+            msg = (
+                f"kafka source: partition `{self._key}` failed at offset {self._next_offset}: "
+                f"{self._fatal.str()} ({self._fatal.name()}); check the brokers and the "
+                f"security settings in `add_config`"
+            )
+            raise SourceError(msg)
+        good = msgs
+        transient = False
+        if msgs and any(m.error() is not None for m in msgs):
+            good = []
+            for m in msgs:
+                err = m.error()
+                if err is None:
+                    good.append(m)
+                elif err.code() == KafkaError._PARTITION_EOF:  # noqa: SLF001
+                    continue
+                elif is_truncation(err):
+                    msg = truncation_message(
+                        self._key, self._next_offset, self._leader_epoch, err
+                    )
+                    raise SourceError(msg)
+                elif is_fatal(err):
+                    msg = (
+                        f"kafka source: partition `{self._key}` failed at offset "
+                        f"{self._next_offset}: {err.str()} ({err.name()})"
+                    )
+                    raise SourceError(msg)
+                else:
+                    # Counted and backed off; the good records of this poll are still
+                    # emitted, since librdkafka's fetch position has moved past them.
+                    transient = True
+                    self.stats.transient_errors += 1
+                    logger.warning("kafka partition %s: transient error %s", self._key, err.name())
+        now = datetime.now(UTC)
+        if transient:
+            self._next_awake = now + self._errors.next()
+        elif not good:
+            self._next_awake = now + self._idle.next()
+        else:
+            self._errors.reset()
+            self._idle.reset()
+            self._next_awake = None
+            if self._degraded:
+                self._degraded = False
+                logger.info("kafka partition %s: receiving again", self._key)
+        if not good:
+            if self._end_offset is not None and self._position() >= self._end_offset:
+                self._eof = True
+                raise StopIteration
+            return []
+        batch = raw_batch_from_messages(
+            good, cluster=self._cluster, columns=self._columns, ingest_ts=now
+        )
+        last = good[-1]
+        self._next_offset = int(last.offset() or 0) + 1
+        self._leader_epoch = last.leader_epoch()
+        size = batch.nbytes
+        self._avg_record_bytes = size / batch.num_rows
+        self.stats.records += batch.num_rows
+        self.stats.bytes += size
+        self.stats.batches += 1
+        if self._end_offset is not None and self._next_offset >= self._end_offset:
+            self._eof = True
+        if self._rate is not None:
+            self._next_awake = now + timedelta(seconds=batch.num_rows / self._rate)
+        return [(self._key, batch)]
+
+    def _position(self) -> int:
+        pos = self._consumer.position([self._tp])[0].offset
+        return pos if pos >= 0 else self._next_offset
+
+    @override
+    def next_awake(self) -> datetime | None:
+        return self._next_awake
+
+    @override
+    def snapshot(self) -> KafkaPartitionState:
+        return make_state(self._next_offset, self._leader_epoch, self._cluster)
+
+    @override
+    def close(self) -> None:
+        if self._watch is not None:
+            self._watch.release()
+            self._watch = None
+        self._consumer.close()
+
+
+def _initial_offset(
+    consumer: Consumer, config: SourceConfig, tp: TopicPartition, low: int, high: int
+) -> int:
+    start = config.starting_offset
+    if start == "earliest":
+        return low
+    if start == "latest":
+        return high
+    if isinstance(start, datetime):
+        ms = int(start.timestamp() * 1000)
+        found = consumer.offsets_for_times(
+            [TopicPartition(tp.topic, tp.partition, ms)], timeout=config.metadata_timeout_s
+        )[0]
+        return high if found.offset in (OFFSET_END, -1) else found.offset
+    if start < low:
+        msg = (
+            f"kafka source: starting offset {start} of `{tp.topic}:{tp.partition}` was "
+            f"already deleted (earliest available is {low}); choose an offset >= {low}"
+        )
+        raise SourceError(msg)
+    return int(start)
