@@ -14,7 +14,10 @@ that a batch of only bad records decodes within 5x of the clean rate. For each c
 * ``truncated`` — each body cut at a random byte (the frame kept);
 * ``garbage`` — each body replaced by random bytes of its length (the frame kept);
 * ``unknown-id`` — Confluent frames naming a schema id the registry does not hold
-  (Avro and Protobuf, both on a ``mock://`` registry).
+  (Avro and Protobuf, both on a ``mock://`` registry);
+* ``mixed-1%`` and ``mixed-10%`` — good records with one in 100 (one in 10) replaced
+  by its truncated or garbage variant, alternately: the good rows of a batch that
+  holds a few bad ones must stay on the columnar path.
 
 It prints records/s, CPU microseconds per record (``time.process_time``) and the CPU
 ratio bad/clean, checks that every bad record came back as a failure (the DLQ row:
@@ -115,6 +118,17 @@ def corrupt(good: list[bytes], frame_len: int, seed: int = 3) -> dict[str, list[
     return {"truncated": truncated, "garbage": garbage}
 
 
+def mixed(good: list[bytes], bad: dict[str, list[bytes]]) -> dict[str, list[bytes]]:
+    """``good`` with every 100th (10th) record replaced by a truncated or garbage one."""
+    out = {}
+    for label, step in (("mixed-1%", 100), ("mixed-10%", 10)):
+        rows = list(good)
+        for j, i in enumerate(range(step // 2, len(rows), step)):
+            rows[i] = bad["truncated" if j % 2 == 0 else "garbage"][i]
+        out[label] = rows
+    return out
+
+
 def with_unknown_id(good: list[bytes]) -> list[bytes]:
     """``good`` re-framed with :data:`UNKNOWN_ID` (magic byte and body kept)."""
     return [p[:1] + UNKNOWN_ID.to_bytes(4, "big") + p[5:] for p in good]
@@ -143,10 +157,12 @@ def avro_case(shape: str, n: int) -> Case:
             fastavro.schemaless_writer(buf, parsed, r)
             good.append(encode_confluent(sid, buf.getvalue()))
     codec = AvroCodec(url)
+    bad = corrupt(good, 5)
     return codec.decode_batch, {
         "clean": good,
-        **corrupt(good, 5),
+        **bad,
         "unknown-id": with_unknown_id(good),
+        **mixed(good, bad),
     }
 
 
@@ -201,10 +217,12 @@ def protobuf_case(shape: str, n: int) -> Case:
     good = [encode_confluent(sid, b, message_indexes=indexes) for b in bodies]
     codec = ProtobufCodec(url)
     frame_len = len(good[0]) - len(bodies[0])
+    bad = corrupt(good, frame_len)
     return codec.decode_batch, {
         "clean": good,
-        **corrupt(good, frame_len),
+        **bad,
         "unknown-id": with_unknown_id(good),
+        **mixed(good, bad),
     }
 
 
@@ -220,7 +238,8 @@ def json_case(shape: str, n: int) -> Case:
     else:
         good = [orjson.dumps(r) for r in plain_records(n)]
         codec = JsonCodec(PLAIN_JSON)
-    return codec.decode_batch, {"clean": good, **corrupt(good, 0)}
+    bad = corrupt(good, 0)
+    return codec.decode_batch, {"clean": good, **bad, **mixed(good, bad)}
 
 
 CASES: dict[str, Callable[[str, int], Case]] = {

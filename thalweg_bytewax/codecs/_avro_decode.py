@@ -5,6 +5,7 @@ Private to :mod:`thalweg_bytewax.codecs.avro`.
 
 from __future__ import annotations
 
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -170,18 +171,16 @@ def _structural_failures(
     kinds = status[bad].tolist()
     reads = read[bad].tolist()
     rows = idx[bad].tolist()
-    malformed = FailureKind.MALFORMED
-    out = []
-    for row, kind, size, at in zip(rows, kinds, sizes, reads, strict=True):
+    texts = []
+    for kind, size, at in zip(kinds, sizes, reads, strict=True):
         if kind == _avro_scan.TRUNCATED:
-            text = _truncated_text(label, size)
+            texts.append(_truncated_text(label, size))
         elif kind == _avro_scan.CUT_VARINT:
             # fastavro indexes past the end of the body inside a varint
-            text = _mismatch_text(label, size, size, "IndexError: string index out of range")
+            texts.append(_mismatch_text(label, size, size, "IndexError: string index out of range"))
         else:
-            text = _leftover_text(label, at, size)
-        out.append(DecodeFailure(row, malformed, text))
-    return out
+            texts.append(_leftover_text(label, at, size))
+    return list(map(DecodeFailure, rows, repeat(FailureKind.MALFORMED), texts))
 
 
 def _promote(column: pa.Array, f: pa.Field, values: list[Any], invalid: dict[int, str]) -> pa.Array:

@@ -19,7 +19,7 @@ try:
 except ImportError:  # built without a C compiler: the codec falls back to pyarrow.json
     _json_native = None  # type: ignore[assignment]
 
-__all__ = ["DEFERRED", "NATIVE", "READ", "NativeReader", "syntax_text"]
+__all__ = ["DEFERRED", "NATIVE", "READ", "NativeReader", "syntax_texts"]
 
 NATIVE = _json_native is not None
 """Whether the native reader was built with the package."""
@@ -40,13 +40,17 @@ _SYNTAX = {
 }
 
 
-def syntax_text(status: int, line: int, column: int, char: int) -> str:
-    """The per-value path's text for a row the reader rejected with ``status``.
+def syntax_texts(status: np.ndarray, where: np.ndarray) -> list[str]:
+    """The per-value path's texts for rows the reader rejected (``status`` > DEFERRED).
 
-    ``orjson.JSONDecodeError`` words it as ``msg: line L column C (char N)``.
+    ``orjson.JSONDecodeError`` words each as ``msg: line L column C (char N)``; one
+    template per status, filled with the positions the reader returned.
     """
-    where = f"line {line} column {column} (char {char})"
-    return f"json payload is malformed: {_SYNTAX[status]}: {where}"
+    heads = {k: f"json payload is malformed: {v}: line " for k, v in _SYNTAX.items()}
+    return [
+        f"{heads[code]}{line} column {column} (char {char})"
+        for code, (line, column, char) in zip(status.tolist(), where.tolist(), strict=True)
+    ]
 
 
 # Plan node kinds, as the C reader numbers them.
@@ -152,7 +156,7 @@ class NativeReader:
 
         Returns:
             The batch of the rows read (in order), each row's status (:data:`READ`,
-            :data:`DEFERRED` or a syntax error for :func:`syntax_text`) and, per row,
+            :data:`DEFERRED` or a syntax error for :func:`syntax_texts`) and, per row,
             the line, column and character of its syntax error (an ``(n, 3)`` array).
         """
         n = len(bodies)

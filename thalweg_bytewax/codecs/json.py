@@ -6,9 +6,10 @@ WARNING: the shape then depends on the first batch). The columnar
 path parses a batch straight into Arrow buffers with the package's native reader, which
 accepts only what it decodes exactly as the record-at-a-time path (``orjson`` + the same
 Arrow types) would and sets every other row aside for that path, which converts it or
-names the offending field. Without the native reader (a build without a C compiler) the
-newline-joined payloads go to ``pyarrow.json.read_json`` with the schema made explicit;
-a block that fails is bisected to pinpoint the bad rows.
+names the offending field; a row that is no JSON at all (cut short, invalid UTF-8...) it
+rejects itself, with the text ``orjson`` gives. Without the native reader (a build
+without a C compiler) the newline-joined payloads go to ``pyarrow.json.read_json`` with
+the schema made explicit; a block that fails is bisected to pinpoint the bad rows.
 
 Example:
     >>> codec = JsonCodec(schema={"type": "object", "required": ["id"],
@@ -24,6 +25,7 @@ import io
 import logging
 import os
 from collections.abc import Mapping, Sequence
+from itertools import repeat
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -51,7 +53,7 @@ from thalweg_bytewax.codecs._json_fast import (
     READ,
     NativeReader,
     Unsupported,
-    syntax_text,
+    syntax_texts,
 )
 from thalweg_bytewax.codecs._json_schema import (
     JsonShape,
@@ -544,13 +546,8 @@ def _syntax_failures(
     bad = np.flatnonzero(status > DEFERRED)
     if not len(bad):
         return []
-    malformed = FailureKind.MALFORMED
-    return [
-        DecodeFailure(row, malformed, syntax_text(code, line, column, char))
-        for row, code, (line, column, char) in zip(
-            rows[bad].tolist(), status[bad].tolist(), where[bad].tolist(), strict=True
-        )
-    ]
+    texts = syntax_texts(status[bad], where[bad])
+    return list(map(DecodeFailure, rows[bad].tolist(), repeat(FailureKind.MALFORMED), texts))
 
 
 def _one_batch(table: pa.Table, schema: pa.Schema) -> pa.RecordBatch:
