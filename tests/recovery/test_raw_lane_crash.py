@@ -45,9 +45,9 @@ def flow_env(bootstrap: str, topic: str, lane: Path, **extra: str) -> dict[str, 
     env = {k: v for k, v in os.environ.items() if k != "THALWEG_FAULT"}
     env.update(
         {
-            "THALWEG_BROKERS": bootstrap,
+            "THALWEG_BOOTSTRAP_SERVERS": bootstrap,
             "THALWEG_TOPICS": topic,
-            "THALWEG_LANE": str(lane),
+            "THALWEG_RAW_LANE": str(lane),
             "THALWEG_TAIL": "0",
             "THALWEG_BATCH_SIZE": "250",
             "THALWEG_MAX_RECORDS_PER_S": "800",
