@@ -92,6 +92,10 @@ class _TopicPartitionStream:
 
 class _ParquetPartition(EpochSinkPartition):
     replay_remedy: ClassVar[str] = "move the lane aside or write to a new path"
+    merge_remedy: ClassVar[str] = (
+        "give each its own path (e.g. `dlq/decode`, `dlq/contract`); they read back as one "
+        "dataset"
+    )
 
     def __init__(
         self, sink: ParquetSink, store: LaneStore, resume: EpochSinkState | None, shard: int

@@ -1,0 +1,204 @@
+"""The epoch-sink protocol, proven with a tiny real sink partition built on the base.
+
+Staged writes are invisible until ``snapshot()`` and durable after it; a failed write or
+commit sets the failed flag and the partition never publishes again; ``close()`` never
+publishes; replays are skipped by coverage and checked by record id; rows of another
+shard's source partition are refused; and a flow SIGKILLed between ``write_batch`` and
+``snapshot()`` or right after ``snapshot()`` resumes with every row exactly once.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import bytewax.operators as op
+import pyarrow as pa
+import pytest
+from bytewax.dataflow import Dataflow
+from bytewax.recovery import init_db_dir
+from bytewax.testing import TestingSource, run_main
+
+from tests.runtime.jsonl_sink import JsonlSink, items, read_rows, rows
+from thalweg_bytewax.errors import ConfigError, SinkTerminalError, SinkTransientError
+from thalweg_bytewax.runtime.parts import stable_route
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def part(tmp_path: Path, resume: dict[str, int] | None = None, shards: int = 1, shard: int = 0):
+    sink = JsonlSink(tmp_path / "out", shards=shards)
+    return sink, sink.build_part("flow.out", str(shard), resume)
+
+
+def test_a_staged_write_is_invisible_before_snapshot_and_durable_after(tmp_path: Path) -> None:
+    _, p = part(tmp_path)
+    p.write_batch([rows("t", 0, [0, 1, 2]), rows("t", 1, [0])])
+    assert read_rows(tmp_path / "out") == []  # staged only
+    state = p.snapshot()
+    assert state == {"t:0": 3, "t:1": 1}
+    assert [r[:3] for r in read_rows(tmp_path / "out")] == [
+        ("t", 0, 0), ("t", 0, 1), ("t", 0, 2), ("t", 1, 0)
+    ]
+    assert p.stats.rows_written == 4 and p.stats.epochs_committed == 1
+    # A later epoch extends the coverage; the state is the next offset per partition.
+    p.write_batch([rows("t", 0, [3, 4])])
+    assert p.snapshot() == {"t:0": 5, "t:1": 1}
+    cov = p.coverage("t:0")
+    assert cov is not None and cov.spans == ((0, 4),)
+
+
+def test_a_failed_write_sets_the_flag_and_snapshot_refuses_to_publish(tmp_path: Path) -> None:
+    sink, p = part(tmp_path)
+    p.write_batch([rows("t", 0, [0, 1])])
+    sink.fail_stage = True
+    with pytest.raises(SinkTransientError):
+        p.write_batch([rows("t", 0, [2, 3])])
+    assert p.failed and p.aborted == 1
+    sink.fail_stage = False
+    with pytest.raises(SinkTerminalError, match=r"cannot commit an epoch after a failed write"):
+        p.snapshot()
+    with pytest.raises(SinkTerminalError, match=r"cannot write after a failed write"):
+        p.write_batch([rows("t", 0, [4])])
+    p.close()
+    assert read_rows(tmp_path / "out") == []  # the rows staged before the failure too
+    assert p.released == 1
+
+
+def test_a_refused_batch_also_fails_the_partition(tmp_path: Path) -> None:
+    _, p = part(tmp_path)
+    p.write_batch([rows("t", 0, [0])])
+    with pytest.raises(ConfigError, match="locator columns"):
+        p.write_batch([pa.RecordBatch.from_pydict({"x": [1]})])
+    assert p.failed
+    with pytest.raises(SinkTerminalError):
+        p.snapshot()
+    assert read_rows(tmp_path / "out") == []
+
+
+def test_a_failed_commit_fails_the_partition(tmp_path: Path) -> None:
+    sink, p = part(tmp_path)
+    p.write_batch([rows("t", 0, [0])])
+    sink.fail_commit = True
+    with pytest.raises(SinkTransientError, match="commit failed"):
+        p.snapshot()
+    sink.fail_commit = False
+    assert p.failed and p.aborted == 1
+    with pytest.raises(SinkTerminalError):
+        p.snapshot()
+    assert read_rows(tmp_path / "out") == []
+
+
+def test_close_never_publishes(tmp_path: Path) -> None:
+    _, p = part(tmp_path)
+    p.write_batch([rows("t", 0, [0, 1])])
+    p.snapshot()
+    p.write_batch([rows("t", 0, [2, 3])])
+    p.close()  # a clean finish snapshots first; close() alone publishes nothing
+    assert [r[2] for r in read_rows(tmp_path / "out")] == [0, 1]
+    assert p.released == 1
+
+
+def test_a_resumed_partition_skips_what_the_target_and_the_state_cover(tmp_path: Path) -> None:
+    _, first = part(tmp_path)
+    first.write_batch([rows("t", 0, list(range(10)))])
+    first.snapshot()
+    # The state lags (the crash fell between the sink's commit and the recovery store's).
+    _, again = part(tmp_path, resume={"t:0": 4})
+    again.write_batch([rows("t", 0, list(range(4, 12)))])
+    assert again.stats.rows_skipped_replay == 6
+    assert again.snapshot() == {"t:0": 12}
+    assert [r[2] for r in read_rows(tmp_path / "out")] == list(range(12))
+    # Offsets below the resume state count as held even with no file (retention).
+    _, third = part(tmp_path / "elsewhere", resume={"u:0": 5})
+    third.write_batch([rows("u", 0, [3, 4, 5])])
+    third.snapshot()
+    assert [r[2] for r in read_rows(tmp_path / "elsewhere" / "out")] == [5]
+
+
+def test_a_replay_that_differs_by_record_id_is_refused(tmp_path: Path) -> None:
+    _, first = part(tmp_path)
+    first.write_batch([rows("t", 0, list(range(5)))])
+    first.snapshot()
+    _, again = part(tmp_path)
+    with pytest.raises(SinkTerminalError, match=r"holds a different record at offset 0") as info:
+        again.write_batch([rows("t", 0, list(range(5)), tag="new")])
+    assert "directory `" in str(info.value) and "point the sink at a new target" in str(info.value)
+    assert [r[3] for r in read_rows(tmp_path / "out")] == [f"v{o}" for o in range(5)]
+
+
+def test_rows_of_another_shards_partition_are_refused_before_any_is_staged(
+    tmp_path: Path,
+) -> None:
+    mine = next(f"t:{i}" for i in range(50) if stable_route(f"t:{i}", 2) == 0)
+    other = next(f"t:{i}" for i in range(50) if stable_route(f"t:{i}", 2) == 1)
+    _, p = part(tmp_path, shards=2, shard=0)
+    batch = pa.concat_batches(
+        [rows("t", int(mine[2:]), [0, 1]), rows("t", int(other[2:]), [0])]
+    )
+    with pytest.raises(ConfigError, match=rf"rows of `{other}` reached shard 0 but"):
+        p.write_batch([batch])
+    assert p.staged == {}
+
+
+def test_rows_going_back_in_offset_order_are_refused(tmp_path: Path) -> None:
+    _, p = part(tmp_path)
+    p.write_batch([rows("t", 0, [5, 6])])
+    with pytest.raises(ConfigError, match=r"out of offset order \(offset 2 after 6\)"):
+        p.write_batch([rows("t", 0, [2])])
+
+
+def test_negative_offsets_are_refused(tmp_path: Path) -> None:
+    _, p = part(tmp_path)
+    with pytest.raises(ConfigError, match=r"rows of `t:0` have offset -1; expected offsets >= 0"):
+        p.write_batch([rows("t", 0, [-1, 0])])
+
+
+def test_a_bytewax_run_snapshots_before_close(tmp_path: Path) -> None:
+    # The clean-finish path: Bytewax snapshots the last epoch, then closes.
+    flow = Dataflow("clean")
+    op.output("out", op.input("in", flow, TestingSource(items(batches=2))), JsonlSink(tmp_path))
+    run_main(flow)
+    assert len(read_rows(tmp_path)) == 2 * 2 * 5
+
+
+def run_flow(root: Path, recovery: Path, fault: str | None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "THALWEG_FAULT"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    if fault:
+        env["THALWEG_FAULT"] = fault
+    return subprocess.run(
+        [sys.executable, "-m", "tests.runtime.jsonl_sink", str(root), str(recovery)],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault", ["epoch_sink.before_commit:5", "epoch_sink.after_commit:5"])
+def test_kill_between_write_and_snapshot_or_after_snapshot_then_resume_is_exactly_once(
+    tmp_path: Path, fault: str
+) -> None:
+    root, recovery = tmp_path / "out", tmp_path / "recovery"
+    recovery.mkdir()
+    init_db_dir(recovery, 1)
+    crashed = run_flow(root, recovery, fault)
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-2000:]
+    before = read_rows(root)
+    expected = sorted(
+        ("t", p, o, f"v{o}") for p in range(2) for o in range(8 * 5)
+    )
+    assert 0 < len(before) < len(expected), "the kill should fall mid-stream"
+    assert len(before) == len(set(before))
+    resumed = run_flow(root, recovery, None)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    got = read_rows(root)
+    assert len(got) == len(set(got)), "a row was published twice"
+    assert got == expected, "rows lost"
+    assert not list(root.rglob(".tmp-*"))
