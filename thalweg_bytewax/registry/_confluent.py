@@ -14,21 +14,21 @@ from typing import Any, Literal
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
-from thalweg_bytewax._registry_urls import (
+from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.registry._urls import (
     RegistryUrls,
     clean_cause,
     client_urls,
     parse_registry_urls,
     redact_registry_url,
 )
-from thalweg_bytewax.errors import ConfigError
 
 try:  # confluent-kafka's registry client uses httpx2 when present, else httpx
     import httpx2 as _httpx
 except ImportError:  # pragma: no cover - depends on the installed client
     import httpx as _httpx  # type: ignore[no-redef]
 
-from thalweg_bytewax._registry_base import (
+from thalweg_bytewax.registry._base import (
     _T,
     RegistryError,
     RegistryUnavailableError,

@@ -15,14 +15,14 @@ from typing import Any, Literal
 
 from confluent_kafka.schema_registry import Schema
 
-from thalweg_bytewax._registry_base import (
+from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.registry._base import (
     RegistryError,
     ResolvedSchema,
     SchemaKey,
     SchemaSource,
     UnknownSchemaError,
 )
-from thalweg_bytewax.errors import ConfigError
 
 # The facade's logger name, so log configuration and filters keep working.
 logger = logging.getLogger("thalweg_bytewax.registry")

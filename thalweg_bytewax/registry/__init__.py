@@ -33,7 +33,8 @@ from typing import Any
 
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
-from thalweg_bytewax._registry_base import (
+from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.registry._base import (
     RegistryError,
     RegistryUnavailableError,
     ResolvedSchema,
@@ -41,13 +42,12 @@ from thalweg_bytewax._registry_base import (
     SchemaSource,
     UnknownSchemaError,
 )
-from thalweg_bytewax._registry_confluent import (
+from thalweg_bytewax.registry._confluent import (
     RegistrySchemaSource,
     redact_url,
     registry_client,
 )
-from thalweg_bytewax._registry_directory import DirectorySchemaSource
-from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.registry._directory import DirectorySchemaSource
 
 __all__ = [
     "DirectorySchemaSource",
