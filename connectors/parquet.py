@@ -28,6 +28,7 @@ from typing_extensions import override
 
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataColumns
+from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
 from thalweg_bytewax.runtime.parts import stable_route
 
 from ._lane_store import (
@@ -35,7 +36,7 @@ from ._lane_store import (
     open_store,
     staging_prefix,
 )
-from ._parquet_partition import ParquetSinkStats, SinkState, _ParquetPartition
+from ._parquet_partition import ParquetSinkStats, _ParquetPartition
 
 __all__ = ["ParquetSink", "ParquetSinkStats", "read_lane"]
 
@@ -53,7 +54,7 @@ DEFAULT_MAX_FILE_ROWS = 4 * 1024 * 1024
 _CODECS = frozenset({"none", "snappy", "gzip", "brotli", "lz4", "lz4_raw", "zstd"})
 
 
-class ParquetSink(FixedPartitionedSink[pa.RecordBatch, SinkState]):
+class ParquetSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
     """Write keyed RawBatches (or any batches with locator columns) as a Parquet lane.
 
     Source topic-partitions are the unit of parallelism: each gets its own file stream,
@@ -160,7 +161,7 @@ class ParquetSink(FixedPartitionedSink[pa.RecordBatch, SinkState]):
 
     @override
     def build_part(
-        self, step_id: str, for_part: str, resume_state: SinkState | None
+        self, step_id: str, for_part: str, resume_state: EpochSinkState | None
     ) -> _ParquetPartition:
         store = self._store()
         if step_id not in self._claimed:

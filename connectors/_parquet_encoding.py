@@ -1,0 +1,112 @@
+"""Private: the Parquet encoding policy of lane sinks — dictionary encoding and statistics.
+
+Which columns get dictionary encoding and min/max statistics is decided per schema, not
+per row group: payload bytes, keys and record ids are high-cardinality binary (neither
+pays off); other columns get statistics, and dictionaries where sampled values repeat.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+__all__ = ["column_options"]
+
+_TYPED_CACHE: dict[pa.Schema, list[str]] = {}
+# The dictionary choice, made from the first file of each schema in the process (the
+# partitions of a topic share their shape; sampling each file cost ~2.7 ms of the
+# snapshot per file). Arrow's writer still falls back to plain encoding on its own when
+# a dictionary outgrows its page.
+_DICTIONARY_CACHE: dict[pa.Schema, list[str]] = {}
+_CACHE_LOCK = threading.Lock()
+# Dictionary encoding is chosen per file from its first rows: a column pays off when
+# at most this share of the sampled values are distinct.
+_DICTIONARY_SAMPLE_ROWS = 4096
+_DICTIONARY_MAX_DISTINCT = 0.5
+
+
+def column_options(table: pa.Table) -> dict[str, list[str]]:
+    """Dictionary encoding and statistics only for columns where they pay off.
+
+    Payload bytes, keys and record ids are high-cardinality binary: dictionary
+    encoding them is wasted work and min/max statistics on them prune nothing. Other
+    columns get statistics; dictionary encoding where the first rows repeat values
+    (status codes, currencies, topics), not for ids, timestamps or amounts — judged
+    from the first file of each schema that fills the sample. Measured on decoded
+    sample orders (zstd): 1.13 -> 0.89 us per row and a 15 % smaller file than
+    dictionary-encoding every typed column (docs/benchmarks.md).
+    """
+    typed = _typed_columns(table.schema)
+    dictionary = _DICTIONARY_CACHE.get(table.schema)
+    if dictionary is None:
+        leaves = dict(_leaves(table.slice(0, _DICTIONARY_SAMPLE_ROWS)))
+        dictionary = [p for p in typed if p not in leaves or _repetitive(leaves[p])]
+        if table.num_rows >= _DICTIONARY_SAMPLE_ROWS:
+            # Kept only from a full sample: a file of a few rows (a quiet partition's
+            # first snapshot) says nothing about repetition, and is cheap to sample.
+            with _CACHE_LOCK:
+                _DICTIONARY_CACHE[table.schema] = dictionary
+    return {"use_dictionary": dictionary, "write_statistics": typed}
+
+
+def _typed_columns(schema: pa.Schema) -> list[str]:
+    """Parquet paths of the leaf columns that are not raw binary."""
+    cached = _TYPED_CACHE.get(schema)
+    if cached is not None:
+        return cached
+    buf = pa.BufferOutputStream()
+    pq.write_table(schema.empty_table(), buf)
+    parquet_schema = pq.ParquetFile(pa.BufferReader(buf.getvalue())).schema
+    typed = []
+    for i in range(len(parquet_schema)):
+        col = parquet_schema.column(i)
+        binary = col.physical_type in (
+            "BYTE_ARRAY",
+            "FIXED_LEN_BYTE_ARRAY",
+        ) and col.logical_type.type in (
+            "NONE",
+            "UUID",
+        )
+        if not binary:
+            typed.append(col.path)
+    _TYPED_CACHE[schema] = typed
+    return typed
+
+
+def _leaves(table: pa.Table) -> Iterator[tuple[str, pa.Array]]:
+    """(Parquet path, values) of the leaf columns under structs and lists.
+
+    Map columns are left out (their leaves keep dictionary encoding).
+    """
+
+    def walk(path: str, arr: pa.Array) -> Iterator[tuple[str, pa.Array]]:
+        t = arr.type
+        if isinstance(t, pa.ExtensionType):
+            # Written as its storage type, under the same path.
+            yield from walk(path, arr.storage)
+        elif pa.types.is_struct(t):
+            for field, child in zip(t, arr.flatten(), strict=True):
+                yield from walk(f"{path}.{field.name}", child)
+        elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+            # Written with Parquet's compliant list names, whatever Arrow calls the item.
+            yield from walk(f"{path}.list.element", arr.flatten())
+        elif not pa.types.is_map(t):
+            yield path, arr
+
+    for name, column in zip(table.schema.names, table.columns, strict=True):
+        yield from walk(name, column.combine_chunks())
+
+
+def _repetitive(values: pa.Array) -> bool:
+    present = len(values) - values.null_count
+    if present == 0 or pa.types.is_dictionary(values.type):
+        return True  # a dictionary column is encoded as one by its producer's choice
+    try:
+        distinct: int = pc.count_distinct(values).as_py()
+    except pa.ArrowNotImplementedError:
+        return True  # no distinct count for this type (views): Arrow's default
+    return bool(distinct <= _DICTIONARY_MAX_DISTINCT * present)
