@@ -26,13 +26,16 @@ from bytewax.operators import KeyedStream
 from thalweg_bytewax.codecs.base import Codec, DecodeFailure, FailureKind
 from thalweg_bytewax.dlq import RejectReason, dlq_batch_from_rows
 from thalweg_bytewax.errors import ConfigError, SchemaError
-from thalweg_bytewax.metadata import MetadataColumns, MetadataPolicy
+from thalweg_bytewax.metadata import (
+    DEFAULT_PREFIX,
+    MetadataColumns,
+    MetadataPolicy,
+    metadata_columns,
+)
 
 __all__ = ["DecodeOut", "decode"]
 
 logger = logging.getLogger(__name__)
-
-_DEFAULT_COLUMNS = MetadataColumns()
 
 
 @dataclass(frozen=True)
@@ -221,7 +224,7 @@ def decode(
     codec: Codec,
     *,
     metadata: MetadataPolicy | str = MetadataPolicy.LOCATOR,
-    columns: MetadataColumns = _DEFAULT_COLUMNS,
+    metadata_prefix: str = DEFAULT_PREFIX,
 ) -> DecodeOut:
     """Decode the payloads of keyed RawBatches with a codec, columnar.
 
@@ -259,15 +262,16 @@ def decode(
         metadata: Which metadata columns decoded batches keep: ``"none"``,
             ``"locator"`` (topic, partition, offset, record id) or ``"all"`` (every
             metadata column but the raw key and value bytes).
-        columns: Metadata column names (the prefix).
+        metadata_prefix: Prefix of the metadata columns.
 
     Returns:
         ``DecodeOut(ok, rejected)``.
 
     Raises:
-        ConfigError: At build time, for an unknown metadata policy or a codec without
-            ``decode_batch``.
+        ConfigError: At build time, for an unknown metadata policy or prefix, or a codec
+            without ``decode_batch``.
     """
+    columns = metadata_columns(metadata_prefix, f"decode `{step_id}`")
     try:
         policy = MetadataPolicy(metadata)
     except ValueError as exc:

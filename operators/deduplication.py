@@ -22,13 +22,16 @@ from typing_extensions import override
 from thalweg_bytewax.contracts.evaluate import duplicate_mask
 from thalweg_bytewax.contracts.spec import ContractSpec
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.metadata import (
+    DEFAULT_COLUMNS,
+    DEFAULT_PREFIX,
+    MetadataColumns,
+    metadata_columns,
+)
 
 from ._window import DEFAULT_ALLOWED_SKEW, EventClock, SeenWindow, check_allowed_skew, key_values
 
 __all__ = ["dedup"]
-
-_DEFAULT_COLUMNS = MetadataColumns()
 
 
 class _DedupLogic(StatefulLogic[pa.RecordBatch, pa.RecordBatch, tuple[Any, ...]]):
@@ -41,7 +44,7 @@ class _DedupLogic(StatefulLogic[pa.RecordBatch, pa.RecordBatch, tuple[Any, ...]]
         *,
         step_id: str = "dedup",
         allowed_skew: timedelta = DEFAULT_ALLOWED_SKEW,
-        ingest_column: str = _DEFAULT_COLUMNS.ingest_ts,
+        ingest_column: str = DEFAULT_COLUMNS.ingest_ts,
     ) -> None:
         self._key_columns = key_columns
         self._clock = EventClock(
@@ -141,7 +144,7 @@ def dedup(
     object_name: str | None = None,
     time_column: str | None = None,
     allowed_skew: timedelta = DEFAULT_ALLOWED_SKEW,
-    columns: MetadataColumns = _DEFAULT_COLUMNS,
+    metadata_prefix: str = DEFAULT_PREFIX,
 ) -> KeyedStream[pa.RecordBatch]:
     """Pass each record once per window; later copies are dropped.
 
@@ -186,7 +189,7 @@ def dedup(
         allowed_skew: How far ahead of its ingest time a record's event time may be
             before it is clamped (default one minute). Clamped records are counted and
             logged once each time clamping starts or stops.
-        columns: Metadata column names.
+        metadata_prefix: Prefix of the metadata columns.
 
     Returns:
         The keyed batches without the duplicates.
@@ -195,6 +198,7 @@ def dedup(
         ConfigError: At build time, for content dedup without a declared natural key,
             or a negative ``allowed_skew``.
     """
+    columns = metadata_columns(metadata_prefix, f"dedup `{step_id}`")
     keys = _key_columns(by, contract, object_name, columns, step_id)
     check_allowed_skew(allowed_skew, f"dedup `{step_id}`")
     tcol = time_column or columns.source_timestamp

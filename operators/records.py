@@ -15,12 +15,11 @@ import pyarrow as pa
 from bytewax.dataflow import operator
 from bytewax.operators import KeyedStream
 
-from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataPolicy, metadata_columns
 from thalweg_bytewax.record import RawRecord, records_from_raw_batch
 
 __all__ = ["to_dicts", "to_raw_records"]
-
-_DEFAULT_COLUMNS = MetadataColumns()
 
 
 @operator
@@ -28,7 +27,7 @@ def to_raw_records(
     step_id: str,
     raw: KeyedStream[pa.RecordBatch],
     *,
-    columns: MetadataColumns = _DEFAULT_COLUMNS,
+    metadata_prefix: str = DEFAULT_PREFIX,
 ) -> KeyedStream[RawRecord]:
     """Turn keyed RawBatches into keyed ``RawRecord`` items, one per record, nothing lost.
 
@@ -41,11 +40,12 @@ def to_raw_records(
     Args:
         step_id: Unique step id.
         raw: Keyed RawBatches, as a source emits them.
-        columns: Metadata column names (the prefix).
+        metadata_prefix: Prefix of the metadata columns.
 
     Returns:
         A keyed stream of ``RawRecord``, in offset order within each key.
     """
+    columns = metadata_columns(metadata_prefix, f"to_raw_records `{step_id}`")
     return op.flat_map_value(
         "to_records", raw, lambda batch: records_from_raw_batch(batch, columns=columns)
     )
@@ -56,8 +56,8 @@ def to_dicts(
     step_id: str,
     batches: KeyedStream[pa.RecordBatch],
     *,
-    metadata: bool = True,
-    columns: MetadataColumns = _DEFAULT_COLUMNS,
+    metadata: MetadataPolicy | str = MetadataPolicy.ALL,
+    metadata_prefix: str = DEFAULT_PREFIX,
 ) -> KeyedStream[dict[str, Any]]:
     """Turn keyed decoded batches into keyed ``dict`` items, one per row.
 
@@ -69,22 +69,38 @@ def to_dicts(
     import thalweg_bytewax.operators as twg
 
     decoded = twg.decode("decode", raw, codec)
-    orders = twg.to_dicts("orders", decoded.ok, metadata=False)  # ("orders:3", {...})
+    orders = twg.to_dicts("orders", decoded.ok, metadata="none")  # ("orders:3", {...})
     ```
 
     Args:
         step_id: Unique step id.
         batches: Keyed Arrow batches (e.g. ``decode(...).ok``).
-        metadata: Keep the metadata columns (``_twg_…``) in each dict.
-        columns: Metadata column names (the prefix).
+        metadata: Which metadata columns (``_twg_…``) each dict keeps, the policy
+            ``decode`` applies: ``"none"``, ``"locator"`` (topic, partition, offset,
+            record id) or ``"all"`` (every one the batch carries).
+        metadata_prefix: Prefix of the metadata columns.
 
     Returns:
         A keyed stream of dicts, in row order within each key.
+
+    Raises:
+        ConfigError: At build time, for an unknown metadata policy or prefix.
     """
+    columns = metadata_columns(metadata_prefix, f"to_dicts `{step_id}`")
+    try:
+        policy = MetadataPolicy(metadata)
+    except ValueError as exc:
+        msg = (
+            f"to_dicts `{step_id}`: expected metadata 'none', 'locator' or 'all'; "
+            f"got {metadata!r}"
+        )
+        raise ConfigError(msg) from exc
+    kept = set(columns.locator_columns()) if policy is MetadataPolicy.LOCATOR else set()
 
     def rows(batch: pa.RecordBatch) -> list[dict[str, Any]]:
-        if not metadata:
-            batch = batch.select([n for n in batch.schema.names if not columns.is_reserved(n)])
+        if policy is not MetadataPolicy.ALL:
+            names = batch.schema.names
+            batch = batch.select([n for n in names if not columns.is_reserved(n) or n in kept])
         out: list[dict[str, Any]] = batch.to_pylist(maps_as_pydicts="strict")
         return out
 

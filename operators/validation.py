@@ -46,7 +46,12 @@ from thalweg_bytewax.contracts.spec import (
     RuleKind,
 )
 from thalweg_bytewax.dlq import RejectReason, dlq_batch_from_rows
-from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.metadata import (
+    DEFAULT_COLUMNS,
+    DEFAULT_PREFIX,
+    MetadataColumns,
+    metadata_columns,
+)
 
 from ._window import SeenWindow, batch_time, key_values
 
@@ -54,11 +59,10 @@ __all__ = ["ValidateOut", "failed_rules_column", "validate"]
 
 logger = logging.getLogger(__name__)
 
-_DEFAULT_COLUMNS = MetadataColumns()
 _VERDICTS = pa.array(["pass", "fail"], pa.string())
 
 
-def failed_rules_column(columns: MetadataColumns = _DEFAULT_COLUMNS) -> str:
+def failed_rules_column(columns: MetadataColumns = DEFAULT_COLUMNS) -> str:
     """The column ``annotate`` mode adds: ``list<string>`` of failed rule ids."""
     return f"{columns.prefix}failed_rules"
 
@@ -334,7 +338,7 @@ def validate(
     rules: Sequence[Rule] | None = None,
     drop: Sequence[DropRule] | None = None,
     object_name: str | None = None,
-    columns: MetadataColumns = _DEFAULT_COLUMNS,
+    metadata_prefix: str = DEFAULT_PREFIX,
     sql_timeout_seconds: float | None = DEFAULT_SQL_TIMEOUT_SECONDS,
 ) -> ValidateOut:
     """Validate keyed Arrow batches against a contract and manual rules.
@@ -366,7 +370,7 @@ def validate(
         rules: Manual rules, merged with the contract's (tightest wins).
         drop: Drop rules, applied before validation.
         object_name: The contract's schema object, if it has several.
-        columns: Metadata column names (the prefix).
+        metadata_prefix: Prefix of the metadata columns.
         sql_timeout_seconds: Time bound of each SQL query (rules, metrics, drop rules)
             over one batch; a rule interrupted by it fails every row of the batch (a
             drop rule drops nothing), logged once and counted. ``None``: no bound.
@@ -387,6 +391,7 @@ def validate(
         drop=drop or (),
         sql_timeout_seconds=sql_timeout_seconds,
     )
+    columns = metadata_columns(metadata_prefix, f"validate `{step_id}`")
     validator = _Validator(step_id, ruleset, mode, columns)
     logger.info(
         "validate %s: %d rules, rule set %s, mode %s",

@@ -31,6 +31,7 @@ __all__ = [
     "RECORD_ID_BYTES",
     "MetadataColumns",
     "MetadataPolicy",
+    "metadata_columns",
     "record_id",
     "record_ids",
     "record_ids_array",
@@ -236,6 +237,30 @@ class MetadataColumns:
 
 DEFAULT_COLUMNS = MetadataColumns()
 """The metadata column names under :data:`DEFAULT_PREFIX`, the default everywhere."""
+
+
+def metadata_columns(metadata_prefix: object, component: str) -> MetadataColumns:
+    """The column names under a public ``metadata_prefix`` argument, checked.
+
+    Every public constructor and operator spells the prefix argument
+    ``metadata_prefix`` and builds its columns through this function.
+
+    Args:
+        metadata_prefix: The argument as given.
+        component: Who asks, for the message, e.g. ``"kafka source"``.
+
+    Raises:
+        ConfigError: When the prefix is not a string that is a safe identifier.
+    """
+    if isinstance(metadata_prefix, str) and _PREFIX_PATTERN.match(metadata_prefix):
+        if metadata_prefix == DEFAULT_PREFIX:
+            return DEFAULT_COLUMNS
+        return MetadataColumns(metadata_prefix)
+    msg = (
+        f"{component}: `metadata_prefix` expected letters, digits and underscores starting "
+        f"with a letter or underscore (at most 31 characters); got {metadata_prefix!r}"
+    )
+    raise ConfigError(msg)
 
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)

@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.metadata import MetadataColumns, metadata_columns
 
 from ._args import (
     check_bool,
@@ -129,14 +128,7 @@ def source_config(
     add_config_ = check_config(add_config, "add_config")
     batch_size_ = check_positive_int(batch_size, "batch_size")
     max_batch_bytes_ = check_positive_int(max_batch_bytes, "max_batch_bytes")
-    try:
-        columns = MetadataColumns(metadata_prefix)  # type: ignore[arg-type]
-    except (ConfigError, TypeError) as exc:
-        msg = (
-            f"kafka source: `metadata_prefix` expected letters, digits and underscores "
-            f"starting with a letter or underscore; got {metadata_prefix!r}"
-        )
-        raise ConfigError(msg) from exc
+    columns = metadata_columns(metadata_prefix, "kafka source")
     return SourceConfig(
         brokers=brokers_,
         topics=topics_,

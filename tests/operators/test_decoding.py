@@ -292,7 +292,7 @@ def test_to_raw_records_and_to_dicts(schema_dir, entry_point):
     op.output("records_out", twg.to_raw_records("records", inp), TestingSink(records))
     decoded = twg.decode("decode", inp, AvroCodec(schema_dir))
     op.output("dicts_out", twg.to_dicts("dicts", decoded.ok), TestingSink(dicts))
-    op.output("bare_out", twg.to_dicts("bare", decoded.ok, metadata=False), TestingSink(bare))
+    op.output("bare_out", twg.to_dicts("bare", decoded.ok, metadata="none"), TestingSink(bare))
     entry_point(flow)
     assert [k for k, _ in records] == ["orders:2"] * 4
     assert [r.value for _, r in records] == batch[COLS.source_value].to_pylist()
