@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 from bytewax.outputs import FixedPartitionedSink
 from typing_extensions import override
@@ -38,7 +36,7 @@ from ._lane_store import (
 )
 from ._parquet_partition import ParquetSinkStats, _ParquetPartition
 
-__all__ = ["ParquetSink", "ParquetSinkStats", "read_lane"]
+__all__ = ["ParquetSink", "ParquetSinkStats"]
 
 logger = logging.getLogger(__name__)
 
@@ -192,9 +190,3 @@ class ParquetSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
                 len(mine),
                 shard,
             )
-
-
-def read_lane(path: str | os.PathLike[str], columns: Sequence[str] | None = None) -> pa.Table:
-    """Read a whole lane back as one table (visible, finalized files only)."""
-    dataset = ds.dataset(os.fspath(path), format="parquet")
-    return dataset.to_table(columns=list(columns) if columns else None)

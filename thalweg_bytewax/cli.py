@@ -3,9 +3,10 @@
 Commands:
 
 * ``thalweg dev broker`` — start a local development Kafka broker (librdkafka's mock
-  cluster, a real wire-protocol broker) and print its address until Ctrl-C.
-* ``thalweg dev produce --bootstrap HOST:PORT`` — write sample orders to it.
-* ``thalweg lane stats PATH`` — count the records per topic-partition of a raw lane.
+  cluster, a real wire-protocol broker), print its address and write it to
+  ``.thalweg/broker`` until Ctrl-C.
+* ``thalweg dev produce`` — write sample orders to it (or to ``--bootstrap HOST:PORT``).
+* ``thalweg lane stats PATH`` — count the records per topic-partition of a lane.
 * ``thalweg recovery check MODULE[:FLOW] DIR`` — before resuming a flow, check that
   its recovery directory holds state only for partitions the flow still lists.
 * ``thalweg describe-schema ...`` — print the exact Arrow schema a source decodes to
@@ -26,7 +27,11 @@ from typing import Any, Literal
 from thalweg_bytewax import __version__
 from thalweg_bytewax.errors import ConfigError, ThalwegError
 
-__all__ = ["main"]
+__all__ = ["DEV_ADDRESS_FILE", "main"]
+
+
+DEV_ADDRESS_FILE = Path(".thalweg") / "broker"
+"""Where ``thalweg dev broker`` publishes its address (relative to the working directory)."""
 
 
 def _dev_broker(args: argparse.Namespace) -> int:
@@ -34,47 +39,64 @@ def _dev_broker(args: argparse.Namespace) -> int:
 
     print("starting a local development broker (librdkafka mock cluster); Ctrl-C stops it")
     print("topics auto-create with 4 partitions; it keeps about 5 MB per partition")
-    return _mock_broker.main(["--brokers", str(args.brokers)])
+    print(f"its address goes to `{args.address_file}`, e.g. for $(cat {args.address_file})")
+    sys.stdout.flush()
+    argv = ["--brokers", str(args.brokers), "--address-file", str(args.address_file)]
+    return _mock_broker.main(argv)
+
+
+def _broker_address(path: Path, wait_s: float) -> str:
+    """The address a running ``thalweg dev broker`` published, waiting for it to start."""
+    import socket
+    import time
+
+    deadline = time.monotonic() + wait_s
+    while not path.is_file() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if not path.is_file():
+        msg = (
+            f"dev produce: no `--bootstrap` given and no broker address in `{path}` after "
+            f"{wait_s:g} s; start a broker with `thalweg dev broker &` in this directory, "
+            "or pass `--bootstrap HOST:PORT`"
+        )
+        raise ConfigError(msg)
+    bootstrap = path.read_text().strip()
+    host, _, port = bootstrap.split(",")[0].rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=2):
+            pass
+    except (OSError, ValueError):
+        msg = (
+            f"dev produce: no broker answers at `{bootstrap}` (from `{path}`, left by a "
+            "broker that did not stop cleanly?); start one with `thalweg dev broker &`"
+        )
+        raise ConfigError(msg) from None
+    return bootstrap
 
 
 def _dev_produce(args: argparse.Namespace) -> int:
     from thalweg_bytewax.testing import produce_sample_orders
 
-    n = produce_sample_orders(args.bootstrap, args.topic, args.count, seed=args.seed)
-    where = f"`{args.topic}` on {args.bootstrap}"
+    bootstrap = args.bootstrap or _broker_address(args.address_file, args.wait_s)
+    n = produce_sample_orders(bootstrap, args.topic, args.count, seed=args.seed)
+    where = f"`{args.topic}` on {bootstrap}"
     print(f"produced {n:,} sample orders (Confluent-framed Avro) to {where}")
     return 0
 
 
 def _lane_stats(args: argparse.Namespace) -> int:
-    import pyarrow.compute as pc
-    import pyarrow.dataset as ds
+    from thalweg_bytewax.lanes import lane_stats
 
-    table = ds.dataset(args.path, format="parquet").to_table(
-        columns=["_twg_source_topic", "_twg_source_partition", "_twg_source_offset"]
-    )
-    grouped = table.group_by(["_twg_source_topic", "_twg_source_partition"]).aggregate(
-        [
-            ("_twg_source_offset", "count"),
-            ("_twg_source_offset", "min"),
-            ("_twg_source_offset", "max"),
-        ]
-    )
-    rows = grouped.sort_by(
-        [("_twg_source_topic", "ascending"), ("_twg_source_partition", "ascending")]
-    )
-    for r in rows.to_pylist():
-        span = r["_twg_source_offset_max"] - r["_twg_source_offset_min"] + 1
-        gaps = span - r["_twg_source_offset_count"]
+    stats = lane_stats(args.path)
+    for r in stats.to_pylist():
+        missing = r["missing_offsets"]
         print(
-            f"{r['_twg_source_topic']}:{r['_twg_source_partition']}  "
-            f"{r['_twg_source_offset_count']:,} records, offsets "
-            f"{r['_twg_source_offset_min']}..{r['_twg_source_offset_max']}"
-            + (f" ({gaps:,} offsets not in the lane)" if gaps else "")
+            f"{r['topic']}:{r['partition']}  {r['records']:,} records, offsets "
+            f"{r['first_offset']}..{r['last_offset']}"
+            + (f" ({missing:,} offsets not in the lane)" if missing else "")
         )
-    print(
-        f"total: {int(pc.sum(grouped.column('_twg_source_offset_count')).as_py() or 0):,} records"
-    )
+    total = sum(stats.column("records").to_pylist())
+    print(f"total: {total:,} records")
     return 0
 
 
@@ -246,10 +268,29 @@ def _parser() -> argparse.ArgumentParser:
     )
     broker = dev.add_parser("broker", help="start a local development Kafka broker")
     broker.add_argument("--brokers", type=int, default=1)
+    broker.add_argument(
+        "--address-file",
+        type=Path,
+        default=DEV_ADDRESS_FILE,
+        help=f"write the broker address here while it runs (default: {DEV_ADDRESS_FILE})",
+    )
     broker.set_defaults(func=_dev_broker)
     prod = dev.add_parser("produce", help="write sample orders to a broker")
     prod.add_argument(
-        "--bootstrap", required=True, help="host:port printed by `thalweg dev broker`"
+        "--bootstrap",
+        help="host:port of the broker (default: the address `thalweg dev broker` wrote)",
+    )
+    prod.add_argument(
+        "--address-file",
+        type=Path,
+        default=DEV_ADDRESS_FILE,
+        help=f"where `thalweg dev broker` wrote its address (default: {DEV_ADDRESS_FILE})",
+    )
+    prod.add_argument(
+        "--wait-s",
+        type=float,
+        default=30.0,
+        help="how long to wait for a just-started broker's address (default: 30)",
     )
     prod.add_argument("--topic", default="orders")
     prod.add_argument("--count", type=int, default=10_000)

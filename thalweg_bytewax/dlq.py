@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
+from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.metadata import RECORD_ID_BYTES, MetadataColumns
 from thalweg_bytewax.record import Locator
 
@@ -36,7 +37,6 @@ __all__ = [
     "dlq_batch_from_rows",
     "dlq_schema",
     "read_dlq",
-    "read_parquet_lane",
     "rejected_from_dlq_batch",
     "rejected_to_batch",
 ]
@@ -226,40 +226,6 @@ def rejected_from_dlq_batch(
     return out
 
 
-def read_parquet_lane(
-    source: str | os.PathLike[str] | ds.Dataset,
-    empty_schema: pa.Schema,
-    *,
-    filter: ds.Expression | None = None,  # noqa: A002 - pyarrow's own name
-    filesystem: pafs.FileSystem | None = None,
-) -> pa.Table:
-    """Read a Parquet lane (a directory of finalized files) as one table.
-
-    Shared by :func:`read_dlq` and ``contracts.evaluate.read_audit``. Staging files
-    (``.staging-*``) are never read. A lane directory that exists but holds no file yet
-    (a sink creates its root before the first write) reads as an empty table of
-    ``empty_schema``; a missing directory raises ``FileNotFoundError``.
-
-    Args:
-        source: The lane directory (local path or URI), or a ``pyarrow.dataset.Dataset``.
-        empty_schema: The schema of the table returned for an empty lane.
-        filter: A ``pyarrow.dataset`` expression applied while reading.
-        filesystem: A ``pyarrow.fs.FileSystem`` for ``source``.
-
-    Returns:
-        The lane's rows, filtered.
-    """
-    dataset = (
-        source
-        if isinstance(source, ds.Dataset)
-        else ds.dataset(os.fspath(source), format="parquet", filesystem=filesystem)
-    )
-    if isinstance(dataset, ds.FileSystemDataset) and not dataset.files:
-        table = empty_schema.empty_table()
-        return table.filter(filter) if filter is not None else table
-    return dataset.to_table(filter=filter)
-
-
 def read_dlq(
     source: str | os.PathLike[str] | ds.Dataset,
     *,
@@ -295,4 +261,4 @@ def read_dlq(
         wanted = [reason] if isinstance(reason, str) else list(reason)
         codes = [str(RejectReason(r)) for r in wanted]
         expr = ds.field(DLQ_REASON).isin(codes)
-    return read_parquet_lane(source, dlq_schema(columns), filter=expr, filesystem=filesystem)
+    return read_lane(source, schema=dlq_schema(columns), filter=expr, filesystem=filesystem)

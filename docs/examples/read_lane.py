@@ -1,14 +1,28 @@
-"""Read a raw lane back with pyarrow and with DuckDB, and decode one record's headers."""
+"""Read a raw lane back with thalweg's lane readers and with DuckDB.
 
-import os
+Run: THALWEG_RAW_LANE=lake/raw python docs/examples/read_lane.py
+"""
 
 import duckdb
-import pyarrow.dataset as ds
 
-lane = os.environ.get("LANE_PATH", "lake/raw")
+from thalweg_bytewax.config import Settings
+from thalweg_bytewax.lanes import lane_stats, read_lane
 
-table = ds.dataset(lane, format="parquet").to_table()
+
+class ExampleSettings(Settings):
+    """Read from THALWEG_RAW_LANE."""
+
+    component = "docs.examples.read_lane"
+
+    raw_lane: str = "lake/raw"
+
+
+lane = ExampleSettings.load().raw_lane
+
+table = read_lane(lane)  # finalized files only; the same reader serves every lane
 print(table.num_rows, "records;", table.schema.names[:4], "...")
+for row in lane_stats(lane).to_pylist():  # what `thalweg lane stats` prints
+    print(row["topic"], row["partition"], row["records"], row["first_offset"], row["last_offset"])
 
 per_partition = duckdb.sql(
     f"""

@@ -16,7 +16,8 @@ from confluent_kafka import Consumer, TopicPartition
 
 from tests.fixtures.kafka import create_topic
 from thalweg_bytewax.connectors.kafka import KafkaSource
-from thalweg_bytewax.connectors.parquet import ParquetSink, read_lane
+from thalweg_bytewax.connectors.parquet import ParquetSink
+from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.record import iter_headers
 from thalweg_bytewax.testing import produce
 

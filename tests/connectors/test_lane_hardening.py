@@ -17,8 +17,9 @@ from fsspec.implementations.memory import MemoryFileSystem
 from pyarrow.fs import FSSpecHandler, LocalFileSystem, PyFileSystem
 
 from thalweg_bytewax.connectors._lane_store import open_store
-from thalweg_bytewax.connectors.parquet import ParquetSink, read_lane
+from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.record import Locator, RawRecord, raw_batch_from_records
 
 

@@ -24,8 +24,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from thalweg_bytewax.connectors._lane_store import open_store
-from thalweg_bytewax.connectors.parquet import ParquetSink, read_lane
+from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError
+from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.record import Locator, RawRecord, raw_batch_from_records
 from thalweg_bytewax.runtime.parts import stable_route
 

@@ -14,8 +14,9 @@ import pytest
 from bytewax.dataflow import Dataflow
 from bytewax.testing import TestingSource, run_main
 
-from thalweg_bytewax.connectors.parquet import ParquetSink, read_lane
+from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError
+from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.record import Locator, RawRecord, raw_batch_from_records
 
 

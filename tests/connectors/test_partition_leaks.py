@@ -24,7 +24,8 @@ import pyarrow as pa
 import pyarrow.compute
 
 from thalweg_bytewax.connectors.kafka import KafkaSource
-from thalweg_bytewax.connectors.parquet import ParquetSink, read_lane
+from thalweg_bytewax.connectors.parquet import ParquetSink
+from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.record import raw_batch_from_columns
 from thalweg_bytewax.testing import produce
 

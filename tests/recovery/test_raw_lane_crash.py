@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from thalweg_bytewax.connectors.parquet import read_lane
+from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.testing import produce
 
 pytestmark = pytest.mark.slow

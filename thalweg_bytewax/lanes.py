@@ -1,0 +1,167 @@
+"""Read every lane back: raw, decoded, DLQ, audit and the rule registry.
+
+A lane is a directory of finalized Parquet files, as ``ParquetSink`` writes them
+(``<lane>/<topic>/<partition>/<first>-<last>.parquet``). Staging files start with ``.``,
+so neither these readers nor DuckDB globs ever see a file before its epoch is durable.
+
+```python
+from thalweg_bytewax.lanes import lane_stats, read_audit, read_dlq, read_lane
+
+raw = read_lane("thalweg-data/raw")                  # every record, envelope intact
+orders = read_lane("thalweg-data/orders")            # decoded rows + locator columns
+bad = read_dlq("thalweg-data/dlq", reason="dq")      # DLQ rows of one reason
+failed = read_audit("thalweg-data/audit", verdict="fail")
+print(lane_stats("thalweg-data/raw").to_pylist())    # records and offsets per partition
+```
+
+:func:`read_lane` is the one reader. ``read_dlq`` (``thalweg_bytewax.dlq``), ``read_audit``
+and ``read_rule_registry`` (``thalweg_bytewax.contracts.audit``) live next to their lane's
+schema, read through it, and are importable from here. Every reader takes a lane
+directory (a local path or a URI, with an optional ``filesystem=``) or a
+``pyarrow.dataset.Dataset``. A lane directory that exists but holds
+no file yet reads as an empty table of the lane's schema; a missing one raises
+``FileNotFoundError``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.fs as pafs
+
+from thalweg_bytewax.metadata import MetadataColumns
+
+if TYPE_CHECKING:
+    # Resolved lazily by __getattr__ below: each typed reader lives next to its lane's
+    # schema, and those modules read through `read_lane`.
+    from thalweg_bytewax.contracts.audit import read_audit, read_rule_registry
+    from thalweg_bytewax.dlq import read_dlq
+
+__all__ = [
+    "LaneSource",
+    "lane_stats",
+    "lane_stats_schema",
+    "read_audit",
+    "read_dlq",
+    "read_lane",
+    "read_rule_registry",
+]
+
+LaneSource = str | os.PathLike[str] | ds.Dataset
+"""A lane directory (local path or URI) or an already opened ``pyarrow.dataset.Dataset``."""
+
+_DEFAULT_COLUMNS = MetadataColumns()
+_TYPED_READERS = {
+    "read_audit": "thalweg_bytewax.contracts.audit",
+    "read_dlq": "thalweg_bytewax.dlq",
+    "read_rule_registry": "thalweg_bytewax.contracts.audit",
+}
+
+
+def __getattr__(name: str) -> object:
+    """Resolve the typed lane readers (DLQ, audit, rule registry) on first use."""
+    if name in _TYPED_READERS:
+        return getattr(importlib.import_module(_TYPED_READERS[name]), name)
+    msg = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(msg)
+
+
+def read_lane(
+    source: LaneSource,
+    columns: Sequence[str] | None = None,
+    *,
+    schema: pa.Schema | None = None,
+    filter: ds.Expression | None = None,  # noqa: A002 - pyarrow's own name
+    filesystem: pafs.FileSystem | None = None,
+) -> pa.Table:
+    """Read a whole lane back as one table (finalized files only).
+
+    Args:
+        source: The lane directory (local path or URI), or a ``pyarrow.dataset.Dataset``.
+        columns: Read only these columns (default: all).
+        schema: The schema of the table returned for a lane that holds no file yet
+            (default: a table without columns, whatever ``columns`` asks for).
+        filter: A ``pyarrow.dataset`` expression applied while reading.
+        filesystem: A ``pyarrow.fs.FileSystem`` for ``source``.
+
+    Returns:
+        The lane's rows, filtered.
+    """
+    dataset = (
+        source
+        if isinstance(source, ds.Dataset)
+        else ds.dataset(os.fspath(source), format="parquet", filesystem=filesystem)
+    )
+    wanted = list(columns) if columns is not None else None
+    if isinstance(dataset, ds.FileSystemDataset) and not dataset.files:
+        if schema is None:  # nothing to select from: a table without columns
+            return pa.schema([]).empty_table()
+        table = schema.empty_table()
+        table = table.filter(filter) if filter is not None else table
+        return table.select(wanted) if wanted is not None else table
+    return dataset.to_table(columns=wanted, filter=filter)
+
+
+def lane_stats_schema() -> pa.Schema:
+    """The table :func:`lane_stats` returns: one row per source topic-partition."""
+    return pa.schema(
+        [
+            pa.field("topic", pa.string()),
+            pa.field("partition", pa.int32()),
+            pa.field("records", pa.int64()),
+            pa.field("first_offset", pa.int64()),
+            pa.field("last_offset", pa.int64()),
+            pa.field("missing_offsets", pa.int64()),
+        ]
+    )
+
+
+def lane_stats(
+    source: LaneSource,
+    *,
+    filesystem: pafs.FileSystem | None = None,
+    columns: MetadataColumns = _DEFAULT_COLUMNS,
+) -> pa.Table:
+    """Count a lane's records per source topic-partition, with their offset range.
+
+    Works on every lane that carries the locator columns (raw, decoded, DLQ, audit).
+    ``missing_offsets`` counts the offsets between the first and the last that the lane
+    does not hold — rows the flow filtered or deduplicated, or a gap to look into.
+
+    Args:
+        source: The lane directory (local path or URI), or a ``pyarrow.dataset.Dataset``.
+        filesystem: A ``pyarrow.fs.FileSystem`` for ``source``.
+        columns: Metadata column names (the prefix).
+
+    Returns:
+        One row per topic-partition (:func:`lane_stats_schema`), sorted.
+    """
+    topic, part, offset = columns.source_topic, columns.source_partition, columns.source_offset
+    table = read_lane(source, [topic, part, offset], filesystem=filesystem)
+    if table.num_columns == 0:  # a lane without any file yet
+        return lane_stats_schema().empty_table()
+    grouped = table.group_by([topic, part]).aggregate(
+        [(offset, "count"), (offset, "min"), (offset, "max")]
+    )
+    count = grouped.column(f"{offset}_count")
+    first = grouped.column(f"{offset}_min")
+    last = grouped.column(f"{offset}_max")
+    span = pc.add(pc.subtract(last, first), 1)
+    out = pa.table(
+        [
+            grouped.column(topic),
+            grouped.column(part),
+            count,
+            first,
+            last,
+            pc.subtract(span, count),
+        ],
+        schema=lane_stats_schema(),
+    )
+    return out.sort_by([("topic", "ascending"), ("partition", "ascending")])
