@@ -21,10 +21,10 @@ def test_raw_lane_and_read_lane_examples(
     topic = make_topic()
     produce_sample_orders(kafka_bootstrap, topic, 500)
     lane = tmp_path / "lane"
-    monkeypatch.setenv("KAFKA_BOOTSTRAP", kafka_bootstrap)
-    monkeypatch.setenv("KAFKA_TOPICS", topic)
-    monkeypatch.setenv("KAFKA_TAIL", "0")
-    monkeypatch.setenv("LANE_PATH", str(lane))
+    monkeypatch.setenv("THALWEG_BOOTSTRAP_SERVERS", kafka_bootstrap)
+    monkeypatch.setenv("THALWEG_TOPICS", topic)
+    monkeypatch.setenv("THALWEG_TAIL", "0")
+    monkeypatch.setenv("THALWEG_RAW_LANE", str(lane))
     module = runpy.run_path(str(ROOT / "docs/examples/raw_lane.py"))
     run_main(module["flow"])
     out = subprocess.run(
@@ -35,6 +35,22 @@ def test_raw_lane_and_read_lane_examples(
         check=True,
     )
     assert out.stdout.startswith("500 records;")
+    per_partition = out.stdout.splitlines()[1:5]
+    assert sum(int(line.split()[2]) for line in per_partition) == 500
+    assert all(line.split()[0] == topic for line in per_partition)
+
+
+def test_an_example_with_a_bad_setting_names_the_variable(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("THALWEG_")}
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "docs/examples/raw_lane.py")],
+        env={**env, "THALWEG_TAIL": "perhaps"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode != 0
+    assert "ConfigError: `docs.examples.raw_lane` settings: `THALWEG_TAIL`" in out.stderr
 
 
 def test_json_decode_example() -> None:

@@ -1,18 +1,40 @@
 """Run librdkafka's mock Kafka cluster in this process until stdin closes or a signal.
 
-Prints ``BOOTSTRAP <host:port,...>`` on the first line of stdout. The mock cluster is a
-real Kafka wire-protocol broker implemented inside librdkafka; it lives as long as the
-client that created it, so it runs in its own process.
+Prints ``BOOTSTRAP <host:port,...>`` on the first line of stdout and, with
+``--address-file``, writes the address (one line, ``host:port,...``) to that file, which
+it removes again when it stops. The mock cluster is a real Kafka wire-protocol broker
+implemented inside librdkafka; it lives as long as the client that created it, so it
+runs in its own process.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import signal
 import sys
 import threading
+from pathlib import Path
 
 from confluent_kafka import Producer
+
+__all__ = ["main", "write_address"]
+
+
+def write_address(path: Path, bootstrap: str) -> None:
+    """Publish ``bootstrap`` in ``path`` atomically (a reader never sees half a line)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    staging.write_text(bootstrap + "\n")
+    staging.replace(path)
+
+
+def _remove_address(path: Path, bootstrap: str) -> None:
+    # Only our own address: a broker started later may have replaced the file.
+    with contextlib.suppress(OSError):
+        if path.read_text().strip() == bootstrap:
+            path.unlink()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m thalweg_bytewax._mock_broker")
     parser.add_argument("--brokers", type=int, default=1)
     parser.add_argument("--wait-stdin", action="store_true", help="stop when stdin closes")
+    parser.add_argument("--address-file", type=Path, help="write the address to this file")
     args = parser.parse_args(argv)
     producer = Producer(
         {
@@ -32,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     bootstrap = ",".join(f"{b.host}:{b.port}" for b in md.brokers.values())
     sys.stdout.write(f"BOOTSTRAP {bootstrap}\n")
     sys.stdout.flush()
+    if args.address_file is not None:
+        write_address(args.address_file, bootstrap)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
@@ -42,8 +67,12 @@ def main(argv: list[str] | None = None) -> int:
             stop.set()
 
         threading.Thread(target=stop_on_eof, daemon=True).start()
-    while not stop.wait(0.5):
-        producer.poll(0)
+    try:
+        while not stop.wait(0.5):
+            producer.poll(0)
+    finally:
+        if args.address_file is not None:
+            _remove_address(args.address_file, bootstrap)
     return 0
 
 
