@@ -116,6 +116,7 @@ def test_to_raw_records_reads_a_non_default_prefix() -> None:
 )
 def test_to_dicts_refuses_a_bad_policy_or_prefix(kwargs: dict[str, Any], match: str) -> None:
     flow = Dataflow("to_dicts_bad")
-    up = op.input("inp", flow, TestingSource([]))
+    empty: list[tuple[str, pa.RecordBatch]] = []
+    up = op.input("inp", flow, TestingSource(empty))
     with pytest.raises(ConfigError, match=match):
         twg.to_dicts("dicts", up, **kwargs)
