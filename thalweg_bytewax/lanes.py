@@ -28,7 +28,7 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -53,7 +53,7 @@ __all__ = [
     "read_rule_registry",
 ]
 
-LaneSource = str | os.PathLike[str] | ds.Dataset
+LaneSource: TypeAlias = str | os.PathLike[str] | ds.Dataset
 """A lane directory (local path or URI) or an already opened ``pyarrow.dataset.Dataset``."""
 
 _DEFAULT_COLUMNS = MetadataColumns()

@@ -26,7 +26,7 @@ def test_defaults_and_variables() -> None:
     s = _Example.load({"THALWEG_BOOTSTRAP_SERVERS": "h:1", "THALWEG_BATCH_SIZE": ""})
     assert (s.bootstrap_servers, s.topics, s.batch_size) == ("h:1", ["orders"], 10)
     with pytest.raises(ValueError, match="frozen"):
-        s.batch_size = 3  # type: ignore[misc]
+        s.batch_size = 3
     with pytest.raises(ValueError, match="extra"):
         _Example(bootstrap_servers="h:1", brokers="h:2")  # type: ignore[call-arg]
 
