@@ -28,6 +28,7 @@ from thalweg_bytewax.errors import ConfigError
 __all__ = [
     "DEFAULT_COLUMNS",
     "DEFAULT_PREFIX",
+    "METADATA_DESCRIPTIONS",
     "RECORD_ID_BYTES",
     "MetadataColumns",
     "MetadataPolicy",
@@ -234,6 +235,45 @@ class MetadataColumns:
         """Whether ``name`` falls under the reserved prefix."""
         return name.startswith(self.prefix)
 
+    def descriptions(self) -> dict[str, str]:
+        """The built-in column comment of every metadata column, by column name.
+
+        Table sinks stamp these on the ``_twg_`` columns they create (a contract
+        describes payload columns only).
+        """
+        return {self.prefix + suffix: text for suffix, text in METADATA_DESCRIPTIONS.items()}
+
+
+METADATA_DESCRIPTIONS: dict[str, str] = {
+    "source_cluster": "Source cluster id, where the transport reports one (thalweg metadata)",
+    "source_topic": "Source topic; for file sources the file path (thalweg metadata)",
+    "source_partition": "Source partition number (thalweg metadata)",
+    "source_offset": "Source offset; for file sources the row index (thalweg metadata)",
+    "source_leader_epoch": "Leader epoch of the fetched record, where known (thalweg metadata)",
+    "source_key": "Record key bytes; null and empty are distinct (thalweg metadata)",
+    "source_value": "Payload bytes with any envelope intact; null is a tombstone "
+    "(thalweg metadata)",
+    "source_timestamp": "Record timestamp, UTC (thalweg metadata)",
+    "source_timestamp_type": "CreateTime, LogAppendTime or NotAvailable (thalweg metadata)",
+    "source_headers": "Record headers in order, duplicates and null values kept "
+    "(thalweg metadata)",
+    "source_producer_id": "Producer id of the record batch, where exposed (thalweg metadata)",
+    "source_producer_epoch": "Producer epoch of the record batch, where exposed "
+    "(thalweg metadata)",
+    "source_base_sequence": "Base sequence of the record batch, where exposed "
+    "(thalweg metadata)",
+    "source_message_id": "Pulsar message id; null for Kafka and files (thalweg metadata)",
+    "source_producer_name": "Pulsar producer name; null for Kafka and files (thalweg metadata)",
+    "source_sequence_id": "Pulsar sequence id; null for Kafka and files (thalweg metadata)",
+    "source_ordering_key": "Pulsar ordering key; null for Kafka and files (thalweg metadata)",
+    "source_redelivery_count": "Pulsar redelivery count; null for Kafka and files "
+    "(thalweg metadata)",
+    "ingest_ts": "When thalweg read the record, UTC (thalweg metadata)",
+    "record_id": "Deterministic 128-bit record id: SHA-256 of source identity, offset and "
+    "payload; the same record always gets the same id (thalweg metadata)",
+    "emit_ts": "When a thalweg sink wrote the record, UTC (thalweg metadata)",
+}
+"""Built-in column comments of the metadata columns, by name without the prefix."""
 
 DEFAULT_COLUMNS = MetadataColumns()
 """The metadata column names under :data:`DEFAULT_PREFIX`, the default everywhere."""

@@ -1,0 +1,392 @@
+"""Provisioning as a plan: describe the target, compute the changes as a value, apply it.
+
+:func:`plan` compares what a table is (a :class:`TableShape`, or ``None`` when absent)
+with the Arrow schema a sink is about to write, and returns a :class:`Plan`: an
+ordered tuple of steps (:class:`CreateTable`, :class:`AddColumn`, :class:`WidenColumn`,
+:class:`SetComment`, :class:`Refuse`) and the shape the table has once they are
+applied. The plan is engine-agnostic and pure; the PostgreSQL and Iceberg adapters
+describe a table into a :class:`TableShape` and execute the steps, after calling
+:meth:`Plan.raise_if_refused`, so nothing is written when any change is refused.
+
+The rules (docs/tables.md "Evolution"):
+
+* absent table: create it with exactly the batch's columns;
+* a new column: always added, nullable (rows already written have no value for it);
+* a column whose type holds the batch's values losslessly: unchanged (the batch is
+  cast at the write boundary, :func:`thalweg_bytewax.catalog.reconcile`);
+* a column the batch needs wider: widened only with ``allow_widening=True`` and only
+  where :func:`~thalweg_bytewax.typemap.can_widen_to` says it is lossless;
+* anything else (narrowing, another type, a zone added or dropped, nested into text):
+  refused, naming table, column, old and new type;
+* a column the batch lacks: fine when nullable or defaulted, refused when NOT NULL;
+* comments: set where the wanted comment differs; a column without a wanted comment
+  keeps whatever comment it has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import TypeAlias
+
+import pyarrow as pa
+
+from thalweg_bytewax.errors import ConfigError, SchemaError
+from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataColumns
+from thalweg_bytewax.typemap import (
+    Conversion,
+    IdentifierMode,
+    Target,
+    can_widen_to,
+    canonical_type,
+    is_nested,
+    same_type,
+    target_type_name,
+    validate_identifier,
+)
+
+__all__ = [
+    "AddColumn",
+    "Column",
+    "CreateTable",
+    "Plan",
+    "Refuse",
+    "SchemaEvolutionError",
+    "SetComment",
+    "Step",
+    "TableShape",
+    "WidenColumn",
+    "builtin_comment",
+    "plan",
+]
+
+_EMPTY: Mapping[str, str] = MappingProxyType({})
+_NO_CONVERSIONS: Mapping[str, Conversion] = MappingProxyType({})
+_DESCRIPTION = b"description"
+
+
+class SchemaEvolutionError(SchemaError, ConfigError):
+    """A table cannot take a batch's schema without a refused change.
+
+    Raised by :meth:`Plan.raise_if_refused` before anything is written; the message
+    names the table, each refused column, its old and new type and the remedy.
+    """
+
+    __module__ = "thalweg_bytewax"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a table, in Arrow terms.
+
+    Attributes:
+        name: The column name (unquoted).
+        type: The column's canonical Arrow type for the target
+            (:func:`~thalweg_bytewax.typemap.canonical_type`).
+        nullable: Whether NULL is allowed.
+        comment: The column comment, or ``None``.
+        has_default: Whether the table supplies a value when a write omits the column.
+    """
+
+    name: str
+    type: pa.DataType
+    nullable: bool = True
+    comment: str | None = None
+    has_default: bool = False
+
+
+@dataclass(frozen=True)
+class TableShape:
+    """What a table is: its columns in order.
+
+    Attributes:
+        columns: The columns, in table order.
+    """
+
+    columns: tuple[Column, ...]
+
+    def column(self, name: str) -> Column | None:
+        """The column ``name``, or ``None``."""
+        for c in self.columns:
+            if c.name == name:
+                return c
+        return None
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The column names in order."""
+        return tuple(c.name for c in self.columns)
+
+
+@dataclass(frozen=True)
+class CreateTable:
+    """Create the absent table with these columns (comments included)."""
+
+    table: str
+    columns: tuple[Column, ...]
+
+
+@dataclass(frozen=True)
+class AddColumn:
+    """Add a nullable column (with its comment, if any)."""
+
+    table: str
+    column: Column
+
+
+@dataclass(frozen=True)
+class WidenColumn:
+    """Change a column's type to a lossless wider one (``allow_widening=True`` only)."""
+
+    table: str
+    name: str
+    old: pa.DataType
+    new: pa.DataType
+
+
+@dataclass(frozen=True)
+class SetComment:
+    """Set an existing column's comment."""
+
+    table: str
+    name: str
+    comment: str
+
+
+@dataclass(frozen=True)
+class Refuse:
+    """A change that will not be made; :attr:`message` says why and what to do."""
+
+    table: str
+    name: str
+    message: str
+
+
+Step: TypeAlias = CreateTable | AddColumn | WidenColumn | SetComment | Refuse
+"""One step of a :class:`Plan`."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The changes that make a table hold a schema, as a value.
+
+    Attributes:
+        table: The table, as named to :func:`plan` (for messages and adapters).
+        target: ``"postgres"`` or ``"iceberg"``.
+        steps: Ordered: create or additions, widenings and comments in column order,
+            then refusals of columns the batch lacks.
+        result: The table's shape once every non-refused step is applied.
+    """
+
+    table: str
+    target: Target
+    steps: tuple[Step, ...]
+    result: TableShape
+
+    @property
+    def refusals(self) -> tuple[Refuse, ...]:
+        """The refused changes."""
+        return tuple(s for s in self.steps if isinstance(s, Refuse))
+
+    @property
+    def changes(self) -> tuple[Step, ...]:
+        """The steps to execute (everything but refusals)."""
+        return tuple(s for s in self.steps if not isinstance(s, Refuse))
+
+    def __bool__(self) -> bool:
+        """Whether there is anything to do or refuse."""
+        return bool(self.steps)
+
+    def raise_if_refused(self) -> None:
+        """Raise when any change is refused; call it before executing any step.
+
+        Raises:
+            SchemaEvolutionError: Naming the table and every refused column.
+        """
+        refused = self.refusals
+        if not refused:
+            return
+        head = f"{self.target} table `{self.table}`: "
+        if len(refused) == 1:
+            msg = head + refused[0].message
+        else:
+            msg = head + f"{len(refused)} changes refused: " + "; ".join(
+                r.message for r in refused
+            )
+        raise SchemaEvolutionError(msg)
+
+
+def builtin_comment(name: str, prefix: str = DEFAULT_PREFIX) -> str | None:
+    """The built-in description of a metadata column, or ``None`` for other names."""
+    return MetadataColumns(prefix).descriptions().get(name)
+
+
+def plan(
+    table: str,
+    current: TableShape | None,
+    desired: pa.Schema,
+    *,
+    target: Target,
+    comments: Mapping[str, str] = _EMPTY,
+    allow_widening: bool = False,
+    conversions: Mapping[str, Conversion] = _NO_CONVERSIONS,
+    identifiers: IdentifierMode = "strict",
+    metadata_prefix: str = DEFAULT_PREFIX,
+) -> Plan:
+    """Compute the steps that make ``current`` hold batches of schema ``desired``.
+
+    Pure: no I/O, the same inputs give the same plan. Every column is checked before
+    anything is returned, so all refusals are known before any step runs.
+
+    Args:
+        table: The table's name as the adapter addresses it; the adapter validates and
+            quotes its parts, the plan only carries it.
+        current: The table as described, or ``None`` when it does not exist.
+        desired: The Arrow schema of the batches about to be written.
+        target: ``"postgres"`` or ``"iceberg"``.
+        comments: Column comments by name; they win over a field's ``description``
+            metadata (what a :class:`~thalweg_bytewax.contracts.ContractSpec` schema
+            carries), which wins over the built-in ``_twg_`` descriptions.
+        allow_widening: Plan lossless widenings instead of refusing them.
+        conversions: Per-column opt-ins (``"truncate"`` admits nanosecond columns;
+            ``"json"`` and ``"utc"`` admit writing into an existing text or zone-less
+            column, done by :func:`~thalweg_bytewax.catalog.reconcile`).
+        identifiers: ``"strict"`` or ``"relaxed"`` column-name validation.
+        metadata_prefix: The prefix of the metadata columns with built-in comments.
+
+    Returns:
+        The plan; empty when the table already holds the schema.
+    """
+    builtins = MetadataColumns(metadata_prefix).descriptions()
+    steps: list[Step] = []
+    result: list[Column] = list(current.columns) if current is not None else []
+    index = {c.name: i for i, c in enumerate(result)}
+    wanted: list[Column] = []
+    for f in desired:
+        problem = _check_name(f.name, identifiers)
+        if problem is None:
+            try:
+                ctype = canonical_type(f.type, target, conversion=conversions.get(f.name))
+            except SchemaError as exc:
+                problem = f"column `{f.name}`: {exc}"
+        if problem is not None:
+            steps.append(Refuse(table, f.name, problem))
+            continue
+        comment = comments.get(f.name) or _field_comment(f) or builtins.get(f.name)
+        wanted.append(Column(f.name, ctype, f.nullable, comment))
+    if current is None:
+        creatable = tuple(wanted)
+        if creatable:
+            steps.insert(0, CreateTable(table, creatable))
+        return Plan(table, target, tuple(steps), TableShape(creatable))
+    batch_names = {f.name for f in desired}
+    for want in wanted:
+        i = index.get(want.name)
+        if i is None:
+            added = replace(want, nullable=True)
+            steps.append(AddColumn(table, added))
+            index[want.name] = len(result)
+            result.append(added)
+            continue
+        have = result[i]
+        step = _type_step(table, have, want, target, allow_widening, conversions)
+        if step is not None:
+            steps.append(step)
+            if isinstance(step, WidenColumn):
+                result[i] = have = replace(have, type=step.new)
+        if want.comment is not None and want.comment != have.comment:
+            steps.append(SetComment(table, want.name, want.comment))
+            result[i] = replace(have, comment=want.comment)
+    for have in current.columns:
+        if have.name not in batch_names and not have.nullable and not have.has_default:
+            steps.append(
+                Refuse(
+                    table,
+                    have.name,
+                    f"column `{have.name}` is NOT NULL without a default and absent from "
+                    f"the batch; expected the batch to carry it; got schema "
+                    f"{list(desired.names)!r}; add the column upstream or drop NOT NULL",
+                )
+            )
+    return Plan(table, target, tuple(steps), TableShape(tuple(result)))
+
+
+def _check_name(name: str, mode: IdentifierMode) -> str | None:
+    try:
+        validate_identifier(name, mode=mode)
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
+def _field_comment(f: pa.Field) -> str | None:
+    if f.metadata and _DESCRIPTION in f.metadata:
+        return f.metadata[_DESCRIPTION].decode("utf-8", "replace") or None
+    return None
+
+
+def _type_step(
+    table: str,
+    have: Column,
+    want: Column,
+    target: Target,
+    allow_widening: bool,
+    conversions: Mapping[str, Conversion],
+) -> Step | None:
+    conversion = conversions.get(want.name)
+    if same_type(have.type, want.type) or can_widen_to(
+        want.type, have.type, target=target, conversion=conversion
+    ):
+        return None
+    old, new = _spell(have.type, target), _spell(want.type, target)
+    if can_widen_to(have.type, want.type, target=target, conversion=conversion):
+        if allow_widening:
+            return WidenColumn(table, want.name, have.type, want.type)
+        return Refuse(
+            table,
+            want.name,
+            f"column `{want.name}` is `{old}`; expected the batch to fit it; got `{new}`; "
+            f"the change is a lossless widening: set allow_widening=True to widen it",
+        )
+    if _admitted(have.type, want.type, conversion):
+        return None
+    return Refuse(
+        table,
+        want.name,
+        f"column `{want.name}` is `{old}`; expected a type it holds losslessly; got "
+        f"`{new}`; {_remedy(want.name, have.type, want.type)}",
+    )
+
+
+def _admitted(have: pa.DataType, want: pa.DataType, conversion: Conversion | None) -> bool:
+    """Whether an opt-in conversion makes the write boundary handle the difference."""
+    if conversion == "json":
+        return pa.types.is_string(have) and _is_document(want)
+    if conversion == "utc":
+        return (
+            pa.types.is_timestamp(have)
+            and pa.types.is_timestamp(want)
+            and (have.tz is None) != (want.tz is None)
+        )
+    return False
+
+
+def _is_document(t: pa.DataType) -> bool:
+    """A nested value (or a jsonb one): what the ``json`` conversion serialises."""
+    return isinstance(t, pa.JsonType) or is_nested(t)
+
+
+def _remedy(name: str, have: pa.DataType, want: pa.DataType) -> str:
+    if pa.types.is_string(have) and _is_document(want):
+        return f'opt in with conversions={{"{name}": "json"}} to write it as JSON text'
+    if pa.types.is_timestamp(have) and pa.types.is_timestamp(want):
+        return f'opt in with conversions={{"{name}": "utc"}} to write UTC wall-clock time'
+    return "cast the column upstream, or write to a new column or table"
+
+
+def _spell(t: pa.DataType, target: Target) -> str:
+    try:
+        return target_type_name(t, target)
+    except SchemaError:
+        return str(t)
