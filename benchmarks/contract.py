@@ -26,8 +26,7 @@ from bytewax.dataflow import Dataflow
 from bytewax.testing import TestingSink, TestingSource, run_main
 
 import thalweg_bytewax.operators as twg
-from thalweg_bytewax.contracts import ContractMode, Rule
-from thalweg_bytewax.contracts.evaluate import RuleSet
+from thalweg_bytewax.contracts import ContractMode, Rule, RuleSet
 from thalweg_bytewax.metadata import MetadataColumns
 from thalweg_bytewax.operators.validation import _Validator
 from thalweg_bytewax.samples import sample_orders

@@ -52,10 +52,9 @@ from typing_extensions import override
 
 import thalweg_bytewax.operators as twg
 from flows._generated import GeneratedPartition
-from flows._rule_registry import RuleRegistryWriter
 from thalweg_bytewax.connectors.parquet import ParquetSink
+from thalweg_bytewax.connectors.rules import RuleRegistrySink
 from thalweg_bytewax.contracts import ContractSpec, load_contract
-from thalweg_bytewax.contracts.evaluate import RuleSet
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import MetadataColumns, record_ids
 from thalweg_bytewax.record import KeyedBatch
@@ -241,8 +240,7 @@ def build_flow() -> Dataflow:
     out = twg.validate("validate", unique, contract, mode="quarantine")
     op.output("orders_lane", out.clean, ParquetSink(lake / "orders", shards=shards))
     op.output("dlq_lane", out.rejected, ParquetSink(lake / "dlq", shards=shards))
-    registry = RuleRegistryWriter(RuleSet.from_contract(contract), lake)
-    op.inspect("rule_registry", out.audit, registry)
+    op.output("rule_registry", out.audit, RuleRegistrySink(lake / "rules", out.ruleset))
     op.output("audit_lane", out.audit, ParquetSink(lake / "audit", shards=shards))
     return flow
 

@@ -57,13 +57,12 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 import thalweg_bytewax.operators as twg
 from flows._orders_sample import SampleOrdersSource
-from flows._rule_registry import RuleRegistryWriter
 from flows._summary import SummarySink
 from thalweg_bytewax.codecs import AvroCodec
 from thalweg_bytewax.connectors.kafka import KafkaSource
 from thalweg_bytewax.connectors.parquet import ParquetSink
+from thalweg_bytewax.connectors.rules import RuleRegistrySink
 from thalweg_bytewax.contracts import load_contract
-from thalweg_bytewax.contracts.evaluate import RuleSet
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.registry import DirectorySchemaSource
 
@@ -191,8 +190,8 @@ def build_flow(
         op.output("dlq_decode", decoded.rejected, ParquetSink(settings.dlq_lane / "decode"))
         op.output("dlq_contract", checked.rejected, ParquetSink(settings.dlq_lane / "contract"))
     op.output("audit_lane", checked.audit, audit_sink or ParquetSink(settings.audit_lane))
-    registry = RuleRegistryWriter(RuleSet.from_contract(contract), settings.data_dir)
-    op.inspect("rule_registry", checked.audit, registry)
+    rules_dir = settings.data_dir / "rules"
+    op.output("rule_registry", checked.audit, RuleRegistrySink(rules_dir, checked.ruleset))
 
     op.output(
         "orders_summary",

@@ -220,7 +220,7 @@ def _complement(errors: list[DecodeFailure], n: int) -> np.ndarray:
 @operator
 def decode(
     step_id: str,
-    raw: KeyedStream[pa.RecordBatch],
+    up: KeyedStream[pa.RecordBatch],
     codec: Codec,
     *,
     metadata: MetadataPolicy | str = MetadataPolicy.LOCATOR,
@@ -256,7 +256,7 @@ def decode(
 
     Args:
         step_id: Unique step id.
-        raw: Keyed RawBatches, as a source emits them.
+        up: Keyed RawBatches, as a source emits them.
         codec: An ``AvroCodec``, ``ProtobufCodec``, ``JsonCodec`` or any object with the
             codec protocol (:class:`thalweg_bytewax.codecs.Codec`).
         metadata: Which metadata columns decoded batches keep: ``"none"``,
@@ -285,7 +285,7 @@ def decode(
         raise ConfigError(msg)
     decoder = _Decoder(step_id, codec, policy, columns)
     logger.info("decode %s: codec %s, metadata policy %s", step_id, codec.name, policy)
-    decoded = op.flat_map_batch("decode_batch", raw, decoder.run_many)
+    decoded = op.flat_map_batch("decode_batch", up, decoder.run_many)
     return DecodeOut(
         ok=op.filter_map_value("ok", decoded, lambda d: d.ok),
         rejected=op.filter_map_value("rejected", decoded, lambda d: d.rejected),

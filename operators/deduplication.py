@@ -19,7 +19,7 @@ from bytewax.dataflow import operator
 from bytewax.operators import KeyedStream, StatefulLogic
 from typing_extensions import override
 
-from thalweg_bytewax.contracts.evaluate import duplicate_mask
+from thalweg_bytewax.contracts.kernels import duplicate_mask
 from thalweg_bytewax.contracts.spec import ContractSpec
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import (
@@ -28,8 +28,13 @@ from thalweg_bytewax.metadata import (
     MetadataColumns,
     metadata_columns,
 )
-
-from ._window import DEFAULT_ALLOWED_SKEW, EventClock, SeenWindow, check_allowed_skew, key_values
+from thalweg_bytewax.windows import (
+    DEFAULT_ALLOWED_SKEW,
+    EventClock,
+    SeenWindow,
+    check_allowed_skew,
+    key_values,
+)
 
 __all__ = ["dedup"]
 

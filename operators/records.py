@@ -25,7 +25,7 @@ __all__ = ["to_dicts", "to_raw_records"]
 @operator
 def to_raw_records(
     step_id: str,
-    raw: KeyedStream[pa.RecordBatch],
+    up: KeyedStream[pa.RecordBatch],
     *,
     metadata_prefix: str = DEFAULT_PREFIX,
 ) -> KeyedStream[RawRecord]:
@@ -39,7 +39,7 @@ def to_raw_records(
 
     Args:
         step_id: Unique step id.
-        raw: Keyed RawBatches, as a source emits them.
+        up: Keyed RawBatches, as a source emits them.
         metadata_prefix: Prefix of the metadata columns.
 
     Returns:
@@ -47,14 +47,14 @@ def to_raw_records(
     """
     columns = metadata_columns(metadata_prefix, f"to_raw_records `{step_id}`")
     return op.flat_map_value(
-        "to_records", raw, lambda batch: records_from_raw_batch(batch, columns=columns)
+        "to_records", up, lambda batch: records_from_raw_batch(batch, columns=columns)
     )
 
 
 @operator
 def to_dicts(
     step_id: str,
-    batches: KeyedStream[pa.RecordBatch],
+    up: KeyedStream[pa.RecordBatch],
     *,
     metadata: MetadataPolicy | str = MetadataPolicy.ALL,
     metadata_prefix: str = DEFAULT_PREFIX,
@@ -74,7 +74,7 @@ def to_dicts(
 
     Args:
         step_id: Unique step id.
-        batches: Keyed Arrow batches (e.g. ``decode(...).ok``).
+        up: Keyed Arrow batches (e.g. ``decode(...).ok``).
         metadata: Which metadata columns (``_twg_…``) each dict keeps, the policy
             ``decode`` applies: ``"none"``, ``"locator"`` (topic, partition, offset,
             record id) or ``"all"`` (every one the batch carries).
@@ -104,4 +104,4 @@ def to_dicts(
         out: list[dict[str, Any]] = batch.to_pylist(maps_as_pydicts="strict")
         return out
 
-    return op.flat_map_value("to_dicts", batches, rows)
+    return op.flat_map_value("to_dicts", up, rows)

@@ -27,16 +27,10 @@ from bytewax.dataflow import operator
 from bytewax.operators import KeyedStream, StatefulLogic
 from typing_extensions import override
 
-from thalweg_bytewax.contracts.evaluate import (
-    DEFAULT_SQL_TIMEOUT_SECONDS,
-    RuleSet,
-    audit_batch,
-    drop_masks,
-    duplicate_mask,
-    evaluate,
-    locator_strings,
-    messages,
-)
+from thalweg_bytewax.contracts.audit import audit_batch
+from thalweg_bytewax.contracts.evaluate import drop_masks, evaluate, locator_strings, messages
+from thalweg_bytewax.contracts.kernels import duplicate_mask
+from thalweg_bytewax.contracts.ruleset import DEFAULT_SQL_TIMEOUT_SECONDS, RuleSet
 from thalweg_bytewax.contracts.spec import (
     ContractMode,
     ContractSpec,
@@ -52,8 +46,7 @@ from thalweg_bytewax.metadata import (
     MetadataColumns,
     metadata_columns,
 )
-
-from ._window import SeenWindow, batch_time, key_values
+from thalweg_bytewax.windows import SeenWindow, batch_time, key_values
 
 __all__ = ["ValidateOut", "failed_rules_column", "validate"]
 
@@ -69,19 +62,24 @@ def failed_rules_column(columns: MetadataColumns = DEFAULT_COLUMNS) -> str:
 
 @dataclass(frozen=True)
 class ValidateOut:
-    """The streams of :func:`validate`, all keyed like the input.
+    """The streams of :func:`validate`, all keyed like the input, and its rule set.
 
     Attributes:
         clean: Rows that passed (quarantine), or every row (annotate, with the failed
             rules column), or every row of passing batches (strict).
         rejected: DLQ batches (:func:`thalweg_bytewax.dlq.dlq_schema`) of quarantined rows.
-        audit: Compact audit batches (:func:`thalweg_bytewax.contracts.evaluate.audit_schema`):
+        audit: Compact audit batches (:func:`thalweg_bytewax.contracts.audit_schema`):
             one row per judged (or audited dropped) record.
+        ruleset: The rule set the step enforces (merged, checked, versioned). Its
+            ``version`` is the ``ruleset_version`` of every audit row; hand it to
+            :class:`thalweg_bytewax.connectors.rules.RuleRegistrySink` so the audit
+            lane can be resolved to rule definitions.
     """
 
     clean: KeyedStream[pa.RecordBatch]
     rejected: KeyedStream[pa.RecordBatch]
     audit: KeyedStream[pa.RecordBatch]
+    ruleset: RuleSet
 
 
 @dataclass(frozen=True)
@@ -343,9 +341,11 @@ def validate(
 ) -> ValidateOut:
     """Validate keyed Arrow batches against a contract and manual rules.
 
-    Contract rules and manual ``rules`` merge tightest-wins; the merged rule set and its
-    version are what :meth:`RuleSet.from_contract` returns for the same arguments (write
-    its ``manifest()`` next to the audit so that every rule version can be resolved).
+    Contract rules and manual ``rules`` merge tightest-wins into one versioned rule set,
+    :attr:`ValidateOut.ruleset` (the same as :meth:`RuleSet.from_contract` returns for the
+    same arguments); write it next to the audit with a
+    :class:`~thalweg_bytewax.connectors.rules.RuleRegistrySink` so that every rule
+    version can be resolved.
     All rules evaluate vectorised. A ``unique`` rule with a ``window`` keeps the seen
     values in Bytewax keyed state per stream key, so it survives recovery.
 
@@ -359,7 +359,8 @@ def validate(
         rules=[Rule.le("total", 100_000)],
         drop=[DropRule.equals("heartbeats", "status", ["HEARTBEAT"])],
     )
-    # out.clean -> the table sink; out.rejected -> the DLQ sink; out.audit -> the audit sink
+    # out.clean -> the table sink; out.rejected -> the DLQ sink; out.audit -> the audit
+    # sink, and RuleRegistrySink(lake / "rules", out.ruleset) beside it
     ```
 
     Args:
@@ -376,7 +377,7 @@ def validate(
             drop rule drops nothing), logged once and counted. ``None``: no bound.
 
     Returns:
-        ``ValidateOut(clean, rejected, audit)``.
+        ``ValidateOut(clean, rejected, audit, ruleset)``.
 
     Raises:
         ContractError: At build time, for rules on missing columns, SQL that does not
@@ -411,4 +412,5 @@ def validate(
         clean=op.filter_map_value("clean", verdicts, lambda v: v.clean),
         rejected=op.filter_map_value("rejected", verdicts, lambda v: v.rejected),
         audit=op.filter_map_value("audit", verdicts, lambda v: v.audit),
+        ruleset=ruleset,
     )

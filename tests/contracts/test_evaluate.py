@@ -8,8 +8,9 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from thalweg_bytewax.contracts import ContractError, Rule
-from thalweg_bytewax.contracts.evaluate import RuleSet, duckdb_cursor, evaluate
+from thalweg_bytewax.contracts import ContractError, Rule, RuleSet
+from thalweg_bytewax.contracts.evaluate import evaluate
+from thalweg_bytewax.sqlengine import shared_cursor
 
 
 def failed(rule, values, type_=None):
@@ -99,20 +100,20 @@ def test_bad_patterns_fail_when_the_rule_set_is_built():
 
 
 def test_duckdb_is_sandboxed():
-    cur = duckdb_cursor()
+    cur = shared_cursor()
     with pytest.raises(Exception, match="(?i)permission|disabled"):
         cur.sql("SELECT * FROM read_csv('/etc/hostname')").fetchall()
     with pytest.raises(Exception, match="(?i)lock|configuration"):
         cur.execute("SET enable_external_access=true")
     batch = pa.RecordBatch.from_pydict({"x": [1]})
-    # A rule's own sandbox refuses the read too; the rule fails its rows (never raises).
+    # A rule set's own session refuses the read too; the rule fails its rows (never raises).
     rs = RuleSet([Rule.sql("leak", "x IN (SELECT 1 FROM read_csv('/etc/hostname'))")])
     assert evaluate(batch, rs).any_failed.tolist() == [True]
     assert rs.sql_failures == {rs.rules[0].id: 1}
     with pytest.raises(Exception, match="(?i)permission|disabled"):
-        rs.sandbox.cursor().sql("SELECT * FROM read_csv('/etc/hostname')").fetchall()
+        rs.session.cursor().sql("SELECT * FROM read_csv('/etc/hostname')").fetchall()
     with pytest.raises(Exception, match="(?i)lock|configuration"):
-        rs.sandbox.cursor().execute("SET enable_external_access=true")
+        rs.session.cursor().execute("SET enable_external_access=true")
 
 
 @pytest.mark.parametrize("type_", [pa.float32(), pa.float64()])

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from thalweg_bytewax.contracts import ContractError, parse_contract
-from thalweg_bytewax.contracts.evaluate import RuleSet, evaluate
+from thalweg_bytewax.contracts import ContractError, RuleSet, parse_contract
+from thalweg_bytewax.contracts.evaluate import evaluate
 
 HEAD = """\
 apiVersion: v3.0.2

@@ -14,8 +14,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from thalweg_bytewax.contracts import ContractError, Rule, RuleOrigin, merge_rules
-from thalweg_bytewax.contracts.evaluate import RuleSet, evaluate
+from thalweg_bytewax.contracts import (
+    ContractError,
+    Rule,
+    RuleOrigin,
+    RuleSet,
+    merge_rules,
+)
+from thalweg_bytewax.contracts.evaluate import evaluate
 
 ints = st.integers(-50, 50)
 bounds = st.one_of(st.none(), ints)

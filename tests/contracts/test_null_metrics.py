@@ -9,8 +9,8 @@ from bytewax.dataflow import Dataflow
 from bytewax.testing import TestingSink, TestingSource, run_main
 
 import thalweg_bytewax.operators as twg
-from thalweg_bytewax.contracts import MetricOp, Rule, parse_contract
-from thalweg_bytewax.contracts.evaluate import RuleSet, evaluate
+from thalweg_bytewax.contracts import MetricOp, Rule, RuleSet, parse_contract
+from thalweg_bytewax.contracts.evaluate import evaluate
 
 BATCH = pa.RecordBatch.from_pydict({"x": pa.array([None, None, None], pa.int64())})
 

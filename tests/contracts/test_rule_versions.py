@@ -10,7 +10,7 @@ from thalweg_bytewax.contracts import DropRule, Rule
 
 _PROGRAM = """
 from thalweg_bytewax.contracts import DropRule, Rule
-from thalweg_bytewax.contracts.evaluate import RuleSet
+from thalweg_bytewax.contracts import RuleSet
 r = Rule.one_of("status", {"NEW", "PAID", "SHIPPED", "CANCELLED", "RETURNED"})
 m = Rule.batch_metric("invalidValues", "status", op="mustBeLessThan", threshold=3,
                       values={"NEW", "PAID", "SHIPPED", "CANCELLED"})

@@ -9,8 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from thalweg_bytewax.contracts import ContractError, DropRule, Rule, parse_contract
-from thalweg_bytewax.contracts.evaluate import RuleSet, evaluate
+from thalweg_bytewax.contracts import (
+    ContractError,
+    DropRule,
+    Rule,
+    RuleSet,
+    parse_contract,
+)
+from thalweg_bytewax.contracts.evaluate import evaluate
 
 HEAD = """\
 apiVersion: v3.0.2
@@ -115,8 +121,8 @@ def test_a_row_predicate_that_aggregates_is_refused_at_load():
 def test_rule_sets_do_not_share_a_connection():
     a = RuleSet([Rule.sql("r", "code IS NOT NULL")])
     b = RuleSet([Rule.sql("r", "code IS NOT NULL")])
-    assert a.sandbox.cursor() is not b.sandbox.cursor()
-    a.sandbox.cursor().execute(f"{MACRO}")  # even state planted by hand stays in `a`
+    assert a.session.cursor() is not b.session.cursor()
+    a.session.cursor().execute(f"{MACRO}")  # even state planted by hand stays in `a`
     assert _verdicts(b) == [(), (), (), ()]
     assert evaluate(BATCH, RuleSet([Rule.length("code", 3, 3)])).any_failed.tolist() == [
         False,

@@ -17,7 +17,7 @@ from tests.contracts.orders_data import COLS, orders, orders_batch, orders_contr
 from tests.fixtures.flows import EntryPoint
 from thalweg_bytewax.contracts import parse_contract
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.operators._window import SeenWindow
+from thalweg_bytewax.windows import SeenWindow
 
 CONTRACT = orders_contract()
 HOUR = timedelta(hours=1)

@@ -21,8 +21,8 @@ from tests.contracts.orders_data import COLS, located, orders, orders_batch, ord
 from tests.fixtures.flows import EntryPoint
 from tests.helpers import locator_of
 from thalweg_bytewax.connectors.parquet import ParquetSink, read_lane
-from thalweg_bytewax.contracts import DropRule
-from thalweg_bytewax.contracts.evaluate import (
+from thalweg_bytewax.contracts import (
+    DropRule,
     RuleSet,
     audit_schema,
     explode_audit,

@@ -16,13 +16,20 @@ import thalweg_bytewax.operators as twg
 from tests.contracts.orders_data import COLS, located, orders, orders_batch, orders_contract
 from tests.fixtures.flows import EntryPoint
 from tests.helpers import locator_of
-from thalweg_bytewax.contracts import ContractError, ContractViolationError, DropRule, Rule
-from thalweg_bytewax.contracts.evaluate import RuleSet, drop_masks, evaluate, explode_audit
+from thalweg_bytewax.contracts import (
+    ContractError,
+    ContractViolationError,
+    DropRule,
+    Rule,
+    RuleSet,
+    explode_audit,
+)
+from thalweg_bytewax.contracts.evaluate import drop_masks, evaluate
 from thalweg_bytewax.contracts.spec import ContractMode
 from thalweg_bytewax.dlq import dlq_schema, rejected_from_dlq_batch
 from thalweg_bytewax.metadata import MetadataColumns
-from thalweg_bytewax.operators._window import SeenWindow
 from thalweg_bytewax.operators.validation import _Validator, failed_rules_column
+from thalweg_bytewax.windows import SeenWindow
 
 CONTRACT = orders_contract()
 RULES = {r.name: r.id for r in RuleSet.from_contract(CONTRACT).rules}

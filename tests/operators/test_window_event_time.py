@@ -13,8 +13,7 @@ from datetime import UTC, datetime, timedelta
 import pyarrow as pa
 
 from tests.contracts.orders_data import COLS, orders, orders_batch, orders_contract
-from thalweg_bytewax.contracts import Rule
-from thalweg_bytewax.contracts.evaluate import RuleSet
+from thalweg_bytewax.contracts import Rule, RuleSet
 from thalweg_bytewax.contracts.spec import ContractMode
 from thalweg_bytewax.operators.validation import _Validator, _WindowedLogic
 

@@ -26,7 +26,7 @@ import pyarrow.dataset as ds
 import pytest
 
 from flows.dedup_lane import origins, planned_order
-from thalweg_bytewax.contracts.evaluate import read_audit
+from thalweg_bytewax.contracts import read_audit
 from thalweg_bytewax.dlq import read_dlq
 
 pytestmark = [pytest.mark.slow]
@@ -41,7 +41,7 @@ RETRY_RATE = 0.2
 # Bytewax recovery (or not at all) would do.
 _FORGETFUL_RUNNER = """
 import runpy, sys
-import thalweg_bytewax.operators._window as window
+import thalweg_bytewax.windows as window
 _init = window.SeenWindow.__init__
 window.SeenWindow.__init__ = lambda self, w, state=None, **kw: _init(self, w, None, **kw)
 sys.argv = ["bytewax.run", *sys.argv[1:]]

@@ -4,13 +4,30 @@
 pyarrow / fsspec filesystem URL) and resolves it to a :class:`ContractSpec`: per schema
 object an Arrow schema, column descriptions, the natural key and the rules.
 :func:`thalweg_bytewax.operators.validate` enforces it in a flow.
+
+The package is layered; each module has one job:
+
+* :mod:`.spec`: what must hold (``ContractSpec``, ``Rule``, ``ContractMode`` ...), with
+  the named rule constructors of :mod:`.rules` mixed into ``Rule``;
+* :mod:`.merge`: the tightest-wins merge of contract and manual rules;
+* :mod:`.odcs`: ODCS v3 documents to a spec (no evaluation engine);
+* :mod:`.checks`: static checks of patterns and SQL (on :mod:`thalweg_bytewax.sqlengine`);
+* :mod:`.ruleset`: ``RuleSet``, the merged, checked, versioned rules of one step;
+* :mod:`.kernels` and :mod:`.evaluate`: columnar evaluation of a batch;
+* :mod:`.audit`: the audit and rule-registry schemas, builders and readers.
+
+Importing the package loads only the spec; the loader and the engine load on first use
+of their names, so neither PyYAML nor DuckDB is imported until they are needed.
+``evaluate`` is the module :mod:`.evaluate`; its function is imported from there
+(``from thalweg_bytewax.contracts.evaluate import evaluate``).
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING
 
-from thalweg_bytewax.contracts.rules import merge_rules
+from thalweg_bytewax.contracts.merge import merge_rules
 from thalweg_bytewax.contracts.spec import (
     ColumnSpec,
     ContractError,
@@ -27,31 +44,61 @@ from thalweg_bytewax.contracts.spec import (
 
 if TYPE_CHECKING:
     # Resolved lazily at runtime by __getattr__ below; imported here for type checkers.
+    from thalweg_bytewax.contracts.audit import (
+        audit_schema,
+        explode_audit,
+        read_audit,
+        read_rule_registry,
+        rules_schema,
+    )
+    from thalweg_bytewax.contracts.evaluate import Evaluation
     from thalweg_bytewax.contracts.odcs import load_contract, parse_contract
+    from thalweg_bytewax.contracts.ruleset import DEFAULT_SQL_TIMEOUT_SECONDS, RuleSet
 
 __all__ = [
+    "DEFAULT_SQL_TIMEOUT_SECONDS",
     "ColumnSpec",
     "ContractError",
     "ContractMode",
     "ContractSpec",
     "ContractViolationError",
     "DropRule",
+    "Evaluation",
     "MetricOp",
     "ObjectSpec",
     "Rule",
     "RuleKind",
     "RuleOrigin",
+    "RuleSet",
+    "audit_schema",
+    "explode_audit",
     "load_contract",
     "merge_rules",
     "parse_contract",
+    "read_audit",
+    "read_rule_registry",
+    "rules_schema",
 ]
+
+_LAZY = {
+    "load_contract": "odcs",
+    "parse_contract": "odcs",
+    "DEFAULT_SQL_TIMEOUT_SECONDS": "ruleset",
+    "RuleSet": "ruleset",
+    "Evaluation": "evaluate",
+    "audit_schema": "audit",
+    "explode_audit": "audit",
+    "read_audit": "audit",
+    "read_rule_registry": "audit",
+    "rules_schema": "audit",
+}
 
 
 def __getattr__(name: str) -> object:
-    # The ODCS loader needs the `contracts` extra; import it only when asked for.
-    if name in ("load_contract", "parse_contract"):
-        from thalweg_bytewax.contracts import odcs  # noqa: PLC0415
-
-        return getattr(odcs, name)
+    # The ODCS loader needs the `contracts` extra and the engine pulls in numpy and the
+    # SQL engine; import each only when one of its names is asked for.
+    module = _LAZY.get(name)
+    if module is not None:
+        return getattr(importlib.import_module(f"{__name__}.{module}"), name)
     msg = f"module `thalweg_bytewax.contracts` has no attribute {name!r}"
     raise AttributeError(msg)

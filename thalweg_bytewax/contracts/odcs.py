@@ -18,15 +18,14 @@ import urllib.parse
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import pyarrow as pa
 
 from thalweg_bytewax._deps import require
 from thalweg_bytewax._redact import redact_origins_in, redact_url
-from thalweg_bytewax.contracts._sandbox import Sandbox
-from thalweg_bytewax.contracts.evaluate import _ident, check_pattern, check_sql
+from thalweg_bytewax.contracts.checks import binding_session, check_pattern, check_sql
 from thalweg_bytewax.contracts.spec import (
     ColumnSpec,
     ContractError,
@@ -35,6 +34,9 @@ from thalweg_bytewax.contracts.spec import (
     ObjectSpec,
     Rule,
 )
+
+if TYPE_CHECKING:
+    from thalweg_bytewax.sqlengine import SqlSession
 
 __all__ = ["LOGICAL_TYPES", "load_contract", "parse_contract"]
 
@@ -98,6 +100,10 @@ _ROW_SQL_ENGINES = ("duckdb", "thalweg")
 _PLACEHOLDERS = ("${table}", "{table}", "${object}", "{object}")
 _COLUMN_PLACEHOLDERS = ("${column}", "{column}", "${property}", "{property}")
 _BATCH_TABLE = "batch"
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _fail(origin: str, path: str, detail: str) -> ContractError:
@@ -271,10 +277,11 @@ def parse_contract(document: str | Mapping[str, Any], *, origin: str = "<memory>
         err = exc.errors()[0]
         raise _fail(origin, _loc_path(tuple(err["loc"])), err["msg"]) from exc
     ignored: list[str] = []
-    # One sandbox binds every rule of this contract, and only this contract's rules.
-    sandbox = Sandbox()
+    # One session binds every rule of this contract, and only this contract's rules;
+    # DuckDB is opened only if a rule carries SQL.
+    session = binding_session()
     objects = tuple(
-        _resolve_object(origin, f"schema[{i}]", obj, ignored, sandbox)
+        _resolve_object(origin, f"schema[{i}]", obj, ignored, session)
         for i, obj in enumerate(model.schema_ or ())
     )
     if not objects:
@@ -292,7 +299,7 @@ def parse_contract(document: str | Mapping[str, Any], *, origin: str = "<memory>
 
 
 def _resolve_object(  # noqa: C901
-    origin: str, path: str, obj: Any, ignored: list[str], sandbox: Sandbox
+    origin: str, path: str, obj: Any, ignored: list[str], session: SqlSession
 ) -> ObjectSpec:
     if not obj.name:
         raise _fail(origin, f"{path}.name", "expected a schema object name; got none")
@@ -344,7 +351,7 @@ def _resolve_object(  # noqa: C901
                 )
         rules.append(rule)
     for rule in rules:
-        _check_rule(origin, path, rule, schema, sandbox)
+        _check_rule(origin, path, rule, schema, session)
     pk = sorted(
         (c for c in columns if c.primary_key_position), key=lambda c: c.primary_key_position or 0
     )
@@ -361,13 +368,13 @@ def _resolve_object(  # noqa: C901
 
 
 def _check_rule(
-    origin: str, path: str, rule: Rule, schema: pa.Schema, sandbox: Sandbox
+    origin: str, path: str, rule: Rule, schema: pa.Schema, session: SqlSession
 ) -> None:
     try:
         if rule.pattern is not None:
             check_pattern(rule.pattern)
         if rule.expression is not None:
-            check_sql(rule.expression, schema, scalar=rule.metric == "sql", sandbox=sandbox)
+            check_sql(rule.expression, schema, scalar=rule.metric == "sql", session=session)
     except ContractError as exc:
         raise _fail(origin, f"{path} rule `{rule.name}`", str(exc)) from exc
 

@@ -1,21 +1,26 @@
-"""Where contract SQL runs: one isolated DuckDB database per rule set, bounded in time.
+"""The SQL engine of thalweg: isolated DuckDB sessions, bounded in time, over Arrow.
 
-User SQL (row predicates, ``sql`` metrics, drop rules) is accepted only in one shape:
+Contract rules run here today, and the SQL operators share it. User SQL is accepted only
+in one shape:
 
-* a row predicate or drop rule is exactly one SQL *expression* (parsed on its own by
-  DuckDB's expression parser, so ``x > 1; CREATE MACRO …`` is refused);
-* a batch metric is exactly one ``SELECT`` statement (``conn.extract_statements``).
+* a row predicate is exactly one SQL *expression* (parsed on its own by DuckDB's
+  expression parser, so ``x > 1; CREATE MACRO ...`` is refused, :func:`check_expression`);
+* a scalar query is exactly one ``SELECT`` statement (:func:`check_query`).
 
-Each is then embedded in a query this module writes, on its own lines so a trailing
-``--`` comment cannot swallow the rest. Nothing else a rule might do (DDL, ``SET``,
-``ATTACH``, ``PRAGMA``) is a single expression or a ``SELECT``, so it never reaches a
-connection. On top of that, every rule set runs on its own connection to its own
-in-memory database (:class:`Sandbox`, created lazily, one cursor per thread), with
-external access off and the configuration locked: no contract can see another's state,
-nor the process-wide connection the audit helpers use.
+Each is then embedded in a query the caller writes with :func:`predicate_sql` or
+:func:`scalar_sql`, on its own lines so a trailing ``--`` comment cannot swallow the rest.
+Nothing else user SQL might do (DDL, ``SET``, ``ATTACH``, ``PRAGMA``) is a single
+expression or a ``SELECT``, so it never reaches a connection. On top of that, every
+:class:`SqlSession` is its own connection to its own in-memory database (created lazily,
+one cursor per thread), with external access off and the configuration locked: no
+session can see another's state, nor the process-wide connection of
+:func:`shared_cursor`, which runs only this package's own queries.
 
-Every query runs under a time bound: a watchdog thread calls ``cursor.interrupt()``
-once the bound passes, and :meth:`Sandbox.query` raises :class:`SqlTimeoutError`.
+Every session query runs under a time bound: a watchdog thread calls
+``cursor.interrupt()`` once the bound passes, and :meth:`SqlSession.query` raises
+:class:`SqlTimeoutError`. The thread runs only while a query is armed.
+
+DuckDB is imported on first use (``_deps.require``), never at import time.
 """
 
 from __future__ import annotations
@@ -32,30 +37,76 @@ from typing import Any
 import pyarrow as pa
 
 from thalweg_bytewax._deps import require
-from thalweg_bytewax.contracts.spec import ContractError
+from thalweg_bytewax.errors import ConfigError, ThalwegError
 
 __all__ = [
-    "DEFAULT_SQL_TIMEOUT_SECONDS",
-    "Sandbox",
+    "SqlError",
+    "SqlSession",
     "SqlTimeoutError",
     "check_expression",
     "check_query",
+    "duckdb_type",
+    "engine_errors",
+    "first_line",
     "predicate_sql",
+    "quote_ident",
     "scalar_sql",
+    "shared_cursor",
 ]
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_SQL_TIMEOUT_SECONDS = 1.0
-"""Time bound of one SQL query of a rule set over one batch. A predicate over a
-50,000-row batch takes single-digit milliseconds (docs/benchmarks.md), so one second is
-two orders of magnitude of headroom; a rule over ``range(2e7)`` (~3 s) is cut off."""
 
 
-class SqlTimeoutError(ContractError):
-    """A rule's SQL ran past its time bound and was interrupted."""
+class SqlError(ConfigError):
+    """User SQL is refused: not the one expression or ``SELECT`` expected, or unparsable.
 
-    __module__ = "thalweg_bytewax.contracts"
+    The message says what was expected.
+    """
+
+
+class SqlTimeoutError(ThalwegError):
+    """A query ran past its time bound and was interrupted."""
+
+
+def engine_errors() -> tuple[type[Exception], ...]:
+    """What a failing :meth:`SqlSession.query` raises: DuckDB's errors and the timeout."""
+    duckdb = require("duckdb", extra="sql")
+    return (duckdb.Error, SqlTimeoutError)
+
+
+def quote_ident(name: str) -> str:
+    """``name`` as a double-quoted SQL identifier (inner quotes doubled)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def duckdb_type(t: pa.DataType) -> str | None:
+    """The DuckDB type name for the Arrow type ``t``, or ``None`` where there is no plain one."""
+    simple = {
+        pa.int8(): "TINYINT",
+        pa.int16(): "SMALLINT",
+        pa.int32(): "INTEGER",
+        pa.int64(): "BIGINT",
+        pa.uint8(): "UTINYINT",
+        pa.uint16(): "USMALLINT",
+        pa.uint32(): "UINTEGER",
+        pa.uint64(): "UBIGINT",
+        pa.float32(): "FLOAT",
+        pa.float64(): "DOUBLE",
+        pa.bool_(): "BOOLEAN",
+        pa.string(): "VARCHAR",
+        pa.large_string(): "VARCHAR",
+        pa.date32(): "DATE",
+        pa.time64("us"): "TIME",
+        pa.binary(): "BLOB",
+    }
+    if t in simple:
+        return simple[t]
+    if pa.types.is_decimal(t):
+        return f"DECIMAL({t.precision}, {t.scale})"
+    if pa.types.is_timestamp(t):
+        return "TIMESTAMPTZ" if t.tz else "TIMESTAMP"
+    return None
 
 
 def predicate_sql(expression: str) -> str:
@@ -68,7 +119,8 @@ def scalar_sql(query: str) -> str:
     return f"SELECT * FROM (\n{query}\n) AS q"  # noqa: S608 - checked to be one SELECT
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s text (its type name when it has none), for messages."""
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
@@ -76,21 +128,21 @@ def check_expression(expression: str) -> None:
     """Refuse anything but exactly one SQL expression.
 
     Raises:
-        ContractError: When ``expression`` is empty, does not parse, or holds more than
+        SqlError: When ``expression`` is empty, does not parse, or holds more than
             one expression or statement.
     """
     duckdb = require("duckdb", extra="sql")
     if not expression.strip():
         msg = "expected one SQL expression; got an empty string"
-        raise ContractError(msg)
+        raise SqlError(msg)
     try:
         duckdb.SQLExpression(expression)
     except duckdb.Error as exc:
         msg = (
             f"expected exactly one SQL expression (no `;`, no statements); got "
-            f"{expression!r}: {_first_line(exc)}"
+            f"{expression!r}: {first_line(exc)}"
         )
-        raise ContractError(msg) from exc
+        raise SqlError(msg) from exc
 
 
 _parser_lock = threading.Lock()
@@ -110,7 +162,7 @@ def check_query(query: str) -> None:
     """Refuse anything but exactly one ``SELECT`` statement.
 
     Raises:
-        ContractError: When ``query`` does not parse, holds several statements, or one
+        SqlError: When ``query`` does not parse, holds several statements, or one
             that is not a ``SELECT`` (DDL, ``SET``, ``ATTACH``, ``PRAGMA`` ...).
     """
     duckdb = require("duckdb", extra="sql")
@@ -119,12 +171,12 @@ def check_query(query: str) -> None:
         with _parser_lock:
             statements = con.extract_statements(query)
     except duckdb.Error as exc:
-        msg = f"expected one SELECT statement; got {query!r}: {_first_line(exc)}"
-        raise ContractError(msg) from exc
+        msg = f"expected one SELECT statement; got {query!r}: {first_line(exc)}"
+        raise SqlError(msg) from exc
     kinds = [str(s.type).rsplit(".", 1)[-1] for s in statements]
     if kinds != ["SELECT"]:
         msg = f"expected exactly one SELECT statement; got {kinds or ['nothing']!r} in {query!r}"
-        raise ContractError(msg)
+        raise SqlError(msg)
 
 
 class _Watchdog:
@@ -189,25 +241,36 @@ class _Watchdog:
 _watchdog = _Watchdog()
 
 
-class Sandbox:
-    """One rule set's own in-memory DuckDB database, sandboxed and bounded in time.
+def _open_sandboxed() -> Any:
+    duckdb = require("duckdb", extra="sql")
+    con = duckdb.connect()
+    con.execute("SET enable_external_access=false")
+    con.execute("SET lock_configuration=true")
+    return con
+
+
+class SqlSession:
+    """An isolated in-memory DuckDB database, sandboxed and bounded in time.
 
     The connection is opened on first use (``duckdb.connect()`` costs ~20 ms, so once
-    per rule set and process, never per batch) with external access off and the
+    per session and process, never per batch) with external access off and the
     configuration locked; each thread gets its own cursor. Pickling drops the
     connection; it reopens on first use.
 
     Args:
         timeout_seconds: The bound on each query; ``None`` for no bound.
+
+    Raises:
+        ConfigError: When ``timeout_seconds`` is not positive.
     """
 
-    def __init__(self, timeout_seconds: float | None = DEFAULT_SQL_TIMEOUT_SECONDS) -> None:
+    def __init__(self, timeout_seconds: float | None) -> None:
         if timeout_seconds is not None and not timeout_seconds > 0:
             msg = (
-                f"contract SQL sandbox: expected a positive `sql_timeout_seconds` or None; "
+                f"sql session: expected a positive `timeout_seconds` or None; "
                 f"got {timeout_seconds!r}"
             )
-            raise ContractError(msg)
+            raise ConfigError(msg)
         self.timeout_seconds = timeout_seconds
         self._lock = threading.Lock()
         self._con: tuple[int, Any] | None = None
@@ -220,18 +283,14 @@ class Sandbox:
         self.__init__(state["timeout_seconds"])  # type: ignore[misc]
 
     def cursor(self) -> Any:
-        """This thread's cursor on the sandbox's connection."""
+        """This thread's cursor on the session's connection."""
         pid = os.getpid()
         cur = getattr(self._local, "cursor", None)
         if cur is not None and getattr(self._local, "pid", None) == pid:
             return cur
         with self._lock:
             if self._con is None or self._con[0] != pid:
-                duckdb = require("duckdb", extra="sql")
-                con = duckdb.connect()
-                con.execute("SET enable_external_access=false")
-                con.execute("SET lock_configuration=true")
-                self._con = (pid, con)
+                self._con = (pid, _open_sandboxed())
             cur = self._con[1].cursor()
         self._local.cursor = cur
         self._local.pid = pid
@@ -249,7 +308,7 @@ class Sandbox:
         Args:
             tables: Arrow data to expose, by table name.
             sql: The query (written by this package around checked user SQL).
-            timeout_seconds: Override the sandbox's bound (``None``: unbounded).
+            timeout_seconds: Override the session's bound (``None``: unbounded).
 
         Returns:
             The result, materialised.
@@ -267,10 +326,36 @@ class Sandbox:
         try:
             return cur.sql(sql).to_arrow_table()
         except require("duckdb", extra="sql").InterruptException as exc:
-            msg = f"contract SQL: expected to finish within {bound} s; got interrupted"
+            msg = f"sql session: expected the query to finish within {bound} s; got interrupted"
             raise SqlTimeoutError(msg) from exc
         finally:
             if token is not None:
                 _watchdog.disarm(token)
             for name in tables:
                 cur.unregister(name)
+
+
+_shared_lock = threading.Lock()
+_shared: tuple[int, Any] | None = None
+_shared_local = threading.local()
+
+
+def shared_cursor() -> Any:
+    """This thread's cursor on the process's one sandboxed DuckDB connection.
+
+    For this package's own queries (e.g. expanding an audit lane). User SQL never runs
+    here: it runs on a :class:`SqlSession` of its own. External access is off and the
+    configuration locked.
+    """
+    global _shared
+    pid = os.getpid()
+    cur = getattr(_shared_local, "cursor", None)
+    if cur is not None and getattr(_shared_local, "pid", None) == pid:
+        return cur
+    with _shared_lock:
+        if _shared is None or _shared[0] != pid:
+            _shared = (pid, _open_sandboxed())
+        cur = _shared[1].cursor()
+    _shared_local.cursor = cur
+    _shared_local.pid = pid
+    return cur

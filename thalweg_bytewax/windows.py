@@ -1,4 +1,7 @@
-"""Private: a time-bounded set of seen keys, the state of dedup and windowed uniqueness.
+"""Windowed key memory: a time-bounded set of seen keys, and clamped event time.
+
+:class:`SeenWindow` is the state of ``dedup`` and of windowed ``unique`` rules; it is
+plain, picklable core state, so any operator (or a test) can hold one.
 
 Keys are kept in time buckets (a sixteenth of the window each); a key is remembered
 from the bucket it was first seen in until that bucket leaves the window, so memory is

@@ -1,0 +1,249 @@
+"""A rule set: merged, checked rules and drop rules with one version.
+
+The rule-set version hashes the sorted rule ids; audit rows carry it and the rule
+registry (:meth:`RuleSet.manifest`) resolves it to rule definitions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Sequence
+
+import pyarrow as pa
+
+from thalweg_bytewax.contracts.audit import AUDIT_RULESET_VERSION, rules_schema
+from thalweg_bytewax.contracts.checks import (
+    DEFAULT_SQL_TIMEOUT_SECONDS,
+    check_pattern,
+    check_sql,
+    check_sql_shape,
+)
+from thalweg_bytewax.contracts.merge import merge_rules
+from thalweg_bytewax.contracts.spec import (
+    RULE_VERSION_CHARS,
+    ContractError,
+    ContractSpec,
+    DropRule,
+    Rule,
+    RuleKind,
+)
+from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.sqlengine import SqlSession, SqlTimeoutError
+
+__all__ = ["DEFAULT_SQL_TIMEOUT_SECONDS", "RuleSet"]
+
+logger = logging.getLogger(__name__)
+
+_DEFAULT_COLUMNS = MetadataColumns()
+
+
+class RuleSet:
+    """An immutable, checked set of rules (and drop rules) with one version.
+
+    The rule-set version hashes the sorted rule ids, so it changes exactly when a rule
+    is added, removed or redefined. Audit rows carry it; :meth:`manifest` is the rule
+    registry that resolves it.
+
+    Its SQL runs on the rule set's own :class:`~thalweg_bytewax.sqlengine.SqlSession`
+    (an isolated DuckDB database, opened on first use), each query bounded by
+    ``sql_timeout_seconds``. A rule whose
+    SQL errs or is interrupted fails every row of that batch (a drop rule drops
+    nothing); each such event is counted in :attr:`sql_failures` and logged once per
+    rule and cause.
+
+    Args:
+        rules: The (already merged) rules.
+        drop: Drop rules.
+        sql_timeout_seconds: Time bound of each SQL query over one batch (``None``: no
+            bound). Default :data:`DEFAULT_SQL_TIMEOUT_SECONDS`.
+
+    Raises:
+        ContractError: When a pattern does not compile, a rule's SQL is not exactly one
+            expression (or one ``SELECT`` for a ``sql`` metric), or the bound is not
+            positive.
+    """
+
+    def __init__(
+        self,
+        rules: Sequence[Rule],
+        drop: Sequence[DropRule] = (),
+        *,
+        sql_timeout_seconds: float | None = DEFAULT_SQL_TIMEOUT_SECONDS,
+    ) -> None:
+        self.rules = tuple(rules)
+        self.drop = tuple(drop)
+        if sql_timeout_seconds is not None and not sql_timeout_seconds > 0:
+            msg = (
+                f"rule set: expected a positive `sql_timeout_seconds` or None; "
+                f"got {sql_timeout_seconds!r}"
+            )
+            raise ContractError(msg)
+        self.session = SqlSession(sql_timeout_seconds)
+        """The rule set's own DuckDB session: where its SQL runs."""
+        self.sql_failures: dict[str, int] = {}
+        """Batches in which a rule's (or drop rule's) SQL erred or timed out, by id."""
+        self._reported: set[tuple[str, str]] = set()
+        ids = [r.id for r in self.rules]
+        if len(set(ids)) != len(ids):
+            msg = f"rule set: expected unique rule ids; got {sorted(ids)!r}"
+            raise ContractError(msg)
+        for rule in self.rules:
+            if rule.pattern is not None:
+                check_pattern(rule.pattern)
+            if rule.expression is not None:
+                try:
+                    check_sql_shape(rule.expression, scalar=rule.kind is RuleKind.METRIC)
+                except ContractError as exc:
+                    msg = f"rule set: rule `{rule.name}`: {exc}"
+                    raise ContractError(msg) from exc
+        for drop_rule in self.drop:
+            if drop_rule.expression is not None:
+                try:
+                    check_sql_shape(drop_rule.expression)
+                except ContractError as exc:
+                    msg = f"rule set: drop rule `{drop_rule.name}`: {exc}"
+                    raise ContractError(msg) from exc
+        body = json.dumps(sorted(ids) + sorted(d.id for d in self.drop))
+        self.version = hashlib.sha256(body.encode()).hexdigest()[:RULE_VERSION_CHARS]
+        self.ids = pa.array(ids, pa.string())
+        self.descriptions = pa.array([r.describe() for r in self.rules], pa.string())
+
+    @classmethod
+    def from_contract(
+        cls,
+        contract: ContractSpec | None,
+        *,
+        object_name: str | None = None,
+        rules: Sequence[Rule] = (),
+        drop: Sequence[DropRule] = (),
+        sql_timeout_seconds: float | None = DEFAULT_SQL_TIMEOUT_SECONDS,
+    ) -> RuleSet:
+        """The rule set a contract and manual rules resolve to (tightest wins).
+
+        Manual rules on columns the contract does not declare are refused; without a
+        contract, manual rules stand alone. ``sql_timeout_seconds`` bounds each SQL
+        query over one batch (see :class:`RuleSet`).
+
+        Raises:
+            ContractError: On a rule on a missing column, SQL that does not bind, a
+                pattern that does not compile or conflicting rules.
+        """
+        if contract is None:
+            return cls(merge_rules((), rules), drop, sql_timeout_seconds=sql_timeout_seconds)
+        obj = contract.object(object_name)
+        ruleset = cls(
+            merge_rules(obj.rules, rules), drop, sql_timeout_seconds=sql_timeout_seconds
+        )
+        # Rules may also look at the metadata columns (e.g. drop test topics).
+        meta = [f for f in _DEFAULT_COLUMNS.raw_schema if f.name not in obj.column_names]
+        schema = pa.schema([*obj.arrow_schema, *meta])
+        ruleset.check_against(schema, where=f"contract `{contract.source}` object `{obj.name}`")
+        return ruleset
+
+    def manifest(self) -> pa.Table:
+        """The rule registry of this rule set: one row per rule, with its definition."""
+        rules = self.rules
+        return pa.table(
+            {
+                AUDIT_RULESET_VERSION: [self.version] * len(rules),
+                "rule_id": [r.id for r in rules],
+                "name": [r.name for r in rules],
+                "version": [r.version for r in rules],
+                "kind": [str(r.kind) for r in rules],
+                "columns": [list(r.columns) for r in rules],
+                "reason": [r.reason for r in rules],
+                "origin": [str(r.origin) for r in rules],
+                "definition": [
+                    json.dumps(r.definition(), sort_keys=True, default=str) for r in rules
+                ],
+            },
+            schema=rules_schema(),
+        )
+
+    def check_against(self, schema: pa.Schema, *, where: str) -> None:
+        """Refuse rules on columns ``schema`` lacks, and SQL that does not bind to it.
+
+        Raises:
+            ContractError: Naming the rule and the missing column or the SQL error.
+        """
+        known = set(schema.names)
+        for rule in self.rules:
+            for col in rule.columns:
+                if col not in known:
+                    msg = (
+                        f"{where}: rule `{rule.name}` is on a missing column; expected one of "
+                        f"{sorted(known)!r}; got {col!r}"
+                    )
+                    raise ContractError(msg)
+            if rule.expression is not None:
+                try:
+                    check_sql(
+                        rule.expression,
+                        schema,
+                        scalar=rule.kind is RuleKind.METRIC,
+                        session=self.session,
+                    )
+                except ContractError as exc:
+                    msg = f"{where}: rule `{rule.name}`: {exc}"
+                    raise ContractError(msg) from exc
+        for drop in self.drop:
+            if drop.column is not None and drop.column not in known:
+                msg = (
+                    f"{where}: drop rule `{drop.name}` is on a missing column; expected one "
+                    f"of {sorted(known)!r}; got {drop.column!r}"
+                )
+                raise ContractError(msg)
+            if drop.expression is not None:
+                try:
+                    check_sql(drop.expression, schema, session=self.session)
+                except ContractError as exc:
+                    msg = f"{where}: drop rule `{drop.name}`: {exc}"
+                    raise ContractError(msg) from exc
+
+    def sql_failed(self, rule_id: str, exc: BaseException) -> None:
+        """Record that ``rule_id``'s SQL erred or timed out on a batch (count, log once)."""
+        self.sql_failures[rule_id] = self.sql_failures.get(rule_id, 0) + 1
+        cause = "timeout" if isinstance(exc, SqlTimeoutError) else type(exc).__name__
+        if (rule_id, cause) in self._reported:
+            return
+        self._reported.add((rule_id, cause))
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else cause
+        logger.warning(
+            "rule set %s: rule %s failed every row of a batch: its SQL %s (%s); further "
+            "batches with this outcome are counted in sql_failures, not logged",
+            self.version,
+            rule_id,
+            f"ran past {self.session.timeout_seconds} s" if cause == "timeout" else "erred",
+            text,
+        )
+
+    def check_batch(self, schema: pa.Schema, *, where: str) -> None:
+        """Refuse a batch that lacks a column a rule or drop rule needs to judge it.
+
+        ``not_null``, ``type`` and batch metric rules fail every row of such a batch
+        (the records go to the DLQ); every other rule would pass every row, and a drop
+        rule would drop nothing, so those raise instead.
+
+        Raises:
+            ContractError: Naming the rule (or drop rule) and the missing column.
+        """
+        names = set(schema.names)
+        for rule in self.rules:
+            if rule.kind in (RuleKind.NOT_NULL, RuleKind.TYPE, RuleKind.METRIC):
+                continue
+            for col in rule.columns:
+                if col not in names:
+                    msg = (
+                        f"{where}: rule `{rule.id}` is on column {col!r}, which the batch "
+                        f"lacks; expected one of {sorted(names)!r}"
+                    )
+                    raise ContractError(msg)
+        for drop in self.drop:
+            if drop.column is not None and drop.column not in names:
+                msg = (
+                    f"{where}: drop rule `{drop.id}` is on column {drop.column!r}, which the "
+                    f"batch lacks; expected one of {sorted(names)!r}"
+                )
+                raise ContractError(msg)
