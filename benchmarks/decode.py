@@ -56,7 +56,7 @@ def _batches(payloads: pa.Array, size: int) -> list[pa.Array]:
 def avro_case(n: int, batch: int) -> tuple[pa.Array, dict[str, Runner]]:
     from confluent_kafka.schema_registry import Schema
 
-    from thalweg_bytewax.codecs.avro import AvroCodec
+    from thalweg_bytewax.codecs.avro import AvroCodec, AvroEngine
     from thalweg_bytewax.registry import registry_client
 
     url = "mock://bench-decode"
@@ -81,8 +81,8 @@ def avro_case(n: int, batch: int) -> tuple[pa.Array, dict[str, Runner]]:
             rows += pa.Table.from_pylist(recs).num_rows
         return rows
 
-    def codec_runner(fast: bool) -> Runner:
-        codec = AvroCodec(url, fast=fast)
+    def codec_runner(engine: AvroEngine) -> Runner:
+        codec = AvroCodec(url, engine=engine)
 
         def run() -> int:
             return sum(codec.decode_batch(c).batch.num_rows for c in chunks)
@@ -91,8 +91,8 @@ def avro_case(n: int, batch: int) -> tuple[pa.Array, dict[str, Runner]]:
 
     return payloads, {
         "baseline": baseline,
-        "exact": codec_runner(False),
-        "columnar": codec_runner(True),
+        "exact": codec_runner("fastavro"),
+        "columnar": codec_runner("auto"),
     }
 
 

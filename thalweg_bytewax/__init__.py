@@ -20,6 +20,7 @@ from thalweg_bytewax.errors import (
     SinkTransientError,
     SourceError,
     ThalwegError,
+    TransientError,
 )
 from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataColumns, MetadataPolicy
 from thalweg_bytewax.record import Locator, RawRecord
@@ -43,5 +44,6 @@ __all__ = [
     "SinkTransientError",
     "SourceError",
     "ThalwegError",
+    "TransientError",
     "__version__",
 ]

@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka.schema_registry import Schema
 
 from thalweg_bytewax.codecs import FailureKind
-from thalweg_bytewax.codecs.avro import AvroCodec, AvroDecodeError
+from thalweg_bytewax.codecs.avro import AvroCodec, AvroDecodeError, AvroEngine
 from thalweg_bytewax.codecs.framing import encode_confluent
 from thalweg_bytewax.errors import DecodeError
 from thalweg_bytewax.registry import registry_client
@@ -57,9 +57,9 @@ def _good(sid: int, i: int) -> bytes:
     return encode_confluent(sid, _body(SCHEMA, {"id": i, "name": f"n{i}", "kind": "B"}))
 
 
-@pytest.mark.parametrize("fast", [True, False], ids=["fast-on", "fast-off"])
+@pytest.mark.parametrize("engine", ["polars", "fastavro"])
 def test_every_bad_row_is_reported_and_good_rows_survive(
-    env: tuple[str, int, int], fast: bool
+    env: tuple[str, int, int], engine: AvroEngine
 ) -> None:
     url, sid, reserved_id = env
     good = _good(sid, 5)
@@ -79,7 +79,7 @@ def test_every_bad_row_is_reported_and_good_rows_survive(
         bad_enum,  # 10 enum index out of range
         _good(sid, 11),
     ]
-    codec = AvroCodec(url, fast=fast)
+    codec = AvroCodec(url, engine=engine)
 
     result = codec.decode_batch(payloads)
 

@@ -21,7 +21,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from tests.codecs.avro_values import plain
 from thalweg_bytewax.codecs import _avro_fast
-from thalweg_bytewax.codecs.avro import AvroCodec
+from thalweg_bytewax.codecs.avro import AvroCodec, AvroEngine
 from thalweg_bytewax.registry import registry_client
 from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA, encode_order_avro, sample_orders
 
@@ -227,14 +227,14 @@ def _deserialize(url: str, payloads: list[bytes]) -> list[Any]:
     [(FAST_SCHEMA, FAST_ARROW, False), (FULL_SCHEMA, FULL_ARROW, True)],
     ids=["fast-subset", "every-type"],
 )
-@pytest.mark.parametrize("fast", [True, False], ids=["fast-on", "fast-off"])
+@pytest.mark.parametrize("engine", ["polars", "fastavro"])
 def test_matches_confluent_deserializer(
-    url: str, schema: dict[str, Any], arrow: pa.Schema, full: bool, fast: bool
+    url: str, schema: dict[str, Any], arrow: pa.Schema, full: bool, engine: AvroEngine
 ) -> None:
     records = [_record(k, full=full) for k in range(40)]
     payloads = _serialize(url, schema, records)
     expected = _deserialize(url, payloads)
-    codec = AvroCodec(url, fast=fast)
+    codec = AvroCodec(url, engine=engine)
 
     result = codec.decode_batch(payloads)
 
@@ -258,7 +258,7 @@ def test_fast_subset_is_really_decoded_by_the_fast_path(url: str) -> None:
     bodies = pa.array([p[5:] for p in payloads], pa.binary())
     block = _avro_fast.decode_block(header, node, bodies)
     assert block is not None
-    assert block.equals(AvroCodec(url, fast=False).decode_batch(payloads).batch)
+    assert block.equals(AvroCodec(url, engine="fastavro").decode_batch(payloads).batch)
 
 
 def test_sample_orders_fast_and_exact_agree(url: str) -> None:
@@ -270,7 +270,7 @@ def test_sample_orders_fast_and_exact_agree(url: str) -> None:
     payloads = pa.array([encode_order_avro(o, schema_id=sid) for o in orders], pa.binary())
 
     fast = AvroCodec(url).decode_batch(payloads)
-    exact = AvroCodec(url, fast=False).decode_batch(payloads)
+    exact = AvroCodec(url, engine="fastavro").decode_batch(payloads)
 
     assert fast.errors == exact.errors == []
     assert fast.batch.equals(exact.batch)

@@ -14,7 +14,7 @@ from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from thalweg_bytewax.codecs import FailureKind
-from thalweg_bytewax.codecs.avro import AvroCodec
+from thalweg_bytewax.codecs.avro import AvroCodec, AvroEngine
 from thalweg_bytewax.registry import registry_client
 
 V1: dict[str, Any] = {
@@ -57,15 +57,15 @@ def _ctx(headers: list[tuple[str, bytes]] | None = None) -> SerializationContext
     return SerializationContext("users", MessageField.VALUE, wide)
 
 
-@pytest.mark.parametrize("fast", [True, False], ids=["fast-on", "fast-off"])
-def test_mid_stream_change_decodes_with_reader_schema(url: str, fast: bool) -> None:
+@pytest.mark.parametrize("engine", ["polars", "fastavro"])
+def test_mid_stream_change_decodes_with_reader_schema(url: str, engine: AvroEngine) -> None:
     p1, p2 = _producer(url, V1), _producer(url, V2)
     payloads = [
         p1({"id": 1, "name": "a"}, _ctx()),
         p2({"id": 2, "name": "b", "tier": "gold"}, _ctx()),
     ]
     payloads += [p1({"id": 3, "name": "c"}, _ctx())]
-    codec = AvroCodec(url, reader_schema=V2, fast=fast)
+    codec = AvroCodec(url, reader_schema=V2, engine=engine)
 
     result = codec.decode_batch(payloads)
 
@@ -85,12 +85,12 @@ def test_mid_stream_change_decodes_with_reader_schema(url: str, fast: bool) -> N
     assert codec.decode_value(payloads[0]) == {"id": 1, "name": "a", "tier": "basic"}
 
 
-@pytest.mark.parametrize("fast", [True, False], ids=["fast-on", "fast-off"])
+@pytest.mark.parametrize("engine", ["polars", "fastavro"])
 def test_mixed_ids_without_reader_take_the_newest_writer(
-    url: str, fast: bool, caplog: pytest.LogCaptureFixture
+    url: str, engine: AvroEngine, caplog: pytest.LogCaptureFixture
 ) -> None:
     p1, p2 = _producer(url, V1), _producer(url, V2)
-    codec = AvroCodec(url, fast=fast)
+    codec = AvroCodec(url, engine=engine)
     first = codec.decode_batch([p1({"id": 1, "name": "a"}, _ctx())])
     assert first.batch.schema.names == ["id", "name"]
 
@@ -139,8 +139,8 @@ def test_resolved_schema_is_logged_once_per_schema_id(
     assert "id: int64 not null, name: string not null" in resolved[0].getMessage()
 
 
-@pytest.mark.parametrize("fast", [True, False], ids=["fast-on", "fast-off"])
-def test_header_framing_from_confluent_serializer(url: str, fast: bool) -> None:
+@pytest.mark.parametrize("engine", ["polars", "fastavro"])
+def test_header_framing_from_confluent_serializer(url: str, engine: AvroEngine) -> None:
     ser = _producer(url, V2, **{"schema.id.serializer": header_schema_id_serializer})
     rows = []
     for i in range(5):
@@ -151,7 +151,7 @@ def test_header_framing_from_confluent_serializer(url: str, fast: bool) -> None:
     prefixed = _producer(url, V2)({"id": 9, "name": "p", "tier": "y"}, _ctx())
     payloads = [b for b, _ in rows] + [prefixed]
     headers_col = [h for _, h in rows] + [None]
-    codec = AvroCodec(url, fast=fast)
+    codec = AvroCodec(url, engine=engine)
 
     result = codec.decode_batch(payloads, headers=headers_col)
 

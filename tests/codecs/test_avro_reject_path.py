@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 import thalweg_bytewax.operators as twg
 from tests.helpers import locator_of
-from thalweg_bytewax.codecs.avro import AvroCodec, AvroDecodeError
+from thalweg_bytewax.codecs.avro import AvroCodec, AvroDecodeError, AvroEngine
 from thalweg_bytewax.codecs.base import DecodeResult, FailureKind
 from thalweg_bytewax.codecs.framing import encode_confluent
 from thalweg_bytewax.dlq import rejected_from_dlq_batch
@@ -77,7 +77,7 @@ def _body(schema: dict[str, Any], rec: dict[str, Any]) -> bytes:
     return buf.getvalue()
 
 
-def _codec(shape: str, *, fast: bool = True) -> tuple[AvroCodec, list[bytes]]:
+def _codec(shape: str, *, engine: AvroEngine = "auto") -> tuple[AvroCodec, list[bytes]]:
     url = f"mock://avro-reject-{uuid.uuid4()}"
     schema = PLAIN if shape == "plain" else ORDER_AVRO_SCHEMA
     sid = registry_client(url).register_schema(f"{shape}-value", Schema(json.dumps(schema)))
@@ -87,7 +87,7 @@ def _codec(shape: str, *, fast: bool = True) -> tuple[AvroCodec, list[bytes]]:
         from thalweg_bytewax.samples import encode_order_avro
 
         bodies = [encode_order_avro(o, schema_id=sid)[5:] for o in sample_orders(60)]
-    return AvroCodec(url, fast=fast), [encode_confluent(sid, b) for b in bodies]
+    return AvroCodec(url, engine=engine), [encode_confluent(sid, b) for b in bodies]
 
 
 def _cut(payload: bytes) -> list[bytes]:
@@ -123,12 +123,12 @@ def assert_agrees(codec: AvroCodec, payloads: list[bytes]) -> DecodeResult:
     return res
 
 
-@pytest.mark.parametrize("fast", [True, False], ids=["fast-on", "fast-off"])
+@pytest.mark.parametrize("engine", ["polars", "fastavro"])
 @pytest.mark.parametrize("shape", ["plain", "order"])
 def test_every_truncation_garbage_and_leftover_fails_like_decode_value(
-    shape: str, fast: bool
+    shape: str, engine: AvroEngine
 ) -> None:
-    codec, good = _codec(shape, fast=fast)
+    codec, good = _codec(shape, engine=engine)
     leftover = [p + b"\x00" * (1 + i % 3) for i, p in enumerate(good[:10])]
     bad = _cut(good[0]) + _cut(good[1]) + _cut(good[5]) + _garbage(good) + leftover
     res = assert_agrees(codec, bad)
@@ -176,7 +176,7 @@ def test_good_rows_of_a_mixed_batch_decode_exactly(shape: str, share: float) -> 
     res = assert_agrees(codec, mixed)
     assert res.batch.equals(clean.take(pa.array(kept, pa.int64())))
     assert {e.index for e in res.errors} | set(kept) == set(range(len(mixed)))
-    exact, _ = _codec(shape, fast=False)
+    exact, _ = _codec(shape, engine="fastavro")
     assert exact.decode_batch(pa.array(mixed, pa.binary())).batch.equals(res.batch)
 
 

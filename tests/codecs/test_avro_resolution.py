@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from thalweg_bytewax.codecs import FailureKind
-from thalweg_bytewax.codecs.avro import AvroCodec
+from thalweg_bytewax.codecs.avro import AvroCodec, AvroEngine
 from thalweg_bytewax.codecs.framing import encode_confluent
 from thalweg_bytewax.errors import ConfigError, SchemaError
 from thalweg_bytewax.registry import DirectorySchemaSource
@@ -39,13 +39,13 @@ def _record(*fields: tuple[str, Any], name: str = "R") -> dict[str, Any]:
     return {"type": "record", "name": name, "fields": [{"name": n, "type": t} for n, t in fields]}
 
 
-@pytest.mark.parametrize("fast", [True, False], ids=["fast-on", "fast-off"])
+@pytest.mark.parametrize("engine", ["polars", "fastavro"])
 def test_promotion_without_reader_converts_numbers_and_rejects_bad_utf8(
-    tmp_path: Path, fast: bool
+    tmp_path: Path, engine: AvroEngine
 ) -> None:
     old = _record(("a", "int"), ("b", "bytes"), ("c", "long"))
     new = _record(("a", "float"), ("b", "string"), ("c", "double"))
-    codec = AvroCodec(_dir(tmp_path, {1: old, 2: new}), fast=fast)
+    codec = AvroCodec(_dir(tmp_path, {1: old, 2: new}), engine=engine)
     big = 2**53 + 1
     result = codec.decode_batch(
         [
@@ -82,12 +82,12 @@ V1 = _record(("id", "long"))
 V2 = _record(("id", "long"), ("email", ["null", "string"]))
 
 
-@pytest.mark.parametrize("fast", [True, False], ids=["fast-on", "fast-off"])
+@pytest.mark.parametrize("engine", ["polars", "fastavro"])
 @pytest.mark.parametrize("first", ["v1", "v2"])
 def test_guid_output_schema_does_not_depend_on_which_writer_shows_first(
-    tmp_path: Path, fast: bool, first: str
+    tmp_path: Path, engine: AvroEngine, first: str
 ) -> None:
-    codec, g = _guid_codec(tmp_path, {"v1": V1, "v2": V2}, fast=fast)
+    codec, g = _guid_codec(tmp_path, {"v1": V1, "v2": V2}, engine=engine)
     body = _body(V1, {"id": 0}) if first == "v1" else _body(V2, {"id": 0, "email": "a@x"})
     assert codec.decode_batch([body], headers=[_hdr(g[first])]).errors == []
     # A lagging producer still on v1 next to v2, in both orders, then v2 alone.
@@ -131,12 +131,12 @@ def test_guid_writers_that_each_lack_a_field_never_drop_one(tmp_path: Path) -> N
     ],
     ids=["float-double", "int-long", "ts-millis-micros", "string-enum", "string-uuid"],
 )
-@pytest.mark.parametrize("fast", [True, False], ids=["fast-on", "fast-off"])
+@pytest.mark.parametrize("engine", ["polars", "fastavro"])
 def test_union_whose_branches_decode_alike_is_refused_naming_the_field(
-    tmp_path: Path, branches: list[Any], fast: bool
+    tmp_path: Path, branches: list[Any], engine: AvroEngine
 ) -> None:
     schema = _record(("id", "long"), ("v", branches))
-    codec = AvroCodec(_dir(tmp_path, {1: schema}), fast=fast)
+    codec = AvroCodec(_dir(tmp_path, {1: schema}), engine=engine)
     payload = encode_confluent(1, b"\x02\x00")  # id 1, v null
     result = codec.decode_batch([payload])
     assert result.batch.num_rows == 0
@@ -146,12 +146,12 @@ def test_union_whose_branches_decode_alike_is_refused_naming_the_field(
         AvroCodec(framing="none", schema=schema)
 
 
-@pytest.mark.parametrize("fast", [True, False], ids=["fast-on", "fast-off"])
-def test_union_with_distinct_branches_keeps_the_written_branch(tmp_path: Path, fast: bool) -> None:
+@pytest.mark.parametrize("engine", ["polars", "fastavro"])
+def test_union_with_distinct_branches_keeps_the_written_branch(tmp_path: Path, engine: AvroEngine) -> None:
     e = {"type": "enum", "name": "E", "symbols": ["A"]}
     f = {"type": "fixed", "name": "F", "size": 2}
     schema = _record(("v", ["null", "string", e, f, "double"]))
-    codec = AvroCodec(_dir(tmp_path, {1: schema}), fast=fast)
+    codec = AvroCodec(_dir(tmp_path, {1: schema}), engine=engine)
     values: list[Any] = ["A", ("E", "A"), ("F", b"ab"), 0.1, None]
     result = codec.decode_batch([_framed(1, schema, {"v": v}) for v in values])
     assert result.errors == []
@@ -183,7 +183,7 @@ def _tagged(i: int) -> dict[str, Any]:
     return {"id": i, "opt": i, "s": "ok", "flag": True, "xs": [1, None], "addr": {"ok": False}}
 
 
-@pytest.mark.parametrize("fast", [True, False], ids=["fast-on", "fast-off"])
+@pytest.mark.parametrize("engine", ["polars", "fastavro"])
 @pytest.mark.parametrize(
     ("pos", "byte"),
     [(1, 0x04), (6, 0x02), (8, 0x04), (10, 0x04), (12, 0x04), (13, 0x02)],
@@ -197,7 +197,7 @@ def _tagged(i: int) -> dict[str, Any]:
     ],
 )
 def test_non_canonical_branch_or_boolean_byte_is_malformed_on_both_paths(
-    tmp_path: Path, fast: bool, pos: int, byte: int
+    tmp_path: Path, engine: AvroEngine, pos: int, byte: int
 ) -> None:
     base = _body(TAGGED, _tagged(7))
     # id(1) opt-branch(1) opt(1) s-len(1) "ok"(2) flag(1) xs-count(1) branch(1) 1(1)
@@ -205,19 +205,19 @@ def test_non_canonical_branch_or_boolean_byte_is_malformed_on_both_paths(
     assert len(base) == 14 and base[6] == 1 and base[13] == 0
     bad = bytearray(base)
     bad[pos] = byte
-    codec = AvroCodec(_dir(tmp_path, {1: TAGGED}), fast=fast)
+    codec = AvroCodec(_dir(tmp_path, {1: TAGGED}), engine=engine)
     good = [_framed(1, TAGGED, _tagged(i)) for i in range(3)]
     result = codec.decode_batch([good[0], encode_confluent(1, bytes(bad)), *good[1:]])
     assert [(e.index, e.kind) for e in result.errors] == [(1, FailureKind.MALFORMED)]
     assert result.batch.to_pylist() == [_tagged(i) for i in range(3)]
 
 
-@pytest.mark.parametrize("fast", [True, False], ids=["fast-on", "fast-off"])
-def test_valid_non_canonical_layout_is_not_flagged(tmp_path: Path, fast: bool) -> None:
+@pytest.mark.parametrize("engine", ["polars", "fastavro"])
+def test_valid_non_canonical_layout_is_not_flagged(tmp_path: Path, engine: AvroEngine) -> None:
     schema = _record(("xs", {"type": "array", "items": "boolean"}), ("flag", "boolean"))
     # Two array blocks (valid Avro, another writer's choice), then the boolean.
     body = _zz(1) + b"\x01" + _zz(1) + b"\x00" + _zz(0) + b"\x01"
-    codec = AvroCodec(_dir(tmp_path, {1: schema}), fast=fast)
+    codec = AvroCodec(_dir(tmp_path, {1: schema}), engine=engine)
     result = codec.decode_batch([encode_confluent(1, body)] * 2)
     assert result.errors == []
     assert result.batch.to_pylist() == [{"xs": [True, False], "flag": True}] * 2
@@ -265,8 +265,8 @@ def test_reader_named_types_resolve_alike_on_both_paths(
 ) -> None:
     d = _dir(tmp_path, {1: NESTED})
     payloads = [_framed(1, NESTED, {"i": i, "inner": {"v": i}, "e": "B"}) for i in range(3)]
-    fast = AvroCodec(d, reader_schema=reader, fast=True).decode_batch(payloads)
-    exact = AvroCodec(d, reader_schema=reader, fast=False).decode_batch(payloads)
+    fast = AvroCodec(d, reader_schema=reader, engine="polars").decode_batch(payloads)
+    exact = AvroCodec(d, reader_schema=reader, engine="fastavro").decode_batch(payloads)
     assert fast.batch.to_pylist() == exact.batch.to_pylist()
     assert [(e.index, e.kind) for e in fast.errors] == [(e.index, e.kind) for e in exact.errors]
     if renamed is not None:

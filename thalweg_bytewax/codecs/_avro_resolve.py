@@ -37,13 +37,6 @@ class AvroDecodeError(DecodeError):
 
     __module__ = "thalweg_bytewax.codecs.avro"
 
-    def __init__(self, message: str, kind: FailureKind = FailureKind.MALFORMED) -> None:
-        super().__init__(message, kind)
-        self.kind = kind
-
-    def __str__(self) -> str:
-        return str(self.args[0])
-
 
 @dataclass
 class _Writer:

@@ -44,12 +44,9 @@ def parse_text(value: str, t: pa.DataType) -> Any:
 class JsonDecodeError(DecodeError):
     """One JSON payload failed to decode; ``kind`` is its :class:`FailureKind`."""
 
-    def __init__(self, message: str, kind: FailureKind = FailureKind.SCHEMA_MISMATCH) -> None:
-        super().__init__(message, kind)
-        self.kind = kind
+    __module__ = "thalweg_bytewax.codecs.json"
 
-    def __str__(self) -> str:
-        return str(self.args[0])
+    default_kind = FailureKind.SCHEMA_MISMATCH
 
 
 def mismatch(path: str, expected: str, got: Any) -> JsonDecodeError:

@@ -68,12 +68,9 @@ _BUILTIN_PREFIXES = ("google/protobuf/", "confluent/")
 class SchemaLookupError(DecodeError):
     """A payload's schema reference cannot be resolved to a message type."""
 
-    def __init__(self, message: str, kind: FailureKind = FailureKind.UNKNOWN_SCHEMA) -> None:
-        super().__init__(message, kind)
-        self.kind = kind
+    __module__ = "thalweg_bytewax.codecs.protobuf"
 
-    def __str__(self) -> str:
-        return str(self.args[0])
+    default_kind = FailureKind.UNKNOWN_SCHEMA
 
 
 def load_descriptor_set(source: DescriptorSetInput) -> descriptor_pb2.FileDescriptorSet:

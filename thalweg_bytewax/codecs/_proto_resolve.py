@@ -34,13 +34,6 @@ class ProtobufDecodeError(DecodeError):
 
     __module__ = "thalweg_bytewax.codecs.protobuf"
 
-    def __init__(self, message: str, kind: FailureKind = FailureKind.MALFORMED) -> None:
-        super().__init__(message, kind)
-        self.kind = kind
-
-    def __str__(self) -> str:
-        return str(self.args[0])
-
 
 _FD = FieldDescriptor
 

@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from thalweg_bytewax._choices import check_choice
+from thalweg_bytewax._deps import require
 from thalweg_bytewax.codecs import _avro_fast, _avro_scan
 from thalweg_bytewax.codecs._avro_decode import (
     _as_binary,
@@ -80,7 +82,11 @@ from thalweg_bytewax.registry import (
     schema_source,
 )
 
-__all__ = ["AvroCodec", "AvroDecodeError"]
+__all__ = ["AvroCodec", "AvroDecodeError", "AvroEngine"]
+
+AvroEngine = Literal["auto", "polars", "fastavro"]
+"""The columnar reader of :class:`AvroCodec`: ``auto``, ``polars`` or ``fastavro``."""
+_ENGINES: tuple[AvroEngine, ...] = ("auto", "polars", "fastavro")
 
 logger = logging.getLogger(__name__)
 
@@ -100,11 +106,17 @@ class AvroCodec:
         schema: The writer schema of bare bodies (``framing="none"``).
         metadata_prefix: The reserved metadata column prefix; a top-level payload field
             under it is a ``reserved_field`` decode failure for that schema.
-        fast: Use the polars fast path where it is proven exact (needs the ``fast``
-            extra; without polars everything runs on the exact path).
+        engine: The columnar reader of ``decode_batch``. ``"auto"`` (default): polars
+            for every writer schema it reads exactly, fastavro for the rest, and
+            fastavro alone when polars is not installed. ``"polars"``: the same, but
+            polars is required. ``"fastavro"``: fastavro for every record (the exact
+            path, slower: see docs/benchmarks.md; the reference polars is tested against).
+            All engines decode every payload alike; ``decode_value`` always uses
+            fastavro.
 
     Raises:
-        ConfigError: On an inconsistent configuration.
+        ConfigError: On an inconsistent configuration or an unknown ``engine``.
+        MissingDependencyError: With ``engine="polars"`` when polars is not installed.
         SchemaError: When ``reader_schema`` or ``schema`` cannot be parsed.
 
     Example:
@@ -121,11 +133,14 @@ class AvroCodec:
         framing: Framing | str = Framing.CONFLUENT,
         schema: str | Mapping[str, Any] | None = None,
         metadata_prefix: str = DEFAULT_PREFIX,
-        fast: bool = True,
+        engine: AvroEngine = "auto",
     ) -> None:
+        check_choice(engine, _ENGINES, where="avro codec", argument="engine")
+        if engine == "polars":
+            require("polars", extra="fast")
         self._framing = parse_framing(framing, "avro")
         self._prefix = metadata_prefix
-        self._fast = fast
+        self._fast = engine != "fastavro"
         self._writers: dict[SchemaKey, _Writer] = {}
         self._newest: _Writer | None = None
         self._optional: set[str] = set()  # newest-writer fields some older writer lacks

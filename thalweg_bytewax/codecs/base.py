@@ -21,7 +21,8 @@ from typing import Any, NamedTuple, Protocol, TypeAlias, runtime_checkable
 
 import pyarrow as pa
 
-from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax._choices import parse_enum
+from thalweg_bytewax.errors import ConfigError, FailureKind
 
 __all__ = [
     "Codec",
@@ -56,35 +57,13 @@ class Framing(StrEnum):
     """A bare body decoded with the codec's one configured schema."""
 
 
-class FailureKind(StrEnum):
-    """Stable short codes for why one payload failed to decode."""
-
-    NULL_PAYLOAD = "null_payload"
-    """A tombstone (null value) reached a decoder."""
-    BAD_FRAMING = "bad_framing"
-    """Wrong magic byte, or too short to hold the framing."""
-    UNKNOWN_SCHEMA = "unknown_schema"
-    """The schema id or GUID is not known to the registry."""
-    MALFORMED = "malformed"
-    """The body is corrupt or truncated, or not valid for its writer schema."""
-    SCHEMA_MISMATCH = "schema_mismatch"
-    """The record decoded but cannot be resolved to the output schema."""
-    RESERVED_FIELD = "reserved_field"
-    """The payload has a field under the reserved metadata prefix."""
-
-
 def parse_framing(value: Framing | str, codec: str) -> Framing:
     """``value`` as a :class:`Framing`, or a ``ConfigError`` naming the codec and choices.
 
     Raises:
         ConfigError: When ``value`` is not a known framing.
     """
-    try:
-        return Framing(value)
-    except ValueError as exc:
-        choices = " or ".join(f"`{f.value}`" for f in Framing)
-        msg = f"{codec} codec: expected framing {choices}; got {value!r}"
-        raise ConfigError(msg) from exc
+    return parse_enum(Framing, value, where=f"{codec} codec", argument="framing")
 
 
 # Arrow payload types a codec takes, and the binary type each is read as (zero-copy for

@@ -58,12 +58,7 @@ _MAX_INDEXES = 100_000  # the bound confluent-kafka's own deserializer enforces
 class FramingError(DecodeError):
     """A payload's framing is invalid: wrong magic byte, truncated, bad index array."""
 
-    def __init__(self, message: str, kind: FailureKind = FailureKind.BAD_FRAMING) -> None:
-        super().__init__(message, kind)
-        self.kind = kind
-
-    def __str__(self) -> str:
-        return str(self.args[0])
+    default_kind = FailureKind.BAD_FRAMING
 
 
 @dataclass(frozen=True, slots=True)

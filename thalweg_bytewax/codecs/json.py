@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
+from thalweg_bytewax._choices import check_choice
 from thalweg_bytewax._deps import log_fallback_once
 from thalweg_bytewax.codecs._json_arrow import (
     RowScan,
@@ -84,9 +85,13 @@ from thalweg_bytewax.metadata import DEFAULT_PREFIX
 if TYPE_CHECKING:
     from thalweg_bytewax.contracts import ContractSpec
 
-__all__ = ["INFER", "JsonCodec", "JsonDecodeError"]
+__all__ = ["INFER", "JsonCodec", "JsonDecodeError", "JsonEngine"]
 
 logger = logging.getLogger(__name__)
+
+JsonEngine = Literal["auto", "native", "pyarrow"]
+"""The columnar reader of :class:`JsonCodec`: ``auto``, ``native`` or ``pyarrow``."""
+_ENGINES: tuple[JsonEngine, ...] = ("auto", "native", "pyarrow")
 
 INFER = "infer"
 """Pass as ``schema`` to infer the shape from the first batch (a WARNING is logged)."""
@@ -129,11 +134,9 @@ class JsonCodec:
         framing: Framing | str = Framing.NONE,
         metadata_prefix: str = DEFAULT_PREFIX,
         object_name: str | None = None,
-        engine: Literal["auto", "native", "pyarrow"] = "auto",
+        engine: JsonEngine = "auto",
     ) -> None:
-        if engine not in ("auto", "native", "pyarrow"):
-            msg = f"json codec: engine must be 'auto', 'native' or 'pyarrow'; got {engine!r}"
-            raise ConfigError(msg)
+        check_choice(engine, _ENGINES, where="json codec", argument="engine")
         if engine == "native" and not NATIVE:
             msg = (
                 "json codec: the native reader is not built (the package was installed "

@@ -65,7 +65,13 @@ from thalweg_bytewax.codecs.framing import FramingError, SchemaRef, peel
 from thalweg_bytewax.errors import ConfigError, SchemaError
 from thalweg_bytewax.metadata import DEFAULT_PREFIX
 
-__all__ = ["DEFAULT_MAX_DEPTH", "ProtoStats", "ProtobufCodec", "ProtobufDecodeError"]
+__all__ = [
+    "DEFAULT_MAX_DEPTH",
+    "ProtoStats",
+    "ProtobufCodec",
+    "ProtobufDecodeError",
+    "SchemaLookupError",
+]
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from typing import Any, Literal, TypeVar
 
 from confluent_kafka.schema_registry import Schema
 
-from thalweg_bytewax.errors import SchemaError
+from thalweg_bytewax.errors import SchemaError, TransientError
 
 # The facade's logger name, so log configuration and filters keep working.
 logger = logging.getLogger("thalweg_bytewax.registry")
@@ -27,16 +27,21 @@ _T = TypeVar("_T")
 
 
 class RegistryError(SchemaError):
-    """A schema registry or schema directory could not answer a lookup."""
+    """A schema registry or schema directory could not answer a lookup.
+
+    Terminal (a refused credential, a bad reference, an unreadable schema file) unless
+    it is a :class:`RegistryUnavailableError`.
+    """
 
     __module__ = "thalweg_bytewax.registry"
 
-    def __str__(self) -> str:
-        return str(self.args[0])
 
+class RegistryUnavailableError(RegistryError, TransientError):
+    """The registry stayed unreachable after bounded retries: an outage, not bad data.
 
-class RegistryUnavailableError(RegistryError):
-    """The registry stayed unreachable after bounded retries: an outage, not bad data."""
+    Transient (``retryable`` is ``True``): the flow stops loudly instead of sending
+    records to the DLQ, and a restart once the registry is back decodes them.
+    """
 
     __module__ = "thalweg_bytewax.registry"
 

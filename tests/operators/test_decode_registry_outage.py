@@ -1,0 +1,180 @@
+"""A registry outage is transient: it stops ``decode`` loudly, it never dead-letters data.
+
+Against a real local HTTP server that answers 503, or a port that refuses connections:
+no record reaches the DLQ as a ``decode`` failure, and the error the flow raises is a
+``RegistryUnavailableError`` with ``retryable`` set. A registry that recovers within the
+bounded retries decodes every record; a schema the registry does not know (404 with its
+own error code) is bad data and goes to the DLQ.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import http.server
+import json
+import socket
+import threading
+from collections.abc import Callable, Iterator
+
+import bytewax.operators as op
+import pyarrow as pa
+import pytest
+from bytewax.dataflow import Dataflow
+from bytewax.testing import TestingSink, TestingSource, run_main
+
+import thalweg_bytewax.operators as twg
+from thalweg_bytewax.codecs import AvroCodec, ProtobufCodec
+from thalweg_bytewax.codecs.base import Codec
+from thalweg_bytewax.dlq import rejected_from_dlq_batch
+from thalweg_bytewax.errors import TransientError
+from thalweg_bytewax.record import raw_batch_from_columns
+from thalweg_bytewax.registry import RegistrySchemaSource, RegistryUnavailableError
+from thalweg_bytewax.samples import (
+    ORDER_AVRO_SCHEMA,
+    ORDER_MESSAGE_TYPE,
+    encode_order_avro,
+    encode_order_proto,
+    order_file_descriptor_proto,
+    sample_orders,
+)
+
+Reply = tuple[int, dict[str, object]]
+
+
+@contextlib.contextmanager
+def _registry(replies: Callable[[int], Reply]) -> Iterator[tuple[str, list[str]]]:
+    """A real HTTP server; ``replies(n)`` answers its n-th request (from 0)."""
+    seen: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            status, body = replies(len(seen))
+            seen.append(self.path)
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/vnd.schemaregistry.v1+json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _refusing_url() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}"
+
+
+UNAVAILABLE: Reply = (503, {"error_code": 50301, "message": "backend unavailable"})
+
+
+def _schema_reply(codec: str) -> Reply:
+    if codec == "avro":
+        return 200, {"schema": json.dumps(ORDER_AVRO_SCHEMA)}
+    text = base64.b64encode(order_file_descriptor_proto().SerializeToString()).decode()
+    return 200, {"schema": text, "schemaType": "PROTOBUF"}
+
+
+def _codec(codec: str, url: str, attempts: int = 3) -> Codec:
+    source = RegistrySchemaSource(url, max_attempts=attempts, initial_backoff_s=0.01)
+    if codec == "avro":
+        return AvroCodec(source)
+    return ProtobufCodec(source, message_type=ORDER_MESSAGE_TYPE)
+
+
+def _payloads(codec: str, n: int = 5) -> list[bytes]:
+    encode = encode_order_avro if codec == "avro" else encode_order_proto
+    return [encode(o, schema_id=1) for o in sample_orders(n)]
+
+
+def _run(
+    codec: Codec,
+    payloads: list[bytes],
+    ok: list[pa.RecordBatch] | None = None,
+    rejected: list[pa.RecordBatch] | None = None,
+) -> tuple[list[pa.RecordBatch], list[pa.RecordBatch]]:
+    """Decode one RawBatch of ``payloads``; ``ok`` and ``rejected`` fill even on failure."""
+    ok = [] if ok is None else ok
+    rejected = [] if rejected is None else rejected
+    n = len(payloads)
+    batch = raw_batch_from_columns(
+        topic="orders",
+        partition=0,
+        offsets=list(range(n)),
+        keys=[b"k"] * n,
+        values=payloads,
+        timestamps_ms=[1_700_000_000_000] * n,
+        cluster="test",
+    )
+    flow = Dataflow("decode_outage")
+    inp = op.input("inp", flow, TestingSource([("orders:0", batch)]))
+    out = twg.decode("decode", inp, codec)
+    op.output("ok", op.map("ok_value", out.ok, lambda kv: kv[1]), TestingSink(ok))
+    op.output(
+        "rejected", op.map("rejected_value", out.rejected, lambda kv: kv[1]), TestingSink(rejected)
+    )
+    run_main(flow)
+    return ok, rejected
+
+
+def _outage_in(exc: BaseException) -> RegistryUnavailableError | None:
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, RegistryUnavailableError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+@pytest.mark.parametrize("codec", ["avro", "protobuf"])
+@pytest.mark.parametrize("outage", ["http-503", "connection-refused"])
+def test_an_outage_stops_the_flow_and_dead_letters_nothing(codec: str, outage: str) -> None:
+    with contextlib.ExitStack() as stack:
+        if outage == "http-503":
+            url, seen = stack.enter_context(_registry(lambda _: UNAVAILABLE))
+        else:
+            url, seen = _refusing_url(), []
+        ok: list[pa.RecordBatch] = []
+        rejected: list[pa.RecordBatch] = []
+        with pytest.raises(Exception) as info:  # noqa: PT011 - Bytewax wraps it
+            _run(_codec(codec, url), _payloads(codec), ok, rejected)
+    assert ok == [] and rejected == []
+    error = _outage_in(info.value)
+    assert error is not None, info.value
+    assert error.retryable and isinstance(error, TransientError)
+    assert url.removeprefix("http://") in str(error) and "3 times" in str(error)
+    if outage == "http-503":
+        assert len(seen) == 3  # bounded: max_attempts lookups, then the error
+
+
+@pytest.mark.parametrize("codec", ["avro", "protobuf"])
+def test_a_registry_back_within_the_retries_decodes_everything(codec: str) -> None:
+    schema = _schema_reply(codec)
+    with _registry(lambda n: UNAVAILABLE if n < 2 else schema) as (url, seen):
+        ok, rejected = _run(_codec(codec, url, attempts=4), _payloads(codec))
+    assert rejected == []
+    assert sum(b.num_rows for b in ok) == 5
+    assert len(seen) == 3
+
+
+@pytest.mark.parametrize("codec", ["avro", "protobuf"])
+def test_an_unknown_schema_is_bad_data_for_the_dlq(codec: str) -> None:
+    missing: Reply = (404, {"error_code": 40403, "message": "Schema 1 not found"})
+    with _registry(lambda _: missing) as (url, _seen):
+        ok, rejected = _run(_codec(codec, url), _payloads(codec))
+    assert ok == []
+    rows = [r for b in rejected for r in rejected_from_dlq_batch(b)]
+    assert len(rows) == 5
+    assert all("(unknown_schema)" in r.message for r in rows)
