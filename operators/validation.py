@@ -27,6 +27,7 @@ from bytewax.dataflow import operator
 from bytewax.operators import KeyedStream, StatefulLogic
 from typing_extensions import override
 
+from thalweg_bytewax._choices import parse_enum
 from thalweg_bytewax.contracts.audit import audit_batch
 from thalweg_bytewax.contracts.evaluate import drop_masks, evaluate, locator_strings, messages
 from thalweg_bytewax.contracts.kernels import duplicate_mask
@@ -380,11 +381,12 @@ def validate(
         ``ValidateOut(clean, rejected, audit, ruleset)``.
 
     Raises:
+        ConfigError: At build time, for an unknown ``mode``.
         ContractError: At build time, for rules on missing columns, SQL that does not
             bind, patterns that do not compile or conflicting rules.
         ContractViolationError: At run time in ``strict`` mode (it stops the flow).
     """
-    mode = ContractMode(mode)
+    mode = parse_enum(ContractMode, mode, where=f"validate `{step_id}`", argument="mode")
     ruleset = RuleSet.from_contract(
         contract,
         object_name=object_name,

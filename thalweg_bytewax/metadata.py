@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from thalweg_bytewax._choices import parse_enum
 from thalweg_bytewax._deps import log_fallback_once
 from thalweg_bytewax.errors import ConfigError
 
@@ -223,7 +224,7 @@ class MetadataColumns:
 
     def policy_columns(self, policy: MetadataPolicy | str) -> list[str]:
         """The metadata columns a decoded lane keeps under ``policy``, in schema order."""
-        policy = MetadataPolicy(policy)
+        policy = parse_enum(MetadataPolicy, policy, where="metadata", argument="policy")
         if policy is MetadataPolicy.NONE:
             return []
         if policy is MetadataPolicy.LOCATOR:

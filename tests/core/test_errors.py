@@ -94,6 +94,7 @@ def test_every_error_pickles_and_keeps_its_fields(cls: type[ThalwegError]) -> No
     assert vars(back) == vars(e)
     assert back.retryable is e.retryable
     if isinstance(e, DecodeError):
+        assert isinstance(back, DecodeError)
         assert back.kind is e.kind is FailureKind.SCHEMA_MISMATCH
 
 
@@ -119,8 +120,8 @@ def test_the_retry_axis_where_it_matters() -> None:
         UnknownSchemaError,
     )
 
-    transient = [RegistryUnavailableError, SinkTransientError]
-    terminal = [
+    transient: list[type[ThalwegError]] = [RegistryUnavailableError, SinkTransientError]
+    terminal: list[type[ThalwegError]] = [
         ConfigError, DecodeError, SchemaError, RegistryError, UnknownSchemaError,
         SinkTerminalError,
     ]  # fmt: skip
