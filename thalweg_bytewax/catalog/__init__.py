@@ -30,6 +30,7 @@ from thalweg_bytewax.catalog.plan import (
     builtin_comment,
     plan,
 )
+from thalweg_bytewax.catalog.reconcile import WriteBoundaryError, reconcile, to_json_text
 
 __all__ = [
     "AddColumn",
@@ -42,6 +43,9 @@ __all__ = [
     "Step",
     "TableShape",
     "WidenColumn",
+    "WriteBoundaryError",
     "builtin_comment",
     "plan",
+    "reconcile",
+    "to_json_text",
 ]

@@ -73,7 +73,7 @@ class SchemaEvolutionError(SchemaError, ConfigError):
     names the table, each refused column, its old and new type and the remedy.
     """
 
-    __module__ = "thalweg_bytewax"
+    __module__ = "thalweg_bytewax.catalog"
 
 
 @dataclass(frozen=True)
