@@ -17,6 +17,7 @@ from __future__ import annotations
 from thalweg_bytewax.contracts.ruleset import RuleSet
 from thalweg_bytewax.contracts.spec import ContractMode, ContractSpec, DropRule, Rule
 from thalweg_bytewax.metadata import MetadataColumns, MetadataPolicy
+from thalweg_bytewax.operators.batching import ToBatchesOut, to_batches
 from thalweg_bytewax.operators.decoding import DecodeOut, decode
 from thalweg_bytewax.operators.deduplication import dedup
 from thalweg_bytewax.operators.records import to_dicts, to_raw_records
@@ -27,5 +28,6 @@ from thalweg_bytewax.windows import DEFAULT_ALLOWED_SKEW
 __all__: list[str] = []
 __all__ += ["ValidateOut", "dedup", "failed_rules_column", "validate"]
 __all__ += ["DecodeOut", "decode", "to_dicts", "to_raw_records"]
+__all__ += ["ToBatchesOut", "to_batches"]
 __all__ += ["ContractMode", "ContractSpec", "DropRule", "Rule", "RuleSet"]
 __all__ += ["DEFAULT_ALLOWED_SKEW", "MetadataColumns", "MetadataPolicy", "RawRecord"]
