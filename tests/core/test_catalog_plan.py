@@ -363,3 +363,12 @@ def test_reconcile_writes_durations_as_iceberg_microseconds():
     batch = pa.RecordBatch.from_pydict({"d": pa.array([3], pa.duration("ms"))})
     out = reconcile(batch, _shape(schema, "iceberg"), target="iceberg")
     assert out.column("d").type == pa.int64() and out.column("d").to_pylist() == [3000]
+
+
+def test_the_tables_page_example_runs():
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "tables.md").read_text()
+    (code,) = re.findall(r"```python\n(.*?)```", page, flags=re.S)
+    exec(compile(code, "docs/tables.md", "exec"), {})
