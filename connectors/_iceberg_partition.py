@@ -1,0 +1,394 @@
+"""Private: the sink partition behind ``IcebergSink`` — stage data files, commit per epoch.
+
+The epoch protocol (failed flag, ownership, ordering, replay skipping and record-id
+checks, never publishing in ``close()``) is :class:`~thalweg_bytewax.runtime.epoch_sink.
+EpochSinkPartition`'s. This module:
+
+* provisions the table when a batch brings a schema it has not seen (through
+  :func:`thalweg_bytewax.catalog.iceberg.provision`: create, add columns with docs,
+  widen by opt-in, refuse the rest before anything is written) and casts each batch to
+  the table's column types at the write boundary;
+* in ``append`` mode writes Parquet data files as rows accumulate (never visible until
+  committed) and, at the epoch's snapshot, appends them all in **one** Iceberg commit
+  whose snapshot summary carries the covered offsets of every source partition it
+  touched (``thalweg.coverage.<sink id>/<topic>:<partition>`` → ``"0-99,150-199"``);
+* in ``upsert`` mode keeps the epoch's rows, deduplicated by key (last wins), and
+  upserts them in one transaction carrying the same coverage properties;
+* on resume reads the coverage back as the union over the current snapshot's ancestry.
+
+A commit that loses a race (``CommitFailedException``: another shard or process
+committed first) is retried on the refreshed table with the same data files, a bounded
+number of times, then fails the epoch with :class:`SinkTerminalError` naming the table.
+A retry first checks whether the commit landed after all (each epoch's commit carries a
+unique ``thalweg.commit`` id), so an ambiguous failure never appends twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from typing_extensions import override
+
+from thalweg_bytewax import _faults
+from thalweg_bytewax._deps import require
+
+require("pyiceberg", extra="iceberg")
+
+# The write path pyiceberg's own `Table.append` uses: data files first, then a commit
+# that can be retried with the same files after a lost race.
+from pyiceberg.exceptions import (  # noqa: E402 - after the install hint
+    CommitFailedException,
+    CommitStateUnknownException,
+    NoSuchTableError,
+)
+from pyiceberg.expressions import (  # noqa: E402
+    And,
+    EqualTo,
+    GreaterThanOrEqual,
+    LessThanOrEqual,
+)
+from pyiceberg.io.pyarrow import _dataframe_to_data_files  # noqa: E402
+from pyiceberg.table.snapshots import ancestors_of  # noqa: E402
+
+from thalweg_bytewax.catalog.iceberg import describe, provision  # noqa: E402
+from thalweg_bytewax.catalog.plan import TableShape  # noqa: E402
+from thalweg_bytewax.catalog.reconcile import reconcile  # noqa: E402
+from thalweg_bytewax.coverage import OffsetCoverage  # noqa: E402
+from thalweg_bytewax.errors import ConfigError, SinkTerminalError  # noqa: E402
+from thalweg_bytewax.runtime.epoch_sink import (  # noqa: E402
+    EpochSinkPartition,
+    EpochSinkState,
+    EpochSinkStats,
+)
+
+if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog
+    from pyiceberg.manifest import DataFile
+    from pyiceberg.table import Table
+
+    from .iceberg import IcebergSink
+
+__all__ = ["COMMIT_KEY", "COVERAGE_PREFIX", "IcebergSinkStats", "decode_spans", "encode_spans"]
+
+logger = logging.getLogger(__name__)
+
+COVERAGE_PREFIX = "thalweg.coverage."
+"""Snapshot-summary keys ``thalweg.coverage.<sink id>/<topic>:<partition>`` hold the
+covered offsets of that source partition as ``"first-last,first-last"``."""
+COMMIT_KEY = "thalweg.commit"
+"""Snapshot-summary key: the unique id of the epoch commit that made the snapshot."""
+# How many ancestors a retry searches for its own commit id: other writers' commits
+# since the attempt, which are few (one per shard and epoch).
+_LANDED_DEPTH = 64
+
+
+class IcebergSinkStats(EpochSinkStats):
+    """Plain counters of one Iceberg sink partition, exported by the observability layer.
+
+    Attributes:
+        commits: Iceberg commits made (one per epoch with rows).
+        commit_retries: Commits retried after losing a race with another writer.
+        data_files_written: Parquet data files written (published at their commit).
+    """
+
+    __slots__ = ("commit_retries", "commits", "data_files_written")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.commits = 0
+        self.commit_retries = 0
+        self.data_files_written = 0
+
+
+def encode_spans(coverage: OffsetCoverage) -> str:
+    """The compact text of a coverage: ``"0-99,150-199"``."""
+    return ",".join(f"{lo}-{hi}" for lo, hi in coverage.spans)
+
+
+def decode_spans(text: str) -> OffsetCoverage:
+    """Parse :func:`encode_spans` output.
+
+    Raises:
+        ConfigError: When the text is not ``first-last`` spans separated by commas.
+    """
+    spans = []
+    for part in filter(None, text.split(",")):
+        lo, sep, hi = part.partition("-")
+        if not sep or not lo.isdigit() or not hi.isdigit():
+            msg = (
+                f"iceberg sink: coverage property expected `first-last,...`; got {text[:80]!r} "
+                f"(the snapshot summary was edited by hand: fix or remove the property)"
+            )
+            raise ConfigError(msg)
+        spans.append((int(lo), int(hi)))
+    return OffsetCoverage(spans)
+
+
+class _IcebergPartition(EpochSinkPartition):
+    replay_remedy: ClassVar[str] = "write to a new table, or give the sink a new `sink_id`"
+    merge_remedy: ClassVar[str] = "give each stream its own table"
+
+    def __init__(
+        self, sink: IcebergSink, sink_id: str, resume: EpochSinkState | None, shard: int
+    ) -> None:
+        self.stats: IcebergSinkStats = IcebergSinkStats()
+        super().__init__(
+            component="iceberg sink",
+            columns=sink.columns,
+            resume_state=resume,
+            shard=shard,
+            shards=sink.shards,
+            stats=self.stats,
+        )
+        self._sink = sink
+        self._sink_id = sink_id
+        self._catalog: Catalog = sink.catalog.load()
+        self._table: Table | None = None
+        self._held: dict[str, OffsetCoverage] | None = None
+        self._schema: pa.Schema | None = None  # the last batch schema provisioned
+        self._shape: TableShape | None = None  # the table's columns batches are cast to
+        self._buffer: list[pa.RecordBatch] = []
+        self._buffer_bytes = 0
+        self._files: list[DataFile] = []
+        self._pending: dict[str, tuple[int, int]] = {}
+
+    # -- hooks of the epoch protocol -------------------------------------------------
+
+    @override
+    def open_partition(self, key: str, topic: str, partition: int) -> OffsetCoverage:
+        if self._held is None:
+            self._held = self._read_coverage()
+        return self._held.get(key, OffsetCoverage())
+
+    @override
+    def stage(self, key: str, rows: pa.RecordBatch) -> None:
+        bounds = pc.min_max(rows.column(self.columns.source_offset))
+        first, last = bounds["min"].as_py(), bounds["max"].as_py()
+        pending = self._pending.get(key)
+        self._pending[key] = (first, last) if pending is None else (pending[0], last)
+        rows = self._conform(rows)
+        self._buffer.append(rows)
+        self._buffer_bytes += rows.nbytes
+        if self._sink.mode == "append" and self._buffer_bytes >= self._sink.target_file_bytes:
+            self._write_files()
+
+    @override
+    def commit_epoch(self) -> None:
+        if not self._pending:
+            return  # nothing staged: no empty snapshot
+        if self._sink.mode == "append":
+            self._write_files()
+            rows = None
+        else:
+            rows = self._epoch_rows()
+        _faults.checkpoint("iceberg.before_commit")
+        self._commit(rows, self._properties())
+        _faults.checkpoint("iceberg.after_commit")
+        self._files = []
+        self._buffer = []
+        self._buffer_bytes = 0
+        self._pending = {}
+
+    @override
+    def abort(self) -> None:
+        # Data files written this epoch are never committed: orphans no snapshot
+        # references, removed by the table's orphan-file maintenance.
+        self._files = []
+        self._buffer = []
+        self._buffer_bytes = 0
+        self._pending = {}
+
+    @override
+    def held_record_ids(self, key: str, first: int, last: int) -> pa.Table | None:
+        table = self._current_table()
+        cols = self.columns
+        names = set(table.schema().column_names) if table is not None else set()
+        needed = (cols.source_topic, cols.source_partition, cols.source_offset, cols.record_id)
+        if table is None or not names.issuperset(needed):
+            return None
+        topic, _, part = key.rpartition(":")
+        found = table.scan(
+            row_filter=And(
+                EqualTo(cols.source_topic, topic),
+                EqualTo(cols.source_partition, int(part)),
+                GreaterThanOrEqual(cols.source_offset, first),
+                LessThanOrEqual(cols.source_offset, last),
+            ),
+            selected_fields=(cols.source_offset, cols.record_id),
+        ).to_arrow()
+        return found
+
+    @override
+    def describe_target(self, key: str) -> str:
+        return f"table `{self._sink.table}`"
+
+    # -- tables and schemas ----------------------------------------------------------
+
+    def _current_table(self) -> Table | None:
+        if self._table is not None:
+            return self._table
+        try:
+            self._table = self._catalog.load_table(self._sink.table)
+        except NoSuchTableError:
+            return None
+        return self._table
+
+    def _read_coverage(self) -> dict[str, OffsetCoverage]:
+        """The coverage of every source partition, united over the snapshot ancestry.
+
+        Each commit carries the full coverage of the partitions it touched, so the
+        newest snapshot naming a partition holds all of it; the union also survives
+        snapshots expired in between and commits of other writers.
+        """
+        table = self._current_table()
+        held: dict[str, OffsetCoverage] = {}
+        if table is None or table.current_snapshot() is None:
+            return held
+        prefix = f"{COVERAGE_PREFIX}{self._sink_id}/"
+        for snapshot in ancestors_of(table.current_snapshot(), table.metadata):
+            summary = snapshot.summary
+            props = summary.additional_properties if summary is not None else {}
+            for name, value in props.items():
+                if name.startswith(prefix):
+                    key = name[len(prefix) :]
+                    held[key] = held.get(key, OffsetCoverage()) | decode_spans(value)
+        return held
+
+    def _conform(self, rows: pa.RecordBatch) -> pa.RecordBatch:
+        """Provision the table for a new schema, then reconcile rows to its columns."""
+        if self._schema is None or not rows.schema.equals(self._schema):
+            self._write_files()  # files of the old schema stay valid after evolution
+            self._provision(rows.schema)
+        shape = self._shape
+        if shape is None:  # pragma: no cover - set by _provision
+            msg = f"iceberg sink: table `{self._sink.table}` was not provisioned"
+            raise SinkTerminalError(msg)
+        return reconcile(rows, shape, target="iceberg", table=self._sink.table)
+
+    def _provision(self, schema: pa.Schema) -> None:
+        sink = self._sink
+        if sink.mode == "upsert":
+            absent = [k for k in sink.key_columns if k not in schema.names]
+            if absent:
+                msg = (
+                    f"iceberg sink: table `{sink.table}` upserts by {list(sink.key_columns)}; "
+                    f"expected every key column in the batch; got none named {absent}; keep "
+                    f"the key columns upstream"
+                )
+                raise ConfigError(msg)
+        table, _ = provision(
+            self._catalog,
+            sink.table,
+            schema,
+            comments=sink.comments,
+            allow_widening=sink.allow_widening,
+            partition_by=sink.partition_by,
+            identifiers=sink.identifiers,
+            metadata_prefix=self.columns.prefix,
+        )
+        self._table = table
+        self._shape = describe(table)
+        self._schema = schema
+
+    # -- data files and commits ------------------------------------------------------
+
+    def _write_files(self) -> None:
+        """Write the buffered rows as data files (invisible until the epoch commits)."""
+        if not self._buffer or self._sink.mode != "append":
+            return
+        table = self._table
+        if table is None:  # pragma: no cover - provisioned before anything is buffered
+            msg = f"iceberg sink: table `{self._sink.table}` was not provisioned"
+            raise SinkTerminalError(msg)
+        data = pa.Table.from_batches(self._buffer)
+        files = list(_dataframe_to_data_files(table.metadata, data, table.io))
+        self._files.extend(files)
+        self.stats.data_files_written += len(files)
+        self._buffer = []
+        self._buffer_bytes = 0
+
+    def _epoch_rows(self) -> pa.Table:
+        """The epoch's rows for an upsert, one per key: the last one staged wins."""
+        # A schema evolved mid-epoch leaves batches of two shapes: promote to the newer.
+        data = pa.concat_tables(
+            [pa.Table.from_batches([b]) for b in self._buffer], promote_options="default"
+        )
+        keys = list(self._sink.key_columns)
+        index = "__thalweg_row__"
+        data = data.append_column(index, pa.array(np.arange(data.num_rows, dtype=np.int64)))
+        last = data.group_by(keys, use_threads=False).aggregate([(index, "max")])
+        keep = pc.sort_indices(last.column(f"{index}_max"))
+        rows = data.take(pc.take(last.column(f"{index}_max"), keep))
+        return rows.drop_columns([index])
+
+    def _properties(self) -> dict[str, str]:
+        props = {COMMIT_KEY: uuid.uuid4().hex}
+        for key, (first, last) in self._pending.items():
+            held = self.coverage(key) or OffsetCoverage()
+            name = f"{COVERAGE_PREFIX}{self._sink_id}/{key}"
+            props[name] = encode_spans(held.add(first, last))
+        return props
+
+    def _commit(self, rows: pa.Table | None, props: dict[str, str]) -> None:
+        sink = self._sink
+        table = self._table
+        failure: Exception | None = None
+        for attempt in range(sink.commit_retries + 1):
+            if table is None:  # pragma: no cover - provisioned before anything is staged
+                break
+            try:
+                with table.transaction() as tx:
+                    if rows is not None:
+                        tx.upsert(rows, join_cols=list(sink.key_columns), snapshot_properties=props)
+                    else:
+                        snapshot = tx.update_snapshot(snapshot_properties=props)
+                        with snapshot.fast_append() as append:
+                            for data_file in self._files:
+                                append.append_data_file(data_file)
+            except (CommitFailedException, CommitStateUnknownException) as exc:
+                failure: Exception = exc
+            else:
+                self._table = table.refresh()
+                self.stats.commits += 1
+                return
+            table = table.refresh()
+            self._table = table
+            if self._landed(table, props[COMMIT_KEY]):
+                self.stats.commits += 1
+                return
+            self.stats.commit_retries += 1
+            logger.info(
+                "iceberg sink: table `%s` commit lost a race with another writer "
+                "(attempt %s of %s); retrying on the refreshed table",
+                sink.table,
+                attempt + 1,
+                sink.commit_retries + 1,
+            )
+            time.sleep(min(0.05 * 2**attempt, 2.0))
+        reason = type(failure).__name__ if failure is not None else "no table"
+        msg = (
+            f"iceberg sink: table `{sink.table}`: the epoch's commit failed "
+            f"{sink.commit_retries + 1} times ({reason}); expected it to win a "
+            f"retry; nothing of the epoch was published and it replays on restart (fewer "
+            f"`shards`, or a longer epoch, means fewer concurrent commits)"
+        )
+        raise SinkTerminalError(msg)
+
+    def _landed(self, table: Table, commit_id: str) -> bool:
+        """Whether a commit with ``commit_id`` is in the table's recent ancestry."""
+        current = table.current_snapshot()
+        if current is None:
+            return False
+        for depth, snapshot in enumerate(ancestors_of(current, table.metadata)):
+            if depth >= _LANDED_DEPTH:
+                break
+            summary: Any = snapshot.summary
+            if summary is not None and summary.additional_properties.get(COMMIT_KEY) == commit_id:
+                return True
+        return False

@@ -1,0 +1,270 @@
+"""IcebergSink against a real SqlCatalog on SQLite: provisioning, coverage, epochs, upsert.
+
+Partition-level tests (build, write, snapshot, resume) in the style of the epoch-sink
+tests; the helpers ``orders`` and ``part`` are reusable by a behaviour suite over all
+table sinks (``iceberg_sink_factory`` builds the sink, ``read_iceberg`` reads it back).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+from typing import Any
+
+import bytewax.operators as op
+import pyarrow as pa
+import pytest
+from bytewax.dataflow import Dataflow
+from bytewax.testing import TestingSource, run_main
+
+from tests.fixtures.iceberg import IcebergSinkFactory, read_iceberg
+from thalweg_bytewax.catalog import SchemaEvolutionError
+from thalweg_bytewax.connectors.iceberg import (
+    COVERAGE_PREFIX,
+    IcebergCatalogConfig,
+    IcebergSink,
+    decode_spans,
+    encode_spans,
+)
+from thalweg_bytewax.coverage import OffsetCoverage
+from thalweg_bytewax.errors import ConfigError, SinkTerminalError
+
+TOPIC = "orders"
+
+
+def orders(
+    partition: int,
+    offsets: list[int],
+    *,
+    topic: str = TOPIC,
+    tag: str = "v",
+    extra: dict[str, pa.Array] | None = None,
+    qty_type: pa.DataType | None = None,
+) -> pa.RecordBatch:
+    """A decoded batch of one source partition with the locator columns."""
+    n = len(offsets)
+    ids = [
+        hashlib.blake2b(f"{topic}/{partition}/{o}/{tag}".encode(), digest_size=16).digest()
+        for o in offsets
+    ]
+    cols: dict[str, pa.Array] = {
+        "order_id": pa.array([partition * 1_000_000 + o for o in offsets], pa.int64()),
+        "customer": pa.array([f"{tag}-c{o % 7}" for o in offsets], pa.string()),
+        "qty": pa.array([o % 5 for o in offsets], qty_type or pa.int32()),
+        "_twg_source_topic": pa.array([topic] * n, pa.string()),
+        "_twg_source_partition": pa.array([partition] * n, pa.int32()),
+        "_twg_source_offset": pa.array(offsets, pa.int64()),
+        "_twg_record_id": pa.array(ids, pa.binary(16)),
+    }
+    cols.update(extra or {})
+    return pa.RecordBatch.from_pydict(cols)
+
+
+def part(factory: IcebergSinkFactory, resume: dict[str, int] | None = None, **options: Any):
+    sink = factory(**options)
+    return sink, sink.build_part("flow.iceberg", "shard-000", resume)
+
+
+def rows_of(config: IcebergCatalogConfig, table: str = "test.orders") -> list[tuple[int, int]]:
+    t = read_iceberg(config, table)
+    if t.num_rows == 0:
+        return []
+    return sorted(
+        zip(
+            t.column("_twg_source_partition").to_pylist(),
+            t.column("_twg_source_offset").to_pylist(),
+            strict=True,
+        )
+    )
+
+
+def snapshots(config: IcebergCatalogConfig, table: str = "test.orders") -> list[Any]:
+    return list(config.load().load_table(table).snapshots())
+
+
+def test_nothing_is_visible_before_the_snapshot_and_one_commit_lands_per_epoch(
+    iceberg_sink_factory: IcebergSinkFactory, iceberg_catalog_config: IcebergCatalogConfig
+) -> None:
+    # A tiny file target writes data files during the epoch; still one commit.
+    _, p = part(iceberg_sink_factory, target_file_bytes=1)
+    for b in range(4):
+        p.write_batch([orders(0, list(range(b * 10, b * 10 + 10))), orders(1, [b])])
+    assert rows_of(iceberg_catalog_config) == []  # files written, nothing committed
+    assert p.snapshot() == {"orders:0": 40, "orders:1": 4}
+    assert len(snapshots(iceberg_catalog_config)) == 1
+    assert p.stats.commits == 1 and p.stats.data_files_written >= 4
+    expected = [(0, o) for o in range(40)] + [(1, o) for o in range(4)]
+    assert rows_of(iceberg_catalog_config) == expected
+    # The coverage of each source partition is in the snapshot summary.
+    summary = snapshots(iceberg_catalog_config)[-1].summary.additional_properties
+    assert summary[f"{COVERAGE_PREFIX}flow.iceberg/orders:0"] == "0-39"
+    assert summary[f"{COVERAGE_PREFIX}flow.iceberg/orders:1"] == "0-3"
+    # An epoch without rows makes no snapshot.
+    p.snapshot()
+    assert len(snapshots(iceberg_catalog_config)) == 1
+
+
+def test_a_resumed_partition_skips_what_the_table_covers(
+    iceberg_sink_factory: IcebergSinkFactory, iceberg_catalog_config: IcebergCatalogConfig
+) -> None:
+    _, first = part(iceberg_sink_factory)
+    first.write_batch([orders(0, list(range(10)))])
+    first.snapshot()
+    first.write_batch([orders(0, list(range(10, 15)))])
+    first.close()  # crash-like: the second epoch never committed
+    # The recovery store lags (it says 4): the table's coverage says 0-9.
+    _, again = part(iceberg_sink_factory, resume={"orders:0": 4})
+    again.write_batch([orders(0, list(range(4, 20)))])
+    assert again.stats.rows_skipped_replay == 6
+    assert again.snapshot() == {"orders:0": 20}
+    assert rows_of(iceberg_catalog_config) == [(0, o) for o in range(20)]
+    summary = snapshots(iceberg_catalog_config)[-1].summary.additional_properties
+    assert summary[f"{COVERAGE_PREFIX}flow.iceberg/orders:0"] == "0-19"  # carried forward
+
+
+def test_a_replay_that_differs_by_record_id_is_refused(
+    iceberg_sink_factory: IcebergSinkFactory, iceberg_catalog_config: IcebergCatalogConfig
+) -> None:
+    _, first = part(iceberg_sink_factory)
+    first.write_batch([orders(0, list(range(5)))])
+    first.snapshot()
+    _, again = part(iceberg_sink_factory)
+    with pytest.raises(SinkTerminalError, match=r"table `test.orders` holds a different record"):
+        again.write_batch([orders(0, list(range(5)), tag="recreated")])
+    assert rows_of(iceberg_catalog_config) == [(0, o) for o in range(5)]
+
+
+def test_a_new_field_mid_stream_is_added_with_its_doc(
+    iceberg_sink_factory: IcebergSinkFactory, iceberg_catalog_config: IcebergCatalogConfig
+) -> None:
+    _, p = part(iceberg_sink_factory, comments={"coupon": "Discount code used at checkout"})
+    p.write_batch([orders(0, [0, 1])])
+    p.snapshot()
+    p.write_batch([orders(0, [2, 3], extra={"coupon": pa.array(["A", None])})])
+    p.snapshot()
+    table = iceberg_catalog_config.load().load_table("test.orders")
+    coupon = table.schema().find_field("coupon")
+    assert coupon.doc == "Discount code used at checkout" and not coupon.required
+    assert table.schema().find_field("_twg_source_offset").doc  # built-in description
+    got = read_iceberg(iceberg_catalog_config).sort_by("_twg_source_offset")
+    assert got.column("coupon").to_pylist() == [None, None, "A", None]
+
+
+def test_int_to_long_needs_the_opt_in(
+    iceberg_sink_factory: IcebergSinkFactory, iceberg_catalog_config: IcebergCatalogConfig
+) -> None:
+    _, p = part(iceberg_sink_factory)
+    p.write_batch([orders(0, [0])])
+    p.snapshot()
+    _, strict = part(iceberg_sink_factory)
+    with pytest.raises(SchemaEvolutionError, match=r"column `qty`.*allow_widening=True"):
+        strict.write_batch([orders(0, [1], qty_type=pa.int64())])
+    _, widening = part(iceberg_sink_factory, allow_widening=True)
+    widening.write_batch([orders(0, [1], qty_type=pa.int64())])
+    widening.snapshot()
+    table = iceberg_catalog_config.load().load_table("test.orders")
+    assert str(table.schema().find_field("qty").field_type) == "long"
+    assert rows_of(iceberg_catalog_config) == [(0, 0), (0, 1)]
+
+
+def test_an_incompatible_change_is_refused_and_nothing_is_written(
+    iceberg_sink_factory: IcebergSinkFactory, iceberg_catalog_config: IcebergCatalogConfig
+) -> None:
+    _, p = part(iceberg_sink_factory)
+    p.write_batch([orders(0, [0])])
+    p.snapshot()
+    _, q = part(iceberg_sink_factory)
+    bad = orders(0, [1, 2], extra={"qty": pa.array(["x", "y"])})
+    with pytest.raises(SchemaEvolutionError, match=r"iceberg table `test.orders`: column `qty`"):
+        q.write_batch([bad])
+    assert q.failed
+    assert rows_of(iceberg_catalog_config) == [(0, 0)]
+    assert len(snapshots(iceberg_catalog_config)) == 1
+
+
+def test_hostile_identifiers_are_refused_before_anything_is_created(
+    iceberg_sink_factory: IcebergSinkFactory, iceberg_catalog_config: IcebergCatalogConfig
+) -> None:
+    with pytest.raises(ConfigError, match="table"):
+        iceberg_sink_factory(table='test."; DROP TABLE x; --')
+    _, p = part(iceberg_sink_factory)
+    with pytest.raises(SchemaEvolutionError, match="Robert"):
+        p.write_batch([orders(0, [0], extra={"Robert'); DROP": pa.array([1])})])
+    assert read_iceberg(iceberg_catalog_config).num_rows == 0
+
+
+def test_upsert_keeps_the_last_row_per_key(
+    iceberg_sink_factory: IcebergSinkFactory, iceberg_catalog_config: IcebergCatalogConfig
+) -> None:
+    with pytest.raises(ConfigError, match="needs `key_columns`"):
+        iceberg_sink_factory(mode="upsert")
+    _, p = part(iceberg_sink_factory, mode="upsert", key_columns=["customer"])
+    p.write_batch([orders(0, list(range(14)))])  # customers v-c0..v-c6, twice each
+    p.snapshot()
+    p.write_batch([orders(0, list(range(14, 16)))])  # v-c0, v-c1 again
+    p.snapshot()
+    got = read_iceberg(iceberg_catalog_config)
+    by_customer = dict(
+        zip(got.column("customer").to_pylist(), got.column("_twg_source_offset").to_pylist(), strict=True)
+    )
+    assert got.num_rows == 7
+    assert by_customer == {f"v-c{c}": (14 + c if c < 2 else 7 + c) for c in range(7)}
+
+
+def test_partition_spec_from_configuration(
+    iceberg_sink_factory: IcebergSinkFactory, iceberg_catalog_config: IcebergCatalogConfig
+) -> None:
+    ts = pa.array([1_700_000_000_000_000 + i * 3_600_000_000 * 7 for i in range(3)], pa.timestamp("us", tz="UTC"))
+    _, p = part(
+        iceberg_sink_factory, partition_by=["customer", "day(created_at)", "bucket(4, order_id)"]
+    )
+    p.write_batch([orders(0, [0, 1, 2], extra={"created_at": ts})])
+    p.snapshot()
+    table = iceberg_catalog_config.load().load_table("test.orders")
+    spec = [(f.name, str(f.transform)) for f in table.spec().fields]
+    assert spec == [
+        ("customer", "identity"),
+        ("created_at_day", "day"),
+        ("order_id_bucket", "bucket[4]"),
+    ]
+    assert rows_of(iceberg_catalog_config) == [(0, 0), (0, 1), (0, 2)]
+    with pytest.raises(ConfigError, match=r"field 'bucket\(order_id\)' does not parse"):
+        iceberg_sink_factory(partition_by=["bucket(order_id)"])
+
+
+def test_a_bytewax_run_lands_every_row_once(
+    iceberg_sink_factory: IcebergSinkFactory, iceberg_catalog_config: IcebergCatalogConfig
+) -> None:
+    items = [(f"orders:{p}", orders(p, list(range(b * 5, b * 5 + 5)))) for b in range(6) for p in range(3)]
+    flow = Dataflow("iceberg")
+    op.output("out", op.input("in", flow, TestingSource(items)), iceberg_sink_factory(shards=2))
+    run_main(flow)
+    assert rows_of(iceberg_catalog_config) == [(p, o) for p in range(3) for o in range(30)]
+
+
+def test_catalog_secrets_never_reach_reprs_or_messages(tmp_path: Any) -> None:
+    config = IcebergCatalogConfig(
+        type="rest",
+        uri="https://user:hunter2@catalog.invalid/api",
+        token="tok-SECRET",  # type: ignore[arg-type]
+        secret_properties={"s3.secret-access-key": "KEY-SECRET"},  # type: ignore[dict-item]
+    )
+    text = repr(config) + str(config) + repr(IcebergSink(config, "a.b"))
+    for secret in ("hunter2", "tok-SECRET", "KEY-SECRET"):
+        assert secret not in text
+    with pytest.raises(ConfigError, match=r"look secret; move them to `secret_properties`") as info:
+        IcebergCatalogConfig.of({"warehouse": "w", "properties": {"s3.secret-access-key": "KEY-SECRET"}})
+    assert "KEY-SECRET" not in str(info.value)
+    with pytest.raises(SinkTerminalError) as opened:
+        IcebergCatalogConfig(type="sql", warehouse=str(tmp_path), uri="postgresql://u:hunter2@127.0.0.1:1/x").load()
+    assert "hunter2" not in str(opened.value) and opened.value.__cause__ is None
+    assert pickle.loads(pickle.dumps(opened.value)).args == opened.value.args
+
+
+def test_coverage_text_round_trips() -> None:
+    cov = OffsetCoverage([(0, 99), (150, 199), (7000, 7000)])
+    assert encode_spans(cov) == "0-99,150-199,7000-7000"
+    assert decode_spans(encode_spans(cov)) == cov
+    assert decode_spans("") == OffsetCoverage()
+    with pytest.raises(ConfigError, match="coverage property"):
+        decode_spans("1-x")
