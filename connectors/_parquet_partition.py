@@ -9,13 +9,14 @@ and the layout.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
 import uuid
 import weakref
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
@@ -27,6 +28,7 @@ from typing_extensions import override
 
 from thalweg_bytewax import _faults
 from thalweg_bytewax.coverage import OffsetCoverage
+from thalweg_bytewax.errors import sink_io_error
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState, EpochSinkStats
 
 from ._lane_store import (
@@ -128,27 +130,32 @@ class _ParquetPartition(EpochSinkPartition):
     @override
     def open_partition(self, key: str, topic: str, partition: int) -> OffsetCoverage:
         directory = self._store.join(topic_dir_name(topic), str(partition))
-        self._store.ensure_dir(directory)
+        with _lane_io(self._store.root, "opening the partition directory"):
+            self._store.ensure_dir(directory)
+            names = self._store.list_names(directory)
         files: list[tuple[int, int, str]] = []
-        for name in self._store.list_names(directory):
+        for name in names:
             m = FINAL_NAME.match(name)
             if m:
                 files.append((int(m.group(1)), int(m.group(2)), name))
             elif name.startswith(STAGING_PREFIX):
                 # A staging file of a run that died before its epoch's snapshot: never
                 # visible, and its rows are replayed from the source position.
-                self._store.delete(self._store.child(directory, name))
+                with _lane_io(self._store.root, "removing a stale staging file"):
+                    self._store.delete(self._store.child(directory, name))
         self._streams[key] = _TopicPartitionStream(directory, files)
         return OffsetCoverage((first, last) for first, last, _ in files)
 
     @override
     def stage(self, key: str, rows: pa.RecordBatch) -> None:
-        self._append(self._streams[key], key, rows)
+        with _lane_io(self._store.root, "writing a staging file"):
+            self._append(self._streams[key], key, rows)
 
     @override
     def commit_epoch(self) -> None:
         _faults.checkpoint("parquet.before_finalize")
-        self._finalize_all()
+        with _lane_io(self._store.root, "finalizing the epoch's files"):
+            self._finalize_all()
 
     @override
     def abort(self) -> None:
@@ -303,6 +310,17 @@ class _ParquetPartition(EpochSinkPartition):
             self._store.sync_dir(directory)
         if touched:
             _faults.checkpoint("parquet.after_finalize")
+
+
+@contextlib.contextmanager
+def _lane_io(root: str, action: str) -> Iterator[None]:
+    """No raw ``OSError`` leaves the lane: it becomes a transient or terminal sink error."""
+    try:
+        yield
+    except OSError as exc:
+        where = f" at `{exc.filename}`" if exc.filename else ""
+        msg = f"parquet sink `{root}`: {action} failed{where}"
+        raise sink_io_error(msg, exc) from exc
 
 
 _LOCAL = threading.local()
