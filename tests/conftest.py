@@ -7,7 +7,13 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
-pytest_plugins = ["tests.fixtures.flows", "tests.fixtures.kafka", "tests.fixtures.postgres"]
+pytest_plugins = [
+    "tests.fixtures.flows",
+    "tests.fixtures.iceberg",
+    "tests.fixtures.kafka",
+    "tests.fixtures.postgres",
+    "tests.fixtures.proxy",
+]
 
 settings.register_profile(
     "ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]

@@ -1,0 +1,362 @@
+"""PostgreSQL output: a table provisioned from the batches, every record exactly once.
+
+Topic-partitions are the unit of parallelism. Exactly-once via coverage; replays are
+skipped. Within an epoch a partition buffers its rows as Arrow (cast to the table's
+types); when Bytewax closes the epoch, ``snapshot()`` writes them in one transaction:
+the rows (a binary ``COPY`` through the ADBC PostgreSQL driver, the fastest path
+measured, docs/benchmarks.md "PostgreSQL sink") and the coverage rows of their source
+partitions in ``<schema>._twg_coverage``, then ``COMMIT``. On resume each partition
+reads its coverage row and skips replayed offsets the table already holds.
+
+Control (describe, create, evolve, comment) runs on psycopg through
+:mod:`thalweg_bytewax.catalog.postgres`; see docs/connectors/postgres.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, Literal
+
+import pyarrow as pa
+from bytewax.outputs import FixedPartitionedSink
+from typing_extensions import override
+
+from thalweg_bytewax import _deps
+from thalweg_bytewax._redact import redact_url
+from thalweg_bytewax.catalog import TableShape
+from thalweg_bytewax.catalog import postgres as pgcat
+from thalweg_bytewax.contracts.spec import ContractSpec, ObjectSpec
+from thalweg_bytewax.coverage import OffsetCoverage
+from thalweg_bytewax.errors import ConfigError, SinkTerminalError, SinkTransientError
+from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataPolicy, metadata_columns
+from thalweg_bytewax.runtime.epoch_sink import EpochSinkState, EpochSinkStats
+from thalweg_bytewax.runtime.parts import stable_route
+from thalweg_bytewax.typemap import Conversion, IdentifierMode
+
+from . import _postgres_coverage as cov
+from ._postgres_errors import describe_error, is_transient
+from ._postgres_partition import _PostgresPartition
+
+__all__ = ["PostgresSink", "WriteMode"]
+
+_adbc = _deps.require("adbc_driver_postgresql.dbapi", extra="postgres")
+
+logger = logging.getLogger(__name__)
+
+WriteMode = Literal["append", "upsert"]
+"""``append`` inserts every row; ``upsert`` replaces rows by key."""
+
+_EMPTY: Mapping[str, Conversion] = MappingProxyType({})
+
+
+class PostgresSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
+    """Write keyed Arrow batches into a PostgreSQL table, once per epoch, exactly once.
+
+    Topic-partitions are the unit of parallelism. Exactly-once via coverage; replays
+    are skipped: the coverage row of each source partition is written in the same
+    transaction as its rows, so the table and its coverage never disagree. Batches need
+    the locator columns (``_twg_source_topic``, ``_twg_source_partition``,
+    ``_twg_source_offset``); the sink writes the payload columns and the metadata
+    columns ``metadata`` selects. The table is created when absent, new columns are
+    added with their comments, lossless widenings (``int`` to ``bigint``) only with
+    ``allow_widening=True``, and anything else is refused before a row is written.
+
+    Transient failures (lost connection, serialization failure, deadlock, a server
+    shutting down) retry the epoch's whole transaction with bounded backoff; terminal
+    ones (bad data, integrity, syntax, privileges) fail the epoch naming the table.
+
+    Example::
+
+        flow = Dataflow("orders_pg")
+        orders = ...  # decoded, keyed by source partition, metadata="locator"
+        op.output("pg", orders, PostgresSink(dsn, "orders", contract=contract))
+
+    Args:
+        dsn: A libpq connection URI (``postgresql://user:pass@host/db``). A secret:
+            never shown in messages or reprs.
+        table: The table name (unquoted; validated, then quoted).
+        schema: The schema of the table and of its ``_twg_coverage`` table.
+        mode: ``"append"`` or ``"upsert"`` (by ``key_columns``, else the contract's
+            primary key).
+        key_columns: The upsert key; needs a unique constraint (added when the sink
+            creates the table).
+        contract: A contract (or one of its objects) whose column descriptions become
+            comments and whose primary key is the default upsert key.
+        contract_object: The object of a multi-object contract.
+        metadata: Which metadata columns are written (``locator`` by default: topic,
+            partition, offset and record id).
+        allow_widening: Widen columns losslessly (e.g. ``integer`` to ``bigint``).
+        conversions: Per-column opt-ins of :func:`thalweg_bytewax.catalog.plan`.
+        identifiers: ``"strict"`` (lowercase names that need no quoting) or
+            ``"relaxed"`` (any name, quoted) for the schema, table and column names.
+        sink_name: The name of this sink in the coverage table (default
+            ``<schema>.<table>``).
+        shards: Number of sink partitions the topic-partitions are spread over.
+        max_retries: Retries of an epoch's transaction on transient failures.
+        retry_backoff_s: The first retry's delay; each next one doubles it.
+        max_backoff_s: The longest delay between retries.
+        connect_timeout_s: The connection timeout of both clients.
+        metadata_prefix: Prefix of the metadata columns.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        table: str,
+        *,
+        schema: str = "public",
+        mode: WriteMode = "append",
+        key_columns: Sequence[str] | None = None,
+        contract: ContractSpec | ObjectSpec | None = None,
+        contract_object: str | None = None,
+        metadata: MetadataPolicy | str = MetadataPolicy.LOCATOR,
+        allow_widening: bool = False,
+        conversions: Mapping[str, Conversion] = _EMPTY,
+        identifiers: IdentifierMode = "strict",
+        sink_name: str | None = None,
+        shards: int = 16,
+        max_retries: int = 5,
+        retry_backoff_s: float = 0.5,
+        max_backoff_s: float = 10.0,
+        connect_timeout_s: float = 10.0,
+        metadata_prefix: str = DEFAULT_PREFIX,
+    ) -> None:
+        if not isinstance(dsn, str) or "://" not in dsn:
+            msg = (
+                "postgres sink: `dsn` expected a libpq URI (postgresql://user@host/db); got "
+                f"{'a ' + type(dsn).__name__ if not isinstance(dsn, str) else 'no URI'}"
+            )
+            raise ConfigError(msg)
+        self._dsn = dsn
+        self.identifiers: IdentifierMode = identifiers
+        self.schema = pgcat.check_identifier(schema, "schema", identifiers)
+        self.table = pgcat.check_identifier(table, "table", identifiers)
+        self.target = f"{self.schema}.{self.table}"
+        if mode not in ("append", "upsert"):
+            msg = (
+                f"postgres sink `{self.target}`: `mode` expected 'append' or 'upsert'; got {mode!r}"
+            )
+            raise ConfigError(msg)
+        self.mode: WriteMode = mode
+        obj = _contract_object(contract, contract_object, self.target)
+        self.comments: dict[str, str] = obj.descriptions() if obj is not None else {}
+        keys = tuple(key_columns) if key_columns is not None else _primary_key(obj)
+        if mode == "upsert" and not keys:
+            msg = (
+                f"postgres sink `{self.target}`: mode='upsert' expected `key_columns` or a "
+                f"contract with a primary key; got neither (name the key with "
+                f"key_columns=[...], or use mode='append')"
+            )
+            raise ConfigError(msg)
+        self.key_columns: tuple[str, ...] = (
+            tuple(pgcat.check_identifier(k, "key column", identifiers) for k in keys)
+            if mode == "upsert"
+            else ()
+        )
+        for name, value in (("shards", shards), ("max_retries", max_retries)):
+            low = 0 if name == "max_retries" else 1
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                msg = (
+                    f"postgres sink `{self.target}`: `{name}` expected an integer >= {low}; "
+                    f"got {value!r}"
+                )
+                raise ConfigError(msg)
+        for name, fvalue in (
+            ("retry_backoff_s", retry_backoff_s),
+            ("max_backoff_s", max_backoff_s),
+            ("connect_timeout_s", connect_timeout_s),
+        ):
+            if isinstance(fvalue, bool) or not isinstance(fvalue, (int, float)) or fvalue < 0:
+                msg = (
+                    f"postgres sink `{self.target}`: `{name}` expected a number >= 0; "
+                    f"got {fvalue!r}"
+                )
+                raise ConfigError(msg)
+        self.columns = metadata_columns(metadata_prefix, f"postgres sink `{self.target}`")
+        self.metadata = MetadataPolicy(metadata)
+        self.allow_widening = bool(allow_widening)
+        self.conversions = dict(conversions)
+        self.sink_name = sink_name if sink_name is not None else self.target
+        self.shards = shards
+        self.max_retries = max_retries
+        self.retry_backoff_s = float(retry_backoff_s)
+        self.max_backoff_s = float(max_backoff_s)
+        self.connect_timeout_s = float(connect_timeout_s)
+        self._lock = threading.Lock()
+        self._shapes: dict[pa.Schema, TableShape] = {}
+        self._bookkeeping_ready = False
+        self.stats: list[EpochSinkStats] = []
+
+    @property
+    def dsn(self) -> str:
+        """The connection URI (a secret: never put it in a message)."""
+        return self._dsn
+
+    def __repr__(self) -> str:
+        return (
+            f"PostgresSink({redact_url(self._dsn)!r}, {self.table!r}, schema={self.schema!r}, "
+            f"mode={self.mode!r})"
+        )
+
+    # -- Bytewax ---------------------------------------------------------------------
+
+    @override
+    def list_parts(self) -> list[str]:
+        return [f"shard-{i:03d}" for i in range(self.shards)]
+
+    @override
+    def part_fn(self, item_key: str) -> int:
+        return stable_route(item_key, self.shards)
+
+    @override
+    def build_part(
+        self, step_id: str, for_part: str, resume_state: EpochSinkState | None
+    ) -> _PostgresPartition:
+        self._ensure_bookkeeping()
+        part = _PostgresPartition(self, resume_state, int(for_part.rpartition("-")[2]))
+        self.stats.append(part.stats)
+        return part
+
+    # -- used by the partitions -------------------------------------------------------
+
+    def connect_control(self) -> Any:
+        """A new psycopg connection (autocommit off) for describe, DDL and reads."""
+        try:
+            return pgcat.connect(self._dsn, connect_timeout_s=self.connect_timeout_s)
+        except Exception as exc:  # psycopg.Error, classified by SQLSTATE
+            raise self._connect_error(exc) from None
+
+    def connect_data(self) -> Any:
+        """A new ADBC connection (autocommit off) for the epoch's transaction."""
+        return _adbc.connect(self._dsn)
+
+    def _connect_error(self, exc: Exception) -> Exception:
+        detail = describe_error(exc, self._dsn)
+        if is_transient(exc):
+            msg = (
+                f"postgres sink `{self.target}`: cannot connect ({detail}); retry when the "
+                f"server is up"
+            )
+            return SinkTransientError(msg)
+        msg = (
+            f"postgres sink `{self.target}`: cannot connect ({detail}); check the DSN and the role"
+        )
+        return SinkTerminalError(msg)
+
+    def _ensure_bookkeeping(self) -> None:
+        with self._lock:
+            if self._bookkeeping_ready:
+                return
+            with self.connect_control() as conn:
+                pgcat.ensure_schema(conn, self.schema)
+                conn.execute(cov.create_coverage_sql(self.schema))
+                conn.commit()
+            self._bookkeeping_ready = True
+
+    def read_coverage(self, topic: str, partition: int) -> OffsetCoverage:
+        """The committed coverage of one source partition, from the coverage table."""
+        self._ensure_bookkeeping()
+        with self.connect_control() as conn:
+            rows = conn.execute(
+                cov.read_sql(self.schema, dollar=False), (self.sink_name, topic, partition)
+            ).fetchall()
+        return cov.parse(rows)
+
+    def held_record_ids(self, topic: str, partition: int, first: int, last: int) -> pa.Table | None:
+        """The ``(offset, record id)`` pairs the table holds for a source range, if it can."""
+        cols = self.columns
+        with self._lock:
+            shape = next(iter(self._shapes.values()), None)
+        if shape is None:
+            with self.connect_control() as conn:
+                shape = pgcat.describe(conn, self.schema, self.table)
+        if shape is None or not all(
+            shape.column(n) is not None
+            for n in (cols.source_topic, cols.source_partition, cols.source_offset, cols.record_id)
+        ):
+            return None
+        with self.connect_control() as conn:
+            rows = pgcat.select_record_ids(
+                conn, self.schema, self.table, cols, topic, partition, first, last
+            )
+        return rows
+
+    def written_columns(self, schema: pa.Schema) -> list[str]:
+        """The columns of a prepared batch that go into the table, in batch order."""
+        return list(schema.names)
+
+    def prepare(self, rows: pa.RecordBatch) -> pa.Table:
+        """Provision the table for this batch's schema once, and cast the rows to it."""
+        cols = self.columns
+        keep = set(cols.policy_columns(self.metadata))
+        names = [n for n in rows.schema.names if n not in cols.names or n in keep]
+        batch = rows.select(names)
+        key = batch.schema
+        with self._lock:
+            shape = self._shapes.get(key)
+            if shape is None:
+                shape = self._sync(batch.schema)
+                self._shapes[key] = shape
+        return pgcat.cast_to_shape(pa.Table.from_batches([batch]), shape, self.target)
+
+    def _sync(self, desired: pa.Schema) -> TableShape:
+        with self.connect_control() as conn:
+            shape = pgcat.sync(
+                conn,
+                self.schema,
+                self.table,
+                desired,
+                comments=self.comments,
+                allow_widening=self.allow_widening,
+                conversions=self.conversions,
+                identifiers=self.identifiers,
+                primary_key=self.key_columns,
+                metadata_prefix=self.columns.prefix,
+                fingerprint=_fingerprint(self, desired),
+            )
+        logger.info(
+            "postgres sink `%s`: table holds %s columns for the incoming schema",
+            self.target,
+            len(shape.columns),
+        )
+        return shape
+
+
+def _fingerprint(sink: PostgresSink, desired: pa.Schema) -> str:
+    """What a provisioning depends on, hashed (the stored hash of an idempotent re-sync)."""
+    parts = [
+        desired.to_string(show_field_metadata=True, show_schema_metadata=False),
+        repr(sorted(sink.comments.items())),
+        repr(sorted(sink.conversions.items())),
+        repr(sink.allow_widening),
+        repr(sink.key_columns),
+    ]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def _contract_object(
+    contract: ContractSpec | ObjectSpec | None, name: str | None, target: str
+) -> ObjectSpec | None:
+    if contract is None or isinstance(contract, ObjectSpec):
+        return contract
+    if isinstance(contract, ContractSpec):
+        return contract.object(name)
+    msg = (
+        f"postgres sink `{target}`: `contract` expected a ContractSpec, an ObjectSpec or "
+        f"None; got {type(contract).__name__}"
+    )
+    raise ConfigError(msg)
+
+
+def _primary_key(obj: ObjectSpec | None) -> tuple[str, ...]:
+    if obj is None:
+        return ()
+    pk = sorted(
+        (c for c in obj.columns if c.primary_key_position),
+        key=lambda c: c.primary_key_position or 0,
+    )
+    return tuple(c.name for c in pk)
