@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from thalweg_bytewax.dlq import RejectReason, dlq_batch_from_rows
-from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.metadata import MetadataColumns, record_ids_array
 
 __all__ = ["Converted", "RowConverter"]
 
@@ -140,10 +140,10 @@ class RowConverter:
         live = [rows[i] for i in pos] if len(pos) != len(rows) else rows
         if not live:
             return
-        extra = set().union(*live) - self._name_set if self._reject_extra else set()
-        missing = self._name_set.difference(self._name_set.intersection(*live))
-        if not self._reject_missing:
-            missing = set()
+        extra: set[Any] = set().union(*live) - self._name_set if self._reject_extra else set()
+        missing: set[str] = set()
+        if self._reject_missing:
+            missing = set(self._name_set.difference(self._name_set.intersection(*live)))
         if not extra and not missing:
             return
         for i in pos:  # only batches with a bad row get here
@@ -214,8 +214,8 @@ class RowConverter:
                 hit = np.asarray(nulls.to_numpy(zero_copy_only=False), dtype=bool)
                 if not hit.any():
                     continue
-                for j in np.flatnonzero(hit):
-                    first_field.setdefault(int(j), name)
+                for row in np.flatnonzero(hit).tolist():
+                    first_field.setdefault(row, name)
                 mask = hit if mask is None else (mask | hit)
         if mask is None:
             return batch, pos
@@ -276,7 +276,12 @@ class RowConverter:
             k = len(idx)
             arrays[cols.source_topic] = pa.array([self.topic] * k, pa.string())
             arrays[cols.source_partition] = pa.array([partition] * k, pa.int32())
-            arrays[cols.source_offset] = pa.array([first_offset + i for i in idx], pa.int64())
+            offsets = pa.array([first_offset + i for i in idx], pa.int64())
+            arrays[cols.source_offset] = offsets
+            # The sinks check replayed rows against what they hold by record id.
+            arrays[cols.record_id] = record_ids_array(
+                None, self.topic, partition, offsets, arrays[cols.source_value]
+            )
         source = pa.RecordBatch.from_pydict(arrays)
         with self._lock:
             first, self._warned = not self._warned, True

@@ -14,6 +14,7 @@ whole batch and only look at single rows when the batch has a bad one
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -77,7 +78,10 @@ class _Gather(StatefulBatchLogic[tuple[int, Any], Converted, _State]):
         self._max_delay = max_delay
         self._rows: list[Any] = list(state.rows) if state else []
         self._first_at = state.first_at if state else None
-        self._next_offset = state.next_offset if state else 0
+        # A bucket's first offset is the wall clock in nanoseconds when it first ran: a
+        # fresh run (no recovery state) then never reuses an earlier run's offsets, which
+        # the sinks would skip as replays. A resumed bucket continues from its state.
+        self._next_offset = state.next_offset if state else time.time_ns()
         self._partition = state.partition if state else 0
 
     @override
@@ -172,13 +176,16 @@ def to_batches(
 
     ``locator="counter"`` adds ``<prefix>source_topic`` (``topic``),
     ``<prefix>source_partition`` (the bucket) and ``<prefix>source_offset``, a counter
-    per bucket kept in Bytewax state and counted over every row, rejected or not.
-    Sinks that skip replays by offset (``ParquetSink``, the table sinks) then land each
-    row exactly once **if the upstream replays the same rows in the same order per
-    bucket after a resume** (a deterministic, replayable source on one worker, or keys
-    that each come from one source partition). Otherwise replayed rows may get other
-    offsets, and the guarantee is at-least-once. Without a locator the sinks' own
-    guarantee for locator-less rows applies.
+    per bucket kept in Bytewax state and counted over every row, rejected or not. It
+    starts at the wall clock in nanoseconds when the bucket first runs, so a run
+    without recovery state never reuses an earlier run's offsets (the sinks would skip
+    them as replays); a resumed run continues it from recovery state. Sinks that skip
+    replays by offset (``ParquetSink``, the table sinks) then land each row exactly
+    once **if the upstream replays the same rows in the same order per bucket after a
+    resume** (a deterministic, replayable source on one worker, or keys that each come
+    from one source partition). Otherwise replayed rows may get other offsets, and the
+    guarantee is at-least-once. Without a locator the sinks' own guarantee for
+    locator-less rows applies. DLQ rows carry the locator and a record id.
 
     ```python
     import bytewax.operators as op

@@ -64,3 +64,18 @@ def test_json_decode_example() -> None:
     assert "'a-1'" in lines[0] and "'a-3'" in lines[0] and "'total': 2.0" in lines[0]
     assert lines[1] == "1 schema_mismatch json field `total`: expected a number; got '12.5'"
     assert lines[2].startswith("4 malformed json payload is malformed")
+
+
+def test_to_batches_example_lands_rows_of_a_stock_source_in_a_parquet_lane(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("THALWEG_")}
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "docs/examples/to_batches.py")],
+        env={**env, "THALWEG_LANE": str(tmp_path / "lake")},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    lines = out.stdout.splitlines()
+    assert "'user_id': 1, 'email': 'ada@example.org', 'plan': 'pro'" in lines[0]
+    assert "'user_id': 4" in lines[0] and "'user_id': 3" not in lines[0]
+    assert "does not fit the schema: Could not convert 'three'" in lines[1]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -57,6 +58,11 @@ def rows_of(got: list) -> list[dict[str, Any]]:
     return [r for _, b in got for r in b.select(SCHEMA.names).to_pylist()]
 
 
+def relative(offsets: list[int], base: int | None = None) -> list[int]:
+    first = min(offsets, default=0) if base is None else base
+    return [o - first for o in offsets]
+
+
 def dlq_rows(rejected: list) -> list[dict[str, Any]]:
     return [r for _, b in rejected for r in b.to_pylist()]
 
@@ -80,7 +86,10 @@ def test_counter_locator_numbers_every_row_per_bucket():
     got, _ = run(items, max_rows=3, locator="counter", topic="users")
     assert [b.num_rows for _, b in got] == [3, 3, 1]
     batch = pa.Table.from_batches([b for _, b in got])
-    assert batch.column(COLS.source_offset).to_pylist() == list(range(7))
+    offsets = batch.column(COLS.source_offset).to_pylist()
+    assert relative(offsets) == list(range(7))
+    # The counter starts at the wall clock (ns), so a fresh run never reuses offsets.
+    assert abs(offsets[0] - time.time_ns()) < 60 * 10**9
     assert set(batch.column(COLS.source_topic).to_pylist()) == {"users"}
     assert set(batch.column(COLS.source_partition).to_pylist()) == {0}
     assert {k for k, _ in got} == {"users:0"}
@@ -103,15 +112,14 @@ def test_a_bad_row_goes_to_rejected_and_its_batch_still_converts(row, fragment):
     got, rejected = run(items, max_rows=10, locator="counter")
     assert rows_of(got) == [{"id": 0, "name": "before"}, {"id": 2, "name": "after"}]
     # The good rows keep the offsets they had in the gathering; the bad one has its own.
-    assert pa.Table.from_batches([b for _, b in got]).column(COLS.source_offset).to_pylist() == [
-        0,
-        2,
-    ]
+    offsets = pa.Table.from_batches([b for _, b in got]).column(COLS.source_offset).to_pylist()
     (dlq,) = dlq_rows(rejected)
+    assert relative([*offsets, dlq[COLS.source_offset]]) == [0, 2, 1]
     assert dlq[DLQ_REASON] == "contract"
-    assert dlq[DLQ_MESSAGE].startswith("to_batches `tb.batches`: row at `tb.batches:0@1`: ")
+    where = f"`tb.batches:0@{dlq[COLS.source_offset]}`"
+    assert dlq[DLQ_MESSAGE].startswith(f"to_batches `tb.batches`: row at {where}: ")
     assert fragment in dlq[DLQ_MESSAGE]
-    assert dlq[COLS.source_offset] == 1
+    assert dlq[COLS.record_id] is not None and len(dlq[COLS.record_id]) == 16
     assert dlq[COLS.source_value] == dlq[DLQ_ROW_JSON].encode()
     assert [k for k, _ in rejected] == ["tb.batches:0"]
 
@@ -167,7 +175,9 @@ def test_many_bad_rows_are_found_and_order_is_kept():
     ]
     got, rejected = run(items, max_rows=64, locator="counter")
     assert [r["id"] for r in rows_of(got)] == [i for i in range(100) if i % 7]
-    assert sorted(r[COLS.source_offset] for r in dlq_rows(rejected)) == list(range(0, 100, 7))
+    good = [o for _, b in got for o in b.column(COLS.source_offset).to_pylist()]
+    bad = sorted(r[COLS.source_offset] for r in dlq_rows(rejected))
+    assert relative(bad, min(good + bad)) == list(range(0, 100, 7))
 
 
 def test_keys_pick_buckets_and_each_key_stays_in_order(entry_point):
@@ -187,7 +197,7 @@ def test_keys_pick_buckets_and_each_key_stays_in_order(entry_point):
     for ids in by_key.values():
         assert ids == sorted(ids)
     for offs in offsets.values():
-        assert offs == list(range(len(offs)))  # per bucket: 0, 1, 2, ... without a gap
+        assert relative(offs) == list(range(len(offs)))  # per bucket: no gap, in order
     assert len(offsets) > 1  # five keys over three buckets use more than one
 
 
@@ -212,16 +222,14 @@ def test_max_delay_emits_a_partial_batch():
     assert logic.notify_at() is None  # nothing buffered, nothing due
 
 
-def _recovery_items(n: int, abort_at: int) -> list[Any]:
-    rows: list[Any] = [{"id": i, "name": str(i)} for i in range(n)]
+def _recovery_items(n: int, abort_at: int, *, bad: bool = False) -> list[Any]:
+    rows: list[Any] = [
+        {"id": f"bad{i}" if bad and i % 10 == 9 else i, "name": str(i)} for i in range(n)
+    ]
     return [*rows[:abort_at], TestingSource.ABORT(), *rows[abort_at:]]
 
 
 def test_counter_offsets_are_stable_across_a_resume(tmp_path):
-    reference, _ = run([{"id": i, "name": str(i)} for i in range(20)], max_rows=3, locator="counter")
-    expected = {
-        r["id"]: r[COLS.source_offset] for _, b in reference for r in b.to_pylist()
-    }
     init_db_dir(tmp_path, 1)
     recovery = RecoveryConfig(str(tmp_path))
     flow = Dataflow("tb")
@@ -238,7 +246,10 @@ def test_counter_offsets_are_stable_across_a_resume(tmp_path):
         for row in batch.to_pylist():
             seen.setdefault(row["id"], set()).add(row[COLS.source_offset])
     assert set(seen) == set(range(20)), "a row was lost across the resume"
-    assert {i: offs.pop() for i, offs in seen.items() if len(offs) == 1} == expected
+    assert all(len(offs) == 1 for offs in seen.values()), "a replayed row got a new offset"
+    offsets = {i: offs.pop() for i, offs in seen.items()}
+    base = offsets[0]
+    assert {i: o - base for i, o in offsets.items()} == {i: i for i in range(20)}
 
 
 def test_into_a_parquet_sink_every_row_lands_once_across_a_resume(tmp_path):
@@ -247,15 +258,33 @@ def test_into_a_parquet_sink_every_row_lands_once_across_a_resume(tmp_path):
     init_db_dir(tmp_path / "rec", 1)
     recovery = RecoveryConfig(str(tmp_path / "rec"))
     flow = Dataflow("tb")
-    up = op.input("in", flow, TestingSource(_recovery_items(50, 23)))
+    up = op.input("in", flow, TestingSource(_recovery_items(50, 23, bad=True)))
     out = twg.to_batches("batches", up, schema=SCHEMA, max_rows=4, locator="counter")
     op.output("lane", out.batches, ParquetSink(lane, shards=2))
+    op.output("dlq", out.rejected, ParquetSink(tmp_path / "dlq", shards=2))
     run_main(flow, epoch_interval=timedelta(0), recovery_config=recovery)  # aborts
     run_main(flow, epoch_interval=timedelta(0), recovery_config=recovery)  # resumes
     table = ds.dataset(str(lane)).to_table()
     ids = sorted(table.column("id").to_pylist())
-    assert ids == list(range(50)), "expected every row exactly once in the lane"
-    assert sorted(table.column(COLS.source_offset).to_pylist()) == list(range(50))
+    assert ids == [i for i in range(50) if i % 10 != 9], "expected each good row once"
+    dlq = ds.dataset(str(tmp_path / "dlq")).to_table()
+    assert sorted(dlq.column(DLQ_ROW_JSON).to_pylist()) == sorted(
+        f'{{"id":"bad{i}","name":"{i}"}}' for i in range(9, 50, 10)
+    ), "expected each bad row once in the DLQ lane"
+    offsets = [*table.column(COLS.source_offset).to_pylist(), *dlq[COLS.source_offset].to_pylist()]
+    assert relative(sorted(offsets)) == list(range(50))
+
+
+def test_a_fresh_run_into_the_same_lane_is_not_taken_for_a_replay(tmp_path):
+    for _ in range(2):  # no recovery: the second run is new data, not a replay
+        flow = Dataflow("tb")
+        rows: list[dict[str, Any]] = [{"id": i, "name": "x"} for i in range(5)]
+        up = op.input("in", flow, TestingSource(rows))
+        out = twg.to_batches("batches", up, schema=SCHEMA, locator="counter")
+        op.output("lane", out.batches, ParquetSink(tmp_path / "lane"))
+        run_main(flow)
+    table = ds.dataset(str(tmp_path / "lane")).to_table()
+    assert sorted(table.column("id").to_pylist()) == sorted([*range(5), *range(5)])
 
 
 @pytest.mark.parametrize(
@@ -278,7 +307,8 @@ def test_into_a_parquet_sink_every_row_lands_once_across_a_resume(tmp_path):
 )
 def test_bad_options_fail_at_build_time(kwargs, fragment):
     flow = Dataflow("tb")
-    up = op.input("in", flow, TestingSource([]))
+    empty: list[Any] = []
+    up = op.input("in", flow, TestingSource(empty))
     with pytest.raises(ConfigError, match="^to_batches `tb.batches`: ") as info:
         twg.to_batches("batches", up, **{"schema": SCHEMA, **kwargs})
     assert fragment in str(info.value)
@@ -331,4 +361,4 @@ def test_rows_that_match_the_schema_round_trip_exactly(rows, max_rows):
     back = [r for _, b in got for r in b.select(ROW_SCHEMA.names).to_pylist()]
     assert back == rows
     offsets = [o for _, b in got for o in b.column(COLS.source_offset).to_pylist()]
-    assert offsets == list(range(len(rows)))
+    assert relative(offsets) == list(range(len(rows)))
