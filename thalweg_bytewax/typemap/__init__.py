@@ -15,6 +15,9 @@ Example:
 
 from __future__ import annotations
 
+import pyarrow as pa
+
+from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.typemap._canonical import (
     CONVERSIONS,
     TARGETS,
@@ -65,13 +68,12 @@ def target_type_name(t: object, target: Target, *, conversion: Conversion | None
     """The target's own name for the column type of ``t`` (DDL text or Iceberg spelling).
 
     Raises:
+        ConfigError: ``t`` is not an Arrow type.
         SchemaError: The target cannot hold ``t``.
     """
-    import pyarrow as pa  # noqa: PLC0415 - keeps the facade's import list to the map
-
     if not isinstance(t, pa.DataType):
         msg = f"type map: expected a pyarrow DataType; got {type(t).__name__}"
-        raise TypeError(msg)
+        raise ConfigError(msg)
     if target == "postgres":
         return postgres_type(t, conversion=conversion)
     return iceberg_type_name(t, conversion=conversion)
