@@ -124,9 +124,11 @@ class RowConverter:
                     bad[i] = f"is no row: {exc}"
         pos = [i for i in range(len(rows)) if i not in bad] if bad else list(range(len(rows)))
         self._check_fields(rows, pos, bad)
-        pos = [i for i in pos if i not in bad]
+        if bad:  # filtering costs a pass over the rows: only when a check found one
+            pos = [i for i in pos if i not in bad]
         self._check_lossy(rows, pos, bad)
-        pos = [i for i in pos if i not in bad]
+        if bad:
+            pos = [i for i in pos if i not in bad]
         batch, pos = self._to_batch(rows, pos, bad)
         batch, pos = self._check_nulls(batch, pos, bad)
         ok = self._with_locator(batch, pos, partition, first_offset) if pos else None
@@ -236,7 +238,9 @@ class RowConverter:
             return batch
         n = batch.num_rows
         cols = self.columns
-        offsets = pa.array(np.asarray(pos, dtype=np.int64) + first_offset, pa.int64())
+        # Without rejects the rows are 0..n-1 of the gathering: no list to convert.
+        at = np.arange(n, dtype=np.int64) if n == pos[-1] + 1 else np.asarray(pos, np.int64)
+        offsets = pa.array(at + first_offset, pa.int64())
         return pa.RecordBatch.from_arrays(
             [
                 *batch.columns,
