@@ -158,7 +158,8 @@ class IcebergCatalogConfig(BaseModel):
         if self.type == "sql" and self.warehouse and "://" not in self.warehouse:
             os.makedirs(self.warehouse, exist_ok=True)
         try:
-            return load_catalog(self.name, **self.catalog_properties())
+            catalog: Catalog = load_catalog(self.name, **self.catalog_properties())
+            return catalog
         except Exception as exc:
             failure = type(exc).__name__
         msg = (

@@ -42,16 +42,11 @@ require("pyiceberg", extra="iceberg")
 
 # The write path pyiceberg's own `Table.append` uses: data files first, then a commit
 # that can be retried with the same files after a lost race.
+from pyiceberg import expressions as _expressions  # noqa: E402
 from pyiceberg.exceptions import (  # noqa: E402 - after the install hint
     CommitFailedException,
     CommitStateUnknownException,
     NoSuchTableError,
-)
-from pyiceberg.expressions import (  # noqa: E402
-    And,
-    EqualTo,
-    GreaterThanOrEqual,
-    LessThanOrEqual,
 )
 from pyiceberg.io.pyarrow import _dataframe_to_data_files  # noqa: E402
 from pyiceberg.table.snapshots import ancestors_of  # noqa: E402
@@ -213,12 +208,15 @@ class _IcebergPartition(EpochSinkPartition):
         if table is None or not names.issuperset(needed):
             return None
         topic, _, part = key.rpartition(":")
+        # pyiceberg's predicates are pydantic models whose positional constructors its
+        # stubs do not describe; the calls are the documented ones.
+        ex: Any = _expressions
         found = table.scan(
-            row_filter=And(
-                EqualTo(cols.source_topic, topic),
-                EqualTo(cols.source_partition, int(part)),
-                GreaterThanOrEqual(cols.source_offset, first),
-                LessThanOrEqual(cols.source_offset, last),
+            row_filter=ex.And(
+                ex.EqualTo(cols.source_topic, topic),
+                ex.EqualTo(cols.source_partition, int(part)),
+                ex.GreaterThanOrEqual(cols.source_offset, first),
+                ex.LessThanOrEqual(cols.source_offset, last),
             ),
             selected_fields=(cols.source_offset, cols.record_id),
         ).to_arrow()
@@ -352,7 +350,7 @@ class _IcebergPartition(EpochSinkPartition):
                             for data_file in self._files:
                                 append.append_data_file(data_file)
             except (CommitFailedException, CommitStateUnknownException) as exc:
-                failure: Exception = exc
+                failure = exc
             else:
                 self._table = table.refresh()
                 self.stats.commits += 1

@@ -85,7 +85,8 @@ def record_ids(warehouse: Path) -> list[bytes]:
     table = read_iceberg(IcebergCatalogConfig(warehouse=str(warehouse)))
     if table.num_rows == 0:
         return []
-    return table.column("_twg_record_id").to_pylist()
+    ids: list[bytes] = table.column("_twg_record_id").to_pylist()
+    return ids
 
 
 @pytest.mark.parametrize("workers", [1, 2])
