@@ -252,7 +252,8 @@ def find_replay_conflict(
     Offsets alone cannot tell a replay from a topic that was deleted and recreated
     (offsets restart at 0) or a target written from another cluster; the record id
     covers cluster, topic, partition, offset and payload. A replayed row conflicts when
-    the sink holds its offset but not its (offset, record id) pair. An offset the sink
+    the sink holds its offset but not its (offset, record id) pair; rows without a record
+    id (a null, on either side) are not compared. An offset the sink
     never held is no conflict: the first run did not write that row there (a sparse
     lane, or a time-dependent step upstream), and skipping it keeps that decision.
     Columnar: one hash join, no loop per row.
@@ -265,8 +266,13 @@ def find_replay_conflict(
     """
     if len(offsets) == 0 or len(held_offsets) == 0:
         return None
-    replayed = pa.table({"o": offsets, "r": record_ids})
-    held = pa.table({"o": held_offsets, "r": held_record_ids.cast(record_ids.type)})
+    # A row without a record id (on either side) cannot be verified: it is no evidence of
+    # a conflict, so only rows carrying an id on both sides are compared.
+    replayed = pa.table({"o": offsets, "r": record_ids}).filter(pc.is_valid(record_ids))
+    held_ids = held_record_ids.cast(record_ids.type)
+    held = pa.table({"o": held_offsets, "r": held_ids}).filter(pc.is_valid(held_ids))
+    if replayed.num_rows == 0 or held.num_rows == 0:
+        return None
     unmatched = replayed.join(held, keys=["o", "r"], join_type="left anti")
     clash = unmatched.filter(pc.is_in(unmatched.column("o"), value_set=held.column("o")))
     if clash.num_rows == 0:

@@ -169,3 +169,16 @@ def test_an_offset_the_target_never_held_is_no_conflict() -> None:
         pa.array([4, 5], pa.int64()), ids([4, 9]), pa.array([4], pa.int64()), ids([4])
     )
     assert got is None
+
+
+def test_rows_without_a_record_id_are_not_compared() -> None:
+    # A lane whose rows carry a null record id (rows of a source without one) replays
+    # them: nothing can be verified, and that is no conflict.
+    null_ids = pa.array([None, None], pa.binary(16))
+    offsets = pa.array([4, 5], pa.int64())
+    assert find_replay_conflict(offsets, null_ids, offsets, null_ids) is None
+    assert find_replay_conflict(offsets, ids([4, 5]), offsets, null_ids) is None
+    assert find_replay_conflict(offsets, null_ids, offsets, ids([4, 5])) is None
+    # Rows that do carry ids on both sides are still compared.
+    mixed = pa.array([None, (9).to_bytes(16, "big")], pa.binary(16))
+    assert find_replay_conflict(offsets, mixed, offsets, ids([4, 5])) == 5
