@@ -15,11 +15,11 @@ live in Bytewax recovery. The rule registry of the rule set is written once to
 ``<lake>/rules/<ruleset_version>.parquet`` so the audit lane can be expanded per rule.
 Configured by environment, so it runs unchanged under ``python -m bytewax.run``::
 
-    THALWEG_LAKE=lake python -m bytewax.run flows.dedup_lane -r recovery -s 1 -b 0
+    THALWEG_DATA_DIR=lake python -m bytewax.run flows.dedup_lane -r recovery -s 1 -b 0
 
 | variable | meaning | default |
 |---|---|---|
-| ``THALWEG_LAKE`` | lake directory holding the four lanes | ``thalweg-data`` |
+| ``THALWEG_DATA_DIR`` | lake directory holding the four lanes | ``thalweg-data`` |
 | ``THALWEG_CONTRACT`` | ODCS contract with the natural key | ``flows/contracts/orders.odcs.yaml`` |
 | ``THALWEG_DEDUP_WINDOW_S`` | how long a key is remembered (event time), seconds | ``3600`` |
 | ``THALWEG_SAMPLE_PARTITIONS`` | source partitions | ``4`` |
@@ -30,13 +30,13 @@ Configured by environment, so it runs unchanged under ``python -m bytewax.run``:
 | ``THALWEG_MAX_RECORDS_PER_S`` | per-partition rate limit | unlimited |
 | ``THALWEG_SHARDS`` | sink partitions per lane | ``16`` |
 
-Importing this module reads the environment and the contract and writes nothing; the
-lanes and the rule registry are written when the dataflow runs.
+A bad value raises ``ConfigError`` naming the variable. Importing this module reads the
+environment and the contract (fetched if ``THALWEG_CONTRACT`` is a URL) and writes
+nothing; the lanes and the rule registry are written when the dataflow runs.
 """
 
 from __future__ import annotations
 
-import os
 import random
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -48,10 +48,12 @@ import bytewax.operators as op
 import pyarrow as pa
 from bytewax.dataflow import Dataflow
 from bytewax.inputs import FixedPartitionedSource
+from pydantic import Field
 from typing_extensions import override
 
 import thalweg_bytewax.operators as twg
 from flows._generated import GeneratedPartition
+from thalweg_bytewax.config import Settings
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.connectors.rules import RuleRegistrySink
 from thalweg_bytewax.contracts import ContractSpec, load_contract
@@ -61,7 +63,14 @@ from thalweg_bytewax.record import KeyedBatch
 from thalweg_bytewax.runtime.parts import decode_part, encode_part
 from thalweg_bytewax.samples import encode_order_avro, sample_order
 
-__all__ = ["RetryingOrdersSource", "build_flow", "flow", "origins", "planned_order"]
+__all__ = [
+    "DedupLaneSettings",
+    "RetryingOrdersSource",
+    "build_flow",
+    "flow",
+    "origins",
+    "planned_order",
+]
 
 DEFAULT_CONTRACT = Path(__file__).resolve().parent / "contracts" / "orders.odcs.yaml"
 _COLS = MetadataColumns()
@@ -215,22 +224,44 @@ class RetryingOrdersSource(FixedPartitionedSource[KeyedBatch, int]):
         return _RetryingPartition(self, partition, resume_state or 0)
 
 
-def build_flow() -> Dataflow:
-    """Build the quality-lane dataflow from ``THALWEG_*`` environment variables."""
-    env = os.environ
-    lake = Path(env.get("THALWEG_LAKE", "thalweg-data"))
-    contract = load_contract(env.get("THALWEG_CONTRACT", str(DEFAULT_CONTRACT)))
-    window = timedelta(seconds=float(env.get("THALWEG_DEDUP_WINDOW_S", "3600")))
-    rate = env.get("THALWEG_MAX_RECORDS_PER_S")
-    shards = int(env.get("THALWEG_SHARDS", "16"))
+class DedupLaneSettings(Settings):
+    """Settings of the quality-lane flow, read from ``THALWEG_*`` variables by :meth:`load`."""
+
+    component = "flows.dedup_lane"
+
+    data_dir: Path = Path("thalweg-data")
+    contract: str = str(DEFAULT_CONTRACT)
+    dedup_window_s: float = Field(default=3600.0, gt=0)
+    sample_partitions: int = Field(default=4, ge=1)
+    sample_per_partition: int = Field(default=5_000, ge=0)
+    batch_size: int = Field(default=500, ge=1)
+    redeliver: int = Field(default=5, ge=0)
+    retry_rate: float = Field(default=0.2, ge=0, le=1)
+    max_records_per_s: float | None = Field(default=None, gt=0)
+    shards: int = Field(default=16, ge=1)
+
+
+def build_flow(settings: DedupLaneSettings) -> Dataflow:
+    """Build the quality-lane dataflow.
+
+    Args:
+        settings: Flow settings (see :meth:`DedupLaneSettings.load`).
+
+    Returns:
+        The dataflow, ready for ``python -m bytewax.run`` or ``bytewax.testing.run_main``.
+    """
+    lake = settings.data_dir
+    contract = load_contract(settings.contract)
+    window = timedelta(seconds=settings.dedup_window_s)
+    shards = settings.shards
     source = RetryingOrdersSource(
         contract,
-        partitions=int(env.get("THALWEG_SAMPLE_PARTITIONS", "4")),
-        per_partition=int(env.get("THALWEG_SAMPLE_PER_PARTITION", "5000")),
-        batch_size=int(env.get("THALWEG_BATCH_SIZE", "500")),
-        redeliver=int(env.get("THALWEG_REDELIVER", "5")),
-        retry_rate=float(env.get("THALWEG_RETRY_RATE", "0.2")),
-        records_per_s=float(rate) if rate else None,
+        partitions=settings.sample_partitions,
+        per_partition=settings.sample_per_partition,
+        batch_size=settings.batch_size,
+        redeliver=settings.redeliver,
+        retry_rate=settings.retry_rate,
+        records_per_s=settings.max_records_per_s,
     )
 
     flow = Dataflow("dedup_lane")
@@ -245,4 +276,4 @@ def build_flow() -> Dataflow:
     return flow
 
 
-flow = build_flow()
+flow = build_flow(DedupLaneSettings.load())

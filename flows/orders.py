@@ -32,20 +32,22 @@ alone::
 |---|---|---|
 | ``THALWEG_BOOTSTRAP_SERVERS`` | Kafka brokers; unset = embedded sample | unset |
 | ``THALWEG_SCHEMA_REGISTRY_URL`` | schema registry (writer schemas) | ``flows/schemas`` |
-| ``THALWEG_ORDERS_TOPIC`` | topic to read | ``orders`` |
+| ``THALWEG_TOPIC`` | topic to read | ``orders`` |
 | ``THALWEG_DATA_DIR`` | local lake directory | ``thalweg-data`` |
 | ``THALWEG_SAMPLE_ORDERS`` | number of sample orders | ``20000`` |
 | ``THALWEG_TAIL`` | with Kafka: ``1`` follow new records, ``0`` stop at the end | ``1`` |
 | ``THALWEG_CONTRACT`` | ODCS contract (path or URL) | ``flows/contracts/orders.odcs.yaml`` |
 | ``THALWEG_DEDUP_WINDOW_S`` | how long a record id is remembered | ``3600`` |
 
-Importing this module builds the dataflow but starts no process and touches no network.
+A bad value raises ``ConfigError`` naming the variable. Importing this module reads the
+environment and the contract and builds the dataflow; it starts no thread or process and
+touches no network — unless ``THALWEG_CONTRACT`` is a URL, which is fetched then,
+because the contract shapes the dataflow. Kafka and the registry are reached only when
+the dataflow runs.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
 
@@ -53,17 +55,17 @@ import bytewax.operators as op
 from bytewax.dataflow import Dataflow
 from bytewax.inputs import Source
 from bytewax.outputs import Sink
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import Field, SecretStr
 
 import thalweg_bytewax.operators as twg
 from flows._orders_sample import SampleOrdersSource
 from flows._summary import SummarySink
 from thalweg_bytewax.codecs import AvroCodec
+from thalweg_bytewax.config import Settings
 from thalweg_bytewax.connectors.kafka import KafkaSource
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.connectors.rules import RuleRegistrySink
 from thalweg_bytewax.contracts import load_contract
-from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.registry import DirectorySchemaSource
 
 __all__ = ["CONTRACT", "SCHEMA_DIR", "OrdersSettings", "build_flow", "flow"]
@@ -74,10 +76,14 @@ CONTRACT = Path(__file__).parent / "contracts" / "orders.odcs.yaml"
 """The bundled ODCS contract of the orders."""
 
 
-class OrdersSettings(BaseModel):
-    """Settings of the orders flow; every field has a working default."""
+class OrdersSettings(Settings):
+    """Settings of the orders flow, read from ``THALWEG_*`` variables by :meth:`load`.
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    Every field has a working default: the embedded sample, the bundled schemas and
+    contract, and a local lake under ``thalweg-data``.
+    """
+
+    component = "flows.orders"
 
     bootstrap_servers: str | None = None
     # The URL may carry credentials (`https://user:secret@host`): masked in every repr.
@@ -88,32 +94,6 @@ class OrdersSettings(BaseModel):
     tail: bool = True
     contract: str = str(CONTRACT)
     dedup_window_s: float = Field(default=3600.0, gt=0)
-
-    @classmethod
-    def load(cls, env: Mapping[str, str] | None = None) -> OrdersSettings:
-        """Read ``THALWEG_*`` environment variables over the defaults.
-
-        Raises:
-            ConfigError: Naming the variable whose value is invalid.
-        """
-        env = os.environ if env is None else env
-        mapping = {
-            "bootstrap_servers": "THALWEG_BOOTSTRAP_SERVERS",
-            "schema_registry_url": "THALWEG_SCHEMA_REGISTRY_URL",
-            "topic": "THALWEG_ORDERS_TOPIC",
-            "data_dir": "THALWEG_DATA_DIR",
-            "sample_orders": "THALWEG_SAMPLE_ORDERS",
-            "tail": "THALWEG_TAIL",
-            "contract": "THALWEG_CONTRACT",
-            "dedup_window_s": "THALWEG_DEDUP_WINDOW_S",
-        }
-        values = {field: env[var] for field, var in mapping.items() if env.get(var)}
-        try:
-            return cls.model_validate(values)
-        except ValidationError as exc:
-            bad = ", ".join(mapping[str(e["loc"][0])] for e in exc.errors() if e["loc"])
-            msg = f"flows.orders: invalid setting in {bad}: {exc.errors()[0]['msg']}"
-            raise ConfigError(msg) from exc
 
     @property
     def raw_lane(self) -> Path:
@@ -164,23 +144,25 @@ def build_flow(
     Returns:
         The dataflow, ready for ``python -m bytewax.run`` or ``bytewax.testing.run_main``.
     """
+    # What the records are and what they must meet: the codec and the contract.
+    codec = settings.codec()
+    contract = load_contract(settings.contract)
+    window = timedelta(seconds=settings.dedup_window_s)
     if source is None:
         if settings.bootstrap_servers:
             source = KafkaSource(settings.bootstrap_servers, [settings.topic], tail=settings.tail)
         else:
             source = SampleOrdersSource(settings.sample_orders, topic=settings.topic)
+
+    # The dataflow: raw lane; decode, dedup, validate; orders, DLQ, audit.
     flow = Dataflow("orders")
     raw = op.input("orders_in", flow, source)
     op.output("raw_lane", raw, raw_sink or ParquetSink(settings.raw_lane))
-    op.output("summary", raw, SummarySink(f"orders raw lane -> {settings.raw_lane}"))
-    decoded = twg.decode("decode", raw, settings.codec(), metadata="locator")
-    contract = load_contract(settings.contract)
-    window = timedelta(seconds=settings.dedup_window_s)
+    decoded = twg.decode("decode", raw, codec, metadata="locator")
     # A replay (a restart, a redelivery) re-reads records with the same id: drop them.
     unique = twg.dedup("dedup", decoded.ok, by="record_id", window=window)
     checked = twg.validate("contract", unique, contract, mode="quarantine")
     rejected = op.merge("rejected", decoded.rejected, checked.rejected)
-
     op.output("orders_lane", checked.clean, orders_sink or ParquetSink(settings.orders_lane))
     # One DLQ, two writers: each ParquetSink takes one ordered stream per partition, so
     # decode and contract rejects land in sibling directories that read back as one.
@@ -193,6 +175,8 @@ def build_flow(
     rules_dir = settings.data_dir / "rules"
     op.output("rule_registry", checked.audit, RuleRegistrySink(rules_dir, checked.ruleset))
 
+    # Summaries, printed when a bounded run ends.
+    op.output("summary", raw, SummarySink(f"orders raw lane -> {settings.raw_lane}"))
     op.output(
         "orders_summary",
         checked.clean,

@@ -20,7 +20,7 @@ import thalweg_bytewax.operators as twg
 from tests.contracts.orders_data import COLS, located, orders, orders_batch, orders_contract
 from tests.fixtures.flows import EntryPoint
 from tests.helpers import locator_of
-from thalweg_bytewax.connectors.parquet import ParquetSink, read_lane
+from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.contracts import (
     DropRule,
     RuleSet,
@@ -30,6 +30,7 @@ from thalweg_bytewax.contracts import (
     read_rule_registry,
 )
 from thalweg_bytewax.dlq import dlq_schema, read_dlq, rejected_from_dlq_batch
+from thalweg_bytewax.lanes import read_lane
 
 PER_BATCH = 40
 BATCHES = 3  # per partition

@@ -85,7 +85,7 @@ def flow_env(lake: Path, **extra: str) -> dict[str, str]:
     env.update(
         {
             "PYTHONPATH": os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]),
-            "THALWEG_LAKE": str(lake),
+            "THALWEG_DATA_DIR": str(lake),
             "THALWEG_SAMPLE_PARTITIONS": str(PARTITIONS),
             "THALWEG_SAMPLE_PER_PARTITION": str(PER_PARTITION),
             "THALWEG_RETRY_RATE": str(RETRY_RATE),
