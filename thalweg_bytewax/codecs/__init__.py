@@ -1,16 +1,21 @@
-"""Codecs: Avro, Protobuf and JSON payloads into dicts or Arrow batches.
+"""Codecs: Avro, Protobuf and JSON payloads into dicts or Arrow batches, and back.
 
 Each codec offers ``decode_value`` (record-at-a-time) and ``decode_batch`` (columnar)
-over one schema-resolution core; see :mod:`thalweg_bytewax.codecs.base`.
+over one schema-resolution core; each encoder offers ``encode_batch`` (Arrow batch to
+one framed payload per row); see :mod:`thalweg_bytewax.codecs.base`.
 """
 
 from __future__ import annotations
 
+from thalweg_bytewax.codecs._encode import BytesEncoder
 from thalweg_bytewax.codecs.avro import AvroCodec
 from thalweg_bytewax.codecs.base import (
     Codec,
     DecodeFailure,
     DecodeResult,
+    EncodedValues,
+    EncodeError,
+    Encoder,
     FailureKind,
     Framing,
 )
@@ -19,9 +24,13 @@ from thalweg_bytewax.codecs.protobuf import ProtobufCodec
 
 __all__ = [
     "AvroCodec",
+    "BytesEncoder",
     "Codec",
     "DecodeFailure",
     "DecodeResult",
+    "EncodeError",
+    "EncodedValues",
+    "Encoder",
     "FailureKind",
     "Framing",
     "JsonCodec",

@@ -1,4 +1,4 @@
-"""The codec protocol every codec implements, and the shape of a decode failure.
+"""The codec and encoder protocols, and the shapes of a decode failure and an encode.
 
 A codec turns payload bytes into one of two representations over one schema-resolution
 core, so both agree on every record:
@@ -10,6 +10,11 @@ core, so both agree on every record:
 The third representation, bytes passthrough, needs no codec at all: the RawBatch keeps
 the payload with its envelope intact. Framing (Confluent wire format, a schema id in a
 header, or none) is peeled by :mod:`thalweg_bytewax.codecs.framing`, never destructively.
+
+The other direction is an :class:`Encoder`: ``encode_batch(batch, topic=...)`` turns an
+Arrow batch into one payload per row (:class:`EncodedValues`), framed the way the
+decoders read it. A row that does not fit the schema raises :class:`EncodeError`
+naming the column and row; nothing is silently written as null.
 """
 
 from __future__ import annotations
@@ -22,12 +27,15 @@ from typing import Any, NamedTuple, Protocol, TypeAlias, runtime_checkable
 import pyarrow as pa
 
 from thalweg_bytewax._choices import parse_enum
-from thalweg_bytewax.errors import ConfigError, FailureKind
+from thalweg_bytewax.errors import ConfigError, FailureKind, ThalwegError
 
 __all__ = [
     "Codec",
     "DecodeFailure",
     "DecodeResult",
+    "EncodeError",
+    "EncodedValues",
+    "Encoder",
     "FailureKind",
     "Framing",
     "HeadersInput",
@@ -272,5 +280,67 @@ class Codec(Protocol):
         """Decode many payloads to one Arrow batch plus per-row failures.
 
         Never raises for bad data; an unreachable registry still raises.
+        """
+        ...
+
+
+class EncodeError(ThalwegError):
+    """A row of a batch does not fit the encoder's schema; the message names column and row.
+
+    Terminal: the same batch fails the same way on every retry. Raised by
+    :meth:`Encoder.encode_batch` for the whole batch (a sink must not write part of it).
+
+    Args:
+        message: What failed, in the error-message grammar.
+        column: The offending column (a dotted path inside nested values), where known.
+        row: The offending row index in the batch, where known.
+
+    Attributes:
+        column: The offending column, or ``None``.
+        row: The offending row index, or ``None``.
+    """
+
+    __module__ = "thalweg_bytewax.codecs"
+
+    def __init__(self, message: str, column: str | None = None, row: int | None = None) -> None:
+        super().__init__(message, column, row)
+        self.column = column
+        self.row = row
+
+
+@dataclass(frozen=True)
+class EncodedValues:
+    """What :meth:`Encoder.encode_batch` returns: one payload per input row, in order.
+
+    Attributes:
+        values: One payload per row; a null is a tombstone (a record with a null value).
+        headers: Extra Kafka headers per row (header schema-id framing puts the schema
+            GUID in ``__value_schema_id``), or ``None`` when the encoder adds none.
+    """
+
+    values: pa.BinaryArray
+    headers: list[list[tuple[str, bytes]]] | None = None
+
+
+@runtime_checkable
+class Encoder(Protocol):
+    """An Arrow batch in, one Kafka value per row out.
+
+    Implemented by ``AvroEncoder``, ``ProtobufEncoder``, ``JsonEncoder`` and
+    ``BytesEncoder``. An encoder may look schemas up (or register them) in a registry
+    on the first batch for a topic; a registry outage raises
+    :class:`~thalweg_bytewax.registry.RegistryUnavailableError` (transient).
+    """
+
+    @property
+    def name(self) -> str:
+        """Short encoder name for logs and messages (``avro``, ``protobuf``, ``json``)."""
+        ...
+
+    def encode_batch(self, batch: pa.RecordBatch, *, topic: str) -> EncodedValues:
+        """Encode every row of ``batch`` for ``topic`` (the topic picks the subject).
+
+        Raises:
+            EncodeError: When a row does not fit the schema (names column and row).
         """
         ...
