@@ -1,12 +1,180 @@
-"""Small typed helpers shared by the tests."""
+"""Small typed helpers shared by the tests: running a flow, building RawBatches, errors."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+
+import bytewax.operators as op
+import pyarrow as pa
+from bytewax.dataflow import Dataflow, Stream
+from bytewax.outputs import Sink
+from bytewax.recovery import RecoveryConfig
+from bytewax.testing import TestingSink, TestingSource, run_main
+
+from tests.fixtures.flows import EntryPoint
 from thalweg_bytewax.dlq import Rejected
-from thalweg_bytewax.record import Locator
+from thalweg_bytewax.record import (
+    Locator,
+    RawRecord,
+    raw_batch_from_columns,
+    raw_batch_from_records,
+)
+
+__all__ = [
+    "Outputs",
+    "cause_of",
+    "error_chain",
+    "locator_of",
+    "raw_batch",
+    "raw_values",
+    "run_flow",
+    "run_into",
+    "table_of",
+]
+
+E = TypeVar("E", bound=BaseException)
+"""An exception type looked for in a chain."""
+
+Outputs = dict[str, list[Any]]
+"""What each output stream of a flow received, by stream name: the ``(key, value)`` items."""
+
+BASE_TIMESTAMP_MS = 1_700_000_000_000
+"""Record timestamps of the built batches start here (2023-11-14, UTC)."""
 
 
 def locator_of(rejected: Rejected) -> Locator:
     """The locator of a DLQ row read back from a source-fed flow: it must have one."""
     assert rejected.locator is not None, rejected
     return rejected.locator
+
+
+def raw_batch(
+    topic: str, partition: int, offsets: Iterable[int], tag: str = "", cluster: str = "c"
+) -> pa.RecordBatch:
+    """A RawBatch of one source partition: key ``b"k"``, values ``<tag>v<offset>``."""
+    return raw_batch_from_records(
+        [
+            RawRecord(Locator(topic, partition, o, cluster), b"k", f"{tag}v{o}".encode())
+            for o in offsets
+        ]
+    )
+
+
+def raw_values(
+    values: Sequence[bytes | None],
+    *,
+    topic: str = "orders",
+    partition: int = 0,
+    first: int = 0,
+    keys: Sequence[bytes | None] | None = None,
+    headers: Any = None,
+    cluster: str = "test",
+) -> pa.RecordBatch:
+    """A RawBatch of ``values`` at offsets ``first, first + 1, ...``.
+
+    Keys default to ``k0, k1, ...`` and timestamps to one millisecond apart.
+    """
+    n = len(values)
+    return raw_batch_from_columns(
+        topic=topic,
+        partition=partition,
+        offsets=list(range(first, first + n)),
+        keys=list(keys) if keys is not None else [f"k{i}".encode() for i in range(n)],
+        values=list(values),
+        timestamps_ms=[BASE_TIMESTAMP_MS + i for i in range(n)],
+        headers=headers,
+        cluster=cluster,
+    )
+
+
+def run_flow(
+    items: list[Any],
+    build: Callable[[Stream[Any]], Any],
+    *,
+    flow_id: str,
+    entry_point: EntryPoint = run_main,
+    source_batch: int = 1,
+    into: Mapping[str, list[Any]] | None = None,
+    **run_kwargs: Any,
+) -> Outputs:
+    """Run ``build`` over a TestingSource of ``items``; return what each output received.
+
+    Args:
+        items: The source items, usually ``(key, batch)`` pairs.
+        build: Given the input stream (step ``inp``), returns one stream (collected as
+            ``"out"``) or a dataclass of streams (each field collected under its name).
+        flow_id: The dataflow id (step ids and keys derived from it are asserted).
+        entry_point: ``run_main`` or one of the ``entry_point`` fixture's runners.
+        source_batch: The TestingSource batch size.
+        into: Lists to collect into, by output name (they fill even when the run fails).
+        **run_kwargs: Passed to the entry point (``epoch_interval``, ``recovery_config``).
+
+    Returns:
+        The items each output stream received, by name.
+    """
+    flow = Dataflow(flow_id)
+    out = build(op.input("inp", flow, TestingSource(items, batch_size=source_batch)))
+    streams: dict[str, Stream[Any]] = (
+        {f.name: getattr(out, f.name) for f in dataclasses.fields(out)}
+        if dataclasses.is_dataclass(out)
+        else {"out": out}
+    )
+    got: Outputs = {name: [] if into is None else into[name] for name in streams}
+    for name, stream in streams.items():
+        op.output(name, stream, TestingSink(got[name]))
+    entry_point(flow, **run_kwargs)
+    return got
+
+
+def run_into(
+    items: list[Any],
+    sink: Sink[Any],
+    *,
+    flow_id: str = "sink",
+    recovery: Path | None = None,
+    entry_point: EntryPoint = run_main,
+) -> None:
+    """Run ``items`` from a TestingSource (step ``in``) straight into ``sink`` (step ``out``).
+
+    With ``recovery`` (an initialised recovery directory) every item closes an epoch.
+    """
+    flow = Dataflow(flow_id)
+    op.output("out", op.input("in", flow, TestingSource(items)), sink)
+    if recovery is None:
+        entry_point(flow)
+    else:
+        entry_point(
+            flow, epoch_interval=timedelta(0), recovery_config=RecoveryConfig(str(recovery))
+        )
+
+
+def table_of(items: list[tuple[str, pa.RecordBatch]]) -> pa.Table | None:
+    """The batches of ``(key, batch)`` items as one table, or None when there are none."""
+    batches = [b for _, b in items]
+    return pa.Table.from_batches(batches) if batches else None
+
+
+def error_chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and its causes (or contexts), outermost first."""
+    out: list[BaseException] = []
+    e: BaseException | None = exc
+    while e is not None and e not in out:
+        out.append(e)
+        e = e.__cause__ or e.__context__
+    return out
+
+
+def cause_of(exc: BaseException, kind: type[E]) -> E:
+    """The first error of type ``kind`` in the chain of ``exc``: Bytewax wraps step errors.
+
+    A step that raises inside a flow surfaces from the entry point as a
+    ``BytewaxRuntimeError`` whose cause is the original error.
+    """
+    for e in error_chain(exc):
+        if isinstance(e, kind):
+            return e
+    raise AssertionError(f"no {kind.__name__} in {error_chain(exc)!r}")

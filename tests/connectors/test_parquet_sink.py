@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import bytewax.operators as op
@@ -12,24 +13,14 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 from bytewax.dataflow import Dataflow
+from bytewax.errors import BytewaxRuntimeError
 from bytewax.testing import TestingSource, run_main
 
+from tests.helpers import cause_of, raw_batch, run_into
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError
 from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.record import Locator, RawRecord, raw_batch_from_records
-
-
-def raw(topic: str, partition: int, offsets: range | list[int]) -> pa.RecordBatch:
-    return raw_batch_from_records(
-        [RawRecord(Locator(topic, partition, o, "c"), b"k", b"v%d" % o) for o in offsets]
-    )
-
-
-def run(items: list[tuple[str, pa.RecordBatch]], sink: ParquetSink) -> None:
-    flow = Dataflow("sink")
-    op.output("out", op.input("in", flow, TestingSource(items)), sink)
-    run_main(flow)
 
 
 def offsets_of(table: pa.Table) -> list[tuple[str, int, int]]:
@@ -42,10 +33,10 @@ def offsets_of(table: pa.Table) -> list[tuple[str, int, int]]:
 
 def test_replayed_and_overlapping_batches_are_written_once(tmp_path: Path) -> None:
     lane = tmp_path / "lane"
-    run([("t:0", raw("t", 0, range(100)))], ParquetSink(lane))
+    run_into([("t:0", raw_batch("t", 0, range(100)))], ParquetSink(lane))
     # A second run replays with different batch boundaries, overlapping and extending.
-    run(
-        [("t:0", raw("t", 0, range(50, 120))), ("t:0", raw("t", 0, range(120, 150)))],
+    run_into(
+        [("t:0", raw_batch("t", 0, range(50, 120))), ("t:0", raw_batch("t", 0, range(120, 150)))],
         ParquetSink(lane),
     )
     got = offsets_of(read_lane(lane))
@@ -62,8 +53,8 @@ def test_a_sparse_lane_replays_exactly(tmp_path: Path) -> None:
     sparse = lambda offs: raw_batch_from_records(  # noqa: E731
         [RawRecord(Locator("t", 0, o, "c"), b"k", b"v%d" % o) for o in offs]
     )
-    run([("t:0", sparse([10, 50]))], ParquetSink(tmp_path))
-    run(
+    run_into([("t:0", sparse([10, 50]))], ParquetSink(tmp_path))
+    run_into(
         [("t:0", sparse([10])), ("t:0", sparse([50, 70])), ("t:0", sparse([90]))],
         ParquetSink(tmp_path),
     )
@@ -74,10 +65,10 @@ def test_interleaved_streams_into_one_sink_fail_loudly(tmp_path: Path) -> None:
     # Two streams merged into one sink interleave offsets; skipping by range would then
     # drop rows, so the sink refuses instead of losing anything.
     with pytest.raises(
-        Exception, match=r"rows of `t:0` arrived out of offset order \(offset 250 after 400\)"
+        ConfigError, match=r"rows of `t:0` arrived out of offset order \(offset 250 after 400\)"
     ):
-        run(
-            [("t:0", raw("t", 0, range(100, 401, 150))), ("t:0", raw("t", 0, [250]))],
+        run_into(
+            [("t:0", raw_batch("t", 0, range(100, 401, 150))), ("t:0", raw_batch("t", 0, [250]))],
             ParquetSink(tmp_path),
         )
     assert not list(tmp_path.rglob("*.parquet"))
@@ -87,9 +78,9 @@ def test_a_batch_spanning_partitions_is_split_per_partition(tmp_path: Path) -> N
     # One shard owns every partition, so a batch spanning several is accepted; with more
     # shards each partition must reach its own (test_parquet_ownership.py).
     mixed = pa.concat_batches(
-        [raw("a", 0, range(3)), raw("b", 1, range(2)), raw("a", 0, range(3, 5))]
+        [raw_batch("a", 0, range(3)), raw_batch("b", 1, range(2)), raw_batch("a", 0, range(3, 5))]
     )
-    run([("mixed:0", mixed)], ParquetSink(tmp_path, shards=1))
+    run_into([("mixed:0", mixed)], ParquetSink(tmp_path, shards=1))
     assert offsets_of(read_lane(tmp_path)) == [("a", 0, o) for o in range(5)] + [
         ("b", 1, 0),
         ("b", 1, 1),
@@ -98,10 +89,10 @@ def test_a_batch_spanning_partitions_is_split_per_partition(tmp_path: Path) -> N
 
 
 def test_hidden_and_odd_topic_names_stay_visible(tmp_path: Path) -> None:
-    run(
+    run_into(
         [
-            ("__consumer_offsets:0", raw("__consumer_offsets", 0, range(3))),
-            ("a/b:0", raw("a/b", 0, range(2))),
+            ("__consumer_offsets:0", raw_batch("__consumer_offsets", 0, range(3))),
+            ("a/b:0", raw_batch("a/b", 0, range(2))),
         ],
         ParquetSink(tmp_path),
     )
@@ -115,7 +106,7 @@ def test_any_pyarrow_filesystem_works(tmp_path: Path) -> None:
 
     memory = fsspec.filesystem("memory")
     fs = PyFileSystem(FSSpecHandler(memory))
-    run([("t:0", raw("t", 0, range(10)))], ParquetSink("/lane", filesystem=fs))
+    run_into([("t:0", raw_batch("t", 0, range(10)))], ParquetSink("/lane", filesystem=fs))
     table = ds.dataset("/lane", filesystem=fs, format="parquet").to_table()
     assert offsets_of(table) == [("t", 0, o) for o in range(10)]
     hidden = [p for p in memory.find("/lane") if "/." in p]
@@ -123,57 +114,62 @@ def test_any_pyarrow_filesystem_works(tmp_path: Path) -> None:
 
 
 def test_file_uri(tmp_path: Path) -> None:
-    run([("t:0", raw("t", 0, range(4)))], ParquetSink(f"file://{tmp_path}/lane"))
+    run_into([("t:0", raw_batch("t", 0, range(4)))], ParquetSink(f"file://{tmp_path}/lane"))
     assert read_lane(tmp_path / "lane").num_rows == 4
 
 
 def test_emit_ts_is_stamped(tmp_path: Path) -> None:
-    run([("t:0", raw("t", 0, range(3)))], ParquetSink(tmp_path))
+    # The time the sink wrote the rows, UTC: inside the run, one stamp for one write.
+    before = datetime.now(UTC)
+    run_into([("t:0", raw_batch("t", 0, range(3)))], ParquetSink(tmp_path))
+    after = datetime.now(UTC)
     table = read_lane(tmp_path)
     assert table.column("_twg_emit_ts").null_count == 0
+    assert table.schema.field("_twg_emit_ts").type == pa.timestamp("us", tz="UTC")
+    stamps = set(table.column("_twg_emit_ts").to_pylist())
+    assert len(stamps) == 1, stamps
+    (stamp,) = stamps
+    # The stamp is whole microseconds from a float timestamp: it may round down by one.
+    assert before - timedelta(microseconds=1) <= stamp <= after
 
 
 def test_batches_without_locator_columns_are_refused(tmp_path: Path) -> None:
     bad = pa.RecordBatch.from_pydict({"x": [1, 2]})
-    with pytest.raises(Exception, match="locator columns") as info:
-        run([("t:0", bad)], ParquetSink(tmp_path))
-    assert (
-        isinstance(info.value, ConfigError)
-        or "ConfigError" in repr(info.value)
-        or "locator" in str(info.value)
-    )
+    with pytest.raises(ConfigError, match="locator columns") as info:
+        run_into([("t:0", bad)], ParquetSink(tmp_path))
+    assert "locator columns" in str(info.value)
     assert not list(tmp_path.rglob("*.parquet"))
 
 
 def test_local_filesystem_object(tmp_path: Path) -> None:
-    run(
-        [("t:0", raw("t", 0, range(2)))],
+    run_into(
+        [("t:0", raw_batch("t", 0, range(2)))],
         ParquetSink(str(tmp_path), filesystem=pafs.LocalFileSystem()),
     )
     assert read_lane(tmp_path).num_rows == 2
 
 
 def test_rows_without_a_locator_are_refused_by_name(tmp_path: Path) -> None:
-    batch = raw("t", 0, range(2))
+    batch = raw_batch("t", 0, range(2))
     batch = batch.set_column(
         batch.schema.get_field_index("_twg_source_topic"),
         pa.field("_twg_source_topic", pa.string()),
         pa.array(["t", None], pa.string()),
     )
-    with pytest.raises(Exception, match="1 rows have no locator"):
-        run([("t:0", batch)], ParquetSink(tmp_path))
+    with pytest.raises(ConfigError, match="1 rows have no locator"):
+        run_into([("t:0", batch)], ParquetSink(tmp_path))
     assert not list(tmp_path.rglob("*.parquet"))
 
 
 def test_a_recreated_topic_is_refused_not_skipped(tmp_path: Path) -> None:
     # Offsets restart at 0 after a topic is deleted and recreated: skipping them as
     # "already covered" would drop every new record below the old high-water mark.
-    run([("t:0", raw("t", 0, range(10)))], ParquetSink(tmp_path))
+    run_into([("t:0", raw_batch("t", 0, range(10)))], ParquetSink(tmp_path))
     recreated = raw_batch_from_records(
         [RawRecord(Locator("t", 0, o, "c"), b"k", b"new-%d" % o) for o in range(5)]
     )
-    with pytest.raises(Exception, match=r"holds a different record at offset 0") as info:
-        run([("t:0", recreated)], ParquetSink(tmp_path))
+    with pytest.raises(SinkTerminalError, match=r"holds a different record at offset 0") as info:
+        run_into([("t:0", recreated)], ParquetSink(tmp_path))
     chain = [info.value, info.value.__cause__]
     assert any(isinstance(e, SinkTerminalError) for e in chain), chain
     assert offsets_of(read_lane(tmp_path)) == [("t", 0, o) for o in range(10)]  # untouched
@@ -183,29 +179,27 @@ def test_two_steps_cannot_share_a_lane_path(tmp_path: Path) -> None:
     # Two sinks on one path would overwrite each other's <first>-<last> files and take
     # each other's files for their own coverage: the second step is refused up front.
     flow = Dataflow("two_sinks")
-    up = op.input("in", flow, TestingSource([("t:0", raw("t", 0, range(3)))]))
+    up = op.input("in", flow, TestingSource([("t:0", raw_batch("t", 0, range(3)))]))
     op.output("decode_dlq", up, ParquetSink(tmp_path))
     op.output("contract_dlq", up, ParquetSink(tmp_path))
-    with pytest.raises(Exception) as info:
+    with pytest.raises(BytewaxRuntimeError) as info:
         run_main(flow)
-    chain = [info.value, info.value.__cause__]
-    errors = [e for e in chain if isinstance(e, ConfigError)]
-    assert errors, chain
     assert re.search(
-        r"lane path .* is written by step `two_sinks\.(decode|contract)_dlq`", str(errors[0])
+        r"lane path .* is written by step `two_sinks\.(decode|contract)_dlq`",
+        str(cause_of(info.value, ConfigError)),
     )
 
 
 def test_the_same_step_may_come_back_to_its_lane(tmp_path: Path) -> None:
-    run([("t:0", raw("t", 0, range(3)))], ParquetSink(tmp_path))
-    run([("t:0", raw("t", 0, range(3, 6)))], ParquetSink(tmp_path))
+    run_into([("t:0", raw_batch("t", 0, range(3)))], ParquetSink(tmp_path))
+    run_into([("t:0", raw_batch("t", 0, range(3, 6)))], ParquetSink(tmp_path))
     assert (tmp_path / ".thalweg-lane").read_text() == "sink.out\n"
     assert read_lane(tmp_path).num_rows == 6
 
 
 def test_dictionary_encoding_only_where_values_repeat(tmp_path: Path) -> None:
     # A decoded lane: a repeating status, unique ids, nested repeating and unique leaves.
-    base = raw("orders", 0, range(500))
+    base = raw_batch("orders", 0, range(500))
     n = base.num_rows
     payload = pa.table(
         {
@@ -219,7 +213,7 @@ def test_dictionary_encoding_only_where_values_repeat(tmp_path: Path) -> None:
         [*(c.combine_chunks() for c in payload.columns), *(base.column(m) for m in meta)],
         names=[*payload.column_names, *meta],
     )
-    run([("orders:0", batch)], ParquetSink(tmp_path / "lane"))
+    run_into([("orders:0", batch)], ParquetSink(tmp_path / "lane"))
     (path,) = (tmp_path / "lane").rglob("*.parquet")
     group = pq.ParquetFile(path).metadata.row_group(0)
     has_dictionary = {
@@ -252,12 +246,12 @@ def test_columns_without_a_distinct_count_are_written(
 ) -> None:
     # The dictionary choice counts distinct values; dictionary-typed, extension and
     # view columns have no such kernel and must not fail the snapshot.
-    base = raw("orders", 0, range(10))
+    base = raw_batch("orders", 0, range(10))
     meta = ["_twg_source_topic", "_twg_source_partition", "_twg_source_offset"]
     batch = pa.RecordBatch.from_arrays(
         [column, *(base.column(m) for m in meta)], names=[name, *meta]
     )
-    run([("orders:0", batch)], ParquetSink(tmp_path / "lane"))
+    run_into([("orders:0", batch)], ParquetSink(tmp_path / "lane"))
     (path,) = (tmp_path / "lane").rglob("*.parquet")
     assert pq.read_table(path).column(name).to_pylist() == column.to_pylist()
 
@@ -269,14 +263,14 @@ def test_a_tiny_first_file_does_not_decide_dictionary_encoding_for_later_ones(
     meta = ["_twg_source_topic", "_twg_source_partition", "_twg_source_offset"]
 
     def batch(n: int) -> pa.RecordBatch:
-        base = raw("orders", 0, range(n))
+        base = raw_batch("orders", 0, range(n))
         status = pa.array([["NEW", "PAID"][i % 2] for i in range(n)])
         return pa.RecordBatch.from_arrays(
             [status, *(base.column(m) for m in meta)], names=["tiny_first_status", *meta]
         )
 
-    run([("orders:0", batch(1))], ParquetSink(tmp_path / "first"))
-    run([("orders:0", batch(5000))], ParquetSink(tmp_path / "second"))
+    run_into([("orders:0", batch(1))], ParquetSink(tmp_path / "first"))
+    run_into([("orders:0", batch(5000))], ParquetSink(tmp_path / "second"))
     (path,) = (tmp_path / "second").rglob("*.parquet")
     group = pq.ParquetFile(path).metadata.row_group(0)
     by_path = {group.column(i).path_in_schema: group.column(i) for i in range(group.num_columns)}
