@@ -7,32 +7,16 @@ import os
 from pathlib import Path
 from typing import Any
 
-import bytewax.operators as op
 import fsspec
-import pyarrow as pa
 import pytest
-from bytewax.dataflow import Dataflow
-from bytewax.testing import TestingSource, run_main
 from fsspec.implementations.memory import MemoryFileSystem
 from pyarrow.fs import FSSpecHandler, LocalFileSystem, PyFileSystem
 
+from tests.helpers import raw_batch, run_into
 from thalweg_bytewax.connectors._lane_store import open_store
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.lanes import read_lane
-from thalweg_bytewax.record import Locator, RawRecord, raw_batch_from_records
-
-
-def rows(topic: str, partition: int, offsets: list[int]) -> pa.RecordBatch:
-    return raw_batch_from_records(
-        [RawRecord(Locator(topic, partition, o, "c"), b"k", b"v%d" % o) for o in offsets]
-    )
-
-
-def run(items: list[tuple[str, pa.RecordBatch]], sink: ParquetSink) -> None:
-    flow = Dataflow("hard")
-    op.output("out", op.input("in", flow, TestingSource(items)), sink)
-    run_main(flow)
 
 
 def test_new_topic_and_partition_directories_are_fsynced_in_their_parents(
@@ -49,7 +33,7 @@ def test_new_topic_and_partition_directories_are_fsynced_in_their_parents(
 
     monkeypatch.setattr(os, "fsync", spy)
     lane = tmp_path / "lane"
-    run([("t:0", rows("t", 0, [0, 1]))], ParquetSink(lane, shards=1))
+    run_into([("t:0", raw_batch("t", 0, [0, 1]))], ParquetSink(lane, shards=1))
     assert str(lane / "t" / "0") in synced  # the renames
     assert str(lane / "t") in synced  # the new partition directory's entry
     assert str(lane) in synced  # the new topic directory's entry
@@ -59,8 +43,8 @@ def test_new_topic_and_partition_directories_are_fsynced_in_their_parents(
 def test_negative_offsets_are_refused(tmp_path: Path) -> None:
     # `<first>-<last>` names hold 20 digits and no sign: a file of a negative offset is
     # not recognised as coverage, so a replay would write its rows again.
-    with pytest.raises(Exception, match=r"rows of `t:0` have offset -1; expected offsets >= 0"):
-        run([("t:0", rows("t", 0, [-1, 0]))], ParquetSink(tmp_path, shards=1))
+    with pytest.raises(ConfigError, match=r"rows of `t:0` have offset -1; expected offsets >= 0"):
+        run_into([("t:0", raw_batch("t", 0, [-1, 0]))], ParquetSink(tmp_path, shards=1))
     assert not list(tmp_path.rglob("*.parquet"))
 
 
@@ -68,11 +52,11 @@ def test_stale_staging_files_are_removed_at_start_even_where_nothing_is_written(
     tmp_path: Path,
 ) -> None:
     lane = tmp_path / "lane"
-    run([("u:7", rows("u", 7, [0]))], ParquetSink(lane, shards=1))
+    run_into([("u:7", raw_batch("u", 7, [0]))], ParquetSink(lane, shards=1))
     # A crashed epoch of shard 0 left a staging file in u/7, never written again.
     stale = lane / "u" / "7" / ".staging-s000-0123456789abcdef.parquet"
     stale.write_bytes(b"PAR1 partial")
-    run([("t:0", rows("t", 0, [0, 1]))], ParquetSink(lane, shards=1))
+    run_into([("t:0", raw_batch("t", 0, [0, 1]))], ParquetSink(lane, shards=1))
     assert not stale.exists()
     assert read_lane(lane).num_rows == 3
 

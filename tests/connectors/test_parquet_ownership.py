@@ -11,18 +11,16 @@ whose partition key routes to it, and a final file is never overwritten.
 from __future__ import annotations
 
 import re
-from datetime import timedelta
 from pathlib import Path
 
-import bytewax.operators as op
 import pyarrow as pa
 import pytest
-from bytewax.dataflow import Dataflow
-from bytewax.recovery import RecoveryConfig, init_db_dir
-from bytewax.testing import TestingSource, run_main
+from bytewax.recovery import init_db_dir
+from bytewax.testing import TestingSource
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.helpers import error_chain, raw_batch, run_into
 from thalweg_bytewax.connectors._lane_store import open_store
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError
@@ -31,33 +29,6 @@ from thalweg_bytewax.record import Locator, RawRecord, raw_batch_from_records
 from thalweg_bytewax.runtime.parts import stable_route
 
 Item = tuple[str, pa.RecordBatch] | TestingSource.EOF | TestingSource.ABORT
-
-
-def rows(topic: str, partition: int, offsets: list[int], tag: str = "") -> pa.RecordBatch:
-    return raw_batch_from_records(
-        [
-            RawRecord(Locator(topic, partition, o, "c"), b"k", f"{tag}v{o}".encode())
-            for o in offsets
-        ]
-    )
-
-
-def run(items: list[Item], sink: ParquetSink, recovery: Path | None = None) -> None:
-    flow = Dataflow("own")
-    op.output("out", op.input("in", flow, TestingSource(items)), sink)
-    if recovery is None:
-        run_main(flow)
-    else:
-        run_main(flow, epoch_interval=timedelta(0), recovery_config=RecoveryConfig(str(recovery)))
-
-
-def chain(exc: BaseException) -> list[BaseException]:
-    out: list[BaseException] = []
-    e: BaseException | None = exc
-    while e is not None and e not in out:
-        out.append(e)
-        e = e.__cause__ or e.__context__
-    return out
 
 
 def values(table: pa.Table) -> list[tuple[int, bytes]]:
@@ -76,14 +47,12 @@ def test_rows_keyed_to_another_shard_are_refused_by_name(tmp_path: Path) -> None
     # An unnest keyed by another column: two rows per record share its offset, and the
     # two halves reach two shards. Both would finalize 0-9 and overwrite each other.
     other = foreign_key("t:0", 2)
-    with pytest.raises(Exception) as info:
-        run(
-            [("t:0", rows("t", 0, list(range(10)), "a")), (other, rows("t", 0, list(range(10)), "b"))],
+    with pytest.raises(ConfigError) as info:
+        run_into(
+            [("t:0", raw_batch("t", 0, range(10), "a")), (other, raw_batch("t", 0, range(10), "b"))],
             ParquetSink(tmp_path, shards=2),
         )
-    errors = [e for e in chain(info.value) if isinstance(e, ConfigError)]
-    assert errors, chain(info.value)
-    text = str(errors[0])
+    text = str(info.value)
     assert "`t:0`" in text and "routes to shard" in text and "key the stream" in text.lower()
     assert all(v.startswith(b"a") for _, v in values(read_lane(tmp_path))) if any(
         tmp_path.rglob("*.parquet")
@@ -92,10 +61,10 @@ def test_rows_keyed_to_another_shard_are_refused_by_name(tmp_path: Path) -> None
 
 def test_a_batch_spanning_partitions_of_other_shards_is_refused(tmp_path: Path) -> None:
     # "mixed:0" routes to one shard; a:0 and b:1 route to others.
-    mixed = pa.concat_batches([rows("a", 0, [0, 1]), rows("b", 1, [0])])
+    mixed = pa.concat_batches([raw_batch("a", 0, [0, 1]), raw_batch("b", 1, [0])])
     assert stable_route("mixed:0", 16) != stable_route("a:0", 16)
-    with pytest.raises(Exception, match=r"routes to shard"):
-        run([("mixed:0", mixed)], ParquetSink(tmp_path))
+    with pytest.raises(ConfigError, match=r"routes to shard"):
+        run_into([("mixed:0", mixed)], ParquetSink(tmp_path))
     assert not list(tmp_path.rglob("*.parquet"))
 
 
@@ -109,17 +78,17 @@ def test_crash_between_shards_snapshots_never_loses_rows(tmp_path: Path) -> None
     lane = tmp_path / "lane"
     other = foreign_key("t:0", 2)
     items: list[Item] = [
-        (other, rows("t", 0, [0, 2, 4, 6, 8, 10, 12, 14, 16, 18])),
-        ("t:0", rows("t", 0, [1, 3, 5, 7, 9, 11, 13, 15, 17, 19])),
+        (other, raw_batch("t", 0, [0, 2, 4, 6, 8, 10, 12, 14, 16, 18])),
+        ("t:0", raw_batch("t", 0, [1, 3, 5, 7, 9, 11, 13, 15, 17, 19])),
         TestingSource.ABORT(),
-        ("t:0", rows("t", 0, list(range(20, 30)))),
+        ("t:0", raw_batch("t", 0, list(range(20, 30)))),
     ]
     refused = False
     for _ in range(2):
         try:
-            run(items, ParquetSink(lane, shards=2), recovery)
+            run_into(items, ParquetSink(lane, shards=2), flow_id="own", recovery=recovery)
         except Exception as exc:  # noqa: BLE001 - the property: refused loudly or exact
-            assert any(isinstance(e, ConfigError) for e in chain(exc)), chain(exc)
+            assert any(isinstance(e, ConfigError) for e in error_chain(exc)), error_chain(exc)
             refused = True
             break
     got = values(read_lane(lane)) if any(lane.rglob("*.parquet")) else []
@@ -208,10 +177,10 @@ def test_any_keying_and_crash_point_lands_every_row_once_or_fails_loudly(
         runs = 2 if any(isinstance(i, TestingSource.ABORT) for i in items) else 1
         for _ in range(runs):
             try:
-                run(items, ParquetSink(lane, shards=shards), recovery)
+                run_into(items, ParquetSink(lane, shards=shards), flow_id="own", recovery=recovery)
             except Exception as exc:  # noqa: BLE001 - refused loudly is one allowed outcome
-                errors = [e for e in chain(exc) if isinstance(e, ConfigError | SinkTerminalError)]
-                assert errors, chain(exc)
+                errors = [e for e in error_chain(exc) if isinstance(e, ConfigError | SinkTerminalError)]
+                assert errors, error_chain(exc)
                 assert re.search(
                     r"routes to shard|arrived out of offset order|already holds a different",
                     str(errors[0]),
