@@ -10,22 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import bytewax.operators as op
 import pytest
-from bytewax.dataflow import Dataflow
-from bytewax.testing import TestingSource, run_main
 
+from tests.helpers import error_chain, raw_batch, run_into
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.errors import SinkError, SinkTerminalError
-from thalweg_bytewax.record import Locator, RawRecord, raw_batch_from_records
-
-
-def _chain(exc: BaseException | None) -> list[BaseException]:
-    found: list[BaseException] = []
-    while exc is not None and exc not in found:
-        found.append(exc)
-        exc = exc.__cause__ or exc.__context__
-    return found
 
 
 def test_a_file_system_failure_is_a_terminal_sink_error(tmp_path: Path) -> None:
@@ -33,14 +22,9 @@ def test_a_file_system_failure_is_a_terminal_sink_error(tmp_path: Path) -> None:
     lane.mkdir()
     (lane / "orders").write_bytes(b"not a directory")
     sink = ParquetSink(lane)
-    batch = raw_batch_from_records(
-        [RawRecord(Locator("orders", 0, o, "c"), b"k", b"v") for o in range(3)]
-    )
-    flow = Dataflow("lane_io")
-    op.output("out", op.input("in", flow, TestingSource([("orders:0", batch)])), sink)
-    with pytest.raises(Exception) as info:  # noqa: PT011 - Bytewax wraps it
-        run_main(flow)
-    chain = _chain(info.value)
+    with pytest.raises(SinkTerminalError) as info:
+        run_into([("orders:0", raw_batch("orders", 0, range(3)))], sink, flow_id="lane_io")
+    chain = error_chain(info.value)
     errors = [e for e in chain if isinstance(e, SinkError)]
     assert errors, chain
     error = errors[0]
