@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from decimal import Decimal
 
+import duckdb
 import pyarrow as pa
 import pytest
 
@@ -18,15 +19,25 @@ def failed(rule, values, type_=None):
     return evaluate(batch, RuleSet([rule])).any_failed.tolist()
 
 
-def test_row_rules():
-    assert failed(Rule.not_null("x"), [1, None]) == [False, True]
-    assert failed(Rule.unique("x"), [1, 2, 1, None, None]) == [False, False, True, False, False]
-    assert failed(Rule.one_of("x", ["a", "b"]), ["a", "c", None]) == [False, True, False]
-    assert failed(Rule.gt("x", 0), [0, 1, None]) == [True, False, False]
-    assert failed(Rule.lt("x", 2), [1, 2]) == [False, True]
-    assert failed(Rule.length("x", 2, 3), ["a", "ab", "abcd"]) == [True, False, True]
-    assert failed(Rule.matches("x", "^[0-9]+$"), ["12", "1a", None]) == [False, True, False]
-    assert failed(Rule.sql("even", "x % 2 = 0"), [2, 3, None]) == [False, True, False]
+@pytest.mark.parametrize(
+    ("rule", "values", "expected"),
+    [
+        pytest.param(Rule.not_null("x"), [1, None], [False, True], id="not_null"),
+        pytest.param(
+            Rule.unique("x"), [1, 2, 1, None, None], [False, False, True, False, False], id="unique"
+        ),
+        pytest.param(Rule.one_of("x", ["a", "b"]), ["a", "c", None], [False, True, False], id="one_of"),
+        pytest.param(Rule.gt("x", 0), [0, 1, None], [True, False, False], id="gt"),
+        pytest.param(Rule.lt("x", 2), [1, 2], [False, True], id="lt"),
+        pytest.param(Rule.length("x", 2, 3), ["a", "ab", "abcd"], [True, False, True], id="length"),
+        pytest.param(
+            Rule.matches("x", "^[0-9]+$"), ["12", "1a", None], [False, True, False], id="matches"
+        ),
+        pytest.param(Rule.sql("even", "x % 2 = 0"), [2, 3, None], [False, True, False], id="sql"),
+    ],
+)
+def test_row_rules(rule, values, expected):
+    assert failed(rule, values) == expected
 
 
 def test_type_conformance():
@@ -101,18 +112,18 @@ def test_bad_patterns_fail_when_the_rule_set_is_built():
 
 def test_duckdb_is_sandboxed():
     cur = shared_cursor()
-    with pytest.raises(Exception, match="(?i)permission|disabled"):
+    with pytest.raises(duckdb.PermissionException, match="(?i)permission|disabled"):
         cur.sql("SELECT * FROM read_csv('/etc/hostname')").fetchall()
-    with pytest.raises(Exception, match="(?i)lock|configuration"):
+    with pytest.raises(duckdb.InvalidInputException, match="(?i)lock|configuration"):
         cur.execute("SET enable_external_access=true")
     batch = pa.RecordBatch.from_pydict({"x": [1]})
     # A rule set's own session refuses the read too; the rule fails its rows (never raises).
     rs = RuleSet([Rule.sql("leak", "x IN (SELECT 1 FROM read_csv('/etc/hostname'))")])
     assert evaluate(batch, rs).any_failed.tolist() == [True]
     assert rs.sql_failures == {rs.rules[0].id: 1}
-    with pytest.raises(Exception, match="(?i)permission|disabled"):
+    with pytest.raises(duckdb.PermissionException, match="(?i)permission|disabled"):
         rs.session.cursor().sql("SELECT * FROM read_csv('/etc/hostname')").fetchall()
-    with pytest.raises(Exception, match="(?i)lock|configuration"):
+    with pytest.raises(duckdb.InvalidInputException, match="(?i)lock|configuration"):
         rs.session.cursor().execute("SET enable_external_access=true")
 
 
