@@ -21,6 +21,7 @@ from thalweg_bytewax.operators.batching import ToBatchesOut, to_batches
 from thalweg_bytewax.operators.decoding import DecodeOut, decode
 from thalweg_bytewax.operators.deduplication import dedup
 from thalweg_bytewax.operators.records import to_dicts, to_raw_records
+from thalweg_bytewax.operators.sql import sql
 from thalweg_bytewax.operators.validation import ValidateOut, failed_rules_column, validate
 from thalweg_bytewax.operators.windowing import (
     Session,
@@ -39,4 +40,5 @@ __all__ += ["DecodeOut", "decode", "to_dicts", "to_raw_records"]
 __all__ += ["ToBatchesOut", "to_batches"]
 __all__ += ["ContractMode", "ContractSpec", "DropRule", "Rule", "RuleSet"]
 __all__ += ["DEFAULT_ALLOWED_SKEW", "MetadataColumns", "MetadataPolicy", "RawRecord"]
+__all__ += ["sql"]
 __all__ += ["Session", "Sliding", "Tumbling", "WindowAggOut", "WindowAggStats", "window_agg"]

@@ -37,9 +37,11 @@ from typing import Any
 import pyarrow as pa
 
 from thalweg_bytewax._deps import require
+from thalweg_bytewax._sqlfunctions import FUNCTION_NAMES, install_functions
 from thalweg_bytewax.errors import ConfigError, ThalwegError
 
 __all__ = [
+    "FUNCTION_NAMES",
     "SqlError",
     "SqlSession",
     "SqlTimeoutError",
@@ -245,6 +247,9 @@ def _open_sandboxed() -> Any:
     duckdb = require("duckdb", extra="sql")
     con = duckdb.connect()
     con.execute("SET enable_external_access=false")
+    # Timestamps with a zone render and convert in UTC whatever the host's zone is.
+    con.execute("SET TimeZone='UTC'")
+    install_functions(con)
     con.execute("SET lock_configuration=true")
     return con
 
@@ -302,6 +307,7 @@ class SqlSession:
         sql: str,
         *,
         timeout_seconds: float | None = -1.0,
+        params: Mapping[str, object] | None = None,
     ) -> pa.Table:
         """Run ``sql`` over ``tables`` (registered by name for this query only).
 
@@ -309,6 +315,7 @@ class SqlSession:
             tables: Arrow data to expose, by table name.
             sql: The query (written by this package around checked user SQL).
             timeout_seconds: Override the session's bound (``None``: unbounded).
+            params: Values for the query's named ``$name`` parameters.
 
         Returns:
             The result, materialised.
@@ -324,6 +331,8 @@ class SqlSession:
             cur.register(name, table)
         token = _watchdog.arm(cur, bound) if bound is not None else None
         try:
+            if params:
+                return cur.sql(sql, params=dict(params)).to_arrow_table()
             return cur.sql(sql).to_arrow_table()
         except require("duckdb", extra="sql").InterruptException as exc:
             msg = f"sql session: expected the query to finish within {bound} s; got interrupted"

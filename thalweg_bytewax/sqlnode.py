@@ -1,0 +1,219 @@
+"""One transform SQL node: a checked ``SELECT`` run per Arrow batch, lineage kept.
+
+:class:`SqlNode` is the engine-side half of the ``sql`` operator (and of each node of a
+SQL DAG): built once, when the flow is built, it checks the query (exactly one
+``SELECT`` reading only its batch, see ``_sqltransform``) and plans how lineage is kept;
+:meth:`SqlNode.run` then runs it over one batch, registered zero-copy under the node's
+relation name on this thread's cursor of the process's transform database (one
+sandboxed in-memory DuckDB per process, shared by every SQL node, separate from any
+contract's), bounded in time, and re-attaches the locator of each output row's origin
+(:mod:`thalweg_bytewax.lineage`).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import replace
+
+import numpy as np
+import pyarrow as pa
+
+from thalweg_bytewax._deps import require
+from thalweg_bytewax._sqltransform import ROW, ROWS, LineageMode, TransformPlan, plan_transform
+from thalweg_bytewax.errors import ConfigError, ThalwegError
+from thalweg_bytewax.lineage import attach_aggregate_lineage, attach_row_lineage, drop_hidden
+from thalweg_bytewax.metadata import DEFAULT_COLUMNS, MetadataColumns
+from thalweg_bytewax.sqlengine import SqlError, SqlSession, SqlTimeoutError, first_line
+
+__all__ = ["DEFAULT_SQL_NODE_TIMEOUT_SECONDS", "SqlNode", "SqlNodeError", "transform_session"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_SQL_NODE_TIMEOUT_SECONDS = 60.0
+"""The default bound on one run of a SQL node over one batch."""
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+
+
+class SqlNodeError(ThalwegError):
+    """A SQL node failed on a batch (DuckDB refused or failed the query at run time)."""
+
+
+_session_lock = threading.Lock()
+_session: SqlSession | None = None
+
+
+def transform_session() -> SqlSession:
+    """The process's one transform database: sandboxed, a cursor per thread.
+
+    Every SQL node of the process runs here (a node's batch is registered on its
+    thread's cursor for one query only); contracts keep sessions of their own.
+    """
+    global _session
+    with _session_lock:
+        if _session is None:
+            _session = SqlSession(DEFAULT_SQL_NODE_TIMEOUT_SECONDS)
+        return _session
+
+
+class SqlNode:
+    """A transform query over one keyed batch stream, run per batch, lineage kept.
+
+    The query sees the batch as the relation ``name``; its output keeps the locator
+    (``_twg_source_topic``, ``_partition``, ``_offset``) and ``_twg_record_id`` of the
+    input row each output row came from (rows an ``unnest`` derives share their parent's,
+    numbered by ``_twg_derived_ordinal``; aggregate rows carry their last contributor's
+    and ``_twg_contributor_offsets``). Everything is checked here, at build time.
+
+    Args:
+        step_id: The node's name in messages (the operator's step id).
+        query: Exactly one ``SELECT`` reading only ``name`` (its own CTEs and
+            ``unnest`` / ``range`` / ``generate_series`` too).
+        name: The relation name of the batch in the query.
+        params: Values for the query's ``$name`` parameters, one per name it uses.
+        columns: The metadata column names.
+        timeout_seconds: The bound on one run (``None``: unbounded).
+
+    Raises:
+        ConfigError: When the query is not one ``SELECT``, reads anything else (files,
+            other databases, settings, table functions), or its parameters do not
+            match ``params``; the message names the node.
+    """
+
+    def __init__(
+        self,
+        step_id: str,
+        query: str,
+        *,
+        name: str = "input",
+        params: Mapping[str, object] | None = None,
+        columns: MetadataColumns = DEFAULT_COLUMNS,
+        timeout_seconds: float | None = DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
+    ) -> None:
+        self.step_id = step_id
+        if not _NAME.match(name) or name.startswith("__twg"):
+            msg = (
+                f"sql `{step_id}`: expected `name` to be a plain identifier (letters, "
+                f"digits, underscores; not starting with `__twg`); got {name!r}"
+            )
+            raise ConfigError(msg)
+        if timeout_seconds is not None and not timeout_seconds > 0:
+            msg = (
+                f"sql `{step_id}`: expected a positive `timeout_seconds` or None; "
+                f"got {timeout_seconds!r}"
+            )
+            raise ConfigError(msg)
+        try:
+            self.plan: TransformPlan = plan_transform(query, name=name)
+        except SqlError as exc:
+            msg = f"sql `{step_id}`: {exc}; write one SELECT over `{name}`"
+            raise SqlError(msg) from exc
+        self.name = name
+        self.params = dict(params or {})
+        self.columns = columns
+        self.timeout_seconds = timeout_seconds
+        self._check_params()
+
+    def _check_params(self) -> None:
+        wanted = set(self.plan.params)
+        given = set(self.params)
+        if wanted != given:
+            msg = (
+                f"sql `{self.step_id}`: expected `params` for exactly the query's "
+                f"parameters {sorted(wanted)!r}; got {sorted(given)!r}"
+            )
+            raise ConfigError(msg)
+
+    @property
+    def mode(self) -> LineageMode:
+        """How this node keeps lineage (decided at build, revised once on first run)."""
+        return self.plan.mode
+
+    def run(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """Run the query over one batch; the output with its lineage columns.
+
+        Raises:
+            SqlNodeError: When DuckDB fails the query on this batch (a type error, the
+                sandbox refusing a file or network read), naming the node.
+            SqlTimeoutError: When the run passed the node's time bound.
+            ConfigError: When a query run as written drops the locator columns.
+        """
+        rows = pa.array(np.arange(batch.num_rows, dtype=np.int64))
+        idx = batch.schema.get_field_index(ROW)
+        registered = (
+            batch.set_column(idx, ROW, rows) if idx >= 0 else batch.append_column(ROW, rows)
+        )
+        table = self._query(registered)
+        if self.plan.mode is LineageMode.ROW:
+            out = attach_row_lineage(
+                table, batch, row=ROW, columns=self.columns, ordinal=self.plan.multiplies
+            )
+        elif self.plan.mode is LineageMode.AGGREGATE:
+            out = attach_aggregate_lineage(table, batch, row=ROW, rows=ROWS, columns=self.columns)
+        else:
+            out = self._check_as_written(table, batch)
+        return _one_batch(out)
+
+    def _query(self, registered: pa.RecordBatch) -> pa.Table:
+        duckdb = require("duckdb", extra="sql")
+        session = transform_session()
+        try:
+            return session.query(
+                {self.name: registered},
+                self.plan.sql,
+                timeout_seconds=self.timeout_seconds,
+                params=self.params,
+            )
+        except duckdb.BinderException as exc:
+            if self.plan.mode is LineageMode.AS_WRITTEN or ROW not in str(exc):
+                raise self._error(exc) from exc
+            # The row number does not reach the top SELECT (a CTE or subquery projects
+            # it away, a self-join makes it ambiguous): run the query as written, and
+            # require its output to select the locator itself.
+            logger.info(
+                "sql `%s`: the row number cannot reach the output; the query runs as "
+                "written and must select the locator columns",
+                self.step_id,
+            )
+            self.plan = replace(self.plan, sql=self.plan.query, mode=LineageMode.AS_WRITTEN)
+            return self._query(registered)
+        except SqlTimeoutError as exc:
+            msg = f"sql `{self.step_id}`: {exc}; raise `timeout_seconds` or simplify the query"
+            raise SqlTimeoutError(msg) from exc
+        except duckdb.Error as exc:
+            raise self._error(exc) from exc
+
+    def _error(self, exc: BaseException) -> SqlNodeError:
+        msg = (
+            f"sql `{self.step_id}`: expected the query to run over the batch "
+            f"`{self.name}`; got {type(exc).__name__}: {first_line(exc)}"
+        )
+        return SqlNodeError(msg)
+
+    def _check_as_written(self, table: pa.Table, batch: pa.RecordBatch) -> pa.Table:
+        cols = self.columns
+        needed = [cols.source_topic, cols.source_partition, cols.source_offset]
+        if all(c in batch.schema.names for c in needed):
+            missing = [c for c in needed if c not in table.column_names]
+            if missing:
+                msg = (
+                    f"sql `{self.step_id}`: expected the output to keep the locator "
+                    f"columns of its records; got none of {missing!r} in its output. A set "
+                    f"operation, DISTINCT or a CTE that drops `{ROW}` runs as written: select "
+                    f"`{cols.source_topic}`, `{cols.source_partition}`, "
+                    f"`{cols.source_offset}` (and `{cols.record_id}`), or carry `{ROW}` "
+                    f"through to the top SELECT"
+                )
+                raise ConfigError(msg)
+        return drop_hidden(table, ROW)
+
+
+def _one_batch(table: pa.Table) -> pa.RecordBatch:
+    if table.num_rows == 0:
+        return pa.RecordBatch.from_arrays(
+            [pa.array([], f.type) for f in table.schema], schema=table.schema
+        )
+    return table.combine_chunks().to_batches()[0]
