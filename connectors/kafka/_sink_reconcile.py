@@ -1,0 +1,216 @@
+"""Private: what earlier attempts of a ``KafkaSink`` already wrote, read back from the topic.
+
+Every record a ``KafkaSink`` produces starts with its locator headers (source topic,
+partition, offset, record id; see ``_sink_records``). On resume a sink partition reads
+its output partitions from the positions its last snapshot stored (the end offsets
+right after that epoch's flush: everything it wrote later lies beyond them) to their
+current end, and collects per source partition the offsets and record ids found. The
+epoch-sink base then skips replayed rows at those offsets and checks them by record id,
+exactly as the Parquet lane does from its file names.
+
+Without a stored position (the first run, or a crash before the first snapshot) the
+whole partition is read from its earliest offset, since an attempt that never reached a
+snapshot may still have written.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+from thalweg_bytewax.coverage import OffsetCoverage
+from thalweg_bytewax.errors import SinkTerminalError, SinkTransientError
+from thalweg_bytewax.metadata import RECORD_ID_BYTES
+from thalweg_bytewax.runtime.parts import encode_part
+
+from ._errors import is_fatal
+from ._sink_records import (
+    HEADER_RECORD_ID,
+    HEADER_SOURCE_OFFSET,
+    HEADER_SOURCE_PARTITION,
+    HEADER_SOURCE_TOPIC,
+)
+
+__all__ = ["Written", "end_offsets", "read_written"]
+
+logger = logging.getLogger(__name__)
+
+_BATCH = 10_000
+
+
+@dataclass
+class Written:
+    """The source offsets (and record ids) of one source partition found in the topic."""
+
+    offsets: list[int] = field(default_factory=list)
+    record_ids: list[bytes | None] = field(default_factory=list)
+
+    def coverage(self) -> OffsetCoverage:
+        """The offsets as gap-aware spans (a partial epoch leaves gaps)."""
+        if not self.offsets:
+            return OffsetCoverage()
+        arr = np.unique(np.asarray(self.offsets, dtype=np.int64))
+        breaks = np.flatnonzero(np.diff(arr) != 1)
+        starts = np.concatenate(([arr[0]], arr[breaks + 1]))
+        ends = np.concatenate((arr[breaks], [arr[-1]]))
+        return OffsetCoverage(zip(starts.tolist(), ends.tolist(), strict=True))
+
+    def held(self, first: int, last: int, offset_col: str, rid_col: str) -> pa.Table:
+        """The ``(offset, record id)`` pairs in ``[first, last]`` as a table."""
+        off = np.asarray(self.offsets, dtype=np.int64)
+        keep = np.flatnonzero((off >= first) & (off <= last))
+        return pa.table(
+            {
+                offset_col: pa.array(off[keep], pa.int64()),
+                rid_col: pa.array(
+                    [self.record_ids[i] for i in keep.tolist()], pa.binary(RECORD_ID_BYTES)
+                ),
+            }
+        )
+
+
+def end_offsets(
+    consumer: Consumer, topic: str, partitions: list[int], timeout_s: float, component: str
+) -> dict[int, int]:
+    """The current end offset of each output partition, in one request per broker."""
+    try:
+        found = consumer.offsets_for_times(
+            [TopicPartition(topic, p, -1) for p in partitions], timeout=timeout_s
+        )
+    except Exception as exc:  # KafkaException: a timeout or an unreachable cluster
+        msg = (
+            f"{component}: could not read the end offsets of topic `{topic}` within "
+            f"{timeout_s:g} s; check that the brokers are reachable"
+        )
+        raise SinkTransientError(msg) from exc
+    out: dict[int, int] = {}
+    for tp in found:
+        if tp.error is not None or tp.offset < 0:
+            msg = (
+                f"{component}: could not read the end offset of `{topic}:{tp.partition}` "
+                f"({tp.error.name() if tp.error else tp.offset}); check the brokers"
+            )
+            raise SinkTransientError(msg)
+        out[tp.partition] = tp.offset
+    return out
+
+
+def _header(headers: list[tuple[str, bytes | None]] | None) -> tuple[Any, ...] | None:
+    """The locator headers of a record (they come first), or None if it has none."""
+    if not headers or headers[0][0] != HEADER_SOURCE_TOPIC:
+        return None
+    topic = partition = offset = rid = None
+    for name, value in headers[:4]:
+        if name == HEADER_SOURCE_TOPIC:
+            topic = value
+        elif name == HEADER_SOURCE_PARTITION:
+            partition = value
+        elif name == HEADER_SOURCE_OFFSET:
+            offset = value
+        elif name == HEADER_RECORD_ID:
+            rid = value
+    if topic is None or partition is None or offset is None:
+        return None
+    return topic, partition, offset, rid
+
+
+def read_written(
+    consumer: Consumer,
+    topic: str,
+    starts: dict[int, int | None],
+    *,
+    mine: Callable[[str], bool],
+    timeout_s: float,
+    component: str,
+) -> tuple[dict[str, Written], int]:
+    """Read output partitions from ``starts`` to their end; group what is found by source.
+
+    Args:
+        consumer: A consumer of the sink's cluster (isolation as the sink writes).
+        topic: The output topic.
+        starts: Output partition -> first offset to read (None: its earliest offset).
+        mine: Whether a source partition key belongs to this sink partition.
+        timeout_s: How long the whole read may take.
+        component: The sink's name in messages.
+
+    Returns:
+        Per source partition key what it holds, and how many records were read.
+
+    Raises:
+        SinkTransientError: When the read does not finish in time.
+        SinkTerminalError: On a fatal consumer error.
+    """
+    watermarks: dict[int, tuple[int, int]] = {}
+    for p in starts:
+        try:
+            watermarks[p] = consumer.get_watermark_offsets(
+                TopicPartition(topic, p), timeout=timeout_s, cached=False
+            )
+        except Exception as exc:  # KafkaException
+            msg = (
+                f"{component}: could not read the watermarks of `{topic}:{p}` within "
+                f"{timeout_s:g} s to reconcile on resume; check that the brokers are reachable"
+            )
+            raise SinkTransientError(msg) from exc
+    assign: list[TopicPartition] = []
+    ends: dict[int, int] = {}
+    for p, start in starts.items():
+        low, high = watermarks[p]
+        first = low if start is None else max(start, low)
+        if first < high:
+            assign.append(TopicPartition(topic, p, first))
+            ends[p] = high
+    found: dict[str, Written] = {}
+    read = 0
+    if not assign:
+        return found, read
+    consumer.assign(assign)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while ends:
+            if time.monotonic() > deadline:
+                msg = (
+                    f"{component}: reading back `{topic}` partitions {sorted(ends)} to "
+                    f"reconcile did not finish within {timeout_s:g} s; check the brokers or "
+                    f"raise `metadata_timeout`"
+                )
+                raise SinkTransientError(msg)
+            for m in consumer.consume(_BATCH, timeout=0.2):
+                err = m.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:  # noqa: SLF001
+                        ends.pop(m.partition(), None)
+                        continue
+                    if is_fatal(err):
+                        msg = (
+                            f"{component}: reading back `{topic}:{m.partition()}` failed: "
+                            f"{err.name()}; check the topic and the consumer settings"
+                        )
+                        raise SinkTerminalError(msg)
+                    continue
+                read += 1
+                part = m.partition()
+                offset = m.offset()
+                if offset is not None and part in ends and offset + 1 >= ends[part]:
+                    ends.pop(part)
+                loc = _header(m.headers())
+                if loc is None:
+                    continue  # written by someone else
+                key = encode_part(loc[0].decode("utf-8"), int(loc[1]))
+                if not mine(key):
+                    continue
+                w = found.get(key)
+                if w is None:
+                    w = found[key] = Written()
+                w.offsets.append(int(loc[2]))
+                w.record_ids.append(loc[3])
+    finally:
+        consumer.unassign()
+    return found, read

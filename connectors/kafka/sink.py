@@ -1,0 +1,285 @@
+"""Kafka output: keyed Arrow batches to a topic, each input record exactly once across crashes.
+
+``KafkaSink`` is a ``FixedPartitionedSink`` of epoch-durable partitions: within an epoch
+records are produced asynchronously (an idempotent producer, a bounded local queue);
+when Bytewax closes the epoch, ``snapshot()`` flushes and checks every delivery report
+*before* it returns, so the source position Bytewax records never leads what the topic
+holds. Every record carries its source locator and record id in headers
+(``_twg.source.topic``, ``_twg.source.partition``, ``_twg.source.offset``,
+``_twg.record_id``); on resume each sink partition reads its output partitions back
+from the end offsets its last snapshot stored and skips replayed rows that an earlier
+attempt already wrote — the same reconciliation the Parquet lane does from its file
+names. With ``transactional=True`` each epoch is also one Kafka transaction, for
+``read_committed`` consumers of clusters that implement transactions fully.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Literal
+
+import pyarrow as pa
+from bytewax.outputs import FixedPartitionedSink
+from typing_extensions import override
+
+from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.metadata import DEFAULT_PREFIX, metadata_columns
+from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
+from thalweg_bytewax.runtime.parts import stable_route
+
+from ._config import BOOTSTRAP_SERVERS, GROUP_ID, LOG_LEVEL
+from ._sink_args import (
+    check_bool,
+    check_config,
+    check_interval,
+    check_names,
+    check_positive_int,
+)
+from ._sink_partition import KafkaSinkStats, _KafkaSinkPartition
+from ._sink_records import (
+    HEADER_RECORD_ID,
+    HEADER_SOURCE_OFFSET,
+    HEADER_SOURCE_PARTITION,
+    HEADER_SOURCE_TOPIC,
+    LOCATOR_HEADERS,
+)
+
+if TYPE_CHECKING:
+    from thalweg_bytewax.codecs.base import Encoder
+
+__all__ = [
+    "HEADER_RECORD_ID",
+    "HEADER_SOURCE_OFFSET",
+    "HEADER_SOURCE_PARTITION",
+    "HEADER_SOURCE_TOPIC",
+    "KafkaSink",
+    "KafkaSinkStats",
+    "Partitioner",
+]
+
+logger = logging.getLogger(__name__)
+
+Partitioner = Literal["key", "source"]
+"""How records find their output partition: by key (murmur2, as Java clients do) or the
+partition number of their source partition."""
+
+_COMPONENT = "kafka sink"
+
+# librdkafka producer property names, in one place.
+ENABLE_IDEMPOTENCE = "enable.idempotence"
+ACKS = "acks"
+PARTITIONER = "partitioner"
+DELIVERY_REPORT_ONLY_ERROR = "delivery.report.only.error"
+MESSAGE_TIMEOUT_MS = "message.timeout.ms"
+QUEUE_MAX_MESSAGES = "queue.buffering.max.messages"
+QUEUE_MAX_KBYTES = "queue.buffering.max.kbytes"
+LINGER_MS = "linger.ms"
+TRANSACTIONAL_ID = "transactional.id"
+TRANSACTION_TIMEOUT_MS = "transaction.timeout.ms"
+ISOLATION_LEVEL = "isolation.level"
+ENABLE_PARTITION_EOF = "enable.partition.eof"
+
+# The local queue bounds the sink's memory: librdkafka refuses more (BufferError) and
+# the sink waits for deliveries. 64 MiB / 100k records keeps several 10k-record polls
+# in flight (measured on benchmarks/kafka_sink.py, docs/benchmarks.md "Kafka sink").
+DEFAULT_QUEUE_MAX_BYTES = 64 * 1024 * 1024
+DEFAULT_QUEUE_MAX_MESSAGES = 100_000
+# Java clients' partitioner: a key lands where a Java producer would put it.
+_MURMUR2 = "murmur2_random"
+
+
+class KafkaSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
+    """Write keyed Arrow batches (or raw records) to a Kafka topic, each record exactly once.
+
+    Source topic-partitions are the unit of parallelism: each is written by one sink
+    partition (one idempotent producer per shard). Exactly-once via reconciliation:
+    every epoch is flushed and every delivery report checked before its snapshot
+    returns, every record carries its source locator and record id in headers, and on
+    resume replayed rows that an earlier attempt already wrote are skipped (read back
+    from the topic's tail). A plain consumer of the topic sees every input record once.
+    With ``transactional=True`` each epoch is also one Kafka transaction, so
+    ``read_committed`` consumers never see an epoch that failed.
+
+    Each batch needs the locator columns (``_twg_source_topic``, ``_source_partition``,
+    ``_source_offset``; ``_twg_record_id`` to check replays by id). The value is the
+    encoder's output, or without an encoder the raw payload ``_twg_source_value``
+    (with the raw key and headers: a mirror).
+
+    Example::
+
+        flow = Dataflow("mirror")
+        raw = op.input("in", flow, KafkaSource(["localhost:9092"], ["orders"]))
+        op.output("out", raw, KafkaSink(["localhost:9092"], "orders-copy"))
+
+    Args:
+        brokers: Bootstrap servers, as a list or a comma-separated string.
+        topic: The output topic (it must exist, or the cluster must auto-create it).
+        encoder: Encodes each batch to values (``AvroEncoder``, ``ProtobufEncoder``,
+            ``JsonEncoder``, ``BytesEncoder``, or the DLQ's ``DlqEncoder``); ``None``
+            sends the raw ``<prefix>source_value`` bytes.
+        key: The column holding record keys (binary, string or integer); default the
+            raw ``<prefix>source_key`` where the batch has it, else no key.
+        headers: Extra headers from columns: header name -> column name.
+        partitioner: ``"key"`` (murmur2 of the key, Java-compatible; null keys spread
+            at random) or ``"source"`` (the record's source partition number).
+        keep_source_headers: Without an encoder, copy the raw record's headers
+            (``<prefix>source_headers``) after the locator headers.
+        transactional: One Kafka transaction per epoch and shard.
+        transactional_id: Prefix of the transactional ids (``<prefix>-<shard>``);
+            default ``thalweg-<topic>-<step id>``. Keep it stable across restarts.
+        shards: Number of sink partitions the source partitions spread over.
+        add_config: librdkafka producer settings passed through (SASL/SSL,
+            compression); they override thalweg's defaults.
+        delivery_timeout: How long an epoch's records may take to be acknowledged, and
+            how long a full local queue may block, before the sink fails loudly.
+        metadata_timeout: How long metadata requests and the read-back on resume may take.
+        queue_max_messages: Most records waiting in the producer's local queue.
+        queue_max_bytes: Most bytes waiting in the producer's local queue.
+        metadata_prefix: Prefix of the metadata columns.
+
+    Raises:
+        ConfigError: On an invalid argument.
+    """
+
+    def __init__(
+        self,
+        brokers: Sequence[str] | str,
+        topic: str,
+        *,
+        encoder: Encoder | None = None,
+        key: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        partitioner: Partitioner = "key",
+        keep_source_headers: bool = True,
+        transactional: bool = False,
+        transactional_id: str | None = None,
+        shards: int = 16,
+        add_config: Mapping[str, Any] | None = None,
+        delivery_timeout: timedelta = timedelta(seconds=30),
+        metadata_timeout: timedelta = timedelta(seconds=10),
+        queue_max_messages: int = DEFAULT_QUEUE_MAX_MESSAGES,
+        queue_max_bytes: int = DEFAULT_QUEUE_MAX_BYTES,
+        metadata_prefix: str = DEFAULT_PREFIX,
+    ) -> None:
+        self.brokers = check_names(brokers, "brokers")
+        if not isinstance(topic, str) or not topic or ":" in topic:
+            msg = (
+                f"{_COMPONENT}: `topic` expected a non-empty topic name without ':'; "
+                f"got {topic!r}"
+            )
+            raise ConfigError(msg)
+        self.topic = topic
+        if encoder is not None and not callable(getattr(encoder, "encode_batch", None)):
+            msg = (
+                f"{_COMPONENT}: `encoder` expected an encoder with `encode_batch(batch, *, "
+                f"topic)` or None; got {type(encoder).__name__}"
+            )
+            raise ConfigError(msg)
+        self.encoder = encoder
+        if key is not None and (not isinstance(key, str) or not key):
+            msg = f"{_COMPONENT}: `key` expected a column name or None; got {key!r}"
+            raise ConfigError(msg)
+        self.key = key
+        headers = dict(headers or {})
+        for name, col in headers.items():
+            if not isinstance(name, str) or not isinstance(col, str) or not name or not col:
+                msg = (
+                    f"{_COMPONENT}: `headers` expected header names mapped to column "
+                    f"names; got {name!r}: {col!r}"
+                )
+                raise ConfigError(msg)
+            if name in LOCATOR_HEADERS:
+                msg = (
+                    f"{_COMPONENT}: `headers` names `{name}`, which the sink writes itself; "
+                    f"expected another header name"
+                )
+                raise ConfigError(msg)
+        self.headers = headers
+        if partitioner not in ("key", "source"):
+            msg = f"{_COMPONENT}: `partitioner` expected 'key' or 'source'; got {partitioner!r}"
+            raise ConfigError(msg)
+        self.partitioner: Partitioner = partitioner
+        self.keep_source_headers = check_bool(keep_source_headers, "keep_source_headers")
+        self.transactional = check_bool(transactional, "transactional")
+        if transactional_id is not None and (
+            not isinstance(transactional_id, str) or not transactional_id
+        ):
+            msg = (
+                f"{_COMPONENT}: `transactional_id` expected a non-empty string or None; "
+                f"got {transactional_id!r}"
+            )
+            raise ConfigError(msg)
+        self.transactional_id = transactional_id
+        self.shards = check_positive_int(shards, "shards")
+        self.add_config = check_config(add_config, "add_config")
+        self.delivery_timeout_s = check_interval(delivery_timeout, "delivery_timeout")
+        self.metadata_timeout_s = check_interval(metadata_timeout, "metadata_timeout")
+        self.queue_max_messages = check_positive_int(queue_max_messages, "queue_max_messages")
+        self.queue_max_bytes = check_positive_int(queue_max_bytes, "queue_max_bytes")
+        self.columns = metadata_columns(metadata_prefix, _COMPONENT)
+
+    def __repr__(self) -> str:
+        # add_config may hold credentials: never shown.
+        return (
+            f"KafkaSink(brokers={self.brokers!r}, topic={self.topic!r}, "
+            f"partitioner={self.partitioner!r}, transactional={self.transactional!r}, "
+            f"shards={self.shards!r})"
+        )
+
+    def producer_config(self, step_id: str, shard: int) -> dict[str, Any]:
+        """The librdkafka producer settings of one shard: our defaults, then ``add_config``."""
+        config: dict[str, Any] = {
+            BOOTSTRAP_SERVERS: ",".join(self.brokers),
+            ENABLE_IDEMPOTENCE: True,
+            ACKS: "all",
+            PARTITIONER: _MURMUR2,
+            # Success reports would cost a Python callback per record; failures are
+            # what the epoch's check needs (flush() returning 0 means the rest landed).
+            DELIVERY_REPORT_ONLY_ERROR: True,
+            MESSAGE_TIMEOUT_MS: int(self.delivery_timeout_s * 1000),
+            QUEUE_MAX_MESSAGES: self.queue_max_messages,
+            QUEUE_MAX_KBYTES: max(1, self.queue_max_bytes // 1024),
+            LINGER_MS: 5,
+            LOG_LEVEL: 3,
+        }
+        if self.transactional:
+            prefix = self.transactional_id or f"thalweg-{self.topic}-{step_id}"
+            config[TRANSACTIONAL_ID] = f"{prefix}-{shard}"
+            # A transaction spans at most one epoch plus its flush.
+            config[TRANSACTION_TIMEOUT_MS] = max(60_000, int(self.delivery_timeout_s * 2000))
+        config.update(self.add_config)
+        return config
+
+    def reader_config(self) -> dict[str, Any]:
+        """The librdkafka consumer settings used to read the topic back on resume."""
+        config: dict[str, Any] = {
+            BOOTSTRAP_SERVERS: ",".join(self.brokers),
+            GROUP_ID: f"thalweg-unused-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            ENABLE_PARTITION_EOF: True,
+            ISOLATION_LEVEL: "read_committed" if self.transactional else "read_uncommitted",
+            LOG_LEVEL: 3,
+        }
+        # Security settings apply to the reader too; producer-only ones are dropped.
+        for name, value in self.add_config.items():
+            if name.startswith(("security.", "sasl.", "ssl.", "client.", "socket.")):
+                config[name] = value
+        return config
+
+    @override
+    def list_parts(self) -> list[str]:
+        return [f"shard-{i:03d}" for i in range(self.shards)]
+
+    @override
+    def part_fn(self, item_key: str) -> int:
+        return stable_route(item_key, self.shards)
+
+    @override
+    def build_part(
+        self, step_id: str, for_part: str, resume_state: EpochSinkState | None
+    ) -> _KafkaSinkPartition:
+        shard = int(for_part.rpartition("-")[2])
+        return _KafkaSinkPartition(self, step_id, resume_state, shard)

@@ -1,0 +1,87 @@
+"""Helpers of the KafkaSink tests: read a topic back with a plain consumer."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+from thalweg_bytewax.connectors.kafka.sink import (
+    HEADER_RECORD_ID,
+    HEADER_SOURCE_OFFSET,
+    HEADER_SOURCE_PARTITION,
+    HEADER_SOURCE_TOPIC,
+)
+
+
+@dataclass
+class Out:
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]]
+
+    def header(self, name: str) -> bytes | None:
+        return next((v for k, v in self.headers if k == name), None)
+
+    @property
+    def locator(self) -> tuple[str, int, int]:
+        topic, part, off = (
+            self.header(HEADER_SOURCE_TOPIC),
+            self.header(HEADER_SOURCE_PARTITION),
+            self.header(HEADER_SOURCE_OFFSET),
+        )
+        assert topic is not None and part is not None and off is not None
+        return topic.decode(), int(part), int(off)
+
+    @property
+    def record_id(self) -> bytes | None:
+        return self.header(HEADER_RECORD_ID)
+
+
+def read_topic(
+    bootstrap: str, topic: str, *, isolation: str = "read_uncommitted", timeout: float = 30
+) -> list[Out]:
+    """Every record of ``topic`` (all partitions, earliest to end), as a plain consumer sees it."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"check-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": isolation,
+            "log_level": 3,
+        }
+    )
+    try:
+        md = consumer.list_topics(topic, timeout=10)
+        parts = sorted(md.topics[topic].partitions) if topic in md.topics else []
+        todo = set()
+        assign = []
+        for p in parts:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            if high > low:
+                todo.add(p)
+                assign.append(TopicPartition(topic, p, low))
+        out: list[Out] = []
+        if not assign:
+            return out
+        consumer.assign(assign)
+        deadline = time.monotonic() + timeout
+        while todo and time.monotonic() < deadline:
+            for m in consumer.consume(10_000, timeout=0.2):
+                err = m.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        todo.discard(m.partition())
+                    continue
+                out.append(
+                    Out(m.partition(), m.offset(), m.key(), m.value(), list(m.headers() or []))
+                )
+        assert not todo, f"partitions {todo} not read to the end in {timeout} s"
+        return out
+    finally:
+        consumer.close()
