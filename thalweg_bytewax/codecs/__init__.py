@@ -7,6 +7,7 @@ one framed payload per row); see :mod:`thalweg_bytewax.codecs.base`.
 
 from __future__ import annotations
 
+from thalweg_bytewax.codecs._avro_encode import AvroEncoder
 from thalweg_bytewax.codecs._encode import BytesEncoder
 from thalweg_bytewax.codecs.avro import AvroCodec
 from thalweg_bytewax.codecs.base import (
@@ -24,6 +25,7 @@ from thalweg_bytewax.codecs.protobuf import ProtobufCodec
 
 __all__ = [
     "AvroCodec",
+    "AvroEncoder",
     "BytesEncoder",
     "Codec",
     "DecodeFailure",

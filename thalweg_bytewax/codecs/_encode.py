@@ -12,6 +12,7 @@ from typing import Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from confluent_kafka.schema_registry import Schema
 
 from thalweg_bytewax._choices import check_choice
 from thalweg_bytewax.codecs.base import EncodedValues, EncodeError
@@ -24,6 +25,12 @@ from thalweg_bytewax.codecs.framing import (
 )
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import DEFAULT_PREFIX
+from thalweg_bytewax.registry import (
+    RegistrySchemaSource,
+    ResolvedSchema,
+    SchemaSource,
+    UnknownSchemaError,
+)
 
 RAW_VALUE = f"{DEFAULT_PREFIX}source_value"
 """The raw lane's payload column, what :class:`BytesEncoder` sends by default."""
@@ -36,6 +43,7 @@ __all__ = [
     "check_schema_id_in",
     "check_subject_strategy",
     "frame_bodies",
+    "registered_schema",
     "subject_name",
 ]
 
@@ -77,6 +85,50 @@ def subject_name(
         msg = f"subject strategy `{strategy}`: expected a record name; got None"
         raise ConfigError(msg)
     return record_name if strategy == "record" else f"{topic}-{record_name}"
+
+
+def registered_schema(
+    source: SchemaSource,
+    subject: str,
+    schema: Schema | None,
+    *,
+    auto_register: bool,
+    encoder: str,
+    fmt: str | None = None,
+) -> ResolvedSchema:
+    """The registry's id / GUID for ``schema`` under ``subject`` (cached by the source).
+
+    ``schema`` given: registered with ``auto_register``, else looked up (it must already
+    be registered under ``subject``). ``schema`` omitted: the subject's latest version.
+
+    Raises:
+        UnknownSchemaError: The subject lacks the schema (or has no version at all).
+        ConfigError: Registering or looking up a schema text in a schema directory.
+        RegistryUnavailableError: The registry stayed unreachable.
+    """
+    try:
+        if schema is None:
+            return source.get_version(subject, "latest", fmt=fmt)
+        if not isinstance(source, RegistrySchemaSource):
+            msg = (
+                f"{encoder} encoder: `schema=` with {source!r} expected a schema registry "
+                f"to assign the schema id; got a schema directory; pass a registry URL, or "
+                f"omit `schema=` to use the subject's latest version"
+            )
+            raise ConfigError(msg)
+        return source.register(subject, schema, lookup_only=not auto_register)
+    except UnknownSchemaError as exc:
+        hint = (
+            "register it first or pass `auto_register=True`"
+            if schema is not None
+            else "register a schema under it or pass `schema=`"
+        )
+        what = "the schema" if schema is not None else "a version"
+        msg = (
+            f"{encoder} encoder: subject `{subject}` in {source.description} has no {what} "
+            f"to encode with; {hint}"
+        )
+        raise UnknownSchemaError(msg) from exc
 
 
 def _concat_prefix(prefix: bytes, bodies: pa.BinaryArray) -> pa.BinaryArray:

@@ -244,6 +244,38 @@ class RegistrySchemaSource(SchemaSource):
         )
         return ResolvedSchema(schema, self._resolve_refs(schema, fmt), guid=guid)
 
+    def register(
+        self, subject: str, schema: Schema, *, lookup_only: bool = False
+    ) -> ResolvedSchema:
+        """Register ``schema`` under ``subject`` (or, with ``lookup_only``, find it there).
+
+        Used by encoders; the answer is cached per (subject, schema text, mode).
+
+        Raises:
+            UnknownSchemaError: With ``lookup_only``, when ``subject`` lacks the schema.
+            RegistryError: When the registry refuses it (an incompatible schema: 409).
+            RegistryUnavailableError: The registry stayed unreachable.
+        """
+        what = f"{'lookup' if lookup_only else 'registration'} under subject `{subject}`"
+
+        def call() -> ResolvedSchema:
+            if lookup_only:
+                reg = self._call(what, lambda: self._client.lookup_schema(subject, schema))
+            else:
+                reg = self._call(
+                    what, lambda: self._client.register_schema_full_response(subject, schema)
+                )
+            return ResolvedSchema(
+                schema,
+                schema_id=reg.schema_id,
+                guid=reg.guid,
+                subject=subject,
+                version=reg.version,
+            )
+
+        key = ("register", subject, schema.schema_str, schema.schema_type, lookup_only)
+        return self._cached(key, call)
+
     def _fetch_version(
         self, subject: str, version: int | Literal["latest"], fmt: str | None
     ) -> ResolvedSchema:
