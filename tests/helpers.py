@@ -106,7 +106,8 @@ def run_flow(
     Args:
         items: The source items, usually ``(key, batch)`` pairs.
         build: Given the input stream (step ``inp``), returns one stream (collected as
-            ``"out"``) or a dataclass of streams (each field collected under its name).
+            ``"out"``) or a dataclass of streams (each stream field collected under its
+            name; other fields are passed over).
         flow_id: The dataflow id (step ids and keys derived from it are asserted).
         entry_point: ``run_main`` or one of the ``entry_point`` fixture's runners.
         source_batch: The TestingSource batch size.
@@ -119,7 +120,11 @@ def run_flow(
     flow = Dataflow(flow_id)
     out = build(op.input("inp", flow, TestingSource(items, batch_size=source_batch)))
     streams: dict[str, Stream[Any]] = (
-        {f.name: getattr(out, f.name) for f in dataclasses.fields(out)}
+        {
+            f.name: getattr(out, f.name)
+            for f in dataclasses.fields(out)
+            if isinstance(getattr(out, f.name), Stream)
+        }
         if dataclasses.is_dataclass(out)
         else {"out": out}
     )

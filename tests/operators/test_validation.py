@@ -5,17 +5,16 @@ from __future__ import annotations
 import copy
 from datetime import timedelta
 
-import bytewax.operators as op
 import numpy as np
 import pyarrow as pa
 import pytest
-from bytewax.dataflow import Dataflow
-from bytewax.testing import TestingSink, TestingSource, run_main
+from bytewax.errors import BytewaxRuntimeError
+from bytewax.testing import run_main
 
 import thalweg_bytewax.operators as twg
 from tests.contracts.orders_data import COLS, located, orders, orders_batch, orders_contract
 from tests.fixtures.flows import EntryPoint
-from tests.helpers import locator_of
+from tests.helpers import cause_of, locator_of, run_flow, table_of
 from thalweg_bytewax.contracts import (
     ContractError,
     ContractViolationError,
@@ -53,22 +52,13 @@ def bad_rows() -> tuple[list[dict], dict[int, set[str]]]:
 
 
 def run(batches, mode, *, entry_point: EntryPoint = run_main, **kwargs):
-    flow = Dataflow("validate_test")
-    inp = op.input("inp", flow, TestingSource(batches))
-    out = twg.validate("validate", inp, CONTRACT, mode=mode, **kwargs)
-    clean: list[tuple[str, pa.RecordBatch]] = []
-    rejected: list[tuple[str, pa.RecordBatch]] = []
-    audit: list[tuple[str, pa.RecordBatch]] = []
-    op.output("clean", out.clean, TestingSink(clean))
-    op.output("rejected", out.rejected, TestingSink(rejected))
-    op.output("audit", out.audit, TestingSink(audit))
-    entry_point(flow)
-    return [_table(x) for x in (clean, rejected, audit)]
-
-
-def _table(items):
-    batches = [b for _, b in items]
-    return pa.Table.from_batches(batches) if batches else None
+    got = run_flow(
+        batches,
+        lambda up: twg.validate("validate", up, CONTRACT, mode=mode, **kwargs),
+        flow_id="validate_test",
+        entry_point=entry_point,
+    )
+    return [table_of(got[name]) for name in ("clean", "rejected", "audit")]
 
 
 def test_quarantine_diverts_exactly_the_bad_rows_with_reason_and_rule_ids(entry_point):
@@ -104,7 +94,7 @@ def test_quarantine_diverts_exactly_the_bad_rows_with_reason_and_rule_ids(entry_
 
 def test_strict_fails_the_flow_with_rule_column_value_and_locator(entry_point):
     rows, _ = bad_rows()
-    with pytest.raises(Exception) as info:  # noqa: PT011 - bytewax wraps the cause
+    with pytest.raises(BytewaxRuntimeError) as info:
         run(
             [
                 ("orders:0", orders_batch(rows[:3])),
@@ -113,10 +103,7 @@ def test_strict_fails_the_flow_with_rule_column_value_and_locator(entry_point):
             "strict",
             entry_point=entry_point,
         )
-    cause: BaseException | None = info.value
-    while cause is not None and not isinstance(cause, ContractViolationError):
-        cause = cause.__cause__
-    assert isinstance(cause, ContractViolationError), info.value
+    cause = cause_of(info.value, ContractViolationError)
     msg = str(cause)
     assert RULES["status_allowed_values"] in msg
     assert "`status`" in msg
