@@ -24,6 +24,7 @@ from typing_extensions import override
 
 from thalweg_bytewax._deps import require
 from thalweg_bytewax.catalog.iceberg import PartitionField, parse_partition_spec
+from thalweg_bytewax.coverage_store import CoverageStore, open_coverage_store
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import DEFAULT_PREFIX, metadata_columns
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
@@ -100,6 +101,10 @@ class IcebergSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
         target_file_bytes: Arrow bytes buffered before data files are written.
         commit_retries: Retries of a commit that lost a race with another writer.
         metadata_prefix: Prefix of the metadata columns.
+        coverage_store: Where to record each committed epoch's coverage (beside the
+            raw lane, never in the table), under ``sink_id``: a
+            :class:`~thalweg_bytewax.coverage_store.CoverageStore`, a path (SQLite) or a
+            ``postgresql://`` URL. None records nothing. ``thalweg coverage`` reads it.
     """
 
     def __init__(  # noqa: PLR0913 - one documented knob each
@@ -118,6 +123,7 @@ class IcebergSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
         target_file_bytes: int = DEFAULT_TARGET_FILE_BYTES,
         commit_retries: int = DEFAULT_COMMIT_RETRIES,
         metadata_prefix: str = DEFAULT_PREFIX,
+        coverage_store: CoverageStore | str | os.PathLike[str] | None = None,
     ) -> None:
         require("pyiceberg", extra="iceberg")
         self.catalog = IcebergCatalogConfig.of(catalog)
@@ -157,6 +163,9 @@ class IcebergSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
         self.target_file_bytes = target_file_bytes
         self.commit_retries = commit_retries
         self.columns = metadata_columns(metadata_prefix, "iceberg sink")
+        self.coverage_store = (
+            open_coverage_store(coverage_store) if coverage_store is not None else None
+        )
         self._announced = False
 
     def __repr__(self) -> str:
@@ -189,7 +198,10 @@ class IcebergSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
                 COVERAGE_PREFIX,
                 sink_id,
             )
-        return _IcebergPartition(self, sink_id, resume_state, shard)
+        part = _IcebergPartition(self, sink_id, resume_state, shard)
+        if self.coverage_store is not None:
+            part.record_coverage_to(self.coverage_store, sink_id)
+        return part
 
 
 def _check_table(table: object) -> str:

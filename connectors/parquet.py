@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import ClassVar
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 from bytewax.outputs import FixedPartitionedSink
 from typing_extensions import override
 
+from thalweg_bytewax.coverage_store import CoverageStore, open_coverage_store
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataColumns
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
@@ -83,7 +85,14 @@ class ParquetSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
         max_file_rows: Rows after which a file is closed (it still becomes visible only
             at the epoch's snapshot).
         metadata_prefix: Prefix of the metadata columns.
+        coverage_store: Where to record each committed epoch's coverage, under the
+            output's step id: a :class:`~thalweg_bytewax.coverage_store.CoverageStore`,
+            a path (SQLite; a directory holds ``_coverage.sqlite3``) or a
+            ``postgresql://`` URL. None records nothing. ``thalweg coverage`` reads it.
     """
+
+    can_be_raw_lane: ClassVar[bool] = True
+    """Fed straight from a source, this sink is a raw lane (the second-sink gate)."""
 
     def __init__(
         self,
@@ -96,6 +105,7 @@ class ParquetSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
         row_group_bytes: int = DEFAULT_ROW_GROUP_BYTES,
         max_file_rows: int = DEFAULT_MAX_FILE_ROWS,
         metadata_prefix: str = DEFAULT_PREFIX,
+        coverage_store: CoverageStore | str | os.PathLike[str] | None = None,
     ) -> None:
         if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
             msg = (
@@ -136,6 +146,9 @@ class ParquetSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
         self.row_group_bytes = row_group_bytes
         self.max_file_rows = max_file_rows
         self.columns = MetadataColumns(metadata_prefix)
+        self.coverage_store = (
+            open_coverage_store(coverage_store) if coverage_store is not None else None
+        )
         self._checked = False
         self._claimed: set[str] = set()
         self._stale_staging: list[str] | None = None
@@ -167,7 +180,10 @@ class ParquetSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
             self._claimed.add(step_id)
         shard = int(for_part.rpartition("-")[2])
         self._remove_stale_staging(store, shard)
-        return _ParquetPartition(self, store, resume_state, shard)
+        part = _ParquetPartition(self, store, resume_state, shard)
+        if self.coverage_store is not None:
+            part.record_coverage_to(self.coverage_store, step_id)
+        return part
 
     def _remove_stale_staging(self, store: LaneStore, shard: int) -> None:
         """Delete the staging files an earlier run of ``shard`` left anywhere in the lane.

@@ -47,6 +47,14 @@ together with what ``open_partition`` reports, so a crash between a sink's commi
 the recovery store's commit is absorbed: the replayed rows are skipped, not written
 twice. Kill-and-resume tests (``tests/runtime/test_epoch_sink.py``) SIGKILL a flow at
 the fault points ``epoch_sink.before_commit`` and ``epoch_sink.after_commit``.
+
+**Coverage store.** After :meth:`EpochSinkPartition.record_coverage_to`, each snapshot
+merges what the epoch committed (and, once per source partition and run, what
+``open_partition`` reported) into a :mod:`~thalweg_bytewax.coverage_store`, after
+``commit_epoch()`` returns and before the state goes back to Bytewax: the store may lag,
+never lead (:mod:`thalweg_bytewax.runtime.coverage_recording`). A batch that carries an
+input span (:mod:`thalweg_bytewax.input_span`) covers that whole span, so offsets
+rejected upstream are not gaps.
 """
 
 from __future__ import annotations
@@ -64,8 +72,11 @@ from typing_extensions import override
 
 from thalweg_bytewax import _faults
 from thalweg_bytewax.coverage import OffsetCoverage, find_replay_conflict
+from thalweg_bytewax.coverage_store import CoverageStore
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError
+from thalweg_bytewax.input_span import input_span, without_input_span
 from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.runtime.coverage_recording import CoverageRecorder
 from thalweg_bytewax.runtime.parts import encode_part, stable_route
 
 __all__ = ["EpochSinkPartition", "EpochSinkState", "EpochSinkStats"]
@@ -146,6 +157,7 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         self._resume = dict(resume_state or {})
         self._ledgers: dict[str, _Ledger] = {}
         self._failed = False
+        self._recorder: CoverageRecorder | None = None
 
     # -- hooks -----------------------------------------------------------------------
 
@@ -186,6 +198,23 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
 
     # -- the protocol ----------------------------------------------------------------
 
+    def record_coverage_to(self, store: CoverageStore | str, sink_id: str) -> None:
+        """Record every committed epoch's coverage into ``store`` under ``sink_id``.
+
+        Call before the first write (sinks do it in ``build_part`` when given a
+        ``coverage_store=``).
+
+        Args:
+            store: A coverage store, a path (SQLite) or a ``postgresql://`` URL.
+            sink_id: The sink's id in the store (its step id, unless configured).
+        """
+        self._recorder = CoverageRecorder(store, sink_id, self.component)
+
+    @property
+    def coverage_recorder(self) -> CoverageRecorder | None:
+        """The recorder into the coverage store, or None when the sink records none."""
+        return self._recorder
+
     @property
     def failed(self) -> bool:
         """Whether a write or commit failed; the partition then never publishes again."""
@@ -215,12 +244,17 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
             self._fail()
             raise
         _faults.checkpoint("epoch_sink.after_commit")
-        for ledger in self._ledgers.values():
+        recorder = self._recorder
+        for key, ledger in self._ledgers.items():
             if ledger.pending is not None:
                 first, last = ledger.pending
                 ledger.coverage = ledger.coverage.add(first, last)
                 ledger.next_offset = max(ledger.next_offset, last + 1)
                 ledger.pending = None
+                if recorder is not None:
+                    recorder.add_span(key, first, last)
+        if recorder is not None:
+            recorder.flush()  # after the durable commit, before the state: lags, never leads
         self.stats.epochs_committed += 1
         return {key: ledger.next_offset for key, ledger in self._ledgers.items()}
 
@@ -267,15 +301,21 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
 
     def _write(self, values: list[pa.RecordBatch]) -> None:
         now_us = int(datetime.now(UTC).timestamp() * 1_000_000)
-        for batch in values:
-            if batch.num_rows == 0:
+        for given in values:
+            if given.num_rows == 0:
                 continue
+            span = input_span(given)
+            batch = without_input_span(given)
             for key, topic, partition, group in self._split(batch):
                 ledger = self._ledger(key, topic, partition)
                 # Order first, coverage second: a row that goes back within a run may
                 # fall inside a span this run committed, and skipping it as a replay
                 # would lose it silently.
                 first, last = self._check_order(ledger, key, group)
+                if span is not None and span[0] == key:
+                    # The whole input batch is accounted for: rows here, the rest
+                    # rejected upstream. Committed with this epoch, never before.
+                    ledger.pending = _widen(ledger.pending, min(first, span[1]), max(last, span[2]))
                 rows = self._uncovered(ledger, key, group, first, last)
                 if rows.num_rows == 0:
                     continue
@@ -369,6 +409,8 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         if ledger is not None:
             return ledger
         coverage = self.open_partition(key, topic, partition)
+        if self._recorder is not None:
+            self._recorder.add(key, coverage)  # what the target holds: recorded at the next commit
         resumed = self._resume.get(key)
         if resumed is not None and resumed > 0:
             coverage = coverage.add(0, resumed - 1)
@@ -442,6 +484,13 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
                 f"or written; {self.replay_remedy}"
             )
             raise SinkTerminalError(msg)
+
+
+def _widen(pending: tuple[int, int] | None, first: int, last: int) -> tuple[int, int]:
+    """The pending span grown to include ``first..last``."""
+    if pending is None:
+        return first, last
+    return min(pending[0], first), max(pending[1], last)
 
 
 def _stamp(batch: pa.RecordBatch, name: str, now_us: int) -> pa.RecordBatch:
