@@ -1,12 +1,12 @@
 """``sql_dag``: a checked DAG of SQL nodes over keyed Arrow batches, sinks at any node.
 
-The whole DAG runs per input batch inside one Bytewax step: each materialised node runs
-once, in topological order, on one isolated, sandboxed DuckDB session, and its rows are
-registered for its dependents (see :mod:`thalweg_bytewax.sqldag`). A node with several
-dependents is therefore computed once per batch. The results then split into one keyed
-stream per materialised node, so a sink attaches to an interior node as easily as to a
-leaf. Streams keep the input's key (the source partition, ``"topic:N"``), so the epoch
-sinks keep one owner per source partition.
+The whole DAG runs per input batch inside one Bytewax step: each node runs once, in
+topological order, on the process's sandboxed transform database (the engine of
+``twg.sql``, so rows keep their lineage), and its rows are kept for its dependents (see
+:mod:`thalweg_bytewax.sqldag`). A node with several dependents is therefore computed
+once per batch. The results then split into one keyed stream per node, so a sink
+attaches to an interior node as easily as to a leaf. Streams keep the input's key (the
+source partition, ``"topic:N"``), so the epoch sinks keep one owner per source partition.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from bytewax.operators import KeyedStream
 from bytewax.outputs import DynamicSink, FixedPartitionedSink
 
 from thalweg_bytewax.metadata import DEFAULT_PREFIX, metadata_columns
-from thalweg_bytewax.sqldag import DEFAULT_TIMEOUT_SECONDS, DagRunner, SqlDag, SqlDagError
+from thalweg_bytewax.sqldag import DagRunner, SqlDag, SqlDagError
+from thalweg_bytewax.sqlnode import DEFAULT_SQL_NODE_TIMEOUT_SECONDS
 
 __all__ = ["SqlDagOut", "sql_dag"]
 
@@ -40,19 +41,17 @@ class SqlDagOut:
     Index it by node name (``out["big_orders"]``) for that node's keyed batches. The
     first access adds one ``filter_map`` step, ``<step_id>_<node>``, to the flow; later
     accesses return the same stream. A batch whose node result is empty is not emitted.
-    A node inlined into its only dependent has no stream; set ``materialise = true`` on
-    it to get one.
 
     Attributes:
-        results: Per input batch, the rows of every materialised node, keyed like the
-            input: ``(key, {node: pa.Table})``.
+        results: Per input batch, the rows of every node, keyed like the
+            input: ``(key, {node: pa.RecordBatch})``.
         schemas: The output schema of every node, resolved at build.
         runner: The runner shared by the workers of this process; its ``runs`` count
             the queries per node and ``batches`` the input batches.
         stream_prefix: The prefix of the node streams' step ids (the step id).
     """
 
-    results: KeyedStream[dict[str, pa.Table]]
+    results: KeyedStream[dict[str, pa.RecordBatch]]
     schemas: Mapping[str, pa.Schema]
     runner: DagRunner = field(repr=False)
     stream_prefix: str
@@ -64,7 +63,7 @@ class SqlDagOut:
         """The stream of node ``name``.
 
         Raises:
-            SqlDagError: When the DAG has no such node or the node is inlined.
+            SqlDagError: When the DAG has no such node.
         """
         if name not in self._streams:
             _check_output(self.runner.dag, name)
@@ -75,28 +74,18 @@ class SqlDagOut:
 
 
 def _check_output(dag: SqlDag, name: str) -> None:
-    if name in dag.outputs:
-        return
-    if name in dag.nodes:
-        msg = (
-            f"sql dag node `{name}`: inlined into its only dependent, so it has no "
-            "stream; set `materialise = true` on it"
-        )
-    else:
+    if name not in dag.nodes:
         msg = f"sql dag: expected one of the nodes {sorted(dag.nodes)!r}; got {name!r}"
-    raise SqlDagError(msg)
+        raise SqlDagError(msg)
 
 
 def _picker(
     name: str,
-) -> Callable[[tuple[str, dict[str, pa.Table]]], tuple[str, pa.RecordBatch] | None]:
-    def pick(item: tuple[str, dict[str, pa.Table]]) -> tuple[str, pa.RecordBatch] | None:
-        key, tables = item
-        table = tables[name]
-        if not table.num_rows:
-            return None
-        # Non-empty: one chunk per column after combining, so exactly one batch.
-        return key, table.combine_chunks().to_batches()[0]
+) -> Callable[[tuple[str, dict[str, pa.RecordBatch]]], tuple[str, pa.RecordBatch] | None]:
+    def pick(item: tuple[str, dict[str, pa.RecordBatch]]) -> tuple[str, pa.RecordBatch] | None:
+        key, batches = item
+        batch = batches[name]
+        return (key, batch) if batch.num_rows else None
 
     return pick
 
@@ -127,7 +116,7 @@ def sql_dag(
     *,
     schema: pa.Schema,
     sinks: Mapping[str, DynamicSink[Any] | FixedPartitionedSink[Any, Any]] = _NO_SINKS,
-    timeout_seconds: float | None = DEFAULT_TIMEOUT_SECONDS,
+    timeout_seconds: float | None = DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
     metadata_prefix: str = DEFAULT_PREFIX,
 ) -> SqlDagOut:
     """Run a SQL DAG per keyed batch; one stream per node, sinks at any node.
@@ -170,9 +159,9 @@ def sql_dag(
     schemas = dag.bind(schema, columns=columns, timeout_seconds=timeout_seconds)
     if sinks:
         _check_sinks(dag, sinks)
-    runner = DagRunner(dag, timeout_seconds=timeout_seconds)
+    runner = DagRunner(dag, columns=columns, timeout_seconds=timeout_seconds)
 
-    def run(item: tuple[str, pa.RecordBatch]) -> tuple[str, dict[str, pa.Table]]:
+    def run(item: tuple[str, pa.RecordBatch]) -> tuple[str, dict[str, pa.RecordBatch]]:
         key, batch = item
         return key, runner.run(batch)
 
@@ -181,5 +170,5 @@ def sql_dag(
         if sink_name in sinks:
             batches = op.filter_map(f"node_{node}", results, _picker(node))
             op.output(f"sink_{sink_name}", batches, sinks[sink_name])
-    logger.info("sql_dag %s: %d nodes, outputs %s", step_id, len(dag.order), dag.outputs)
+    logger.info("sql_dag %s: nodes %s", step_id, dag.order)
     return SqlDagOut(results, MappingProxyType(schemas), runner, step_id.rsplit(".", 1)[-1])

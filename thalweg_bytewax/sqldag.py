@@ -20,13 +20,14 @@ which is what DuckDB's ``DESCRIBE`` does: a column a query names that its inputs
 a type mismatch or an unknown function is refused naming the node, and the output schema
 of every node is known before the first record arrives.
 
-Execution (:class:`DagRunner`) runs the nodes per batch in
-topological order and *materialises* a node (runs it as its own query and registers the
-result for its dependents) when it has a sink, several dependents or none, or sets
-``materialise``. A node with exactly one dependent and no sink is inlined into that
-dependent as a ``WITH`` clause: one DuckDB query fewer per batch (each costs ~1.3 ms
-whatever its size). A node with several dependents is therefore computed once per batch,
-never once per dependent.
+Execution (:class:`DagRunner`) runs the nodes per batch in topological order. Every
+node is materialised: its rows are computed once per batch and registered for each of
+its dependents, so a node with several dependents runs once per batch, never once per
+dependent. A node reading one relation runs on :class:`thalweg_bytewax.sqlnode.SqlNode`
+(the engine of ``twg.sql``), so its rows keep the locator of the records they came from
+(through filters, ``unnest`` and aggregates, ADR-0004) and a sink at any node skips
+replays by offset. A node reading several relations (a join of ``input`` and a node, or
+of two nodes) runs as written and must select the locator columns itself to feed a sink.
 """
 
 from __future__ import annotations
@@ -49,16 +50,19 @@ from thalweg_bytewax.errors import ConfigError, ThalwegError
 from thalweg_bytewax.metadata import DEFAULT_COLUMNS, MetadataColumns
 from thalweg_bytewax.sqlengine import (
     SqlError,
-    SqlSession,
     check_query,
     engine_errors,
     first_line,
-    quote_ident,
     shared_cursor,
 )
+from thalweg_bytewax.sqlnode import (
+    DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
+    SqlNodeError,
+    transform_session,
+)
+from thalweg_bytewax.sqlnode import SqlNode as _NodeEngine
 
 __all__ = [
-    "DEFAULT_TIMEOUT_SECONDS",
     "INPUT",
     "DagRunner",
     "SqlDag",
@@ -73,14 +77,13 @@ logger = logging.getLogger(__name__)
 INPUT = "input"
 """The relation name under which every node reads the input batch."""
 
-# A node's query over one batch (at most a few 10k rows) runs in milliseconds; seconds
-# mean a runaway join or a hostile query, which the bound interrupts.
-DEFAULT_TIMEOUT_SECONDS = 5.0
-"""The default bound on one node's query over one batch, in seconds."""
-
 # Node names become table names in user SQL and sub-step ids of the flow (which are
 # recovery keys), so they are plain snake_case identifiers.
 _NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+_Engine = _NodeEngine | tuple[str, ...]
+"""How a node runs: on the single-relation engine, or as written over these relations."""
 
 
 class SqlDagError(ConfigError):
@@ -99,9 +102,9 @@ class SqlNode(BaseModel):
         query: Exactly one ``SELECT`` over ``input`` and the nodes in ``depends_on``.
         depends_on: The nodes the query reads (``input`` is always readable).
         sink: The name of the sink that receives this node's rows, if any.
-        materialise: Run the node as its own query and emit its rows even when it has
-            exactly one dependent and no sink (it is otherwise inlined into its
-            dependent).
+        materialise: Always true: every node's rows are computed once per batch and
+            shared by its dependents. Inlining a node into its dependent would lose the
+            lineage of its rows, so ``false`` is refused.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -110,7 +113,7 @@ class SqlNode(BaseModel):
     query: str
     depends_on: tuple[str, ...] = ()
     sink: str | None = None
-    materialise: bool = False
+    materialise: bool = True
 
 
 def _fail(node: str | None, problem: str) -> SqlDagError:
@@ -201,6 +204,7 @@ class SqlDag:
         for node in parsed:
             self._check_depends_on(node)
         self.order: tuple[str, ...] = self._topological_order()
+        self._reads: dict[str, tuple[str, ...]] = {}
         for name in self.order:
             self._check_references(self.nodes[name])
         dependents: dict[str, list[str]] = {name: [] for name in self.order}
@@ -248,56 +252,14 @@ class SqlDag:
     def __repr__(self) -> str:
         return f"SqlDag(nodes={list(self.order)!r})"
 
-    def is_materialised(self, name: str) -> bool:
-        """Whether node ``name`` runs as its own query and has its own output.
-
-        A node is inlined into its dependent instead when it has exactly one dependent,
-        no sink, and does not set ``materialise``.
-        """
-        node = self.nodes[name]
-        return node.materialise or node.sink is not None or len(self.dependents[name]) != 1
-
-    @property
-    def outputs(self) -> tuple[str, ...]:
-        """The materialised nodes, in execution order: the ones that have output rows."""
-        return tuple(n for n in self.order if self.is_materialised(n))
-
     @property
     def sinks(self) -> dict[str, str]:
         """The node of each sink, by sink name."""
         return {n.sink: n.name for n in self.nodes.values() if n.sink is not None}
 
-    def executed_sql(self, name: str) -> str:
-        """The SQL that runs for the materialised node ``name``, its inlined inputs as CTEs."""
-        inlined: list[str] = []
-        seen: set[str] = set()
-
-        def visit(node: str) -> None:
-            for dep in self.nodes[node].depends_on:
-                if not self.is_materialised(dep) and dep not in seen:
-                    seen.add(dep)
-                    visit(dep)
-                    inlined.append(dep)
-
-        visit(name)
-        query = self.nodes[name].query
-        if not inlined:
-            return query
-        ctes = ",\n".join(f"{quote_ident(d)} AS (\n{self.nodes[d].query}\n)" for d in inlined)
-        return f"WITH {ctes}\nSELECT * FROM (\n{query}\n) AS q"  # noqa: S608 - checked SELECTs
-
-    def inputs_of(self, name: str) -> tuple[str, ...]:
-        """The registered relations the executed SQL of ``name`` reads (``input`` included)."""
-        found: list[str] = []
-        stack = [name]
-        while stack:
-            for dep in self.nodes[stack.pop()].depends_on:
-                if self.is_materialised(dep):
-                    if dep not in found:
-                        found.append(dep)
-                else:
-                    stack.append(dep)
-        return (INPUT, *found)
+    def reads(self, name: str) -> tuple[str, ...]:
+        """The relations node ``name`` reads: ``input`` (when it does) and its dependencies."""
+        return self._reads[name]
 
     # -- structural checks ------------------------------------------------------------
 
@@ -312,6 +274,12 @@ class SqlDag:
             raise _fail(node.name, "`input` is the input batch; give the node another name")
         if node.name in self.nodes:
             raise _fail(node.name, "expected unique node names; got the name twice; rename one")
+        if not node.materialise:
+            problem = (
+                "expected `materialise = true`; got false: every node's rows are computed "
+                "once per batch and shared, and inlining would lose their lineage; drop it"
+            )
+            raise _fail(node.name, problem)
 
     def _check_sinks(self) -> None:
         owners: dict[str, str] = {}
@@ -376,6 +344,7 @@ class SqlDag:
             if dep not in refs:
                 problem = f"lists `{dep}` in depends_on but its query never reads it; drop it"
                 raise _fail(node.name, problem)
+        self._reads[node.name] = ((INPUT,) if INPUT in refs else ()) + node.depends_on
 
     # -- against a schema -------------------------------------------------------------
 
@@ -384,16 +353,16 @@ class SqlDag:
         schema: pa.Schema,
         *,
         columns: MetadataColumns = DEFAULT_COLUMNS,
-        timeout_seconds: float | None = DEFAULT_TIMEOUT_SECONDS,
+        timeout_seconds: float | None = DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
     ) -> dict[str, pa.Schema]:
         """Check every query against ``schema`` and return each node's output schema.
 
-        Each node runs once, on its own, over an empty batch of ``schema`` and the empty
-        results of its dependencies: DuckDB binds it exactly as it will per batch (what
-        ``DESCRIBE`` does), so a missing column, a type mismatch or an unknown function
-        is refused here, naming the node. A node with a sink must keep the locator
-        columns (topic, partition, offset) when the input has them: the epoch sinks
-        cover and skip replays by them.
+        Each node runs once over an empty batch of ``schema`` and the empty results of
+        its dependencies: DuckDB binds it exactly as it will per batch (what ``DESCRIBE``
+        does), so a missing column, a type mismatch or an unknown function is refused
+        here, naming the node. A node with a sink must keep the locator columns (topic,
+        partition, offset) when the input has them: the epoch sinks cover and skip
+        replays by them.
 
         Args:
             schema: The schema of the input batches.
@@ -407,72 +376,127 @@ class SqlDag:
             SqlDagError: Naming the node whose query does not bind, or that feeds a
                 sink without the locator columns.
         """
-        session = SqlSession(timeout_seconds)
-        empties: dict[str, pa.Table] = {INPUT: schema.empty_table()}
-        locator = [columns.source_topic, columns.source_partition, columns.source_offset]
-        has_locator = all(name in schema.names for name in locator)
+        runner = DagRunner(self, columns=columns, timeout_seconds=timeout_seconds)
+        out: dict[str, pa.RecordBatch] = {INPUT: _empty(schema)}
         for name in self.order:
-            node = self.nodes[name]
-            tables = {k: empties[k] for k in (INPUT, *node.depends_on)}
             try:
-                empties[name] = session.query(tables, node.query)
-            except engine_errors() as exc:
-                inputs = "; ".join(f"`{k}`: {', '.join(v.schema.names)}" for k, v in tables.items())
+                out[name] = runner.run_node(name, out)
+            except (*engine_errors(), SqlNodeError, ConfigError) as exc:
+                inputs = "; ".join(
+                    f"`{k}`: {', '.join(out[k].schema.names)}" for k in self.reads(name)
+                )
                 problem = (
                     f"expected the query to bind against its inputs ({inputs}); got "
                     f"{first_line(exc)}; fix the query or its depends_on"
                 )
                 raise _fail(name, problem) from exc
-            lost = [c for c in locator if c not in empties[name].schema.names]
-            if node.sink is not None and has_locator and lost:
-                problem = (
-                    f"feeds sink `{node.sink}` but its rows lose {lost!r}; the sink covers "
-                    "and skips replays by each row's locator: select those columns"
-                )
-                raise _fail(name, problem)
-        return {name: empties[name].schema for name in self.order}
+        locator = [columns.source_topic, columns.source_partition, columns.source_offset]
+        if all(name in schema.names for name in locator):
+            for sink, name in self.sinks.items():
+                lost = [c for c in locator if c not in out[name].schema.names]
+                if lost:
+                    problem = (
+                        f"feeds sink `{sink}` but its rows lose {lost!r}; the sink covers "
+                        "and skips replays by each row's locator: select those columns"
+                    )
+                    raise _fail(name, problem)
+        return {name: out[name].schema for name in self.order}
+
+
+def _empty(schema: pa.Schema) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([pa.array([], f.type) for f in schema], schema=schema)
 
 
 class DagRunner:
-    """Runs a :class:`SqlDag` per batch on one isolated SQL session, and counts.
+    """Runs a :class:`SqlDag` per batch, each node once, and counts.
 
-    Each materialised node runs once per batch, in topological order, and its result is
-    registered for its dependents; a node inlined into its only dependent runs inside
-    that dependent's query. ``runs`` counts the queries run per node, ``batches`` the
-    batches seen: a node with several dependents shows one run per batch.
+    Each node runs once per batch, in topological order, and its rows are kept for its
+    dependents. A node reading one relation runs on
+    :class:`thalweg_bytewax.sqlnode.SqlNode`, which keeps its rows' lineage; a node
+    reading several runs as written on the same process-wide transform session.
+    ``runs`` counts the queries per node and ``batches`` the batches seen: a node with
+    several dependents shows one run per batch.
 
     Args:
         dag: The DAG.
+        columns: The metadata column names.
         timeout_seconds: The bound on each node's query per batch.
+
+    Raises:
+        SqlDagError: When a node's query is refused by the engine (it reads files,
+            settings or a table function), naming the node.
     """
 
     def __init__(
-        self, dag: SqlDag, *, timeout_seconds: float | None = DEFAULT_TIMEOUT_SECONDS
+        self,
+        dag: SqlDag,
+        *,
+        columns: MetadataColumns = DEFAULT_COLUMNS,
+        timeout_seconds: float | None = DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
     ) -> None:
         self.dag = dag
-        self.session = SqlSession(timeout_seconds)
-        self._plan = [(n, dag.executed_sql(n), dag.inputs_of(n)) for n in dag.outputs]
-        self.runs: dict[str, int] = dict.fromkeys(dag.outputs, 0)
+        self.timeout_seconds = timeout_seconds
+        self._engines: dict[str, _Engine] = {}
+        for name in dag.order:
+            reads = dag.reads(name)
+            if len(reads) != 1:
+                self._engines[name] = reads
+                continue
+            try:
+                self._engines[name] = _NodeEngine(
+                    name,
+                    dag.nodes[name].query,
+                    name=reads[0],
+                    columns=columns,
+                    timeout_seconds=timeout_seconds,
+                )
+            except ConfigError as exc:
+                raise _fail(name, str(exc)) from exc
+        self.runs: dict[str, int] = dict.fromkeys(dag.order, 0)
         self.batches = 0
 
-    def run(self, batch: pa.RecordBatch | pa.Table) -> dict[str, pa.Table]:
-        """Every materialised node's rows for ``batch``, by node name, in execution order.
+    def run(self, batch: pa.RecordBatch) -> dict[str, pa.RecordBatch]:
+        """Every node's rows for ``batch``, by node name, in execution order.
 
         Raises:
             SqlDagRunError: Naming the node whose query failed on this batch.
         """
-        results: dict[str, pa.Table | pa.RecordBatch] = {INPUT: batch}
+        results: dict[str, pa.RecordBatch] = {INPUT: batch}
         self.batches += 1
-        for name, sql, inputs in self._plan:
+        for name in self._engines:
             try:
-                results[name] = self.session.query({k: results[k] for k in inputs}, sql)
-            except engine_errors() as exc:
+                results[name] = self.run_node(name, results)
+            except (*engine_errors(), SqlNodeError) as exc:
                 msg = f"sql dag node `{name}`: the query failed on a batch: {first_line(exc)}"
                 raise SqlDagRunError(msg) from exc
-            self.runs[name] += 1
         del results[INPUT]
-        return results  # type: ignore[return-value]
+        return results
+
+    def run_node(self, name: str, results: Mapping[str, pa.RecordBatch]) -> pa.RecordBatch:
+        """Run node ``name`` once over ``results`` (``input`` and its dependencies' rows).
+
+        Raises:
+            SqlNodeError: From the engine, when the query fails.
+            SqlTimeoutError: When the query passed the time bound.
+        """
+        engine = self._engines[name]
+        if isinstance(engine, _NodeEngine):
+            out = engine.run(results[engine.name])
+        else:
+            tables = {k: results[k] for k in engine}
+            query = self.dag.nodes[name].query
+            out = _one_batch(
+                transform_session().query(tables, query, timeout_seconds=self.timeout_seconds)
+            )
+        self.runs[name] += 1
+        return out
 
     def stats(self) -> dict[str, Any]:
         """Plain counters: ``batches`` seen and query ``runs`` per node."""
         return {"batches": self.batches, "runs": dict(self.runs)}
+
+
+def _one_batch(table: pa.Table) -> pa.RecordBatch:
+    if table.num_rows == 0:
+        return _empty(table.schema)
+    return table.combine_chunks().to_batches()[0]

@@ -32,7 +32,7 @@ BATCH = pa.record_batch(
     schema=SCHEMA,
 )
 
-# `clean` has three dependents; `pre` has one and is inlined into `post`.
+# `clean` has three dependents; `post` joins a node with the input, so it runs as written.
 DIAMOND = [
     SqlNode(name="clean", query="SELECT * FROM input WHERE amount > 0"),
     SqlNode(
@@ -48,7 +48,12 @@ DIAMOND = [
         depends_on=("clean",),
     ),
     SqlNode(name="pre", query="SELECT id, amount * 2 AS doubled FROM input"),
-    SqlNode(name="post", query="SELECT id, doubled FROM pre WHERE doubled > 0", depends_on=("pre",)),
+    SqlNode(
+        name="post",
+        query="SELECT pre.id, doubled, input.amount FROM pre JOIN input USING (id) "
+        "WHERE doubled > 0 ORDER BY pre.id",
+        depends_on=("pre",),
+    ),
 ]
 
 
@@ -177,7 +182,10 @@ def test_missing_column_is_refused_at_bind_naming_the_node() -> None:
 def test_bind_resolves_every_output_schema() -> None:
     schemas = SqlDag(DIAMOND).bind(SCHEMA)
     assert list(schemas) == list(SqlDag(DIAMOND).order)
-    assert schemas["tags"] == pa.schema([("id", pa.int64()), ("tag", pa.string())])
+    # An unnest node numbers the rows derived from one parent (lineage, ADR-0004).
+    assert schemas["tags"] == pa.schema(
+        [("id", pa.int64()), ("tag", pa.string()), ("_twg_derived_ordinal", pa.int32())]
+    )
     assert schemas["post"].field("doubled").type == pa.float64()
 
 
@@ -186,10 +194,22 @@ def test_a_sink_node_must_keep_the_locator() -> None:
     schema = SCHEMA.append(pa.field(c.source_topic, pa.string()))
     schema = schema.append(pa.field(c.source_partition, pa.int32()))
     schema = schema.append(pa.field(c.source_offset, pa.int64()))
-    ok = SqlDag([{"name": "a", "query": "SELECT * FROM input WHERE id > 1", "sink": "lane"}])
-    assert ok.bind(schema)["a"] == schema
-    lossy = SqlDag([{"name": "a", "query": "SELECT id FROM input", "sink": "lane"}])
-    with pytest.raises(SqlDagError, match=r"node `a`: feeds sink `lane` but its rows lose"):
+    # One relation: the engine re-attaches the locator of each row's origin.
+    kept = SqlDag([{"name": "a", "query": "SELECT id FROM input WHERE id > 1", "sink": "lane"}])
+    assert c.source_offset in kept.bind(schema)["a"].names
+    # A join runs as written: its output must select the locator itself.
+    lossy = SqlDag(
+        [
+            {"name": "a", "query": "SELECT * FROM input"},
+            {
+                "name": "b",
+                "query": "SELECT input.id FROM input JOIN a USING (id)",
+                "depends_on": ["a"],
+                "sink": "lane",
+            },
+        ]
+    )
+    with pytest.raises(SqlDagError, match=r"node `b`: feeds sink `lane` but its rows lose"):
         lossy.bind(schema)
 
 
@@ -200,9 +220,9 @@ def test_a_shared_node_runs_once_per_batch() -> None:
     for _ in range(3):
         out = runner.run(BATCH)
     assert runner.batches == 3
-    # Three dependents, one run per batch; `pre` runs inside `post`'s query.
-    assert runner.runs == {"clean": 3, "big": 3, "small": 3, "tags": 3, "post": 3}
-    assert set(out) == {"clean", "big", "small", "tags", "post"}
+    # Three dependents, one run per batch.
+    assert runner.runs == dict.fromkeys(["clean", "big", "small", "tags", "pre", "post"], 3)
+    assert set(out) == set(runner.runs)
     assert out["big"].to_pydict() == {"id": [3, 4], "amount": [150.0, 900.0]}
     assert out["small"].column("id").to_pylist() == [2]
     assert sorted(out["tags"].column("tag").to_pylist()) == ["b", "c"]
@@ -217,16 +237,15 @@ def test_runner_results_equal_each_node_run_on_its_own() -> None:
     for name in dag.order:
         con.register(name, con.sql(dag.nodes[name].query).to_arrow_table())
     out = DagRunner(dag).run(BATCH)
-    for name, table in out.items():
-        assert table.equals(con.sql(f"SELECT * FROM {name}").to_arrow_table()), name
+    for name, batch in out.items():
+        expected = con.sql(f"SELECT * FROM {name}").to_arrow_table()
+        got = pa.Table.from_batches([batch]).select(expected.column_names)
+        assert got.equals(expected), name
 
 
-def test_materialise_keeps_a_single_dependent_node_as_its_own_output() -> None:
-    nodes = [n.model_copy(update={"materialise": n.name == "pre"}) for n in DIAMOND]
-    runner = DagRunner(SqlDag(nodes))
-    out = runner.run(BATCH)
-    assert runner.runs["pre"] == 1
-    assert out["pre"].num_rows == 4
+def test_materialise_false_is_refused() -> None:
+    msg = refusal([{"name": "a", "query": "SELECT * FROM input", "materialise": False}])
+    assert msg.startswith("sql dag node `a`: expected `materialise = true`; got false")
 
 
 def test_a_failing_query_at_run_time_names_the_node() -> None:
@@ -347,7 +366,4 @@ def test_random_dags_are_accepted_iff_acyclic_and_resolved(
         assert all(position[d] < position[node.name] for d in node.depends_on)
     runner = DagRunner(dag)
     runner.run(pa.record_batch([pa.array([1])], names=["x"]))
-    assert runner.runs == dict.fromkeys(dag.outputs, 1)
-    for name in dag.order:
-        if name not in dag.outputs:  # inlined: exactly one dependent, no sink
-            assert len(dag.dependents[name]) == 1
+    assert runner.runs == dict.fromkeys(dag.order, 1)

@@ -121,7 +121,8 @@ def test_an_empty_node_result_is_not_emitted() -> None:
     op.output("totals", out["per_batch"], TestingSink(totals))
     run_main(flow)
     assert got == []
-    assert [b.column("n").to_pylist() for _, b in totals] == [[0]]  # an aggregate has a row
+    # An aggregate over no rows has no contributor, so no locator: nothing to emit.
+    assert totals == []
 
 
 @pytest.mark.parametrize(
@@ -177,7 +178,7 @@ def test_a_sink_on_an_unknown_node_fails_at_flow_build(tmp_path: Path) -> None:
         sql_dag("transform2", up, dag, schema=SCHEMA, sinks={"clean_lane": sinks["clean_lane"]})
 
 
-def test_an_unknown_or_inlined_node_has_no_stream() -> None:
+def test_an_unknown_node_has_no_stream() -> None:
     flow = Dataflow("dag")
     up = op.input("in", flow, TestingSource(INPUT))
     dag = SqlDag(
@@ -187,7 +188,6 @@ def test_an_unknown_or_inlined_node_has_no_stream() -> None:
         ]
     )
     out = sql_dag("transform", up, dag, schema=SCHEMA)
-    with pytest.raises(SqlDagError, match=r"node `pre`: inlined into its only dependent"):
-        out["pre"]
+    assert out["pre"] is out["pre"]  # one step per node, however often it is asked for
     with pytest.raises(SqlDagError, match=r"expected one of the nodes \['post', 'pre'\]"):
         out["nope"]
