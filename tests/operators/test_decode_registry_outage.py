@@ -17,18 +17,16 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 
-import bytewax.operators as op
 import pyarrow as pa
 import pytest
-from bytewax.dataflow import Dataflow
-from bytewax.testing import TestingSink, TestingSource, run_main
+from bytewax.errors import BytewaxRuntimeError
 
 import thalweg_bytewax.operators as twg
+from tests.helpers import cause_of, raw_values, run_flow
 from thalweg_bytewax.codecs import AvroCodec, ProtobufCodec
 from thalweg_bytewax.codecs.base import Codec
 from thalweg_bytewax.dlq import rejected_from_dlq_batch
 from thalweg_bytewax.errors import TransientError
-from thalweg_bytewax.record import raw_batch_from_columns
 from thalweg_bytewax.registry import RegistrySchemaSource, RegistryUnavailableError
 from thalweg_bytewax.samples import (
     ORDER_AVRO_SCHEMA,
@@ -102,40 +100,18 @@ def _payloads(codec: str, n: int = 5) -> list[bytes]:
 def _run(
     codec: Codec,
     payloads: list[bytes],
-    ok: list[pa.RecordBatch] | None = None,
-    rejected: list[pa.RecordBatch] | None = None,
+    ok: list[tuple[str, pa.RecordBatch]] | None = None,
+    rejected: list[tuple[str, pa.RecordBatch]] | None = None,
 ) -> tuple[list[pa.RecordBatch], list[pa.RecordBatch]]:
     """Decode one RawBatch of ``payloads``; ``ok`` and ``rejected`` fill even on failure."""
-    ok = [] if ok is None else ok
-    rejected = [] if rejected is None else rejected
-    n = len(payloads)
-    batch = raw_batch_from_columns(
-        topic="orders",
-        partition=0,
-        offsets=list(range(n)),
-        keys=[b"k"] * n,
-        values=payloads,
-        timestamps_ms=[1_700_000_000_000] * n,
-        cluster="test",
+    into = {"ok": [] if ok is None else ok, "rejected": [] if rejected is None else rejected}
+    got = run_flow(
+        [("orders:0", raw_values(payloads, keys=[b"k"] * len(payloads)))],
+        lambda up: twg.decode("decode", up, codec),
+        flow_id="decode_outage",
+        into=into,
     )
-    flow = Dataflow("decode_outage")
-    inp = op.input("inp", flow, TestingSource([("orders:0", batch)]))
-    out = twg.decode("decode", inp, codec)
-    op.output("ok", op.map("ok_value", out.ok, lambda kv: kv[1]), TestingSink(ok))
-    op.output(
-        "rejected", op.map("rejected_value", out.rejected, lambda kv: kv[1]), TestingSink(rejected)
-    )
-    run_main(flow)
-    return ok, rejected
-
-
-def _outage_in(exc: BaseException) -> RegistryUnavailableError | None:
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, RegistryUnavailableError):
-            return seen
-        seen = seen.__cause__ or seen.__context__
-    return None
+    return [b for _, b in got["ok"]], [b for _, b in got["rejected"]]
 
 
 @pytest.mark.parametrize("codec", ["avro", "protobuf"])
@@ -146,13 +122,12 @@ def test_an_outage_stops_the_flow_and_dead_letters_nothing(codec: str, outage: s
             url, seen = stack.enter_context(_registry(lambda _: UNAVAILABLE))
         else:
             url, seen = _refusing_url(), []
-        ok: list[pa.RecordBatch] = []
-        rejected: list[pa.RecordBatch] = []
-        with pytest.raises(Exception) as info:  # noqa: PT011 - Bytewax wraps it
+        ok: list[tuple[str, pa.RecordBatch]] = []
+        rejected: list[tuple[str, pa.RecordBatch]] = []
+        with pytest.raises(BytewaxRuntimeError) as info:
             _run(_codec(codec, url), _payloads(codec), ok, rejected)
     assert ok == [] and rejected == []
-    error = _outage_in(info.value)
-    assert error is not None, info.value
+    error = cause_of(info.value, RegistryUnavailableError)
     assert error.retryable and isinstance(error, TransientError)
     assert url.removeprefix("http://") in str(error) and "3 times" in str(error)
     if outage == "http-503":
