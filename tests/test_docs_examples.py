@@ -79,3 +79,22 @@ def test_to_batches_example_lands_rows_of_a_stock_source_in_a_parquet_lane(tmp_p
     assert "'user_id': 1, 'email': 'ada@example.org', 'plan': 'pro'" in lines[0]
     assert "'user_id': 4" in lines[0] and "'user_id': 3" not in lines[0]
     assert "does not fit the schema: Could not convert 'three'" in lines[1]
+
+
+def test_sql_dag_example_runs_a_shared_node_once_and_fills_interior_and_leaf_lanes(
+    tmp_path: Path,
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("THALWEG_")}
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "docs/examples/sql_dag.py")],
+        env={**env, "THALWEG_LANE": str(tmp_path / "lake")},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.splitlines() == [
+        "clean: [1, 3, 4]",
+        "lines: [(1, 'tea'), (3, 'cups'), (3, 'kettle')]",
+        "totals: [[{'orders': 3, 'amount': 325.0}]]",
+        "runs per node: {'clean': 1, 'big': 1, 'lines': 1, 'totals': 1}",
+    ]
