@@ -1,0 +1,60 @@
+"""``twg.sql`` in a dataflow: output keyed like the input, refusals at build time."""
+
+from __future__ import annotations
+
+import bytewax.operators as op
+import pyarrow as pa
+import pytest
+from bytewax.dataflow import Dataflow
+from bytewax.testing import TestingSink, TestingSource, run_main
+
+import thalweg_bytewax.operators as twg
+from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.metadata import DEFAULT_COLUMNS as C
+
+
+def part(topic: str, partition: int, first: int, items: list[list[int]]) -> pa.RecordBatch:
+    n = len(items)
+    return pa.RecordBatch.from_pydict(
+        {
+            C.source_topic: [topic] * n,
+            C.source_partition: pa.array([partition] * n, pa.int32()),
+            C.source_offset: pa.array(range(first, first + n), pa.int64()),
+            "items": items,
+        }
+    )
+
+
+def test_output_is_keyed_like_the_input_and_empty_results_are_dropped() -> None:
+    inp = [
+        ("orders:0", part("orders", 0, 0, [[1, 2], [3]])),
+        ("orders:1", part("orders", 1, 5, [[], []])),
+        ("orders:1", part("orders", 1, 7, [[4]])),
+    ]
+    out: list[tuple[str, pa.RecordBatch]] = []
+    flow = Dataflow("sql_keyed")
+    s = op.input("inp", flow, TestingSource(inp))
+    keyed = op.key_on("key", s, lambda kv: kv[0])
+    batches = op.map_value("batch", keyed, lambda kv: kv[1])
+    query = "SELECT u.item FROM input, unnest(items) AS u(item) WHERE u.item > $m"
+    items = twg.sql("items", batches, query, params={"m": 0})
+    op.output("out", items, TestingSink(out))
+    run_main(flow)
+    got = sorted(
+        (k, o, item)
+        for k, b in out
+        for o, item in zip(
+            b.column(C.source_offset).to_pylist(), b.column("item").to_pylist(), strict=True
+        )
+    )
+    assert got == [("orders:0", 0, 1), ("orders:0", 0, 2), ("orders:0", 1, 3), ("orders:1", 7, 4)]
+    assert len(out) == 2  # the batch of orders:1 with no items emitted nothing
+
+
+def test_a_refused_query_fails_the_build_naming_the_step() -> None:
+    flow = Dataflow("sql_refused")
+    s = op.input("inp", flow, TestingSource([("orders:0", part("orders", 0, 0, [[1]]))]))
+    keyed = op.key_on("key", s, lambda kv: kv[0])
+    batches = op.map_value("batch", keyed, lambda kv: kv[1])
+    with pytest.raises(ConfigError, match=r"sql `sql_refused.peek`: expected"):
+        twg.sql("peek", batches, "SELECT * FROM read_csv('/etc/passwd')")
