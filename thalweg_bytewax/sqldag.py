@@ -82,6 +82,9 @@ INPUT = "input"
 _NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 
+# The table functions that only generate rows (the `twg.sql` engine allows the same).
+_ROW_GENERATORS = frozenset({"unnest", "range", "generate_series"})
+
 _Engine = _NodeEngine | tuple[str, ...]
 """How a node runs: on the single-relation engine, or as written over these relations."""
 
@@ -172,7 +175,15 @@ def table_references(query: str) -> set[str]:
     for item in _walk(tree):
         if "cte_map" in item:
             ctes.update(str(e["key"]).lower() for e in item["cte_map"].get("map", ()))
-        if item.get("type") == "BASE_TABLE":
+        if item.get("type") == "TABLE_FUNCTION":
+            fn = str((item.get("function") or {}).get("function_name", "")).lower()
+            if fn not in _ROW_GENERATORS:
+                msg = (
+                    f"expected reads of `input` and nodes only; got the table function "
+                    f"`{fn}` (files, databases and settings are out of reach) in {query!r}"
+                )
+                raise SqlError(msg)
+        elif item.get("type") == "BASE_TABLE":
             parts = [item.get("catalog_name"), item.get("schema_name"), item.get("table_name")]
             refs.add(".".join(str(p) for p in parts if p).lower())
     return refs - ctes
@@ -378,10 +389,11 @@ class SqlDag:
         """
         runner = DagRunner(self, columns=columns, timeout_seconds=timeout_seconds)
         out: dict[str, pa.RecordBatch] = {INPUT: _empty(schema)}
+        refused: tuple[type[Exception], ...] = (*engine_errors(), SqlNodeError, ConfigError)
         for name in self.order:
             try:
                 out[name] = runner.run_node(name, out)
-            except (*engine_errors(), SqlNodeError, ConfigError) as exc:
+            except refused as exc:
                 inputs = "; ".join(
                     f"`{k}`: {', '.join(out[k].schema.names)}" for k in self.reads(name)
                 )
@@ -463,10 +475,11 @@ class DagRunner:
         """
         results: dict[str, pa.RecordBatch] = {INPUT: batch}
         self.batches += 1
+        failed: tuple[type[Exception], ...] = (*engine_errors(), SqlNodeError)
         for name in self._engines:
             try:
                 results[name] = self.run_node(name, results)
-            except (*engine_errors(), SqlNodeError) as exc:
+            except failed as exc:
                 msg = f"sql dag node `{name}`: the query failed on a batch: {first_line(exc)}"
                 raise SqlDagRunError(msg) from exc
         del results[INPUT]

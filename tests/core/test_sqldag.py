@@ -130,6 +130,10 @@ def test_one_sink_takes_one_node() -> None:
         ({"name": "a", "query": "DELETE FROM input"}, "expected exactly one SELECT"),
         ({"name": "a", "query": "SELECT 1; SELECT 2"}, "expected exactly one SELECT"),
         ({"name": "a", "query": "SELECT FROM WHERE"}, "expected one SELECT"),
+        (
+            {"name": "a", "query": "SELECT * FROM input, read_csv('/etc/passwd')"},
+            "table function `read_csv`",
+        ),
     ],
 )
 def test_bad_node_fields_are_refused_naming_the_node(

@@ -141,7 +141,7 @@ def test_an_empty_node_result_is_not_emitted() -> None:
         ),
         (
             [{"name": "a", "query": "SELECT id, price FROM input"}],
-            'sql dag node `a`: expected the query to bind against its inputs (`input`: id, '
+            "sql dag node `a`: expected the query to bind against its inputs (`input`: id, "
             "amount, _twg_source_topic",
         ),
         (
