@@ -26,6 +26,7 @@ from bytewax.operators import KeyedStream
 from thalweg_bytewax.codecs.base import Codec, DecodeFailure, FailureKind
 from thalweg_bytewax.dlq import RejectReason, dlq_batch_from_rows
 from thalweg_bytewax.errors import ConfigError, SchemaError
+from thalweg_bytewax.input_span import input_span_metadata
 from thalweg_bytewax.metadata import (
     DEFAULT_PREFIX,
     MetadataColumns,
@@ -156,11 +157,15 @@ class _Decoder:
         if len(idx) == 0:
             return None
         meta = raw.select(self.meta_names)
+        span = None
         if len(idx) != raw.num_rows:
             meta = meta.take(pa.array(idx, pa.int64()))
+            # Rows went to the DLQ: the batch stands for its whole input, so a sink
+            # covers the rejected offsets too (thalweg_bytewax.input_span).
+            span = input_span_metadata(raw, self.columns)
         return pa.RecordBatch.from_arrays(
             [*payload.columns, *meta.columns],
-            schema=pa.schema([*payload.schema, *self.meta_fields]),
+            schema=pa.schema([*payload.schema, *self.meta_fields], metadata=span),
         )
 
     def _rejected(self, raw: pa.RecordBatch, errors: list[DecodeFailure]) -> pa.RecordBatch | None:

@@ -33,7 +33,12 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from thalweg_bytewax.coverage import OffsetCoverage
-from thalweg_bytewax.errors import ConfigError, SinkTerminalError, SinkTransientError
+from thalweg_bytewax.errors import (
+    ConfigError,
+    SinkTerminalError,
+    SinkTransientError,
+    sink_io_error,
+)
 
 __all__ = [
     "DEFAULT_FILE_NAME",
@@ -203,7 +208,10 @@ class SqliteCoverageStore:
                 f"writable SQLite file on a local file system (retried at the next epoch)"
             )
             raise SinkTransientError(msg) from exc
-        except (sqlite3.DatabaseError, OSError) as exc:
+        except OSError as exc:
+            msg = f"coverage store {self.describe()}: cannot create its directory"
+            raise sink_io_error(msg, exc) from exc
+        except sqlite3.DatabaseError as exc:
             msg = (
                 f"coverage store {self.describe()}: cannot use it ({type(exc).__name__}: "
                 f"{exc}); expected a SQLite coverage store; move the file aside"
