@@ -130,7 +130,8 @@ def run_flow(
     )
     got: Outputs = {name: [] if into is None else into[name] for name in streams}
     for name, stream in streams.items():
-        op.output(name, stream, TestingSink(got[name]))
+        # A suffix: an output named like the operator's own step would clash with it.
+        op.output(f"{name}_out", stream, TestingSink(got[name]))
     entry_point(flow, **run_kwargs)
     return got
 

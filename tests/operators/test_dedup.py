@@ -15,6 +15,7 @@ from bytewax.testing import TestingSink, TestingSource, run_main
 import thalweg_bytewax.operators as twg
 from tests.contracts.orders_data import COLS, orders, orders_batch, orders_contract
 from tests.fixtures.flows import EntryPoint
+from tests.helpers import run_flow
 from thalweg_bytewax.contracts import parse_contract
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.windows import SeenWindow
@@ -24,13 +25,15 @@ HOUR = timedelta(hours=1)
 
 
 def run(batches, *, entry_point: EntryPoint = run_main, recovery=None, epoch=None, **kwargs):
-    flow = Dataflow("dedup_test")
-    inp = op.input("inp", flow, TestingSource(batches))
-    out = twg.dedup("dedup", inp, window=HOUR, **kwargs)
-    got: list = []
-    op.output("out", out, TestingSink(got))
-    entry_point(flow, epoch_interval=epoch, recovery_config=recovery)
-    return got
+    got = run_flow(
+        batches,
+        lambda up: twg.dedup("dedup", up, window=HOUR, **kwargs),
+        flow_id="dedup_test",
+        entry_point=entry_point,
+        epoch_interval=epoch,
+        recovery_config=recovery,
+    )
+    return got["out"]
 
 
 def ids(items):

@@ -20,6 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import thalweg_bytewax.operators as twg
+from tests.helpers import run_flow
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.dlq import DLQ_MESSAGE, DLQ_REASON, DLQ_ROW_JSON
 from thalweg_bytewax.errors import ConfigError
@@ -43,15 +44,13 @@ class UserModel(pydantic.BaseModel):
 
 
 def run(items: list[Any], entry_point: Any = run_main, **kwargs: Any) -> tuple[list, list]:
-    flow = Dataflow("tb")
-    up = op.input("in", flow, TestingSource(items))
-    out = twg.to_batches("batches", up, **{"schema": SCHEMA, **kwargs})
-    got: list = []
-    rejected: list = []
-    op.output("ok", out.batches, TestingSink(got))
-    op.output("rejected", out.rejected, TestingSink(rejected))
-    entry_point(flow)
-    return got, rejected
+    got = run_flow(
+        items,
+        lambda up: twg.to_batches("batches", up, **{"schema": SCHEMA, **kwargs}),
+        flow_id="tb",
+        entry_point=entry_point,
+    )
+    return got["batches"], got["rejected"]
 
 
 def rows_of(got: list) -> list[dict[str, Any]]:
