@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from thalweg_bytewax.codecs._avro_encode import AvroEncoder
 from thalweg_bytewax.codecs._encode import BytesEncoder
+from thalweg_bytewax.codecs._json_encode import JsonEncoder
 from thalweg_bytewax.codecs.avro import AvroCodec
 from thalweg_bytewax.codecs.base import (
     Codec,
@@ -36,5 +37,6 @@ __all__ = [
     "FailureKind",
     "Framing",
     "JsonCodec",
+    "JsonEncoder",
     "ProtobufCodec",
 ]

@@ -1,0 +1,387 @@
+"""JSON encoder: Arrow batches to one JSON object per row, exact, without a row loop.
+
+Values with no exact JSON number form are written as text the JSON codec reads back to
+the same value: decimals as strings (``"881.37"``), instants as RFC 3339 UTC
+(``"2024-05-01T10:00:00.123456Z"``), timestamps without a zone without an offset,
+dates as ``"2024-05-01"``, times as ``"10:00:00.123"``, bytes as base64. NaN and
+infinities have no JSON form: ``nan="error"`` (default) raises ``EncodeError`` naming
+the column and row, ``nan="null"`` writes ``null``. The prepared batch is serialised by
+DuckDB's ``to_json`` in one columnar pass.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import threading
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from confluent_kafka.schema_registry import Schema
+
+from thalweg_bytewax._choices import check_choice
+from thalweg_bytewax.codecs._encode import (
+    SchemaIdIn,
+    SubjectStrategy,
+    check_schema_id_in,
+    check_subject_strategy,
+    frame_bodies,
+    registered_schema,
+    subject_name,
+)
+from thalweg_bytewax.codecs.base import EncodedValues, EncodeError, Framing, parse_framing
+from thalweg_bytewax.errors import ConfigError, SchemaError
+from thalweg_bytewax.metadata import DEFAULT_PREFIX
+from thalweg_bytewax.registry import SchemaSource, schema_source
+from thalweg_bytewax.sqlengine import shared_cursor
+
+__all__ = ["JsonEncoder", "NanPolicy"]
+
+NanPolicy = Literal["error", "null"]
+"""What :class:`JsonEncoder` does with NaN and infinities: raise, or write ``null``."""
+_NAN: tuple[NanPolicy, ...] = ("error", "null")
+
+logger = logging.getLogger(__name__)
+
+
+def _fail(path: str, index: int, what: str, remedy: str) -> EncodeError:
+    msg = f"json encoder: column `{path}` row {index}: {what}; {remedy}"
+    return EncodeError(msg, column=path, row=index)
+
+
+def _first(mask: pa.Array) -> int:
+    return int(np.flatnonzero(np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool))[0])
+
+
+class _Prep:
+    """Rewrites a column into types DuckDB's ``to_json`` writes exactly."""
+
+    def __init__(self, nan: NanPolicy) -> None:
+        self._nan = nan
+
+    def column(self, arr: pa.Array, path: str, rows: np.ndarray) -> pa.Array:  # noqa: PLR0911 - one branch per type family
+        t = arr.type
+        if pa.types.is_dictionary(t):
+            return self.column(arr.dictionary_decode(), path, rows)
+        if pa.types.is_decimal(t):
+            return arr.cast(pa.string())
+        if pa.types.is_timestamp(t):
+            if t.tz is None:
+                return pc.strftime(arr, format="%Y-%m-%dT%H:%M:%S")
+            utc = arr.cast(pa.timestamp(t.unit, "UTC"))
+            return pc.strftime(utc, format="%Y-%m-%dT%H:%M:%SZ")
+        if pa.types.is_date(t):
+            return pc.strftime(arr.cast(pa.date32()), format="%Y-%m-%d")
+        if pa.types.is_time(t):
+            return arr.cast(pa.string())
+        if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+            text = [None if v is None else base64.b64encode(v).decode() for v in arr.to_pylist()]
+            return pa.array(text, pa.string())
+        if pa.types.is_floating(t):
+            return self._floats(arr, path, rows)
+        if pa.types.is_struct(t):
+            children = [
+                self.column(c, f"{path}.{t.field(i).name}", rows)
+                for i, c in enumerate(arr.flatten())
+            ]
+            fields = [pa.field(t.field(i).name, c.type) for i, c in enumerate(children)]
+            return pa.StructArray.from_arrays(children, fields=fields, mask=arr.is_null())
+        if pa.types.is_map(t):
+            offsets = np.asarray(arr.offsets.to_numpy(zero_copy_only=False), np.int64)
+            item_rows = np.repeat(rows, np.diff(offsets))
+            lo, hi = int(offsets[0]), int(offsets[-1])
+            keys = self.column(arr.keys.slice(lo, hi - lo), f"{path}{{key}}", item_rows)
+            items = self.column(arr.items.slice(lo, hi - lo), f"{path}{{}}", item_rows)
+            return pa.MapArray.from_arrays(
+                pa.array(offsets - lo, pa.int32()), keys, items, mask=arr.is_null()
+            )
+        if pa.types.is_list(t) or pa.types.is_large_list(t):
+            offsets = np.asarray(arr.offsets.to_numpy(zero_copy_only=False), np.int64)
+            lo, hi = int(offsets[0]), int(offsets[-1])
+            values = self.column(
+                arr.values.slice(lo, hi - lo), f"{path}[]", np.repeat(rows, np.diff(offsets))
+            )
+            return pa.ListArray.from_arrays(
+                pa.array(offsets - lo, pa.int32()), values, mask=arr.is_null()
+            )
+        if pa.types.is_union(t) or pa.types.is_duration(t) or pa.types.is_interval(t):
+            msg = (
+                f"json encoder: column `{path}`: expected a type with a JSON form; got "
+                f"`{t}`; cast the column first (e.g. to string or int64)"
+            )
+            raise EncodeError(msg, column=path)
+        return arr
+
+    def _floats(self, arr: pa.Array, path: str, rows: np.ndarray) -> pa.Array:
+        finite = pc.is_finite(arr)
+        bad = pc.invert(pc.fill_null(finite, True))
+        if not pc.any(bad).as_py():
+            return arr
+        if self._nan == "null":
+            return pc.if_else(bad, pa.scalar(None, arr.type), arr)
+        i = _first(bad)
+        raise _fail(
+            path,
+            int(rows[i]),
+            f"{arr[i].as_py()!r} has no JSON form",
+            "pass `nan='null'` to write null",
+        )
+
+
+class JsonEncoder:
+    r"""Encode Arrow batches to JSON objects, one per row, exactly and columnar.
+
+    Every column becomes a key (top-level columns under the metadata prefix are left
+    out: they are not payload). With ``schema`` (a JSON Schema, or a ``pyarrow.Schema``)
+    the batch is first cast to the Arrow schema the :class:`~thalweg_bytewax.codecs.JsonCodec`
+    decodes that schema to, so a value the decoder would refuse (a null in a required
+    field, a string for an integer) raises ``EncodeError`` here instead.
+
+    Args:
+        registry: A registry (``SchemaSource``, client or URL) for Confluent framing.
+        schema: A JSON Schema (dict or text) or a ``pyarrow.Schema``. With a registry
+            it is registered (``auto_register``) or looked up under the subject;
+            omitted, the subject's latest version is used.
+        subject: A fixed subject name; overrides ``subject_strategy``.
+        subject_strategy: ``"topic"``, ``"record"`` or ``"topic_record"`` (the record
+            name is the schema's ``title``).
+        schema_id_in: ``"payload"`` (magic 0 + id prefix) or ``"header"`` (GUID header).
+        auto_register: Register ``schema`` under the subject when it is not there.
+        framing: ``"none"`` (default: bare JSON) or ``"confluent"`` (needs ``registry``).
+        nan: ``"error"`` (default) or ``"null"`` for NaN and infinities.
+        omit_nulls: Leave out object keys whose value is null (a JSON Schema's optional
+            property may be absent, but null only if its type admits it). Default: on
+            with a JSON Schema or a registry, off otherwise. Null items of arrays stay;
+            a null value in a map is left out too.
+        metadata_prefix: Top-level columns under this prefix are not written.
+        is_key: Encode Kafka keys (``<topic>-key`` subjects, ``__key_schema_id``).
+
+    Raises:
+        ConfigError: On an inconsistent configuration.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> from decimal import Decimal
+        >>> batch = pa.record_batch({"id": [1], "amount": pa.array([Decimal("2.50")])})
+        >>> JsonEncoder().encode_batch(batch, topic="t").values.to_pylist()
+        [b'{"id":1,"amount":"2.50"}']
+    """
+
+    def __init__(
+        self,
+        registry: Any = None,
+        *,
+        schema: Mapping[str, Any] | pa.Schema | str | None = None,
+        subject: str | None = None,
+        subject_strategy: SubjectStrategy = "topic",
+        schema_id_in: SchemaIdIn = "payload",
+        auto_register: bool = False,
+        framing: Framing | str = Framing.NONE,
+        nan: NanPolicy = "error",
+        omit_nulls: bool | None = None,
+        metadata_prefix: str = DEFAULT_PREFIX,
+        is_key: bool = False,
+    ) -> None:
+        check_choice(nan, _NAN, where="json encoder", argument="nan")
+        self._prep = _Prep(nan)
+        self._strategy = check_subject_strategy(subject_strategy, "json")
+        self._id_in = check_schema_id_in(schema_id_in, "json")
+        self._framing = parse_framing(framing, "json")
+        self._subject, self._auto, self._is_key = subject, auto_register, is_key
+        self._prefix = metadata_prefix
+        self._doc: dict[str, Any] | None = None
+        if isinstance(schema, str):
+            try:
+                self._doc = json.loads(schema)
+            except json.JSONDecodeError as exc:
+                msg = f"json encoder: `schema` expected JSON Schema text; got invalid JSON ({exc})"
+                raise ConfigError(msg) from exc
+        elif isinstance(schema, Mapping):
+            self._doc = dict(schema)
+        self._target = self._arrow(schema) if schema is not None else None
+        self._omit = (
+            omit_nulls
+            if omit_nulls is not None
+            else (self._doc is not None or self._framing is Framing.CONFLUENT)
+        )
+        self._source: SchemaSource | None = None
+        if self._framing is Framing.CONFLUENT:
+            if registry is None:
+                msg = "json encoder: framing 'confluent' needs registry=; pass a URL or source"
+                raise ConfigError(msg)
+            if self._doc is None and schema is not None:
+                msg = (
+                    "json encoder: framing 'confluent' expected a JSON Schema to register; "
+                    "got a pyarrow.Schema; pass the JSON Schema (dict or text)"
+                )
+                raise ConfigError(msg)
+            if self._doc is None and subject is None and self._strategy != "topic":
+                msg = (
+                    f"json encoder: subject_strategy {self._strategy!r} expected `schema=` "
+                    f"(its title names the record); got none; pass `schema=` or `subject=`"
+                )
+                raise ConfigError(msg)
+            self._source = schema_source(registry)
+        self._bound: dict[str, tuple[int, str | None, pa.Schema | None]] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _arrow(schema: Any) -> pa.Schema:
+        from thalweg_bytewax.codecs.json import JsonCodec  # noqa: PLC0415 - the decoder's mapping, loaded once
+
+        doc = json.loads(schema) if isinstance(schema, str) else schema
+        return JsonCodec(schema=doc).arrow_schema
+
+    @property
+    def name(self) -> str:
+        """``json``."""
+        return "json"
+
+    def __repr__(self) -> str:
+        where = self._source.description if self._source is not None else "none"
+        return f"JsonEncoder(registry={where!r}, framing={self._framing.value!r})"
+
+    def subject_for(self, topic: str) -> str:
+        """The registry subject the encoder uses for ``topic``."""
+        if self._subject is not None:
+            return self._subject
+        title = None if self._doc is None else str(self._doc.get("title", "")) or None
+        if title is None and self._strategy != "topic":
+            msg = (
+                f"json encoder: subject_strategy {self._strategy!r} expected a `title` in "
+                f"the JSON Schema; got none; add one or pass `subject=`"
+            )
+            raise ConfigError(msg)
+        return subject_name(self._strategy, topic, title, is_key=self._is_key)
+
+    def _bind(self, topic: str) -> tuple[int, str | None, pa.Schema | None]:
+        with self._lock:
+            hit = self._bound.get(topic)
+        if hit is not None:
+            return hit
+        assert self._source is not None
+        subject = self.subject_for(topic)
+        text = None if self._doc is None else json.dumps(self._doc)
+        resolved = registered_schema(
+            self._source,
+            subject,
+            None if text is None else Schema(text, "JSON"),
+            auto_register=self._auto,
+            encoder="json",
+        )
+        if resolved.schema_type != "JSON" or resolved.schema_id is None:
+            msg = (
+                f"json encoder: subject `{subject}` expected a JSON schema; got "
+                f"{resolved.schema_type}; use the matching encoder or another subject"
+            )
+            raise SchemaError(msg)
+        target = self._target or self._arrow(resolved.schema_str)
+        bound = (resolved.schema_id, resolved.guid, target)
+        logger.info(
+            "json encoder: topic %s writes with subject %s schema id %s", topic, subject, bound[0]
+        )
+        with self._lock:
+            self._bound[topic] = bound
+        return bound
+
+    def _conform(self, batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+        """``batch`` cast to ``target`` (the decoder's shape), failing on the first misfit."""
+        rows = np.arange(batch.num_rows)
+        cols, fields = [], []
+        for field in target:
+            idx = batch.schema.get_field_index(field.name)
+            if idx < 0:
+                if field.nullable:
+                    continue
+                msg = (
+                    f"json encoder: expected column `{field.name}` (required by the schema); "
+                    f"got columns {batch.schema.names}; add the column"
+                )
+                raise EncodeError(msg, column=field.name)
+            col = batch.column(idx)
+            if not field.nullable and col.null_count:
+                raise _fail(
+                    field.name,
+                    _first(col.is_null()),
+                    "expected a value (required); got null",
+                    "fill it or make the field optional",
+                )
+            if col.type != field.type:
+                try:
+                    col = col.cast(field.type)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+                    i = next(
+                        (i for i in rows if not _casts(col.slice(int(i), 1), field.type)), None
+                    )
+                    if i is None:
+                        msg = (
+                            f"json encoder: column `{field.name}`: expected `{field.type}`; "
+                            f"got `{col.type}` ({exc}); cast the column first"
+                        )
+                        raise EncodeError(msg, column=field.name) from exc
+                    raise _fail(
+                        field.name,
+                        int(i),
+                        f"expected a value of `{field.type}`; got {col[int(i)].as_py()!r}",
+                        "fix the value or the schema",
+                    ) from exc
+            cols.append(col)
+            fields.append(pa.field(field.name, col.type))
+        known = set(target.names)
+        for name, col in zip(batch.schema.names, batch.columns, strict=True):
+            if name not in known:
+                cols.append(col)
+                fields.append(pa.field(name, col.type))
+        return pa.RecordBatch.from_arrays(cols, schema=pa.schema(fields))
+
+    def _bodies(self, batch: pa.RecordBatch, target: pa.Schema | None) -> pa.BinaryArray:
+        keep = [n for n in batch.schema.names if not n.startswith(self._prefix)]
+        if len(keep) != batch.num_columns:
+            batch = batch.select(keep)
+        if target is not None:
+            batch = self._conform(batch, target)
+        rows = np.arange(batch.num_rows, dtype=np.int64)
+        cols = [
+            self._prep.column(c, n, rows)
+            for n, c in zip(batch.schema.names, batch.columns, strict=True)
+        ]
+        table = pa.table(cols, names=batch.schema.names)
+        if not table.num_columns:
+            return pa.array([b"{}"] * batch.num_rows, pa.binary())
+        rel = shared_cursor().from_arrow(table).set_alias("t")
+        # RFC 7396 merge patch onto {} drops every null-valued key, at every depth.
+        expr = "json_merge_patch('{}', to_json(t))" if self._omit else "to_json(t)"
+        out = rel.project(f"{expr}::BLOB AS v").to_arrow_table().column(0)
+        return out.combine_chunks() if out.num_chunks != 1 else out.chunk(0)  # type: ignore[no-any-return]
+
+    def encode_batch(self, batch: pa.RecordBatch, *, topic: str) -> EncodedValues:
+        """One JSON object per row of ``batch`` (framed for ``topic``'s subject).
+
+        Raises:
+            EncodeError: When a value has no JSON form or does not fit the schema.
+            UnknownSchemaError: The subject lacks the schema (and ``auto_register`` is off).
+            RegistryUnavailableError: The registry stayed unreachable.
+        """
+        if self._framing is Framing.NONE:
+            return EncodedValues(self._bodies(batch, self._target))
+        schema_id, guid, target = self._bind(topic)
+        return frame_bodies(
+            self._bodies(batch, target),
+            schema_id=schema_id,
+            guid=guid,
+            schema_id_in=self._id_in,
+            is_key=self._is_key,
+            encoder="json",
+        )
+
+
+def _casts(arr: pa.Array, target: pa.DataType) -> bool:
+    try:
+        arr.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return False
+    return True
