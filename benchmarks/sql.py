@@ -1,0 +1,121 @@
+"""SQL filter + projection over decoded batches: rows/s, the fixed per-batch cost, peak RSS.
+
+Measured on one core, in one run:
+
+* ``SqlNode.run`` (what ``twg.sql`` runs per batch: register, query, lineage re-attach)
+  at several batch sizes, with the fixed per-batch cost (time for a 1-row batch);
+* baseline: the same filter and projection with ``pyarrow.compute`` per batch;
+* baseline: bare DuckDB, the same query once over one big table (no per-batch cost).
+
+Run: python benchmarks/sql.py [--rows 2000000] [--batches 10000,50000,100000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from thalweg_bytewax.metadata import DEFAULT_COLUMNS as C
+from thalweg_bytewax.sqlengine import SqlSession
+from thalweg_bytewax.sqlnode import SqlNode
+
+QUERY = (
+    "SELECT order_id, customer, amount * 1.2 AS gross, status "
+    "FROM input WHERE amount > 50 AND status <> 'CANCELLED'"
+)
+
+
+def decoded(rows: int, first: int = 0) -> pa.RecordBatch:
+    rng = np.random.default_rng(first)
+    statuses = np.array(["NEW", "PAID", "SHIPPED", "CANCELLED"])
+    return pa.RecordBatch.from_pydict(
+        {
+            C.source_topic: pa.array(["orders"] * rows),
+            C.source_partition: pa.array(np.zeros(rows, np.int32)),
+            C.source_offset: pa.array(np.arange(first, first + rows, dtype=np.int64)),
+            C.record_id: pa.array([b"\0" * 16] * rows, pa.binary(16)),
+            "order_id": pa.array(np.arange(first, first + rows).astype(str)),
+            "customer": pa.array(rng.integers(0, 10_000, rows).astype(str)),
+            "amount": pa.array(rng.uniform(0, 100, rows)),
+            "status": pa.array(statuses[rng.integers(0, 4, rows)]),
+            "note": pa.array(["some free text of a typical order"] * rows),
+        }
+    )
+
+
+def arrow_baseline(batch: pa.RecordBatch) -> pa.RecordBatch:
+    keep = pc.and_(pc.greater(batch["amount"], 50), pc.not_equal(batch["status"], "CANCELLED"))
+    rows = batch.filter(keep)
+    return pa.RecordBatch.from_arrays(
+        [
+            rows["order_id"],
+            rows["customer"],
+            pc.multiply(rows["amount"], 1.2),
+            rows["status"],
+            rows[C.source_topic],
+            rows[C.source_partition],
+            rows[C.source_offset],
+            rows[C.record_id],
+        ],
+        names=[
+            "order_id",
+            "customer",
+            "gross",
+            "status",
+            C.source_topic,
+            C.source_partition,
+            C.source_offset,
+            C.record_id,
+        ],
+    )
+
+
+def timed(fn, batches: list[pa.RecordBatch]) -> tuple[float, int]:  # type: ignore[no-untyped-def]
+    fn(batches[0])  # warm up (connection, plan cache)
+    start = time.perf_counter()
+    out = sum(fn(b).num_rows for b in batches)
+    return time.perf_counter() - start, out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--batches", default="10000,50000,100000")
+    args = parser.parse_args()
+    node = SqlNode("bench", QUERY)
+    one = [decoded(1, i) for i in range(200)]
+    fixed, _ = timed(node.run, one)
+    fixed_ms = fixed / len(one) * 1000
+    print(f"fixed per-batch cost (1-row batches): {fixed_ms:.2f} ms")
+    for size in (int(s) for s in args.batches.split(",")):
+        batches = [decoded(size, i) for i in range(0, args.rows, size)]
+        total = sum(b.num_rows for b in batches)
+        sql_s, kept = timed(node.run, batches)
+        arrow_s, kept2 = timed(arrow_baseline, batches)
+        assert kept == kept2, (kept, kept2)
+        per_batch_ms = sql_s / len(batches) * 1000
+        print(
+            f"batch {size:>7}: twg.sql {total / sql_s / 1e6:6.2f} M rows/s "
+            f"({per_batch_ms:.1f} ms/batch, fixed cost {fixed_ms / per_batch_ms:5.1%}); "
+            f"pyarrow.compute {total / arrow_s / 1e6:6.2f} M rows/s"
+        )
+    big = pa.Table.from_batches([decoded(args.rows)])
+    session = SqlSession(None)
+    session.query({"input": big}, QUERY)
+    start = time.perf_counter()
+    out = session.query({"input": big}, QUERY)
+    bare = time.perf_counter() - start
+    print(
+        f"bare DuckDB, one table of {big.num_rows}: {big.num_rows / bare / 1e6:.2f} M rows/s "
+        f"({out.num_rows} rows out)"
+    )
+    print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
