@@ -67,6 +67,7 @@ from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.connectors.rules import RuleRegistrySink
 from thalweg_bytewax.contracts import load_contract
 from thalweg_bytewax.registry import DirectorySchemaSource
+from thalweg_bytewax.runtime.gates import check_second_sink
 
 __all__ = ["CONTRACT", "SCHEMA_DIR", "OrdersSettings", "build_flow", "flow"]
 
@@ -192,6 +193,8 @@ def build_flow(
         checked.audit,
         SummarySink(f"audited -> {settings.audit_lane}", per_key=False, count_by="verdict"),
     )
+    # A Kafka source with several sinks needs its raw lane: refuse the flow otherwise.
+    check_second_sink(flow)
     return flow
 
 

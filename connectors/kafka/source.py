@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, ClassVar
 
 from bytewax.inputs import FixedPartitionedSource
 from typing_extensions import override
@@ -91,6 +91,9 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, KafkaPartitionState]):
     Raises:
         ConfigError: On an invalid argument.
     """
+
+    needs_raw_lane: ClassVar[bool] = True
+    """The broker forgets what it served: a second sink needs a raw lane (the gate)."""
 
     def __init__(
         self,
