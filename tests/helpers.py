@@ -120,13 +120,13 @@ def run_flow(
     flow = Dataflow(flow_id)
     out = build(op.input("inp", flow, TestingSource(items, batch_size=source_batch)))
     streams: dict[str, Stream[Any]] = (
-        {
+        {"out": out}  # a Stream is a dataclass itself
+        if isinstance(out, Stream)
+        else {
             f.name: getattr(out, f.name)
             for f in dataclasses.fields(out)
             if isinstance(getattr(out, f.name), Stream)
         }
-        if dataclasses.is_dataclass(out)
-        else {"out": out}
     )
     got: Outputs = {name: [] if into is None else into[name] for name in streams}
     for name, stream in streams.items():
