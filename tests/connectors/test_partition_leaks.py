@@ -23,10 +23,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute
 
+from tests.helpers import raw_values
 from thalweg_bytewax.connectors.kafka import KafkaSource
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.lanes import read_lane
-from thalweg_bytewax.record import raw_batch_from_columns
 from thalweg_bytewax.testing import produce
 
 STEPS = 400
@@ -128,14 +128,9 @@ def test_kafka_source_partition_does_not_grow_while_polling(
 
 
 def _batch(topic: str, partition: int, first: int, n: int) -> pa.RecordBatch:
-    return raw_batch_from_columns(
-        topic=topic,
-        partition=partition,
-        offsets=range(first, first + n),
-        keys=[b"k"] * n,
-        values=[b"v%d" % o for o in range(first, first + n)],
-        timestamps_ms=[1_700_000_000_000 + o for o in range(first, first + n)],
-        cluster="c",
+    values = [b"v%d" % o for o in range(first, first + n)]
+    return raw_values(
+        values, topic=topic, partition=partition, first=first, keys=[b"k"] * n, cluster="c"
     )
 
 
