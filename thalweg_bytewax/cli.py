@@ -9,6 +9,11 @@ Commands:
 * ``thalweg lane stats PATH`` — count the records per topic-partition of a lane.
 * ``thalweg recovery check MODULE[:FLOW] DIR`` — before resuming a flow, check that
   its recovery directory holds state only for partitions the flow still lists.
+* ``thalweg coverage STORE`` — per sink, the covered offset ranges, gaps and lag
+  against the raw lane (``--raw-lane SINK``) and the source (``--bootstrap``);
+  ``--json`` for machines.
+* ``thalweg check MODULE[:FLOW]`` — run the build-time gates on a flow (a Kafka source
+  written to a second sink needs a raw lane).
 * ``thalweg describe-schema ...`` — print the exact Arrow schema a source decodes to
   (from a registry subject or id, an ``.avsc``, a ``.pb`` + message, or a JSON Schema),
   with the metadata columns a policy appends and DuckDB type hints.
@@ -123,6 +128,65 @@ def _recovery_check(args: argparse.Namespace) -> int:
         raise ConfigError(msg)
     check_recovery_store(flow, args.directory)
     print(f"recovery store {args.directory}: every stored partition is listed by the flow")
+    return 0
+
+
+def _load_flow(what: str, spec: str) -> Any:
+    import importlib
+
+    from bytewax.dataflow import Dataflow
+
+    module_name, _, attr = spec.partition(":")
+    sys.path.insert(0, str(Path.cwd()))  # as `python -m bytewax.run` finds a flow module
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        msg = f"{what}: cannot import flow module `{module_name}` ({exc})"
+        raise ConfigError(msg) from exc
+    flow = getattr(module, attr or "flow", None)
+    if not isinstance(flow, Dataflow):
+        msg = f"{what}: expected a `Dataflow` at `{module_name}:{attr or 'flow'}`; got {flow!r}"
+        raise ConfigError(msg)
+    return flow
+
+
+def _check(args: argparse.Namespace) -> int:
+    from thalweg_bytewax.runtime.gates import check_second_sink
+
+    flow = _load_flow("check", args.flow)
+    check_second_sink(flow, allow_without_raw_lane=args.allow_without_raw_lane)
+    print(f"flow `{flow.flow_id}`: passes the build-time gates")
+    return 0
+
+
+def _coverage(args: argparse.Namespace) -> int:
+    from thalweg_bytewax.coverage_report import coverage_report, kafka_watermarks
+    from thalweg_bytewax.coverage_store import open_coverage_store
+
+    store = open_coverage_store(args.store)
+    watermarks = None
+    if args.bootstrap:
+        keys = [(e.topic, e.partition) for e in store.entries(args.sink)]
+        watermarks = kafka_watermarks(args.bootstrap, keys)
+    rows = coverage_report(store, sink=args.sink, raw_lane=args.raw_lane, watermarks=watermarks)
+    if args.json:
+        print(json.dumps({"store": store.describe(), "partitions": rows}, indent=2))
+        return 0
+    if not rows:
+        print(f"no coverage recorded in {store.describe()}")
+    for r in rows:
+        spans = ", ".join(f"{a}..{b}" for a, b in r["ranges"]) or "nothing"
+        more = r["range_count"] - len(r["ranges"])
+        line = f"{r['sink']}  {r['topic']}:{r['partition']}  covers {spans}"
+        line += f" (+{more} ranges)" if more > 0 else ""
+        line += f"; {r['gap_count']} gaps" if r["gap_count"] else "; no gaps"
+        if "behind_raw" in r:
+            line += f"; {r['behind_raw']:,} offsets behind the raw lane"
+        if "behind_source" in r:
+            line += f"; {r['behind_source']:,} behind the source (high {r['high_watermark']})"
+        print(line)
+        for a, b in r["gaps"]:
+            print(f"    gap {a}..{b} ({b - a + 1:,} offsets)")
     return 0
 
 
@@ -314,6 +378,33 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("flow", help="the flow as `python -m bytewax.run` takes it: MODULE[:FLOW]")
     check.add_argument("directory", help="the recovery directory (`-r` of bytewax.run)")
     check.set_defaults(func=_recovery_check)
+
+    cov = sub.add_parser(
+        "coverage",
+        help="per sink: covered offset ranges, gaps and lag",
+        description="Per sink, topic and partition: the covered offset ranges, the gaps "
+        "between them, and lag against the raw lane and the source's high watermark.",
+    )
+    cov.add_argument("store", help="the coverage store: a path (SQLite) or postgresql:// URL")
+    cov.add_argument("--sink", help="only this sink (its step id)")
+    cov.add_argument("--raw-lane", help="the raw lane's sink id, to show lag against it")
+    cov.add_argument("--bootstrap", help="Kafka brokers, to show lag against the source")
+    cov.add_argument("--json", action="store_true", help="machine-readable output")
+    cov.set_defaults(func=_coverage)
+
+    gate = sub.add_parser(
+        "check",
+        help="run the build-time gates on a flow",
+        description="Refuse a flow that writes a Kafka source to two or more sinks "
+        "without a raw lane fed straight from the source.",
+    )
+    gate.add_argument("flow", help="the flow as `python -m bytewax.run` takes it: MODULE[:FLOW]")
+    gate.add_argument(
+        "--allow-without-raw-lane",
+        action="store_true",
+        help="pass anyway (unsafe: records a sink misses cannot be recovered)",
+    )
+    gate.set_defaults(func=_check)
 
     desc = sub.add_parser(
         "describe-schema",
