@@ -114,3 +114,15 @@ def test_windows_example_prints_revenue_per_minute_and_one_late_order() -> None:
         "PAID 12:02 revenue=1 orders=1",
         "late: 1",
     ]
+
+
+def test_sql_unnest_example(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "docs/examples/sql_unnest.py")],
+        env={**os.environ, "THALWEG_LANE": str(tmp_path / "lines")},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    # One line of order 0 (order 1 has none), two of order 40, numbered per order.
+    assert out.stdout.splitlines() == ["0 0 0 a 5", "1 40 0 b 14", "1 40 1 b 14"]
