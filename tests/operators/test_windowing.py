@@ -202,7 +202,8 @@ def test_a_batch_without_a_usable_time_column_is_a_config_error(
 
 def test_count_distinct_is_refused_at_build_time() -> None:
     flow = Dataflow("bad")
-    up = op.input("in", flow, TestingSource([]))
+    nothing: list[tuple[str, pa.RecordBatch]] = []
+    up = op.input("in", flow, TestingSource(nothing))
     with pytest.raises(ConfigError, match="count distinct downstream"):
         twg.window_agg(
             "w",
