@@ -90,7 +90,7 @@ class AvroEncoder:
         >>> enc = AvroEncoder(framing="none", schema={"type": "record", "name": "R",
         ...     "fields": [{"name": "id", "type": "long"}]})
         >>> enc.encode_batch(pa.record_batch({"id": [1, -1]}), topic="t").values.to_pylist()
-        [b'\\x02', b'\\x01']
+        [b'\x02', b'\x01']
     """
 
     def __init__(
