@@ -77,7 +77,7 @@ def test_the_opt_out_passes_with_a_warning(tmp_path: Path, caplog: pytest.LogCap
 
 def test_a_replayable_source_is_not_gated(tmp_path: Path) -> None:
     flow = Dataflow("files")
-    up = op.input("in", flow, TestingSource([]))
+    up = op.input("in", flow, TestingSource[tuple[str, pa.RecordBatch]]([]))
     op.output("a", up, ParquetSink(tmp_path / "a"))
     op.output("b", up, ParquetSink(tmp_path / "b"))
     check_second_sink(flow)
