@@ -95,7 +95,7 @@ def recomputed(base: Path) -> list[ROW]:
         "unnest(generate_series(1, len(json_extract_string(decode(_twg_source_value), "
         "'$.items[*]')))) AS item_index FROM raw)"
     )
-    return [tuple(r) for r in con.sql(sql).fetchall()]  # type: ignore[misc]
+    return [tuple(r) for r in con.sql(sql).fetchall()]
 
 
 @pytest.mark.parametrize("fault", ["epoch_sink.before_commit:5", "epoch_sink.after_commit:5"])
