@@ -37,8 +37,30 @@ logger = logging.getLogger(__name__)
 
 # How long one wait for room in a full local queue blocks before checking the deadline.
 _QUEUE_POLL_S = 0.05
+# librdkafka scans for timed-out records about once a second.
+_FLUSH_GRACE_S = 2.0
 # Records produced between two poll(0) calls that serve delivery callbacks.
 _POLL_EVERY = 1000
+
+
+# Delivery errors a healthy cluster gets over: a record that timed out (a slow or
+# unreachable broker) can be produced again on resume.
+_TRANSIENT_DELIVERY = frozenset(
+    {
+        KafkaError._MSG_TIMED_OUT,  # noqa: SLF001 - librdkafka's public local error codes
+        KafkaError._PURGE_QUEUE,  # noqa: SLF001
+        KafkaError._PURGE_INFLIGHT,  # noqa: SLF001
+    }
+)
+
+
+def _terminal(err: KafkaError) -> bool:
+    """Whether a delivery error needs a person (vs. the epoch replaying on resume)."""
+    if err.fatal():
+        return True
+    if err.retriable() or err.code() in _TRANSIENT_DELIVERY:
+        return False
+    return is_fatal(err)
 
 
 def out_state_key(topic: str, partition: int) -> str:
@@ -253,7 +275,9 @@ class _KafkaSinkPartition(EpochSinkPartition):
             self._in_txn = False
             self.stats.transactions_committed += 1
         else:
-            remaining = self._producer.flush(timeout)
+            # Records time out at `message.timeout.ms` (the delivery timeout); the grace
+            # lets their error reports, which name the partition, arrive before giving up.
+            remaining = self._producer.flush(timeout + _FLUSH_GRACE_S)
             self._raise_errors()
             if remaining:
                 msg = (
@@ -336,7 +360,7 @@ class _KafkaSinkPartition(EpochSinkPartition):
         self._errors = []
         err, partition = failed[0]
         where = f"`{self._topic}:{partition}`" if partition is not None else f"`{self._topic}`"
-        terminal = any(is_fatal(e) and not e.retriable() for e, _ in failed)
+        terminal = any(_terminal(e) for e, _ in failed)
         msg = (
             f"{self.component}: {len(failed)} records failed delivery, the first to "
             f"{where}: {err.name()}; expected every record acknowledged; "
