@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import http.server
+import socket
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,14 +29,19 @@ from thalweg_bytewax.record import (
 )
 
 __all__ = [
+    "HttpGet",
+    "HttpReply",
+    "HttpServer",
     "Outputs",
     "cause_of",
+    "closed_port",
     "error_chain",
     "locator_of",
     "raw_batch",
     "raw_values",
     "run_flow",
     "run_into",
+    "serve_http",
     "table_of",
 ]
 
@@ -184,3 +193,60 @@ def cause_of(exc: BaseException, kind: type[E]) -> E:
         if isinstance(e, kind):
             return e
     raise AssertionError(f"no {kind.__name__} in {error_chain(exc)!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class HttpGet:
+    """One GET a test server received: its number (from 0), path and Authorization header."""
+
+    index: int
+    path: str
+    authorization: str
+
+
+HttpReply = tuple[int, str, bytes]
+"""A test server's answer: status, content type and body."""
+
+
+@dataclasses.dataclass(frozen=True)
+class HttpServer:
+    """A running test server: its ``http://127.0.0.1:<port>`` URL and the GETs it received."""
+
+    url: str
+    requests: list[HttpGet]
+
+
+@contextlib.contextmanager
+def serve_http(answer: Callable[[HttpGet], HttpReply]) -> Iterator[HttpServer]:
+    """A real HTTP server on a free local port answering each GET with ``answer(get)``."""
+    requests: list[HttpGet] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            get = HttpGet(len(requests), self.path, self.headers.get("Authorization", ""))
+            status, content_type, body = answer(get)
+            requests.append(get)
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass  # keep the test output clean
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield HttpServer(f"http://127.0.0.1:{server.server_port}", requests)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def closed_port() -> int:
+    """A local port nothing listens on: connections to ``127.0.0.1`` there are refused."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-import http.server
 import io
 import json
 import pickle
-import socket
-import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +15,7 @@ import fastavro
 import pytest
 from confluent_kafka.schema_registry import Schema, SchemaReference
 
+from tests.helpers import closed_port, serve_http
 from thalweg_bytewax.codecs import FailureKind
 from thalweg_bytewax.codecs.avro import AvroCodec
 from thalweg_bytewax.codecs.framing import encode_confluent
@@ -45,12 +43,6 @@ CUSTOMER = {
     "namespace": "twg.ref",
     "fields": [{"name": "id", "type": "long"}, {"name": "home", "type": "twg.ref.Address"}],
 }
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def customer_body(record: dict[str, Any]) -> bytes:
@@ -101,7 +93,7 @@ def test_unknown_id_is_a_lookup_error_not_an_outage() -> None:
 def test_unreachable_registry_retries_then_fails_loudly_naming_the_url(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    port = _closed_port()
+    port = closed_port()
     source = RegistrySchemaSource(
         f"http://user:s3cret@127.0.0.1:{port}", max_attempts=3, initial_backoff_s=0.05
     )
@@ -120,25 +112,8 @@ def test_unreachable_registry_retries_then_fails_loudly_naming_the_url(
 
 @contextlib.contextmanager
 def _http_404(body: bytes, content_type: str) -> Iterator[str]:
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(404)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_http(lambda _: (404, content_type, body)) as server:
+        yield server.url
 
 
 def test_gateway_404_is_an_outage_not_an_unknown_schema() -> None:
@@ -185,7 +160,7 @@ def test_redact_url_hides_every_credential(url: str, shown: str) -> None:
 
 
 def test_codec_batch_raises_on_outage_instead_of_rejecting_data() -> None:
-    port = _closed_port()
+    port = closed_port()
     codec = AvroCodec(RegistrySchemaSource(f"http://127.0.0.1:{port}", max_attempts=2))
     with pytest.raises(RegistryUnavailableError):
         codec.decode_batch([encode_confluent(1, b"\x02")])

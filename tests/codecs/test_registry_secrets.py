@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import http.server
 import json
 import logging
-import socket
-import threading
 from collections.abc import Callable, Iterator
 
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
+from tests.helpers import HttpGet, HttpReply, closed_port, serve_http
 from thalweg_bytewax.codecs.avro import AvroCodec
 from thalweg_bytewax.codecs.framing import encode_confluent
 from thalweg_bytewax.errors import ConfigError, ThalwegError
@@ -82,40 +80,19 @@ def _assert_clean(
             assert secret not in text, f"{secret!r} leaked in {text!r}"
 
 
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.contextmanager
 def _echo_server(status: int, body: Callable[[str, str], bytes]) -> Iterator[tuple[str, list[str]]]:
     """A server answering ``status`` with ``body(path, credentials)``; yields host, seen."""
     seen: list[str] = []
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            auth = self.headers.get("Authorization", "")
-            creds = base64.b64decode(auth.split(" ", 1)[-1]).decode() if auth else ""
-            seen.append(creds)
-            data = body(self.path, f"{auth} {creds}")
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def answer(get: HttpGet) -> HttpReply:
+        auth = get.authorization
+        creds = base64.b64decode(auth.split(" ", 1)[-1]).decode() if auth else ""
+        seen.append(creds)
+        return status, "application/json", body(get.path, f"{auth} {creds}")
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{server.server_port}", seen
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_http(answer) as server:
+        yield server.url.removeprefix("http://"), seen
 
 
 def _json_echo(code: int) -> Callable[[str, str], bytes]:
@@ -138,7 +115,7 @@ def _capture_all(caplog: pytest.LogCaptureFixture) -> None:
 def test_refused_urls_never_echo_the_secret(
     template: str, scheme: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    url = template.format(scheme=scheme, host=f"127.0.0.1:{_closed_port()}")
+    url = template.format(scheme=scheme, host=f"127.0.0.1:{closed_port()}")
     for build in (RegistrySchemaSource, schema_source, AvroCodec):
         with pytest.raises(ConfigError) as info:
             build(url)
@@ -150,7 +127,7 @@ def test_refused_urls_never_echo_the_secret(
 def test_lookup_against_a_closed_port_never_echoes_the_secret(
     template: str, password: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    url = template.format(scheme="https", host=f"127.0.0.1:{_closed_port()}")
+    url = template.format(scheme="https", host=f"127.0.0.1:{closed_port()}")
     source = RegistrySchemaSource(url, max_attempts=2, initial_backoff_s=0.01)
     assert all(s not in repr(source) for s in SECRETS)
     with pytest.raises(RegistryUnavailableError) as info:
@@ -194,7 +171,7 @@ def test_lookup_answered_by_an_echoing_server_never_echoes_the_secret(
 def test_client_configuration_errors_name_keys_not_values(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    host = f"127.0.0.1:{_closed_port()}"
+    host = f"127.0.0.1:{closed_port()}"
     cases: list[tuple[str, dict[str, object]]] = [
         (f"http://alice:SECRETx@{host}", {"basic.auth.user.info": "bob:SECRETx"}),
         (f"http://{host}", {"basic.auth.user.info": "SECRETx"}),

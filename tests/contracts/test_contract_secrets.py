@@ -5,13 +5,13 @@ from __future__ import annotations
 import base64
 import http.server
 import logging
-import socket
 import threading
 import traceback
 from collections.abc import Iterator
 
 import pytest
 
+from tests.helpers import closed_port
 from thalweg_bytewax.contracts import ContractError, ContractSpec, load_contract
 
 SECRETS = ("S3cretPw", "SIGSECRET123", "AKIASECRETKEY", "tok3nvalue")
@@ -62,12 +62,6 @@ def base() -> Iterator[str]:
         server.server_close()
 
 
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _presigned(host: str, path: str) -> str:
     return (
         f"http://{host}{path}?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIASECRETKEY"
@@ -92,7 +86,7 @@ def _assert_error_clean(exc: BaseException, log: str) -> None:
         lambda host: f"http://alice:S3cretPw@{host}/missing.yaml",
         lambda host: _presigned(host, "/yaml.yaml"),  # malformed YAML
         lambda host: _presigned(host, "/bad.yaml"),  # a rule the loader refuses
-        lambda host: f"http://alice:S3cretPw@127.0.0.1:{_closed_port()}/c.yaml",  # refused
+        lambda host: f"http://alice:S3cretPw@127.0.0.1:{closed_port()}/c.yaml",  # refused
         lambda host: f"http://alice:S3cretPw@{host}:notaport/c.yaml",  # invalid URL
         lambda host: "memory://nowhere/c.yaml?token=tok3nvalue&sig=SIGSECRET123",
         lambda host: "s3://bucket/c.yaml?X-Amz-Signature=SIGSECRET123&region=us-east-1",

@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import http.server
 import json
-import socket
-import threading
 from collections.abc import Callable, Iterator
 
 import pyarrow as pa
@@ -22,7 +19,15 @@ import pytest
 from bytewax.errors import BytewaxRuntimeError
 
 import thalweg_bytewax.operators as twg
-from tests.helpers import cause_of, raw_values, run_flow
+from tests.helpers import (
+    HttpGet,
+    HttpReply,
+    cause_of,
+    closed_port,
+    raw_values,
+    run_flow,
+    serve_http,
+)
 from thalweg_bytewax.codecs import AvroCodec, ProtobufCodec
 from thalweg_bytewax.codecs.base import Codec
 from thalweg_bytewax.dlq import rejected_from_dlq_batch
@@ -41,38 +46,15 @@ Reply = tuple[int, dict[str, object]]
 
 
 @contextlib.contextmanager
-def _registry(replies: Callable[[int], Reply]) -> Iterator[tuple[str, list[str]]]:
+def _registry(replies: Callable[[int], Reply]) -> Iterator[tuple[str, list[HttpGet]]]:
     """A real HTTP server; ``replies(n)`` answers its n-th request (from 0)."""
-    seen: list[str] = []
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            status, body = replies(len(seen))
-            seen.append(self.path)
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/vnd.schemaregistry.v1+json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def answer(get: HttpGet) -> HttpReply:
+        status, body = replies(get.index)
+        return status, "application/vnd.schemaregistry.v1+json", json.dumps(body).encode()
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}", seen
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def _refusing_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{s.getsockname()[1]}"
+    with serve_http(answer) as server:
+        yield server.url, server.requests
 
 
 UNAVAILABLE: Reply = (503, {"error_code": 50301, "message": "backend unavailable"})
@@ -121,7 +103,7 @@ def test_an_outage_stops_the_flow_and_dead_letters_nothing(codec: str, outage: s
         if outage == "http-503":
             url, seen = stack.enter_context(_registry(lambda _: UNAVAILABLE))
         else:
-            url, seen = _refusing_url(), []
+            url, seen = f"http://127.0.0.1:{closed_port()}", []
         ok: list[tuple[str, pa.RecordBatch]] = []
         rejected: list[tuple[str, pa.RecordBatch]] = []
         with pytest.raises(BytewaxRuntimeError) as info:
