@@ -25,7 +25,6 @@ from thalweg_bytewax.registry import (
     RegistrySchemaSource,
     RegistryUnavailableError,
     UnknownSchemaError,
-    _confluent,
     redact_url,
     registry_client,
     schema_source,
@@ -98,7 +97,7 @@ def test_unreachable_registry_retries_then_fails_loudly_naming_the_url(
         f"http://user:s3cret@127.0.0.1:{port}", max_attempts=3, initial_backoff_s=0.05
     )
     waits: list[float] = []  # the backoffs between attempts, counted instead of timed
-    monkeypatch.setattr(_confluent.time, "sleep", waits.append)
+    monkeypatch.setattr("thalweg_bytewax.registry._confluent.time.sleep", waits.append)
     with pytest.raises(RegistryUnavailableError) as info:
         source.get_by_id(1)
     message = str(info.value)
