@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import MetadataColumns, metadata_columns
 
 from ._args import (
@@ -29,6 +30,7 @@ __all__ = [
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_MAX_BATCH_BYTES",
     "DEFAULT_PARTITION_CHECK_INTERVAL",
+    "IsolationLevel",
     "SourceConfig",
     "StartingOffset",
     "consumer_config",
@@ -38,6 +40,12 @@ __all__ = [
 StartingOffset = Literal["earliest", "latest"] | int | datetime
 """Where a partition without resume state starts: the beginning, the end, an absolute
 offset, or the first record at or after a timestamp."""
+
+IsolationLevel = Literal["read_committed", "read_uncommitted"]
+"""Which records of transactional producers a source reads: only committed ones (records
+of aborted transactions are skipped, and reading waits at the first open transaction)
+or every record as written."""
+_ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
 
 # 10k records per poll amortises the per-batch cost (Arrow assembly, Bytewax step
 # overhead) while one poll of small records stays a few MiB; see docs/benchmarks.md.
@@ -59,6 +67,7 @@ AUTO_OFFSET_RESET = "auto.offset.reset"
 FETCH_QUEUE_BACKOFF_MS = "fetch.queue.backoff.ms"
 QUEUED_MAX_MESSAGES_KBYTES = "queued.max.messages.kbytes"
 LOG_LEVEL = "log_level"
+ISOLATION_LEVEL = "isolation.level"
 
 # With librdkafka's default of 1000 ms a fast consumer stalls for a second whenever its
 # local queue passes its threshold; measured here it cut a bare consume() loop from
@@ -90,10 +99,13 @@ class SourceConfig:
     max_records_per_s: float | None
     partition_check_interval_s: float | None
     fail_on_new_partitions: bool
+    isolation_level: IsolationLevel = "read_committed"
 
     def consumer_config(self) -> dict[str, Any]:
         """The librdkafka consumer settings of this source (see :func:`consumer_config`)."""
-        return consumer_config(self.brokers, self.add_config)
+        config = consumer_config(self.brokers, {ISOLATION_LEVEL: self.isolation_level})
+        config.update(self.add_config)
+        return config
 
 
 def source_config(
@@ -110,6 +122,7 @@ def source_config(
     max_records_per_s: object,
     partition_check_interval: object,
     fail_on_new_partitions: object,
+    isolation_level: object = "read_committed",
 ) -> SourceConfig:
     """Check every argument of ``KafkaSource`` by name and build its configuration.
 
@@ -129,6 +142,14 @@ def source_config(
     batch_size_ = check_positive_int(batch_size, "batch_size")
     max_batch_bytes_ = check_positive_int(max_batch_bytes, "max_batch_bytes")
     columns = metadata_columns(metadata_prefix, "kafka source")
+    partition_check = check_optional_interval(partition_check_interval, "partition_check_interval")
+    fail_on_new = check_bool(fail_on_new_partitions, "fail_on_new_partitions")
+    if isolation_level not in _ISOLATION_LEVELS:
+        msg = (
+            f"kafka source: `isolation_level` expected one of {', '.join(_ISOLATION_LEVELS)}; "
+            f"got {isolation_level!r}"
+        )
+        raise ConfigError(msg)
     return SourceConfig(
         brokers=brokers_,
         topics=topics_,
@@ -140,10 +161,9 @@ def source_config(
         columns=columns,
         metadata_timeout_s=check_interval(metadata_timeout, "metadata_timeout"),
         max_records_per_s=check_rate(max_records_per_s, "max_records_per_s"),
-        partition_check_interval_s=check_optional_interval(
-            partition_check_interval, "partition_check_interval"
-        ),
-        fail_on_new_partitions=check_bool(fail_on_new_partitions, "fail_on_new_partitions"),
+        partition_check_interval_s=partition_check,
+        fail_on_new_partitions=fail_on_new,
+        isolation_level=isolation_level,  # type: ignore[arg-type]
     )
 
 

@@ -210,7 +210,10 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
             good, cluster=self._cluster, columns=self._columns, ingest_ts=now
         )
         last = good[-1]
-        self._next_offset = int(last.offset() or 0) + 1
+        last_offset = int(last.offset() or 0)
+        # Offsets without a record: aborted transactions, markers, compacted records.
+        self.stats.offsets_skipped += last_offset + 1 - self._next_offset - len(good)
+        self._next_offset = last_offset + 1
         self._leader_epoch = last.leader_epoch()
         size = batch.nbytes
         self._avg_record_bytes = size / batch.num_rows

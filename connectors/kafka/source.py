@@ -24,6 +24,7 @@ from ._config import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_MAX_BATCH_BYTES,
     DEFAULT_PARTITION_CHECK_INTERVAL,
+    IsolationLevel,
     StartingOffset,
     source_config,
 )
@@ -83,6 +84,10 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, KafkaPartitionState]):
         fail_on_new_partitions: Fail the flow when such a partition appears, so that an
             orchestrator restarts it and the restarted flow reads the partition from
             its earliest offset.
+        isolation_level: ``"read_committed"`` (librdkafka's default: records of
+            aborted transactions are skipped, counted in ``offsets_skipped``, and
+            reading waits at an open transaction) or ``"read_uncommitted"`` (every
+            record as written). An ``isolation.level`` in ``add_config`` wins.
 
     The source's counters are :attr:`stats` (per partition key) and
     :meth:`total_stats`; partitions added while the flow runs are
@@ -110,6 +115,7 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, KafkaPartitionState]):
         max_records_per_s: float | None = None,
         partition_check_interval: timedelta | None = DEFAULT_PARTITION_CHECK_INTERVAL,
         fail_on_new_partitions: bool = False,
+        isolation_level: IsolationLevel = "read_committed",
     ) -> None:
         # Validated once, kept private; no I/O here (partitions are built in build_part).
         self._config = source_config(
@@ -125,6 +131,7 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, KafkaPartitionState]):
             max_records_per_s=max_records_per_s,
             partition_check_interval=partition_check_interval,
             fail_on_new_partitions=fail_on_new_partitions,
+            isolation_level=isolation_level,
         )
         self._meta = SourceMetadata(self._config)
         # The topics of which this process built a partition from resume state (the

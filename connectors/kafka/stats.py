@@ -22,15 +22,19 @@ class KafkaSourceStats:
         bytes: Arrow bytes of the batches emitted.
         batches: Batches emitted.
         transient_errors: Transient broker or client errors seen and backed off.
+        offsets_skipped: Offsets the partition moved past without a record: records of
+            aborted transactions (under ``read_committed``), transaction markers, and
+            records removed by compaction or retention.
     """
 
-    __slots__ = ("batches", "bytes", "records", "transient_errors")
+    __slots__ = ("batches", "bytes", "offsets_skipped", "records", "transient_errors")
 
     def __init__(self) -> None:
         self.records = 0
         self.bytes = 0
         self.batches = 0
         self.transient_errors = 0
+        self.offsets_skipped = 0
 
     @classmethod
     def sum(cls, parts: Iterable[KafkaSourceStats]) -> KafkaSourceStats:
@@ -41,10 +45,12 @@ class KafkaSourceStats:
             total.bytes += s.bytes
             total.batches += s.batches
             total.transient_errors += s.transient_errors
+            total.offsets_skipped += s.offsets_skipped
         return total
 
     def __repr__(self) -> str:
         return (
             f"KafkaSourceStats(records={self.records}, bytes={self.bytes}, "
-            f"batches={self.batches}, transient_errors={self.transient_errors})"
+            f"batches={self.batches}, transient_errors={self.transient_errors}, "
+            f"offsets_skipped={self.offsets_skipped})"
         )
