@@ -10,6 +10,7 @@ from __future__ import annotations
 from thalweg_bytewax.codecs._avro_encode import AvroEncoder
 from thalweg_bytewax.codecs._encode import BytesEncoder
 from thalweg_bytewax.codecs._json_encode import JsonEncoder
+from thalweg_bytewax.codecs._proto_encode import ProtobufEncoder
 from thalweg_bytewax.codecs.avro import AvroCodec
 from thalweg_bytewax.codecs.base import (
     Codec,
@@ -39,4 +40,5 @@ __all__ = [
     "JsonCodec",
     "JsonEncoder",
     "ProtobufCodec",
+    "ProtobufEncoder",
 ]

@@ -1,0 +1,383 @@
+"""Columnar Protobuf writer: an Arrow batch to one serialized message per row.
+
+The Arrow shape is the one :class:`~thalweg_bytewax.codecs.ProtobufCodec` decodes to
+(see docs/codecs-protobuf-json.md). Each field is written for the whole column at once:
+a constant tag joined to the values' wire encoding (varints and zigzag from numpy,
+fixed-width values from the Arrow buffers, length-prefixed strings and sub-messages),
+empty where the field is absent (a null, an unset ``oneof`` member, a proto3 implicit
+scalar at its default). Repeated fields are packed where the descriptor says so.
+``Struct`` / ``Value`` / ``ListValue`` and depth-capped messages, which the decoder
+renders as JSON text, are parsed back one value at a time with ``json_format``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from google.protobuf import json_format, message_factory
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+
+from thalweg_bytewax.codecs._wire import (
+    EMPTY,
+    body_slices,
+    fixed_width,
+    join,
+    repeat,
+    varints,
+    zigzag,
+)
+from thalweg_bytewax.codecs.base import EncodeError
+
+__all__ = ["write_messages"]
+
+F = FieldDescriptor
+_VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
+_WIRE = {
+    F.TYPE_DOUBLE: _I64, F.TYPE_FIXED64: _I64, F.TYPE_SFIXED64: _I64,
+    F.TYPE_FLOAT: _I32, F.TYPE_FIXED32: _I32, F.TYPE_SFIXED32: _I32,
+    F.TYPE_STRING: _LEN, F.TYPE_BYTES: _LEN, F.TYPE_MESSAGE: _LEN,
+}  # fmt: skip
+_ARROW = {
+    F.TYPE_DOUBLE: pa.float64(), F.TYPE_FLOAT: pa.float32(),
+    F.TYPE_INT64: pa.int64(), F.TYPE_SINT64: pa.int64(), F.TYPE_SFIXED64: pa.int64(),
+    F.TYPE_UINT64: pa.uint64(), F.TYPE_FIXED64: pa.uint64(),
+    F.TYPE_INT32: pa.int32(), F.TYPE_SINT32: pa.int32(), F.TYPE_SFIXED32: pa.int32(),
+    F.TYPE_UINT32: pa.uint32(), F.TYPE_FIXED32: pa.uint32(), F.TYPE_BOOL: pa.bool_(),
+}  # fmt: skip
+_NP = {_I64: "<u8", _I32: "<u4"}
+_WRAPPERS = frozenset(
+    f"google.protobuf.{n}Value"
+    for n in ("Double", "Float", "Int64", "UInt64", "Int32", "UInt32", "Bool", "String", "Bytes")
+)
+_JSON_TEXT = frozenset(
+    {"google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"}
+)
+_US = 1_000_000
+
+
+def _tag(fd: FieldDescriptor, wire: int) -> bytes:
+    return zigzag_free(np.array([(fd.number << 3) | wire], np.uint64))
+
+
+def zigzag_free(v: np.ndarray) -> bytes:
+    """The varint bytes of one unsigned value."""
+    return bytes(varints(v)[0].as_py())
+
+
+def _fail(path: str, rows: np.ndarray, i: int, what: str) -> EncodeError:
+    row = int(rows[i])
+    msg = f"protobuf encoder: column `{path}` row {row}: {what}; fix the value or the schema"
+    return EncodeError(msg, column=path, row=row)
+
+
+def _wrong(path: str, expected: str, arr: pa.Array) -> EncodeError:
+    msg = (
+        f"protobuf encoder: column `{path}`: expected {expected}; got `{arr.type}`; cast "
+        f"the column or fix the schema"
+    )
+    return EncodeError(msg, column=path)
+
+
+def _mask(arr: pa.Array) -> np.ndarray:
+    return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _cast(arr: pa.Array, target: pa.DataType, path: str, rows: np.ndarray) -> pa.Array:
+    if arr.type == target:
+        return arr
+    try:
+        return arr.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        for i in range(len(arr)):
+            try:
+                arr.slice(i, 1).cast(target)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                raise _fail(
+                    path, rows, i, f"expected a value of `{target}`; got {arr[i].as_py()!r}"
+                ) from exc
+        raise _wrong(path, f"`{target}`", arr) from exc
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self._classes: dict[str, Any] = {}
+
+    def message(
+        self, desc: Descriptor, arr: pa.StructArray, path: str, rows: np.ndarray
+    ) -> pa.Array:
+        """One serialized ``desc`` per row of the (null-free) struct ``arr``."""
+        t = arr.type
+        names = {t.field(i).name: i for i in range(t.num_fields)}
+        known = {fd.name for fd in desc.fields}
+        extra = [n for n in names if n not in known]
+        if extra:
+            where = f"`{path}`" if path else "the batch"
+            msg = (
+                f"protobuf encoder: {where} has column `{extra[0]}` the message "
+                f"`{desc.full_name}` lacks; expected only {sorted(known)}; drop the column"
+            )
+            raise EncodeError(msg, column=f"{path}.{extra[0]}" if path else extra[0])
+        children = arr.flatten() if t.num_fields else []
+        parts: list[pa.Array] = []
+        for oneof in desc.oneofs:
+            members = [names[f.name] for f in oneof.fields if f.name in names]
+            if len(members) > 1 and not getattr(oneof, "is_synthetic", False):
+                count = sum(_mask(children[i].is_valid()).astype(np.int64) for i in members)
+                over = np.flatnonzero(count > 1)
+                if len(over):
+                    raise _fail(
+                        path or oneof.name,
+                        rows,
+                        int(over[0]),
+                        f"oneof `{oneof.name}` has more than one member set",
+                    )
+        for fd in sorted(desc.fields, key=lambda f: f.number):
+            sub = f"{path}.{fd.name}" if path else fd.name
+            idx = names.get(fd.name)
+            if idx is None:
+                if fd.is_required:
+                    msg = (
+                        f"protobuf encoder: expected column `{sub}` (a required field); "
+                        f"got columns {list(names)}; add it"
+                    )
+                    raise EncodeError(msg, column=sub)
+                continue
+            parts.append(self.field(fd, children[idx], sub, rows))
+        if not parts:
+            return repeat(b"", len(arr))
+        return join(parts)
+
+    def field(self, fd: FieldDescriptor, arr: pa.Array, path: str, rows: np.ndarray) -> pa.Array:
+        if fd.is_repeated:
+            if fd.message_type is not None and fd.message_type.GetOptions().map_entry:
+                return self._map(fd, arr, path, rows)
+            return self._repeated(fd, arr, path, rows)
+        n = len(arr)
+        valid = _mask(arr.is_valid()) if arr.null_count else np.ones(n, bool)
+        if not valid.all() and not (fd.has_presence or fd.message_type is not None):
+            raise _fail(
+                path,
+                rows,
+                int(np.flatnonzero(~valid)[0]),
+                "expected a value (the field has no presence); got null",
+            )
+        keep = np.flatnonzero(valid)
+        sub = arr if len(keep) == n else arr.filter(pa.array(valid))
+        enc, present = self._values(fd, sub, path, rows[keep])
+        tagged = join([repeat(_tag(fd, _WIRE.get(fd.type, _VARINT)), len(enc)), enc])
+        if present is not None:
+            tagged = pc.if_else(pa.array(present), tagged, EMPTY)
+        if len(keep) == n:
+            return tagged
+        index = np.full(n, len(keep), np.int64)
+        index[keep] = np.arange(len(keep))
+        return pa.concat_arrays([tagged, pa.array([b""], pa.binary())]).take(pa.array(index))
+
+    def _values(
+        self, fd: FieldDescriptor, arr: pa.Array, path: str, rows: np.ndarray
+    ) -> tuple[pa.Array, np.ndarray | None]:
+        """Wire values (no tag) of non-null ``arr``, and which rows to write (``None``: all)."""
+        if fd.type == F.TYPE_MESSAGE:
+            body = self._submessage(fd.message_type, arr, path, rows)
+            return join([varints(_lengths(body)), body]), None
+        enc = self.scalars(fd, arr, path, rows)
+        return enc, (None if fd.has_presence else _not_default(fd, enc))
+
+    def scalars(self, fd: FieldDescriptor, arr: pa.Array, path: str, rows: np.ndarray) -> pa.Array:
+        """The wire values of a scalar (or enum) field, one per row, without tags."""
+        t = fd.type
+        if t in (F.TYPE_STRING, F.TYPE_BYTES):
+            target = pa.string() if t == F.TYPE_STRING else pa.binary()
+            data = _cast(arr, target, path, rows).cast(pa.binary())
+            return join([varints(_lengths(data)), data])
+        if t == F.TYPE_ENUM:
+            return varints(_enum_numbers(fd, arr, path, rows).view(np.uint64))
+        values = np.asarray(_cast(arr, _ARROW[t], path, rows).to_numpy(zero_copy_only=False))
+        wire = _WIRE.get(t, _VARINT)
+        if wire != _VARINT:
+            return fixed_width(np.ascontiguousarray(values), 8 if wire == _I64 else 4)
+        if t in (F.TYPE_SINT32, F.TYPE_SINT64):
+            return zigzag(values)
+        if t == F.TYPE_BOOL:
+            return varints(values.astype(np.uint64))
+        # int32 / int64 negatives are 10-byte two's complement; uint64 as is.
+        return varints(
+            values.astype(np.int64).view(np.uint64) if values.dtype != np.uint64 else values
+        )
+
+    def _submessage(self, desc: Descriptor, arr: pa.Array, path: str, rows: np.ndarray) -> pa.Array:
+        name = desc.full_name
+        if name in _WRAPPERS:
+            inner = desc.fields_by_name["value"]
+            enc = self.scalars(inner, arr, path, rows)
+            tagged = join([repeat(_tag(inner, _WIRE.get(inner.type, _VARINT)), len(enc)), enc])
+            return pc.if_else(pa.array(_not_default(inner, enc)), tagged, EMPTY)
+        if name in ("google.protobuf.Timestamp", "google.protobuf.Duration"):
+            return self._seconds_nanos(desc, arr, path, rows)
+        if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+            return self._from_json(desc, arr, path, rows)  # Struct / Value, or depth-capped
+        if not pa.types.is_struct(arr.type):
+            raise _wrong(path, f"a struct for `{name}`", arr)
+        return self.message(desc, arr, path, rows)
+
+    def _seconds_nanos(
+        self, desc: Descriptor, arr: pa.Array, path: str, rows: np.ndarray
+    ) -> pa.Array:
+        if pa.types.is_timestamp(arr.type):
+            us = np.asarray(
+                _cast(arr, pa.timestamp("us", arr.type.tz), path, rows)
+                .view(pa.int64())
+                .to_numpy(zero_copy_only=False)
+            )
+            seconds, micros = np.floor_divide(us, _US), np.mod(us, _US)
+        elif pa.types.is_duration(arr.type):
+            us = np.asarray(
+                _cast(arr, pa.duration("us"), path, rows)
+                .view(pa.int64())
+                .to_numpy(zero_copy_only=False)
+            )
+            seconds = np.sign(us) * (np.abs(us) // _US)
+            micros = us - seconds * _US
+        else:
+            raise _wrong(path, f"a timestamp or duration for `{desc.full_name}`", arr)
+        sec_fd, nano_fd = desc.fields_by_name["seconds"], desc.fields_by_name["nanos"]
+        parts = []
+        for fd, vals in ((sec_fd, seconds), (nano_fd, micros * 1000)):
+            enc = varints(vals.astype(np.int64).view(np.uint64))
+            tagged = join([repeat(_tag(fd, _VARINT), len(vals)), enc])
+            parts.append(pc.if_else(pa.array(vals != 0), tagged, EMPTY))
+        return join(parts)
+
+    def _from_json(self, desc: Descriptor, arr: pa.Array, path: str, rows: np.ndarray) -> pa.Array:
+        cls = self._classes.get(desc.full_name)
+        if cls is None:
+            cls = self._classes[desc.full_name] = message_factory.GetMessageClass(desc)
+        out = []
+        for i, text in enumerate(arr.to_pylist()):
+            msg = cls()
+            try:
+                json_format.Parse(text, msg)
+            except json_format.ParseError as exc:
+                raise _fail(
+                    path, rows, i, f"JSON text does not parse as `{desc.full_name}` ({exc})"
+                ) from exc
+            out.append(msg.SerializeToString())
+        return pa.array(out, pa.binary())
+
+    def _repeated(
+        self, fd: FieldDescriptor, arr: pa.Array, path: str, rows: np.ndarray
+    ) -> pa.Array:
+        if not (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)):
+            raise _wrong(path, f"a list for repeated `{fd.name}`", arr)
+        if arr.null_count:
+            arr = pc.if_else(arr.is_null(), pa.scalar([], arr.type), arr)  # null list = empty
+        offsets = np.asarray(arr.offsets.to_numpy(zero_copy_only=False), np.int64)
+        counts = np.diff(offsets)
+        items = arr.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+        item_rows = np.repeat(rows, counts)
+        if items.null_count:
+            bad = np.flatnonzero(~_mask(items.is_valid()))
+            where = f"{path}[]"
+            raise _fail(
+                where,
+                item_rows,
+                int(bad[0]),
+                "expected a value (repeated items cannot be null); got null",
+            )
+        rel = offsets - offsets[0]
+        if fd.is_packed:
+            enc = self.scalars(fd, items, f"{path}[]", item_rows)
+            body = body_slices(enc, rel)
+            packed = join([repeat(_tag(fd, _LEN), len(arr)), varints(_lengths(body)), body])
+            return pc.if_else(pa.array(counts > 0), packed, EMPTY)
+        enc, _ = (
+            self._values(fd, items, f"{path}[]", item_rows)
+            if fd.type == F.TYPE_MESSAGE
+            else (self.scalars(fd, items, f"{path}[]", item_rows), None)
+        )
+        tagged = join([repeat(_tag(fd, _WIRE.get(fd.type, _VARINT)), len(enc)), enc])
+        return body_slices(tagged, rel)
+
+    def _map(self, fd: FieldDescriptor, arr: pa.Array, path: str, rows: np.ndarray) -> pa.Array:
+        if not pa.types.is_map(arr.type):
+            raise _wrong(path, f"a map for `{fd.name}`", arr)
+        entry = fd.message_type
+        offsets = np.asarray(arr.offsets.to_numpy(zero_copy_only=False), np.int64)
+        lo, hi = int(offsets[0]), int(offsets[-1])
+        item_rows = np.repeat(rows, np.diff(offsets))
+        entries = pa.StructArray.from_arrays(
+            [arr.keys.slice(lo, hi - lo), arr.items.slice(lo, hi - lo)], names=["key", "value"]
+        )
+        body = self.message(entry, entries, f"{path}{{}}", item_rows)
+        tagged = join([repeat(_tag(fd, _LEN), len(body)), varints(_lengths(body)), body])
+        return body_slices(tagged, offsets - lo)
+
+
+def _lengths(arr: pa.Array) -> np.ndarray:
+    return np.asarray(pc.binary_length(arr).to_numpy(zero_copy_only=False), np.int64)
+
+
+def _not_default(fd: FieldDescriptor, enc: pa.Array) -> np.ndarray:
+    """Rows whose wire value is not the proto3 default (those are left out, as upb does)."""
+    bufs = enc.buffers()
+    o, n = enc.offset, len(enc)
+    offs = np.frombuffer(bufs[1], np.int32)[o : o + n + 1]  # type: ignore[arg-type]
+    data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    wire = _WIRE.get(fd.type, _VARINT)
+    if wire in (_I64, _I32):  # fixed width: an all-zero bit pattern (-0.0 is written)
+        width = 8 if wire == _I64 else 4
+        return data[offs[0] : offs[-1]].reshape(-1, width).any(axis=1)  # type: ignore[no-any-return]
+    # A varint is zero iff it is the one byte 0; so is a zero length prefix.
+    return (np.diff(offs) > 1) | (data[offs[:-1]] != 0) if n else np.zeros(0, bool)  # type: ignore[no-any-return]
+
+
+def _enum_numbers(fd: FieldDescriptor, arr: pa.Array, path: str, rows: np.ndarray) -> np.ndarray:
+    """Enum symbols (or the decoder's number text for unknown values) to numbers."""
+    values = fd.enum_type.values
+    names = pa.array([v.name for v in values], pa.string())
+    numbers = np.array([v.number for v in values], np.int64)
+    text = _cast(arr, pa.string(), path, rows)
+    index = pc.index_in(text, value_set=names)
+    out = np.zeros(len(arr), np.int64)
+    found = _mask(index.is_valid())
+    out[found] = numbers[
+        np.asarray(index.filter(pa.array(found)).to_numpy(zero_copy_only=False), np.int64)
+    ]
+    if not found.all():
+        missing = np.flatnonzero(~found)
+        bad = text[int(missing[0])].as_py()
+        try:
+            nums = text.filter(pa.array(~found)).cast(pa.int32())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise _fail(
+                path,
+                rows,
+                int(missing[0]),
+                f"expected a symbol of enum `{fd.enum_type.full_name}`; got {bad!r}",
+            ) from exc
+        if getattr(fd.enum_type, "is_closed", False):
+            raise _fail(
+                path,
+                rows,
+                int(missing[0]),
+                f"closed enum `{fd.enum_type.full_name}` has no number {bad}",
+            )
+        out[missing] = np.asarray(nums.to_numpy(zero_copy_only=False), np.int64)
+    return out
+
+
+def write_messages(desc: Descriptor, batch: pa.RecordBatch) -> pa.BinaryArray:
+    """One serialized ``desc`` per row of ``batch`` (columns named after its fields).
+
+    Raises:
+        EncodeError: When a value does not fit the message (names column and row).
+    """
+    if batch.num_columns:
+        struct = pa.StructArray.from_arrays(batch.columns, names=batch.schema.names)
+    else:
+        struct = pa.array([{}] * batch.num_rows, pa.struct([]))
+    rows = np.arange(batch.num_rows, dtype=np.int64)
+    return _Writer().message(desc, struct, "", rows)  # type: ignore[return-value]
