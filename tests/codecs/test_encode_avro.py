@@ -173,6 +173,10 @@ def test_missing_and_extra_columns() -> None:
     assert back.column("note").null_count == 3
     with pytest.raises(EncodeError, match="has column `extra` the schema `shop.Order` lacks"):
         enc.encode_batch(batch.append_column("extra", pa.array([1, 2, 3])), topic="t")
+    # Metadata columns (the reserved prefix) are not payload: left out, not an error.
+    with_meta = batch.append_column("_twg_source_offset", pa.array([1, 2, 3]))
+    plain = enc.encode_batch(batch, topic="t").values
+    assert enc.encode_batch(with_meta, topic="t").values.equals(plain)
 
 
 def test_enum_and_fixed_errors() -> None:

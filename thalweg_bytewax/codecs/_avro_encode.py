@@ -29,6 +29,7 @@ from thalweg_bytewax.codecs._encode import (
 )
 from thalweg_bytewax.codecs.base import EncodedValues, Framing, parse_framing
 from thalweg_bytewax.errors import ConfigError, SchemaError
+from thalweg_bytewax.metadata import DEFAULT_PREFIX
 from thalweg_bytewax.registry import SchemaSource, schema_source
 
 __all__ = ["AvroEncoder"]
@@ -79,6 +80,8 @@ class AvroEncoder:
             ``"header"`` (bare body, schema GUID in the ``__value_schema_id`` header).
         auto_register: Register ``schema`` under the subject when it is not there yet.
         framing: ``"confluent"`` (default) or ``"none"`` (bare bodies with ``schema``).
+        metadata_prefix: Top-level columns under this prefix (the ``_twg_`` metadata
+            columns) are not written; any other column the schema lacks is an error.
         is_key: Encode Kafka keys: ``<topic>-key`` subjects and ``__key_schema_id``.
 
     Raises:
@@ -103,6 +106,7 @@ class AvroEncoder:
         schema_id_in: SchemaIdIn = "payload",
         auto_register: bool = False,
         framing: Framing | str = Framing.CONFLUENT,
+        metadata_prefix: str = DEFAULT_PREFIX,
         is_key: bool = False,
     ) -> None:
         self._strategy = check_subject_strategy(subject_strategy, "avro")
@@ -111,6 +115,7 @@ class AvroEncoder:
         self._subject = subject
         self._auto = auto_register
         self._is_key = is_key
+        self._prefix = metadata_prefix
         self._text = schema if isinstance(schema, str) or schema is None else json.dumps(schema)
         self._parsed = None if self._text is None else _parse(self._text, "`schema`")
         self._source: SchemaSource | None = None
@@ -188,6 +193,9 @@ class AvroEncoder:
             UnknownSchemaError: The subject lacks the schema (and ``auto_register`` is off).
             RegistryUnavailableError: The registry stayed unreachable.
         """
+        keep = [n for n in batch.schema.names if not n.startswith(self._prefix)]
+        if len(keep) != batch.num_columns:
+            batch = batch.select(keep)
         if self._framing is Framing.NONE:
             assert self._parsed is not None
             return EncodedValues(write_bodies(self._parsed, batch))
