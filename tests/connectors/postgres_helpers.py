@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import adbc_driver_postgresql.dbapi as adbc
+import adbc_driver_postgresql.dbapi as adbc  # type: ignore[import-untyped]
 import pyarrow as pa
 from psycopg import sql
 

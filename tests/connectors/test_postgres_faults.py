@@ -26,7 +26,8 @@ def sink(dsn: str, schema: str, **kwargs: Any) -> PostgresSink:
 
 
 def ids(dsn: str, schema: str) -> list[int]:
-    return read_table(dsn, schema, "orders").column("id").to_pylist()
+    got: list[int] = read_table(dsn, schema, "orders").column("id").to_pylist()
+    return got
 
 
 def test_a_connection_cut_mid_copy_is_retried_and_every_row_lands_once(

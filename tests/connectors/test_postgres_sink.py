@@ -53,7 +53,8 @@ def part(sink: PostgresSink, resume: dict[str, int] | None = None) -> Any:
 
 
 def ids(dsn: str, schema: str, table: str = "orders") -> list[int]:
-    return read_table(dsn, schema, table).column("id").to_pylist()
+    got: list[int] = read_table(dsn, schema, table).column("id").to_pylist()
+    return got
 
 
 def test_rows_are_invisible_until_the_snapshot_then_land_with_the_coverage(
@@ -129,7 +130,7 @@ def test_a_new_field_mid_stream_adds_the_column_with_its_comment(
     got = read_table(pg_dsn, pg_schema, "orders")
     assert got.column("coupon").to_pylist() == [None, None, "XMAS"]
     with psycopg.connect(pg_dsn) as conn:
-        comments = dict(
+        comments: dict[str, str | None] = dict(
             conn.execute(
                 "SELECT a.attname, col_description(a.attrelid, a.attnum) FROM pg_attribute a "
                 "WHERE a.attrelid = %s::regclass AND a.attnum > 0",
