@@ -186,7 +186,7 @@ def read_written(
                 err = m.error()
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:  # noqa: SLF001
-                        ends.pop(m.partition(), None)
+                        ends.pop(m.partition() or 0, None)
                         continue
                     if is_fatal(err):
                         msg = (
@@ -196,11 +196,11 @@ def read_written(
                         raise SinkTerminalError(msg)
                     continue
                 read += 1
-                part = m.partition()
+                part = m.partition() or 0
                 offset = m.offset()
                 if offset is not None and part in ends and offset + 1 >= ends[part]:
                     ends.pop(part)
-                loc = _header(m.headers())
+                loc = _header(m.headers())  # type: ignore[arg-type]  # a list as consumed
                 if loc is None:
                     continue  # written by someone else
                 key = encode_part(loc[0].decode("utf-8"), int(loc[1]))

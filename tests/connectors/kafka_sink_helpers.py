@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
@@ -78,9 +79,8 @@ def read_topic(
                     if err.code() == KafkaError._PARTITION_EOF:
                         todo.discard(m.partition())
                     continue
-                out.append(
-                    Out(m.partition(), m.offset(), m.key(), m.value(), list(m.headers() or []))
-                )
+                headers: Any = m.headers() or []
+                out.append(Out(m.partition() or 0, m.offset() or 0, m.key(), m.value(), headers))
         assert not todo, f"partitions {todo} not read to the end in {timeout} s"
         return out
     finally:

@@ -58,7 +58,8 @@ def test_offsets_without_a_record_are_counted(
 ) -> None:
     topic = make_topic()
     transactions(kafka_bootstrap, topic)
-    source = KafkaSource([kafka_bootstrap], [topic], tail=False, isolation_level=isolation)
+    level: Any = isolation
+    source = KafkaSource([kafka_bootstrap], [topic], tail=False, isolation_level=level)
     values = read_all(source, f"{topic}:0")
     stats = source.stats[f"{topic}:0"]
     # 23 records and 3 markers: up to the last record, every offset is one or the other.

@@ -1,0 +1,169 @@
+"""Kafka sink benchmark: KafkaSink with AvroEncoder against a per-row AvroSerializer loop.
+
+Both variants produce the same generated orders (8 payload columns plus the locator
+columns, 10k-row batches) as Confluent-framed Avro to a fresh topic:
+
+* ``serializer`` — a competent user's baseline: confluent-kafka's ``AvroSerializer``
+  per row (rows from ``to_pylist()``) + ``produce()`` + ``poll(0)``, ``flush()`` per epoch;
+* ``sink`` — a ``KafkaSink`` partition with ``AvroEncoder``: ``write_batch`` per batch,
+  ``snapshot()`` (flush + delivery check) per epoch, locator headers on every record;
+* ``sink2x`` — the sink with twice the epochs, to check that peak RSS stays flat
+  (bounded by the producer queue, not by the data).
+
+Each variant runs in its own process against the same broker (a mock cluster unless
+``--bootstrap`` names one); registry ``mock://``. Prints rows/s, MB/s (Avro bytes) and
+peak RSS::
+
+    .venv/bin/python benchmarks/kafka_sink.py --epochs 5 --rows-per-epoch 40000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _harness import broker, peak_rss_mb, run_child  # noqa: E402
+
+BATCH_ROWS = 10_000
+SCHEMA: dict[str, Any] = {
+    "type": "record",
+    "name": "Order",
+    "namespace": "bench",
+    "fields": [
+        {"name": "order_id", "type": "string"},
+        {"name": "customer_id", "type": "long"},
+        {"name": "amount", "type": "double"},
+        {"name": "quantity", "type": "int"},
+        {"name": "currency", "type": "string"},
+        {"name": "status", "type": "string"},
+        {"name": "note", "type": ["null", "string"]},
+        {"name": "paid", "type": "boolean"},
+    ],
+}
+
+
+def batches(epoch: int, rows: int) -> Iterator[pa.RecordBatch]:
+    rng = np.random.default_rng(epoch)
+    for start in range(0, rows, BATCH_ROWS):
+        n = min(BATCH_ROWS, rows - start)
+        base = epoch * rows + start
+        offsets = np.arange(base, base + n, dtype=np.int64)
+        yield pa.RecordBatch.from_pydict(
+            {
+                "order_id": pa.array([f"o-{i}" for i in offsets.tolist()]),
+                "customer_id": pa.array(rng.integers(0, 100_000, n), pa.int64()),
+                "amount": pa.array(rng.random(n) * 500),
+                "quantity": pa.array(rng.integers(1, 10, n), pa.int32()),
+                "currency": pa.array(["EUR", "USD"] * (n // 2) + ["EUR"] * (n % 2)),
+                "status": pa.array(["placed"] * n),
+                "note": pa.array([None if i % 3 else "gift" for i in range(n)], pa.string()),
+                "paid": pa.array(rng.random(n) > 0.5),
+                "_twg_source_topic": pa.array(["orders"] * n),
+                "_twg_source_partition": pa.array([0] * n, pa.int32()),
+                "_twg_source_offset": pa.array(offsets),
+            }
+        )
+
+
+def child(variant: str, bootstrap: str, epochs: int, rows: int) -> None:
+    topic = f"bench-{variant}-{uuid.uuid4().hex[:6]}"
+    data = [list(batches(e, rows)) for e in range(epochs)]  # generation not timed
+    payload_bytes = 0
+    t0 = time.perf_counter()
+    if variant == "serializer":
+        from confluent_kafka import Producer
+        from confluent_kafka.schema_registry import SchemaRegistryClient
+        from confluent_kafka.schema_registry.avro import AvroSerializer
+        from confluent_kafka.serialization import MessageField, SerializationContext
+
+        registry = SchemaRegistryClient.new_client({"url": "mock://bench"})
+        serializer = AvroSerializer(registry, json.dumps(SCHEMA))
+        ctx = SerializationContext(topic, MessageField.VALUE)
+        producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+        fields = [f["name"] for f in SCHEMA["fields"]]
+        for epoch in data:
+            for batch in epoch:
+                for row in batch.select(fields).to_pylist():
+                    value = serializer(row, ctx)
+                    payload_bytes += len(value)
+                    while True:
+                        try:
+                            producer.produce(topic, value=value)
+                            break
+                        except BufferError:
+                            producer.poll(0.01)
+                    producer.poll(0)
+            if producer.flush(60):
+                raise SystemExit("flush timed out")
+    else:
+        from thalweg_bytewax.codecs import AvroEncoder
+        from thalweg_bytewax.connectors.kafka import KafkaSink
+
+        encoder = AvroEncoder("mock://bench", schema=SCHEMA, auto_register=True)
+        sink = KafkaSink([bootstrap], topic, encoder=encoder, shards=1)
+        part = sink.build_part("bench.out", "shard-000", None)
+        for epoch in data:
+            for batch in epoch:
+                part.write_batch([batch])
+            part.snapshot()
+        payload_bytes = part.stats.bytes_produced
+        part.close()
+    elapsed = time.perf_counter() - t0
+    total = epochs * rows
+    print(
+        json.dumps(
+            {
+                "rows_per_s": total / elapsed,
+                "mb_per_s": payload_bytes / elapsed / 1e6,
+                "seconds": elapsed,
+                "rows": total,
+                "peak_rss_mb": peak_rss_mb(),
+            }
+        )
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--rows-per-epoch", type=int, default=40_000)
+    parser.add_argument("--bootstrap", default="", help="a real cluster (default: mock)")
+    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        variant, bootstrap, epochs, rows = args.child
+        child(variant, bootstrap, int(epochs), int(rows))
+        return
+    results: dict[str, dict[str, float]] = {}
+    with broker(args.bootstrap) as bootstrap:
+        for name, variant, epochs in (
+            ("serializer", "serializer", args.epochs),
+            ("sink", "sink", args.epochs),
+            ("sink2x", "sink", 2 * args.epochs),
+        ):
+            results[name] = run_child(
+                __file__,
+                ["--child", variant, bootstrap, str(epochs), str(args.rows_per_epoch)],
+                name=name,
+            )
+    for name, r in results.items():
+        print(
+            f"{name:>10}: {r['rows_per_s']:>10,.0f} rows/s  {r['mb_per_s']:6.1f} MB/s  "
+            f"{r['rows']:>8,} rows  peak RSS {r['peak_rss_mb']:6.0f} MB"
+        )
+    ratio = results["sink"]["rows_per_s"] / results["serializer"]["rows_per_s"]
+    print(f"KafkaSink + AvroEncoder vs per-row AvroSerializer + produce(): {ratio:.1f}x")
+
+
+if __name__ == "__main__":
+    main()
