@@ -1,0 +1,270 @@
+"""Load any config model from its layers, failing with errors that name the place to fix."""
+
+from __future__ import annotations
+
+import logging
+import os
+import typing
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, SecretBytes, SecretStr, ValidationError
+
+from thalweg_bytewax.config._layers import (
+    CONFIG_ENV,
+    Layer,
+    annotation_at,
+    env_layer,
+    env_name,
+    file_layer,
+    merge,
+    override_layer,
+    submodel,
+)
+from thalweg_bytewax.config._secret import SecretRef, SecretReference, _parse
+from thalweg_bytewax.errors import ConfigError
+
+__all__ = ["ConfigT", "SecretUse", "load_config", "secret_uses"]
+
+logger = logging.getLogger(__name__)
+
+ConfigT = TypeVar("ConfigT", bound=BaseModel)
+"""A config model class: any pydantic model (``Settings`` or a nested pipeline model)."""
+
+_SECRET_TYPES = (SecretStr, SecretBytes, SecretRef)
+_GOT_LIMIT = 80
+
+
+def load_config(
+    model: type[ConfigT],
+    *,
+    file: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Iterable[str] = (),
+) -> ConfigT:
+    """Load ``model`` from a TOML file, then ``THALWEG_*`` variables, then overrides.
+
+    Args:
+        model: The pydantic model to build (frozen, ``extra="forbid"`` by convention).
+        file: The TOML file; default: the one ``THALWEG_CONFIG`` names in ``env``, if any.
+        env: The environment (default: ``os.environ``).
+        overrides: ``key.path=value`` strings, as ``--set`` takes them.
+
+    Returns:
+        The validated model. Secret references stay references (see ``SecretRef``).
+
+    Raises:
+        ConfigError: Naming, for every bad key, the file / variable / flag it came from,
+            the key path and what was expected; never a secret's value.
+    """
+    env = os.environ if env is None else env
+    if file is None and env.get(CONFIG_ENV):
+        file = env[CONFIG_ENV]
+    layers = [file_layer(file)] if file is not None else []
+    layers += [env_layer(model, env), override_layer(model, overrides)]
+    values = merge(layers)
+    try:
+        loaded = model.model_validate(values)
+    except ValidationError as exc:
+        failure = exc
+    else:
+        _refuse_references_in_plain_settings(model, loaded, layers, file)
+        logger.info(
+            "loaded %s settings from %s",
+            _component(model),
+            ", ".join(_sources(layers, file)) or "defaults",
+        )
+        return loaded
+    # Raised outside the `except`: pydantic's own text echoes the input, which may be a
+    # secret, so it is neither the cause nor the context of the error.
+    msg = _message(model, failure, values, layers, file)
+    raise ConfigError(msg)
+
+
+def _component(model: type[BaseModel]) -> str:
+    return str(getattr(model, "component", model.__name__))
+
+
+def _sources(layers: list[Layer], file: str | Path | None) -> Iterator[str]:
+    for layer in layers:
+        if layer.kind == "file":
+            yield f"`{file}`"
+        elif layer.origins:
+            yield f"{len(layer.origins)} {'variables' if layer.kind == 'env' else 'overrides'}"
+
+
+def _where(layers: list[Layer], path: tuple[str, ...]) -> tuple[str, str] | None:
+    """``(kind, origin)`` of the layer that last set ``path`` or a table holding it."""
+    for layer in reversed(layers):
+        for end in range(len(path), 0, -1):
+            if path[:end] in layer.origins:
+                return layer.kind, layer.origins[path[:end]]
+    return None
+
+
+def _subject(path: tuple[str, ...], where: tuple[str, str] | None) -> str:
+    """How a message names a key: ``"`a.b` in `f.toml`"``, ``"`THALWEG_A__B`"``, ..."""
+    dotted = ".".join(path)
+    if where is None:
+        return f"`{dotted}`"
+    kind, origin = where
+    if kind == "file":
+        return f"`{dotted}` {origin}"
+    if kind == "env" and origin != f"`{env_name(path)}`":
+        return f"{origin} (`{dotted}`)"
+    return origin
+
+
+def _lookup(values: Any, path: tuple[str, ...]) -> Any:
+    for part in path:
+        if not isinstance(values, dict) or part not in values:
+            return None
+        values = values[part]
+    return values
+
+
+def _mentions(annotation: Any, kinds: tuple[type, ...]) -> bool:
+    if isinstance(annotation, type) and issubclass(annotation, kinds):
+        return True
+    return any(_mentions(arg, kinds) for arg in typing.get_args(annotation))
+
+
+def _got(model: type[BaseModel], path: tuple[str, ...], values: Any) -> str:
+    if _mentions(annotation_at(model, path), _SECRET_TYPES):
+        return "a secret value (not shown)"
+    text = repr(_lookup(values, path))
+    return text if len(text) <= _GOT_LIMIT else text[: _GOT_LIMIT - 1] + "…"
+
+
+def _message(
+    model: type[BaseModel],
+    exc: ValidationError,
+    values: dict[str, Any],
+    layers: list[Layer],
+    file: str | Path | None,
+) -> str:
+    problems = []
+    for error in exc.errors():
+        path = tuple(str(p) for p in error["loc"] if isinstance(p, str))
+        path = _known_prefix(model, path) if error["type"] != "extra_forbidden" else path
+        where = _where(layers, path)
+        if not path:
+            problems.append(_expectation(error))
+        elif error["type"] == "missing":
+            var = env_name(path)
+            if file is None:
+                problems.append(f"`{var}` is required; set it")
+            else:
+                dotted = ".".join(path)
+                problems.append(f"`{dotted}` is required; add it to `{file}` or set `{var}`")
+        elif error["type"] == "extra_forbidden":
+            parent = submodel(annotation_at(model, path[:-1])) if path[:-1] else model
+            known = ", ".join(f"`{k}`" for k in (parent.model_fields if parent else ()))
+            problems.append(f"{_subject(path, where)}: unknown key; expected one of {known}")
+        elif error["type"] == "value_error":
+            # A validator's own message: says what was expected and got, quoting no secret.
+            problems.append(f"{_subject(path, where)}: {_expectation(error)}")
+        else:
+            got = _got(model, path, values)
+            problems.append(f"{_subject(path, where)}: expected {_expectation(error)}; got {got}")
+    joined = "; ".join(problems)
+    remedy = "fix each value named, or remove it for the default"
+    return f"`{_component(model)}` settings: {joined}; {remedy}"
+
+
+def _known_prefix(model: type[BaseModel], path: tuple[str, ...]) -> tuple[str, ...]:
+    """``path`` cut to the keys the model declares (pydantic appends union member tags)."""
+    current: type[BaseModel] | None = model
+    kept: list[str] = []
+    for part in path:
+        if current is None or part not in current.model_fields:
+            break
+        kept.append(part)
+        current = submodel(current.model_fields[part].annotation)
+    return tuple(kept)
+
+
+def _expectation(error: Any) -> str:
+    """Pydantic's message as an "expected …" phrase (``Input should be a valid integer``)."""
+    text = str(error["msg"])
+    for prefix in ("Input should be ", "Value should be ", "Value error, "):
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+            break
+    return text[:1].lower() + text[1:]
+
+
+def _walk(value: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """Every leaf of a loaded model with its key path (list items keep the list's path)."""
+    if isinstance(value, BaseModel):
+        for name in type(value).model_fields:
+            yield from _walk(getattr(value, name), (*path, name))
+    elif isinstance(value, dict):
+        for key, child in value.items():
+            yield from _walk(child, (*path, str(key)))
+    elif isinstance(value, list | tuple | set | frozenset):
+        for child in value:
+            yield from _walk(child, path)
+    else:
+        yield path, value
+
+
+def _refuse_references_in_plain_settings(
+    model: type[BaseModel], loaded: BaseModel, layers: list[Layer], file: str | Path | None
+) -> None:
+    """A ``${env:…}`` in a setting that is not a ``SecretRef`` would be used as literal text."""
+    for path, value in _walk(loaded, ()):
+        text = value.get_secret_value() if isinstance(value, SecretStr) else value
+        if not isinstance(text, str) or "${" not in text:
+            continue
+        try:
+            refs = _parse(text)
+        except ValueError:
+            continue  # a plain setting may hold a literal `${`
+        if refs:
+            msg = (
+                f"`{_component(model)}` settings: {_subject(path, _where(layers, path))}: "
+                "expected a plain value (only secret settings take `${env:…}` and "
+                f"`${{file:…}}` references); got the reference `{refs[0]}`; write the value "
+                "itself"
+            )
+            raise ConfigError(msg)
+
+
+@dataclass(frozen=True, slots=True)
+class SecretUse:
+    """One secret a loaded config needs, for ``thalweg config secrets``.
+
+    Attributes:
+        key: The setting's key path (``sinks.postgres.dsn``).
+        reference: The reference (``None`` when the secret is given as a plain value).
+        problem: Why it cannot be resolved now, or ``None`` when it can.
+    """
+
+    key: str
+    reference: SecretReference | None
+    problem: str | None
+
+
+def secret_uses(config: BaseModel, env: Mapping[str, str] | None = None) -> list[SecretUse]:
+    """Every secret reference in a loaded config and whether it resolves now (no value read).
+
+    Args:
+        config: A loaded config model.
+        env: The environment to check ``${env:…}`` references in (default: ``os.environ``).
+
+    Returns:
+        One entry per reference (and one per secret given as a plain value), by key path.
+    """
+    uses = []
+    for path, value in _walk(config, ()):
+        if not isinstance(value, SecretRef):
+            continue
+        key = ".".join(path)
+        if not value.references:
+            uses.append(SecretUse(key, None, None))
+        for ref in value.references:
+            uses.append(SecretUse(key, ref, ref.problem(env)))
+    return uses

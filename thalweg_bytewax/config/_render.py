@@ -1,0 +1,218 @@
+"""Configs as text: a loaded config as TOML, a commented starter file, the docs reference."""
+
+from __future__ import annotations
+
+import json
+import math
+import types
+import typing
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from pydantic import BaseModel, TypeAdapter
+from pydantic.fields import FieldInfo
+
+from thalweg_bytewax.config._layers import env_name, submodel
+from thalweg_bytewax.config._secret import SecretRef
+from thalweg_bytewax.errors import ConfigError
+
+__all__ = ["render_reference", "render_starter", "to_toml"]
+
+
+def _toml_key(key: str) -> str:
+    bare = key.replace("_", "").replace("-", "").isalnum() and key.isascii()
+    return key if bare else json.dumps(key)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else ("nan" if value != value else "inf")
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value if v is not None) + "]"
+    if isinstance(value, dict):
+        items = ", ".join(
+            f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items() if v is not None
+        )
+        return "{ " + items + " }" if items else "{}"
+    msg = f"config show: expected a TOML value; got a {type(value).__name__}"
+    raise ConfigError(msg)
+
+
+def to_toml(values: Mapping[str, Any]) -> str:
+    """A JSON-shaped mapping (``model_dump(mode="json")``) as TOML; ``None`` as a comment.
+
+    Args:
+        values: The mapping; dicts become tables.
+
+    Returns:
+        The TOML text.
+    """
+    lines: list[str] = []
+
+    def _table(node: Mapping[str, Any], prefix: tuple[str, ...]) -> None:
+        for key, value in node.items():
+            if value is None:
+                lines.append(f"# {_toml_key(key)}: unset")
+            elif not isinstance(value, dict):
+                lines.append(f"{_toml_key(key)} = {_toml_value(value)}")
+        for key, value in node.items():
+            if isinstance(value, dict):
+                path = (*prefix, key)
+                if any(not isinstance(v, dict) for v in value.values()) or not value:
+                    lines.extend(["", "[" + ".".join(_toml_key(p) for p in path) + "]"])
+                _table(value, path)
+
+    _table(values, ())
+    return "\n".join(lines).strip("\n") + "\n"
+
+
+def _type_name(annotation: Any) -> str:
+    if annotation is type(None):
+        return "none"
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(_type_name(a) for a in typing.get_args(annotation))
+    if origin is typing.Literal:
+        return " | ".join(json.dumps(a) for a in typing.get_args(annotation))
+    if origin is typing.Annotated:
+        return _type_name(typing.get_args(annotation)[0])
+    if origin is not None:
+        args = ", ".join(_type_name(a) for a in typing.get_args(annotation))
+        return f"{getattr(origin, '__name__', str(origin))}[{args}]"
+    return getattr(annotation, "__name__", str(annotation))
+
+
+def _describe(info: FieldInfo) -> str:
+    return " ".join((info.description or "").split())
+
+
+def _default(info: FieldInfo) -> tuple[bool, Any]:
+    """``(has_default, default as JSON)``."""
+    if info.is_required():
+        return False, None
+    value = info.get_default(call_default_factory=True, validated_data={})
+    return True, TypeAdapter(info.annotation).dump_python(value, mode="json")
+
+
+def _fields(model: type[BaseModel]) -> Iterator[tuple[str, FieldInfo, type[BaseModel] | None]]:
+    for name, info in model.model_fields.items():
+        yield name, info, submodel(info.annotation)
+
+
+def _example(info: FieldInfo, path: tuple[str, ...]) -> str:
+    """A placeholder for a key with no default, of a shape its type takes."""
+    if _mentions(info.annotation, SecretRef):
+        return json.dumps(f"${{env:{'_'.join(path).upper()}}}")
+    name = _type_name(info.annotation)
+    if name.startswith(("list", "tuple", "set")):
+        return "[]"
+    if name.startswith(("int", "float")):
+        return "0"
+    if name.startswith("bool"):
+        return "false"
+    return '""'
+
+
+def _mentions(annotation: Any, kind: type) -> bool:
+    if annotation is kind:
+        return True
+    return any(_mentions(a, kind) for a in typing.get_args(annotation))
+
+
+def render_starter(model: type[BaseModel], *, title: str) -> str:
+    """A commented starter TOML for ``model``, one block per setting, from its fields.
+
+    Every setting with a default is written commented out, with that default (the file
+    loads to the defaults as written, and uncommenting a line changes nothing until the
+    value is edited). A required setting is written uncommented with a placeholder, so
+    the file fails to load naming it until it is filled in.
+
+    Args:
+        model: The config model.
+        title: Who the file configures, for the header (e.g. ``flows.orders``).
+
+    Returns:
+        The file's text.
+    """
+    out = [
+        f"# thalweg configuration: {title}",
+        "#",
+        "# Layers, later wins: this file < THALWEG_* environment variables < `--set key=value`.",
+        "# Secrets are references, never values: \"${env:NAME}\" or \"${file:/absolute/path}\",",
+        "# resolved only where they are used (`thalweg config secrets` lists them).",
+        "# Check it with `thalweg config validate FILE`; see the merged result with",
+        "# `thalweg config show FILE`.",
+    ]
+
+    def _block(node: type[BaseModel], prefix: tuple[str, ...], hash_: str) -> None:
+        tables = []
+        for name, info, sub in _fields(node):
+            path = (*prefix, name)
+            if sub is not None:
+                tables.append((name, info, sub))
+                continue
+            out.append("")
+            if text := _describe(info):
+                out.append(f"# {text}")
+            out.append(f"# type: {_type_name(info.annotation)}; environment: {env_name(path)}")
+            has, value = _default(info)
+            if not has:
+                out.append(f"{hash_}{_toml_key(name)} = {_example(info, path)}  # required")
+            elif value is None:
+                out.append(f"# {_toml_key(name)} = {_example(info, path)}  (unset by default)")
+            else:
+                out.append(f"# {_toml_key(name)} = {_toml_value(value)}")
+        for name, info, sub in tables:
+            path = (*prefix, name)
+            # A section that is unset by default is written commented out, whole.
+            optional = not info.is_required() and _default(info)[1] is None
+            inner = "# " if optional or hash_ else ""
+            out.extend(["", f"{inner}[" + ".".join(path) + "]"])
+            if text := _describe(info):
+                out.append(f"# {text}" + (" (unset by default)" if optional else ""))
+            _block(sub, path, inner)
+
+    _block(model, (), "")
+    return "\n".join(out) + "\n"
+
+
+def render_reference(model: type[BaseModel]) -> str:
+    """A Markdown table of every setting of ``model``: key, type, default, variable, meaning.
+
+    Args:
+        model: The config model.
+
+    Returns:
+        The table (nested sections as dotted keys).
+    """
+    rows = [
+        "| key | type | default | environment | meaning |",
+        "|---|---|---|---|---|",
+    ]
+
+    def _rows(node: type[BaseModel], prefix: tuple[str, ...]) -> None:
+        for name, info, sub in _fields(node):
+            path = (*prefix, name)
+            if sub is not None:
+                has = not info.is_required()
+                default = ("unset" if _default(info)[1] is None else "see below") if has else ""
+            else:
+                has, value = _default(info)
+                default = "unset" if value is None else f"`{_toml_value(value)}`"
+            default = default if has else "required"
+            text = _describe(info).replace("|", "\\|")
+            kind = _type_name(info.annotation).replace("|", "\\|")
+            rows.append(
+                f"| `{'.'.join(path)}` | {kind} | {default} | `{env_name(path)}` | {text} |"
+            )
+            if sub is not None:
+                _rows(sub, path)
+
+    _rows(model, ())
+    return "\n".join(rows) + "\n"
