@@ -12,8 +12,13 @@ Commands:
 * ``thalweg coverage STORE`` — per sink, the covered offset ranges, gaps and lag
   against the raw lane (``--raw-lane SINK``) and the source (``--bootstrap``);
   ``--json`` for machines.
+* ``thalweg recover MODULE --sink NAME`` — replay what one sink lacks from the raw lane,
+  through the flow's own path, into that sink alone; Kafka is not read.
 * ``thalweg check MODULE[:FLOW]`` — run the build-time gates on a flow (a Kafka source
   written to a second sink needs a raw lane).
+* ``thalweg config validate|show|secrets [FILE]`` — load a configuration (TOML <
+  ``THALWEG_*`` < ``--set``) and check it, print it with secrets as references, or list
+  the secret references it needs; ``thalweg init [PATH]`` writes a commented starter.
 * ``thalweg describe-schema ...`` — print the exact Arrow schema a source decodes to
   (from a registry subject or id, an ``.avsc``, a ``.pb`` + message, or a JSON Schema),
   with the metadata columns a policy appends and DuckDB type hints.
@@ -188,6 +193,99 @@ def _coverage(args: argparse.Namespace) -> int:
         for a, b in r["gaps"]:
             print(f"    gap {a}..{b} ({b - a + 1:,} offsets)")
     return 0
+
+
+def _recover(args: argparse.Namespace) -> int:
+    import importlib
+    from datetime import timedelta
+
+    from thalweg_bytewax.connectors.raw_lane_source import RawLaneSource, lane_held_offsets
+    from thalweg_bytewax.coverage_store import open_coverage_store
+    from thalweg_bytewax.recovery_plan import check_retention, parse_offsets, plan_recovery
+
+    if args.partition is not None and not args.topic:
+        msg = f"recover: `--partition {args.partition}` expected `--topic` beside it"
+        raise ConfigError(msg)
+    sys.path.insert(0, str(Path.cwd()))  # as `python -m bytewax.run` finds a flow module
+    try:
+        module = importlib.import_module(args.flow)
+    except ImportError as exc:
+        msg = f"recover: cannot import flow module `{args.flow}` ({exc})"
+        raise ConfigError(msg) from exc
+    if not callable(getattr(module, "recovery_flow", None)):
+        msg = (
+            f"recover: flow module `{args.flow}` expected `recovery_flow(source, sink)` and "
+            f"`recovery_lane()`; got neither (see docs/coverage.md, Recover)"
+        )
+        raise ConfigError(msg)
+    lane = module.recovery_lane()
+    lane_path, store_at = args.lane or lane.path, args.store or lane.store
+    source = RawLaneSource(lane_path, {}, batch_size=args.batch_size)
+    flow = module.recovery_flow(source, args.sink)
+    sink_id = _output_ids(flow)[0]  # recovery_flow keeps exactly one output
+    held = lane_held_offsets(lane_path)
+    plan = plan_recovery(
+        open_coverage_store(store_at),
+        sink_id,
+        raw_lane=args.raw_lane or lane.sink_id,
+        held=held,
+        start=parse_offsets(args.start, "--from") if args.start else None,
+        end=parse_offsets(args.end, "--to") if args.end else None,
+        only=(args.topic, args.partition) if args.topic else None,
+    )
+    if not plan.missing:
+        print(f"sink `{sink_id}` holds everything the raw lane landed; nothing to recover")
+        return 0
+    check_retention(plan, held, lane=lane_path)
+    print(f"recovering {plan.offsets:,} offsets into `{sink_id}` from `{lane_path}`:")
+    print(plan.describe())
+    source.offsets = plan.missing
+    with _Progress(plan.offsets, enabled=args.progress and sys.stderr.isatty()) as progress:
+        source.progress = progress.update
+        from bytewax.run import cli_main
+
+        epoch = timedelta(seconds=args.epoch_s)
+        cli_main(flow, workers_per_process=args.workers, epoch_interval=epoch)
+    print(f"sink `{sink_id}`: recovered {plan.offsets:,} offsets")
+    return 0
+
+
+def _output_ids(flow: Any) -> list[str]:
+    def walk(steps: list[Any]) -> list[str]:
+        out: list[str] = []
+        for step in steps:
+            out += [step.step_id] if type(step).__name__ == "output" else walk(step.substeps)
+        return out
+
+    return walk(flow.substeps)
+
+
+class _Progress:
+    """A rich progress bar on stderr over planned offsets, updated per partition."""
+
+    def __init__(self, total: int, *, enabled: bool) -> None:
+        self._done: dict[str, int] = {}
+        self._bar: Any = None
+        if enabled:
+            from rich.console import Console
+            from rich.progress import Progress
+
+            self._bar = Progress(console=Console(stderr=True), transient=False)
+            self._task = self._bar.add_task("recover", total=total)
+
+    def __enter__(self) -> _Progress:
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def update(self, key: str, done: int) -> None:
+        self._done[key] = done
+        if self._bar is not None:
+            self._bar.update(self._task, completed=sum(self._done.values()))
 
 
 def _protobuf_from_registry(source: Any, schema_id: int, message: str | None) -> Any:
@@ -392,6 +490,28 @@ def _parser() -> argparse.ArgumentParser:
     cov.add_argument("--json", action="store_true", help="machine-readable output")
     cov.set_defaults(func=_coverage)
 
+    rec = sub.add_parser(
+        "recover",
+        help="replay what one sink lacks from the raw lane into it",
+        description="Replay the offsets one sink lacks (the raw lane's coverage minus the "
+        "sink's) from the raw lane's Parquet files through the flow's own path into that "
+        "sink alone. Kafka is not read. Refused when the raw lane no longer holds them.",
+    )
+    rec.add_argument("flow", help="the flow module, with `recovery_flow` and `recovery_lane`")
+    rec.add_argument("--sink", required=True, help="the output step to recover")
+    rec.add_argument("--from", dest="start", help="first offset: N or topic:partition=N,...")
+    rec.add_argument("--to", dest="end", help="last offset (inclusive), as --from")
+    rec.add_argument("--topic", help="only this topic")
+    rec.add_argument("--partition", type=int, help="only this partition (with --topic)")
+    rec.add_argument("--lane", help="the raw lane (default: the flow's)")
+    rec.add_argument("--store", help="the coverage store (default: the flow's)")
+    rec.add_argument("--raw-lane", help="the raw lane's sink id (default: the flow's)")
+    rec.add_argument("--batch-size", type=int, default=10_000, help="rows per batch")
+    rec.add_argument("--epoch-s", type=float, default=5.0, help="seconds per epoch")
+    rec.add_argument("--workers", type=int, default=1, help="worker threads")
+    rec.add_argument("--no-progress", dest="progress", action="store_false")
+    rec.set_defaults(func=_recover)
+
     gate = sub.add_parser(
         "check",
         help="run the build-time gates on a flow",
@@ -432,6 +552,10 @@ def _parser() -> argparse.ArgumentParser:
         "--no-hints", dest="hints", action="store_false", help="omit the DuckDB type hints"
     )
     desc.set_defaults(func=_describe_schema)
+
+    from thalweg_bytewax.config._cli import add_commands
+
+    add_commands(sub)  # config validate|show|secrets, init
     return parser
 
 

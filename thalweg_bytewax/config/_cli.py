@@ -1,0 +1,200 @@
+"""``thalweg config validate|show|secrets`` and ``thalweg init``: the config commands.
+
+They never print a secret: ``show`` prints secret settings as their references (or
+``***``), ``secrets`` says whether each reference resolves without reading it, and
+errors name keys, never values.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from thalweg_bytewax.config._layers import CONFIG_ENV
+from thalweg_bytewax.config._load import load_config, secret_uses
+from thalweg_bytewax.config._render import render_starter, to_toml
+from thalweg_bytewax.errors import ConfigError
+
+__all__ = ["DEFAULT_MODEL", "add_commands"]
+
+DEFAULT_MODEL = "flows.orders:OrdersSettings"
+"""The model the commands load when ``--model`` is not given: the orders flow's settings."""
+STARTER_FILE = "pipeline.toml"
+"""Where ``thalweg init`` writes when no path is given."""
+# `thalweg config secrets` exits with this when a reference cannot be resolved now
+# (2 stays "the config itself is bad", as for every command).
+UNRESOLVED_EXIT = 1
+
+
+def _out(text: str) -> None:
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def _model(spec: str) -> type[BaseModel]:
+    module_name, _, attr = spec.partition(":")
+    sys.path.insert(0, str(Path.cwd()))  # as `python -m bytewax.run` finds a flow module
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        msg = f"config: cannot import the model's module `{module_name}` ({exc}); check `--model`"
+        raise ConfigError(msg) from exc
+    model = getattr(module, attr, None) if attr else None
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        msg = (
+            f"config: expected a pydantic model class at `{spec}` (`--model MODULE:CLASS`); "
+            f"got {type(model).__name__}"
+        )
+        raise ConfigError(msg)
+    return model
+
+
+def _name(model: type[BaseModel]) -> str:
+    return str(getattr(model, "component", model.__name__))
+
+
+def _load(args: argparse.Namespace) -> tuple[type[BaseModel], BaseModel]:
+    model = _model(args.model)
+    return model, load_config(model, file=args.file, overrides=args.set)
+
+
+def _validate(args: argparse.Namespace) -> int:
+    model, config = _load(args)
+    uses = secret_uses(config)
+    refs = [u for u in uses if u.reference is not None]
+    unresolved = sum(u.problem is not None for u in refs)
+    where = f"`{args.file}`" if args.file else "the environment"
+    _out(
+        f"{where}: valid `{_name(model)}` settings ({len(type(config).model_fields)} "
+        f"top-level keys, {len(refs)} secret references, {unresolved} not resolvable now)"
+    )
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    model, config = _load(args)
+    values = config.model_dump(mode="json")
+    if args.json:
+        _out(json.dumps(values, indent=2, sort_keys=True))
+        return 0
+    source = f"`{args.file}`" if args.file else f"`{CONFIG_ENV}` / defaults"
+    _out(
+        f"# `{_name(model)}` settings: {source} < THALWEG_* variables < --set; "
+        "secrets as their references (or ***)\n" + to_toml(values)
+    )
+    return 0
+
+
+def _secrets(args: argparse.Namespace) -> int:
+    _, config = _load(args)
+    uses = secret_uses(config)
+    refs = [u for u in uses if u.reference is not None]
+    unresolved = any(u.problem is not None for u in refs)
+    if args.format == "names":
+        for name in dict.fromkeys(str(u.reference) for u in refs):
+            _out(name)
+    elif args.format == "json":
+        rows: list[dict[str, Any]] = [
+            {
+                "key": u.key,
+                "reference": None if u.reference is None else str(u.reference),
+                "kind": "value" if u.reference is None else u.reference.kind,
+                "target": None if u.reference is None else u.reference.target,
+                "resolvable": u.problem is None,
+                "problem": u.problem,
+            }
+            for u in uses
+        ]
+        _out(json.dumps(rows, indent=2))
+    elif not uses:
+        _out("no secret settings hold a reference")
+    else:
+        width = max(len(u.key) for u in uses)
+        for u in uses:
+            if u.reference is None:
+                _out(f"{u.key:<{width}}  (a value, not a reference: prefer ${{env:…}})")
+                continue
+            state = "ok" if u.problem is None else f"MISSING: {u.problem}"
+            _out(f"{u.key:<{width}}  {u.reference}  {state}")
+    return UNRESOLVED_EXIT if unresolved else 0
+
+
+def _init(args: argparse.Namespace) -> int:
+    model = _model(args.model)
+    path = Path(args.path)
+    if path.exists() and not args.force:
+        msg = f"init: `{path}` already exists; pass `--force` to overwrite it, or name another"
+        raise ConfigError(msg)
+    path.write_text(render_starter(model, title=f"`{_name(model)}` ({args.model})"))
+    _out(
+        f"wrote `{path}`: every `{_name(model)}` setting, commented, with its default; "
+        f"check it with `thalweg config validate {path}`"
+    )
+    return 0
+
+
+def _common(p: argparse.ArgumentParser, *, with_file: bool = True) -> None:
+    if with_file:
+        p.add_argument(
+            "file", nargs="?", help=f"the TOML file (default: `${CONFIG_ENV}`, else none)"
+        )
+        p.add_argument(
+            "--set",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="override a key, e.g. --set sinks.postgres.port=5433 (repeatable; wins "
+            "over the file and the environment)",
+        )
+    p.add_argument(
+        "--model",
+        default=DEFAULT_MODEL,
+        help=f"the config model as MODULE:CLASS (default: {DEFAULT_MODEL})",
+    )
+
+
+def add_commands(sub: Any) -> None:
+    """Add ``config validate|show|secrets`` and ``init`` to the CLI's subparsers.
+
+    Args:
+        sub: The ``argparse`` subparsers action of the ``thalweg`` parser.
+    """
+    config = sub.add_parser(
+        "config",
+        help="validate, show or list the secrets of a configuration",
+        description="Load a configuration (TOML file < THALWEG_* variables < --set) and "
+        "validate it, show it (secrets as references), or list the secret references "
+        "it needs.",
+    ).add_subparsers(dest="config", required=True)
+    validate = config.add_parser("validate", help="exit 0 when the config loads, 2 when not")
+    _common(validate)
+    validate.set_defaults(func=_validate)
+    show = config.add_parser("show", help="print the merged config, secrets redacted")
+    _common(show)
+    show.add_argument("--json", action="store_true", help="print JSON instead of TOML")
+    show.set_defaults(func=_show)
+    secrets = config.add_parser(
+        "secrets",
+        help="list the secret references a config needs and whether each resolves",
+        description="List the secret references a config needs and whether each resolves "
+        f"now; never prints a value. Exits {UNRESOLVED_EXIT} when one does not resolve.",
+    )
+    _common(secrets)
+    secrets.add_argument("--format", choices=["text", "json", "names"], default="text")
+    secrets.set_defaults(func=_secrets)
+
+    init = sub.add_parser(
+        "init",
+        help="write a commented starter config",
+        description="Write a commented starter TOML: every setting of the model with its "
+        "description, type, environment variable and default.",
+    )
+    init.add_argument("path", nargs="?", default=STARTER_FILE, help=f"default: {STARTER_FILE}")
+    init.add_argument("--force", action="store_true", help="overwrite an existing file")
+    _common(init, with_file=False)
+    init.set_defaults(func=_init)
