@@ -98,6 +98,7 @@ class _ParquetPartition(EpochSinkPartition):
         "give each its own path (e.g. `dlq/decode`, `dlq/contract`); they read back as one "
         "dataset"
     )
+    readiness_critical: ClassVar[bool] = True  # the raw lane: if raw cannot land, not ready
 
     def __init__(
         self, sink: ParquetSink, store: LaneStore, resume: EpochSinkState | None, shard: int

@@ -33,6 +33,7 @@ from thalweg_bytewax.metadata import (
     MetadataPolicy,
     metadata_columns,
 )
+from thalweg_bytewax.observability.gate import observe_step
 
 __all__ = ["DecodeOut", "decode"]
 
@@ -92,6 +93,13 @@ class _Decoder:
         return [(key, self.run(batch)) for key, batch in items]
 
     def run(self, raw: pa.RecordBatch) -> _Decoded:
+        obs = observe_step("decode", self.step_id, raw)  # None unless observability is on
+        decoded = self._run(raw)
+        if obs is None:
+            return decoded
+        return _Decoded(obs.finish(decoded.ok, decoded.rejected), decoded.rejected)
+
+    def _run(self, raw: pa.RecordBatch) -> _Decoded:
         n = raw.num_rows
         if n == 0:
             return _Decoded(None, None)

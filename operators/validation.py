@@ -47,6 +47,7 @@ from thalweg_bytewax.metadata import (
     MetadataColumns,
     metadata_columns,
 )
+from thalweg_bytewax.observability.gate import observe_step
 from thalweg_bytewax.windows import SeenWindow, batch_time, key_values
 
 __all__ = ["ValidateOut", "failed_rules_column", "validate"]
@@ -165,6 +166,14 @@ class _Validator:
         self._checked = schema
 
     def run(self, batch: pa.RecordBatch, windows: dict[int, SeenWindow] | None = None) -> _Verdict:
+        obs = observe_step("validate", self.step_id, batch)  # None unless observability is on
+        verdict = self._run(batch, windows)
+        if obs is None:
+            return verdict
+        clean = obs.finish(verdict.clean, verdict.rejected)
+        return _Verdict(clean, verdict.rejected, verdict.audit)
+
+    def _run(self, batch: pa.RecordBatch, windows: dict[int, SeenWindow] | None) -> _Verdict:
         audits: list[pa.RecordBatch] = []
         self._check_schema(batch.schema)
         if self.ruleset.drop and batch.num_rows:

@@ -15,6 +15,7 @@ from confluent_kafka import OFFSET_END, Consumer, KafkaError, TopicPartition
 from typing_extensions import override
 
 from thalweg_bytewax.errors import SourceError
+from thalweg_bytewax.observability.gate import observe_source_partition
 from thalweg_bytewax.record import KeyedBatch, raw_batch_from_messages
 from thalweg_bytewax.runtime.parts import encode_part
 
@@ -109,6 +110,15 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
         self._idle = _Backoff(_IDLE_BACKOFF)
         self._errors = _Backoff(_ERROR_BACKOFF)
         self._next_awake: datetime | None = None
+        # Metrics, health and batch spans when observability is on (else None).
+        self._obs = observe_source_partition(
+            "kafka_source",
+            topic,
+            partition,
+            self.stats,
+            headers_column=self._columns.source_headers,
+            watermarks=lambda: self._consumer.get_watermark_offsets(self._tp, cached=True),
+        )
         logger.info(
             "kafka partition %s %s at offset %s (watermarks %s..%s)",
             self._key,
@@ -142,6 +152,20 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
 
     @override
     def next_batch(self) -> list[KeyedBatch]:
+        obs = self._obs
+        if obs is None:
+            return self._poll()
+        try:
+            out = self._poll()
+        except StopIteration:
+            obs.finished()
+            raise
+        except Exception as exc:
+            obs.failed(exc)
+            raise
+        return obs.polled(out, next_offset=self._next_offset, degraded=self._degraded)
+
+    def _poll(self) -> list[KeyedBatch]:
         if self._eof:
             raise StopIteration
         if self._fail_on_new and self._watch is not None and self._watch.unread:

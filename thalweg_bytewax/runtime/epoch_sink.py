@@ -60,6 +60,7 @@ rejected upstream are not gaps.
 from __future__ import annotations
 
 import logging
+import time
 from abc import ABC, abstractmethod
 from datetime import UTC, datetime
 from typing import ClassVar
@@ -76,6 +77,7 @@ from thalweg_bytewax.coverage_store import CoverageStore
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError
 from thalweg_bytewax.input_span import input_span, without_input_span
 from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.observability.gate import observe_sink_partition
 from thalweg_bytewax.runtime.coverage_recording import CoverageRecorder
 from thalweg_bytewax.runtime.parts import encode_part, stable_route
 
@@ -138,6 +140,8 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
     """The end of the message when a replay does not match what the target holds."""
     merge_remedy: ClassVar[str] = "give each its own target (e.g. `dlq/decode`, `dlq/contract`)"
     """The end of the message when rows of a source partition go back in offset order."""
+    readiness_critical: ClassVar[bool] = False
+    """Whether a failure of this sink drops the process's readiness (the raw lane's does)."""
 
     def __init__(
         self,
@@ -158,6 +162,14 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         self._ledgers: dict[str, _Ledger] = {}
         self._failed = False
         self._recorder: CoverageRecorder | None = None
+        # Counters, commit durations and health when observability is on (else None).
+        self._obs = observe_sink_partition(
+            component,
+            f"{component} #{shard}",
+            self.stats,
+            lambda: {key: ledger.next_offset for key, ledger in self._ledgers.items()},
+            critical=self.readiness_critical,
+        )
 
     # -- hooks -----------------------------------------------------------------------
 
@@ -228,21 +240,31 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
     @override
     def write_batch(self, values: list[pa.RecordBatch]) -> None:
         self._refuse_if_failed("write")
+        obs = self._obs
+        if obs is not None:
+            values = obs.writing(values)
         try:
             self._write(values)
-        except BaseException:
+        except BaseException as exc:
             self._fail()
+            if obs is not None:
+                obs.failed(exc)
             raise
 
     @override
     def snapshot(self) -> EpochSinkState:
         self._refuse_if_failed("commit an epoch")
         _faults.checkpoint("epoch_sink.before_commit")
+        started = time.perf_counter()
         try:
             self.commit_epoch()
-        except BaseException:
+        except BaseException as exc:
             self._fail()
+            if self._obs is not None:
+                self._obs.failed(exc)
             raise
+        if self._obs is not None:
+            self._obs.committed(time.perf_counter() - started)
         _faults.checkpoint("epoch_sink.after_commit")
         recorder = self._recorder
         for key, ledger in self._ledgers.items():

@@ -1,0 +1,79 @@
+"""Metrics, traces and health of a thalweg flow (the ``observability`` extra).
+
+Opt-in: ``observe(flow)`` (or ``THALWEG_HTTP_PORT``) turns on the hooks the Kafka
+source, the epoch sinks and the decode / validate operators carry, and starts the HTTP
+server when a port is configured::
+
+    from thalweg_bytewax.observability import observe
+
+    flow = observe(build_flow(settings), port=9464)   # /health /ready /live /stats /metrics
+
+Metric names are in :mod:`.instruments`, the health tree in :mod:`.health`, trace
+context through Kafka headers and Arrow batches in :mod:`.tracing`, the switch the
+connectors check in :mod:`.gate`. See ``docs/operations.md``.
+
+The names below are imported on first use, so that importing :mod:`.gate` (which every
+Kafka source partition and sink partition does) never imports OpenTelemetry.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .health import Component, HealthRegistry, Status, registry
+    from .hooks import observe, reset, running_server
+    from .metrics import Metrics, enable_metrics, metrics
+    from .server import ObservabilityServer, serve
+    from .tracing import KafkaHeadersGetter, KafkaHeadersSetter, extract_headers, inject_headers
+
+__all__ = [
+    "Component",
+    "HealthRegistry",
+    "KafkaHeadersGetter",
+    "KafkaHeadersSetter",
+    "Metrics",
+    "ObservabilityServer",
+    "Status",
+    "enable_metrics",
+    "extract_headers",
+    "inject_headers",
+    "metrics",
+    "observe",
+    "registry",
+    "reset",
+    "serve",
+    "running_server",
+]
+
+_HOMES = {
+    "Component": "health",
+    "HealthRegistry": "health",
+    "Status": "health",
+    "registry": "health",
+    "observe": "hooks",
+    "reset": "hooks",
+    "running_server": "hooks",
+    "Metrics": "metrics",
+    "enable_metrics": "metrics",
+    "metrics": "metrics",
+    "ObservabilityServer": "server",
+    "serve": "server",
+    "KafkaHeadersGetter": "tracing",
+    "KafkaHeadersSetter": "tracing",
+    "extract_headers": "tracing",
+    "inject_headers": "tracing",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    if home != "health":
+        from thalweg_bytewax import _deps  # noqa: PLC0415 - only when a name is asked for
+
+        _deps.require("opentelemetry.sdk", extra="observability")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
