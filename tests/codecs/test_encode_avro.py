@@ -102,14 +102,16 @@ def test_confluent_deserializer_reads_payload_and_header_framing() -> None:
         assert isinstance(enc, Encoder)
         out = enc.encode_batch(batch, topic="orders")
         for i, value in enumerate(out.values.to_pylist()):
-            headers = out.headers[i] if out.headers is not None else None
+            headers: list[tuple[str, str | bytes | None]] | None = (
+                None if out.headers is None else [(k, v) for k, v in out.headers[i]]
+            )
             ctx = SerializationContext("orders", MessageField.VALUE, headers)
             assert deser(value, ctx) == rows[i]
         codec = AvroCodec(url)
         header_col = out.headers if out.headers is not None else None
         assert codec.decode_batch(out.values, headers=header_col).batch.equals(batch)
     reg = registry_client(url).get_latest_version("orders-value")
-    assert json.loads(reg.schema.schema_str)["name"] == "Order"
+    assert json.loads(reg.schema.schema_str or "{}")["name"] == "Order"
 
 
 def test_subject_strategies_lookup_and_latest_version() -> None:

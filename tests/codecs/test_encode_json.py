@@ -191,7 +191,9 @@ def test_confluent_json_deserializer_reads_payload_and_header_framing() -> None:
         assert isinstance(enc, Encoder)
         out = enc.encode_batch(batch, topic="orders")
         for i, value in enumerate(out.values.to_pylist()):
-            headers = out.headers[i] if out.headers is not None else None
+            headers: list[tuple[str, str | bytes | None]] | None = (
+                None if out.headers is None else [(k, v) for k, v in out.headers[i]]
+            )
             got = deser(value, SerializationContext("orders", MessageField.VALUE, headers))
             assert got["id"] == i and got["line"]["sku"] == f"s{i}" and got["tags"] == ["a"] * i
         back = JsonCodec(schema=SCHEMA, framing="confluent").decode_batch(

@@ -54,7 +54,7 @@ def test_every_field_kind_round_trips(rng: random.Random, n: int) -> None:
 def _rows(batch: pa.RecordBatch) -> list[dict[str, Any]]:
     """Rows with ``Struct`` JSON text parsed: its key order follows the wire order of the
     map entries, which no serializer fixes (upb writes a map in hash order)."""
-    rows = batch.to_pylist(maps_as_pydicts="strict")
+    rows: list[dict[str, Any]] = batch.to_pylist(maps_as_pydicts="strict")
     for row in rows:
         if row.get("meta") is not None:
             row["meta"] = json.loads(row["meta"])
@@ -92,7 +92,9 @@ def test_confluent_deserializer_reads_payload_and_header_framing() -> None:
         assert isinstance(enc, Encoder)
         out = enc.encode_batch(batch, topic="all")
         for i, value in enumerate(out.values.to_pylist()):
-            headers = out.headers[i] if out.headers is not None else None
+            headers: list[tuple[str, str | bytes | None]] | None = (
+                None if out.headers is None else [(k, v) for k, v in out.headers[i]]
+            )
             assert deser(value, SerializationContext("all", MessageField.VALUE, headers)) == msgs[i]
         back = ProtobufCodec(url).decode_batch(out.values, headers=out.headers)
         assert back.errors == [] and _rows(back.batch) == _rows(batch)
@@ -112,6 +114,7 @@ def test_message_indexes_of_nested_types() -> None:
     assert tp.Inner.FromString(out.values[0].as_py()) == tp.Inner(x=5, y="q")
     desc = enc._desc  # noqa: SLF001 - the resolved descriptor
     assert desc is not None and message_indexes(desc) == [1, 0]
+    assert desc.containing_type is not None
     assert message_indexes(desc.containing_type) == [1]
 
 

@@ -54,7 +54,7 @@ def _parse(text: str, where: str) -> Mapping[str, Any]:
     if not isinstance(parsed, Mapping) or parsed.get("type") not in ("record", "error"):
         msg = f"avro encoder: {where} expected a record schema; got {str(doc)[:60]!r}"
         raise SchemaError(msg)
-    return parsed  # type: ignore[no-any-return]
+    return parsed
 
 
 class AvroEncoder:

@@ -355,4 +355,4 @@ def write_bodies(parsed: Mapping[str, Any], batch: pa.RecordBatch) -> pa.BinaryA
         else pa.array([{}] * batch.num_rows, pa.struct([]))
     )
     rows = np.arange(batch.num_rows, dtype=np.int64)
-    return _Writer(parsed).record(parsed, struct, "", rows)  # type: ignore[return-value]
+    return _Writer(parsed).record(parsed, struct, "", rows)

@@ -137,7 +137,7 @@ def _concat_prefix(prefix: bytes, bodies: pa.BinaryArray) -> pa.BinaryArray:
         return bodies
     head = pa.scalar(prefix, pa.binary())
     joined = pc.binary_join_element_wise(head, bodies, pa.scalar(b"", pa.binary()))
-    return joined  # type: ignore[no-any-return]
+    return joined
 
 
 def frame_bodies(

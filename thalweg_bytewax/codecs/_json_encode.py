@@ -356,7 +356,7 @@ class JsonEncoder:
         # RFC 7396 merge patch onto {} drops every null-valued key, at every depth.
         expr = "json_merge_patch('{}', to_json(t))" if self._omit else "to_json(t)"
         out = rel.project(f"{expr}::BLOB AS v").to_arrow_table().column(0)
-        return out.combine_chunks() if out.num_chunks != 1 else out.chunk(0)  # type: ignore[no-any-return]
+        return out.combine_chunks() if out.num_chunks != 1 else out.chunk(0)
 
     def encode_batch(self, batch: pa.RecordBatch, *, topic: str) -> EncodedValues:
         """One JSON object per row of ``batch`` (framed for ``topic``'s subject).

@@ -181,6 +181,7 @@ class _Writer:
     ) -> tuple[pa.Array, np.ndarray | None]:
         """Wire values (no tag) of non-null ``arr``, and which rows to write (``None``: all)."""
         if fd.type == F.TYPE_MESSAGE:
+            assert fd.message_type is not None  # a message field always has its type
             body = self._submessage(fd.message_type, arr, path, rows)
             return join([varints(_lengths(body)), body]), None
         enc = self.scalars(fd, arr, path, rows)
@@ -305,6 +306,7 @@ class _Writer:
         if not pa.types.is_map(arr.type):
             raise _wrong(path, f"a map for `{fd.name}`", arr)
         entry = fd.message_type
+        assert entry is not None  # checked by the caller: a map field
         offsets = np.asarray(arr.offsets.to_numpy(zero_copy_only=False), np.int64)
         lo, hi = int(offsets[0]), int(offsets[-1])
         item_rows = np.repeat(rows, np.diff(offsets))
@@ -324,19 +326,23 @@ def _not_default(fd: FieldDescriptor, enc: pa.Array) -> np.ndarray:
     """Rows whose wire value is not the proto3 default (those are left out, as upb does)."""
     bufs = enc.buffers()
     o, n = enc.offset, len(enc)
-    offs = np.frombuffer(bufs[1], np.int32)[o : o + n + 1]  # type: ignore[arg-type]
+    offs = np.frombuffer(bufs[1], np.int32)[o : o + n + 1]
     data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
     wire = _WIRE.get(fd.type, _VARINT)
     if wire in (_I64, _I32):  # fixed width: an all-zero bit pattern (-0.0 is written)
         width = 8 if wire == _I64 else 4
-        return data[offs[0] : offs[-1]].reshape(-1, width).any(axis=1)  # type: ignore[no-any-return]
+        return np.asarray(data[offs[0] : offs[-1]].reshape(-1, width).any(axis=1), dtype=bool)
     # A varint is zero iff it is the one byte 0; so is a zero length prefix.
-    return (np.diff(offs) > 1) | (data[offs[:-1]] != 0) if n else np.zeros(0, bool)  # type: ignore[no-any-return]
+    if not n:
+        return np.zeros(0, bool)
+    return np.asarray((np.diff(offs) > 1) | (data[offs[:-1]] != 0), dtype=bool)
 
 
 def _enum_numbers(fd: FieldDescriptor, arr: pa.Array, path: str, rows: np.ndarray) -> np.ndarray:
     """Enum symbols (or the decoder's number text for unknown values) to numbers."""
-    values = fd.enum_type.values
+    enum = fd.enum_type
+    assert enum is not None  # an enum field always has its type
+    values = enum.values
     names = pa.array([v.name for v in values], pa.string())
     numbers = np.array([v.number for v in values], np.int64)
     text = _cast(arr, pa.string(), path, rows)
@@ -356,14 +362,14 @@ def _enum_numbers(fd: FieldDescriptor, arr: pa.Array, path: str, rows: np.ndarra
                 path,
                 rows,
                 int(missing[0]),
-                f"expected a symbol of enum `{fd.enum_type.full_name}`; got {bad!r}",
+                f"expected a symbol of enum `{enum.full_name}`; got {bad!r}",
             ) from exc
-        if getattr(fd.enum_type, "is_closed", False):
+        if getattr(enum, "is_closed", False):
             raise _fail(
                 path,
                 rows,
                 int(missing[0]),
-                f"closed enum `{fd.enum_type.full_name}` has no number {bad}",
+                f"closed enum `{enum.full_name}` has no number {bad}",
             )
         out[missing] = np.asarray(nums.to_numpy(zero_copy_only=False), np.int64)
     return out
@@ -380,4 +386,4 @@ def write_messages(desc: Descriptor, batch: pa.RecordBatch) -> pa.BinaryArray:
     else:
         struct = pa.array([{}] * batch.num_rows, pa.struct([]))
     rows = np.arange(batch.num_rows, dtype=np.int64)
-    return _Writer().message(desc, struct, "", rows)  # type: ignore[return-value]
+    return _Writer().message(desc, struct, "", rows)

@@ -21,7 +21,7 @@ def binary(offsets: np.ndarray, data: np.ndarray) -> pa.BinaryArray:
     n = len(offsets) - 1
     offs = pa.py_buffer(np.ascontiguousarray(offsets, dtype=np.int32))
     arr = pa.Array.from_buffers(pa.binary(), n, [None, offs, pa.py_buffer(data)])
-    return arr  # type: ignore[return-value]
+    return arr
 
 
 def repeat(value: bytes, n: int) -> pa.BinaryArray:
@@ -66,8 +66,8 @@ def zigzag(values: np.ndarray) -> pa.BinaryArray:
 def join(parts: list[pa.Array]) -> pa.BinaryArray:
     """The row-wise concatenation of binary arrays of one length."""
     if len(parts) == 1:
-        return parts[0]  # type: ignore[return-value]
-    return pc.binary_join_element_wise(*parts, EMPTY)  # type: ignore[no-any-return]
+        return parts[0]
+    return pc.binary_join_element_wise(*parts, EMPTY)
 
 
 def body_slices(enc: pa.BinaryArray, item_offsets: np.ndarray) -> pa.BinaryArray:
@@ -77,7 +77,7 @@ def body_slices(enc: pa.BinaryArray, item_offsets: np.ndarray) -> pa.BinaryArray
     """
     bufs = enc.buffers()
     m, o = len(enc), enc.offset
-    offs = np.frombuffer(bufs[1], np.int32)[o : o + m + 1].astype(np.int64)  # type: ignore[arg-type]
+    offs = np.frombuffer(bufs[1], np.int32)[o : o + m + 1].astype(np.int64)
     buf = bufs[2]
     data = np.frombuffer(buf, np.uint8) if buf is not None else np.zeros(0, np.uint8)
     starts = offs[item_offsets]
