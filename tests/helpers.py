@@ -21,6 +21,7 @@ from bytewax.testing import TestingSink, TestingSource, run_main
 
 from tests.fixtures.flows import EntryPoint
 from thalweg_bytewax.dlq import Rejected
+from thalweg_bytewax.metadata import MetadataColumns
 from thalweg_bytewax.record import (
     Locator,
     RawRecord,
@@ -36,6 +37,7 @@ __all__ = [
     "cause_of",
     "closed_port",
     "error_chain",
+    "located",
     "locator_of",
     "raw_batch",
     "raw_values",
@@ -59,6 +61,18 @@ def locator_of(rejected: Rejected) -> Locator:
     """The locator of a DLQ row read back from a source-fed flow: it must have one."""
     assert rejected.locator is not None, rejected
     return rejected.locator
+
+
+def located(data: pa.Table | pa.RecordBatch) -> list[tuple[int, int]]:
+    """(partition, offset) of each row of a lane, table or batch, in order."""
+    cols = MetadataColumns()
+    return list(
+        zip(
+            data[cols.source_partition].to_pylist(),
+            data[cols.source_offset].to_pylist(),
+            strict=True,
+        )
+    )
 
 
 def raw_batch(

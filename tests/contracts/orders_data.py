@@ -59,14 +59,3 @@ def _encodable(row: dict[str, Any]) -> bool:
     except (ValueError, TypeError, KeyError, AttributeError):
         return False
     return True
-
-
-def located(table: pa.Table) -> list[tuple[int, int]]:
-    """(partition, offset) of each row of a lane or batch, in order."""
-    return list(
-        zip(
-            table[COLS.source_partition].to_pylist(),
-            table[COLS.source_offset].to_pylist(),
-            strict=True,
-        )
-    )

@@ -17,9 +17,9 @@ from bytewax.dataflow import Dataflow
 from bytewax.testing import TestingSource, run_main
 
 import thalweg_bytewax.operators as twg
-from tests.contracts.orders_data import COLS, located, orders, orders_batch, orders_contract
+from tests.contracts.orders_data import COLS, orders, orders_batch, orders_contract
 from tests.fixtures.flows import EntryPoint
-from tests.helpers import locator_of
+from tests.helpers import located, locator_of
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.contracts import (
     DropRule,

@@ -12,9 +12,9 @@ from bytewax.errors import BytewaxRuntimeError
 from bytewax.testing import run_main
 
 import thalweg_bytewax.operators as twg
-from tests.contracts.orders_data import COLS, located, orders, orders_batch, orders_contract
+from tests.contracts.orders_data import COLS, orders, orders_batch, orders_contract
 from tests.fixtures.flows import EntryPoint
-from tests.helpers import cause_of, locator_of, run_flow, table_of
+from tests.helpers import cause_of, located, locator_of, run_flow, table_of
 from thalweg_bytewax.contracts import (
     ContractError,
     ContractViolationError,

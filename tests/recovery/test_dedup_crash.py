@@ -26,6 +26,7 @@ import pyarrow.dataset as ds
 import pytest
 
 from flows.dedup_lane import origins, planned_order
+from tests.helpers import located
 from thalweg_bytewax.contracts import read_audit
 from thalweg_bytewax.dlq import read_dlq
 
@@ -159,25 +160,13 @@ def assert_every_lane_exactly_once(lake: Path) -> None:
     assert all(TRUTH.order_id[loc] == k for loc, k in clean_at.items())
 
     dlq = read_dlq(lake / "dlq")
-    at = list(
-        zip(
-            dlq.column("_twg_source_partition").to_pylist(),
-            dlq.column("_twg_source_offset").to_pylist(),
-            strict=True,
-        )
-    )
+    at = located(dlq)
     assert len(at) == len(set(at)), "a record is in the DLQ twice"
     assert dict(zip(at, dlq.column("reason").to_pylist(), strict=True)) == TRUTH.bad
     assert not set(at) & set(clean_at)
 
     audit = read_audit(lake / "audit")
-    audited = list(
-        zip(
-            audit.column("_twg_source_partition").to_pylist(),
-            audit.column("_twg_source_offset").to_pylist(),
-            strict=True,
-        )
-    )
+    audited = located(audit)
     assert len(audited) == len(set(audited)), "a record has two audit rows"
     assert set(audited) == TRUTH.unique
     failed = {

@@ -18,6 +18,7 @@ from bytewax.recovery import RecoveryConfig, init_db_dir
 from bytewax.testing import TestingSink, run_main
 from typing_extensions import override
 
+from tests.helpers import located
 from thalweg_bytewax.connectors.kafka import KafkaSource
 from thalweg_bytewax.testing import produce
 
@@ -35,15 +36,7 @@ def run(source: KafkaSource, recovery: Path) -> list[tuple[int, int]]:
     flow = Dataflow("new_partitions")
     op.output("out", op.input("in", flow, source), TestingSink(out))
     run_main(flow, epoch_interval=timedelta(seconds=0.2), recovery_config=RecoveryConfig(str(recovery)))
-    return sorted(
-        (p, o)
-        for _, b in out
-        for p, o in zip(
-            b.column("_twg_source_partition").to_pylist(),
-            b.column("_twg_source_offset").to_pylist(),
-            strict=True,
-        )
-    )
+    return sorted(loc for _, b in out for loc in located(b))
 
 
 def test_partitions_without_state_after_a_resume_start_at_earliest(
