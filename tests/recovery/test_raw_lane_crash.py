@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow.parquet as pq
 import pytest
@@ -39,6 +39,22 @@ def fill(bootstrap: str, topic: str) -> set[tuple[int, int]]:
         ],
     )
     return {(p, o) for p in range(PARTITIONS) for o in range(PER_PARTITION)}
+
+
+class Filled(NamedTuple):
+    """A topic filled with records, a lane path and an initialised recovery directory."""
+
+    topic: str
+    expected: set[tuple[int, int]]
+    lane: Path
+    recovery: Path
+
+
+@pytest.fixture
+def filled(kafka_bootstrap: str, make_topic: Any, tmp_path: Path) -> Filled:
+    topic = make_topic()
+    expected = fill(kafka_bootstrap, topic)
+    return Filled(topic, expected, tmp_path / "lane", init_recovery(tmp_path / "recovery"))
 
 
 def flow_env(bootstrap: str, topic: str, lane: Path, **extra: str) -> dict[str, str]:
@@ -104,11 +120,9 @@ def assert_no_partial_file_visible(lane: Path) -> None:
 
 @pytest.mark.parametrize("fault", ["parquet.before_finalize:2", "parquet.after_finalize:2"])
 def test_fault_injected_kill_then_resume_is_exactly_once(
-    kafka_bootstrap: str, make_topic: Any, tmp_path: Path, fault: str
+    kafka_bootstrap: str, filled: Filled, fault: str
 ) -> None:
-    topic = make_topic()
-    expected = fill(kafka_bootstrap, topic)
-    lane, recovery = tmp_path / "lane", init_recovery(tmp_path / "recovery")
+    topic, expected, lane, recovery = filled
 
     crashed = run(
         bytewax_cmd(recovery), flow_env(kafka_bootstrap, topic, lane, THALWEG_FAULT=fault)
@@ -125,11 +139,9 @@ def test_fault_injected_kill_then_resume_is_exactly_once(
 
 
 def test_external_sigkill_at_arbitrary_moments_then_resume(
-    kafka_bootstrap: str, make_topic: Any, tmp_path: Path
+    kafka_bootstrap: str, filled: Filled
 ) -> None:
-    topic = make_topic()
-    expected = fill(kafka_bootstrap, topic)
-    lane, recovery = tmp_path / "lane", init_recovery(tmp_path / "recovery")
+    topic, expected, lane, recovery = filled
     env = flow_env(kafka_bootstrap, topic, lane)
     for delay in (2.5, 1.7):
         proc = subprocess.Popen(
@@ -155,11 +167,9 @@ def free_ports(n: int) -> list[int]:
 
 
 def test_two_workers_in_one_process_land_every_record_once(
-    kafka_bootstrap: str, make_topic: Any, tmp_path: Path
+    kafka_bootstrap: str, filled: Filled
 ) -> None:
-    topic = make_topic()
-    expected = fill(kafka_bootstrap, topic)
-    lane, recovery = tmp_path / "lane", init_recovery(tmp_path / "recovery")
+    topic, expected, lane, recovery = filled
     env = flow_env(kafka_bootstrap, topic, lane, THALWEG_MAX_RECORDS_PER_S="1000000")
     done = run(bytewax_cmd(recovery, "-w", "2"), env)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -167,11 +177,9 @@ def test_two_workers_in_one_process_land_every_record_once(
 
 
 def test_two_processes_land_every_record_once(
-    kafka_bootstrap: str, make_topic: Any, tmp_path: Path
+    kafka_bootstrap: str, filled: Filled
 ) -> None:
-    topic = make_topic()
-    expected = fill(kafka_bootstrap, topic)
-    lane, recovery = tmp_path / "lane", init_recovery(tmp_path / "recovery")
+    topic, expected, lane, recovery = filled
     env = flow_env(kafka_bootstrap, topic, lane, THALWEG_MAX_RECORDS_PER_S="1000000")
     addresses = ";".join(f"127.0.0.1:{p}" for p in free_ports(2))
     procs = [
