@@ -15,23 +15,19 @@ import random
 import uuid
 from typing import Any
 
-import bytewax.operators as op
 import fastavro
 import pyarrow as pa
 import pytest
-from bytewax.dataflow import Dataflow
-from bytewax.testing import TestingSink, TestingSource, run_main
 from confluent_kafka.schema_registry import Schema
 from hypothesis import given
 from hypothesis import strategies as st
 
 import thalweg_bytewax.operators as twg
-from tests.helpers import locator_of
+from tests.helpers import locator_of, raw_values, run_flow
 from thalweg_bytewax.codecs.avro import AvroCodec, AvroDecodeError, AvroEngine
 from thalweg_bytewax.codecs.base import DecodeResult, FailureKind
 from thalweg_bytewax.codecs.framing import encode_confluent
 from thalweg_bytewax.dlq import rejected_from_dlq_batch
-from thalweg_bytewax.record import raw_batch_from_columns
 from thalweg_bytewax.registry import registry_client
 from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA, sample_orders
 
@@ -183,23 +179,13 @@ def test_good_rows_of_a_mixed_batch_decode_exactly(shape: str, share: float) -> 
 def test_bad_rows_reach_the_dlq_with_their_bytes_locator_and_text() -> None:
     codec, good = _codec("plain")
     values = [good[0], good[1][:12], good[2], good[3] + b"\x01", good[4]]
-    batch = raw_batch_from_columns(
-        topic="orders",
-        partition=1,
-        offsets=list(range(10, 15)),
-        keys=[f"k{i}".encode() for i in range(5)],
-        values=values,
-        timestamps_ms=[1_700_000_000_000 + i for i in range(5)],
-        cluster="test",
+    batch = raw_values(values, partition=1, first=10)
+    got = run_flow(
+        [("orders:1", batch)],
+        lambda up: twg.decode("decode", up, codec),
+        flow_id="avro_reject",
     )
-    flow = Dataflow("avro_reject")
-    inp = op.input("inp", flow, TestingSource([("orders:1", batch)]))
-    out = twg.decode("decode", inp, codec)
-    ok: list[tuple[str, pa.RecordBatch]] = []
-    rejected: list[tuple[str, pa.RecordBatch]] = []
-    op.output("ok", out.ok, TestingSink(ok))
-    op.output("rejected", out.rejected, TestingSink(rejected))
-    run_main(flow)
+    ok, rejected = got["ok"], got["rejected"]
     assert [b.num_rows for _, b in ok] == [3]
     got = {locator_of(r).offset: r for r in rejected_from_dlq_batch(rejected[0][1])}
     assert sorted(got) == [11, 13]

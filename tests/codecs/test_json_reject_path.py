@@ -11,24 +11,20 @@ from __future__ import annotations
 import random
 from typing import Any
 
-import bytewax.operators as op
 import orjson
 import pyarrow as pa
 import pytest
-from bytewax.dataflow import Dataflow
-from bytewax.testing import TestingSink, TestingSource, run_main
 from hypothesis import given
 from hypothesis import strategies as st
 
 import thalweg_bytewax.codecs.json as json_module
 import thalweg_bytewax.operators as twg
 from tests.codecs.json_agreement import assert_agrees
-from tests.helpers import locator_of
+from tests.helpers import locator_of, raw_values, run_flow
 from thalweg_bytewax.codecs.base import FailureKind
 from thalweg_bytewax.codecs.framing import encode_confluent
 from thalweg_bytewax.codecs.json import JsonCodec
 from thalweg_bytewax.dlq import rejected_from_dlq_batch
-from thalweg_bytewax.record import raw_batch_from_columns
 from thalweg_bytewax.samples import ORDER_JSON_SCHEMA, sample_orders
 
 PLAIN: dict[str, Any] = {
@@ -137,23 +133,13 @@ def test_confluent_framed_malformed_bodies_fail_like_decode_value() -> None:
 def test_bad_rows_reach_the_dlq_with_their_bytes_locator_and_text() -> None:
     good = [_plain(i) for i in range(6)]
     values = [good[0], good[1][:10], b"\xfe\xff", good[3], b"", good[5] + b" ]"]
-    batch = raw_batch_from_columns(
-        topic="orders",
-        partition=2,
-        offsets=list(range(50, 56)),
-        keys=[f"k{i}".encode() for i in range(6)],
-        values=values,
-        timestamps_ms=[1_700_000_000_000 + i for i in range(6)],
-        cluster="test",
+    batch = raw_values(values, partition=2, first=50)
+    got = run_flow(
+        [("orders:2", batch)],
+        lambda up: twg.decode("decode", up, JsonCodec(PLAIN)),
+        flow_id="json_reject",
     )
-    flow = Dataflow("json_reject")
-    inp = op.input("inp", flow, TestingSource([("orders:2", batch)]))
-    out = twg.decode("decode", inp, JsonCodec(PLAIN))
-    ok: list[tuple[str, pa.RecordBatch]] = []
-    rejected: list[tuple[str, pa.RecordBatch]] = []
-    op.output("ok", out.ok, TestingSink(ok))
-    op.output("rejected", out.rejected, TestingSink(rejected))
-    run_main(flow)
+    ok, rejected = got["ok"], got["rejected"]
     assert [b.num_rows for _, b in ok] == [2]
     got = {locator_of(r).offset: r for r in rejected_from_dlq_batch(rejected[0][1])}
     assert sorted(got) == [51, 52, 54, 55]
