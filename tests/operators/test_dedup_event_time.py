@@ -19,12 +19,13 @@ import pyarrow as pa
 import pytest
 from bytewax.dataflow import Dataflow
 from bytewax.recovery import RecoveryConfig, init_db_dir
-from bytewax.testing import TestingSink, TestingSource, run_main
+from bytewax.testing import TestingSource
 from hypothesis import given
 from hypothesis import strategies as st
 
 import thalweg_bytewax.operators as twg
 from tests.fixtures.flows import EntryPoint
+from tests.helpers import run_flow
 from thalweg_bytewax.metadata import MetadataColumns
 from thalweg_bytewax.operators.deduplication import _DedupLogic
 
@@ -184,11 +185,12 @@ def test_poisoned_stream_in_a_flow(entry_point: EntryPoint):
             (key, stamped([f"x{p}"], [YEAR_2100_MS], T0_MS + 1_000)),
             (key, stamped([f"a{p}", f"c{p}"], [T0_MS + 30_000] * 2, T0_MS + 30_000)),
         ]
-    flow = Dataflow("dedup_poison")
-    out = twg.dedup("dedup", op.input("inp", flow, TestingSource(items)), window=MINUTE)
-    got: list = []
-    op.output("out", out, TestingSink(got))
-    entry_point(flow)
+    got = run_flow(
+        items,
+        lambda up: twg.dedup("dedup", up, window=MINUTE),
+        flow_id="dedup_poison",
+        entry_point=entry_point,
+    )["out"]
     ids = sorted(r for _, b in got for r in b.column(COLS.record_id).to_pylist())
     assert ids == sorted(f"{k}{p}" for p in range(2) for k in "abxc")
 
@@ -262,13 +264,17 @@ def test_recovery_snapshots_stay_bounded_and_resume_drops_the_duplicate(tmp_path
     last = T0_MS + 80 * 15_000
     items += [TestingSource.ABORT(), ("orders:0", stamped(["k79-0", "new"], [last] * 2, last))]
     init_db_dir(tmp_path, 1)
-    flow = Dataflow("dedup_snap")
-    out = twg.dedup("dedup", op.input("inp", flow, TestingSource(items)), window=MINUTE)
     got: list = []
-    op.output("out", out, TestingSink(got))
     recovery = RecoveryConfig(str(tmp_path))
-    run_main(flow, epoch_interval=timedelta(0), recovery_config=recovery)  # aborts
-    run_main(flow, epoch_interval=timedelta(0), recovery_config=recovery)  # resumes
+    for _ in ("aborts", "resumes"):
+        run_flow(
+            items,
+            lambda up: twg.dedup("dedup", up, window=MINUTE),
+            flow_id="dedup_snap",
+            into={"out": got},
+            epoch_interval=timedelta(0),
+            recovery_config=recovery,
+        )
     ids = [r for _, b in got for r in b.column(COLS.record_id).to_pylist()]
     assert ids.count("k79-0") == 1
     assert "new" in ids

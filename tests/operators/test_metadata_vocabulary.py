@@ -10,9 +10,10 @@ import bytewax.operators as op
 import pyarrow as pa
 import pytest
 from bytewax.dataflow import Dataflow
-from bytewax.testing import TestingSink, TestingSource, run_main
+from bytewax.testing import TestingSource
 
 import thalweg_bytewax.operators as twg
+from tests.helpers import run_flow
 from thalweg_bytewax.codecs import AvroCodec, JsonCodec, ProtobufCodec
 from thalweg_bytewax.connectors.kafka import KafkaSource
 from thalweg_bytewax.connectors.parquet import ParquetSink
@@ -84,12 +85,11 @@ def test_to_dicts_keeps_the_metadata_its_policy_names(
 ) -> None:
     cols = MetadataColumns("_x_")
     batch = _decoded(cols)
-    flow = Dataflow("to_dicts_policy")
-    out: list[tuple[str, dict[str, Any]]] = []
-    up = op.input("inp", flow, TestingSource([("orders:3", batch)]))
-    dicts = twg.to_dicts("dicts", up, metadata=metadata, metadata_prefix="_x_")
-    op.output("out", dicts, TestingSink(out))
-    run_main(flow)
+    out: list[tuple[str, dict[str, Any]]] = run_flow(
+        [("orders:3", batch)],
+        lambda up: twg.to_dicts("dicts", up, metadata=metadata, metadata_prefix="_x_"),
+        flow_id="to_dicts_policy",
+    )["out"]
     assert [k for k, _ in out] == ["orders:3", "orders:3"]
     expected = batch.schema.names if kept is None else ["id", *(f"_x_{n}" for n in kept)]
     assert list(out[0][1]) == expected
@@ -98,11 +98,11 @@ def test_to_dicts_keeps_the_metadata_its_policy_names(
 
 def test_to_raw_records_reads_a_non_default_prefix() -> None:
     cols = MetadataColumns("_x_")
-    flow = Dataflow("to_records_prefix")
-    out: list[tuple[str, Any]] = []
-    up = op.input("inp", flow, TestingSource([("orders:3", _raw(cols))]))
-    op.output("out", twg.to_raw_records("records", up, metadata_prefix="_x_"), TestingSink(out))
-    run_main(flow)
+    out: list[tuple[str, Any]] = run_flow(
+        [("orders:3", _raw(cols))],
+        lambda up: twg.to_raw_records("records", up, metadata_prefix="_x_"),
+        flow_id="to_records_prefix",
+    )["out"]
     assert [(r.locator.offset, r.value) for _, r in out] == [(10, b"v0"), (11, b"v1")]
 
 
