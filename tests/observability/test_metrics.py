@@ -1,0 +1,76 @@
+"""/metrics scraped during a real run (mock broker -> Parquet raw lane) shows counters moving."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from pathlib import Path
+
+import bytewax.operators as op
+from bytewax.dataflow import Dataflow
+from bytewax.testing import run_main
+
+from tests.observability.conftest import get
+from thalweg_bytewax.connectors.kafka import KafkaSource
+from thalweg_bytewax.connectors.parquet import ParquetSink
+from thalweg_bytewax.observability import instruments, observe, running_server
+from thalweg_bytewax.testing import produce
+
+
+def series(text: str, name: str, topic: str) -> float:
+    """The sum of a metric's samples for one topic (0 when absent)."""
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(name + "{") and f'topic="{topic}"' in line:
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def test_metrics_move_while_the_flow_runs(kafka_bootstrap, make_topic, tmp_path: Path) -> None:
+    topic = make_topic()
+    n = 1200
+    produce(kafka_bootstrap, topic, [{"value": b"x" * 50, "partition": i % 2} for i in range(n)])
+    observe(port=0)
+    server = running_server()
+    assert server is not None
+    url = server.url + "/metrics"
+
+    flow = Dataflow("scraped")
+    # 300 records/s per partition: the run lasts about two seconds, long enough to scrape.
+    source = KafkaSource(kafka_bootstrap, topic, tail=False, max_records_per_s=300, batch_size=50)
+    raw = op.input("in", flow, source)
+    op.output("lane", raw, ParquetSink(tmp_path / "lane"))
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            run_main(flow, epoch_interval=None)
+        except BaseException as exc:
+            errors.append(exc)
+
+    runner = threading.Thread(target=run)
+    runner.start()
+    seen: list[float] = []
+    while runner.is_alive():
+        code, body = get(url)
+        assert code == 200
+        seen.append(series(body.decode(), instruments.SOURCE_RECORDS.name, topic))
+        time.sleep(0.2)
+    runner.join()
+    assert not errors
+    moving = sorted({v for v in seen if 0 < v < n})
+    assert len(moving) >= 2, f"no counter movement seen during the run: {seen}"
+    assert seen == sorted(seen)  # a counter never goes back
+
+    text = get(url)[1].decode()
+    assert series(text, instruments.SOURCE_RECORDS.name, topic) == n
+    assert series(text, instruments.CONSUMER_LAG.name, topic) == 0
+    assert series(text, instruments.SOURCE_BATCHES.name, topic) >= n / 50
+    # Commit durations are bucketed in seconds, from half a millisecond.
+    assert re.search(
+        rf'{instruments.SINK_COMMIT_DURATION.name}_bucket{{le="0.0005",.*step_id="parquet sink"',
+        text,
+    )
+    assert f'{instruments.SINK_ROWS_WRITTEN.name}{{' in text
+    assert re.search(rf'{instruments.COVERAGE_LAG.name}{{.*topic="{topic}".*}} 0\.0', text)
