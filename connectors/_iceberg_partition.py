@@ -14,7 +14,9 @@ EpochSinkPartition`'s. This module:
   touched (``thalweg.coverage.<sink id>/<topic>:<partition>`` → ``"0-99,150-199"``);
 * in ``upsert`` mode keeps the epoch's rows, deduplicated by key (last wins), and
   upserts them in one transaction carrying the same coverage properties;
-* on resume reads the coverage back as the union over the current snapshot's ancestry.
+* on resume reads the coverage back as the union over the current snapshot's ancestry;
+* with ``locators="absent"`` stages rows without a locator (key ``UNLOCATED``) the same
+  way, in commits without coverage properties.
 
 A commit that loses a race (``CommitFailedException``: another shard or process
 committed first) is retried on the refreshed table with the same data files, a bounded
@@ -57,6 +59,7 @@ from thalweg_bytewax.catalog.reconcile import reconcile  # noqa: E402
 from thalweg_bytewax.coverage import OffsetCoverage  # noqa: E402
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError  # noqa: E402
 from thalweg_bytewax.runtime.epoch_sink import (  # noqa: E402
+    UNLOCATED,
     EpochSinkPartition,
     EpochSinkState,
     EpochSinkStats,
@@ -128,6 +131,11 @@ def decode_spans(text: str) -> OffsetCoverage:
 class _IcebergPartition(EpochSinkPartition):
     replay_remedy: ClassVar[str] = "write to a new table, or give the sink a new `sink_id`"
     merge_remedy: ClassVar[str] = "give each stream its own table"
+    unlocated_remedy: ClassVar[str] = (
+        "keep the locator with metadata='locator' or 'all', or, for rows that have none "
+        "(another source, window results), build the sink with locators='absent' "
+        "(at-least-once appends, effectively-once upserts by key)"
+    )
 
     def __init__(
         self, sink: IcebergSink, sink_id: str, resume: EpochSinkState | None, shard: int
@@ -140,6 +148,7 @@ class _IcebergPartition(EpochSinkPartition):
             shard=shard,
             shards=sink.shards,
             stats=self.stats,
+            locators=sink.locators,
         )
         self._sink = sink
         self._sink_id = sink_id
@@ -152,6 +161,7 @@ class _IcebergPartition(EpochSinkPartition):
         self._buffer_bytes = 0
         self._files: list[DataFile] = []
         self._pending: dict[str, tuple[int, int]] = {}
+        self._staged_unlocated = False  # rows without a locator staged this epoch
 
     # -- hooks of the epoch protocol -------------------------------------------------
 
@@ -163,10 +173,13 @@ class _IcebergPartition(EpochSinkPartition):
 
     @override
     def stage(self, key: str, rows: pa.RecordBatch) -> None:
-        bounds = pc.min_max(rows.column(self.columns.source_offset))
-        first, last = bounds["min"].as_py(), bounds["max"].as_py()
-        pending = self._pending.get(key)
-        self._pending[key] = (first, last) if pending is None else (pending[0], last)
+        if key == UNLOCATED:
+            self._staged_unlocated = True
+        else:
+            bounds = pc.min_max(rows.column(self.columns.source_offset))
+            first, last = bounds["min"].as_py(), bounds["max"].as_py()
+            pending = self._pending.get(key)
+            self._pending[key] = (first, last) if pending is None else (pending[0], last)
         rows = self._conform(rows)
         self._buffer.append(rows)
         self._buffer_bytes += rows.nbytes
@@ -175,7 +188,7 @@ class _IcebergPartition(EpochSinkPartition):
 
     @override
     def commit_epoch(self) -> None:
-        if not self._pending:
+        if not self._pending and not self._staged_unlocated:
             return  # nothing staged: no empty snapshot
         if self._sink.mode == "append":
             self._write_files()
@@ -189,6 +202,7 @@ class _IcebergPartition(EpochSinkPartition):
         self._buffer = []
         self._buffer_bytes = 0
         self._pending = {}
+        self._staged_unlocated = False
 
     @override
     def abort(self) -> None:
@@ -198,6 +212,7 @@ class _IcebergPartition(EpochSinkPartition):
         self._buffer = []
         self._buffer_bytes = 0
         self._pending = {}
+        self._staged_unlocated = False
 
     @override
     def held_record_ids(self, key: str, first: int, last: int) -> pa.Table | None:

@@ -11,7 +11,10 @@ partitions, bulk-load the rows (ADBC COPY; for upserts into a temporary table, t
 A transient failure (SQLSTATE class 08, 40001, 40P01, 57P01, …) rolls back, reconnects
 and runs the whole transaction again from the buffer, with bounded exponential backoff.
 When a commit's answer was lost, the retry finds the epoch's spans already in the
-coverage rows (they commit together with the rows) and writes nothing twice.
+coverage rows (they commit together with the rows) and writes nothing twice. Rows
+without a locator (``locators="absent"``, key ``UNLOCATED``) have no coverage rows: they
+load in the same transaction, and such a retry writes them again (at-least-once for
+appends; an upsert overwrites the same keys).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing_extensions import override
 from thalweg_bytewax import _faults
 from thalweg_bytewax.coverage import OffsetCoverage
 from thalweg_bytewax.errors import SinkTerminalError
-from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState
+from thalweg_bytewax.runtime.epoch_sink import UNLOCATED, EpochSinkPartition, EpochSinkState
 
 from . import _postgres_coverage as cov
 from ._postgres_errors import describe_error, is_transient
@@ -57,6 +60,11 @@ class _Pending:
 class _PostgresPartition(EpochSinkPartition):
     replay_remedy: ClassVar[str] = "write to a new table or delete its coverage rows"
     merge_remedy: ClassVar[str] = "give each stream its own table"
+    unlocated_remedy: ClassVar[str] = (
+        "keep the locator with metadata='locator' or 'all', or, for rows that have none "
+        "(another source, window results), build the sink with locators='absent' "
+        "(at-least-once appends, effectively-once upserts by key)"
+    )
 
     def __init__(self, sink: PostgresSink, resume: EpochSinkState | None, shard: int) -> None:
         super().__init__(
@@ -65,10 +73,12 @@ class _PostgresPartition(EpochSinkPartition):
             resume_state=resume,
             shard=shard,
             shards=sink.shards,
+            locators=sink.locators,
         )
         self._sink = sink
         self._staged: list[pa.Table] = []
         self._pending: dict[str, _Pending] = {}
+        self._unlocated = False  # rows without a locator staged this epoch
         self._conn: Any = None  # the ADBC data connection, opened on the first commit
         self._temp = f"_twg_upsert_{shard}"
 
@@ -80,6 +90,10 @@ class _PostgresPartition(EpochSinkPartition):
 
     @override
     def stage(self, key: str, rows: pa.RecordBatch) -> None:
+        if key == UNLOCATED:
+            self._staged.append(self._sink.prepare(rows))
+            self._unlocated = True
+            return
         cols = self.columns
         offsets = rows.column(cols.source_offset)
         bounds = pc.min_max(offsets)
@@ -96,7 +110,7 @@ class _PostgresPartition(EpochSinkPartition):
 
     @override
     def commit_epoch(self) -> None:
-        if not self._pending:
+        if not self._pending and not self._unlocated:
             return
         sink = self._sink
         attempt = 0
@@ -140,11 +154,13 @@ class _PostgresPartition(EpochSinkPartition):
                 time.sleep(delay)
         self._staged.clear()
         self._pending.clear()
+        self._unlocated = False
 
     @override
     def abort(self) -> None:
         self._staged.clear()
         self._pending.clear()
+        self._unlocated = False
         self._drop_connection()
 
     @override
@@ -207,7 +223,7 @@ class _PostgresPartition(EpochSinkPartition):
                     # The epoch committed before, but its answer was lost: the coverage
                     # commits with the rows, so they are in the table already.
                     landed.add((p.topic, p.partition))
-            if updates:
+            if updates or self._unlocated:
                 self._load(cur, landed)
                 for p, new in updates:
                     cur.execute(write, (sink.sink_name, p.topic, p.partition, cov.dump(new)))

@@ -6,7 +6,9 @@ warehouse directory by default (no service), or a REST catalog by configuration
 (:class:`IcebergCatalogConfig`, secrets masked). The table is created on the first
 batch and evolved through :mod:`thalweg_bytewax.catalog.iceberg` (new fields added with
 their docs, ``int → long`` only with ``allow_widening``, anything else refused before a
-row is written); its partition spec comes from ``partition_by``.
+row is written); its partition spec comes from ``partition_by``. With
+``locators="absent"`` it takes rows without a source locator (a stock Bytewax source,
+window results): at-least-once appends, effectively-once upserts by key.
 
 See docs/connectors/iceberg.md for the guarantee table and the snapshot-summary keys.
 """
@@ -27,7 +29,12 @@ from thalweg_bytewax.catalog.iceberg import PartitionField, parse_partition_spec
 from thalweg_bytewax.coverage_store import CoverageStore, open_coverage_store
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import DEFAULT_PREFIX, metadata_columns
-from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
+from thalweg_bytewax.runtime.epoch_sink import (
+    EpochSinkState,
+    LocatorMode,
+    check_locator_mode,
+    unlocated_guarantee,
+)
 from thalweg_bytewax.runtime.parts import stable_route
 from thalweg_bytewax.typemap import IdentifierMode, validate_identifier
 
@@ -69,7 +76,18 @@ class IcebergSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
     by default) commit to the table. Exactly-once via coverage: every epoch's commit
     stores, in its snapshot summary, the covered offsets of each source partition it
     touched; on resume they are read back and replayed rows are skipped (and checked by
-    record id against the table). Rows without a locator are refused.
+    record id against the table). Rows without a locator are refused unless the sink is
+    built with ``locators="absent"``.
+
+    **Rows without a locator** (``locators="absent"``: rows from a stock Bytewax source
+    through ``twg.to_batches``, window results of ``twg.window_agg``): no offsets, so no
+    replay can be skipped. Each epoch is still one commit at the snapshot, but a crash
+    after that commit and before Bytewax's recovery snapshot replays the epoch: in
+    ``"append"`` mode its rows are appended again (**at-least-once**); in ``"upsert"``
+    mode the replay overwrites the same keys (**effectively-once**: each key once, with
+    its last value). The sink logs which of the two applies once at start. Key the stream
+    by the upsert key (window results are keyed by their group key) so the rows of one key
+    reach one shard in order.
 
     ``mode="append"`` appends; rows accumulate as data files during the epoch and become
     visible in one ``fast_append`` commit at the epoch's snapshot. ``mode="upsert"``
@@ -105,6 +123,9 @@ class IcebergSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
             raw lane, never in the table), under ``sink_id``: a
             :class:`~thalweg_bytewax.coverage_store.CoverageStore`, a path (SQLite) or a
             ``postgresql://`` URL. None records nothing. ``thalweg coverage`` reads it.
+        locators: ``"required"`` (rows carry ``_twg_source_*`` locators: exactly once)
+            or ``"absent"`` (rows without them: at-least-once appends, effectively-once
+            upserts; the locator columns are then refused).
     """
 
     def __init__(  # noqa: PLR0913 - one documented knob each
@@ -124,8 +145,17 @@ class IcebergSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
         commit_retries: int = DEFAULT_COMMIT_RETRIES,
         metadata_prefix: str = DEFAULT_PREFIX,
         coverage_store: CoverageStore | str | os.PathLike[str] | None = None,
+        locators: LocatorMode = "required",
     ) -> None:
         require("pyiceberg", extra="iceberg")
+        self.locators: LocatorMode = check_locator_mode("iceberg sink", locators)
+        if locators == "absent" and coverage_store is not None:
+            msg = (
+                "iceberg sink: `coverage_store` records source offsets; expected none with "
+                "locators='absent' (rows without a locator cover no offsets); got one; drop "
+                "`coverage_store`, or give the rows a locator"
+            )
+            raise ConfigError(msg)
         self.catalog = IcebergCatalogConfig.of(catalog)
         self.table = _check_table(table)
         if mode not in ("append", "upsert"):
@@ -198,6 +228,14 @@ class IcebergSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
                 COVERAGE_PREFIX,
                 sink_id,
             )
+            if self.locators == "absent":
+                text = unlocated_guarantee(
+                    f"iceberg sink: table `{self.table}`", self.mode, self.key_columns
+                )
+                if self.mode == "upsert":
+                    logger.info("%s", text)
+                else:
+                    logger.warning("%s", text)
         part = _IcebergPartition(self, sink_id, resume_state, shard)
         if self.coverage_store is not None:
             part.record_coverage_to(self.coverage_store, sink_id)

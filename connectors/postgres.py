@@ -6,7 +6,9 @@ types); when Bytewax closes the epoch, ``snapshot()`` writes them in one transac
 the rows (a binary ``COPY`` through the ADBC PostgreSQL driver, the fastest path
 measured, docs/benchmarks.md "PostgreSQL sink") and the coverage rows of their source
 partitions in ``<schema>._twg_coverage``, then ``COMMIT``. On resume each partition
-reads its coverage row and skips replayed offsets the table already holds.
+reads its coverage row and skips replayed offsets the table already holds. With
+``locators="absent"`` it takes rows without a source locator (a stock Bytewax source,
+window results): at-least-once appends, effectively-once upserts by key.
 
 Control (describe, create, evolve, comment) runs on psycopg through
 :mod:`thalweg_bytewax.catalog.postgres`; see docs/connectors/postgres.md.
@@ -33,7 +35,13 @@ from thalweg_bytewax.contracts.spec import ContractSpec, ObjectSpec
 from thalweg_bytewax.coverage import OffsetCoverage
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError, SinkTransientError
 from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataPolicy, metadata_columns
-from thalweg_bytewax.runtime.epoch_sink import EpochSinkState, EpochSinkStats
+from thalweg_bytewax.runtime.epoch_sink import (
+    EpochSinkState,
+    EpochSinkStats,
+    LocatorMode,
+    check_locator_mode,
+    unlocated_guarantee,
+)
 from thalweg_bytewax.runtime.parts import stable_route
 from thalweg_bytewax.typemap import Conversion, IdentifierMode
 
@@ -69,6 +77,17 @@ class PostgresSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
     shutting down) retry the epoch's whole transaction with bounded backoff; terminal
     ones (bad data, integrity, syntax, privileges) fail the epoch naming the table.
 
+    **Rows without a locator** (``locators="absent"``: rows from a stock Bytewax source
+    through ``twg.to_batches``, window results of ``twg.window_agg``): no offsets and no
+    coverage rows, so no replay can be skipped. Each epoch is still one transaction at
+    the snapshot, but a crash after its ``COMMIT`` and before Bytewax's recovery snapshot
+    (or a lost answer to the ``COMMIT`` that the sink retries) writes the epoch again: in
+    ``"append"`` mode its rows are inserted twice (**at-least-once**); in ``"upsert"`` mode
+    the replay overwrites the same keys (**effectively-once**: each key once, with its
+    last value). The sink logs which of the two applies once at start. Key the stream by
+    the upsert key (window results are keyed by their group key) so the rows of one key
+    reach one shard in order.
+
     Example::
 
         flow = Dataflow("orders_pg")
@@ -101,6 +120,9 @@ class PostgresSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
         max_backoff_s: The longest delay between retries.
         connect_timeout_s: The connection timeout of both clients.
         metadata_prefix: Prefix of the metadata columns.
+        locators: ``"required"`` (rows carry ``_twg_source_*`` locators: exactly once)
+            or ``"absent"`` (rows without them: at-least-once appends, effectively-once
+            upserts; the locator columns are then refused).
     """
 
     def __init__(
@@ -124,6 +146,7 @@ class PostgresSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
         max_backoff_s: float = 10.0,
         connect_timeout_s: float = 10.0,
         metadata_prefix: str = DEFAULT_PREFIX,
+        locators: LocatorMode = "required",
     ) -> None:
         if not isinstance(dsn, str) or "://" not in dsn:
             msg = (
@@ -186,6 +209,8 @@ class PostgresSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
         self.retry_backoff_s = float(retry_backoff_s)
         self.max_backoff_s = float(max_backoff_s)
         self.connect_timeout_s = float(connect_timeout_s)
+        self.locators: LocatorMode = check_locator_mode(f"postgres sink `{self.target}`", locators)
+        self._announced = False
         self._lock = threading.Lock()
         self._shapes: dict[pa.Schema, TableShape] = {}
         self._bookkeeping_ready = False
@@ -217,9 +242,22 @@ class PostgresSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
         self, step_id: str, for_part: str, resume_state: EpochSinkState | None
     ) -> _PostgresPartition:
         self._ensure_bookkeeping()
+        self._announce()
         part = _PostgresPartition(self, resume_state, int(for_part.rpartition("-")[2]))
         self.stats.append(part.stats)
         return part
+
+    def _announce(self) -> None:
+        """Log the guarantee for rows without a locator, once per sink and process."""
+        with self._lock:
+            if self._announced or self.locators != "absent":
+                return
+            self._announced = True
+        text = unlocated_guarantee(f"postgres sink `{self.target}`", self.mode, self.key_columns)
+        if self.mode == "upsert":
+            logger.info("%s", text)
+        else:
+            logger.warning("%s", text)
 
     # -- used by the partitions -------------------------------------------------------
 

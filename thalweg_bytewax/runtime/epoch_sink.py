@@ -25,6 +25,16 @@ skips rows whose offsets are covered, checking the first skipped rows of each pa
 by record id against the target; stamps ``<prefix>emit_ts``; stages the rest. Every
 group of a batch is checked before any is staged.
 
+**Rows without a locator** (a stock Bytewax source, window results): a partition built
+with ``locators="absent"`` takes batches that carry none of the locator columns (and
+refuses those that carry any). Such a batch is stamped and staged whole under the key
+:data:`UNLOCATED`, with no ownership, order, offset or coverage checks, and committed
+with the same epoch durability. Nothing can tell a replay from new rows, so the
+guarantee is the sink's write mode's (:func:`unlocated_guarantee`): at-least-once for
+appends (a crash after the target's commit and before the recovery snapshot writes the
+epoch's rows again), effectively-once for upserts by key (the replay overwrites the
+same keys).
+
 **Where durability lives (the two tensions).** Bytewax's connector guide asks a
 ``StatefulSinkPartition`` to be durable before ``write_batch`` returns. That allows one
 in-flight batch per sink (the per-batch ``flush()`` of Bytewax's own Kafka sink; the
@@ -63,7 +73,7 @@ import logging
 import time
 from abc import ABC, abstractmethod
 from datetime import UTC, datetime
-from typing import ClassVar
+from typing import ClassVar, Final, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -81,12 +91,59 @@ from thalweg_bytewax.observability.gate import observe_sink_partition
 from thalweg_bytewax.runtime.coverage_recording import CoverageRecorder
 from thalweg_bytewax.runtime.parts import encode_part, stable_route
 
-__all__ = ["EpochSinkPartition", "EpochSinkState", "EpochSinkStats"]
+__all__ = [
+    "UNLOCATED",
+    "EpochSinkPartition",
+    "EpochSinkState",
+    "EpochSinkStats",
+    "LocatorMode",
+    "check_locator_mode",
+    "unlocated_guarantee",
+]
 
 logger = logging.getLogger(__name__)
 
 EpochSinkState = dict[str, int]
 """Per source partition key, the next offset after the last committed row."""
+
+LocatorMode = Literal["required", "absent"]
+"""Whether a sink's rows carry source locators (``"required"``) or none (``"absent"``)."""
+
+UNLOCATED: Final = ""
+"""The key :meth:`EpochSinkPartition.stage` gets for rows without a locator."""
+
+
+def check_locator_mode(component: str, locators: object) -> LocatorMode:
+    """Validate a sink's ``locators`` option.
+
+    Raises:
+        ConfigError: When it is not ``"required"`` or ``"absent"``.
+    """
+    if locators == "required":
+        return "required"
+    if locators == "absent":
+        return "absent"
+    msg = (
+        f"{component}: `locators` expected 'required' (rows carry source locators: "
+        f"exactly once) or 'absent' (rows without them); got {locators!r}"
+    )
+    raise ConfigError(msg)
+
+
+def unlocated_guarantee(component: str, mode: str, key_columns: tuple[str, ...] = ()) -> str:
+    """The guarantee of a sink writing rows without a locator, as logged once at start."""
+    if mode == "upsert":
+        keys = ", ".join(f"`{k}`" for k in key_columns)
+        return (
+            f"{component}: rows carry no source locator (locators='absent'); upserts by "
+            f"({keys}) are effectively-once: a replay after a crash overwrites the same keys "
+            f"with the same rows"
+        )
+    return (
+        f"{component}: rows carry no source locator (locators='absent'); appends are "
+        f"at-least-once: a crash after the table's commit and before the recovery snapshot "
+        f"appends that epoch's rows again on resume (upsert by key for effectively-once)"
+    )
 
 
 class EpochSinkStats:
@@ -134,6 +191,9 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         shard: This partition's index among the sink's partitions.
         shards: How many partitions the sink lists (keys route by ``stable_route``).
         stats: The counters to update (a sink may pass a subclass with more).
+        locators: ``"required"`` (exactly once by source offsets) or ``"absent"``
+            (rows without a locator, staged under :data:`UNLOCATED`; see the module
+            docstring for the guarantee).
     """
 
     replay_remedy: ClassVar[str] = "point the sink at a new target"
@@ -142,6 +202,11 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
     """The end of the message when rows of a source partition go back in offset order."""
     readiness_critical: ClassVar[bool] = False
     """Whether a failure of this sink drops the process's readiness (the raw lane's does)."""
+    unlocated_remedy: ClassVar[str] = (
+        "keep the locator with metadata='locator' or 'all', or number rows from another "
+        "source with `twg.to_batches(..., locator='counter')`"
+    )
+    """The end of the message when a batch has no locator columns."""
 
     def __init__(
         self,
@@ -152,8 +217,10 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         shard: int,
         shards: int,
         stats: EpochSinkStats | None = None,
+        locators: LocatorMode = "required",
     ) -> None:
         self.component = component
+        self.locators: LocatorMode = check_locator_mode(component, locators)
         self.columns = columns
         self.shard = shard
         self.shards = shards
@@ -161,6 +228,7 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         self._resume = dict(resume_state or {})
         self._ledgers: dict[str, _Ledger] = {}
         self._failed = False
+        self._unlocated_pending = False  # rows without a locator staged since the commit
         self._recorder: CoverageRecorder | None = None
         # Counters, commit durations and health when observability is on (else None).
         self._obs = observe_sink_partition(
@@ -266,6 +334,7 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         if self._obs is not None:
             self._obs.committed(time.perf_counter() - started)
         _faults.checkpoint("epoch_sink.after_commit")
+        self._unlocated_pending = False
         recorder = self._recorder
         for key, ledger in self._ledgers.items():
             if ledger.pending is not None:
@@ -286,6 +355,8 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         # could make rows of a failed epoch visible, and raising would hide the error.
         try:
             staged = [k for k, ledger in self._ledgers.items() if ledger.pending is not None]
+            if self._unlocated_pending:
+                staged.append(UNLOCATED)
             if staged and not self._failed:
                 logger.warning(
                     "%s: shard %s closed with rows of %s source partitions staged after "
@@ -326,6 +397,9 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         for given in values:
             if given.num_rows == 0:
                 continue
+            if self.locators == "absent":
+                self._write_unlocated(without_input_span(given), now_us)
+                continue
             span = input_span(given)
             batch = without_input_span(given)
             for key, topic, partition, group in self._split(batch):
@@ -351,6 +425,25 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
                 self.stats.rows_written += rows.num_rows
                 self.stage(key, _stamp(rows, self.columns.emit_ts, now_us))
 
+    def _write_unlocated(self, batch: pa.RecordBatch, now_us: int) -> None:
+        """Stage a batch without a locator whole: nothing to own, order or skip."""
+        cols = self.columns
+        present = [
+            n
+            for n in (cols.source_topic, cols.source_partition, cols.source_offset)
+            if n in batch.schema.names
+        ]
+        if present:
+            msg = (
+                f"{self.component}: with locators='absent' batches carry no locator; got "
+                f"column `{present[0]}`; pass locators='required' to write them exactly "
+                f"once, or drop the locator columns upstream"
+            )
+            raise ConfigError(msg)
+        self.stats.rows_written += batch.num_rows
+        self._unlocated_pending = True
+        self.stage(UNLOCATED, _stamp(batch, cols.emit_ts, now_us))
+
     def _split(self, batch: pa.RecordBatch) -> list[tuple[str, str, int, pa.RecordBatch]]:
         """Group a batch by source partition, checking every group before any is staged."""
         cols = self.columns
@@ -361,7 +454,7 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
                     f"{self.component}: batches need the locator columns "
                     f"`{cols.source_topic}`, `{cols.source_partition}` and "
                     f"`{cols.source_offset}` for exactly-once writes; column `{required}` is "
-                    f"missing (keep the locator with metadata='locator' or 'all')"
+                    f"missing ({self.unlocated_remedy})"
                 )
                 raise ConfigError(msg)
         topics = batch.column(cols.source_topic)
