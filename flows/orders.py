@@ -64,12 +64,22 @@ from thalweg_bytewax.codecs import AvroCodec
 from thalweg_bytewax.config import Settings
 from thalweg_bytewax.connectors.kafka import KafkaSource
 from thalweg_bytewax.connectors.parquet import ParquetSink
+from thalweg_bytewax.connectors.raw_lane_source import only_output
 from thalweg_bytewax.connectors.rules import RuleRegistrySink
 from thalweg_bytewax.contracts import load_contract
+from thalweg_bytewax.recovery_plan import RawLane
 from thalweg_bytewax.registry import DirectorySchemaSource
 from thalweg_bytewax.runtime.gates import check_second_sink
 
-__all__ = ["CONTRACT", "SCHEMA_DIR", "OrdersSettings", "build_flow", "flow"]
+__all__ = [
+    "CONTRACT",
+    "SCHEMA_DIR",
+    "OrdersSettings",
+    "build_flow",
+    "flow",
+    "recovery_flow",
+    "recovery_lane",
+]
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"
 """The bundled schema directory: the sample orders' writer schema as id 1 (``1.avsc``)."""
@@ -158,13 +168,17 @@ def build_flow(
     # The dataflow: raw lane; decode, dedup, validate; orders, DLQ, audit.
     flow = Dataflow("orders")
     raw = op.input("orders_in", flow, source)
-    op.output("raw_lane", raw, raw_sink or ParquetSink(settings.raw_lane))
+    # The raw lane and the orders lane record their coverage beside the raw lane
+    # (`_coverage.sqlite3`): what `thalweg coverage` shows and `thalweg recover` replays.
+    store = settings.raw_lane
+    op.output("raw_lane", raw, raw_sink or ParquetSink(settings.raw_lane, coverage_store=store))
     decoded = twg.decode("decode", raw, codec, metadata="locator")
     # A replay (a restart, a redelivery) re-reads records with the same id: drop them.
     unique = twg.dedup("dedup", decoded.ok, by="record_id", window=window)
     checked = twg.validate("contract", unique, contract, mode="quarantine")
     rejected = op.merge("rejected", decoded.rejected, checked.rejected)
-    op.output("orders_lane", checked.clean, orders_sink or ParquetSink(settings.orders_lane))
+    orders_sink = orders_sink or ParquetSink(settings.orders_lane, coverage_store=store)
+    op.output("orders_lane", checked.clean, orders_sink)
     # One DLQ, two writers: each ParquetSink takes one ordered stream per partition, so
     # decode and contract rejects land in sibling directories that read back as one.
     if dlq_sink is not None:
@@ -196,6 +210,39 @@ def build_flow(
     # A Kafka source with several sinks needs its raw lane: refuse the flow otherwise.
     check_second_sink(flow)
     return flow
+
+
+def recovery_lane(settings: OrdersSettings | None = None) -> RawLane:
+    """Where this flow's raw lane and coverage store are (the ``thalweg recover`` hook).
+
+    Args:
+        settings: Flow settings (default: :meth:`OrdersSettings.load`).
+    """
+    settings = settings or OrdersSettings.load()
+    return RawLane(str(settings.raw_lane), "orders.raw_lane", str(settings.raw_lane))
+
+
+def recovery_flow(
+    source: Source[tuple[str, object]],
+    sink: str,
+    *,
+    settings: OrdersSettings | None = None,
+) -> Dataflow:
+    """This flow reading ``source`` (the raw lane) into the one output ``sink`` (the hook).
+
+    ``thalweg recover flows.orders --sink orders_lane`` calls it with a
+    ``RawLaneSource``: the same decode, dedup and contract path as live, under the same
+    flow and step ids, so the sink finds its target, skips what it holds and records
+    its coverage under its own id. No other output is written and Kafka is not read.
+
+    Args:
+        source: The replay source (a ``RawLaneSource``).
+        sink: The output step to recover, e.g. ``"orders_lane"`` or
+            ``"orders.orders_lane"``.
+        settings: Flow settings (default: :meth:`OrdersSettings.load`).
+    """
+    built = build_flow(settings or OrdersSettings.load(), source=source)
+    return only_output(built, sink)
 
 
 flow = build_flow(OrdersSettings.load())

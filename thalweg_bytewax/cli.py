@@ -245,7 +245,9 @@ def _recover(args: argparse.Namespace) -> int:
         from bytewax.run import cli_main
 
         epoch = timedelta(seconds=args.epoch_s)
-        cli_main(flow, workers_per_process=args.workers, epoch_interval=epoch)
+        cli_main(  # type: ignore[no-untyped-call]  # bytewax.run is untyped
+            flow, workers_per_process=args.workers, epoch_interval=epoch
+        )
     print(f"sink `{sink_id}`: recovered {plan.offsets:,} offsets")
     return 0
 

@@ -1,0 +1,148 @@
+"""``thalweg recover``: a sink that fell behind catches up from the raw lane, Kafka unread.
+
+The orders flow reads a real Kafka topic (the librdkafka mock cluster) into its raw
+lane, orders lane, DLQ and audit, each lane recording its coverage beside the raw lane:
+
+1. the flow is SIGKILLed mid-run (``coverage.after_record``): the orders sink fails;
+2. ingest goes on without the orders sink (its target is down), so the raw lane, DLQ
+   and audit reach the topic's end and the orders lane's coverage shows the gap —
+   exactly the offsets its files lack;
+3. ``thalweg recover flows.orders --sink orders_lane`` runs with the brokers pointed at
+   a closed port (Kafka is never read) and is SIGKILLed itself mid-way;
+4. run again, it completes: the orders lane holds every clean record exactly once (the
+   raw lane's records minus the DLQ's) and its coverage equals the raw lane's.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pytest
+from bytewax.recovery import init_db_dir
+
+from tests.helpers import closed_port
+from thalweg_bytewax.coverage import OffsetCoverage
+from thalweg_bytewax.coverage_report import coverage_report
+from thalweg_bytewax.coverage_store import SqliteCoverageStore
+from thalweg_bytewax.lanes import read_lane
+from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.testing import produce_sample_orders
+
+ROOT = Path(__file__).resolve().parents[2]
+COLS = MetadataColumns()
+ORDERS, RAW = "orders.orders_lane", "orders.raw_lane"
+
+
+def offsets(lane: Path) -> dict[tuple[str, int], list[int]]:
+    """Every row's offset per (topic, partition), duplicates kept."""
+    if not lane.exists():
+        return {}
+    names = [COLS.source_topic, COLS.source_partition, COLS.source_offset]
+    table = read_lane(lane, names)
+    if table.num_columns == 0:
+        return {}
+    out: dict[tuple[str, int], list[int]] = {}
+    for t, p, o in zip(*(table.column(n).to_pylist() for n in names), strict=True):
+        out.setdefault((t, p), []).append(o)
+    return out
+
+
+def env(data: Path, topic: str, fault: str | None, bootstrap: str) -> dict[str, str]:
+    out = {k: v for k, v in os.environ.items() if k != "THALWEG_FAULT"}
+    out["PYTHONPATH"] = os.pathsep.join([str(ROOT), out.get("PYTHONPATH", "")])
+    out.update(
+        THALWEG_DATA_DIR=str(data), THALWEG_TOPIC=topic, THALWEG_BOOTSTRAP_SERVERS=bootstrap
+    )
+    if fault:
+        out["THALWEG_FAULT"] = fault
+    return out
+
+
+def run(args: list[str], environ: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", *args],
+        env=environ,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+
+
+@pytest.mark.slow
+def test_recover_restores_parity_from_the_raw_lane_without_kafka_and_survives_its_own_kill(
+    tmp_path: Path, kafka_bootstrap: str, make_topic: Callable[[], str]
+) -> None:
+    topic = make_topic()
+    produce_sample_orders(kafka_bootstrap, topic, 2_400)
+    data = tmp_path / "data"
+
+    def live(recovery: str, fault: str | None, *extra: str) -> subprocess.CompletedProcess[str]:
+        (tmp_path / recovery).mkdir()
+        init_db_dir(tmp_path / recovery, 1)
+        argv = ["tests.recovery.recover_orders_flow", str(data), kafka_bootstrap, topic]
+        return run([*argv, str(tmp_path / recovery), *extra], env(data, topic, fault, "x:1"))
+
+    # 1. Mid-run, the process dies right after a sink recorded an epoch.
+    crashed = live("rec1", "coverage.after_record:7")
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-3000:]
+    # 2. Ingest goes on without the orders sink.
+    degraded = live("rec2", None, "--without-orders")
+    assert degraded.returncode == 0, degraded.stderr[-3000:]
+
+    store = SqliteCoverageStore(data / "raw")
+    raw = offsets(data / "raw")
+    rejected = offsets(data / "dlq")
+    assert sum(map(len, raw.values())) == 2_400
+    landed = offsets(data / "orders")
+    claimed = {(e.topic, e.partition): e.coverage for e in store.entries(ORDERS)}
+    gap: dict[tuple[str, int], int] = {}
+    for key, held in raw.items():
+        mine = claimed.get(key, OffsetCoverage())
+        rows = set(landed.get(key, []))
+        assert all(mine.covers(o) for o in rows), f"{key}: a landed row is not covered"
+        extra = {o for lo, hi in mine.spans for o in range(lo, hi + 1)} - rows
+        assert extra <= set(rejected.get(key, [])), f"{key}: claims offsets it does not hold"
+        gap[key] = sum(1 for o in held if not mine.covers(o))
+    assert sum(gap.values()) > 0, "the orders sink should have fallen behind"
+    # `thalweg coverage` shows that gap (for the partitions the sink has a row of).
+    report = coverage_report(store, sink=ORDERS, raw_lane=RAW)
+    assert report
+    assert {(r["topic"], r["partition"]): r["behind_raw"] for r in report} == {
+        (r["topic"], r["partition"]): gap[(r["topic"], r["partition"])] for r in report
+    }
+
+    # 3. Recover with the brokers unreachable, killed mid-way by its own sink's commit.
+    dead = f"127.0.0.1:{closed_port()}"
+    cli = ["thalweg_bytewax.cli", "recover", "flows.orders", "--sink", "orders_lane"]
+    cli += ["--epoch-s", "0", "--batch-size", "40", "--no-progress"]
+    killed = run(cli, env(data, topic, "coverage.after_record:3", dead))
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    partial = offsets(data / "orders")
+    assert sum(map(len, partial.values())) > sum(map(len, landed.values()))
+
+    # 4. Rerun: parity, no duplicates, Kafka never read.
+    done = run(cli, env(data, topic, None, dead))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "recovered" in done.stdout
+    assert "Connection refused" not in done.stderr, "recover must not reach for Kafka"
+    final = offsets(data / "orders")
+    for key, held in raw.items():
+        rows = final.get(key, [])
+        assert len(rows) == len(set(rows)), f"{key}: duplicates after recovery"
+        assert set(rows) == set(held) - set(rejected.get(key, [])), key
+    report = coverage_report(store, sink=ORDERS, raw_lane=RAW)
+    assert {(r["topic"], r["partition"]): r["behind_raw"] for r in report} == dict.fromkeys(raw, 0)
+    # Nothing left: a third run replays nothing.
+    again = run(cli, env(data, topic, None, dead))
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "nothing to recover" in again.stdout
+    # The lane's rows pass the contract, as the live path writes them.
+    table = read_lane(data / "orders")
+    assert pc.all(pc.is_valid(table[COLS.record_id])).as_py()
