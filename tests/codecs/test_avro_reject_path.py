@@ -180,12 +180,12 @@ def test_bad_rows_reach_the_dlq_with_their_bytes_locator_and_text() -> None:
     codec, good = _codec("plain")
     values = [good[0], good[1][:12], good[2], good[3] + b"\x01", good[4]]
     batch = raw_values(values, partition=1, first=10)
-    got = run_flow(
+    out = run_flow(
         [("orders:1", batch)],
         lambda up: twg.decode("decode", up, codec),
         flow_id="avro_reject",
     )
-    ok, rejected = got["ok"], got["rejected"]
+    ok, rejected = out["ok"], out["rejected"]
     assert [b.num_rows for _, b in ok] == [3]
     got = {locator_of(r).offset: r for r in rejected_from_dlq_batch(rejected[0][1])}
     assert sorted(got) == [11, 13]

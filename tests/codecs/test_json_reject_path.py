@@ -134,12 +134,12 @@ def test_bad_rows_reach_the_dlq_with_their_bytes_locator_and_text() -> None:
     good = [_plain(i) for i in range(6)]
     values = [good[0], good[1][:10], b"\xfe\xff", good[3], b"", good[5] + b" ]"]
     batch = raw_values(values, partition=2, first=50)
-    got = run_flow(
+    out = run_flow(
         [("orders:2", batch)],
         lambda up: twg.decode("decode", up, JsonCodec(PLAIN)),
         flow_id="json_reject",
     )
-    ok, rejected = got["ok"], got["rejected"]
+    ok, rejected = out["ok"], out["rejected"]
     assert [b.num_rows for _, b in ok] == [2]
     got = {locator_of(r).offset: r for r in rejected_from_dlq_batch(rejected[0][1])}
     assert sorted(got) == [51, 52, 54, 55]
