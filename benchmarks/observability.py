@@ -33,7 +33,9 @@ import tempfile
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from _harness import broker, check_retention, peak_rss_mb, run_child  # noqa: E402
 
@@ -73,7 +75,7 @@ def _variant(bootstrap: str, topic: str, data_dir: str, mode: str) -> dict[str, 
     )
     flow = build_flow(settings)
     start = time.perf_counter()
-    run_main(flow)
+    run_main(flow)  # type: ignore[no-untyped-call]
     elapsed = time.perf_counter() - start
     stop.set()
     import pyarrow.dataset as ds
@@ -109,7 +111,7 @@ def main() -> None:
         topic = f"bench-observability-{int(time.time())}"
         upstream = TracerProvider().get_tracer("checkout")
 
-        def records():  # type: ignore[no-untyped-def]
+        def records() -> Iterator[dict[str, Any]]:
             for i, order in enumerate(sample_orders(args.records)):
                 headers: list[tuple[str, bytes]] = []
                 if i % 100 == 0:  # a new upstream trace per 100 orders

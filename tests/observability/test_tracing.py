@@ -123,7 +123,9 @@ class _ProducingPartition(StatelessSinkPartition[pa.RecordBatch]):
 
     def write_batch(self, items: list[pa.RecordBatch]) -> None:
         for batch in items:
-            headers = inject_headers(batch, topic=self.topic, step_id="out")
+            headers: list[tuple[str, str | bytes | None]] = list(
+                inject_headers(batch, topic=self.topic, step_id="out")
+            )
             self.producer.produce(self.topic, value=str(batch.num_rows).encode(), headers=headers)
         self.producer.flush(30)
 
@@ -177,9 +179,9 @@ def test_an_upstream_trace_continues_through_consumer_operators_and_producer(
     chain = [receive, decode, validate, send]
     assert {s.context.trace_id for s in chain} == {trace_id}
     assert receive.parent is not None and receive.parent.span_id == origin.get_span_context().span_id
-    assert decode.parent.span_id == receive.context.span_id
-    assert validate.parent.span_id == decode.context.span_id
-    assert send.parent.span_id == validate.context.span_id
+    assert decode.parent is not None and decode.parent.span_id == receive.context.span_id
+    assert validate.parent is not None and validate.parent.span_id == decode.context.span_id
+    assert send.parent is not None and send.parent.span_id == validate.context.span_id
     assert send.kind is SpanKind.PRODUCER
 
     consumer = Consumer(

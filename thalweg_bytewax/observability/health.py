@@ -110,12 +110,28 @@ class HealthRegistry:
         self._dead: str | None = None
 
     def register(
-        self, kind: str, name: str, *, critical: bool = False, numbers: Numbers | None = None
+        self,
+        kind: str,
+        name: str,
+        *,
+        critical: bool = False,
+        numbers: Numbers | None = None,
+        unique: bool = False,
     ) -> Component:
-        """Add (or replace, when a partition is rebuilt) a component and return it."""
-        comp = Component(kind, name, critical=critical, numbers=numbers)
+        """Add a component and return it.
+
+        A component of the same kind and name is replaced (a rebuilt partition), unless
+        ``unique``: then the name gets a `` (2)``, `` (3)``… suffix (sinks of one class
+        share a name).
+        """
         with self._lock:
-            self._components[(kind, name)] = comp
+            final = name
+            n = 1
+            while unique and (kind, final) in self._components:
+                n += 1
+                final = f"{name} ({n})"
+            comp = Component(kind, final, critical=critical, numbers=numbers)
+            self._components[(kind, final)] = comp
         return comp
 
     def unregister(self, component: Component) -> None:

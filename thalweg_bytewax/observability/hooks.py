@@ -254,7 +254,10 @@ class SinkObserver:
                 "epochs_committed": stats.epochs_committed,
             }
 
-        self.health = registry.register("sink", name, critical=critical, numbers=numbers)
+        # Sinks of one class share a component name: each partition gets its own entry.
+        self.health = registry.register(
+            "sink", name, critical=critical, numbers=numbers, unique=True
+        )
 
     def writing(self, values: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
         """Before a write: a span per traced batch, and the trace metadata removed."""

@@ -42,11 +42,11 @@ class _Handler(BaseHTTPRequestHandler):
             tree = health.tree()
             self._json(503 if tree["status"] == Status.DOWN else 200, tree)
         elif path == "/ready":
-            ready, why = health.ready()
-            self._json(200 if ready else 503, {"ready": ready, "reasons": why})
+            ready, reasons = health.ready()
+            self._json(200 if ready else 503, {"ready": ready, "reasons": reasons})
         elif path == "/live":
-            live, why = health.live()
-            self._json(200 if live else 503, {"live": live, "reason": why})
+            live, reason = health.live()
+            self._json(200 if live else 503, {"live": live, "reason": reason})
         elif path == "/stats":
             m = metrics()
             self._json(200, m.stats() if m is not None else {"metrics": "off"})
