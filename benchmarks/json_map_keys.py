@@ -15,8 +15,8 @@ import time
 
 import orjson
 
-import thalweg_bytewax.codecs.json as json_codec
-from thalweg_bytewax.codecs.json import JsonCodec
+from thalweg_bytewax.codecs._json_fast import NATIVE
+from thalweg_bytewax.codecs.json import JsonCodec, JsonEngine
 
 SCHEMA = {
     "type": "object",
@@ -39,13 +39,12 @@ def main() -> None:
     parser.add_argument("--keys", type=int, nargs="+", default=[50_000, 200_000])
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    native = json_codec.NATIVE
-    for engine in ("native", "pyarrow") if native else ("pyarrow",):
-        json_codec.NATIVE = engine == "native"
+    engines: tuple[JsonEngine, ...] = ("native", "pyarrow") if NATIVE else ("pyarrow",)
+    for engine in engines:
         for n in args.keys:
             big = orjson.dumps({"m": {f"key{i:07d}": i for i in range(n)}})
             repeated = big[:-2] + b', "key0000001": 0}}'
-            codec = JsonCodec(SCHEMA)
+            codec = JsonCodec(SCHEMA, engine=engine)
             row = {
                 "engine": engine,
                 "keys": n,
@@ -53,7 +52,6 @@ def main() -> None:
                 "repeated_key_s": round(_seconds(codec, repeated, args.repeat), 4),
             }
             print(json.dumps(row))
-    json_codec.NATIVE = native
 
 
 if __name__ == "__main__":
