@@ -30,7 +30,7 @@ def main() -> None:
     flow = build_flow(settings, source=source)
     if "--without-orders" in sys.argv[5:]:
         flow.substeps[:] = [s for s in flow.substeps if s.step_id != "orders.orders_lane"]
-    cli_main(  # type: ignore[no-untyped-call]
+    cli_main(
         flow, epoch_interval=timedelta(0), recovery_config=RecoveryConfig(recovery)
     )
 

@@ -134,9 +134,9 @@ def test_recover_restores_parity_from_the_raw_lane_without_kafka_and_survives_it
     assert "Connection refused" not in done.stderr, "recover must not reach for Kafka"
     final = offsets(data / "orders")
     for key, held in raw.items():
-        rows = final.get(key, [])
-        assert len(rows) == len(set(rows)), f"{key}: duplicates after recovery"
-        assert set(rows) == set(held) - set(rejected.get(key, [])), key
+        got = final.get(key, [])
+        assert len(got) == len(set(got)), f"{key}: duplicates after recovery"
+        assert set(got) == set(held) - set(rejected.get(key, [])), key
     report = coverage_report(store, sink=ORDERS, raw_lane=RAW)
     assert {(r["topic"], r["partition"]): r["behind_raw"] for r in report} == dict.fromkeys(raw, 0)
     # Nothing left: a third run replays nothing.

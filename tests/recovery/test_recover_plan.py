@@ -1,0 +1,148 @@
+"""Recovery plans: the raw lane's coverage minus a sink's, in a window; the retention guard.
+
+Unit and property tests over a real SQLite coverage store, then the guard through
+``thalweg recover`` on the orders flow: a raw lane file removed (retention) makes
+recovery refuse, naming the topic, partition and offsets, before anything is written;
+a window narrowed to what the lane holds is replayed.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from bytewax.testing import run_main
+from hypothesis import given
+from hypothesis import strategies as st
+
+from thalweg_bytewax.cli import main
+from thalweg_bytewax.coverage import OffsetCoverage
+from thalweg_bytewax.coverage_store import SqliteCoverageStore
+from thalweg_bytewax.errors import ConfigError, SourceError
+from thalweg_bytewax.lanes import read_lane
+from thalweg_bytewax.recovery_plan import (
+    RecoveryPlan,
+    check_retention,
+    parse_offsets,
+    plan_recovery,
+)
+
+RAW, SINK = "f.raw", "f.sink"
+spans = st.lists(
+    st.tuples(st.integers(0, 300), st.integers(0, 40)).map(lambda t: (t[0], t[0] + t[1])),
+    max_size=6,
+)
+
+
+def offsets_of(cov: OffsetCoverage) -> set[int]:
+    return {o for lo, hi in cov.spans for o in range(lo, hi + 1)}
+
+
+def test_a_sink_lacks_the_raw_lanes_coverage_minus_its_own(tmp_path: Path) -> None:
+    store = SqliteCoverageStore(tmp_path)
+    store.record(RAW, {("t", 0): OffsetCoverage([(0, 99)]), ("t", 1): OffsetCoverage([(0, 9)])})
+    store.record(SINK, {("t", 0): OffsetCoverage([(0, 39), (60, 79)])})
+    plan = plan_recovery(store, SINK, raw_lane=RAW, held={})
+    assert plan.missing == {
+        ("t", 0): OffsetCoverage([(40, 59), (80, 99)]),
+        ("t", 1): OffsetCoverage([(0, 9)]),  # no row of the sink: it lacks everything
+    }
+    assert plan.offsets == 50
+    assert "t:0 40..59, 80..99 (40 offsets)" in plan.describe()
+    windowed = plan_recovery(
+        store, SINK, raw_lane=RAW, held={}, start=parse_offsets("50", "--from"),
+        end=parse_offsets("t:0=85,t:1=60", "--to"), only=("t", None),
+    )
+    assert windowed.missing == {("t", 0): OffsetCoverage([(50, 59), (80, 85)])}
+    one = plan_recovery(store, SINK, raw_lane=RAW, held={}, only=("t", 1))
+    assert list(one.missing) == [("t", 1)]
+
+
+def test_without_raw_lane_coverage_the_lanes_files_stand_for_it(tmp_path: Path) -> None:
+    store = SqliteCoverageStore(tmp_path)
+    store.record(SINK, {("t", 0): OffsetCoverage([(0, 9)])})
+    held = {("t", 0): OffsetCoverage([(0, 29)])}
+    plan = plan_recovery(store, SINK, raw_lane=RAW, held=held)
+    assert plan.missing == {("t", 0): OffsetCoverage([(10, 29)])}
+
+
+def test_bad_arguments_are_refused(tmp_path: Path) -> None:
+    store = SqliteCoverageStore(tmp_path)
+    store.record(RAW, {("t", 0): OffsetCoverage([(0, 9)])})
+    with pytest.raises(ConfigError, match=r"got the raw lane itself"):
+        plan_recovery(store, RAW, raw_lane=RAW, held={})
+    with pytest.raises(ConfigError, match=r"`--from` <= `--to`; got 8 > 3"):
+        plan_recovery(store, SINK, raw_lane=RAW, held={}, start={None: 8}, end={None: 3})
+    with pytest.raises(ConfigError, match=r"`--to` expected `N` or"):
+        parse_offsets("t:x=3", "--to")
+
+
+def test_the_retention_guard_names_each_partition_and_the_offsets_gone() -> None:
+    plan = RecoveryPlan(SINK, {("t", 0): OffsetCoverage([(40, 99)]), ("t", 1): OffsetCoverage([(0, 9)])})
+    held = {("t", 0): OffsetCoverage([(0, 49), (70, 200)]), ("t", 1): OffsetCoverage([(0, 9)])}
+    with pytest.raises(SourceError) as caught:
+        check_retention(plan, held, lane="lake/raw")
+    text = str(caught.value)
+    assert "raw lane `lake/raw` no longer holds what sink `f.sink` is missing" in text
+    assert "`t:0` offsets 50..69 (20 offsets)" in text
+    assert "t:1" not in text
+    check_retention(plan, {**held, ("t", 0): OffsetCoverage([(0, 99)])}, lane="lake/raw")
+
+
+@given(raw=spans, sink=spans, lo=st.integers(0, 350), width=st.integers(0, 350))
+def test_a_plan_is_exactly_what_the_window_of_the_raw_lane_lacks_in_the_sink(
+    tmp_path_factory: pytest.TempPathFactory,
+    raw: list[tuple[int, int]],
+    sink: list[tuple[int, int]],
+    lo: int,
+    width: int,
+) -> None:
+    store = SqliteCoverageStore(tmp_path_factory.mktemp("plan"))
+    store.record("f.other", {("t", 9): OffsetCoverage([(0, 0)])})  # the store exists
+    store.record(RAW, {("t", 0): OffsetCoverage(raw)})
+    store.record(SINK, {("t", 0): OffsetCoverage(sink)})
+    plan = plan_recovery(store, SINK, raw_lane=RAW, held={}, start={None: lo}, end={None: lo + width})
+    got = offsets_of(plan.missing.get(("t", 0), OffsetCoverage()))
+    window = set(range(lo, lo + width + 1))
+    assert got == (offsets_of(OffsetCoverage(raw)) & window) - offsets_of(OffsetCoverage(sink))
+
+
+def run_orders_without_its_sink(data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The orders flow over 400 sample orders with its orders output down."""
+    monkeypatch.setenv("THALWEG_DATA_DIR", str(data))
+    monkeypatch.setenv("THALWEG_SAMPLE_ORDERS", "400")
+    monkeypatch.delenv("THALWEG_BOOTSTRAP_SERVERS", raising=False)
+    from flows._orders_sample import SampleOrdersSource
+    from flows.orders import OrdersSettings, build_flow
+
+    source = SampleOrdersSource(400, topic="orders", batch_size=25)  # 4 files a partition
+    flow = build_flow(OrdersSettings.load(), source=source)
+    flow.substeps[:] = [s for s in flow.substeps if s.step_id != "orders.orders_lane"]
+    run_main(flow, epoch_interval=timedelta(0))
+
+
+def test_recover_refuses_a_range_the_raw_lane_no_longer_holds_then_replays_a_held_window(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data"
+    run_orders_without_its_sink(data, monkeypatch)
+    files = sorted((data / "raw").glob("orders/0/*.parquet"))
+    assert files, "the sample writes partition 0"
+    gone = files[0]
+    first, last = (int(x) for x in gone.stem.split("-"))
+    gone.unlink()  # a retention policy removed the oldest file
+    argv = ["recover", "flows.orders", "--sink", "orders_lane", "--no-progress", "--epoch-s", "0"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"`orders:0` offsets {first}..{last}" in err
+    assert "no longer holds what sink `orders.orders_lane` is missing" in err
+    assert not (data / "orders").exists() or read_lane(data / "orders").num_rows == 0
+    # Narrowed to what the lane still holds, it replays.
+    assert main([*argv, "--topic", "orders", "--partition", "0", "--from", str(last + 1)]) == 0
+    out = capsys.readouterr().out
+    assert "recovered" in out
+    table = read_lane(data / "orders", ["_twg_source_partition", "_twg_source_offset"])
+    assert table.num_rows > 0
+    assert set(table.column(0).to_pylist()) == {0}
+    assert min(table.column(1).to_pylist()) > last
