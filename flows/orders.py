@@ -55,13 +55,13 @@ import bytewax.operators as op
 from bytewax.dataflow import Dataflow
 from bytewax.inputs import Source
 from bytewax.outputs import Sink
-from pydantic import Field, SecretStr
+from pydantic import Field
 
 import thalweg_bytewax.operators as twg
 from flows._orders_sample import SampleOrdersSource
 from flows._summary import SummarySink
 from thalweg_bytewax.codecs import AvroCodec
-from thalweg_bytewax.config import Settings
+from thalweg_bytewax.config import SecretRef, Settings
 from thalweg_bytewax.connectors.kafka import KafkaSource
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.connectors.raw_lane_source import only_output
@@ -97,14 +97,22 @@ class OrdersSettings(Settings):
     component = "flows.orders"
 
     bootstrap_servers: str | None = None
-    # The URL may carry credentials (`https://user:secret@host`): masked in every repr.
-    schema_registry_url: SecretStr | None = None
+    """Kafka brokers; unset = the embedded sample."""
+    # The URL may carry credentials: a `${env:…}` reference, or a value masked everywhere.
+    schema_registry_url: SecretRef | None = None
+    """Schema registry for writer schemas; unset = the bundled `flows/schemas`."""
     topic: str = "orders"
+    """The topic to read."""
     data_dir: Path = Path("thalweg-data")
+    """The local lake directory (raw, orders, dlq and audit lanes)."""
     sample_orders: int = Field(default=20_000, ge=1)
+    """How many sample orders the embedded source generates."""
     tail: bool = True
+    """With Kafka: follow new records (true) or stop at the end (false)."""
     contract: str = str(CONTRACT)
+    """The ODCS contract (path or URL)."""
     dedup_window_s: float = Field(default=3600.0, gt=0)
+    """How long a record id is remembered for deduplication, in seconds."""
 
     @property
     def raw_lane(self) -> Path:
@@ -128,8 +136,8 @@ class OrdersSettings(Settings):
 
     def codec(self) -> AvroCodec:
         """The orders codec: Confluent-framed Avro from the registry, or the bundled schemas."""
-        if self.schema_registry_url is not None and self.schema_registry_url.get_secret_value():
-            return AvroCodec(self.schema_registry_url.get_secret_value())
+        if self.schema_registry_url is not None and (url := self.schema_registry_url.resolve()):
+            return AvroCodec(url)
         return AvroCodec(DirectorySchemaSource(SCHEMA_DIR))
 
 

@@ -211,3 +211,21 @@ def test_a_secret_never_appears_in_output_errors_reprs_or_logs(
     assert "thalweg: " in text and "settings" in text  # the error paths did run
     assert ENV_SECRET not in text
     assert FILE_SECRET not in text
+
+
+def test_the_orders_registry_url_takes_a_reference_resolved_when_the_codec_is_built(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flows.orders import OrdersSettings
+
+    config = tmp_path / "orders.toml"
+    config.write_text('schema_registry_url = "mock://reader:${env:DEMO_REG_PW}@orders-ref"\n')
+    monkeypatch.setenv("DEMO_REG_PW", ENV_SECRET)
+    code, out, _ = run(capsys, "config", "secrets", str(config))
+    assert code == 0 and "schema_registry_url  ${env:DEMO_REG_PW}  ok" in out
+    code, out, _ = run(capsys, "config", "show", str(config))
+    assert "${env:DEMO_REG_PW}" in out and ENV_SECRET not in out
+    settings = OrdersSettings.load({}, file=config)
+    assert settings.schema_registry_url is not None
+    assert settings.schema_registry_url.resolve() == f"mock://reader:{ENV_SECRET}@orders-ref"
+    assert ENV_SECRET not in repr(settings)

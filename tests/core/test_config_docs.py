@@ -25,3 +25,8 @@ def test_the_settings_reference_is_the_one_generated_from_the_model() -> None:
     assert block.group(1) == wanted, "regenerate it with render_reference(OrdersSettings)"
     for name in OrdersSettings.model_fields:
         assert f"| `{name}` |" in block.group(1)
+
+
+def test_every_orders_setting_has_a_description_for_init_and_the_docs() -> None:
+    missing = [n for n, f in OrdersSettings.model_fields.items() if not f.description]
+    assert not missing

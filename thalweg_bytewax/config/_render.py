@@ -97,7 +97,8 @@ def _default(info: FieldInfo) -> tuple[bool, Any]:
     if info.is_required():
         return False, None
     value = info.get_default(call_default_factory=True, validated_data={})
-    return True, TypeAdapter(info.annotation).dump_python(value, mode="json")
+    annotation: Any = info.annotation
+    return True, TypeAdapter(annotation).dump_python(value, mode="json")
 
 
 def _fields(model: type[BaseModel]) -> Iterator[tuple[str, FieldInfo, type[BaseModel] | None]]:
