@@ -151,11 +151,11 @@ class _Writer:
         if not arr.null_count:
             tag = zigzag(np.array([1 - null_at], np.int64))
             enc = self.value(other, arr, path, rows)
-            return join([repeat(tag[0].as_py(), n), enc])
+            return join([tag[0].as_py(), enc])
         valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
         keep = np.flatnonzero(valid)
         enc = self.value(other, arr.filter(pa.array(valid)), path, rows[keep])
-        tagged = join([repeat(zigzag(np.array([1 - null_at], np.int64))[0].as_py(), len(enc)), enc])
+        tagged = join([zigzag(np.array([1 - null_at], np.int64))[0].as_py(), enc])
         pool = pa.concat_arrays([tagged, pa.array([null_tag], pa.binary())])
         index = np.full(n, len(enc), dtype=np.int64)
         index[keep] = np.arange(len(keep))
@@ -183,7 +183,7 @@ class _Writer:
             child_rows[offs[mine]] = rows[mine]
             enc = self.value(branches[code], child, f"{path}.{code}", child_rows)
             tag = zigzag(np.array([code], np.int64))[0].as_py()
-            pool.append(join([repeat(tag, len(enc)), enc]))
+            pool.append(join([tag, enc]))
             base[code] = start
             start += len(enc)
         if not pool:
@@ -287,9 +287,8 @@ class _Writer:
         """``count + items + 0`` per row (``0`` alone for an empty row)."""
         body = body_slices(item_enc, item_offsets)
         head = zigzag(counts)
-        n = len(counts)
         head = pc.if_else(pa.array(counts > 0), head, EMPTY)
-        return join([head, body, repeat(b"\x00", n)])
+        return join([head, body, b"\x00"])
 
     def _array(
         self, node: Mapping[str, Any], arr: pa.Array, path: str, rows: np.ndarray

@@ -26,6 +26,7 @@ from thalweg_bytewax.codecs._wire import (
     fixed_width,
     join,
     repeat,
+    varint,
     varints,
     zigzag,
 )
@@ -59,12 +60,7 @@ _US = 1_000_000
 
 
 def _tag(fd: FieldDescriptor, wire: int) -> bytes:
-    return zigzag_free(np.array([(fd.number << 3) | wire], np.uint64))
-
-
-def zigzag_free(v: np.ndarray) -> bytes:
-    """The varint bytes of one unsigned value."""
-    return bytes(varints(v)[0].as_py())
+    return varint((fd.number << 3) | wire)
 
 
 def _fail(path: str, rows: np.ndarray, i: int, what: str) -> EncodeError:
@@ -167,7 +163,7 @@ class _Writer:
         keep = np.flatnonzero(valid)
         sub = arr if len(keep) == n else arr.filter(pa.array(valid))
         enc, present = self._values(fd, sub, path, rows[keep])
-        tagged = join([repeat(_tag(fd, _WIRE.get(fd.type, _VARINT)), len(enc)), enc])
+        tagged = join([_tag(fd, _WIRE.get(fd.type, _VARINT)), enc])
         if present is not None:
             tagged = pc.if_else(pa.array(present), tagged, EMPTY)
         if len(keep) == n:
@@ -214,7 +210,7 @@ class _Writer:
         if name in _WRAPPERS:
             inner = desc.fields_by_name["value"]
             enc = self.scalars(inner, arr, path, rows)
-            tagged = join([repeat(_tag(inner, _WIRE.get(inner.type, _VARINT)), len(enc)), enc])
+            tagged = join([_tag(inner, _WIRE.get(inner.type, _VARINT)), enc])
             return pc.if_else(pa.array(_not_default(inner, enc)), tagged, EMPTY)
         if name in ("google.protobuf.Timestamp", "google.protobuf.Duration"):
             return self._seconds_nanos(desc, arr, path, rows)
@@ -248,7 +244,7 @@ class _Writer:
         parts = []
         for fd, vals in ((sec_fd, seconds), (nano_fd, micros * 1000)):
             enc = varints(vals.astype(np.int64).view(np.uint64))
-            tagged = join([repeat(_tag(fd, _VARINT), len(vals)), enc])
+            tagged = join([_tag(fd, _VARINT), enc])
             parts.append(pc.if_else(pa.array(vals != 0), tagged, EMPTY))
         return join(parts)
 
@@ -292,14 +288,14 @@ class _Writer:
         if fd.is_packed:
             enc = self.scalars(fd, items, f"{path}[]", item_rows)
             body = body_slices(enc, rel)
-            packed = join([repeat(_tag(fd, _LEN), len(arr)), varints(_lengths(body)), body])
+            packed = join([_tag(fd, _LEN), varints(_lengths(body)), body])
             return pc.if_else(pa.array(counts > 0), packed, EMPTY)
         enc, _ = (
             self._values(fd, items, f"{path}[]", item_rows)
             if fd.type == F.TYPE_MESSAGE
             else (self.scalars(fd, items, f"{path}[]", item_rows), None)
         )
-        tagged = join([repeat(_tag(fd, _WIRE.get(fd.type, _VARINT)), len(enc)), enc])
+        tagged = join([_tag(fd, _WIRE.get(fd.type, _VARINT)), enc])
         return body_slices(tagged, rel)
 
     def _map(self, fd: FieldDescriptor, arr: pa.Array, path: str, rows: np.ndarray) -> pa.Array:
@@ -314,7 +310,7 @@ class _Writer:
             [arr.keys.slice(lo, hi - lo), arr.items.slice(lo, hi - lo)], names=["key", "value"]
         )
         body = self.message(entry, entries, f"{path}{{}}", item_rows)
-        tagged = join([repeat(_tag(fd, _LEN), len(body)), varints(_lengths(body)), body])
+        tagged = join([_tag(fd, _LEN), varints(_lengths(body)), body])
         return body_slices(tagged, offsets - lo)
 
 

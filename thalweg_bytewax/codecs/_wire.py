@@ -10,7 +10,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["EMPTY", "binary", "body_slices", "fixed_width", "join", "repeat", "varints", "zigzag"]
+__all__ = [
+    "EMPTY",
+    "binary",
+    "body_slices",
+    "fixed_width",
+    "join",
+    "repeat",
+    "varint",
+    "varints",
+    "zigzag",
+]
 
 EMPTY = pa.scalar(b"", pa.binary())
 """The empty ``binary`` scalar (separator of the row-wise join)."""
@@ -63,11 +73,29 @@ def zigzag(values: np.ndarray) -> pa.BinaryArray:
     return varints(((v << 1) ^ (v >> 63)).view(np.uint64))
 
 
-def join(parts: list[pa.Array]) -> pa.BinaryArray:
-    """The row-wise concatenation of binary arrays of one length."""
-    if len(parts) == 1:
+def join(parts: list[pa.Array | bytes]) -> pa.BinaryArray:
+    """The row-wise concatenation of binary arrays of one length.
+
+    A ``bytes`` part is the same in every row (a tag, a terminator): Arrow broadcasts
+    it, so no array of repeats is built. At least one part must be an array.
+    """
+    if len(parts) == 1 and isinstance(parts[0], pa.Array):
         return parts[0]
-    return pc.binary_join_element_wise(*parts, EMPTY)
+    args = [pa.scalar(p, pa.binary()) if isinstance(p, bytes) else p for p in parts]
+    return pc.binary_join_element_wise(*args, EMPTY)
+
+
+def varint(value: int) -> bytes:
+    """The unsigned varint of one non-negative value (a tag, a branch index)."""
+    out = bytearray()
+    while True:
+        low = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(low | 0x80)
+        else:
+            out.append(low)
+            return bytes(out)
 
 
 def body_slices(enc: pa.BinaryArray, item_offsets: np.ndarray) -> pa.BinaryArray:
