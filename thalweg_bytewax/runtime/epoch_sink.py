@@ -55,8 +55,9 @@ The state a partition snapshots is, per source partition key (``"orders:3"``), t
 offset after the last committed row. On resume everything below it counts as covered,
 together with what ``open_partition`` reports, so a crash between a sink's commit and
 the recovery store's commit is absorbed: the replayed rows are skipped, not written
-twice. Kill-and-resume tests (``tests/runtime/test_epoch_sink.py``) SIGKILL a flow at
-the fault points ``epoch_sink.before_commit`` and ``epoch_sink.after_commit``.
+twice. Kill-and-resume tests (``tests/runtime/test_epoch_sink.py``, ``tests/sinks/``)
+SIGKILL a flow at the fault points ``epoch_sink.mid_write`` (rows of the epoch staged),
+``epoch_sink.before_commit`` and ``epoch_sink.after_commit``.
 
 **Coverage store.** After :meth:`EpochSinkPartition.record_coverage_to`, each snapshot
 merges what the epoch committed (and, once per source partition and run, what
@@ -424,6 +425,7 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
                 )
                 self.stats.rows_written += rows.num_rows
                 self.stage(key, _stamp(rows, self.columns.emit_ts, now_us))
+                _faults.checkpoint("epoch_sink.mid_write")  # staged, the epoch still open
 
     def _write_unlocated(self, batch: pa.RecordBatch, now_us: int) -> None:
         """Stage a batch without a locator whole: nothing to own, order or skip."""
