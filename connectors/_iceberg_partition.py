@@ -19,8 +19,10 @@ EpochSinkPartition`'s. This module:
   way, in commits without coverage properties.
 
 A commit that loses a race (``CommitFailedException``: another shard or process
-committed first) is retried on the refreshed table with the same data files, a bounded
-number of times, then fails the epoch with :class:`SinkTerminalError` naming the table.
+committed first; for an upsert also pyiceberg's ``ValidationException``, when files
+another writer added may hold its keys) is retried on the refreshed table with the
+same data files (an upsert matched again), a bounded number of times, then fails the
+epoch with :class:`SinkTerminalError` naming the table.
 A retry first checks whether the commit landed after all (each epoch's commit carries a
 unique ``thalweg.commit`` id), so an ambiguous failure never appends twice.
 """
@@ -49,6 +51,7 @@ from pyiceberg.exceptions import (  # noqa: E402 - after the install hint
     CommitFailedException,
     CommitStateUnknownException,
     NoSuchTableError,
+    ValidationException,
 )
 from pyiceberg.io.pyarrow import _dataframe_to_data_files  # noqa: E402
 from pyiceberg.table.snapshots import ancestors_of  # noqa: E402
@@ -365,6 +368,11 @@ class _IcebergPartition(EpochSinkPartition):
                             for data_file in self._files:
                                 append.append_data_file(data_file)
             except (CommitFailedException, CommitStateUnknownException) as exc:
+                failure = exc
+            except ValidationException as exc:
+                # pyiceberg's own retry of an upsert found files another writer added
+                # whose key ranges may overlap (file statistics, not rows): redo the
+                # upsert on the refreshed table, which matches against its rows.
                 failure = exc
             else:
                 self._table = table.refresh()
