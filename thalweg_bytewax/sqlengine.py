@@ -18,19 +18,22 @@ session can see another's state, nor the process-wide connection of
 
 Every session query runs under a time bound: a watchdog thread calls
 ``cursor.interrupt()`` once the bound passes, and :meth:`SqlSession.query` raises
-:class:`SqlTimeoutError`. The thread runs only while a query is armed.
+:class:`SqlTimeoutError`. The thread runs while queries are armed, and ends half a
+second after the last.
+
+A query run once per batch is prepared once (:meth:`SqlSession.prepare`): each thread
+gets a cursor of its own with the query's relation registered once, as a feed that each
+run re-points at its batch, and the query's relation built once. A run then costs one
+DuckDB execution, not a registration, a parse and a bind in Python besides.
 
 DuckDB is imported on first use (``_deps.require``), never at import time.
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import logging
 import os
 import threading
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,10 +41,12 @@ import pyarrow as pa
 
 from thalweg_bytewax._deps import require
 from thalweg_bytewax._sqlfunctions import FUNCTION_NAMES, install_functions
+from thalweg_bytewax._sqlwatchdog import Watchdog
 from thalweg_bytewax.errors import ConfigError, ThalwegError
 
 __all__ = [
     "FUNCTION_NAMES",
+    "PreparedQuery",
     "SqlError",
     "SqlSession",
     "SqlTimeoutError",
@@ -57,7 +62,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
 
 
 class SqlError(ConfigError):
@@ -181,71 +185,13 @@ def check_query(query: str) -> None:
         raise SqlError(msg)
 
 
-class _Watchdog:
-    """A thread that interrupts cursors whose deadline has passed.
-
-    The thread runs only while a query is armed and ends when none is, so importing a
-    flow that loads a contract leaves no thread behind; starting one per query costs
-    ~0.1 ms against DuckDB's ~1.3 ms fixed cost of the query it guards.
-    """
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._heap: list[tuple[float, int]] = []
-        self._armed: dict[int, list[Any]] = {}  # token -> [cursor, fired]
-        self._tokens = itertools.count()
-        self._thread: threading.Thread | None = None
-        self._pid = -1
-
-    def arm(self, cursor: Any, seconds: float) -> int:
-        with self._cond:
-            if self._pid != os.getpid():  # a fork left the thread (and its deadlines) behind
-                self._pid = os.getpid()
-                self._heap.clear()
-                self._armed.clear()
-                self._thread = None
-            token = next(self._tokens)
-            self._armed[token] = [cursor, False]
-            heapq.heappush(self._heap, (time.monotonic() + seconds, token))
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="thalweg-sql-watchdog", daemon=True
-                )
-                self._thread.start()
-            self._cond.notify()
-            return token
-
-    def disarm(self, token: int) -> bool:
-        """Forget ``token``; whether its deadline passed (the cursor was interrupted)."""
-        with self._cond:
-            entry = self._armed.pop(token, None)
-            self._cond.notify()  # let the thread drop the deadline, and end if it was the last
-            return bool(entry and entry[1])
-
-    def _run(self) -> None:
-        with self._cond:
-            while True:
-                now = time.monotonic()
-                while self._heap and (
-                    self._heap[0][0] <= now or self._heap[0][1] not in self._armed
-                ):
-                    _, token = heapq.heappop(self._heap)
-                    entry = self._armed.get(token)
-                    if entry is not None and not entry[1]:
-                        entry[1] = True
-                        entry[0].interrupt()
-                if not self._heap:
-                    self._thread = None  # under the lock: the next arm() starts a new one
-                    return
-                self._cond.wait(self._heap[0][0] - now)
+_watchdog = Watchdog()
 
 
-_watchdog = _Watchdog()
-
-
-def _open_sandboxed() -> Any:
+def _open_sandboxed(threads: int | None = None) -> Any:
     duckdb = require("duckdb", extra="sql")
-    con = duckdb.connect()
+    # The thread count is fixed here: once the configuration is locked, SET cannot move it.
+    con = duckdb.connect(config={"threads": threads} if threads is not None else {})
     con.execute("SET enable_external_access=false")
     # Timestamps with a zone render and convert in UTC whatever the host's zone is.
     con.execute("SET TimeZone='UTC'")
@@ -264,28 +210,35 @@ class SqlSession:
 
     Args:
         timeout_seconds: The bound on each query; ``None`` for no bound.
+        threads: DuckDB's thread count for the database (``None``: one per core). One
+            runs each query on its caller's thread alone: the choice for many small
+            queries from parallel workers.
 
     Raises:
-        ConfigError: When ``timeout_seconds`` is not positive.
+        ConfigError: When ``timeout_seconds`` or ``threads`` is not positive.
     """
 
-    def __init__(self, timeout_seconds: float | None) -> None:
+    def __init__(self, timeout_seconds: float | None, *, threads: int | None = None) -> None:
         if timeout_seconds is not None and not timeout_seconds > 0:
             msg = (
                 f"sql session: expected a positive `timeout_seconds` or None; "
                 f"got {timeout_seconds!r}"
             )
             raise ConfigError(msg)
+        if threads is not None and not (isinstance(threads, int) and threads > 0):
+            msg = f"sql session: expected a positive `threads` or None; got {threads!r}"
+            raise ConfigError(msg)
         self.timeout_seconds = timeout_seconds
+        self.threads = threads
         self._lock = threading.Lock()
         self._con: tuple[int, Any] | None = None
         self._local = threading.local()
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"timeout_seconds": self.timeout_seconds}
+        return {"timeout_seconds": self.timeout_seconds, "threads": self.threads}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["timeout_seconds"])  # type: ignore[misc]
+        self.__init__(state["timeout_seconds"], threads=state.get("threads"))  # type: ignore[misc]
 
     def cursor(self) -> Any:
         """This thread's cursor on the session's connection."""
@@ -293,13 +246,21 @@ class SqlSession:
         cur = getattr(self._local, "cursor", None)
         if cur is not None and getattr(self._local, "pid", None) == pid:
             return cur
-        with self._lock:
-            if self._con is None or self._con[0] != pid:
-                self._con = (pid, _open_sandboxed())
-            cur = self._con[1].cursor()
+        cur = self.new_cursor()
         self._local.cursor = cur
         self._local.pid = pid
         return cur
+
+    def new_cursor(self) -> Any:
+        """A new cursor on the session's connection: its registrations are its own."""
+        pid = os.getpid()
+        with self._lock:
+            if self._con is None or self._con[0] != pid:
+                self._con = (pid, _open_sandboxed(self.threads))
+            return self._con[1].cursor()
+
+    def _bound(self, timeout_seconds: float | None) -> float | None:
+        return self.timeout_seconds if timeout_seconds == -1.0 else timeout_seconds
 
     def query(
         self,
@@ -324,24 +285,141 @@ class SqlSession:
             SqlTimeoutError: When the bound passed and the query was interrupted.
             duckdb.Error: Whatever DuckDB raises for the query.
         """
-        bound = self.timeout_seconds if timeout_seconds == -1.0 else timeout_seconds
         cur = self.cursor()
         for name, data in tables.items():
             table = data if isinstance(data, pa.Table) else pa.Table.from_batches([data])
             cur.register(name, table)
-        token = _watchdog.arm(cur, bound) if bound is not None else None
         try:
             if params:
-                return cur.sql(sql, params=dict(params)).to_arrow_table()
-            return cur.sql(sql).to_arrow_table()
-        except require("duckdb", extra="sql").InterruptException as exc:
-            msg = f"sql session: expected the query to finish within {bound} s; got interrupted"
-            raise SqlTimeoutError(msg) from exc
+                return _bounded(
+                    cur,
+                    self._bound(timeout_seconds),
+                    lambda: cur.sql(sql, params=dict(params)).to_arrow_table(),
+                )
+            return _bounded(
+                cur, self._bound(timeout_seconds), lambda: cur.sql(sql).to_arrow_table()
+            )
         finally:
-            if token is not None:
-                _watchdog.disarm(token)
             for name in tables:
                 cur.unregister(name)
+
+    def prepare(
+        self,
+        name: str,
+        sql: str,
+        *,
+        timeout_seconds: float | None = -1.0,
+        params: Mapping[str, object] | None = None,
+    ) -> PreparedQuery:
+        """``sql`` over one Arrow relation ``name``, prepared to run once per batch.
+
+        Args:
+            name: The relation name the query reads its batch as.
+            sql: The query (written by this package around checked user SQL).
+            timeout_seconds: Override the session's bound (``None``: unbounded).
+            params: Values for the query's named ``$name`` parameters.
+        """
+        return PreparedQuery(self, name, sql, self._bound(timeout_seconds), dict(params or {}))
+
+
+def _bounded(cur: Any, bound: float | None, run: Any) -> pa.Table:
+    """``run()`` with ``cur`` interrupted once ``bound`` seconds pass."""
+    token = _watchdog.arm(cur, bound) if bound is not None else None
+    try:
+        table: pa.Table = run()
+        return table
+    except require("duckdb", extra="sql").InterruptException as exc:
+        msg = f"sql session: expected the query to finish within {bound} s; got interrupted"
+        raise SqlTimeoutError(msg) from exc
+    finally:
+        if token is not None:
+            _watchdog.disarm(token)
+
+
+class _Feed:
+    """What a prepared query's relation reads: re-pointed at each run's data.
+
+    DuckDB reads a registered object with ``__arrow_c_stream__`` afresh on every
+    execution, so one registration serves every run (zero-copy, as a registered table).
+    """
+
+    __slots__ = ("data",)
+
+    def __init__(self) -> None:
+        self.data: pa.Table | pa.RecordBatch | None = None
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> Any:
+        if self.data is None:  # pragma: no cover - only read during a run
+            msg = "sql session: expected a prepared query's data during its run; got none"
+            raise ThalwegError(msg)
+        return self.data.__arrow_c_stream__(requested_schema)
+
+
+class _Prepared:
+    """One thread's state of a prepared query: its cursor, feed and relation."""
+
+    __slots__ = ("cursor", "feed", "relation", "schema")
+
+    def __init__(self, cursor: Any) -> None:
+        self.cursor = cursor
+        self.feed = _Feed()
+        self.relation: Any = None
+        self.schema: pa.Schema | None = None
+
+
+class PreparedQuery:
+    """One query over one Arrow relation, run once per batch (:meth:`SqlSession.prepare`).
+
+    Per thread (and process): a cursor of its own on the session's database, with the
+    relation registered once as a feed and the query's relation built on its first run
+    (rebuilt when the input schema changes). That state is kept by thread id, not in a
+    thread-local (dropping a DuckDB relation as a worker thread ends aborts the
+    process), and is not pickled: it is rebuilt on use.
+    """
+
+    def __init__(
+        self,
+        session: SqlSession,
+        name: str,
+        sql: str,
+        timeout_seconds: float | None,
+        params: dict[str, object],
+    ) -> None:
+        self.session = session
+        self.name = name
+        self.sql = sql
+        self.timeout_seconds = timeout_seconds
+        self.params = params
+        self._threads: dict[tuple[int, int], _Prepared] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_threads": {}}
+
+    def run(self, data: pa.Table | pa.RecordBatch) -> pa.Table:
+        """The query's result over ``data``, materialised.
+
+        Raises:
+            SqlTimeoutError: When the bound passed and the query was interrupted.
+            duckdb.Error: Whatever DuckDB raises for the query (a bind error on the
+                first run over a schema).
+        """
+        key = (os.getpid(), threading.get_ident())  # a live thread's id is its own
+        state = self._threads.get(key)
+        if state is None:
+            state = self._threads[key] = _Prepared(self.session.new_cursor())
+        state.feed.data = data
+        try:
+            if state.schema is None or not data.schema.equals(state.schema):
+                # DuckDB reads the feed's schema as it registers it; a bind error leaves
+                # no relation, so the next run binds again.
+                state.relation = state.schema = None
+                state.cursor.register(self.name, state.feed)
+                params = {"params": self.params} if self.params else {}
+                state.relation = state.cursor.sql(self.sql, **params)
+                state.schema = data.schema
+            return _bounded(state.cursor, self.timeout_seconds, state.relation.to_arrow_table)
+        finally:
+            state.feed.data = None
 
 
 _shared_lock = threading.Lock()

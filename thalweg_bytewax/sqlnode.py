@@ -3,11 +3,16 @@
 :class:`SqlNode` is the engine-side half of the ``sql`` operator (and of each node of a
 SQL DAG): built once, when the flow is built, it checks the query (exactly one
 ``SELECT`` reading only its batch, see ``_sqltransform``) and plans how lineage is kept;
-:meth:`SqlNode.run` then runs it over one batch, registered zero-copy under the node's
-relation name on this thread's cursor of the process's transform database (one
+:meth:`SqlNode.run` then runs it over one batch on the process's transform database (one
 sandboxed in-memory DuckDB per process, shared by every SQL node, separate from any
 contract's), bounded in time, and re-attaches the locator of each output row's origin
 (:mod:`thalweg_bytewax.lineage`).
+
+Nothing that does not depend on the batch is redone per batch: the query is parsed,
+checked and rewritten once, at build; it is prepared once per thread
+(:meth:`~thalweg_bytewax.sqlengine.SqlSession.prepare`: the batch relation registered
+once, zero-copy, and re-pointed per run); the hidden row numbers are a slice of one
+cached array. A run is one DuckDB execution plus a ``take`` per locator column.
 """
 
 from __future__ import annotations
@@ -26,7 +31,13 @@ from thalweg_bytewax._sqltransform import ROW, ROWS, LineageMode, TransformPlan,
 from thalweg_bytewax.errors import ConfigError, ThalwegError
 from thalweg_bytewax.lineage import attach_aggregate_lineage, attach_row_lineage, drop_hidden
 from thalweg_bytewax.metadata import DEFAULT_COLUMNS, MetadataColumns
-from thalweg_bytewax.sqlengine import SqlError, SqlSession, SqlTimeoutError, first_line
+from thalweg_bytewax.sqlengine import (
+    PreparedQuery,
+    SqlError,
+    SqlSession,
+    SqlTimeoutError,
+    first_line,
+)
 
 __all__ = ["DEFAULT_SQL_NODE_TIMEOUT_SECONDS", "SqlNode", "SqlNodeError", "transform_session"]
 
@@ -47,16 +58,27 @@ _session: SqlSession | None = None
 
 
 def transform_session() -> SqlSession:
-    """The process's one transform database: sandboxed, a cursor per thread.
+    """The process's one transform database: sandboxed, one DuckDB thread per query.
 
-    Every SQL node of the process runs here (a node's batch is registered on its
-    thread's cursor for one query only); contracts keep sessions of their own.
+    Every SQL node of the process runs here (each node on a cursor of its own per
+    thread); contracts keep sessions of their own. DuckDB runs each query on its
+    caller's thread alone: the workers' threads are the parallelism, and a batch-sized
+    query gains nothing from fanning out (measured in ``benchmarks/sql.py``).
     """
     global _session
     with _session_lock:
         if _session is None:
-            _session = SqlSession(DEFAULT_SQL_NODE_TIMEOUT_SECONDS)
+            _session = SqlSession(DEFAULT_SQL_NODE_TIMEOUT_SECONDS, threads=1)
         return _session
+
+
+_ROWS_CACHE = 1 << 16
+
+
+def _row_numbers(n: int, cached: pa.Array) -> pa.Array:
+    if n <= len(cached):
+        return cached.slice(0, n)
+    return pa.array(np.arange(n, dtype=np.int64))
 
 
 class SqlNode:
@@ -116,6 +138,8 @@ class SqlNode:
         self.columns = columns
         self.timeout_seconds = timeout_seconds
         self._check_params()
+        self._prepared: PreparedQuery | None = None
+        self._rows = pa.array(np.arange(_ROWS_CACHE, dtype=np.int64))
 
     def _check_params(self) -> None:
         wanted = set(self.plan.params)
@@ -141,7 +165,7 @@ class SqlNode:
             SqlTimeoutError: When the run passed the node's time bound.
             ConfigError: When a query run as written drops the locator columns.
         """
-        rows = pa.array(np.arange(batch.num_rows, dtype=np.int64))
+        rows = _row_numbers(batch.num_rows, self._rows)
         idx = batch.schema.get_field_index(ROW)
         registered = (
             batch.set_column(idx, ROW, rows) if idx >= 0 else batch.append_column(ROW, rows)
@@ -159,14 +183,12 @@ class SqlNode:
 
     def _query(self, registered: pa.RecordBatch) -> pa.Table:
         duckdb = require("duckdb", extra="sql")
-        session = transform_session()
-        try:
-            return session.query(
-                {self.name: registered},
-                self.plan.sql,
-                timeout_seconds=self.timeout_seconds,
-                params=self.params,
+        if self._prepared is None or self._prepared.sql != self.plan.sql:
+            self._prepared = transform_session().prepare(
+                self.name, self.plan.sql, timeout_seconds=self.timeout_seconds, params=self.params
             )
+        try:
+            return self._prepared.run(registered)
         except duckdb.BinderException as exc:
             if self.plan.mode is LineageMode.AS_WRITTEN or ROW not in str(exc):
                 raise self._error(exc) from exc
