@@ -8,6 +8,11 @@ a window narrowed to what the lane holds is replayed.
 
 from __future__ import annotations
 
+import os
+import pty
+import select
+import subprocess
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -146,3 +151,40 @@ def test_recover_refuses_a_range_the_raw_lane_no_longer_holds_then_replays_a_hel
     assert table.num_rows > 0
     assert set(table.column(0).to_pylist()) == {0}
     assert min(table.column(1).to_pylist()) > last
+
+
+def test_recover_shows_a_progress_bar_on_a_terminal_and_none_otherwise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    run_orders_without_its_sink(data, monkeypatch)
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root), "THALWEG_DATA_DIR": str(data)}
+    argv = [sys.executable, "-m", "thalweg_bytewax.cli", "recover", "flows.orders"]
+    argv += ["--sink", "orders_lane", "--epoch-s", "0", "--to", "40"]
+    controller, terminal = pty.openpty()
+    try:
+        proc = subprocess.run(
+            argv, env=env, cwd=root, stdout=subprocess.PIPE, stderr=terminal, timeout=120
+        )
+    finally:
+        os.close(terminal)
+    shown = b""
+    while select.select([controller], [], [], 0.2)[0]:
+        try:
+            chunk = os.read(controller, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(controller)
+    assert proc.returncode == 0, shown[-2000:]
+    assert b"100%" in shown, shown[-2000:]
+    # Not a terminal: no bar, only the plan and the result on stdout.
+    quiet = subprocess.run(
+        [*argv[:-2], "--to", "80"], env=env, cwd=root, capture_output=True, timeout=120
+    )
+    assert quiet.returncode == 0, quiet.stderr[-2000:]
+    assert b"%" not in quiet.stderr
+    assert b"recovered" in quiet.stdout
