@@ -26,7 +26,7 @@ from thalweg_bytewax.runtime.parts import stable_route
 
 from ._errors import is_fatal
 from ._sink_reconcile import Written, end_offsets, read_written
-from ._sink_records import prepare, trace_headers
+from ._sink_records import HEADER_LOCATOR, Header, Prepared, prepare, trace_headers
 
 if TYPE_CHECKING:
     from .sink import KafkaSink
@@ -39,7 +39,8 @@ logger = logging.getLogger(__name__)
 _QUEUE_POLL_S = 0.05
 # librdkafka scans for timed-out records about once a second.
 _FLUSH_GRACE_S = 2.0
-# Records produced between two poll(0) calls that serve delivery callbacks.
+# Records produced between two poll(0) calls, which serve delivery reports (a record's
+# memory is freed only once its report is served).
 _POLL_EVERY = 1000
 
 
@@ -133,7 +134,6 @@ class _KafkaSinkPartition(EpochSinkPartition):
         self._producer = Producer(settings)
         self._reader = Consumer(sink.reader_config())
         self._in_txn = False
-        self._since_poll = 0
         try:
             md = self._producer.list_topics(self._topic, timeout=sink.metadata_timeout_s)
             meta = md.topics.get(self._topic)
@@ -238,32 +238,49 @@ class _KafkaSinkPartition(EpochSinkPartition):
         if sink.transactional and not self._in_txn:
             self._call("begin the epoch's transaction", self._producer.begin_transaction)
             self._in_txn = True
-        produce = self._producer.produce
-        topic = self._topic
-        values, keys, headers, parts = (
-            prepared.values,
-            prepared.keys,
-            prepared.headers,
-            prepared.partitions,
-        )
-        n = len(values)
+        n = len(prepared.values)
         half = n // 2
-        for i in range(n):
-            kwargs: dict[str, Any] = {"value": values[i], "key": keys[i], "headers": headers[i]}
-            if parts is not None:
-                kwargs["partition"] = parts[i]
-            try:
-                produce(topic, **kwargs)
-            except BufferError:
-                self._wait_for_room(topic, kwargs)
-            self._since_poll += 1
-            if self._since_poll >= _POLL_EVERY:
-                self._since_poll = 0
-                self._producer.poll(0)
-            if i == half:
+        # Chunks of `_POLL_EVERY` records, cut after the middle one for the fault point.
+        cuts = sorted({*range(0, n, _POLL_EVERY), half + 1, n})
+        for lo, hi in zip(cuts, cuts[1:], strict=False):
+            self._produce(prepared, lo, hi)
+            self._producer.poll(0)
+            if hi == half + 1:
                 _faults.checkpoint("kafka_sink.mid_epoch")
         self.stats.records_produced += n
         self.stats.bytes_produced += prepared.value_bytes
+
+    def _produce(self, prepared: Prepared, lo: int, hi: int) -> None:
+        """Hand records ``lo:hi`` to the producer, one ``produce()`` call each.
+
+        The hot loop: arguments positional (keywords cost a lookup each), the bound
+        method in a local, and where records carry only the locator and the batch's
+        shared headers one header list reused (the producer copies it into librdkafka
+        at once), so no per-record list is built.
+        """
+        produce = self._producer.produce
+        topic = self._topic
+        part = prepared.partition
+        values = prepared.values[lo:hi]
+        keys = prepared.keys[lo:hi]
+        locators = prepared.locators[lo:hi]
+        # produce(topic, value, key, partition, callback, on_delivery, timestamp, headers)
+        if prepared.tails is None:
+            reused: list[Header | None] = [None, *prepared.shared]
+            for value, key, loc in zip(values, keys, locators, strict=True):
+                reused[0] = (HEADER_LOCATOR, loc)
+                try:
+                    produce(topic, value, key, part, None, None, 0, reused)
+                except BufferError:
+                    self._wait_for_room((topic, value, key, part, None, None, 0, reused))
+            return
+        tails = prepared.tails[lo:hi]
+        for value, key, loc, tail in zip(values, keys, locators, tails, strict=True):
+            headers = [(HEADER_LOCATOR, loc), *tail]
+            try:
+                produce(topic, value, key, part, None, None, 0, headers)
+            except BufferError:
+                self._wait_for_room((topic, value, key, part, None, None, 0, headers))
 
     @override
     def commit_epoch(self) -> None:
@@ -372,7 +389,7 @@ class _KafkaSinkPartition(EpochSinkPartition):
         )
         raise (SinkTerminalError if terminal else SinkTransientError)(msg)
 
-    def _wait_for_room(self, topic: str, kwargs: dict[str, Any]) -> None:
+    def _wait_for_room(self, args: tuple[Any, ...]) -> None:
         """Poll until the full local queue takes the record, or fail after the timeout."""
         self.stats.queue_full_waits += 1
         deadline = time.monotonic() + self._sink.delivery_timeout_s
@@ -380,7 +397,7 @@ class _KafkaSinkPartition(EpochSinkPartition):
             self._producer.poll(_QUEUE_POLL_S)
             self._raise_errors()
             try:
-                self._producer.produce(topic, **kwargs)
+                self._producer.produce(*args)
             except BufferError:
                 if time.monotonic() > deadline:
                     msg = (

@@ -1,12 +1,12 @@
 """Private: what earlier attempts of a ``KafkaSink`` already wrote, read back from the topic.
 
-Every record a ``KafkaSink`` produces starts with its locator headers (source topic,
-partition, offset, record id; see ``_sink_records``). On resume a sink partition reads
-its output partitions from the positions its last snapshot stored (the end offsets
-right after that epoch's flush: everything it wrote later lies beyond them) to their
-current end, and collects per source partition the offsets and record ids found. The
-epoch-sink base then skips replayed rows at those offsets and checks them by record id,
-exactly as the Parquet lane does from its file names.
+Every record a ``KafkaSink`` produces starts with its locator header (source topic,
+partition, offset, record id packed in ``_twg.locator``; see ``_sink_records``). On
+resume a sink partition reads its output partitions from the positions its last snapshot
+stored (the end offsets right after that epoch's flush: everything it wrote later lies
+beyond them) to their current end, and collects per source partition the offsets and
+record ids found. The epoch-sink base then skips replayed rows at those offsets and
+checks them by record id, exactly as the Parquet lane does from its file names.
 
 Without a stored position (the first run, or a crash before the first snapshot) the
 whole partition is read from its earliest offset, since an attempt that never reached a
@@ -19,7 +19,6 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -31,12 +30,7 @@ from thalweg_bytewax.metadata import RECORD_ID_BYTES
 from thalweg_bytewax.runtime.parts import encode_part
 
 from ._errors import is_fatal
-from ._sink_records import (
-    HEADER_RECORD_ID,
-    HEADER_SOURCE_OFFSET,
-    HEADER_SOURCE_PARTITION,
-    HEADER_SOURCE_TOPIC,
-)
+from ._sink_records import HEADER_LOCATOR, Locator, parse_locator
 
 __all__ = ["Written", "end_offsets", "read_written"]
 
@@ -102,23 +96,11 @@ def end_offsets(
     return out
 
 
-def _header(headers: list[tuple[str, bytes | None]] | None) -> tuple[Any, ...] | None:
-    """The locator headers of a record (they come first), or None if it has none."""
-    if not headers or headers[0][0] != HEADER_SOURCE_TOPIC:
+def _header(headers: list[tuple[str, bytes | None]] | None) -> Locator | None:
+    """The locator of a record (its first header), or None if it has none."""
+    if not headers or headers[0][0] != HEADER_LOCATOR:
         return None
-    topic = partition = offset = rid = None
-    for name, value in headers[:4]:
-        if name == HEADER_SOURCE_TOPIC:
-            topic = value
-        elif name == HEADER_SOURCE_PARTITION:
-            partition = value
-        elif name == HEADER_SOURCE_OFFSET:
-            offset = value
-        elif name == HEADER_RECORD_ID:
-            rid = value
-    if topic is None or partition is None or offset is None:
-        return None
-    return topic, partition, offset, rid
+    return parse_locator(headers[0][1])
 
 
 def read_written(
@@ -203,14 +185,14 @@ def read_written(
                 loc = _header(m.headers())  # type: ignore[arg-type]  # a list as consumed
                 if loc is None:
                     continue  # written by someone else
-                key = encode_part(loc[0].decode("utf-8"), int(loc[1]))
+                key = encode_part(loc.topic, loc.partition)
                 if not mine(key):
                     continue
                 w = found.get(key)
                 if w is None:
                     w = found[key] = Written()
-                w.offsets.append(int(loc[2]))
-                w.record_ids.append(loc[3])
+                w.offsets.append(loc.offset)
+                w.record_ids.append(loc.record_id)
     finally:
         consumer.unassign()
     return found, read

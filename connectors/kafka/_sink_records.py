@@ -1,24 +1,34 @@
 """Private: one Arrow batch of a ``KafkaSink`` as the arguments of its ``produce()`` calls.
 
-Everything that can be done per column is done per column (encoding the values, the
-key cast, the locator headers as bytes); what remains per record is the ``produce()``
-call librdkafka's API forces (``produce_batch`` carries no headers). Every record
-starts with the four locator headers, in this order, so the reconciliation on resume
-finds them without scanning the rest.
+Everything that can be done per column is done per column: encoding the values, the
+key cast, and the locator header, which numpy packs for the whole batch into one
+buffer that is then cut into one ``bytes`` per record. What remains per record is the
+``produce()`` call librdkafka's API forces (``produce_batch`` carries no headers).
+
+Every record starts with one locator header, ``_twg.locator``, so the reconciliation on
+resume finds it first. Its value has a fixed layout (big-endian)::
+
+    flags:uint8 | partition:int32 | offset:int64 | record_id:16 bytes | topic:UTF-8
+
+``flags`` bit 0 says whether the record id is present (16 zero bytes when not); the
+source topic (a file source's path) fills the rest. One header instead of four: each
+header costs librdkafka an allocation and confluent-kafka a conversion per record.
 """
 
 from __future__ import annotations
 
 import logging
+import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.metadata import RECORD_ID_BYTES, MetadataColumns
 
 try:  # the observability extra is optional: without it no trace context is sent
     from opentelemetry import propagate, trace
@@ -30,45 +40,81 @@ if TYPE_CHECKING:
     from thalweg_bytewax.codecs.base import Encoder
 
 __all__ = [
-    "HEADER_RECORD_ID",
-    "HEADER_SOURCE_OFFSET",
-    "HEADER_SOURCE_PARTITION",
-    "HEADER_SOURCE_TOPIC",
-    "LOCATOR_HEADERS",
+    "HEADER_LOCATOR",
+    "LOCATOR_HEAD_BYTES",
+    "RESERVED_HEADER_PREFIX",
+    "Header",
+    "Locator",
     "Prepared",
+    "parse_locator",
     "prepare",
     "trace_headers",
 ]
 
 logger = logging.getLogger(__name__)
 
-HEADER_SOURCE_TOPIC = "_twg.source.topic"
-"""Header: the source topic (file sources: the path) of the record, UTF-8."""
-HEADER_SOURCE_PARTITION = "_twg.source.partition"
-"""Header: the source partition, ASCII decimal."""
-HEADER_SOURCE_OFFSET = "_twg.source.offset"
-"""Header: the source offset, ASCII decimal."""
-HEADER_RECORD_ID = "_twg.record_id"
-"""Header: the 16-byte record id (absent when the batch carries none)."""
-LOCATOR_HEADERS = (
-    HEADER_SOURCE_TOPIC,
-    HEADER_SOURCE_PARTITION,
-    HEADER_SOURCE_OFFSET,
-    HEADER_RECORD_ID,
-)
-"""The headers a ``KafkaSink`` puts first on every record, in this order."""
+HEADER_LOCATOR = "_twg.locator"
+"""Header: the record's source locator and record id, packed (see :func:`parse_locator`)."""
+RESERVED_HEADER_PREFIX = "_twg."
+"""Header names with this prefix are the sink's own; ``headers=`` may not use them."""
+
+_HEAD = struct.Struct(">Biq")  # flags, partition, offset
+LOCATOR_HEAD_BYTES = _HEAD.size + RECORD_ID_BYTES
+"""Bytes of the locator header before the topic: flags, partition, offset, record id."""
+_HAS_RECORD_ID = 0x01
 
 Header = tuple[str, bytes | None]
+"""One Kafka header: name and value (a null value is kept)."""
+
+
+class Locator(NamedTuple):
+    """A record's origin, as the ``_twg.locator`` header carries it."""
+
+    topic: str
+    partition: int
+    offset: int
+    record_id: bytes | None
+
+
+def parse_locator(value: bytes | None) -> Locator | None:
+    """Decode a ``_twg.locator`` header value; ``None`` when it is not one.
+
+    Args:
+        value: The header's value, as a consumer reads it.
+
+    Returns:
+        The source topic, partition, offset and record id (``None`` when the record was
+        written without one), or ``None`` for a value too short to be a locator.
+    """
+    if value is None or len(value) < LOCATOR_HEAD_BYTES:
+        return None
+    flags, partition, offset = _HEAD.unpack_from(value)
+    rid = value[_HEAD.size : LOCATOR_HEAD_BYTES] if flags & _HAS_RECORD_ID else None
+    return Locator(value[LOCATOR_HEAD_BYTES:].decode("utf-8"), partition, offset, rid)
 
 
 @dataclass(slots=True)
 class Prepared:
-    """The per-record arguments of one batch, as Python lists of equal length."""
+    """The per-record arguments of one batch.
+
+    Attributes:
+        values: One value per record.
+        keys: One key per record.
+        locators: One ``_twg.locator`` header value per record.
+        shared: Headers every record of the batch carries after its locator (trace
+            context).
+        tails: Per record, every header after the locator (``shared`` included), or
+            ``None`` when the records carry only the locator and ``shared``.
+        partition: The output partition of every record, or -1 to partition by key.
+        value_bytes: The values' total size.
+    """
 
     values: list[bytes | None]
     keys: list[bytes | None]
-    headers: list[list[Header]]
-    partitions: list[int] | None
+    locators: list[bytes]
+    shared: list[Header]
+    tails: list[list[Header]] | None
+    partition: int
     value_bytes: int
 
 
@@ -99,6 +145,58 @@ def _column(batch: pa.RecordBatch, name: str, what: str, component: str) -> pa.A
     return batch.column(idx)
 
 
+def _locators(batch: pa.RecordBatch, columns: MetadataColumns, component: str) -> list[bytes]:
+    """Every row's ``_twg.locator`` value, packed column-wise into one buffer and cut."""
+    n = batch.num_rows
+    # One topic and partition per batch: the epoch sink splits by them.
+    topic = str(batch.column(columns.source_topic)[0].as_py()).encode("utf-8")
+    partition = int(batch.column(columns.source_partition)[0].as_py())
+    width = LOCATOR_HEAD_BYTES + len(topic)
+    out = np.zeros((n, width), np.uint8)
+    out[:, 1:5] = np.frombuffer(struct.pack(">i", partition), np.uint8)
+    offsets = batch.column(columns.source_offset).cast(pa.int64()).to_numpy(zero_copy_only=False)
+    out[:, 5:13] = offsets.astype(">i8").view(np.uint8).reshape(n, 8)
+    if columns.record_id in batch.schema.names:
+        rids = batch.column(columns.record_id)
+        if rids.type != pa.binary(RECORD_ID_BYTES):
+            msg = (
+                f"{component}: `{columns.record_id}` expected "
+                f"fixed_size_binary({RECORD_ID_BYTES}); got {rids.type}; keep the record "
+                f"ids `decode` adds or drop the column"
+            )
+            raise ConfigError(msg)
+        data = np.frombuffer(rids.buffers()[1], np.uint8)
+        start = rids.offset * RECORD_ID_BYTES
+        out[:, 13:LOCATOR_HEAD_BYTES] = data[start : start + n * RECORD_ID_BYTES].reshape(
+            n, RECORD_ID_BYTES
+        )
+        if rids.null_count:
+            valid = rids.is_valid().to_numpy(zero_copy_only=False)
+            out[~valid, 13:LOCATOR_HEAD_BYTES] = 0
+            out[:, 0] = valid.astype(np.uint8) * _HAS_RECORD_ID
+        else:
+            out[:, 0] = _HAS_RECORD_ID
+    out[:, LOCATOR_HEAD_BYTES:] = np.frombuffer(topic, np.uint8)
+    buf = out.tobytes()
+    return [buf[i : i + width] for i in range(0, n * width, width)]
+
+
+def _source_headers(col: pa.Array) -> list[list[Header]]:
+    """A ``list<struct<key, value>>`` column as per-row header lists, converted once."""
+    offsets = col.offsets.to_numpy()
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    entries = col.values.slice(lo, hi - lo)
+    by_name = dict(zip((f.name for f in entries.type), entries.flatten(), strict=True))
+    pairs: list[Header] = list(
+        zip(by_name["key"].to_pylist(), by_name["value"].to_pylist(), strict=True)
+    )
+    bounds = (offsets - lo).tolist()
+    if col.null_count:  # a null list is no headers, whatever its offsets say
+        valid = col.is_valid().to_pylist()
+        return [pairs[bounds[i] : bounds[i + 1]] if valid[i] else [] for i in range(len(col))]
+    return [pairs[bounds[i] : bounds[i + 1]] for i in range(len(col))]
+
+
 def prepare(
     batch: pa.RecordBatch,
     *,
@@ -120,14 +218,16 @@ def prepare(
     """
     n = batch.num_rows
     names = batch.schema.names
-    extra: list[list[Header]] | None = None
+    per_row: list[Sequence[Sequence[Header]]] = []
     if encoder is not None:
         encoded = encoder.encode_batch(batch, topic=topic)
-        values: list[bytes | None] = list(encoded.values.to_pylist())
+        value_col: pa.Array = encoded.values
         if encoded.headers is not None:
-            extra = [list(h) for h in encoded.headers]
+            per_row.append(encoded.headers)
     elif columns.source_value in names:
-        values = _as_bytes(batch.column(columns.source_value), "the value", component)
+        value_col = batch.column(columns.source_value)
+        if keep_source_headers and columns.source_headers in names:
+            per_row.insert(0, _source_headers(batch.column(columns.source_headers)))
     else:
         msg = (
             f"{component}: without an `encoder` batches need the raw payload column "
@@ -135,10 +235,14 @@ def prepare(
             f"`AvroEncoder`) or keep the raw value"
         )
         raise ConfigError(msg)
+    values = _as_bytes(value_col, "the value", component)
     if len(values) != n:
         msg = f"{component}: the encoder returned {len(values)} values; expected {n}"
         raise ConfigError(msg)
-    value_bytes = int(pc.sum(pc.binary_length(pa.array(values, pa.binary()))).as_py() or 0)
+    if pa.types.is_integer(value_col.type):
+        value_bytes = sum(len(v) for v in values if v is not None)
+    else:
+        value_bytes = int(pc.sum(pc.binary_length(value_col)).as_py() or 0)
 
     if key is not None:
         keys = _as_bytes(_column(batch, key, "`key`", component), f"key `{key}`", component)
@@ -147,44 +251,22 @@ def prepare(
     else:
         keys = [None] * n
 
-    per_column = [
-        (name, _as_bytes(_column(batch, col, f"header `{name}`", component), name, component))
-        for name, col in headers.items()
-    ]
-    source_headers = None
-    if keep_source_headers and encoder is None and columns.source_headers in names:
-        source_headers = batch.column(columns.source_headers).to_pylist()
+    for name, col in headers.items():
+        vals = _as_bytes(_column(batch, col, f"header `{name}`", component), name, component)
+        per_row.append([[(name, v)] for v in vals])
 
-    # The locator: one topic and partition per batch (the epoch sink splits by them).
-    src_topic = str(batch.column(columns.source_topic)[0].as_py()).encode("utf-8")
-    src_partition = int(batch.column(columns.source_partition)[0].as_py())
-    part_b = str(src_partition).encode("ascii")
-    offsets = batch.column(columns.source_offset).cast(pa.string()).cast(pa.binary()).to_pylist()
-    rids: list[Any] = (
-        batch.column(columns.record_id).to_pylist() if columns.record_id in names else [None] * n
-    )
-    out: list[list[Header]] = []
-    append = out.append
-    for i in range(n):
-        row: list[Header] = [
-            (HEADER_SOURCE_TOPIC, src_topic),
-            (HEADER_SOURCE_PARTITION, part_b),
-            (HEADER_SOURCE_OFFSET, offsets[i]),
-        ]
-        rid = rids[i]
-        if rid is not None:
-            row.append((HEADER_RECORD_ID, rid))
-        if trace:
-            row.extend(trace)
-        if source_headers is not None:
-            row.extend((h["key"], h["value"]) for h in source_headers[i] or ())
-        if extra is not None:
-            row.extend(extra[i])
-        for name, vals in per_column:
-            row.append((name, vals[i]))
-        append(row)
-    partitions = [src_partition] * n if by_source_partition else None
-    return Prepared(values, keys, out, partitions, value_bytes)
+    locators = _locators(batch, columns, component)
+    shared = list(trace)
+    tails: list[list[Header]] | None = None
+    if per_row:
+        tails = [[*shared] for _ in range(n)]
+        for rows in per_row:
+            for tail, more in zip(tails, rows, strict=True):
+                tail.extend(more)
+    partition = -1  # librdkafka's "unassigned": its partitioner picks by key
+    if by_source_partition:
+        partition = int(batch.column(columns.source_partition)[0].as_py())
+    return Prepared(values, keys, locators, shared, tails, partition, value_bytes)
 
 
 def trace_headers() -> list[Header]:

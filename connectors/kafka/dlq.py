@@ -33,7 +33,7 @@ dead-letter topics read them, then ours:
 
 The original record's headers, where the DLQ batch carries them
 (``<prefix>source_headers``), follow in their order. The sink adds its own locator
-headers (``_twg.source.*``) in front, which make the DLQ topic exactly-once too.
+header (``_twg.locator``) in front, which makes the DLQ topic exactly-once too.
 """
 
 from __future__ import annotations

@@ -4,13 +4,13 @@
 records are produced asynchronously (an idempotent producer, a bounded local queue);
 when Bytewax closes the epoch, ``snapshot()`` flushes and checks every delivery report
 *before* it returns, so the source position Bytewax records never leads what the topic
-holds. Every record carries its source locator and record id in headers
-(``_twg.source.topic``, ``_twg.source.partition``, ``_twg.source.offset``,
-``_twg.record_id``); on resume each sink partition reads its output partitions back
-from the end offsets its last snapshot stored and skips replayed rows that an earlier
-attempt already wrote — the same reconciliation the Parquet lane does from its file
-names. With ``transactional=True`` each epoch is also one Kafka transaction, for
-``read_committed`` consumers of clusters that implement transactions fully.
+holds. Every record carries its source locator and record id in one header,
+``_twg.locator`` (:func:`parse_locator` reads it); on resume each sink partition reads
+its output partitions back from the end offsets its last snapshot stored and skips
+replayed rows that an earlier attempt already wrote — the same reconciliation the
+Parquet lane does from its file names. With ``transactional=True`` each epoch is also
+one Kafka transaction, for ``read_committed`` consumers of clusters that implement
+transactions fully.
 """
 
 from __future__ import annotations
@@ -39,25 +39,18 @@ from ._sink_args import (
     check_positive_int,
 )
 from ._sink_partition import KafkaSinkStats, _KafkaSinkPartition
-from ._sink_records import (
-    HEADER_RECORD_ID,
-    HEADER_SOURCE_OFFSET,
-    HEADER_SOURCE_PARTITION,
-    HEADER_SOURCE_TOPIC,
-    LOCATOR_HEADERS,
-)
+from ._sink_records import HEADER_LOCATOR, RESERVED_HEADER_PREFIX, Locator, parse_locator
 
 if TYPE_CHECKING:
     from thalweg_bytewax.codecs.base import Encoder
 
 __all__ = [
-    "HEADER_RECORD_ID",
-    "HEADER_SOURCE_OFFSET",
-    "HEADER_SOURCE_PARTITION",
-    "HEADER_SOURCE_TOPIC",
+    "HEADER_LOCATOR",
     "KafkaSink",
     "KafkaSinkStats",
+    "Locator",
     "Partitioner",
+    "parse_locator",
 ]
 
 logger = logging.getLogger(__name__)
@@ -97,7 +90,7 @@ class KafkaSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
     Source topic-partitions are the unit of parallelism: each is written by one sink
     partition (one idempotent producer per shard). Exactly-once via reconciliation:
     every epoch is flushed and every delivery report checked before its snapshot
-    returns, every record carries its source locator and record id in headers, and on
+    returns, every record carries its source locator and record id in a header, and on
     resume replayed rows that an earlier attempt already wrote are skipped (read back
     from the topic's tail). A plain consumer of the topic sees every input record once.
     With ``transactional=True`` each epoch is also one Kafka transaction, so
@@ -191,10 +184,10 @@ class KafkaSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
                     f"names; got {name!r}: {col!r}"
                 )
                 raise ConfigError(msg)
-            if name in LOCATOR_HEADERS:
+            if name.startswith(RESERVED_HEADER_PREFIX):
                 msg = (
-                    f"{_COMPONENT}: `headers` names `{name}`, which the sink writes itself; "
-                    f"expected another header name"
+                    f"{_COMPONENT}: `headers` names `{name}`, which the sink writes itself "
+                    f"(`{RESERVED_HEADER_PREFIX}*`); expected another header name"
                 )
                 raise ConfigError(msg)
         self.headers = headers

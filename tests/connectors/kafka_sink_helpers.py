@@ -9,12 +9,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-from thalweg_bytewax.connectors.kafka.sink import (
-    HEADER_RECORD_ID,
-    HEADER_SOURCE_OFFSET,
-    HEADER_SOURCE_PARTITION,
-    HEADER_SOURCE_TOPIC,
-)
+from thalweg_bytewax.connectors.kafka.sink import HEADER_LOCATOR, Locator, parse_locator
 
 
 @dataclass
@@ -29,18 +24,20 @@ class Out:
         return next((v for k, v in self.headers if k == name), None)
 
     @property
+    def packed(self) -> Locator:
+        assert self.headers and self.headers[0][0] == HEADER_LOCATOR  # always the first
+        loc = parse_locator(self.headers[0][1])
+        assert loc is not None
+        return loc
+
+    @property
     def locator(self) -> tuple[str, int, int]:
-        topic, part, off = (
-            self.header(HEADER_SOURCE_TOPIC),
-            self.header(HEADER_SOURCE_PARTITION),
-            self.header(HEADER_SOURCE_OFFSET),
-        )
-        assert topic is not None and part is not None and off is not None
-        return topic.decode(), int(part), int(off)
+        loc = self.packed
+        return loc.topic, loc.partition, loc.offset
 
     @property
     def record_id(self) -> bytes | None:
-        return self.header(HEADER_RECORD_ID)
+        return self.packed.record_id
 
 
 def read_topic(
