@@ -220,22 +220,22 @@ class IcebergSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
         sink_id = self.sink_id or step_id
         if not self._announced:
             self._announced = True
-            logger.info(
-                "iceberg sink: writing table `%s` in the %s, mode %s, coverage under `%s%s/`",
-                self.table,
-                self.catalog.describe(),
-                self.mode,
-                COVERAGE_PREFIX,
-                sink_id,
-            )
             if self.locators == "absent":
                 text = unlocated_guarantee(
-                    f"iceberg sink: table `{self.table}`", self.mode, self.key_columns
+                    f"iceberg sink: table `{self.table}` in the {self.catalog.describe()}",
+                    self.mode,
+                    self.key_columns,
                 )
-                if self.mode == "upsert":
-                    logger.info("%s", text)
-                else:
-                    logger.warning("%s", text)
+                logger.log(logging.INFO if self.mode == "upsert" else logging.WARNING, "%s", text)
+            else:
+                logger.info(
+                    "iceberg sink: writing table `%s` in the %s, mode %s, coverage under `%s%s/`",
+                    self.table,
+                    self.catalog.describe(),
+                    self.mode,
+                    COVERAGE_PREFIX,
+                    sink_id,
+                )
         part = _IcebergPartition(self, sink_id, resume_state, shard)
         if self.coverage_store is not None:
             part.record_coverage_to(self.coverage_store, sink_id)

@@ -254,10 +254,7 @@ class PostgresSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
                 return
             self._announced = True
         text = unlocated_guarantee(f"postgres sink `{self.target}`", self.mode, self.key_columns)
-        if self.mode == "upsert":
-            logger.info("%s", text)
-        else:
-            logger.warning("%s", text)
+        logger.log(logging.INFO if self.mode == "upsert" else logging.WARNING, "%s", text)
 
     # -- used by the partitions -------------------------------------------------------
 

@@ -126,3 +126,40 @@ def test_sql_unnest_example(tmp_path: Path) -> None:
     )
     # One line of order 0 (order 1 has none), two of order 40, numbered per order.
     assert out.stdout.splitlines() == ["0 0 0 a 5", "1 40 0 b 14", "1 40 1 b 14"]
+
+
+def test_stock_source_to_tables_example_upserts_into_iceberg_and_postgres(
+    tmp_path: Path, pg_dsn: str
+) -> None:
+    import psycopg
+
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("DROP SCHEMA IF EXISTS iot CASCADE")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("THALWEG_")}
+    script = str(ROOT / "docs/examples/stock_source_to_tables.py")
+    try:
+        out = subprocess.run(
+            [sys.executable, script],
+            env={**env, "THALWEG_WAREHOUSE": str(tmp_path / "wh"), "THALWEG_POSTGRES_DSN": pg_dsn},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute("DROP SCHEMA IF EXISTS iot CASCADE")
+    assert out.stdout.splitlines() == [
+        "iceberg readings: 30 rows; reading 4 is 99.0",
+        "iceberg per_minute: 15 windows, 31 readings",
+        "postgres readings: 30 rows; hottest 99.0",
+        "postgres per_minute: 15 windows, 31 readings",
+    ]
+    assert out.stderr.count("rows carry no source locator") == 4
+    skipped = subprocess.run(
+        [sys.executable, script],
+        env={**env, "THALWEG_WAREHOUSE": str(tmp_path / "wh2")},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert skipped.stdout.splitlines()[0].startswith("note: THALWEG_POSTGRES_DSN is not set")
