@@ -177,9 +177,9 @@ def window_agg(
     After a resume, Bytewax emits again the windows that closed after the last
     snapshot, with the same values when the input replays in the same order: results
     are unique by (group columns, ``window_start``), so a sink that upserts on that key
-    absorbs them. They carry no source locator, so the epoch sinks (the Parquet lane,
-    the Postgres and Iceberg sinks), which cover writes by source offsets, refuse them:
-    write them to a sink that upserts on (group columns, ``window_start``).
+    absorbs them. They carry no source locator, so no sink can skip them by offset:
+    write them to ``PostgresSink`` or ``IcebergSink`` with ``locators="absent"`` and
+    ``mode="upsert"`` on (group columns, ``window_start``) (docs/windows.md).
 
     ```python
     import thalweg_bytewax.operators as twg
