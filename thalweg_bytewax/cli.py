@@ -236,7 +236,9 @@ def _recover(args: argparse.Namespace) -> int:
     if not plan.missing:
         print(f"sink `{sink_id}` holds everything the raw lane landed; nothing to recover")
         return 0
-    check_retention(plan, held, lane=lane_path)
+    # Listed again after the store was read: while ingest goes on, an epoch recorded
+    # in the store is finalized before it is recorded, so this listing holds it.
+    check_retention(plan, lane_held_offsets(lane_path), lane=lane_path)
     print(f"recovering {plan.offsets:,} offsets into `{sink_id}` from `{lane_path}`:")
     print(plan.describe())
     source.offsets = plan.missing
