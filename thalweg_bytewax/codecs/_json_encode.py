@@ -127,7 +127,7 @@ class _Prep:
         raise _fail(
             path,
             int(rows[i]),
-            f"{arr[i].as_py()!r} has no JSON form",
+            f"expected a finite number (JSON has no NaN or infinity); got {arr[i].as_py()!r}",
             "pass `nan='null'` to write null",
         )
 
