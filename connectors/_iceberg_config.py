@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -30,6 +31,9 @@ WAREHOUSE = "warehouse"
 TYPE = "type"
 TOKEN = "token"  # noqa: S105 - a property name, not a secret
 CREDENTIAL = "credential"
+# Opens of a SQL catalog tried before giving up: only its first-open table creation
+# races (a concurrent open of the same fresh warehouse), once.
+_OPEN_ATTEMPTS = 3
 # Key fragments that mark a property as secret: such keys belong in `secret_properties`.
 _SECRET_KEY = re.compile(r"secret|token|password|credential|session|private|access-key", re.I)
 
@@ -157,11 +161,17 @@ class IcebergCatalogConfig(BaseModel):
         load_catalog = require("pyiceberg.catalog", extra="iceberg").load_catalog
         if self.type == "sql" and self.warehouse and "://" not in self.warehouse:
             os.makedirs(self.warehouse, exist_ok=True)
-        try:
-            catalog: Catalog = load_catalog(self.name, **self.catalog_properties())
-            return catalog
-        except Exception as exc:
-            failure = type(exc).__name__
+        failure = ""
+        # pyiceberg's SQL catalog creates its tables when opened: workers opening one
+        # fresh warehouse at once race on that (SQLite: "table iceberg_tables already
+        # exists"), and a retry finds the tables in place.
+        for attempt in range(_OPEN_ATTEMPTS if self.type == "sql" else 1):
+            try:
+                catalog: Catalog = load_catalog(self.name, **self.catalog_properties())
+                return catalog
+            except Exception as exc:
+                failure = type(exc).__name__
+                time.sleep(0.02 * (attempt + 1))
         msg = (
             f"iceberg sink: cannot open the {self.describe()} ({failure}); check the "
             f"catalog's location and credentials"
