@@ -1,0 +1,39 @@
+"""The ``table_sink`` fixture: every case of the suite runs on Parquet, Iceberg and Postgres.
+
+Following pyiceberg's ``catalog`` fixture over its catalog factories, each parameter
+builds a :class:`~tests.sinks.targets.SinkTarget` on a fresh target: a lane directory,
+a warehouse, a PostgreSQL schema (pgserver, or ``THALWEG_TEST_PG_DSN``). The services
+start only for the parameters that need them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.sinks.targets import IcebergTarget, ParquetTarget, PostgresTarget, SinkTarget
+
+SINKS = ("parquet", "iceberg", "postgres")
+"""Every sink the suite runs (Parquet lane, Iceberg table, PostgreSQL table)."""
+
+
+def build_target(name: str, request: pytest.FixtureRequest, root: Path) -> SinkTarget:
+    """A fresh target of sink ``name`` (starts PostgreSQL only for ``postgres``)."""
+    if name == "parquet":
+        return ParquetTarget(root)
+    if name == "iceberg":
+        return IcebergTarget(root)
+    request.node.add_marker("postgres")  # as if the test used `pg_dsn` itself
+    return PostgresTarget(request.getfixturevalue("pg_dsn"), request.getfixturevalue("pg_schema"))
+
+
+@pytest.fixture(params=SINKS)
+def table_sink(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SinkTarget]:
+    """A table sink on a fresh target, with ``make``, ``read``, ``columns`` and flags."""
+    target = build_target(request.param, request, tmp_path)
+    try:
+        yield target
+    finally:
+        target.close()

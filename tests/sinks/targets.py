@@ -1,0 +1,348 @@
+"""One face for every table sink: build it on a fresh target, read the target back.
+
+The behaviour suite (``tests/sinks/test_behaviour.py``) and the crash suite
+(``tests/sinks/test_crash.py``) run each case against every :class:`SinkTarget`: the
+Parquet lane, an Iceberg table (pyiceberg ``SqlCatalog`` on SQLite) and a PostgreSQL
+table (pgserver or ``THALWEG_TEST_PG_DSN``). A target knows how to build its sink
+(``make``), how to read what it holds as Arrow (``read``), its columns and their types
+and comments, a token of what it has committed, and what it can do (capability flags:
+a case a sink cannot meet by design is skipped naming the capability, never for a
+missing service).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pyarrow as pa
+from bytewax.outputs import FixedPartitionedSink
+
+from thalweg_bytewax.metadata import DEFAULT_COLUMNS
+
+__all__ = [
+    "C",
+    "IcebergTarget",
+    "ParquetTarget",
+    "PostgresTarget",
+    "SinkTarget",
+    "orders",
+]
+
+C = DEFAULT_COLUMNS
+TOPIC = "orders"
+BASE_US = 1_700_000_000_000_000  # 2023-11-14, UTC
+
+
+def record_ids(topic: str, partition: int, offsets: Sequence[int], tag: str) -> pa.Array:
+    """16-byte record ids: equal for equal (topic, partition, offset, tag)."""
+    return pa.array(
+        [
+            hashlib.blake2b(f"{topic}/{partition}/{o}/{tag}".encode(), digest_size=16).digest()
+            for o in offsets
+        ],
+        pa.binary(16),
+    )
+
+
+def orders(
+    partition: int,
+    offsets: Sequence[int],
+    *,
+    topic: str = TOPIC,
+    tag: str = "v",
+    extra: dict[str, pa.Array] | None = None,
+) -> pa.RecordBatch:
+    """A decoded batch of one source partition: payload, locator and record id.
+
+    Payload: ``order_id`` (int64), ``customer`` (string), ``qty`` (int32), ``amount``
+    (decimal(10, 2)), ``created_at`` (timestamp[us, UTC]); ``extra`` adds or replaces
+    columns. Built columnar, so a 100k-row batch costs milliseconds.
+    """
+    offs = np.asarray(offsets, dtype=np.int64)
+    n = len(offs)
+    cols: dict[str, pa.Array] = {
+        "order_id": pa.array(partition * 1_000_000 + offs, pa.int64()),
+        "customer": pa.array([f"{tag}-c{o % 7}" for o in offs.tolist()], pa.string()),
+        "qty": pa.array((offs % 5).astype(np.int32), pa.int32()),
+        "amount": pa.array(offs * 101 % 100_000, pa.int64()).cast(pa.decimal128(19, 0))
+        .cast(pa.decimal128(10, 2)),
+        "created_at": pa.array(BASE_US + offs * 1_000_000, pa.timestamp("us"))
+        .cast(pa.timestamp("us", tz="UTC")),
+    }
+    for name, values in (extra or {}).items():
+        cols[name] = values
+    cols[C.source_topic] = pa.array([topic] * n, pa.string())
+    cols[C.source_partition] = pa.array(np.full(n, partition, dtype=np.int32), pa.int32())
+    cols[C.source_offset] = pa.array(offs, pa.int64())
+    cols[C.record_id] = record_ids(topic, partition, offs.tolist(), tag)
+    return pa.RecordBatch.from_pydict(cols)
+
+
+class SinkTarget(ABC):
+    """A table sink on a fresh target, and the ways to look into that target.
+
+    Attributes:
+        name: ``parquet``, ``iceberg`` or ``postgres``.
+        evolves: Provisions its target and evolves it (new columns with comments,
+            incompatible changes refused before anything is written).
+        checks_types: Casts rows to the target's column types at the write boundary
+            and refuses what does not fit, naming the column.
+        identifiers: Validates column names (strict or relaxed) and quotes them.
+    """
+
+    name: ClassVar[str]
+    evolves: ClassVar[bool] = True
+    checks_types: ClassVar[bool] = True
+    identifiers: ClassVar[bool] = True
+
+    def __init__(self) -> None:
+        self._open: list[Any] = []
+
+    @property
+    @abstractmethod
+    def target(self) -> str:
+        """How the sink's messages name the target (``test.orders``, ``schema.orders``)."""
+
+    @abstractmethod
+    def make(self, **options: Any) -> FixedPartitionedSink[pa.RecordBatch, Any]:
+        """A new sink on this test's target (one shard unless ``shards`` is given).
+
+        Common options: ``comments`` (column → comment), ``identifiers``
+        (``"strict"``/``"relaxed"``), ``allow_widening``, ``shards``.
+        """
+
+    @abstractmethod
+    def read(self) -> pa.Table:
+        """Everything the target holds, as Arrow (no columns when it holds nothing)."""
+
+    @abstractmethod
+    def columns(self) -> dict[str, str]:
+        """The target's column names and their types as the target spells them."""
+
+    def comment(self, column: str) -> str | None:
+        """The comment (doc) of a column, None when it has none."""
+        return None
+
+    @abstractmethod
+    def committed(self) -> object:
+        """A token of what the target has committed; equal tokens, nothing committed."""
+
+    def part(self, sink: FixedPartitionedSink[pa.RecordBatch, Any], resume: Any = None) -> Any:
+        """Build the sink's first partition (closed at teardown), as Bytewax would."""
+        built = sink.build_part("flow.sink", "shard-000", resume)
+        self._open.append(built)
+        return built
+
+    def close(self) -> None:
+        """Close every partition built by :meth:`part`."""
+        while self._open:
+            self._open.pop().close()
+
+    def record_ids(self) -> list[bytes]:
+        """Every record id the target holds (duplicates kept), sorted."""
+        table = self.read()
+        if C.record_id not in table.column_names:
+            return []
+        return sorted(table.column(C.record_id).to_pylist())
+
+
+class ParquetTarget(SinkTarget):
+    """A Parquet lane in a fresh directory (``ParquetSink``); read with ``read_lane``."""
+
+    name = "parquet"
+    evolves = False  # a lane stores each batch's own schema: no provisioning to evolve
+    checks_types = False  # a lane has no column types to check rows against
+    identifiers = False  # column names are Parquet field names: any text, never SQL
+
+    def __init__(self, root: Path) -> None:
+        super().__init__()
+        self.path = root / "lane"
+
+    @property
+    def target(self) -> str:
+        return str(self.path)
+
+    def make(self, **options: Any) -> FixedPartitionedSink[pa.RecordBatch, Any]:
+        from thalweg_bytewax.connectors.parquet import ParquetSink
+
+        for unsupported in ("comments", "identifiers", "allow_widening"):
+            options.pop(unsupported, None)
+        options.setdefault("shards", 1)
+        return ParquetSink(self.path, **options)
+
+    def read(self) -> pa.Table:
+        from thalweg_bytewax.lanes import read_lane
+
+        if not self.committed():
+            return pa.table({})
+        return read_lane(self.path)
+
+    def columns(self) -> dict[str, str]:
+        return {f.name: str(f.type) for f in self.read().schema}
+
+    def committed(self) -> object:
+        if not self.path.exists():
+            return ()
+        return tuple(
+            sorted(
+                str(p.relative_to(self.path))
+                for p in self.path.rglob("*.parquet")
+                if not any(part.startswith((".", "_")) for part in p.relative_to(self.path).parts)
+            )
+        )
+
+
+class IcebergTarget(SinkTarget):
+    """The table ``test.orders`` in a fresh local warehouse (``IcebergSink``)."""
+
+    name = "iceberg"
+
+    def __init__(self, root: Path) -> None:
+        from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
+
+        super().__init__()
+        self.config = IcebergCatalogConfig(warehouse=str(root / "warehouse"))
+        self.table = "test.orders"
+
+    @property
+    def target(self) -> str:
+        return self.table
+
+    def make(self, **options: Any) -> FixedPartitionedSink[pa.RecordBatch, Any]:
+        from thalweg_bytewax.connectors.iceberg import IcebergSink
+
+        return IcebergSink(self.config, options.pop("table", self.table), **options)
+
+    def _table(self) -> Any:
+        from pyiceberg.exceptions import NoSuchTableError
+
+        try:
+            return self.config.load().load_table(self.table)
+        except NoSuchTableError:
+            return None
+
+    def read(self) -> pa.Table:
+        table = self._table()
+        return pa.table({}) if table is None else table.scan().to_arrow()
+
+    def columns(self) -> dict[str, str]:
+        table = self._table()
+        if table is None:
+            return {}
+        return {f.name: str(f.field_type) for f in table.schema().fields}
+
+    def comment(self, column: str) -> str | None:
+        table = self._table()
+        doc: str | None = table.schema().find_field(column).doc if table is not None else None
+        return doc
+
+    def committed(self) -> object:
+        table = self._table()
+        return () if table is None else tuple(s.snapshot_id for s in table.snapshots())
+
+
+class PostgresTarget(SinkTarget):
+    """The table ``orders`` in a fresh schema (``PostgresSink``); read through ADBC."""
+
+    name = "postgres"
+
+    def __init__(self, dsn: str, schema: str) -> None:
+        super().__init__()
+        self.dsn = dsn
+        self.schema = schema
+        self.table = "orders"
+
+    @property
+    def target(self) -> str:
+        return f"{self.schema}.{self.table}"
+
+    def make(self, **options: Any) -> FixedPartitionedSink[pa.RecordBatch, Any]:
+        from thalweg_bytewax.connectors.postgres import PostgresSink
+        from thalweg_bytewax.contracts.spec import ColumnSpec, ObjectSpec
+
+        comments: dict[str, str] = options.pop("comments", None) or {}
+        if comments:  # PostgreSQL takes its comments from a contract's descriptions
+            options["contract"] = ObjectSpec(
+                self.table,
+                tuple(ColumnSpec(n, pa.string(), description=d) for n, d in comments.items()),
+            )
+        options.setdefault("schema", self.schema)
+        options.setdefault("shards", 1)
+        options.setdefault("retry_backoff_s", 0.01)
+        return PostgresSink(self.dsn, options.pop("table", self.table), **options)
+
+    def _query(self, query: str, *params: object) -> list[tuple[Any, ...]]:
+        import psycopg
+
+        with psycopg.connect(self.dsn) as conn:
+            return conn.execute(query, params).fetchall()  # type: ignore[arg-type]
+
+    def read(self) -> pa.Table:
+        import adbc_driver_postgresql.dbapi as adbc  # type: ignore[import-untyped]
+        from psycopg import sql
+
+        if not self.columns():
+            return pa.table({})
+        query = sql.SQL("SELECT * FROM {}").format(sql.Identifier(self.schema, self.table))
+        with adbc.connect(self.dsn) as conn, conn.cursor() as cur:
+            cur.execute(query.as_string(None))
+            table: pa.Table = cur.fetch_arrow_table()
+        return _numeric_as_decimal(table, self.columns())
+
+    def columns(self) -> dict[str, str]:
+        rows = self._query(
+            "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
+            "JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0 AND NOT a.attisdropped "
+            "ORDER BY a.attnum",
+            self.schema,
+            self.table,
+        )
+        return {str(name): str(type_text) for name, type_text in rows}  # noqa: C416 - typed
+
+    def comment(self, column: str) -> str | None:
+        rows = self._query(
+            "SELECT col_description(c.oid, a.attnum) FROM pg_attribute a "
+            "JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relname = %s AND a.attname = %s",
+            self.schema,
+            self.table,
+            column,
+        )
+        found: str | None = rows[0][0] if rows else None
+        return found
+
+    def committed(self) -> object:
+        present = self._query(
+            "SELECT count(*) FROM pg_tables WHERE schemaname = %s AND tablename = '_twg_coverage'",
+            self.schema,
+        )
+        coverage: list[tuple[Any, ...]] = []
+        if present[0][0]:
+            coverage = self._query(
+                f'SELECT sink, topic, partition, ranges::text FROM "{self.schema}"._twg_coverage '  # noqa: S608 - a test schema name
+                "ORDER BY 1, 2, 3"
+            )
+        rows = self.read().num_rows if self.columns() else -1
+        return (tuple(coverage), rows)
+
+
+def _numeric_as_decimal(table: pa.Table, types: dict[str, str]) -> pa.Table:
+    """ADBC hands ``numeric(p,s)`` over as text (an opaque extension): read it as decimal."""
+    for i, name in enumerate(table.column_names):
+        spelled = types.get(name, "")
+        if not spelled.startswith("numeric("):
+            continue
+        precision, scale = (int(x) for x in spelled[len("numeric(") : -1].split(","))
+        column = table.column(i)
+        storage = pa.chunked_array(
+            [c.storage if isinstance(c, pa.ExtensionArray) else c for c in column.chunks],
+            pa.string(),
+        )
+        table = table.set_column(i, name, storage.cast(pa.decimal128(precision, scale)))
+    return table

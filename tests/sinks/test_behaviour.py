@@ -1,0 +1,200 @@
+"""What a user relies on from every table sink, proved on Parquet, Iceberg and PostgreSQL.
+
+Each case runs on every :class:`~tests.sinks.targets.SinkTarget` (``table_sink``); a case
+a sink cannot meet by design is skipped naming the capability (the Parquet lane has no
+provisioning, column types or identifier rules). Partitions are driven as Bytewax would:
+``write_batch`` during an epoch, ``snapshot`` at its close, a new partition on restart.
+Replays after a SIGKILL are in ``test_crash.py``.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from tests.sinks.targets import C, SinkTarget, orders
+from thalweg_bytewax.errors import ConfigError, SinkTerminalError, ThalwegError
+
+
+def ids_of(*batches: pa.RecordBatch) -> list[bytes]:
+    return sorted(rid for b in batches for rid in b.column(C.record_id).to_pylist())
+
+
+def require(target: SinkTarget, capability: str) -> None:
+    if not getattr(target, capability):
+        pytest.skip(f"{target.name} sink: no `{capability}` capability by design")
+
+
+def test_duplicate_batches_after_a_restart_land_once(table_sink: SinkTarget) -> None:
+    first = table_sink.part(table_sink.make())
+    first.write_batch([orders(0, range(10)), orders(1, range(5))])
+    assert first.snapshot() == {"orders:0": 10, "orders:1": 5}
+    first.close()
+    # A restart whose recovery store lags: the same batches again, other boundaries.
+    again = table_sink.part(table_sink.make())
+    again.write_batch([orders(0, range(5, 15)), orders(1, range(5))])
+    again.write_batch([orders(1, range(5, 8))])
+    assert again.stats.rows_skipped_replay == 10
+    assert again.snapshot() == {"orders:0": 15, "orders:1": 8}
+    assert table_sink.record_ids() == ids_of(orders(0, range(15)), orders(1, range(8)))
+
+
+def test_a_duplicate_batch_within_a_run_is_refused_and_its_epoch_never_lands(
+    table_sink: SinkTarget,
+) -> None:
+    p = table_sink.part(table_sink.make())
+    p.write_batch([orders(0, range(3))])
+    p.snapshot()
+    before = table_sink.committed()
+    p.write_batch([orders(0, range(3, 6))])
+    with pytest.raises(ConfigError, match=r"`orders:0` arrived out of offset order"):
+        p.write_batch([orders(0, range(3, 6))])
+    with pytest.raises(SinkTerminalError, match="after a failed write"):
+        p.snapshot()
+    assert table_sink.committed() == before
+    assert table_sink.record_ids() == ids_of(orders(0, range(3)))
+
+
+def test_a_replay_of_other_records_at_held_offsets_is_refused(table_sink: SinkTarget) -> None:
+    first = table_sink.part(table_sink.make())
+    first.write_batch([orders(0, range(5))])
+    first.snapshot()
+    again = table_sink.part(table_sink.make())
+    with pytest.raises(SinkTerminalError, match=r"holds a different record at offset 0"):
+        again.write_batch([orders(0, range(5), tag="recreated")])
+    assert table_sink.record_ids() == ids_of(orders(0, range(5)))
+
+
+def test_a_new_field_mid_stream_becomes_a_column_with_its_comment(table_sink: SinkTarget) -> None:
+    require(table_sink, "evolves")
+    p = table_sink.part(table_sink.make(comments={"coupon": "Discount code used at checkout"}))
+    p.write_batch([orders(0, [0, 1])])
+    p.snapshot()
+    assert "coupon" not in table_sink.columns()
+    later = orders(0, [2, 3], extra={"coupon": pa.array(["A", None])})
+    p.write_batch([later])
+    p.snapshot()
+    assert "coupon" in table_sink.columns()
+    assert table_sink.comment("coupon") == "Discount code used at checkout"
+    assert table_sink.comment(C.source_offset)  # the built-in description of a `_twg_` column
+    got = table_sink.read().sort_by(C.source_offset)
+    assert got.column("coupon").to_pylist() == [None, None, "A", None]
+    assert sorted(got.column(C.record_id).to_pylist()) == ids_of(orders(0, [0, 1]), later)
+
+
+def test_an_incompatible_change_is_refused_naming_table_column_and_types(
+    table_sink: SinkTarget,
+) -> None:
+    require(table_sink, "evolves")
+    p = table_sink.part(table_sink.make())
+    p.write_batch([orders(0, [0])])
+    p.snapshot()
+    old = table_sink.columns()["qty"]
+    before = table_sink.committed()
+    q = table_sink.part(table_sink.make())
+    with pytest.raises(ThalwegError) as refused:
+        q.write_batch([orders(0, [1, 2], extra={"qty": pa.array(["x", "y"])})])
+    text = str(refused.value)
+    new = {"postgres": "text", "iceberg": "string"}[table_sink.name]
+    assert f"`{table_sink.target}`" in text and "column `qty`" in text
+    assert f"is `{old}`" in text and f"got `{new}`" in text, text
+    assert q.failed
+    with pytest.raises(SinkTerminalError):
+        q.snapshot()
+    assert table_sink.committed() == before
+    assert table_sink.columns()["qty"] == old
+    assert table_sink.record_ids() == ids_of(orders(0, [0]))
+
+
+def test_a_type_mismatch_at_the_write_boundary_is_refused_never_a_silent_null(
+    table_sink: SinkTarget,
+) -> None:
+    require(table_sink, "checks_types")
+    p = table_sink.part(table_sink.make())
+    p.write_batch([orders(0, [0])])
+    p.snapshot()
+    before = table_sink.committed()
+    # Zone-less times into a column of instants: which zone they meant is unknown.
+    naive = pa.array([1_700_000_000_000_000], pa.timestamp("us"))
+    q = table_sink.part(table_sink.make())
+    with pytest.raises(ThalwegError, match=r"column `created_at`.*conversions=") as refused:
+        q.write_batch([orders(0, [1], extra={"created_at": naive})])
+    assert f"`{table_sink.target}`" in str(refused.value)
+    assert table_sink.committed() == before
+    got = table_sink.read()
+    assert got.num_rows == 1 and got.column("created_at").null_count == 0
+
+
+HOSTILE = ['"; DROP TABLE x; --', 'weird"col', "größe_ü", "a" * 63]
+"""Column names that need quoting (or a strict refusal); the last is 63 bytes, the limit."""
+
+
+@pytest.mark.parametrize("name", HOSTILE[:3])
+def test_hostile_identifiers_are_refused_in_strict_mode_before_anything_is_created(
+    table_sink: SinkTarget, name: str
+) -> None:
+    require(table_sink, "identifiers")
+    fresh = table_sink.committed()
+    p = table_sink.part(table_sink.make())
+    with pytest.raises(ConfigError, match=r"identifiers=\"relaxed\"") as refused:
+        p.write_batch([orders(0, [0], extra={name: pa.array([1])})])
+    assert repr(name) in str(refused.value) or f"`{name}`" in str(refused.value)
+    assert table_sink.committed() == fresh
+    assert table_sink.columns() == {}
+
+
+def test_hostile_identifiers_are_quoted_in_relaxed_mode(table_sink: SinkTarget) -> None:
+    require(table_sink, "identifiers")
+    extra = {name: pa.array([i, i + 10], pa.int64()) for i, name in enumerate(HOSTILE)}
+    p = table_sink.part(table_sink.make(identifiers="relaxed"))
+    p.write_batch([orders(0, [0, 1], extra=extra)])
+    p.snapshot()
+    assert set(HOSTILE) <= set(table_sink.columns())
+    got = table_sink.read().sort_by(C.source_offset)
+    for i, name in enumerate(HOSTILE):
+        assert got.column(name).to_pylist() == [i, i + 10], name
+    assert table_sink.record_ids() == ids_of(orders(0, [0, 1]))
+
+
+@pytest.mark.parametrize("mode", ["strict", "relaxed"])
+def test_names_over_63_bytes_are_refused_in_both_modes(table_sink: SinkTarget, mode: str) -> None:
+    require(table_sink, "identifiers")
+    p = table_sink.part(table_sink.make(identifiers=mode))
+    # PostgreSQL truncates longer names silently, so two of them could collide.
+    for name in ("a" * 64, "ü" * 32):  # 64 bytes, in ASCII and in two-byte UTF-8
+        q = table_sink.part(table_sink.make(identifiers=mode))
+        with pytest.raises(ConfigError, match="63"):
+            q.write_batch([orders(0, [0], extra={name: pa.array([1])})])
+    p.write_batch([orders(0, [0])])
+    p.snapshot()
+    assert not any(len(n.encode()) > 63 for n in table_sink.columns())  # noqa: PLR2004
+
+
+def test_an_empty_batch_writes_nothing_and_commits_nothing(table_sink: SinkTarget) -> None:
+    fresh = table_sink.committed()
+    p = table_sink.part(table_sink.make())
+    p.write_batch([orders(0, [])])
+    assert p.snapshot() == {}
+    assert table_sink.committed() == fresh
+    assert table_sink.read().num_rows == 0
+    p.write_batch([orders(0, [0, 1])])
+    p.snapshot()
+    held = table_sink.committed()
+    p.write_batch([orders(0, []), orders(1, [])])
+    assert p.snapshot() == {"orders:0": 2}
+    assert table_sink.committed() == held
+
+
+def test_a_100k_row_batch_lands_exactly(table_sink: SinkTarget) -> None:
+    n = 100_000
+    big = orders(0, range(n))
+    p = table_sink.part(table_sink.make())
+    p.write_batch([big])
+    assert p.snapshot() == {"orders:0": n}
+    got = table_sink.read().sort_by(C.source_offset)
+    assert got.num_rows == n
+    assert got.column(C.record_id).to_pylist() == big.column(C.record_id).to_pylist()
+    for name in ("order_id", "qty", "customer"):
+        assert got.column(name).to_pylist() == big.column(name).to_pylist(), name
+    assert pc.sum(got.column("amount")).as_py() == pc.sum(big.column("amount")).as_py()
