@@ -409,14 +409,15 @@ class PreparedQuery:
             state = self._threads[key] = _Prepared(self.session.new_cursor())
         state.feed.data = data
         try:
-            if state.schema is None or not data.schema.equals(state.schema):
+            schema = data.schema
+            if state.schema is None or not schema.equals(state.schema):
                 # DuckDB reads the feed's schema as it registers it; a bind error leaves
                 # no relation, so the next run binds again.
                 state.relation = state.schema = None
                 state.cursor.register(self.name, state.feed)
                 params = {"params": self.params} if self.params else {}
                 state.relation = state.cursor.sql(self.sql, **params)
-                state.schema = data.schema
+                state.schema = schema
             return _bounded(state.cursor, self.timeout_seconds, state.relation.to_arrow_table)
         finally:
             state.feed.data = None

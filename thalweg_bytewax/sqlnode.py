@@ -236,16 +236,19 @@ class SqlNode:
 def _one_batch(table: pa.Table) -> pa.RecordBatch:
     # DuckDB names the session's zone `Etc/UTC`; the rest of thalweg (and the table
     # sinks' zone checks) write `UTC`. Same instant, metadata-only cast.
-    fields = [
-        f.with_type(pa.timestamp(f.type.unit, tz="UTC"))
-        if pa.types.is_timestamp(f.type) and f.type.tz == "Etc/UTC"
-        else f
-        for f in table.schema
-    ]
-    if any(a is not b for a, b in zip(fields, table.schema, strict=True)):
-        table = table.cast(pa.schema(fields, metadata=table.schema.metadata))
+    schema = table.schema
+    if any(pa.types.is_timestamp(t) and t.tz == "Etc/UTC" for t in schema.types):
+        fields = [
+            f.with_type(pa.timestamp(f.type.unit, tz="UTC"))
+            if pa.types.is_timestamp(f.type) and f.type.tz == "Etc/UTC"
+            else f
+            for f in schema
+        ]
+        table = table.cast(pa.schema(fields, metadata=schema.metadata))
     if table.num_rows == 0:
         return pa.RecordBatch.from_arrays(
             [pa.array([], f.type) for f in table.schema], schema=table.schema
         )
-    return table.combine_chunks().to_batches()[0]
+    batches = table.to_batches()
+    # One chunk per column (DuckDB's usual answer for a batch) is one batch, uncopied.
+    return batches[0] if len(batches) == 1 else table.combine_chunks().to_batches()[0]
