@@ -1,0 +1,184 @@
+"""Private to :mod:`thalweg_bytewax.connectors.files`: what every format reader shares.
+
+A format reader turns one file into :class:`Chunk` objects, in row order, starting at a
+row index (the resume position). A chunk holds the rows that read well, cast to the
+target schema, with their row indices, optionally their raw bytes (the line of a line
+format, the body of an Avro record), and the rows or byte runs that did not read, each
+with a reason. The partition turns chunks into keyed output batches: payload columns
+plus metadata columns, and DLQ batches.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any, Protocol
+
+import numpy as np
+import pyarrow as pa
+
+from thalweg_bytewax.errors import ConfigError
+
+__all__ = [
+    "INFER",
+    "Bad",
+    "Chunk",
+    "Reader",
+    "Target",
+    "cast_rows",
+    "check_schema_arg",
+    "chunk_of",
+    "whole_file_bad",
+    "row_json",
+]
+
+INFER = "infer"
+"""The ``schema=`` value that asks a format without its own schema to infer one."""
+
+
+class Target(Protocol):
+    """The file of one partition: its name, and how to open it (local or fsspec)."""
+
+    @property
+    def path(self) -> str:
+        """The path or URL, as the metadata columns name it."""
+        ...
+
+    def source(self) -> str | IO[bytes]:
+        """What pyarrow readers take: the local path, or an open fsspec file."""
+        ...
+
+    def open(self) -> IO[bytes]:
+        """A fresh binary file object, positioned at 0."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Bad:
+    """A row (or a run of bytes standing for rows) that could not be read."""
+
+    row: int
+    message: str
+    raw: bytes | None = None
+
+
+@dataclass(slots=True)
+class Chunk:
+    """Rows read from one piece of a file (a row group, a block, a window)."""
+
+    rows: pa.RecordBatch | None
+    offsets: np.ndarray
+    next_row: int
+    values: pa.Array | None = None
+    bad: list[Bad] = field(default_factory=list)
+
+
+class Reader(Protocol):
+    """A format reader: chunks of one file from a row index on."""
+
+    def __call__(
+        self, target: Target, start: int, schema: pa.Schema | None, batch_rows: int
+    ) -> Iterator[Chunk]:
+        """Chunks in row order; rows before ``start`` are skipped, never emitted."""
+        ...
+
+
+def chunk_of(
+    rows: pa.RecordBatch,
+    first: int,
+    start: int,
+    *,
+    values: pa.Array | None = None,
+    bad: list[Bad] | None = None,
+) -> Chunk:
+    """A chunk of consecutive rows ``first..`` with those before ``start`` cut off."""
+    n = rows.num_rows
+    skip = min(max(start - first, 0), n)
+    if skip:
+        rows = rows.slice(skip)
+        values = values.slice(skip) if values is not None else None
+    offsets = np.arange(first + skip, first + n, dtype=np.int64)
+    kept = [b for b in bad or [] if b.row >= start]
+    return Chunk(rows if rows.num_rows else None, offsets, first + n, values, kept)
+
+
+def row_json(batch: pa.RecordBatch, i: int) -> str:
+    """One row as JSON text, for a DLQ message or raw value (failure path only)."""
+    return json.dumps(batch.slice(i, 1).to_pylist()[0], default=str, ensure_ascii=False)
+
+
+def cast_rows(
+    batch: pa.RecordBatch, schema: pa.Schema, first: int, offsets: np.ndarray | None = None
+) -> tuple[pa.RecordBatch | None, np.ndarray, list[Bad]]:
+    """``batch`` cast to ``schema`` (by name), or the rows that cast, and the others.
+
+    The whole batch is cast at once; only when that fails is it cast row by row, to
+    send exactly the rows that do not fit to the DLQ (bounded by the failing chunk).
+
+    Args:
+        batch: Rows as the format read them.
+        schema: The target schema (a contract's, or one the caller gave).
+        first: The row index of the first row (when ``offsets`` is not given).
+        offsets: The row index of each row.
+
+    Returns:
+        The cast rows (``None`` when none cast), their row indices and the failures.
+    """
+    offs = offsets if offsets is not None else np.arange(first, first + batch.num_rows)
+    missing = [f.name for f in schema if f.name not in batch.schema.names]
+    if missing:
+        names = ", ".join(f"`{m}`" for m in missing)
+        msg = (
+            f"expected column(s) {names} of the schema; got columns "
+            f"{', '.join(batch.schema.names)}"
+        )
+        return None, offs[:0], [Bad(int(offs[0]), msg)] if len(offs) else []
+    selected = batch.select(schema.names)
+    try:
+        return _cast(selected, schema), offs, []
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        pass
+    good: list[int] = []
+    bad: list[Bad] = []
+    for i in range(selected.num_rows):
+        try:
+            _cast(selected.slice(i, 1), schema)
+            good.append(i)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+            text = row_json(selected, i)
+            bad.append(Bad(int(offs[i]), f"row does not fit the schema: {exc}", text.encode()))
+    if not good:
+        return None, offs[:0], bad
+    idx = np.asarray(good, dtype=np.int64)
+    return _cast(selected.take(pa.array(idx)), schema), offs[idx], bad
+
+
+def _cast(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    if batch.schema.equals(schema, check_metadata=False):
+        return batch
+    arrays = []
+    for col, f in zip(batch.columns, schema, strict=True):
+        arr = col if col.type == f.type else col.cast(f.type, safe=True)
+        if not f.nullable and arr.null_count:
+            msg = f"column `{f.name}` is required; got {arr.null_count} null(s)"
+            raise pa.ArrowInvalid(msg)
+        arrays.append(arr)
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def check_schema_arg(schema: Any, where: str) -> None:
+    """A ``ConfigError`` unless ``schema`` is a usable ``schema=`` argument."""
+    if schema is None or isinstance(schema, pa.Schema) or schema == INFER:
+        return
+    msg = (
+        f"{where}: `schema` expected an Arrow schema, a data contract, {INFER!r} or None; "
+        f"got {type(schema).__name__}"
+    )
+    raise ConfigError(msg)
+
+
+def whole_file_bad(start: int, what: str, exc: BaseException) -> Chunk:
+    """A chunk that says the rest of a file from ``start`` could not be read."""
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return Chunk(None, np.zeros(0, np.int64), start, bad=[Bad(start, f"{what}: {text}")])
