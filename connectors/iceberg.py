@@ -179,6 +179,16 @@ class IcebergSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 msg = f"iceberg sink: `{name}` expected an integer >= {low}; got {value!r}"
                 raise ConfigError(msg)
+        if mode == "upsert" and shards > 1:
+            # Two shards upserting one key concurrently can both commit: pyiceberg's
+            # conflict check judges data files, not rows, so the table ends with the key
+            # twice and no error. One writer per table keeps upserts exact.
+            msg = (
+                f"iceberg sink: table `{self.table}` in mode 'upsert' expected shards=1; got "
+                f"shards={shards}; concurrent upserts of one key from two shards can leave "
+                f"the key twice, so an upserting table has one writer (use shards=1)"
+            )
+            raise ConfigError(msg)
         if sink_id is not None and (not isinstance(sink_id, str) or not sink_id or "/" in sink_id):
             msg = f"iceberg sink: `sink_id` expected a non-empty name without `/`; got {sink_id!r}"
             raise ConfigError(msg)

@@ -80,6 +80,8 @@ def build_sink(target: str, where: str, schema: str, **options: Any) -> Any:
         return PostgresSink(where, "items", schema=schema, locators="absent", **options)
     from thalweg_bytewax.connectors.iceberg import IcebergSink
 
+    if options.get("mode") == "upsert":
+        options["shards"] = 1  # an upserting Iceberg table has one writer
     return IcebergSink(where, "test.items", locators="absent", **options)
 
 
