@@ -47,7 +47,7 @@ class IcebergCatalogConfig(BaseModel):
         IcebergCatalogConfig(type="rest", uri="https://catalog.example/api",
                              warehouse="prod", token=SecretStr(os.environ["TOKEN"]))
 
-    Args:
+    Attributes:
         name: The catalog's name (pyiceberg's, also the SQL catalog's row key).
         type: ``"sql"`` (SqlCatalog; SQLite file under the warehouse by default) or
             ``"rest"``.

@@ -4,7 +4,7 @@ Engine-agnostic here; the PostgreSQL and Iceberg adapters describe a live table 
 :class:`TableShape`, call :func:`plan`, then :meth:`Plan.raise_if_refused` and execute
 the steps. Types come from :mod:`thalweg_bytewax.typemap`.
 
-Example:
+Examples:
     >>> import pyarrow as pa
     >>> from thalweg_bytewax.catalog import plan
     >>> p = plan("orders", None, pa.schema([("id", pa.int64())]), target="postgres")

@@ -206,7 +206,7 @@ def _evolve(table: Table, steps: Plan) -> None:
 class PartitionField(BaseModel):
     """One field of a partition spec: a transform of a source column.
 
-    Args:
+    Attributes:
         transform: ``identity``, ``year``, ``month``, ``day``, ``hour``, ``bucket``,
             ``truncate`` or ``void``.
         column: The source column (a top-level column name).
