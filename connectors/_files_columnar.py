@@ -136,18 +136,30 @@ def read_csv(
     next_row = 0
     typed = schema is not None
     while True:
-        convert = pacsv.ConvertOptions()
+        # An empty field is null in every column, text included (as Kafka's JSON null).
+        convert = pacsv.ConvertOptions(strings_can_be_null=True)
         if schema is not None:
             types = {f.name: f.type if typed else pa.string() for f in schema}
-            convert = pacsv.ConvertOptions(column_types=types, include_columns=schema.names)
+            convert = pacsv.ConvertOptions(
+                column_types=types, include_columns=schema.names, strings_can_be_null=True
+            )
         skip = next_row
         try:
             reader = pacsv.open_csv(
                 target.source(),
-                read_options=pacsv.ReadOptions(block_size=CSV_BLOCK_BYTES),
+                # Serial parsing: only then does a ragged row report its line number,
+                # which places it (and the rows around it) at their row index.
+                read_options=pacsv.ReadOptions(block_size=CSV_BLOCK_BYTES, use_threads=False),
                 parse_options=pacsv.ParseOptions(invalid_row_handler=ragged),
                 convert_options=convert,
             )
+        except pa.ArrowInvalid as exc:
+            if typed:
+                typed = False  # a value of the first block is not of its type
+                ragged = _Ragged()
+                continue
+            yield whole_file_bad(max(next_row, start), "cannot read the CSV header", exc)
+            return
         except (OSError, pa.ArrowException) as exc:
             yield whole_file_bad(max(next_row, start), "cannot read the CSV header", exc)
             return
