@@ -31,6 +31,7 @@ from thalweg_bytewax import _deps
 from thalweg_bytewax._redact import redact_url
 from thalweg_bytewax.catalog import TableShape
 from thalweg_bytewax.catalog import postgres as pgcat
+from thalweg_bytewax.catalog.reconcile import reconcile
 from thalweg_bytewax.contracts.spec import ContractSpec, ObjectSpec
 from thalweg_bytewax.coverage import OffsetCoverage
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError, SinkTransientError
@@ -336,7 +337,9 @@ class PostgresSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
             if shape is None:
                 shape = self._sync(batch.schema)
                 self._shapes[key] = shape
-        return pgcat.cast_to_shape(pa.Table.from_batches([batch]), shape, self.target)
+        # Nested values become JSON text for `jsonb` columns, zone mismatches are refused.
+        fitted = reconcile(batch, shape, target="postgres", table=self.target)
+        return pgcat.cast_to_shape(pa.Table.from_batches([fitted]), shape, self.target)
 
     def _sync(self, desired: pa.Schema) -> TableShape:
         with self.connect_control() as conn:
