@@ -1,0 +1,67 @@
+"""The flow every table sink's kill-and-resume test runs: raw lane, decode, the sink.
+
+``python -m bytewax.run "tests.sinks.crash_flow:build_flow('iceberg', ROOT)" -r REC -s 0
+-b 0`` (and ``-w 2``, or ``-i 0|1 -a host:port;host:port`` for two processes): the
+deterministic sample orders (4 source partitions, small batches, an epoch per
+activation) go to a raw Parquet lane under ``ROOT/raw`` as they are read, are decoded
+(Confluent-framed Avro, the bundled schemas), rejects go to ``ROOT/dlq``, and the
+decoded orders go to the sink under test: a Parquet lane under ``ROOT/lane``, an
+Iceberg table ``test.orders`` in ``ROOT/warehouse``, or PostgreSQL ``SCHEMA.orders``.
+Two shards each, so with two workers or processes both write. ``THALWEG_FAULT`` kills
+it at a named point. The test compares the table with the raw lane by record id.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import bytewax.operators as op
+from bytewax.dataflow import Dataflow
+from bytewax.outputs import Sink
+
+import thalweg_bytewax.operators as twg
+from flows._orders_sample import SampleOrdersSource
+from thalweg_bytewax.codecs import AvroCodec
+from thalweg_bytewax.connectors.parquet import ParquetSink
+from thalweg_bytewax.registry import DirectorySchemaSource
+
+__all__ = ["BATCH", "ORDERS", "PARTITIONS", "SHARDS", "build_flow", "table_sink"]
+
+ORDERS = 1_200
+"""Sample orders per run: 300 per source partition."""
+PARTITIONS = 4
+BATCH = 100
+"""Records per source batch: 3 batches (and epochs) per partition."""
+SHARDS = 2
+SCHEMAS = Path(__file__).resolve().parents[2] / "flows" / "schemas"
+"""The orders flow's bundled writer schemas (its codec without a registry)."""
+
+
+def table_sink(sink: str, root: str, dsn: str = "", schema: str = "") -> Sink[object]:
+    """The sink under test, on its target under ``root`` (or in ``schema`` for PostgreSQL).
+
+    Small row groups and data files, so a kill mid-write leaves real partial files.
+    """
+    if sink == "parquet":
+        return ParquetSink(Path(root) / "lane", shards=SHARDS, row_group_rows=16)
+    if sink == "iceberg":
+        from thalweg_bytewax.connectors.iceberg import IcebergSink
+
+        return IcebergSink(
+            str(Path(root) / "warehouse"), "test.orders", shards=SHARDS, target_file_bytes=1
+        )
+    from thalweg_bytewax.connectors.postgres import PostgresSink
+
+    return PostgresSink(dsn, "orders", schema=schema, shards=SHARDS)
+
+
+def build_flow(sink: str, root: str, dsn: str = "", schema: str = "") -> Dataflow:
+    """The flow: sample orders → raw lane; decode → DLQ lane and the sink under test."""
+    flow = Dataflow("sink_crash")
+    source = SampleOrdersSource(ORDERS, partitions=PARTITIONS, batch_size=BATCH)
+    raw = op.input("in", flow, source)
+    op.output("raw_lane", raw, ParquetSink(Path(root) / "raw", shards=SHARDS))
+    decoded = twg.decode("decode", raw, AvroCodec(DirectorySchemaSource(SCHEMAS)), metadata="locator")
+    op.output("dlq", decoded.rejected, ParquetSink(Path(root) / "dlq", shards=SHARDS))
+    op.output("table", decoded.ok, table_sink(sink, root, dsn, schema))
+    return flow
