@@ -165,7 +165,8 @@ def table_references(query: str) -> set[str]:
         SqlError: When ``query`` is not exactly one parsable ``SELECT``.
     """
     check_query(query)
-    text = shared_cursor().execute("SELECT json_serialize_sql($1)", [query]).fetchone()[0]
+    # fetchall, not fetchone: a result left unfinished blocks the shared cursor's next user.
+    text = shared_cursor().execute("SELECT json_serialize_sql($1)", [query]).fetchall()[0][0]
     tree = orjson.loads(text)
     if tree.get("error"):
         msg = f"expected one SELECT statement; got {query!r}: {tree.get('error_message')}"
