@@ -6,12 +6,18 @@ source is the same code as with Kafka. A few records are deliberately bad, so th
 dead-letter path has work to do: some cannot be decoded (a corrupt body, an unknown
 schema id, a tombstone) and some decode but break the orders contract (a negative
 total, a lower-case currency, customer id 0, an over-long coupon).
+
+Orders are placed as on a real shop: order ``i`` is created ``i`` × 100 ms after
+:data:`SAMPLE_START`, give or take up to two seconds, so event time (``created_at``, also
+the record's CreateTime) rises with the offset of each partition, a little out of order,
+and the default 20,000 orders span about 33 minutes of event time.
 """
 
 from __future__ import annotations
 
 import random
 import struct
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -25,10 +31,22 @@ from thalweg_bytewax.record import KeyedBatch, raw_batch_from_columns
 from thalweg_bytewax.runtime.parts import decode_part, encode_part
 from thalweg_bytewax.samples import encode_order_avro, order_key, sample_order
 
-__all__ = ["SAMPLE_CLUSTER", "SampleOrdersSource", "sample_order_at", "sample_payload_at"]
+__all__ = [
+    "SAMPLE_CLUSTER",
+    "SAMPLE_START",
+    "SampleOrdersSource",
+    "sample_order_at",
+    "sample_payload_at",
+]
 
 SAMPLE_CLUSTER = "embedded-sample"
 """The cluster id stamped on sample records."""
+SAMPLE_START = datetime(2026, 1, 1, tzinfo=UTC)
+"""When sample order 0 is created; order ``i`` about ``i`` × 100 ms later."""
+# One order every 100 ms (10 a second), each up to 2 s early or late: event time rises
+# with the offset, slightly out of order, as producers' clocks and retries leave it.
+_SPACING_MS = 100
+_JITTER_MS = 2_000
 
 _HEADERS = (("content-type", b"application/vnd.confluent.avro"), ("producer", b"thalweg-sample"))
 
@@ -49,7 +67,11 @@ def _contract_violation(index: int, order: dict[str, Any]) -> dict[str, Any]:
 
 def sample_order_at(seed: int, index: int) -> dict[str, Any]:
     """Order number ``index`` of the embedded sample, contract violations included."""
-    return _contract_violation(index, sample_order(random.Random(f"{seed}:{index}")))  # noqa: S311
+    rng = random.Random(f"{seed}:{index}")  # noqa: S311 - sample data, not security
+    order = sample_order(rng)
+    jitter = rng.randint(-_JITTER_MS, _JITTER_MS)
+    created = SAMPLE_START + timedelta(milliseconds=max(0, index * _SPACING_MS + jitter))
+    return _contract_violation(index, {**order, "created_at": created})
 
 
 def sample_payload_at(seed: int, index: int) -> bytes | None:

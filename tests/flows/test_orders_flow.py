@@ -1,4 +1,4 @@
-"""flows.orders end to end: embedded default and Kafka, raw lane, decoded lane and DLQ."""
+"""flows.orders end to end: embedded default and Kafka, raw lane, orders table and DLQ."""
 
 from __future__ import annotations
 
@@ -54,6 +54,14 @@ def bad_indexes(n: int) -> dict[int, str]:
     return out
 
 
+def read_table(settings: OrdersSettings, table: str) -> pa.Table:
+    """A table of the flow, read back from its Iceberg warehouse."""
+    from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
+
+    catalog = IcebergCatalogConfig(warehouse=str(settings.warehouse)).load()
+    return catalog.load_table(f"{settings.iceberg_namespace}.{table}").scan().to_arrow()
+
+
 def test_bundled_schema_is_the_sample_schema():
     assert json.loads((SCHEMA_DIR / "1.avsc").read_text()) == ORDER_AVRO_SCHEMA
 
@@ -63,7 +71,7 @@ def test_embedded_default_fills_raw_decoded_and_dlq_lanes(tmp_path):
     run_main(build_flow(settings))
 
     raw = read_lane(settings.raw_lane)
-    orders = read_lane(settings.orders_lane)
+    orders = read_table(settings, "orders")
     dlq = read_lane(settings.dlq_lane)
     assert raw.num_rows == N
     assert orders.num_rows + dlq.num_rows == N
@@ -103,19 +111,23 @@ def test_embedded_default_fills_raw_decoded_and_dlq_lanes(tmp_path):
         assert r.raw_key == str(sample(i)["customer_id"]).encode()
     assert "schema id 99" in rejected[1500].message
 
-    # Decoded lane: every good order once, locator kept; spot-check values.
-    assert orders.schema.names[: len(ORDER_AVRO_SCHEMA["fields"])] == [
-        f["name"] for f in ORDER_AVRO_SCHEMA["fields"]
-    ]
-    assert {*COLS.locator_columns(), COLS.emit_ts} <= set(orders.schema.names)
+    # Orders table: every good order once, locator kept; spot-check values.
+    assert {*COLS.locator_columns(), COLS.emit_ts, "amount_eur", "line_count"} <= set(
+        orders.schema.names
+    )
     seen = {index(orders, row): row for row in range(orders.num_rows)}
     assert set(seen) == set(range(N)) - set(bad) - set(breakers)
     for i in (0, 1, 2, 3, 499, 501, 1999, 3998, 3999):
-        row = orders.slice(seen[i], 1).select([f["name"] for f in ORDER_AVRO_SCHEMA["fields"]])
-        assert row.to_pylist()[0] == sample(i), i
+        row = orders.slice(seen[i], 1).to_pylist()[0]
+        want = sample(i)
+        for name in ("order_id", "customer_id", "created_at", "status", "total", "coupon"):
+            assert row[name] == want[name], (i, name)
+        assert row["amount_eur"] == want["total"] and row["line_count"] == len(want["items"])
+        address = want["shipping_address"] or {}
+        assert row["ship_city"] == address.get("city"), i
     raw_ids = {index(raw, row): raw[COLS.record_id][row].as_py() for row in range(raw.num_rows)}
     assert orders.num_rows == len(set(orders[COLS.record_id].to_pylist()))
-    for i in (0, 501, 3999):  # the decoded lane keeps each record's id from the raw lane
+    for i in (0, 501, 3999):  # the table keeps each record's id from the raw lane
         assert orders[COLS.record_id][seen[i]].as_py() == raw_ids[i]
 
     # Audit: one verdict per decoded record, resolvable per rule through the registry.
@@ -155,11 +167,33 @@ def run_orders_flow(data_dir: Path, orders: int, *args: str) -> subprocess.Compl
 
 def test_python_m_bytewax_run_prints_the_summary(tmp_path):
     out = run_orders_flow(tmp_path, 3000)
-    assert f"orders raw lane -> {tmp_path / 'raw'}: 3,000 records" in out.stdout
-    assert f"orders -> {tmp_path / 'orders'}: 2,994 records" in out.stdout
-    assert f"rejected -> {tmp_path / 'dlq'}: 6 records (decode 3, dq 3)" in out.stdout
-    assert f"audited -> {tmp_path / 'audit'}: 2,997 records (fail 3, pass 2,994)" in out.stdout
-    assert read_lane(tmp_path / "orders").num_rows == 2_994
+    lines = out.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("orders: "))
+    head, *body = lines[start:]
+    assert head.startswith("orders: 3,000 records read in ") and "records/s)" in head, head
+    warehouse = tmp_path / "warehouse"
+    lines_total = sum(len(sample(i)["items"]) for i in range(3000) if i % 1000 not in (250, 500))
+    assert body == [
+        f"  raw lane {tmp_path / 'raw'}: 3,000 records (+3,000)",
+        "  rejected: 6 (decode 3, dq 3)",
+        "  audited: 2,997 (fail 3, pass 2,994)",
+        f"  table sales.orders (iceberg {warehouse}): 2,994 rows (+2,994)",
+        f"  table sales.order_lines (iceberg {warehouse}): {lines_total:,} rows (+{lines_total:,})",
+        f"  table sales.revenue_per_status_minute (iceberg {warehouse}): "
+        + body[-1].rsplit(": ", 1)[1],
+    ]
+    assert read_table(OrdersSettings(data_dir=tmp_path), "orders").num_rows == 2_994
+
+    # Run again: the sample replays, every lane and table already holds it.
+    again = run_orders_flow(tmp_path, 3000).stdout.splitlines()
+    (line,) = [line for line in again if line.startswith("orders: ")]
+    assert line == (
+        f"orders: nothing new (3,000 records read, all already landed); raw lane "
+        f"{tmp_path / 'raw'}: 3,000 records, sales.orders 2,994 rows, sales.order_lines "
+        f"{lines_total:,} rows, sales.revenue_per_status_minute "
+        + line.rsplit("sales.revenue_per_status_minute ", 1)[1]
+    )
+    assert len(again) == len([x for x in again if not x.startswith("  ")])
 
 
 def test_importing_the_flow_starts_nothing_and_connects_nowhere(tmp_path):
@@ -174,8 +208,16 @@ def test_importing_the_flow_starts_nothing_and_connects_nowhere(tmp_path):
         socket.socket.connect = connect
         socket.socket.connect_ex = connect
         before = threading.active_count()
+        import time
         import flows.orders
         assert flows.orders.flow.flow_id == "orders"
+        # The SQL time bound's watchdog (armed while the contract's rules are checked)
+        # is the one thread allowed, and only while it lingers: ~0.5 s once idle.
+        extra = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
+        assert set(extra) <= {"thalweg-sql-watchdog"}, extra
+        deadline = time.monotonic() + 5
+        while threading.active_count() > before and time.monotonic() < deadline:
+            time.sleep(0.05)
         print(before, threading.active_count(), len(multiprocessing.active_children()), attempts)
         """
     )
@@ -205,7 +247,7 @@ def test_settings_from_environment():
     )
     assert s.schema_registry_url is not None
     assert s.schema_registry_url.get_secret_value() == "mock://orders-settings"
-    assert s.orders_lane == Path("/x/orders") and s.dlq_lane == Path("/x/dlq")
+    assert s.warehouse == Path("/x/warehouse") and s.dlq_lane == Path("/x/dlq")
     assert "mock://orders-settings" in repr(s.codec())
     assert "flows/schemas" in repr(OrdersSettings().codec())
 
@@ -229,7 +271,7 @@ def test_kafka_mode_decodes_with_the_bundled_schemas(kafka_bootstrap, make_topic
     )
     run_main(build_flow(settings))
     assert read_lane(settings.raw_lane).num_rows == 201
-    assert read_lane(settings.orders_lane).num_rows == 200
+    assert read_table(settings, "orders").num_rows == 200
     (r,) = rejected_from_dlq_batch(read_lane(settings.dlq_lane).combine_chunks().to_batches()[0])
     assert r.locator is not None
     assert r.locator.topic == topic and r.locator.partition == 2
@@ -238,7 +280,8 @@ def test_kafka_mode_decodes_with_the_bundled_schemas(kafka_bootstrap, make_topic
 
 def test_two_workers_fill_every_lane_exactly_once(tmp_path):
     run_orders_flow(tmp_path, N, "-w", "2")
-    lanes = {name: read_lane(tmp_path / name) for name in ("raw", "orders", "dlq", "audit")}
+    lanes = {name: read_lane(tmp_path / name) for name in ("raw", "dlq", "audit")}
+    lanes["orders"] = read_table(OrdersSettings(data_dir=tmp_path), "orders")
     for name, table in lanes.items():
         ids = table[COLS.record_id].to_pylist()
         assert len(ids) == len(set(ids)), f"duplicate records in the {name} lane"
@@ -272,4 +315,4 @@ def test_decode_and_contract_rejects_of_one_partition_all_reach_the_dlq(
     dlq = read_lane(settings.dlq_lane)
     assert sorted(dlq[COLS.source_offset].to_pylist()) == [0, 3, 6]
     assert sorted(dlq["reason"].to_pylist()) == ["decode", "dq", "dq"]
-    assert read_lane(settings.orders_lane).num_rows == 5
+    assert read_table(settings, "orders").num_rows == 5
