@@ -2,18 +2,24 @@
 
 Measured on one core, in one run:
 
-* ``SqlNode.run`` (what ``twg.sql`` runs per batch: register, query, lineage re-attach)
-  at several batch sizes, with the fixed per-batch cost (time for a 1-row batch);
+* ``SqlNode.run`` (what ``twg.sql`` runs per batch: the prepared query over the batch,
+  lineage re-attached) at several batch sizes, with the fixed per-batch cost (the time of a
+  1-row batch) and its share of each batch's time;
 * baseline: the same filter and projection with ``pyarrow.compute`` per batch;
 * baseline: bare DuckDB, the same query once over one big table (no per-batch cost).
 
-Run: python benchmarks/sql.py [--rows 2000000] [--batches 10000,50000,100000]
+Every time is the median time of one batch over ``--repeat`` passes (the machine is
+shared: a median is not moved by the batches other work interrupted).
+
+Run: taskset -c 1 python benchmarks/sql.py [--rows 2000000] [--batches 10000,50000,100000]
+     [--repeat 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import resource
+import statistics
 import time
 
 import numpy as np
@@ -75,41 +81,46 @@ def arrow_baseline(batch: pa.RecordBatch) -> pa.RecordBatch:
     )
 
 
-def timed(fn, batches: list[pa.RecordBatch]) -> tuple[float, int]:  # type: ignore[no-untyped-def]
-    fn(batches[0])  # warm up (connection, plan cache)
-    start = time.perf_counter()
-    out = sum(fn(b).num_rows for b in batches)
-    return time.perf_counter() - start, out
+def per_batch(fn, batches: list[pa.RecordBatch], repeat: int) -> tuple[float, int]:  # type: ignore[no-untyped-def]
+    """The median time of one batch over ``repeat`` passes, and the rows one pass returns."""
+    fn(batches[0])  # warm up (connection, prepared query)
+    times, out = [], 0
+    for _ in range(repeat):
+        out = 0
+        for b in batches:
+            start = time.perf_counter()
+            out += fn(b).num_rows
+            times.append(time.perf_counter() - start)
+    return statistics.median(times), out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--batches", default="10000,50000,100000")
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     node = SqlNode("bench", QUERY)
-    one = [decoded(1, i) for i in range(200)]
-    fixed, _ = timed(node.run, one)
-    fixed_ms = fixed / len(one) * 1000
-    print(f"fixed per-batch cost (1-row batches): {fixed_ms:.2f} ms")
+    one = [decoded(1, i) for i in range(500)]
+    fixed_ms = per_batch(node.run, one, args.repeat)[0] * 1000
+    print(f"fixed per-batch cost (median over 1-row batches): {fixed_ms:.2f} ms")
     for size in (int(s) for s in args.batches.split(",")):
         batches = [decoded(size, i) for i in range(0, args.rows, size)]
-        total = sum(b.num_rows for b in batches)
-        sql_s, kept = timed(node.run, batches)
-        arrow_s, kept2 = timed(arrow_baseline, batches)
+        sql_s, kept = per_batch(node.run, batches, args.repeat)
+        arrow_s, kept2 = per_batch(arrow_baseline, batches, args.repeat)
         assert kept == kept2, (kept, kept2)
-        per_batch_ms = sql_s / len(batches) * 1000
         print(
-            f"batch {size:>7}: twg.sql {total / sql_s / 1e6:6.2f} M rows/s "
-            f"({per_batch_ms:.1f} ms/batch, fixed cost {fixed_ms / per_batch_ms:5.1%}); "
-            f"pyarrow.compute {total / arrow_s / 1e6:6.2f} M rows/s"
+            f"batch {size:>7}: twg.sql {size / sql_s / 1e6:6.2f} M rows/s "
+            f"({sql_s * 1000:.1f} ms/batch, fixed cost {fixed_ms / (sql_s * 1000):5.1%}); "
+            f"pyarrow.compute {size / arrow_s / 1e6:6.2f} M rows/s"
         )
     big = pa.Table.from_batches([decoded(args.rows)])
-    session = SqlSession(None)
-    session.query({"input": big}, QUERY)
-    start = time.perf_counter()
-    out = session.query({"input": big}, QUERY)
-    bare = time.perf_counter() - start
+    session = SqlSession(None, threads=1)
+    bare, out = float("inf"), session.query({"input": big}, QUERY)
+    for _ in range(args.repeat):
+        start = time.perf_counter()
+        out = session.query({"input": big}, QUERY)
+        bare = min(bare, time.perf_counter() - start)
     print(
         f"bare DuckDB, one table of {big.num_rows}: {big.num_rows / bare / 1e6:.2f} M rows/s "
         f"({out.num_rows} rows out)"

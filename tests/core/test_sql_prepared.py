@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import DEFAULT_COLUMNS as C
 from thalweg_bytewax.sqlengine import SqlSession, SqlTimeoutError
 from thalweg_bytewax.sqlnode import SqlNode, transform_session
@@ -150,3 +151,13 @@ def test_prepared_runs_equal_a_query_registered_per_batch(
         assert got.column(C.source_offset).to_pylist() == [
             o for o, v in zip(offsets, values, strict=True) if v > threshold
         ]
+
+
+def test_a_sessions_thread_count_is_checked_and_survives_pickling() -> None:
+    with pytest.raises(ConfigError, match=r"^sql session: expected a positive `threads`"):
+        SqlSession(5, threads=0)
+    one = pickle.loads(pickle.dumps(SqlSession(5, threads=1)))
+    assert one.threads == 1
+    got = one.query({}, "SELECT current_setting('threads') AS n").column("n").to_pylist()
+    assert got == [1]
+    assert transform_session().threads == 1
