@@ -18,15 +18,15 @@ import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from typing_extensions import override
 
-from thalweg_bytewax import _faults
 from thalweg_bytewax.coverage import OffsetCoverage
 from thalweg_bytewax.errors import SinkError, SinkTerminalError, SinkTransientError
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState, EpochSinkStats
 from thalweg_bytewax.runtime.parts import stable_route
 
 from ._errors import is_fatal
+from ._sink_produce import produce_all
 from ._sink_reconcile import Written, end_offsets, read_written
-from ._sink_records import HEADER_LOCATOR, Header, Prepared, prepare, trace_headers
+from ._sink_records import prepare, trace_headers
 
 if TYPE_CHECKING:
     from .sink import KafkaSink
@@ -39,9 +39,6 @@ logger = logging.getLogger(__name__)
 _QUEUE_POLL_S = 0.05
 # librdkafka scans for timed-out records about once a second.
 _FLUSH_GRACE_S = 2.0
-# Records produced between two poll(0) calls, which serve delivery reports (a record's
-# memory is freed only once its report is served).
-_POLL_EVERY = 1000
 
 
 # Delivery errors a healthy cluster gets over: a record that timed out (a slow or
@@ -238,49 +235,9 @@ class _KafkaSinkPartition(EpochSinkPartition):
         if sink.transactional and not self._in_txn:
             self._call("begin the epoch's transaction", self._producer.begin_transaction)
             self._in_txn = True
-        n = len(prepared.values)
-        half = n // 2
-        # Chunks of `_POLL_EVERY` records, cut after the middle one for the fault point.
-        cuts = sorted({*range(0, n, _POLL_EVERY), half + 1, n})
-        for lo, hi in zip(cuts, cuts[1:], strict=False):
-            self._produce(prepared, lo, hi)
-            self._producer.poll(0)
-            if hi == half + 1:
-                _faults.checkpoint("kafka_sink.mid_epoch")
-        self.stats.records_produced += n
+        produce_all(self._producer, self._topic, prepared, self._wait_for_room)
+        self.stats.records_produced += len(prepared.values)
         self.stats.bytes_produced += prepared.value_bytes
-
-    def _produce(self, prepared: Prepared, lo: int, hi: int) -> None:
-        """Hand records ``lo:hi`` to the producer, one ``produce()`` call each.
-
-        The hot loop: arguments positional (keywords cost a lookup each), the bound
-        method in a local, and where records carry only the locator and the batch's
-        shared headers one header list reused (the producer copies it into librdkafka
-        at once), so no per-record list is built.
-        """
-        produce = self._producer.produce
-        topic = self._topic
-        part = prepared.partition
-        values = prepared.values[lo:hi]
-        keys = prepared.keys[lo:hi]
-        locators = prepared.locators[lo:hi]
-        # produce(topic, value, key, partition, callback, on_delivery, timestamp, headers)
-        if prepared.tails is None:
-            reused: list[Header | None] = [None, *prepared.shared]
-            for value, key, loc in zip(values, keys, locators, strict=True):
-                reused[0] = (HEADER_LOCATOR, loc)
-                try:
-                    produce(topic, value, key, part, None, None, 0, reused)
-                except BufferError:
-                    self._wait_for_room((topic, value, key, part, None, None, 0, reused))
-            return
-        tails = prepared.tails[lo:hi]
-        for value, key, loc, tail in zip(values, keys, locators, tails, strict=True):
-            headers = [(HEADER_LOCATOR, loc), *tail]
-            try:
-                produce(topic, value, key, part, None, None, 0, headers)
-            except BufferError:
-                self._wait_for_room((topic, value, key, part, None, None, 0, headers))
 
     @override
     def commit_epoch(self) -> None:

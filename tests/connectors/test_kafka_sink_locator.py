@@ -24,9 +24,7 @@ from thalweg_bytewax.metadata import DEFAULT_PREFIX, metadata_columns
 COLUMNS = metadata_columns(DEFAULT_PREFIX, "test")
 HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
-topics = st.text(
-    st.characters(blacklist_categories=("Cs",), blacklist_characters=":"), min_size=1, max_size=40
-)
+topics = st.text(st.characters(codec="utf-8", exclude_characters=":"), min_size=1, max_size=40)
 rows = st.lists(
     st.tuples(
         st.integers(0, 2**63 - 1),  # offset
