@@ -104,3 +104,65 @@ def test_broker_publishes_its_address_and_produce_finds_it(tmp_path: Path) -> No
     with broker.stdout:
         assert f"BOOTSTRAP {address}" in broker.stdout.read()
     assert not (tmp_path / ".thalweg" / "broker").exists()
+
+
+def test_postgres_without_pgserver_prints_the_pip_line(monkeypatch, capsys) -> None:
+    monkeypatch.setitem(sys.modules, "pgserver", None)  # as if it were not installed
+    assert main(["dev", "postgres", "--data-dir", "unused"]) == 2
+    assert 'pip install "thalweg-bytewax[dev]"' in capsys.readouterr().err
+
+
+def test_print_dsn_without_a_server_says_how_to_start_one(tmp_path: Path, capsys) -> None:
+    missing = tmp_path / "postgres.dsn"
+    assert main(["dev", "postgres", "--print-dsn", "--dsn-file", str(missing), "--wait-s", "0.2"]) == 2
+    err = capsys.readouterr().err
+    assert f"expected a DSN in `{missing}`" in err and "thalweg dev postgres &" in err
+
+
+def test_postgres_publishes_its_dsn_keeps_its_data_and_stops(tmp_path: Path) -> None:
+    import psycopg
+
+    thalweg = [sys.executable, "-m", "thalweg_bytewax.cli"]
+
+    def start(stdout: int = subprocess.DEVNULL) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [*thalweg, "dev", "postgres"],
+            cwd=tmp_path,
+            stdout=stdout,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+
+    def dsn() -> str:
+        out = subprocess.run(
+            [*thalweg, "dev", "postgres", "--print-dsn", "--wait-s", "60"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=90,
+            check=True,
+        )
+        return out.stdout.strip()
+
+    server = start(subprocess.PIPE)
+    try:
+        first = dsn()
+        assert first == (tmp_path / ".thalweg" / "postgres.dsn").read_text().strip()
+        with psycopg.connect(first, autocommit=True) as conn:
+            conn.execute("CREATE TABLE kept (x int)")
+            conn.execute("INSERT INTO kept VALUES (7)")
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+    assert server.stdout is not None
+    with server.stdout:
+        assert f"DSN {first}" in server.stdout.read()
+    assert not (tmp_path / ".thalweg" / "postgres.dsn").exists()
+    # A second start finds the data of the first in .thalweg/postgres.
+    server = start()
+    try:
+        with psycopg.connect(dsn(), autocommit=True) as conn:
+            assert conn.execute("SELECT x FROM kept").fetchall() == [(7,)]
+    finally:
+        server.terminate()
+        server.wait(timeout=60)

@@ -6,6 +6,9 @@ Commands:
   cluster, a real wire-protocol broker), print its address and write it to
   ``.thalweg/broker`` until Ctrl-C.
 * ``thalweg dev produce`` — write sample orders to it (or to ``--bootstrap HOST:PORT``).
+* ``thalweg dev postgres`` — start a local PostgreSQL (pgserver) with its data in
+  ``.thalweg/postgres``, print its DSN and write it to ``.thalweg/postgres.dsn`` until
+  Ctrl-C; ``--print-dsn`` prints the DSN of the one running (waiting for it to start).
 * ``thalweg lane stats PATH`` — count the records per topic-partition of a lane.
 * ``thalweg recovery check MODULE[:FLOW] DIR`` — before resuming a flow, check that
   its recovery directory holds state only for partitions the flow still lists.
@@ -53,6 +56,15 @@ def _dev_broker(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     argv = ["--brokers", str(args.brokers), "--address-file", str(args.address_file)]
     return _mock_broker.main(argv)
+
+
+def _dev_postgres(args: argparse.Namespace) -> int:
+    from thalweg_bytewax import _dev_postgres
+
+    if args.print_dsn:
+        print(_dev_postgres.published_dsn(args.dsn_file, args.wait_s))
+        return 0
+    return _dev_postgres.serve(args.data_dir, args.dsn_file)
 
 
 def _broker_address(path: Path, wait_s: float) -> str:
@@ -462,6 +474,31 @@ def _parser() -> argparse.ArgumentParser:
     prod.add_argument("--count", type=int, default=10_000)
     prod.add_argument("--seed", type=int, default=7)
     prod.set_defaults(func=_dev_produce)
+    pg = dev.add_parser("postgres", help="start a local PostgreSQL (pgserver) and print its DSN")
+    pg.add_argument(
+        "--data-dir",
+        type=Path,
+        default=Path(".thalweg") / "postgres",
+        help="where the server keeps its data between runs (default: .thalweg/postgres)",
+    )
+    pg.add_argument(
+        "--dsn-file",
+        type=Path,
+        default=Path(".thalweg") / "postgres.dsn",
+        help="write the DSN here while it runs (default: .thalweg/postgres.dsn)",
+    )
+    pg.add_argument(
+        "--print-dsn",
+        action="store_true",
+        help="print the DSN of the running server (waiting for it) instead of starting one",
+    )
+    pg.add_argument(
+        "--wait-s",
+        type=float,
+        default=30.0,
+        help="with --print-dsn: how long to wait for a starting server (default: 30)",
+    )
+    pg.set_defaults(func=_dev_postgres)
 
     lane = sub.add_parser("lane", help="inspect a raw lane").add_subparsers(
         dest="lane", required=True
@@ -560,6 +597,12 @@ def _parser() -> argparse.ArgumentParser:
     from thalweg_bytewax.config._cli import add_commands
 
     add_commands(sub)  # config validate|show|secrets, init
+    from thalweg_bytewax.protobundle._cli import add_commands as add_proto
+
+    add_proto(sub)  # proto bundle
+    from thalweg_bytewax.schemamodel._cli import add_commands as add_schema
+
+    add_schema(sub)  # schema to-odcs
     return parser
 
 
