@@ -432,13 +432,15 @@ def _arrow_type(origin: str, path: str, prop: Any) -> pa.DataType:  # noqa: C901
         case "array":
             if prop.items is None:
                 return pa.list_(_untyped_items(physical))
-            return pa.list_(_arrow_type(origin, f"{path}.items", prop.items))
+            item = _arrow_type(origin, f"{path}.items", prop.items)
+            return pa.list_(pa.field("item", item, nullable=not prop.items.required))
         case "map":
             if prop.map is None or prop.map.key is None or prop.map.value is None:
                 raise _fail(origin, f"{path}.map", "expected `key` and `value` of a map")
+            value = _arrow_type(origin, f"{path}.map.value", prop.map.value)
             return pa.map_(
                 _arrow_type(origin, f"{path}.map.key", prop.map.key),
-                _arrow_type(origin, f"{path}.map.value", prop.map.value),
+                pa.field("value", value, nullable=not prop.map.value.required),
             )
         case "vector":
             element = _VECTOR_ELEMENTS.get(str(opts.get("elementType", "float32")))

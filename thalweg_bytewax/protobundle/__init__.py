@@ -72,6 +72,7 @@ class Bundle:
         package_cycles: Cycles between packages (the per-package files then do not
             compile; the ``.pb`` is unaffected).
         verified: Whether the rendering was compiled back and matched the ``.pb``.
+        odcs: An ODCS v3 contract of the entry-point messages (YAML), when asked for.
         files: The paths written (empty until :meth:`write`).
     """
 
@@ -85,6 +86,7 @@ class Bundle:
     duplicates: int
     package_cycles: tuple[tuple[str, ...], ...]
     verified: bool
+    odcs: str | None = None
     files: tuple[Path, ...] = field(default=())
 
     def write(self, out_dir: str | Path) -> Bundle:
@@ -99,6 +101,8 @@ class Bundle:
             ).encode(),
             **{out / self.name / n: t.encode() for n, t in self.packages.items()},
         }
+        if self.odcs is not None:
+            written[out / f"{self.name}.odcs.yaml"] = self.odcs.encode()
         for path, data in written.items():
             path.write_bytes(data)
         return Bundle(**{**self.__dict__, "files": tuple(written)})

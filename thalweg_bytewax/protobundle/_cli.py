@@ -26,7 +26,7 @@ def _bundle(args: argparse.Namespace) -> int:
     if "odcs" in args.emit:
         from thalweg_bytewax.protobundle._emit import odcs_for_bundle  # noqa: PLC0415
 
-        b = odcs_for_bundle(b, args.message, args.out_dir)
+        b = odcs_for_bundle(b, args.message)
     b = b.write(args.out_dir)
     out = sys.stdout
     packages = len(b.packages)
