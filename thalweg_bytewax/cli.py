@@ -22,6 +22,10 @@ Commands:
 * ``thalweg config validate|show|secrets [FILE]`` — load a configuration (TOML <
   ``THALWEG_*`` < ``--set``) and check it, print it with secrets as references, or list
   the secret references it needs; ``thalweg init [PATH]`` writes a commented starter.
+* ``thalweg proto bundle SRC`` — compile a proto source (file, directory, repository
+  with many ``src/main/proto`` roots) to a FileDescriptorSet, ``.proto`` files and a
+  message manifest; ``--emit odcs`` adds an ODCS contract (docs/schemas.md).
+* ``thalweg schema to-odcs FILE...`` — an ODCS v3 contract from Avro or JSON Schema.
 * ``thalweg describe-schema ...`` — print the exact Arrow schema a source decodes to
   (from a registry subject or id, an ``.avsc``, a ``.pb`` + message, or a JSON Schema),
   with the metadata columns a policy appends and DuckDB type hints.
@@ -597,6 +601,12 @@ def _parser() -> argparse.ArgumentParser:
     from thalweg_bytewax.config._cli import add_commands
 
     add_commands(sub)  # config validate|show|secrets, init
+    from thalweg_bytewax.protobundle._cli import add_commands as add_proto
+
+    add_proto(sub)  # proto bundle
+    from thalweg_bytewax.schemamodel._cli import add_commands as add_schema
+
+    add_schema(sub)  # schema to-odcs
     from thalweg_bytewax.protobundle._cli import add_commands as add_proto
 
     add_proto(sub)  # proto bundle
