@@ -163,3 +163,17 @@ def test_stock_source_to_tables_example_upserts_into_iceberg_and_postgres(
         check=True,
     )
     assert skipped.stdout.splitlines()[0].startswith("note: THALWEG_POSTGRES_DSN is not set")
+
+
+def test_files_example_lands_good_rows_and_rejects_bad_ones(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "docs/examples/files.py"), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.splitlines() == [
+        "orders: [1, 3, 4]",
+        "rejected: a.csv row 1",
+        "rejected: b.ndjson row 1",
+    ]
