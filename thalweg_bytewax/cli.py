@@ -607,12 +607,6 @@ def _parser() -> argparse.ArgumentParser:
     from thalweg_bytewax.schemamodel._cli import add_commands as add_schema
 
     add_schema(sub)  # schema to-odcs
-    from thalweg_bytewax.protobundle._cli import add_commands as add_proto
-
-    add_proto(sub)  # proto bundle
-    from thalweg_bytewax.schemamodel._cli import add_commands as add_schema
-
-    add_schema(sub)  # schema to-odcs
     return parser
 
 
