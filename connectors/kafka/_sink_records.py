@@ -177,8 +177,9 @@ def _locators(batch: pa.RecordBatch, columns: MetadataColumns, component: str) -
         else:
             out[:, 0] = _HAS_RECORD_ID
     out[:, LOCATOR_HEAD_BYTES:] = np.frombuffer(topic, np.uint8)
-    buf = out.tobytes()
-    return [buf[i : i + width] for i in range(0, n * width, width)]
+    # One C call cuts the buffer into n bytes objects (~20 ns/row against ~65 for slicing
+    # in a comprehension).
+    return list(struct.unpack(f"{width}s" * n, out.tobytes()))
 
 
 def _source_headers(col: pa.Array) -> list[list[Header]]:
