@@ -28,6 +28,8 @@ PG_SHARDS = 4
 16 would hold 16 connections per table for four source partitions)."""
 
 _WINDOWED = "revenue_per_status_minute"
+# Step names of the sinks (ice_<short>, pg_<short>): short, as the docstring draws them.
+_SHORT = {"orders": "orders", "order_lines": "lines", _WINDOWED: "revenue"}
 
 
 class TableTargets:
@@ -68,7 +70,7 @@ class TableTargets:
             locators="absent" if windowed else "required",
             coverage_store=None if windowed else self.coverage_store,
         )
-        out: list[tuple[str, Sink[Any]]] = [(f"{table}_iceberg", ice)]
+        out: list[tuple[str, Sink[Any]]] = [(f"ice_{_SHORT[table]}", ice)]
         if self._dsn:
             from thalweg_bytewax.connectors.postgres import PostgresSink  # noqa: PLC0415 - extra
 
@@ -81,7 +83,7 @@ class TableTargets:
                 locators="absent" if windowed else "required",
                 shards=PG_SHARDS,
             )
-            out.append((f"{table}_postgres", pg))
+            out.append((f"pg_{_SHORT[table]}", pg))
         return out
 
     def counts(self) -> list[TableCount]:
