@@ -14,6 +14,7 @@ import pickle
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -109,7 +110,7 @@ def test_a_multi_root_repository_bundles_verified_and_decodes(repo: Path, tmp_pa
     # The .pb feeds the codec: a message built from it decodes to the expected row.
     pool = pool_from_files(b.descriptor_set.file)
     cls = message_factory.GetMessageClass(pool.FindMessageTypeByName("com.example.orders.Order"))
-    msg = cls()
+    msg: Any = cls()
     msg.id.value = "o-1"
     msg.created_at.seconds = 1_700_000_000
     line = msg.lines.add()

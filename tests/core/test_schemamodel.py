@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
+from thalweg_bytewax._deps import require
 from thalweg_bytewax.codecs import AvroCodec, JsonCodec
 from thalweg_bytewax.contracts import load_contract, parse_contract
 from thalweg_bytewax.schemamodel import (
@@ -27,6 +27,8 @@ from thalweg_bytewax.schemamodel import (
     to_odcs,
     to_odcs_yaml,
 )
+
+yaml = require("yaml", extra="contracts")
 
 EXACT = [
     "boolean",

@@ -51,7 +51,7 @@ def imports_of(content: bytes) -> list[str]:
 def well_known_dir() -> Path:
     """The directory of the ``google/protobuf/*.proto`` files ``grpcio-tools`` ships."""
     grpc_tools = require("grpc_tools", extra="proto")
-    return Path(grpc_tools.__file__).parent / "_proto"
+    return Path(str(grpc_tools.__file__)).parent / "_proto"
 
 
 def closure(source: Source, wkt: Path) -> tuple[dict[str, list[str]], list[str]]:

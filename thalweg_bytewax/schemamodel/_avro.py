@@ -27,7 +27,7 @@ _PRIMITIVES = {
     "bytes": Kind.BYTES,
     "string": Kind.STRING,
 }
-_LOGICAL = {
+_LOGICAL: dict[tuple[str, Any], Kind] = {
     ("int", "date"): Kind.DATE,
     ("int", "time-millis"): Kind.TIME_MILLIS,
     ("long", "time-micros"): Kind.TIME_MICROS,
@@ -56,8 +56,8 @@ class _Reader:
         if isinstance(node, list):
             real = [b for b in node if b != "null"]
             if len(real) == 1:
-                t, _ = self.type_of(real[0], path)
-                return t, len(real) != len(node)
+                one, _ = self.type_of(real[0], path)
+                return one, len(real) != len(node)
             branches = tuple(self.type_of(b, path)[0] for b in real)
             return SchemaType(Kind.UNION, branches=branches), len(real) != len(node)
         if not isinstance(node, Mapping):
@@ -111,7 +111,7 @@ def from_avro(schema: str | Mapping[str, Any]) -> SchemaModel:
 
     doc = json.loads(schema) if isinstance(schema, str) else schema
     try:
-        parsed = fastavro.parse_schema(doc, _write_hint=False, _force=True)
+        parsed = fastavro.parse_schema(dict(doc), _write_hint=False, _force=True)
     except (fastavro.schema.SchemaParseException, ValueError, TypeError, KeyError) as exc:
         msg = f"avro schema: does not parse ({exc}); check it with fastavro.parse_schema"
         raise SchemaError(msg) from exc
