@@ -122,34 +122,6 @@ def test_a_resumed_partition_skips_what_the_table_covers(
     assert summary[f"{COVERAGE_PREFIX}flow.iceberg/orders:0"] == "0-19"  # carried forward
 
 
-def test_a_replay_that_differs_by_record_id_is_refused(
-    iceberg_sink_factory: IcebergSinkFactory, iceberg_catalog_config: IcebergCatalogConfig
-) -> None:
-    _, first = part(iceberg_sink_factory)
-    first.write_batch([orders(0, list(range(5)))])
-    first.snapshot()
-    _, again = part(iceberg_sink_factory)
-    with pytest.raises(SinkTerminalError, match=r"table `test.orders` holds a different record"):
-        again.write_batch([orders(0, list(range(5)), tag="recreated")])
-    assert rows_of(iceberg_catalog_config) == [(0, o) for o in range(5)]
-
-
-def test_a_new_field_mid_stream_is_added_with_its_doc(
-    iceberg_sink_factory: IcebergSinkFactory, iceberg_catalog_config: IcebergCatalogConfig
-) -> None:
-    _, p = part(iceberg_sink_factory, comments={"coupon": "Discount code used at checkout"})
-    p.write_batch([orders(0, [0, 1])])
-    p.snapshot()
-    p.write_batch([orders(0, [2, 3], extra={"coupon": pa.array(["A", None])})])
-    p.snapshot()
-    table = iceberg_catalog_config.load().load_table("test.orders")
-    coupon = table.schema().find_field("coupon")
-    assert coupon.doc == "Discount code used at checkout" and not coupon.required
-    assert table.schema().find_field("_twg_source_offset").doc  # built-in description
-    got = read_iceberg(iceberg_catalog_config).sort_by("_twg_source_offset")
-    assert got.column("coupon").to_pylist() == [None, None, "A", None]
-
-
 def test_int_to_long_needs_the_opt_in(
     iceberg_sink_factory: IcebergSinkFactory, iceberg_catalog_config: IcebergCatalogConfig
 ) -> None:
@@ -165,21 +137,6 @@ def test_int_to_long_needs_the_opt_in(
     table = iceberg_catalog_config.load().load_table("test.orders")
     assert str(table.schema().find_field("qty").field_type) == "long"
     assert rows_of(iceberg_catalog_config) == [(0, 0), (0, 1)]
-
-
-def test_an_incompatible_change_is_refused_and_nothing_is_written(
-    iceberg_sink_factory: IcebergSinkFactory, iceberg_catalog_config: IcebergCatalogConfig
-) -> None:
-    _, p = part(iceberg_sink_factory)
-    p.write_batch([orders(0, [0])])
-    p.snapshot()
-    _, q = part(iceberg_sink_factory)
-    bad = orders(0, [1, 2], extra={"qty": pa.array(["x", "y"])})
-    with pytest.raises(SchemaEvolutionError, match=r"iceberg table `test.orders`: column `qty`"):
-        q.write_batch([bad])
-    assert q.failed
-    assert rows_of(iceberg_catalog_config) == [(0, 0)]
-    assert len(snapshots(iceberg_catalog_config)) == 1
 
 
 def test_hostile_identifiers_are_refused_before_anything_is_created(

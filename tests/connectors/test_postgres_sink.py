@@ -93,25 +93,6 @@ def test_a_replay_is_skipped_by_the_coverage_row(
     assert ids(pg_dsn, pg_schema) == list(range(15))
 
 
-def test_a_replay_with_other_record_ids_is_refused(
-    make_sink: MakeSink, pg_dsn: str, pg_schema: str
-) -> None:
-    first = part(make_sink())
-    first.write_batch([batch("t", 0, [0, 1, 2])])
-    first.snapshot()
-    again = part(make_sink())
-    with pytest.raises(SinkTerminalError, match=r"table `.*\.orders` holds a different record"):
-        again.write_batch([batch("t", 0, [0, 1, 2, 3], cluster="other")])
-    assert ids(pg_dsn, pg_schema) == [0, 1, 2]
-
-
-def test_an_empty_batch_writes_nothing(make_sink: MakeSink, pg_dsn: str, pg_schema: str) -> None:
-    p = part(make_sink())
-    p.write_batch([batch("t", 0, [])])
-    assert p.snapshot() == {}
-    assert not table_exists(pg_dsn, pg_schema, "orders")
-
-
 def test_a_new_field_mid_stream_adds_the_column_with_its_comment(
     make_sink: MakeSink, pg_dsn: str, pg_schema: str
 ) -> None:
@@ -157,21 +138,6 @@ def test_int_to_bigint_only_with_the_opt_in(
     got = read_table(pg_dsn, pg_schema, "orders")
     assert got.schema.field("amount").type == pa.int64()
     assert got.column("amount").to_pylist() == [0, 10]
-
-
-def test_an_incompatible_change_is_refused_and_nothing_is_written(
-    make_sink: MakeSink, pg_dsn: str, pg_schema: str
-) -> None:
-    p = part(make_sink())
-    p.write_batch([batch("t", 0, [0])])
-    p.snapshot()
-    again = part(make_sink())
-    bad = batch("t", 0, [1]).set_column(2, "amount", pa.array(["ten"]))
-    with pytest.raises(SchemaEvolutionError, match=r"column `amount` is `bigint`.*got `text`"):
-        again.write_batch([bad])
-    with pytest.raises(SinkTerminalError):
-        again.snapshot()
-    assert ids(pg_dsn, pg_schema) == [0]
 
 
 def test_hostile_identifiers_are_quoted_when_relaxed_and_refused_when_strict(
