@@ -260,3 +260,25 @@ def test_the_cli_bundles_and_reports(repo: Path, tmp_path: Path, capsys) -> None
     assert (tmp_path / "o" / "repo.pb").is_file()
     assert main(["proto", "bundle", str(tmp_path / "nope"), "--out-dir", str(tmp_path)]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_emit_odcs_loads_back_to_the_codec_schema(repo: Path, tmp_path: Path) -> None:
+    from thalweg_bytewax.cli import main
+    from thalweg_bytewax.contracts import load_contract
+
+    out = tmp_path / "o"
+    assert main(["proto", "bundle", str(repo), "--out-dir", str(out), "--emit", "odcs"]) == 0
+    spec = load_contract(out / "repo.odcs.yaml")
+    for message, obj in (("com.example.orders.Order", "Order"), ("com.example.payments.Payment", "Payment")):
+        codec = ProtobufCodec(descriptor_set=str(out / "repo.pb"), message_type=message, framing="none")
+        got, want = spec.arrow_schema(obj), codec.arrow_schema
+        lossy = {"amount_cents"}  # uint64: int64 with minimum 0, stated
+        assert got.names == want.names
+        for name in want.names:
+            if name not in lossy:
+                assert got.field(name).type == want.field(name).type, name
+                assert got.field(name).nullable == want.field(name).nullable, name
+    text = (out / "repo.odcs.yaml").read_text()
+    assert "Payment: amount_cents: uint64" in text
+    assert "Order: card: member of oneof `payment`" in text
+    assert any(r.kind == "allowed_values" for r in spec.rules("Order"))
