@@ -12,16 +12,13 @@ and never reach the DLQ (ADR-0036). Every judged record gets one compact audit r
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from decimal import Decimal
 from typing import Any
 
 import bytewax.operators as op
 import numpy as np
-import orjson
 import pyarrow as pa
 from bytewax.dataflow import operator
 from bytewax.operators import KeyedStream, StatefulLogic
@@ -31,6 +28,7 @@ from thalweg_bytewax._choices import parse_enum
 from thalweg_bytewax.contracts.audit import audit_batch
 from thalweg_bytewax.contracts.evaluate import drop_masks, evaluate, locator_strings, messages
 from thalweg_bytewax.contracts.kernels import duplicate_mask
+from thalweg_bytewax.contracts.row_json import rows_as_json
 from thalweg_bytewax.contracts.ruleset import DEFAULT_SQL_TIMEOUT_SECONDS, RuleSet
 from thalweg_bytewax.contracts.spec import (
     ContractMode,
@@ -91,51 +89,10 @@ class _Verdict:
     audit: pa.RecordBatch | None
 
 
-def _json_default(value: Any) -> Any:
-    if isinstance(value, Decimal):
-        return str(value)
-    if isinstance(value, bytes):
-        return value.hex()
-    return str(value)
-
-
-_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
-
-
-def _spell_non_finite(value: Any) -> Any:
-    """``value`` with NaN and infinities as the strings ``NaN``, ``Infinity``, ``-Infinity``.
-
-    JSON has no literal for them and orjson writes ``null``, which would hide the very
-    value a row was rejected for.
-    """
-    if isinstance(value, float):
-        return value if math.isfinite(value) else _NON_FINITE[repr(value)]
-    if isinstance(value, dict):
-        return {k: _spell_non_finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_spell_non_finite(v) for v in value]
-    if isinstance(value, tuple):  # map entries
-        return tuple(_spell_non_finite(v) for v in value)
-    return value
-
-
-def _has_floats(t: pa.DataType) -> bool:
-    if pa.types.is_floating(t):
-        return True
-    if pa.types.is_dictionary(t):
-        return _has_floats(t.value_type)
-    return any(_has_floats(t.field(i).type) for i in range(t.num_fields))
-
-
-def _row_json(batch: pa.RecordBatch, idx: np.ndarray, columns: MetadataColumns) -> list[str]:
-    # Only rejected rows reach this (the exception path), so a per-row dump is bounded
-    # by the rejects, never by the batch.
+def _row_json(batch: pa.RecordBatch, idx: np.ndarray, columns: MetadataColumns) -> pa.Array:
+    """The payload of the rows ``idx`` as JSON objects, column-wise (see :mod:`.row_json`)."""
     payload = [n for n in batch.schema.names if not columns.is_reserved(n)]
-    selected = batch.select(payload)
-    rows = selected.take(pa.array(idx, pa.int64())).to_pylist()
-    if any(_has_floats(f.type) for f in selected.schema):
-        rows = [_spell_non_finite(r) for r in rows]
-    return [orjson.dumps(r, default=_json_default).decode() for r in rows]
+    return rows_as_json(batch.select(payload).take(pa.array(idx, pa.int64())))
 
 
 class _Validator:
@@ -206,29 +163,29 @@ class _Validator:
             )
         if not ev.any_failed.any():
             return _Verdict(batch, None, audit)
-        msgs = messages(batch, ev, self.ruleset, failed, columns=self.columns)
-        parts = []
-        for reason, mask in (
-            (RejectReason.CONTRACT, ev.contract_failed),
-            (RejectReason.DQ, ev.any_failed & ~ev.contract_failed),
-        ):
-            idx = np.flatnonzero(mask)
-            if len(idx):
-                take = pa.array(idx, pa.int64())
-                parts.append(
-                    dlq_batch_from_rows(
-                        batch,
-                        take,
-                        reason=reason,
-                        step_id=self.step_id,
-                        messages=msgs.take(take),
-                        rules=failed.take(take),
-                        row_json=_row_json(batch, idx, self.columns),
-                        columns=self.columns,
-                    )
-                )
+        # Contract rejects first, then quality rejects, each in batch order.
+        contract_idx = np.flatnonzero(ev.contract_failed)
+        dq_idx = np.flatnonzero(ev.any_failed & ~ev.contract_failed)
+        idx = np.concatenate([contract_idx, dq_idx])
+        take = pa.array(idx, pa.int64())
+        reasons = pa.concat_arrays(
+            [
+                pa.repeat(pa.scalar(str(RejectReason.CONTRACT), pa.string()), len(contract_idx)),
+                pa.repeat(pa.scalar(str(RejectReason.DQ), pa.string()), len(dq_idx)),
+            ]
+        )
+        rejected = dlq_batch_from_rows(
+            batch,
+            take,
+            reason=reasons,
+            step_id=self.step_id,
+            messages=messages(batch, ev, self.ruleset, failed, columns=self.columns, rows=idx),
+            rules=failed.take(take),
+            row_json=_row_json(batch, idx, self.columns),
+            columns=self.columns,
+        )
         clean = batch.filter(pa.array(~ev.any_failed)) if not ev.any_failed.all() else None
-        return _Verdict(clean, _concat(parts), audit)
+        return _Verdict(clean, rejected, audit)
 
     def _drop(self, batch: pa.RecordBatch, audits: list[pa.RecordBatch]) -> pa.RecordBatch:
         masks = drop_masks(batch, self.ruleset.drop, ruleset=self.ruleset)
@@ -287,15 +244,14 @@ class _Validator:
         rule = self.ruleset.rules[idx]
         # Locate within the whole batch: without locator columns the locator is the
         # row's index in the batch, which a one-row slice would lose.
-        locator = locator_strings(batch, self.columns)[row].as_py()
+        locator = locator_strings(batch, self.columns, rows=np.array([row]))[0].as_py()
         column = rule.column
         if column is not None and column in batch.schema.names:
             got = repr(batch.column(column)[row].as_py())
         elif rule.columns:
             got = "a missing column"
         else:
-            payload = [n for n in batch.schema.names if not self.columns.is_reserved(n)]
-            got = _row_json(batch.select(payload), np.array([row]), self.columns)[0]
+            got = _row_json(batch, np.array([row]), self.columns)[0].as_py()
         n_bad = int(ev.any_failed.sum())
         msg = (
             f"validate `{self.step_id}`: rule `{rule.id}` failed on column "

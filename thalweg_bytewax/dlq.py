@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
@@ -137,7 +138,7 @@ def dlq_batch_from_rows(
     source: pa.RecordBatch,
     indices: Sequence[int] | pa.Array,
     *,
-    reason: RejectReason,
+    reason: RejectReason | pa.Array,
     step_id: str,
     messages: Sequence[str] | pa.Array,
     rules: Sequence[Sequence[str]] | pa.Array | None = None,
@@ -152,7 +153,8 @@ def dlq_batch_from_rows(
     Args:
         source: The batch the rejected rows come from.
         indices: Row indices into ``source``, one per DLQ row.
-        reason: The reason code for every row.
+        reason: The reason code for every row, or one code per row (a ``string``
+            array of :class:`RejectReason` values).
         step_id: The rejecting step.
         messages: One human message per row.
         rules: Failed rule ids per row (default: none).
@@ -173,19 +175,29 @@ def dlq_batch_from_rows(
             return col if col.type == type_ else col.cast(type_)
         return pa.nulls(n, type_)
 
+    if rules is None:
+        rules = pa.ListArray.from_arrays(
+            pa.array(np.zeros(n + 1, np.int32)), pa.array([], pa.string())
+        )
+    elif not isinstance(rules, pa.Array):
+        rules = pa.array([list(r) for r in rules], pa.list_(pa.string()))
+    if row_json is None:
+        row_json = pa.nulls(n, pa.string())
+    elif not isinstance(row_json, pa.Array):
+        row_json = pa.array(row_json, pa.string())
     arrays: dict[str, pa.Array] = {
-        DLQ_REASON: pa.array([str(reason)] * n, pa.string()),
-        DLQ_RULES: pa.array([list(r) for r in rules], pa.list_(pa.string()))
-        if rules is not None and not isinstance(rules, pa.Array)
-        else (rules if rules is not None else pa.array([[]] * n, pa.list_(pa.string()))),
+        DLQ_REASON: reason
+        if isinstance(reason, pa.Array)
+        else pa.repeat(pa.scalar(str(reason), pa.string()), n),
+        DLQ_RULES: rules,
         DLQ_MESSAGE: messages
         if isinstance(messages, pa.Array)
         else pa.array(messages, pa.string()),
-        DLQ_STEP_ID: pa.array([step_id] * n, pa.string()),
-        DLQ_ROW_JSON: row_json
-        if isinstance(row_json, pa.Array)
-        else pa.array(row_json if row_json is not None else [None] * n, pa.string()),
-        DLQ_REJECTED_AT: pa.array([datetime.now(UTC)] * n, pa.timestamp("us", tz="UTC")),
+        DLQ_STEP_ID: pa.repeat(pa.scalar(step_id, pa.string()), n),
+        DLQ_ROW_JSON: row_json,
+        DLQ_REJECTED_AT: pa.repeat(
+            pa.scalar(datetime.now(UTC), pa.timestamp("us", tz="UTC")), n
+        ),
     }
     out = [arrays[f.name] if f.name in arrays else take(f.name, f.type) for f in schema]
     return pa.RecordBatch.from_arrays(out, schema=schema)

@@ -191,25 +191,39 @@ def drop_masks(
     return out
 
 
-def locator_strings(batch: pa.RecordBatch, columns: MetadataColumns = _DEFAULT_COLUMNS) -> pa.Array:
-    """``topic:partition@offset`` per row, or ``row <i>`` where the batch has no locator."""
+def locator_strings(
+    batch: pa.RecordBatch,
+    columns: MetadataColumns = _DEFAULT_COLUMNS,
+    *,
+    rows: np.ndarray | None = None,
+) -> pa.Array:
+    """``topic:partition@offset`` per row, or ``row <i>`` where the batch has no locator.
+
+    Args:
+        batch: The records.
+        columns: Metadata column names (the prefix).
+        rows: Only these rows (indices into ``batch``, in this order); default all.
+    """
     names = batch.schema.names
+    take = None if rows is None else pa.array(rows, pa.int64())
+
+    def text(name: str) -> pa.Array:
+        col = batch.column(name)
+        return (col if take is None else col.take(take)).cast(pa.string())
+
     if all(
         c in names for c in (columns.source_topic, columns.source_partition, columns.source_offset)
     ):
         return pc.binary_join_element_wise(
-            batch.column(columns.source_topic).cast(pa.string()),
+            text(columns.source_topic),
             pc.binary_join_element_wise(
-                batch.column(columns.source_partition).cast(pa.string()),
-                batch.column(columns.source_offset).cast(pa.string()),
-                "@",
+                text(columns.source_partition), text(columns.source_offset), "@"
             ),
             ":",
         )
+    index = np.arange(batch.num_rows) if rows is None else np.asarray(rows, np.int64)
     return pc.binary_join_element_wise(
-        pa.array(["row"] * batch.num_rows),
-        pa.array(np.arange(batch.num_rows)).cast(pa.string()),
-        " ",
+        pa.scalar("row", pa.string()), pa.array(index, pa.int64()).cast(pa.string()), " "
     )
 
 
@@ -220,8 +234,19 @@ def messages(
     failed: pa.ListArray,
     *,
     columns: MetadataColumns = _DEFAULT_COLUMNS,
+    rows: np.ndarray | None = None,
 ) -> pa.Array:
-    """A human message per row: locator, the first failed rule in words, all failed ids."""
+    """A human message per row: locator, the first failed rule in words, all failed ids.
+
+    Args:
+        batch: The records.
+        evaluation: Their verdicts.
+        ruleset: The rules judged.
+        failed: The failed rule ids per row of ``batch`` (:meth:`Evaluation.failed_rules`).
+        columns: Metadata column names (the prefix).
+        rows: Only these rows (indices into ``batch``, in this order); default all. Built
+            column-wise over just these rows.
+    """
     n = batch.num_rows
     first = np.zeros(n, dtype=np.int64)
     seen = np.zeros(n, dtype=bool)
@@ -229,6 +254,11 @@ def messages(
         pick = mask & ~seen
         first[pick] = idx
         seen |= mask
+    if rows is not None:
+        take = pa.array(rows, pa.int64())
+        first = first[rows]
+        failed = failed.take(take)
     words = ruleset.descriptions.take(pa.array(first))
-    head = pc.binary_join_element_wise(locator_strings(batch, columns), words, ": expected ")
+    locators = locator_strings(batch, columns, rows=rows)
+    head = pc.binary_join_element_wise(locators, words, ": expected ")
     return pc.binary_join_element_wise(head, pc.binary_join(failed, ", "), "; failed rules: ")
