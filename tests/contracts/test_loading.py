@@ -137,3 +137,43 @@ def test_an_array_without_items_accepts_scalar_lists_and_refuses_nested_ones():
     assert _failed(text, ok) == [[], [], []]
     nested = pa.RecordBatch.from_pydict({"tags": pa.array([[{"k": 1}]])})
     assert _failed(text, nested) == [["tags_type"]]
+
+
+def _amount(physical: str, options: str = "") -> str:
+    return HEAD + (
+        "  - name: t\n"
+        "    properties:\n"
+        "      - name: amount\n"
+        "        logicalType: number\n"
+        f"        physicalType: {physical}\n"
+        f"{options}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (_amount("decimal(38,2)"), pa.decimal128(38, 2)),
+        (_amount("decimal(40,2)"), pa.decimal256(40, 2)),
+        (_amount("numeric", "        logicalTypeOptions: {precision: 76, scale: 10}\n"),
+         pa.decimal256(76, 10)),  # fmt: skip
+        (_array("        physicalType: list<decimal(50,5)>\n"), pa.list_(pa.decimal256(50, 5))),
+    ],
+)
+def test_wide_decimals_load_as_decimal256(text, expected):
+    schema = parse_contract(text).arrow_schema()
+    assert schema.field(schema.names[0]).type == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        _amount("decimal(77,2)"),
+        _amount("decimal(5,7)"),
+        _amount("numeric", "        logicalTypeOptions: {precision: 0}\n"),
+        _array("        physicalType: list<decimal(90,1)>\n"),
+    ],
+)
+def test_a_decimal_out_of_range_is_a_contract_error_naming_the_property(text):
+    with pytest.raises(ContractError, match=r"schema\[0\]\.properties\[0\].*precision"):
+        parse_contract(text, origin="t.yaml")

@@ -393,7 +393,7 @@ def _arrow_type(origin: str, path: str, prop: Any) -> pa.DataType:  # noqa: C901
         if physical in _FLOAT_PHYSICAL:
             return _FLOAT_PHYSICAL[physical]
         if (m := _DECIMAL.match(physical)) is not None:
-            return pa.decimal128(int(m.group(1)), int(m.group(2) or 0))
+            return _decimal(origin, f"{path}.physicalType", int(m.group(1)), int(m.group(2) or 0))
         if physical in ("string", "varchar", "text") or physical.startswith("varchar"):
             return pa.string()
         raise _fail(
@@ -417,9 +417,11 @@ def _arrow_type(origin: str, path: str, prop: Any) -> pa.DataType:  # noqa: C901
             return _INT_PHYSICAL.get(physical, pa.int64())
         case "number":
             if (m := _DECIMAL.match(physical)) is not None:
-                return pa.decimal128(int(m.group(1)), int(m.group(2) or 0))
+                where = f"{path}.physicalType"
+                return _decimal(origin, where, int(m.group(1)), int(m.group(2) or 0))
             if "precision" in opts:
-                return pa.decimal128(int(opts["precision"]), int(opts.get("scale", 0)))
+                where = f"{path}.logicalTypeOptions"
+                return _decimal(origin, where, int(opts["precision"]), int(opts.get("scale", 0)))
             return _FLOAT_PHYSICAL.get(physical, pa.float64())
         case "boolean":
             return pa.bool_()
@@ -431,7 +433,7 @@ def _arrow_type(origin: str, path: str, prop: Any) -> pa.DataType:  # noqa: C901
             return pa.struct(fields)
         case "array":
             if prop.items is None:
-                return pa.list_(_untyped_items(physical))
+                return pa.list_(_untyped_items(origin, f"{path}.physicalType", physical))
             item = _arrow_type(origin, f"{path}.items", prop.items)
             return pa.list_(pa.field("item", item, nullable=not prop.items.required))
         case "map":
@@ -459,10 +461,24 @@ def _arrow_type(origin: str, path: str, prop: Any) -> pa.DataType:  # noqa: C901
             )
 
 
+def _decimal(origin: str, path: str, precision: int, scale: int) -> pa.DataType:
+    """``decimal128`` up to 38 digits, ``decimal256`` up to 76; anything else is refused."""
+    if not 1 <= precision <= 76 or not 0 <= scale <= precision:
+        raise _fail(
+            origin,
+            path,
+            f"expected a decimal precision from 1 to 76 and a scale from 0 to the precision; "
+            f"got precision {precision} and scale {scale}",
+        )
+    if precision <= 38:
+        return pa.decimal128(precision, scale)
+    return pa.decimal256(precision, scale)
+
+
 _ARRAY_PHYSICAL = re.compile(r"^\s*(?:array|list)\s*<\s*(.+?)\s*>\s*$|^\s*(.+?)\s*\[\s*\]\s*$")
 
 
-def _untyped_items(physical: str) -> pa.DataType:
+def _untyped_items(origin: str, path: str, physical: str) -> pa.DataType:
     """The item type of an ``array`` without ``items``.
 
     The physical type names it when it can (``array<int>``, ``list<double>``,
@@ -476,7 +492,7 @@ def _untyped_items(physical: str) -> pa.DataType:
     if inner in _FLOAT_PHYSICAL:
         return _FLOAT_PHYSICAL[inner]
     if (d := _DECIMAL.match(inner)) is not None:
-        return pa.decimal128(int(d.group(1)), int(d.group(2) or 0))
+        return _decimal(origin, path, int(d.group(1)), int(d.group(2) or 0))
     if inner in ("boolean", "bool"):
         return pa.bool_()
     return pa.string()
