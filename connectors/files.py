@@ -294,7 +294,7 @@ def _resolve_schema(schema: Any, object_name: str | None) -> pa.Schema | str | N
         )
         raise ConfigError(msg)
     if schema is None or isinstance(schema, pa.Schema) or schema == INFER:
-        return schema  # type: ignore[no-any-return]
+        return schema
     msg = (
         f"file source: `schema` expected an Arrow schema, a data contract, 'infer' or "
         f"None; got {type(schema).__name__}"

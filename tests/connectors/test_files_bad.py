@@ -14,7 +14,7 @@ from pathlib import Path
 import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
-import xlsxwriter
+import xlsxwriter  # type: ignore[import-untyped]
 
 from tests.connectors.test_files_formats import AVRO, SCHEMA, read_all, rows, write
 from thalweg_bytewax.connectors.files import FileSource

@@ -19,7 +19,7 @@ import pyarrow.csv as pacsv
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 import pytest
-import xlsxwriter
+import xlsxwriter  # type: ignore[import-untyped]
 from bytewax.dataflow import Dataflow
 from bytewax.testing import TestingSink, run_main
 
@@ -107,7 +107,7 @@ def read_all(source: FileSource) -> tuple[pa.Table, pa.Table]:
     run_main(flow)
     okt = pa.Table.from_batches([b for _, b in ok]) if ok else None
     badt = pa.Table.from_batches([b for _, b in bad]) if bad else None
-    return okt, badt  # type: ignore[return-value]
+    return okt, badt
 
 
 def kafka_decoded(bootstrap: str, topic: str, codec: Any, payloads: list[bytes]) -> pa.Table:
