@@ -85,7 +85,7 @@ def serve(data_dir: Path = DEV_POSTGRES_DIR, dsn_file: Path = DEV_DSN_FILE) -> i
     return 0
 
 
-def published_dsn(dsn_file: Path = DEV_DSN_FILE, wait_s: float = 30.0) -> str:
+def published_dsn(dsn_file: Path = DEV_DSN_FILE, wait_s: float = 120.0) -> str:
     """The DSN a running ``thalweg dev postgres`` published, waiting for it to start.
 
     Raises:

@@ -496,11 +496,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the DSN of the running server (waiting for it) instead of starting one",
     )
+    # A first start runs initdb: seconds on a laptop, tens of seconds on a loaded CI box.
     pg.add_argument(
         "--wait-s",
         type=float,
-        default=30.0,
-        help="with --print-dsn: how long to wait for a starting server (default: 30)",
+        default=120.0,
+        help="with --print-dsn: how long to wait for a starting server (default: 120)",
     )
     pg.set_defaults(func=_dev_postgres)
 
