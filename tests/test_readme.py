@@ -3,9 +3,10 @@
 The commands are taken from the README itself, so a change there is tested here. Only
 the install steps are left out (the test runs in the installed environment: the temp
 working directory's ``.venv`` links to the interpreter's venv), and so is the command
-that runs the test suite itself. Everything else — the embedded flow, the lane stats,
-the DuckDB query, and broker, produce and flow against Kafka — runs verbatim in a fresh
-directory, in its own process group, which is killed at the end whatever happens.
+that runs the test suite itself. Everything else — the embedded flow and its tables, the
+lane stats, the DuckDB query, the local PostgreSQL and the flow into it, and broker,
+produce and flow against Kafka — runs verbatim in a fresh directory, in its own process
+group, which is killed at the end whatever happens.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ def quickstart_commands() -> list[str]:
 def test_the_quickstart_commands_are_all_found() -> None:
     commands = quickstart_commands()
     assert any("thalweg dev broker &" in c for c in commands)
+    assert any("thalweg dev postgres &" in c for c in commands)
     assert commands[0].startswith(".venv/bin/python -m bytewax.run flows.orders")
     assert not any("PORT" in c for c in commands), "a placeholder the user must replace"
 
@@ -56,7 +58,7 @@ def test_the_quickstart_runs_verbatim(tmp_path: Path) -> None:
         start_new_session=True,
     )
     try:
-        out, err = proc.communicate(timeout=150)
+        out, err = proc.communicate(timeout=300)
     finally:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -64,12 +66,23 @@ def test_the_quickstart_runs_verbatim(tmp_path: Path) -> None:
             pass
         proc.wait()
     assert proc.returncode == 0, (out[-3000:], err[-3000:])
-    # The embedded run, its lane stats and the DuckDB query over its DLQ.
-    assert "orders raw lane -> thalweg-data/raw: 20,000 records" in out
-    assert "rejected -> thalweg-data/dlq: 40 records (decode 20, dq 20)" in out
+    # The embedded run, its tables, its lane stats and the DuckDB query over its DLQ.
+    ice = "(iceberg thalweg-data/warehouse)"
+    assert "  raw lane thalweg-data/raw: 20,000 records (+20,000)" in out
+    assert "  rejected: 40 (decode 20, dq 20)" in out
+    assert f"  table sales.orders {ice}: 19,960 rows (+19,960)" in out
+    assert f"  table sales.order_lines {ice}: " in out
+    assert f"  table sales.revenue_per_status_minute {ice}: " in out
     assert "total: 20,000 records" in out
     assert "reason" in out and "decode" in out and "dq" in out
+    # The local PostgreSQL: the same run fills its tables, the Iceberg ones hold already.
+    assert "DSN postgresql://" in out
+    assert f"  table sales.orders {ice}: 19,960 rows (+0)" in out
+    assert "  table public.orders (postgres): 19,960 rows (+19,960)" in out
+    assert "  table public.revenue_per_status_minute (postgres): " in out
+    assert not (tmp_path / ".thalweg" / "postgres.dsn").exists(), "the stopped server's DSN"
+    assert (tmp_path / ".thalweg" / "postgres").is_dir(), "the server's data is kept"
     # Broker, produce and the same flow on Kafka, into its own lake.
     assert "produced 10,000 sample orders" in out
-    assert "orders raw lane -> thalweg-kafka/raw: 10,000 records" in out
+    assert "  raw lane thalweg-kafka/raw: 10,000 records (+10,000)" in out
     assert not (tmp_path / ".thalweg" / "broker").exists(), "the stopped broker left its address"
