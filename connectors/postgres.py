@@ -288,6 +288,12 @@ class PostgresSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
             if self._bookkeeping_ready:
                 return
             with self.connect_control() as conn:
+                # Processes starting at once would race on `CREATE ... IF NOT EXISTS`
+                # (a unique violation in PostgreSQL's catalog): one creates, the rest wait.
+                conn.execute(
+                    "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                    (f"thalweg bookkeeping {self.schema}",),
+                )
                 pgcat.ensure_schema(conn, self.schema)
                 conn.execute(cov.create_coverage_sql(self.schema))
                 conn.commit()
