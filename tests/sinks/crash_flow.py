@@ -14,6 +14,7 @@ it at a named point. The test compares the table with the raw lane by record id.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import bytewax.operators as op
 from bytewax.dataflow import Dataflow
@@ -37,7 +38,7 @@ SCHEMAS = Path(__file__).resolve().parents[2] / "flows" / "schemas"
 """The orders flow's bundled writer schemas (its codec without a registry)."""
 
 
-def table_sink(sink: str, root: str, dsn: str = "", schema: str = "") -> Sink[object]:
+def table_sink(sink: str, root: str, dsn: str = "", schema: str = "") -> Sink[Any]:
     """The sink under test, on its target under ``root`` (or in ``schema`` for PostgreSQL).
 
     Small row groups and data files, so a kill mid-write leaves real partial files.

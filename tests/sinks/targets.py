@@ -280,7 +280,7 @@ class PostgresTarget(SinkTarget):
         import psycopg
 
         with psycopg.connect(self.dsn) as conn:
-            return conn.execute(query, params).fetchall()  # type: ignore[arg-type]
+            return conn.execute(query, params).fetchall()
 
     def read(self) -> pa.Table:
         import adbc_driver_postgresql.dbapi as adbc  # type: ignore[import-untyped]

@@ -26,6 +26,7 @@ from bytewax.testing import run_main
 
 from flows.orders import OrdersSettings, build_flow
 from tests.sinks.targets import C, IcebergTarget, PostgresTarget
+from thalweg_bytewax.config import SecretRef
 from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.typemap import iceberg_type_name, is_nested, postgres_type
 
@@ -46,7 +47,7 @@ class Landed:
 
     def __init__(self, root: Path, dsn: str, schema: str) -> None:
         settings = OrdersSettings(
-            data_dir=root, sample_orders=N, postgres_dsn=dsn, postgres_schema=schema
+            data_dir=root, sample_orders=N, postgres_dsn=SecretRef(dsn), postgres_schema=schema
         )
         run_main(build_flow(settings))
         raw = read_lane(settings.raw_lane, [C.record_id, "_twg_source_value"])
