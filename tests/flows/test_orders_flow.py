@@ -316,3 +316,21 @@ def test_decode_and_contract_rejects_of_one_partition_all_reach_the_dlq(
     assert sorted(dlq[COLS.source_offset].to_pylist()) == [0, 3, 6]
     assert sorted(dlq["reason"].to_pylist()) == ["decode", "dq", "dq"]
     assert read_table(settings, "orders").num_rows == 5
+
+
+def test_a_resumed_run_with_nothing_new_prints_one_line(tmp_path):
+    recovery = tmp_path / "recovery"
+    recovery.mkdir()
+    subprocess.run(
+        [sys.executable, "-m", "bytewax.recovery", str(recovery), "1"], check=True, timeout=60
+    )
+    lake = tmp_path / "lake"
+    args = ("-r", str(recovery), "-s", "1", "-b", "0")
+    first = run_orders_flow(lake, 1000, *args).stdout
+    assert f"  raw lane {lake / 'raw'}: 1,000 records (+1,000)" in first
+    resumed = [line for line in run_orders_flow(lake, 1000, *args).stdout.splitlines() if line]
+    assert resumed == [
+        f"orders: nothing new (no new records); raw lane {lake / 'raw'}: 1,000 records, "
+        "sales.orders 998 rows, sales.order_lines "
+        + resumed[0].split("sales.order_lines ", 1)[1]
+    ]
