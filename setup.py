@@ -19,5 +19,14 @@ setup(
             libraries=["crypto"],
             optional=True,
         ),
+        # Optional: a batch consume into Arrow buffers over the librdkafka bundled in
+        # confluent-kafka's wheel, loaded at run time (no header or system package at
+        # build time). Without it KafkaSource reads through confluent-kafka's Message
+        # objects (the same RawBatches, more CPU per record) and logs which path runs.
+        Extension(
+            "thalweg_bytewax._kafka_native",
+            ["thalweg_bytewax/_kafka_native.c"],
+            optional=True,
+        ),
     ]
 )

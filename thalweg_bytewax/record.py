@@ -43,6 +43,7 @@ __all__ = [
     "offset_span",
     "raw_batch_from_columns",
     "raw_batch_from_messages",
+    "raw_batch_from_native",
     "raw_batch_from_records",
     "records_from_raw_batch",
 ]
@@ -302,6 +303,104 @@ def _from_messages(
         ),
         ingest_ts=pa.repeat(pa.scalar(now, _UTC_US), n),
         ids=ids,
+    )
+
+
+NativeColumns = tuple[Any, ...]
+"""The columns of one native consume: ``_kafka_native.Consumer.consume``'s result."""
+
+_TS_TYPE_NAMES = pa.array(_TS_TYPES, pa.string())
+
+
+def raw_batch_from_native(
+    native: NativeColumns,
+    *,
+    topic: str,
+    partition: int,
+    cluster: str | None = None,
+    columns: MetadataColumns = DEFAULT_COLUMNS,
+    ingest_ts: datetime | None = None,
+) -> pa.RecordBatch:
+    """Build one RawBatch from the Arrow buffers of a native batch consume.
+
+    The buffers come from ``thalweg_bytewax._kafka_native`` (one topic-partition);
+    the batch equals what :func:`raw_batch_from_messages` builds from the same
+    messages, without a Python object per message.
+
+    Args:
+        native: The result of ``Consumer.consume`` (its error list is not read here).
+        topic: The topic of the consumer's partition.
+        partition: The partition number.
+        cluster: The cluster id to stamp.
+        columns: Metadata column names (the prefix).
+        ingest_ts: The read time to stamp; now when omitted.
+
+    Returns:
+        A RawBatch with one row per message, in offset order.
+    """
+    (n, off, ts, ts_type, epoch, epoch_valid, key_valid, key_offs, key_data, val_valid,
+     val_offs, val_data, hdr_lists, hdr_name_offs, hdr_names, hdr_val_valid, hdr_val_offs,
+     hdr_vals, n_headers, _errors) = native  # fmt: skip
+    if n == 0:
+        return empty_raw_batch(columns)
+    buf = pa.py_buffer
+
+    def opt(b: bytes | None) -> pa.Buffer | None:
+        return None if b is None else buf(b)
+
+    offsets = pa.Array.from_buffers(pa.int64(), n, [None, buf(off)])
+    keys = pa.Array.from_buffers(pa.binary(), n, [opt(key_valid), buf(key_offs), buf(key_data)])
+    values = pa.Array.from_buffers(
+        pa.binary(), n, [opt(val_valid), buf(val_offs), buf(val_data)]
+    )
+    codes = np.frombuffer(ts_type, np.int8)
+    first = int(codes[0])
+    if first and bool((codes == first).all()):  # the common case: one type, all set
+        timestamp_types = pa.repeat(pa.scalar(_TS_TYPES[first], pa.string()), n)
+        timestamps = pa.Array.from_buffers(_UTC_MS, n, [None, buf(ts)])
+    else:
+        timestamp_types = _TS_TYPE_NAMES.take(pa.array(codes))
+        set_ = pa.array(codes != 0)
+        timestamps = pc.if_else(
+            set_, pa.Array.from_buffers(_UTC_MS, n, [None, buf(ts)]), pa.scalar(None, _UTC_MS)
+        )
+    header_type = columns.raw_schema.field(columns.source_headers).type
+    names = pa.Array.from_buffers(
+        pa.string(), n_headers, [None, buf(hdr_name_offs), buf(hdr_names)]
+    )
+    # Producer-controlled bytes become a string column: refuse what is not UTF-8, as
+    # confluent-kafka's Message.headers() does.
+    names.validate(full=True)
+    children = pa.StructArray.from_arrays(
+        [
+            names,
+            pa.Array.from_buffers(
+                pa.binary(),
+                n_headers,
+                [opt(hdr_val_valid), buf(hdr_val_offs), buf(hdr_vals)],
+            ),
+        ],
+        fields=list(header_type.value_type),
+    )
+    headers = pa.ListArray.from_arrays(
+        pa.Array.from_buffers(pa.int32(), n + 1, [None, buf(hdr_lists)]), children, type=header_type
+    )
+    now = ingest_ts or datetime.now(UTC)
+    return _assemble(
+        columns,
+        n,
+        cluster=cluster,
+        topics=pa.repeat(pa.scalar(topic, pa.string()), n),
+        partitions=pa.repeat(pa.scalar(partition, pa.int32()), n),
+        offsets=offsets,
+        leader_epochs=pa.Array.from_buffers(pa.int32(), n, [opt(epoch_valid), buf(epoch)]),
+        keys=keys,
+        values=values,
+        timestamps=timestamps,
+        timestamp_types=timestamp_types,
+        headers=headers,
+        ingest_ts=pa.repeat(pa.scalar(now, _UTC_US), n),
+        ids=record_ids_array(cluster, topic, partition, offsets, values),
     )
 
 

@@ -9,19 +9,22 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime, timedelta
+from typing import Any, NoReturn
 
+import pyarrow as pa
 from bytewax.inputs import StatefulSourcePartition
 from confluent_kafka import OFFSET_END, Consumer, KafkaError, TopicPartition
 from typing_extensions import override
 
 from thalweg_bytewax.errors import SourceError
 from thalweg_bytewax.observability.gate import observe_source_partition
-from thalweg_bytewax.record import KeyedBatch, raw_batch_from_messages
+from thalweg_bytewax.record import KeyedBatch, raw_batch_from_messages, raw_batch_from_native
 from thalweg_bytewax.runtime.parts import encode_part
 
 from ._config import SourceConfig
 from ._errors import is_fatal, is_truncation
 from ._metadata import SourceMetadata
+from ._native import open_native, use_native
 from ._resume import KafkaPartitionState, check_resume, make_state, truncation_message
 from .stats import KafkaSourceStats
 
@@ -69,10 +72,20 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
         self._fatal: KafkaError | None = None
         self._degraded = False
         consumer_settings = config.consumer_config()
+        # The data plane: the native batch consume into Arrow buffers when it is built
+        # (its own librdkafka handle, assigned below), else confluent-kafka's messages.
+        # The confluent-kafka consumer serves metadata, watermarks and offset lookups.
+        native = use_native(consumer_settings)
+        self._native: Any = open_native(consumer_settings) if native else None
         # Client-level errors (brokers down, authentication) are not returned by
         # consume(); librdkafka reports them here, served from within consume().
         consumer_settings["error_cb"] = self._on_client_error
-        self._consumer = Consumer(consumer_settings)
+        try:
+            self._consumer = Consumer(consumer_settings)
+        except BaseException:
+            self._close_native()
+            raise
+        self._topic, self._partition = topic, partition
         self._leader_epoch: int | None = None
         try:
             if resume is not None:
@@ -103,6 +116,7 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
             self._eof = self._end_offset is not None and start >= self._end_offset
         except BaseException:
             self._consumer.close()
+            self._close_native()
             raise
         self._watch = meta.acquire_watch(self._consumer)
         self._fail_on_new = config.fail_on_new_partitions
@@ -117,7 +131,7 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
             partition,
             self.stats,
             headers_column=self._columns.source_headers,
-            watermarks=lambda: self._consumer.get_watermark_offsets(self._tp, cached=True),
+            watermarks=self._cached_watermarks,
         )
         logger.info(
             "kafka partition %s %s at offset %s (watermarks %s..%s)",
@@ -132,8 +146,21 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
             high,
         )
 
+    def _cached_watermarks(self) -> tuple[int, int]:
+        if self._native is not None:
+            low, high = self._native.watermarks(self._topic, self._partition)
+            return int(low), int(high)
+        return self._consumer.get_watermark_offsets(self._tp, cached=True)  # type: ignore[no-any-return]
+
+    def _close_native(self) -> None:
+        if self._native is not None:
+            self._native.close()
+
     def _assign(self, topic: str, partition: int, offset: int) -> None:
         epoch = -1 if self._leader_epoch is None else self._leader_epoch  # -1: none known
+        if self._native is not None:
+            self._native.assign(topic, partition, offset, epoch)
+            return
         self._consumer.assign([TopicPartition(topic, partition, offset, leader_epoch=epoch)])
 
     def _budget(self) -> int:
@@ -178,45 +205,94 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
                 f"from their earliest offset (`fail_on_new_partitions=True`)"
             )
             raise SourceError(msg)
+        if self._native is not None:
+            return self._poll_native()
         msgs = self._consumer.consume(self._budget(), timeout=0)
         if self._fatal is not None:
-            msg = (
-                f"kafka source: partition `{self._key}` failed at offset {self._next_offset}: "
-                f"{self._fatal.str()} ({self._fatal.name()}); check the brokers and the "
-                f"security settings in `add_config`"
-            )
-            raise SourceError(msg)
+            self._raise_fatal()
         good = msgs
         transient = False
         if msgs and any(m.error() is not None for m in msgs):
-            good = []
-            for m in msgs:
-                err = m.error()
-                if err is None:
-                    good.append(m)
-                elif err.code() == KafkaError._PARTITION_EOF:  # noqa: SLF001
-                    continue
-                elif is_truncation(err):
-                    msg = truncation_message(
-                        self._key, self._next_offset, self._leader_epoch, err
-                    )
-                    raise SourceError(msg)
-                elif is_fatal(err):
-                    msg = (
-                        f"kafka source: partition `{self._key}` failed at offset "
-                        f"{self._next_offset}: {err.str()} ({err.name()})"
-                    )
-                    raise SourceError(msg)
-                else:
-                    # Counted and backed off; the good records of this poll are still
-                    # emitted, since librdkafka's fetch position has moved past them.
-                    transient = True
-                    self.stats.transient_errors += 1
-                    logger.warning("kafka partition %s: transient error %s", self._key, err.name())
+            good = [m for m in msgs if m.error() is None]
+            transient = self._message_errors([m.error() for m in msgs if m.error() is not None])
         now = datetime.now(UTC)
+        if not self._pace(now, transient=transient, got=bool(good)):
+            return []
+        batch = raw_batch_from_messages(
+            good, cluster=self._cluster, columns=self._columns, ingest_ts=now
+        )
+        last = good[-1]
+        return self._emitted(batch, int(last.offset() or 0), last.leader_epoch(), now)
+
+    def _poll_native(self) -> list[KeyedBatch]:
+        native = self._native
+        out = native.consume(self._budget(), self._max_bytes)
+        client = native.take_client_error()
+        if client is not None:
+            code, fatal, text, count = client
+            if fatal:
+                self._fatal = self._fatal or KafkaError(code, text, fatal=True)
+            else:
+                for _ in range(count - 1):  # the callback kept the last of `count` errors
+                    self.stats.transient_errors += 1
+                self._on_client_error(KafkaError(code, text))
+        if self._fatal is not None:
+            self._raise_fatal()
+        n, errors = out[0], out[-1]
+        transient = bool(errors) and self._message_errors(
+            [KafkaError(code, text) for code, text, _ in errors]
+        )
+        now = datetime.now(UTC)
+        if not self._pace(now, transient=transient, got=n > 0):
+            return []
+        batch = raw_batch_from_native(
+            out,
+            topic=self._topic,
+            partition=self._partition,
+            cluster=self._cluster,
+            columns=self._columns,
+            ingest_ts=now,
+        )
+        epoch = batch.column(self._columns.source_leader_epoch)[n - 1].as_py()
+        last = batch.column(self._columns.source_offset)[n - 1].as_py()
+        return self._emitted(batch, last, epoch, now)
+
+    def _raise_fatal(self) -> NoReturn:
+        assert self._fatal is not None  # noqa: S101 - callers check
+        msg = (
+            f"kafka source: partition `{self._key}` failed at offset {self._next_offset}: "
+            f"{self._fatal.str()} ({self._fatal.name()}); check the brokers and the "
+            f"security settings in `add_config`"
+        )
+        raise SourceError(msg)
+
+    def _message_errors(self, errors: list[KafkaError]) -> bool:
+        """Raise on a truncation or fatal consume error; count transient ones."""
+        transient = False
+        for err in errors:
+            if err.code() == KafkaError._PARTITION_EOF:  # noqa: SLF001
+                continue
+            if is_truncation(err):
+                msg = truncation_message(self._key, self._next_offset, self._leader_epoch, err)
+                raise SourceError(msg)
+            if is_fatal(err):
+                msg = (
+                    f"kafka source: partition `{self._key}` failed at offset "
+                    f"{self._next_offset}: {err.str()} ({err.name()})"
+                )
+                raise SourceError(msg)
+            # Counted and backed off; the good records of this poll are still
+            # emitted, since librdkafka's fetch position has moved past them.
+            transient = True
+            self.stats.transient_errors += 1
+            logger.warning("kafka partition %s: transient error %s", self._key, err.name())
+        return transient
+
+    def _pace(self, now: datetime, *, transient: bool, got: bool) -> bool:
+        """Set the next wake-up; whether there are records (else StopIteration at the end)."""
         if transient:
             self._next_awake = now + self._errors.next()
-        elif not good:
+        elif not got:
             self._next_awake = now + self._idle.next()
         else:
             self._errors.reset()
@@ -225,20 +301,20 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
             if self._degraded:
                 self._degraded = False
                 logger.info("kafka partition %s: receiving again", self._key)
-        if not good:
+        if not got:
             if self._end_offset is not None and self._position() >= self._end_offset:
                 self._eof = True
                 raise StopIteration
-            return []
-        batch = raw_batch_from_messages(
-            good, cluster=self._cluster, columns=self._columns, ingest_ts=now
-        )
-        last = good[-1]
-        last_offset = int(last.offset() or 0)
+            return False
+        return True
+
+    def _emitted(
+        self, batch: pa.RecordBatch, last_offset: int, leader_epoch: int | None, now: datetime
+    ) -> list[KeyedBatch]:
         # Offsets without a record: aborted transactions, markers, compacted records.
-        self.stats.offsets_skipped += last_offset + 1 - self._next_offset - len(good)
+        self.stats.offsets_skipped += last_offset + 1 - self._next_offset - batch.num_rows
         self._next_offset = last_offset + 1
-        self._leader_epoch = last.leader_epoch()
+        self._leader_epoch = leader_epoch
         size = batch.nbytes
         self._avg_record_bytes = size / batch.num_rows
         self.stats.records += batch.num_rows
@@ -251,6 +327,9 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
         return [(self._key, batch)]
 
     def _position(self) -> int:
+        if self._native is not None:
+            pos = int(self._native.position(self._topic, self._partition))
+            return pos if pos >= 0 else self._next_offset
         pos = self._consumer.position([self._tp])[0].offset
         return pos if pos >= 0 else self._next_offset
 
@@ -268,6 +347,7 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
             self._watch.release()
             self._watch = None
         self._consumer.close()
+        self._close_native()
 
 
 def _initial_offset(
