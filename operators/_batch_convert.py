@@ -68,10 +68,19 @@ def _as_mapping(item: Any, names: list[str]) -> Mapping[str, Any]:
     raise TypeError(msg)
 
 
+def _iso(value: Any) -> str:
+    # Dates and times go through isoformat: orjson 3.13 drops a leading zero of a time's
+    # fraction when its microseconds are 10000..99999 ("01:02:03.16000" for .016000).
+    if isinstance(value, date | time):
+        return value.isoformat()
+    return str(value)
+
+
 def _json(row: Any) -> str:
     """The row as JSON text for the DLQ, whatever it holds."""
     try:
-        return orjson.dumps(row, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+        option = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME
+        return orjson.dumps(row, default=_iso, option=option).decode()
     except (TypeError, orjson.JSONEncodeError):
         return json.dumps(repr(row))
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 from decimal import Decimal
 
 import pyarrow as pa
@@ -62,3 +62,15 @@ def test_decimals_with_more_than_six_places_keep_str_exponent_form():
         {"d": pa.array([Decimal("0.00000001"), Decimal("1.5")], pa.decimal128(20, 8))}
     )
     assert rows_as_json(batch).to_pylist() == ['{"d":"1E-8"}', '{"d":"1.50000000"}']
+
+
+def test_times_keep_every_digit_of_their_fraction():
+    # orjson 3.13 writes time(1, 2, 3, 16000) as "01:02:03.16000": a different instant.
+    values = [time(1, 2, 3, 16000), time(1, 2, 3, 4000), time(1, 2, 3, 123456), time(1, 2, 3)]
+    batch = pa.RecordBatch.from_pydict({"t": pa.array(values, pa.time64("us"))})
+    assert rows_as_json(batch).to_pylist() == [
+        '{"t":"01:02:03.016000"}',
+        '{"t":"01:02:03.004000"}',
+        '{"t":"01:02:03.123456"}',
+        '{"t":"01:02:03"}',
+    ]

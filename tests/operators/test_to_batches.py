@@ -363,3 +363,15 @@ def test_rows_that_match_the_schema_round_trip_exactly(rows, max_rows):
     assert back == rows
     offsets = [o for _, b in got for o in b.column(COLS.source_offset).to_pylist()]
     assert relative(offsets) == list(range(len(rows)))
+
+
+def test_a_rejected_rows_json_keeps_its_dates_and_times_exact():
+    # orjson 3.13 alone writes time(1, 2, 3, 16000) as "01:02:03.16000".
+    from datetime import time as clock
+
+    bad = {"id": None, "name": "a", "at": clock(1, 2, 3, 16000), "on": date(2024, 5, 1)}
+    _, rejected = run([bad], extra_fields="ignore")
+    (row,) = dlq_rows(rejected)
+    assert row[DLQ_ROW_JSON] == (
+        '{"id":null,"name":"a","at":"01:02:03.016000","on":"2024-05-01"}'
+    )
