@@ -378,3 +378,17 @@ def test_the_tables_page_example_runs():
     page = (Path(__file__).resolve().parents[2] / "docs" / "tables.md").read_text()
     (code,) = re.findall(r"```python\n(.*?)```", page, flags=re.S)
     exec(compile(code, "docs/tables.md", "exec"), {})
+
+
+def test_union_values_as_json_keep_times_exact():
+    from datetime import time as clock
+
+    from thalweg_bytewax.catalog.reconcile import to_json_text
+
+    arr = pa.UnionArray.from_dense(
+        pa.array([0, 1, 0], pa.int8()),
+        pa.array([0, 0, 1], pa.int32()),
+        [pa.array([clock(1, 2, 3, 16000), clock(4, 5, 6)], pa.time64("us")), pa.array([b"\x01"])],
+        ["t", "b"],
+    )
+    assert to_json_text(arr).to_pylist() == ['"01:02:03.016000"', '"AQ=="', '"04:05:06"']

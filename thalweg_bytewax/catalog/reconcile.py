@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping
+from datetime import date, time
 from types import MappingProxyType
 from typing import Any
 
@@ -185,8 +186,8 @@ def to_json_text(arr: pa.Array) -> pa.Array:
         return arr.storage
     if _has_union(arr.type):
         return pa.array(
-            [None if v is None else orjson.dumps(v, default=_default).decode() for v in
-             arr.to_pylist()],
+            [None if v is None else orjson.dumps(v, default=_default, option=_PASS).decode()
+             for v in arr.to_pylist()],
             pa.string(),
         )
     cur = shared_cursor()
@@ -212,7 +213,14 @@ def _has_union(t: pa.DataType) -> bool:
     return False
 
 
+# Dates and times go to `_default`: orjson 3.13 drops a leading zero of a time's fraction
+# when its microseconds are 10000..99999 ("01:02:03.16000" for .016000).
+_PASS = orjson.OPT_PASSTHROUGH_DATETIME
+
+
 def _default(v: Any) -> Any:
+    if isinstance(v, date | time):
+        return v.isoformat()
     if isinstance(v, bytes | bytearray | memoryview):
         return base64.b64encode(bytes(v)).decode()
     return str(v)
