@@ -3,8 +3,9 @@
 ``python -m tests.recovery.recover_orders_flow DATA_DIR BOOTSTRAP TOPIC RECOVERY_DIR
 [--without-orders]`` runs ``flows.orders`` over ``TOPIC`` to its end (small polls, one
 epoch per poll, with recovery). ``--without-orders`` runs it the way an operator keeps
-ingest going while the orders target is down: the same flow minus its ``orders_lane``
-output, so the raw lane, DLQ and audit go on and the orders lane falls behind.
+ingest going while the orders target is down: the same flow minus its ``ice_orders``
+output (the Iceberg ``orders`` table), so the raw lane, DLQ and audit go on and the
+orders table falls behind.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def main() -> None:
     source = KafkaSource(bootstrap, [topic], tail=False, batch_size=150)
     flow = build_flow(settings, source=source)
     if "--without-orders" in sys.argv[5:]:
-        flow.substeps[:] = [s for s in flow.substeps if s.step_id != "orders.orders_lane"]
+        flow.substeps[:] = [s for s in flow.substeps if s.step_id != "orders.ice_orders"]
     cli_main(
         flow, epoch_interval=timedelta(0), recovery_config=RecoveryConfig(recovery)
     )

@@ -1,15 +1,16 @@
 """``thalweg recover``: a sink that fell behind catches up from the raw lane, Kafka unread.
 
 The orders flow reads a real Kafka topic (the librdkafka mock cluster) into its raw
-lane, orders lane, DLQ and audit, each lane recording its coverage beside the raw lane:
+lane, its Iceberg ``orders`` table, DLQ and audit, the raw lane and the table recording
+their coverage beside the raw lane:
 
 1. the flow is SIGKILLed mid-run (``coverage.after_record``): the orders sink fails;
 2. ingest goes on without the orders sink (its target is down), so the raw lane, DLQ
    and audit reach the topic's end and the orders lane's coverage shows the gap —
    exactly the offsets its files lack;
-3. ``thalweg recover flows.orders --sink orders_lane`` runs with the brokers pointed at
+3. ``thalweg recover flows.orders --sink ice_orders`` runs with the brokers pointed at
    a closed port (Kafka is never read) and is SIGKILLed itself mid-way;
-4. run again, it completes: the orders lane holds every clean record exactly once (the
+4. run again, it completes: the orders table holds every clean record exactly once (the
    raw lane's records minus the DLQ's) and its coverage equals the raw lane's.
 """
 
@@ -22,6 +23,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from bytewax.recovery import init_db_dir
@@ -36,15 +38,28 @@ from thalweg_bytewax.testing import produce_sample_orders
 
 ROOT = Path(__file__).resolve().parents[2]
 COLS = MetadataColumns()
-ORDERS, RAW = "orders.orders_lane", "orders.raw_lane"
+ORDERS, RAW = "orders.ice_orders", "orders.raw_lane"
 
 
-def offsets(lane: Path) -> dict[tuple[str, int], list[int]]:
+def orders_table(data: Path) -> pa.Table:
+    """The flow's Iceberg `orders` table under `data` (no columns when never created)."""
+    from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
+    from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
+
+    catalog = IcebergCatalogConfig(warehouse=str(data / "warehouse")).load()
+    try:
+        return catalog.load_table("sales.orders").scan().to_arrow()
+    except (NoSuchTableError, NoSuchNamespaceError):
+        return pa.table({})
+
+
+def offsets(lane: Path | pa.Table) -> dict[tuple[str, int], list[int]]:
     """Every row's offset per (topic, partition), duplicates kept."""
-    if not lane.exists():
+    if isinstance(lane, Path) and not lane.exists():
         return {}
     names = [COLS.source_topic, COLS.source_partition, COLS.source_offset]
-    table = read_lane(lane, names)
+    table = read_lane(lane, names) if isinstance(lane, Path) else lane
     if table.num_columns == 0:
         return {}
     out: dict[tuple[str, int], list[int]] = {}
@@ -100,7 +115,7 @@ def test_recover_restores_parity_from_the_raw_lane_without_kafka_and_survives_it
     raw = offsets(data / "raw")
     rejected = offsets(data / "dlq")
     assert sum(map(len, raw.values())) == 2_400
-    landed = offsets(data / "orders")
+    landed = offsets(orders_table(data))
     claimed = {(e.topic, e.partition): e.coverage for e in store.entries(ORDERS)}
     gap: dict[tuple[str, int], int] = {}
     for key, held in raw.items():
@@ -120,11 +135,11 @@ def test_recover_restores_parity_from_the_raw_lane_without_kafka_and_survives_it
 
     # 3. Recover with the brokers unreachable, killed mid-way by its own sink's commit.
     dead = f"127.0.0.1:{closed_port()}"
-    cli = ["thalweg_bytewax.cli", "recover", "flows.orders", "--sink", "orders_lane"]
+    cli = ["thalweg_bytewax.cli", "recover", "flows.orders", "--sink", "ice_orders"]
     cli += ["--epoch-s", "0", "--batch-size", "40", "--no-progress"]
     killed = run(cli, env(data, topic, "coverage.after_record:3", dead))
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
-    partial = offsets(data / "orders")
+    partial = offsets(orders_table(data))
     assert sum(map(len, partial.values())) > sum(map(len, landed.values()))
 
     # 4. Rerun: parity, no duplicates, Kafka never read.
@@ -132,7 +147,7 @@ def test_recover_restores_parity_from_the_raw_lane_without_kafka_and_survives_it
     assert done.returncode == 0, done.stderr[-3000:]
     assert "recovered" in done.stdout
     assert "Connection refused" not in done.stderr, "recover must not reach for Kafka"
-    final = offsets(data / "orders")
+    final = offsets(orders_table(data))
     for key, held in raw.items():
         got = final.get(key, [])
         assert len(got) == len(set(got)), f"{key}: duplicates after recovery"
@@ -143,6 +158,6 @@ def test_recover_restores_parity_from_the_raw_lane_without_kafka_and_survives_it
     again = run(cli, env(data, topic, None, dead))
     assert again.returncode == 0, again.stderr[-3000:]
     assert "nothing to recover" in again.stdout
-    # The lane's rows pass the contract, as the live path writes them.
-    table = read_lane(data / "orders")
+    # The table's rows pass the contract, as the live path writes them.
+    table = orders_table(data)
     assert pc.all(pc.is_valid(table[COLS.record_id])).as_py()

@@ -16,6 +16,7 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from bytewax.testing import run_main
 from hypothesis import given
@@ -25,7 +26,6 @@ from thalweg_bytewax.cli import main
 from thalweg_bytewax.coverage import OffsetCoverage
 from thalweg_bytewax.coverage_store import SqliteCoverageStore
 from thalweg_bytewax.errors import ConfigError, SourceError
-from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.recovery_plan import (
     RecoveryPlan,
     check_retention,
@@ -123,8 +123,21 @@ def run_orders_without_its_sink(data: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
     source = SampleOrdersSource(400, topic="orders", batch_size=25)  # 4 files a partition
     flow = build_flow(OrdersSettings.load(), source=source)
-    flow.substeps[:] = [s for s in flow.substeps if s.step_id != "orders.orders_lane"]
+    flow.substeps[:] = [s for s in flow.substeps if s.step_id != "orders.ice_orders"]
     run_main(flow, epoch_interval=timedelta(0))
+
+
+def orders_table(data: Path) -> pa.Table | None:
+    """The orders flow's Iceberg `orders` table under `data`, None when never created."""
+    from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
+    from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
+
+    catalog = IcebergCatalogConfig(warehouse=str(data / "warehouse")).load()
+    try:
+        return catalog.load_table("sales.orders").scan().to_arrow()
+    except (NoSuchTableError, NoSuchNamespaceError):
+        return None
 
 
 def test_recover_refuses_a_range_the_raw_lane_no_longer_holds_then_replays_a_held_window(
@@ -137,17 +150,20 @@ def test_recover_refuses_a_range_the_raw_lane_no_longer_holds_then_replays_a_hel
     gone = files[0]
     first, last = (int(x) for x in gone.stem.split("-"))
     gone.unlink()  # a retention policy removed the oldest file
-    argv = ["recover", "flows.orders", "--sink", "orders_lane", "--no-progress", "--epoch-s", "0"]
+    argv = ["recover", "flows.orders", "--sink", "ice_orders", "--no-progress", "--epoch-s", "0"]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert f"`orders:0` offsets {first}..{last}" in err
-    assert "no longer holds what sink `orders.orders_lane` is missing" in err
-    assert not (data / "orders").exists() or read_lane(data / "orders").num_rows == 0
+    assert "no longer holds what sink `orders.ice_orders` is missing" in err
+    before = orders_table(data)
+    assert before is None or before.num_rows == 0
     # Narrowed to what the lane still holds, it replays.
     assert main([*argv, "--topic", "orders", "--partition", "0", "--from", str(last + 1)]) == 0
     out = capsys.readouterr().out
     assert "recovered" in out
-    table = read_lane(data / "orders", ["_twg_source_partition", "_twg_source_offset"])
+    table = orders_table(data)
+    assert table is not None
+    table = table.select(["_twg_source_partition", "_twg_source_offset"])
     assert table.num_rows > 0
     assert set(table.column(0).to_pylist()) == {0}
     assert min(table.column(1).to_pylist()) > last
@@ -161,7 +177,7 @@ def test_recover_shows_a_progress_bar_on_a_terminal_and_none_otherwise(
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(root), "THALWEG_DATA_DIR": str(data)}
     argv = [sys.executable, "-m", "thalweg_bytewax.cli", "recover", "flows.orders"]
-    argv += ["--sink", "orders_lane", "--epoch-s", "0", "--to", "40"]
+    argv += ["--sink", "ice_orders", "--epoch-s", "0", "--to", "40"]
     controller, terminal = pty.openpty()
     try:
         proc = subprocess.run(
