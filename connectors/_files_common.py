@@ -45,12 +45,21 @@ class Target(Protocol):
         """The path or URL, as the metadata columns name it."""
         ...
 
+    @property
+    def name(self) -> str:
+        """The path as messages and logs name it: a URL without its credentials."""
+        ...
+
     def source(self) -> str | IO[bytes]:
         """What pyarrow readers take: the local path, or an open fsspec file."""
         ...
 
     def open(self) -> IO[bytes]:
         """A fresh binary file object, positioned at 0."""
+        ...
+
+    def stream(self) -> pa.NativeFile:
+        """The file's bytes, decompressed when its suffix names a compression."""
         ...
 
 

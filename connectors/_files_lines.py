@@ -1,6 +1,7 @@
 """Private to :mod:`thalweg_bytewax.connectors.files`: NDJSON through the JSON codec.
 
-The file is read in blocks of bytes cut at the last newline; each block's lines are
+The file (decompressed as it is read when its name ends in ``.gz`` and the like) is
+read in blocks of bytes cut at the last newline; each block's lines are
 split columnar (``pyarrow.compute.split_pattern``) and decoded by
 :class:`~thalweg_bytewax.codecs.JsonCodec` — the same decode a Kafka record with a JSON
 payload gets, so a line and a record with the same bytes decode to the same row. A
@@ -12,6 +13,7 @@ its 0-based line number; blank lines count, and yield nothing.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -21,7 +23,7 @@ from thalweg_bytewax.codecs.json import JsonCodec
 
 from ._files_common import INFER, Bad, Chunk, Target, cast_rows, whole_file_bad
 
-__all__ = ["read_ndjson"]
+__all__ = ["line_blocks", "read_ndjson"]
 
 # Bytes per read: large enough that the codec's fixed cost per call vanishes, small
 # enough to bound memory (docs/benchmarks.md "Files").
@@ -33,22 +35,31 @@ def _lines(block: bytes) -> pa.Array:
     return lines.cast(pa.binary())
 
 
+def line_blocks(f: Any, block_bytes: int) -> Iterator[bytes]:
+    """Blocks of about ``block_bytes`` of a binary stream, each ending at a line end.
+
+    The last block ends where the stream does; a line longer than a block makes its
+    block longer.
+    """
+    rest = b""
+    while True:
+        data = bytes(f.read(block_bytes))
+        if not data:
+            if rest:
+                yield rest
+            return
+        data = rest + data if rest else data
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            rest = data
+            continue
+        yield data[: cut + 1]
+        rest = data[cut + 1 :]
+
+
 def _blocks(target: Target, block_bytes: int) -> Iterator[bytes]:
-    with target.open() as f:
-        rest = b""
-        while True:
-            data = f.read(block_bytes)
-            if not data:
-                if rest:
-                    yield rest
-                return
-            data = rest + data
-            cut = data.rfind(b"\n")
-            if cut < 0:
-                rest = data
-                continue
-            yield data[: cut + 1]
-            rest = data[cut + 1 :]
+    with target.stream() as f:
+        yield from line_blocks(f, block_bytes)
 
 
 def read_ndjson(
@@ -68,7 +79,7 @@ def read_ndjson(
                     continue
                 yield _decode(codec, lines.slice(i, batch_rows), first + i, start)
             first += n
-    except OSError as exc:
+    except (OSError, pa.ArrowException) as exc:
         yield whole_file_bad(max(first, start), "NDJSON unreadable", exc)
 
 

@@ -3,12 +3,26 @@
 Turns a format reader's chunks into keyed output: good rows with the metadata columns
 of the policy (path as topic, partition 0, row index as offset, record id over the
 row's raw bytes or none), and DLQ batches for the rows and pieces that did not read.
+
+The next chunk is prepared (read, cast, record ids hashed) on a background thread
+while the flow handles the one just emitted: pyarrow's readers and the record-id
+hasher release the GIL, so reading overlaps the operators and sinks downstream. At
+most :data:`AHEAD_CHUNKS` chunks are prepared ahead per process, whatever the number
+of files, so memory stays bounded; a partition that finds no free slot prepares its
+next chunk in line. The state is the row after the last *emitted* chunk, never a
+prepared one.
+
+A URL's credentials (userinfo, query values) never leave the partition: the topic
+column, the record ids, the DLQ rows, messages and logs name the file by
+:func:`~thalweg_bytewax._redact.redact_url` of its URL.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
@@ -19,6 +33,7 @@ from bytewax.inputs import StatefulSourcePartition
 from typing_extensions import override
 
 from thalweg_bytewax._deps import require
+from thalweg_bytewax._redact import redact_origins_in, redact_url
 from thalweg_bytewax.dlq import RejectReason, dlq_batch_from_rows
 from thalweg_bytewax.errors import SourceError
 from thalweg_bytewax.input_span import with_input_span
@@ -27,9 +42,43 @@ from thalweg_bytewax.record import KeyedBatch
 
 from ._files_common import Bad, Chunk
 
-__all__ = ["FilePartition", "FileTarget", "is_url"]
+__all__ = ["AHEAD_CHUNKS", "COMPRESSED_SUFFIXES", "FilePartition", "FileTarget", "is_url"]
 
 logger = logging.getLogger(__name__)
+
+AHEAD_CHUNKS = 2
+"""Chunks prepared ahead on the background thread, per process, at most."""
+
+COMPRESSED_SUFFIXES = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd", ".lz4": "lz4"}
+"""Compression of a line format (CSV, NDJSON) by the file's last suffix."""
+
+_slots = threading.BoundedSemaphore(AHEAD_CHUNKS)
+_pool_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+
+
+def _ahead_pool() -> ThreadPoolExecutor:
+    global _pool  # noqa: PLW0603 - one lazily started thread per process
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="twg-files-ahead")
+        return _pool
+
+
+def compression_of(path: str) -> str | None:
+    """The compression a path's last suffix names (``.gz``: gzip), or ``None``."""
+    name = path_name(path)
+    for suffix, codec in COMPRESSED_SUFFIXES.items():
+        if name.endswith(suffix):
+            return codec
+    return None
+
+
+def path_name(path: str) -> str:
+    """The lower-case last path segment, without a URL's query or fragment."""
+    if is_url(path):
+        path = path.split("?", 1)[0].split("#", 1)[0]
+    return path.lower().rsplit("/", 1)[-1]
 
 
 def is_url(path: str) -> bool:
@@ -49,17 +98,27 @@ class FileTarget:
         """Whether the path is a local one."""
         return not is_url(self.path)
 
+    @property
+    def name(self) -> str:
+        """The path as messages, logs and the topic column name it (no credentials)."""
+        return redact_url(self.path)
+
     def source(self) -> str | IO[bytes]:
         """What pyarrow readers take: the local path, or an open fsspec file."""
         return self.path if self.local else self.open()
 
     def open(self) -> IO[bytes]:
-        """A fresh binary file object."""
+        """A fresh binary file object, as stored (still compressed)."""
         if self.local:
             return open(self.path, "rb")  # noqa: SIM115 - the reader closes it
         fsspec = require("fsspec", extra="files")
         f: IO[bytes] = fsspec.open(self.path, "rb", **self.storage_options).open()
         return f
+
+    def stream(self) -> pa.NativeFile:
+        """The file's bytes, decompressed when its suffix names a compression."""
+        src: Any = self.path if self.local else self.open()
+        return pa.input_stream(src, compression=compression_of(self.path))
 
 
 
@@ -86,16 +145,45 @@ class FilePartition(StatefulSourcePartition[KeyedBatch, int]):
         self._meta_fields = meta_fields
         self._chunks = chunks
         self._warned = False
+        self._name = redact_url(path)
+        self._pending: Future[tuple[list[KeyedBatch], int] | None] | None = None
 
     @override
     def next_batch(self) -> list[KeyedBatch]:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            try:
+                prepared = pending.result()
+            finally:
+                _slots.release()
+        else:
+            prepared = self._prepare()
+        if prepared is None:
+            raise StopIteration
+        out, next_row = prepared
+        self._next_row = max(self._next_row, next_row)
+        if _slots.acquire(blocking=False):
+            try:
+                self._pending = _ahead_pool().submit(self._prepare)
+            except BaseException:
+                _slots.release()
+                raise
+        return out
+
+    def _prepare(self) -> tuple[list[KeyedBatch], int] | None:
+        """The output of the next chunk and the row after it; ``None`` at the end."""
         try:
             chunk = next(self._chunks)
+        except StopIteration:
+            return None
         except OSError as exc:
+            cause = redact_origins_in(str(exc), self._path)
             msg = (
-                f"file source `{self._step_id}`: cannot read `{self._path}` "
-                f"({type(exc).__name__}); expected a readable file"
+                f"file source `{self._step_id}`: cannot read `{self._name}` "
+                f"({type(exc).__name__}: {cause}); expected a readable file"
             )
+            if self._name != self._path:  # the cause may quote the URL's secrets
+                raise SourceError(msg) from None
             raise SourceError(msg) from exc
         out: list[KeyedBatch] = []
         ok = self._ok(chunk)
@@ -103,8 +191,7 @@ class FilePartition(StatefulSourcePartition[KeyedBatch, int]):
             out.append((self._key, ok))
         if chunk.bad:
             out.append((self._key, self._rejected(chunk)))
-        self._next_row = max(self._next_row, chunk.next_row)
-        return out
+        return out, chunk.next_row
 
     def _ok(self, chunk: Chunk) -> pa.RecordBatch | None:
         rows = chunk.rows
@@ -135,13 +222,13 @@ class FilePartition(StatefulSourcePartition[KeyedBatch, int]):
     def _meta(self, f: pa.Field, n: int, offsets: pa.Array, values: pa.Array) -> pa.Array:
         c = self._columns
         if f.name == c.source_topic:
-            return pa.repeat(pa.scalar(self._path, pa.string()), n)
+            return pa.repeat(pa.scalar(self._name, pa.string()), n)
         if f.name == c.source_partition:
             return pa.repeat(pa.scalar(0, pa.int32()), n)
         if f.name == c.source_offset:
             return offsets
         if f.name == c.record_id:
-            return record_ids_array(None, self._path, 0, offsets, values)
+            return record_ids_array(None, self._name, 0, offsets, values)
         if f.name == c.source_timestamp_type:
             return pa.repeat(pa.scalar("NotAvailable", pa.string()), n)
         if f.name == c.ingest_ts:
@@ -158,14 +245,18 @@ class FilePartition(StatefulSourcePartition[KeyedBatch, int]):
         n = len(bad)
         raw = pa.RecordBatch.from_pydict(
             {
-                c.source_topic: pa.repeat(pa.scalar(self._path, pa.string()), n),
+                c.source_topic: pa.repeat(pa.scalar(self._name, pa.string()), n),
                 c.source_partition: pa.repeat(pa.scalar(0, pa.int32()), n),
                 c.source_offset: offsets,
-                c.record_id: record_ids_array(None, self._path, 0, offsets, values),
+                c.record_id: record_ids_array(None, self._name, 0, offsets, values),
                 c.source_value: values,
             }
         )
-        messages = [f"{self._fmt} read failed at `{self._path}@{b.row}`: {b.message}" for b in bad]
+        messages = [
+            f"{self._fmt} read failed at `{self._name}@{b.row}`: "
+            f"{redact_origins_in(b.message, self._path)}"
+            for b in bad
+        ]
         if not self._warned:
             self._warned = True
             logger.warning(
@@ -192,6 +283,14 @@ class FilePartition(StatefulSourcePartition[KeyedBatch, int]):
 
     @override
     def close(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            try:
+                pending.result()
+            except Exception:  # noqa: BLE001, S110 - closing: the read is abandoned
+                pass
+            finally:
+                _slots.release()
         close = getattr(self._chunks, "close", None)
         if close is not None:
             close()

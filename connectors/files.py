@@ -64,6 +64,7 @@ from typing_extensions import override
 
 from thalweg_bytewax._choices import parse_enum
 from thalweg_bytewax._deps import require
+from thalweg_bytewax._redact import redact_origins_in, redact_url
 from thalweg_bytewax.dlq import dlq_schema
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import (
@@ -75,10 +76,17 @@ from thalweg_bytewax.record import KeyedBatch
 from thalweg_bytewax.runtime.parts import decode_part, encode_part
 
 from ._files_avro import read_avro
-from ._files_columnar import read_csv, read_ipc, read_parquet
+from ._files_columnar import read_ipc, read_parquet
 from ._files_common import INFER, Reader
+from ._files_csv import read_csv
 from ._files_lines import read_ndjson
-from ._files_partition import FilePartition, FileTarget, is_url
+from ._files_partition import (
+    COMPRESSED_SUFFIXES,
+    FilePartition,
+    FileTarget,
+    is_url,
+    path_name,
+)
 from ._files_sheets import read_excel, read_xml
 
 __all__ = ["DEFAULT_BATCH_ROWS", "FileFormat", "FileSource", "FilesOut", "split_rejects"]
@@ -124,6 +132,9 @@ _SUFFIXES = {
     ".xml": FileFormat.XML,
 }
 _SELF_DESCRIBING = frozenset({FileFormat.PARQUET, FileFormat.IPC, FileFormat.AVRO})
+# Line formats read through a decompressing stream when their name ends in a
+# compression suffix (``orders.csv.gz``); the columnar formats compress inside.
+_STREAMED = frozenset({FileFormat.CSV, FileFormat.NDJSON})
 
 
 class FileSource(FixedPartitionedSource[KeyedBatch, int]):
@@ -136,9 +147,13 @@ class FileSource(FixedPartitionedSource[KeyedBatch, int]):
 
     Args:
         paths_or_globs: File paths, globs (``data/**/*.csv``) or fsspec URLs
-            (``s3://bucket/orders/*.parquet``), one or a list. Expanded in sorted order
-            when the flow starts.
-        format: The format of every file; default: from each file's suffix.
+            (``s3://bucket/orders/*.parquet``, ``file:///data/x.csv``), one or a list.
+            Expanded in sorted order when the flow starts. A URL's credentials
+            (``s3://key:secret@bucket/x.csv``, ``?token=…``) are redacted wherever the
+            file is named: topic column, record ids, partition keys, DLQ rows, messages.
+        format: The format of every file; default: from each file's suffix. CSV and
+            NDJSON files ending in ``.gz``, ``.bz2``, ``.zst`` or ``.lz4``
+            (``orders.csv.gz``) are decompressed as they are read.
         schema: An Arrow schema, a data contract (its Arrow schema, for
             ``object_name``), ``"infer"`` or ``None``. CSV, NDJSON, Excel and XML need
             a schema or ``"infer"``; Parquet, IPC and Avro files bring their own, which
@@ -210,6 +225,7 @@ class FileSource(FixedPartitionedSource[KeyedBatch, int]):
                 "logged (pass a contract or an Arrow schema to fix it, which is faster)"
             )
         self._paths: list[str] | None = None
+        self._by_name: dict[str, str] = {}
 
     def _check_schema(self, fmt: FileFormat, what: str) -> None:
         if self.schema is None and fmt not in _SELF_DESCRIBING and not self._infer:
@@ -226,6 +242,7 @@ class FileSource(FixedPartitionedSource[KeyedBatch, int]):
             for entry in self.entries:
                 found.extend(_expand(entry, self.storage_options))
             self._paths = list(dict.fromkeys(found))
+            self._by_name = {redact_url(p): p for p in self._paths}
         return self._paths
 
     def format_of(self, path: str) -> FileFormat:
@@ -236,34 +253,44 @@ class FileSource(FixedPartitionedSource[KeyedBatch, int]):
         """
         if self.format is not None:
             return self.format
-        name = path.lower().rsplit("/", 1)[-1]
+        name = path_name(path)
+        for compressed in COMPRESSED_SUFFIXES:
+            if name.endswith(compressed):
+                name = name.removesuffix(compressed)
+                for suffix, fmt in _SUFFIXES.items():
+                    if name.endswith(suffix) and fmt in _STREAMED:
+                        return fmt
         for suffix, fmt in _SUFFIXES.items():
             if name.endswith(suffix):
                 return fmt
         known = ", ".join(sorted(_SUFFIXES))
         msg = (
-            f"file source: `{path}` expected a known suffix ({known}); got none; pass "
-            f"`format=`"
+            f"file source: `{redact_url(path)}` expected a known suffix ({known}, CSV and "
+            f"NDJSON also compressed: .csv.gz); got none; pass `format=`"
         )
         raise ConfigError(msg)
 
     @override
     def list_parts(self) -> list[str]:
-        return [encode_part(p, 0) for p in self.paths()]
+        # Keys name files without credentials: they land in the recovery store, logs
+        # and every keyed batch. build_part maps them back to the URL to open.
+        return [encode_part(redact_url(p), 0) for p in self.paths()]
 
     @override
     def build_part(
         self, step_id: str, for_part: str, resume_state: int | None
     ) -> FilePartition:
-        path, _ = decode_part(for_part)
+        name, _ = decode_part(for_part)
+        self.paths()
+        path = self._by_name.get(name, name)
         fmt = self.format_of(path)
-        self._check_schema(fmt, path)
+        self._check_schema(fmt, name)
         if fmt is FileFormat.XML and not self.record_path:
-            msg = f"file source `{step_id}`: `{path}` is XML; expected `record_path`; got none"
+            msg = f"file source `{step_id}`: `{name}` is XML; expected `record_path`; got none"
             raise ConfigError(msg)
         start = resume_state or 0
         if resume_state is not None:
-            logger.info("file source %s: `%s` resumes at row %s", step_id, path, start)
+            logger.info("file source %s: `%s` resumes at row %s", step_id, name, start)
         target = FileTarget(path, self.storage_options)
         chunks = self._reader(fmt)(target, start, self.schema, self.batch_rows)
         meta = [self.columns.raw_schema.field(n) for n in self.columns.policy_columns(self.policy)]
@@ -308,11 +335,22 @@ def _has_magic(path: str) -> bool:
 
 def _expand(entry: str, storage_options: Mapping[str, Any]) -> list[str]:
     if is_url(entry):
-        fsspec = require("fsspec", extra="files")
-        fs, path = fsspec.core.url_to_fs(entry, **storage_options)
         if not _has_magic(entry):
             return [entry]
-        return [fs.unstrip_protocol(p) for p in sorted(fs.glob(path))]
+        fsspec = require("fsspec", extra="files")
+        try:
+            fs, path = fsspec.core.url_to_fs(entry, **storage_options)
+            found = [fs.unstrip_protocol(p) for p in sorted(fs.glob(path))]
+        except (OSError, ValueError) as exc:
+            cause = redact_origins_in(str(exc), entry)
+            msg = (
+                f"file source: glob `{redact_url(entry)}` could not be listed "
+                f"({type(exc).__name__}: {cause}); expected a reachable location"
+            )
+            raise ConfigError(msg) from None
+        if not found:
+            logger.warning("file source: glob `%s` matches no file", redact_url(entry))
+        return found
     local = entry.removeprefix("file://")
     local = os.path.expanduser(local)
     if not _has_magic(local):

@@ -1,0 +1,225 @@
+"""Private to :mod:`thalweg_bytewax.connectors.files`: the CSV reader.
+
+The file (decompressed as it is read when its name ends in ``.gz`` and the like) is cut
+into blocks of :data:`CSV_BLOCK_BYTES` at line ends; each block goes through
+``pyarrow.csv.read_csv`` on every core (the same parser the whole-file reader uses).
+What goes wrong stays inside its block:
+
+* a ragged row (too many or too few fields) makes only its block be parsed again,
+  serially: pyarrow's serial parser numbers the rows it refuses, which places each
+  ragged row (and the rows around it) at its row index;
+* a value that does not parse as its column's type makes only its block be parsed
+  again as text and cast: the rows that do not cast are rejected, the others kept.
+
+A row's index is its 0-based data row: blank lines are not rows, ragged ones are. Rows
+come out in batches of at most ``batch_rows``; a resume skips whole blocks before the
+resume row by counting their lines, without parsing them. Like pyarrow's own default
+(``newlines_in_values=False``), a quoted value may not hold a line break.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from ._files_common import Bad, Chunk, Target, cast_rows, whole_file_bad
+from ._files_lines import line_blocks
+
+__all__ = ["CSV_BLOCK_BYTES", "read_csv"]
+
+logger = logging.getLogger(__name__)
+
+CSV_BLOCK_BYTES = 8 << 20
+"""Bytes per block handed to ``read_csv``: also what a bad row re-parses at most."""
+
+# pyarrow's own block inside one of ours: 1 MiB (its default) spreads a block over the
+# cores.
+_PARSE_BLOCK_BYTES = 1 << 20
+
+
+class _Ragged:
+    """Collects the rows pyarrow's CSV parser refuses (wrong number of columns)."""
+
+    def __init__(self) -> None:
+        self.rows: list[pacsv.InvalidRow] = []
+
+    def __call__(self, row: pacsv.InvalidRow) -> str:
+        self.rows.append(row)
+        return "skip"
+
+
+def count_rows(block: bytes) -> int:
+    """The rows of a block of whole lines: its lines that are not blank or a lone CR."""
+    a = np.frombuffer(block, np.uint8)
+    if not len(a):
+        return 0
+    nl = np.flatnonzero(a == ord("\n"))
+    starts = np.concatenate(([0], nl + 1))
+    ends = np.concatenate((nl, [len(a)]))
+    length = ends - starts
+    cr = (length == 1) & (a[np.minimum(starts, len(a) - 1)] == ord("\r"))
+    return int(((length > 0) & ~cr).sum())
+
+
+def _header(block: bytes) -> tuple[list[str], bytes]:
+    """The column names of a file's first line, and the rest of its first block."""
+    cut = block.find(b"\n")
+    line, rest = (block, b"") if cut < 0 else (block[: cut + 1], block[cut + 1 :])
+    names: list[str] = pacsv.read_csv(pa.py_buffer(line)).column_names
+    return names, rest
+
+
+def _parse(
+    block: bytes, names: list[str], convert: pacsv.ConvertOptions, *, threads: bool
+) -> tuple[pa.Table, list[pacsv.InvalidRow]]:
+    ragged = _Ragged()
+    table = pacsv.read_csv(
+        pa.py_buffer(block),
+        read_options=pacsv.ReadOptions(
+            column_names=names, use_threads=threads, block_size=_PARSE_BLOCK_BYTES
+        ),
+        parse_options=pacsv.ParseOptions(invalid_row_handler=ragged),
+        convert_options=convert,
+    )
+    return table, ragged.rows
+
+
+class _Block:
+    """One block parsed: good rows (typed, or text to cast), their row indices, rejects."""
+
+    def __init__(self, table: pa.Table, offsets: np.ndarray, bad: list[Bad], text: bool):
+        self.table = table
+        self.offsets = offsets
+        self.bad = bad
+        self.text = text
+
+
+def _read_block(
+    block: bytes, first: int, names: list[str], typed: pacsv.ConvertOptions,
+    text: pacsv.ConvertOptions,
+) -> _Block:
+    as_text = False
+    try:
+        table, ragged = _parse(block, names, typed, threads=True)
+    except pa.ArrowInvalid:  # a value not of its column's type: this block as text
+        as_text = True
+        table, ragged = _parse(block, names, text, threads=True)
+    if ragged:  # only a serial parse numbers them: this block again, serially
+        table, ragged = _parse(block, names, text if as_text else typed, threads=False)
+    bad: list[Bad] = []
+    at = np.zeros(len(ragged), np.int64)
+    for i, row in enumerate(ragged):
+        # `number` is 1-based among the block's non-blank lines, i.e. its rows.
+        at[i] = first + row.number - 1
+        msg = (
+            f"CSV row has {row.actual_columns} column(s); expected {row.expected_columns}"
+        )
+        bad.append(Bad(int(at[i]), msg, row.text.encode("utf-8", "surrogateescape")))
+    every = np.arange(first, first + table.num_rows + len(ragged), dtype=np.int64)
+    offsets = every[~np.isin(every, at)] if len(at) else every
+    return _Block(table, offsets, bad, as_text)
+
+
+def read_csv(
+    target: Target, start: int, schema: pa.Schema | None, batch_rows: int
+) -> Iterator[Chunk]:
+    """CSV with a header row, block by block on every core, typed by ``schema``."""
+    try:
+        stream = target.stream()
+    except (OSError, pa.ArrowException) as exc:
+        yield whole_file_bad(start, "cannot open the CSV file", exc)
+        return
+    with stream:
+        yield from _read(target, stream, start, schema, batch_rows)
+
+
+def _read(
+    target: Target, stream: Any, start: int, schema: pa.Schema | None, batch_rows: int
+) -> Iterator[Chunk]:
+    blocks = line_blocks(stream, CSV_BLOCK_BYTES)
+    try:
+        names, block = _header(next(blocks, b""))
+    except (OSError, pa.ArrowException) as exc:
+        yield whole_file_bad(start, "cannot read the CSV header", exc)
+        return
+    if schema is not None:
+        missing = [n for n in schema.names if n not in names]
+        if missing:
+            msg = (
+                f"CSV header expected column(s) {', '.join(f'`{m}`' for m in missing)} of "
+                f"the schema; got {', '.join(names)}"
+            )
+            yield Chunk(None, np.zeros(0, np.int64), start, bad=[Bad(start, msg)])
+            return
+    # An empty field is null in every column, text included (as Kafka's JSON null).
+    typed = text = pacsv.ConvertOptions(strings_can_be_null=True)
+    if schema is not None:
+        typed = pacsv.ConvertOptions(
+            column_types=schema, include_columns=schema.names, strings_can_be_null=True
+        )
+        text = pacsv.ConvertOptions(
+            column_types={n: pa.string() for n in schema.names},
+            include_columns=schema.names,
+            strings_can_be_null=True,
+        )
+    first = 0
+    try:
+        while True:
+            if block:
+                rows = count_rows(block) if first < start else 0
+                if rows and first + rows <= start:  # before the resume row: unparsed
+                    first += rows
+                else:
+                    parsed = _read_block(block, first, names, typed, text)
+                    if schema is None:
+                        schema = parsed.table.schema
+                        typed = pacsv.ConvertOptions(
+                            column_types=schema, strings_can_be_null=True
+                        )
+                        logger.warning(
+                            "file source: `%s` CSV schema inferred from its first block "
+                            "(pass a contract or an Arrow schema to fix it): %s",
+                            target.name,
+                            schema.to_string(show_schema_metadata=False).replace("\n", "; "),
+                        )
+                    yield from _chunks(parsed, first, start, schema, batch_rows)
+                    first += parsed.table.num_rows + len(parsed.bad)
+            block = next(blocks, b"")
+            if not block:
+                return
+    except (OSError, pa.ArrowException) as exc:
+        yield whole_file_bad(max(first, start), f"CSV unreadable from row {first}", exc)
+
+
+def _chunks(
+    parsed: _Block, first: int, start: int, schema: pa.Schema, batch_rows: int
+) -> Iterator[Chunk]:
+    """A parsed block as chunks of ``batch_rows`` at most, each with the rejects it spans."""
+    keep = parsed.offsets >= start
+    table, offsets = parsed.table, parsed.offsets
+    if not keep.all():
+        table, offsets = table.filter(pa.array(keep)), offsets[keep]
+    end = first + parsed.table.num_rows + len(parsed.bad)
+    bad = [b for b in parsed.bad if b.row >= start]
+    if not table.num_rows:
+        if bad:
+            yield Chunk(None, offsets, end, None, bad)
+        return
+    for i in range(0, table.num_rows, batch_rows):
+        piece = table.slice(i, batch_rows).combine_chunks().to_batches()[0]
+        offs = offsets[i : i + batch_rows]
+        last = i + batch_rows >= table.num_rows
+        upto = end if last else int(offsets[i + batch_rows])
+        mine = [b for b in bad if b.row < upto]
+        bad = [b for b in bad if b.row >= upto]
+        if parsed.text or not piece.schema.equals(schema, check_metadata=False):
+            rows, offs, cast_bad = cast_rows(piece, schema, 0, offs)
+            mine += cast_bad
+        else:
+            rows = piece
+        yield Chunk(rows, offs, upto, None, mine)
