@@ -75,10 +75,8 @@ def transform_session() -> SqlSession:
 _ROWS_CACHE = 1 << 16
 
 
-def _row_numbers(n: int, cached: pa.Array) -> pa.Array:
-    if n <= len(cached):
-        return cached.slice(0, n)
-    return pa.array(np.arange(n, dtype=np.int64))
+def _row_numbers(n: int) -> pa.Array:
+    return pa.array(np.arange(max(n, _ROWS_CACHE), dtype=np.int64))
 
 
 class SqlNode:
@@ -139,7 +137,7 @@ class SqlNode:
         self.timeout_seconds = timeout_seconds
         self._check_params()
         self._prepared: PreparedQuery | None = None
-        self._rows = pa.array(np.arange(_ROWS_CACHE, dtype=np.int64))
+        self._rows = _row_numbers(0)  # 0, 1, 2 ...: sliced per batch, grown once
 
     def _check_params(self) -> None:
         wanted = set(self.plan.params)
@@ -165,7 +163,9 @@ class SqlNode:
             SqlTimeoutError: When the run passed the node's time bound.
             ConfigError: When a query run as written drops the locator columns.
         """
-        rows = _row_numbers(batch.num_rows, self._rows)
+        if batch.num_rows > len(self._rows):
+            self._rows = _row_numbers(batch.num_rows)
+        rows = self._rows.slice(0, batch.num_rows)
         idx = batch.schema.get_field_index(ROW)
         registered = (
             batch.set_column(idx, ROW, rows) if idx >= 0 else batch.append_column(ROW, rows)

@@ -161,3 +161,11 @@ def test_a_sessions_thread_count_is_checked_and_survives_pickling() -> None:
     got = one.query({}, "SELECT current_setting('threads') AS n").column("n").to_pylist()
     assert got == [1]
     assert transform_session().threads == 1
+
+
+def test_batches_past_the_cached_row_numbers_keep_every_rows_locator() -> None:
+    node = SqlNode("big", "SELECT a FROM input WHERE a % 1000 = 999")
+    for n in (10, 70_000, 200_000, 5):
+        out = node.run(rows(1_000, list(range(n))))
+        want = [1_000 + a for a in range(n) if a % 1000 == 999]
+        assert out.column(C.source_offset).to_pylist() == want
