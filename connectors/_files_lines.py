@@ -8,11 +8,18 @@ payload gets, so a line and a record with the same bytes decode to the same row.
 line that does not decode goes to the DLQ with the codec's reason; the raw line is the
 row's ``_twg_source_value`` and what its record id hashes. The row index of a line is
 its 0-based line number; blank lines count, and yield nothing.
+
+With the codec's native reader (it parses without the GIL) a block's lines are cut
+into one piece per core and decoded at once, on a shared thread pool; the pieces come
+out in line order.
 """
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -28,6 +35,18 @@ __all__ = ["line_blocks", "read_ndjson"]
 # Bytes per read: large enough that the codec's fixed cost per call vanishes, small
 # enough to bound memory (docs/benchmarks.md "Files").
 NDJSON_BLOCK_BYTES = 8 << 20
+
+_WORKERS = max(1, min(os.cpu_count() or 1, 8))
+_pool_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+
+
+def _decode_pool() -> ThreadPoolExecutor:
+    global _pool  # noqa: PLW0603 - one pool per process, started on first use
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(_WORKERS, thread_name_prefix="twg-files-json")
+        return _pool
 
 
 def _lines(block: bytes) -> pa.Array:
@@ -74,10 +93,18 @@ def read_ndjson(
             if block.endswith(b"\n"):
                 lines = lines.slice(0, len(lines) - 1)  # after the last newline: nothing
             n = len(lines)
-            for i in range(0, n, batch_rows):
-                if first + i + batch_rows <= start:
-                    continue
-                yield _decode(codec, lines.slice(i, batch_rows), first + i, start)
+            size = batch_rows
+            if codec.concurrent_batches:  # one piece per core at least
+                size = max(1, min(batch_rows, -(-n // _WORKERS)))
+            pieces = [i for i in range(0, n, size) if first + i + size > start]
+
+            def decode(i: int, at: int = first, part: pa.Array = lines, k: int = size) -> Chunk:
+                return _decode(codec, part.slice(i, k), at + i, start)
+
+            if codec.concurrent_batches and len(pieces) > 1:
+                yield from _decode_pool().map(decode, pieces)
+            else:
+                yield from map(decode, pieces)
             first += n
     except (OSError, pa.ArrowException) as exc:
         yield whole_file_bad(max(first, start), "NDJSON unreadable", exc)

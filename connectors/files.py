@@ -330,6 +330,8 @@ def _resolve_schema(schema: Any, object_name: str | None) -> pa.Schema | str | N
 
 
 def _has_magic(path: str) -> bool:
+    if is_url(path):  # a URL's `?` starts its query (a presigned URL's token)
+        return any(c in path.split("?", 1)[0] for c in "*[")
     return any(c in path for c in "*?[")
 
 
