@@ -6,10 +6,10 @@ its own process so peak RSS is per variant:
 * ``ingest``  — the whole orders flow from Kafka (raw lane, orders, DLQ, audit), which
                 writes the raw lane the recovery reads (context only);
 * ``live``    — the live path of the sink being recovered: ``KafkaSource(tail=False)``
-                → decode → dedup → contract → the orders lane, every other output
-                removed;
-* ``recover`` — ``thalweg recover flows.orders --sink orders_lane`` over a copy of the
-                raw lane, into an empty orders lane (planning, the retention check and
+                → decode → dedup → contract → SQL → the Iceberg orders table
+                (``ice_orders``), every other output removed;
+* ``recover`` — ``thalweg recover flows.orders --sink ice_orders`` over a copy of the
+                raw lane, into an empty orders table (planning, the retention check and
                 the replay through the same path, durable files included). Kafka is
                 pointed at a closed port.
 
@@ -77,7 +77,7 @@ def variant_live(data: str, bootstrap: str, topic: str) -> dict[str, float]:
 
     settings = _settings(data, bootstrap, topic)
     flow = build_flow(settings, source=KafkaSource(bootstrap, [topic], tail=False))
-    flow = only_output(flow, "orders_lane")
+    flow = only_output(flow, "ice_orders")
     t0 = time.perf_counter()
     _run(flow)
     return {"seconds": time.perf_counter() - t0}
@@ -90,7 +90,7 @@ def variant_recover(data: str, bootstrap: str, topic: str) -> dict[str, float]:
     import flows.orders  # noqa: F401 - imported before the clock, as the live variants do
     from thalweg_bytewax.cli import main
 
-    argv = ["recover", "flows.orders", "--sink", "orders_lane", "--no-progress"]
+    argv = ["recover", "flows.orders", "--sink", "ice_orders", "--no-progress"]
     t0 = time.perf_counter()
     rc = main([*argv, "--epoch-s", str(EPOCH_S)])
     seconds = time.perf_counter() - t0
@@ -120,14 +120,16 @@ def _forget(store: Path, sink: str) -> None:
         conn.execute("DELETE FROM coverage WHERE sink=?", (sink,))
 
 
-def _rows(lane: Path) -> int:
-    from thalweg_bytewax.lanes import lane_stats
+def _rows(data: Path) -> int:
+    """The rows of the orders table the flow wrote under ``data``."""
+    from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
 
-    return int(sum(lane_stats(lane).column("records").to_pylist()))
+    catalog = IcebergCatalogConfig(warehouse=str(data / "warehouse")).load()
+    return int(catalog.load_table("sales.orders").scan().to_arrow().num_rows)
 
 
 def main() -> None:
-    """Produce, ingest, then time the live path and the recovery of the orders lane."""
+    """Produce, ingest, then time the live path and the recovery of the orders table."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=56_000)
     parser.add_argument("--bootstrap", default="")
@@ -151,13 +153,13 @@ def main() -> None:
                              name="live")
             (work / "c").mkdir()
             shutil.copytree(work / "a" / "raw", work / "c" / "raw")
-            _forget(work / "c" / "raw" / "_coverage.sqlite3", "orders.orders_lane")
+            _forget(work / "c" / "raw" / "_coverage.sqlite3", "orders.ice_orders")
             recover = run_child(
                 me, ["--child", "recover", str(work / "c"), _closed_port(), topic],
                 name="recover",
             )
-        rows = _rows(work / "a" / "orders")
-        assert _rows(work / "b" / "orders") == rows == _rows(work / "c" / "orders")
+        rows = _rows(work / "a")
+        assert _rows(work / "b") == rows == _rows(work / "c")
         print(f"{args.records:,} records ({rows:,} clean orders), 1 worker, {EPOCH_S:g} s epochs")
         for name, r in (("ingest", ingest), ("live", live), ("recover", recover)):
             rate = args.records / r["seconds"]
