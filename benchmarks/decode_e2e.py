@@ -11,7 +11,17 @@ each in its own process so peak RSS is per variant (one Bytewax worker each):
   a Parquet file per 10k rows with ``pa.Table.from_pylist`` + ``pq.write_table``;
 * ``thalweg-avro`` / ``thalweg-json`` — ``KafkaSource -> decode -> ParquetSink``
   (decoded lane with the locator columns, DLQ to its own ParquetSink), with
-  ``AvroCodec`` over a schema directory / ``JsonCodec`` over a JSON Schema.
+  ``AvroCodec`` over a schema directory / ``JsonCodec`` over a JSON Schema, reading
+  with the native batch consume when it is built;
+* ``thalweg-avro-pure`` / ``thalweg-json-pure`` — the same through confluent-kafka's
+  ``Message`` objects (``THALWEG_KAFKA_CONSUME=pure``);
+* ``naive-avro`` / ``naive-json`` — a script without Bytewax: one ``Consumer`` on every
+  partition, ``consume()`` in a loop, the values of each 10k decoded at once
+  (``pyarrow.json.read_json`` with the explicit schema / fastavro per value into
+  ``from_pylist`` with the explicit schema) and written with ``pq.write_table``.
+
+The stock sink and the naive script get the Arrow schema explicitly (taken once from
+decoded sample orders), as a competent user would write them.
 
 Both read every partition from the start and stop at its end (``tail=False``); the
 time includes start-up, the broker fetches and the durable Parquet files. Usage::
@@ -31,6 +41,8 @@ _sys.path.insert(0, str(_Path(__file__).parent))
 
 import argparse
 import json
+import os
+import resource
 import shutil
 import tempfile
 import time
@@ -54,7 +66,25 @@ def _count_rows(path: Path) -> int:
 # -- variants (run in a child process) ---------------------------------------------------
 
 
-def _stock_sink(out: Path):  # type: ignore[no-untyped-def]
+def _arrow_schema(fmt: str):  # type: ignore[no-untyped-def]
+    """The orders' Arrow schema, derived once from sample orders decoded like the variant."""
+    import orjson
+    import pyarrow as pa
+
+    from thalweg_bytewax.samples import sample_orders
+
+    rows = []
+    for order in sample_orders(50, seed=99):
+        if fmt == "json":  # decimals and datetimes arrive as strings
+            rows.append(orjson.loads(orjson.dumps(order, default=str)))
+        else:
+            row = dict(order)
+            row["order_id"] = str(row["order_id"])
+            rows.append(row)
+    return pa.Table.from_pylist(rows).schema
+
+
+def _stock_sink(out: Path, schema: Any):  # type: ignore[no-untyped-def]
     import pyarrow as pa
     import pyarrow.parquet as pq
     from bytewax.outputs import DynamicSink, StatelessSinkPartition
@@ -72,7 +102,7 @@ def _stock_sink(out: Path):  # type: ignore[no-untyped-def]
 
         def _flush(self) -> None:
             if self.rows:
-                table = pa.Table.from_pylist(self.rows)
+                table = pa.Table.from_pylist(self.rows, schema=schema)
                 pq.write_table(table, out / f"part-{self.worker}-{self.files:05d}.parquet")
                 self.files += 1
                 self.rows = []
@@ -111,7 +141,7 @@ def _stock_flow(fmt: str, bootstrap: str, topics: list[str], out: Path):  # type
     flow = Dataflow("stock_decode")
     msgs = op.input("in", flow, KafkaSource([bootstrap], topics, tail=False))
     dicts = op.map("deserialize", msgs, from_avro if fmt == "avro" else from_json)
-    op.output("parquet", dicts, _stock_sink(out))
+    op.output("parquet", dicts, _stock_sink(out, _arrow_schema(fmt)))
     return flow
 
 
@@ -139,18 +169,71 @@ def _thalweg_flow(fmt: str, bootstrap: str, topics: list[str], out: Path):  # ty
     return flow
 
 
+def _naive(fmt: str, bootstrap: str, topics: list[str], out: Path, expected: int) -> None:
+    import io
+
+    import fastavro
+    import pyarrow as pa
+    import pyarrow.json as pj
+    import pyarrow.parquet as pq
+    from confluent_kafka import Consumer, TopicPartition
+
+    from thalweg_bytewax.connectors.kafka._config import consumer_config
+    from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA
+
+    schema = _arrow_schema(fmt)
+    parsed = fastavro.parse_schema(ORDER_AVRO_SCHEMA)
+    c = Consumer(consumer_config([bootstrap], None))
+    c.assign([TopicPartition(t, p, 0) for t in topics for p in range(4)])
+    values: list[bytes] = []
+    n = files = 0
+
+    def flush() -> None:
+        nonlocal values, files
+        if fmt == "json":
+            table = pj.read_json(
+                io.BytesIO(b"\n".join(values)),
+                parse_options=pj.ParseOptions(explicit_schema=schema),
+            )
+        else:
+            rows = []
+            for v in values:
+                rec = fastavro.schemaless_reader(io.BytesIO(v[5:]), parsed, None)
+                rec["order_id"] = str(rec["order_id"])
+                rows.append(rec)
+            table = pa.Table.from_pylist(rows, schema=schema)
+        pq.write_table(table, out / f"part-{files:05d}.parquet")
+        files += 1
+        values = []
+
+    while n < expected:
+        for m in c.consume(10_000, timeout=0.1):
+            if m.error() is None:
+                values.append(m.value())
+                n += 1
+        if len(values) >= STOCK_ROWS_PER_FILE:
+            flush()
+    if values:
+        flush()
+    c.close()
+
+
 def run_variant(name: str, bootstrap: str, topics: list[str], expected: int) -> dict[str, float]:
     from bytewax.testing import run_main
 
-    kind, fmt = name.split("-")
+    kind, fmt, *pure = name.split("-")
+    if pure:
+        os.environ["THALWEG_KAFKA_CONSUME"] = "pure"
     out = Path(tempfile.mkdtemp(prefix=f"twg-bench-{name}-"))
     try:
-        build = _stock_flow if kind == "stock" else _thalweg_flow
-        flow = build(fmt, bootstrap, topics, out)
         t0 = time.perf_counter()
-        run_main(flow)
+        if kind == "naive":
+            _naive(fmt, bootstrap, topics, out, expected)
+        else:
+            build = _stock_flow if kind == "stock" else _thalweg_flow
+            run_main(build(fmt, bootstrap, topics, out))
         elapsed = time.perf_counter() - t0
-        n = _count_rows(out if kind == "stock" else out / "orders")
+        n = _count_rows(out if kind != "thalweg" else out / "orders")
         if n != expected:
             msg = f"{name}: Parquet holds {n} records; expected {expected}"
             raise SystemExit(msg)
@@ -192,7 +275,12 @@ def _run_child(name: str, bootstrap: str, topics: list[str], expected: int) -> d
     return run_child(__file__, [*args, "--expected", str(expected)], name=name)
 
 
-VARIANTS = ("stock-avro", "thalweg-avro", "stock-json", "thalweg-json")
+KINDS = ("stock", "naive", "thalweg-pure", "thalweg")
+VARIANTS = tuple(
+    f"{k.split('-')[0]}-{fmt}{'-pure' if k.endswith('-pure') else ''}"
+    for fmt in ("avro", "json")
+    for k in KINDS
+)
 
 
 def main() -> None:
@@ -209,6 +297,8 @@ def main() -> None:
     if args.child:
         result = run_variant(args.child, args.bootstrap, args.topics.split(","), args.expected)
         result["peak_rss_mb"] = peak_rss_mb()
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        result["cpu_s"] = usage.ru_utime + usage.ru_stime
         print(json.dumps(result))
         return
 
@@ -225,27 +315,33 @@ def main() -> None:
                 f"{len(topics)} topics x 4 partitions in {took:.1f} s",
                 flush=True,
             )
-            for kind in ("stock", "thalweg"):
-                name = f"{kind}-{fmt}"
+            for kind in KINDS:
+                base, *pure = kind.split("-")
+                name = f"{base}-{fmt}{'-pure' if pure else ''}"
                 runs = [_run_child(name, bootstrap, topics, total) for _ in range(args.repeat)]
                 best = min(runs, key=lambda r: r["seconds"])
                 best["peak_rss_mb"] = max(r["peak_rss_mb"] for r in runs)
                 best["bytes"] = nbytes
                 results[name] = best
 
-        print(f"\n{'variant':<14}{'records':>10}{'records/s':>12}{'MB/s':>8}{'peak RSS MB':>13}")
+        print(
+            f"\n{'variant':<19}{'records':>10}{'records/s':>12}{'MB/s':>8}"
+            f"{'CPU us/rec':>12}{'peak RSS MB':>13}"
+        )
         for name, r in results.items():
             rps = r["records"] / r["seconds"]
             mbps = r["bytes"] / r["seconds"] / 1e6
+            cpu = r["cpu_s"] / r["records"] * 1e6
             print(
-                f"{name:<14}{int(r['records']):>10,}{rps:>12,.0f}{mbps:>8.1f}"
+                f"{name:<19}{int(r['records']):>10,}{rps:>12,.0f}{mbps:>8.1f}{cpu:>12.2f}"
                 f"{r['peak_rss_mb']:>13.0f}"
             )
         print()
         for fmt in args.format or ["avro", "json"]:
-            ours, stock = results[f"thalweg-{fmt}"], results[f"stock-{fmt}"]
-            ratio = stock["seconds"] / ours["seconds"]
-            print(f"{fmt}: thalweg / stock = {ratio:.1f}x (target >= 4x)")
+            stock = results[f"stock-{fmt}"]
+            for name in (f"naive-{fmt}", f"thalweg-{fmt}-pure", f"thalweg-{fmt}"):
+                ratio = stock["seconds"] / results[name]["seconds"]
+                print(f"{fmt}: {name} / stock = {ratio:.1f}x (target: thalweg >= 6x)")
         print(json.dumps(results))
 
 

@@ -8,7 +8,10 @@ then times, each in its own process so peak RSS is per variant:
 * ``per-part``  — one tuned ``Consumer`` per partition, polled round-robin (the
                   consumer layout KafkaSource and Bytewax's stock source use);
 * ``raw-lane``  — the real flow, ``KafkaSource(tail=False) -> ParquetSink`` under
-                  ``bytewax.testing.run_main`` (one worker), durable files included;
+                  ``bytewax.testing.run_main`` (one worker), durable files included,
+                  with the native batch consume when it is built;
+* ``raw-lane-pure`` — the same flow through confluent-kafka's ``Message`` objects
+                  (``THALWEG_KAFKA_CONSUME=pure``);
 * ``raw-lane-half`` — the same flow over the same partitions from their middle offset
                   (half the records), to show that peak RSS does not grow with the
                   number of records.
@@ -16,6 +19,7 @@ then times, each in its own process so peak RSS is per variant:
 Usage::
 
     python benchmarks/raw_lane.py --records 240000
+    python benchmarks/raw_lane.py --records 240000 --variants bare,raw-lane,raw-lane-pure
 
 It starts librdkafka's mock cluster unless ``--bootstrap`` names a broker. The mock
 keeps ~5 MB per partition, so records are spread over several 4-partition topics.
@@ -30,6 +34,8 @@ _sys.path.insert(0, str(_Path(__file__).parent))
 
 import argparse
 import json
+import os
+import resource
 import shutil
 import tempfile
 import time
@@ -99,6 +105,13 @@ def variant_per_part(
     return {"records": n, "bytes": nbytes, "seconds": elapsed}
 
 
+def variant_raw_lane_pure(
+    bootstrap: str, topics: list[str], expected: int, start: int = 0
+) -> dict[str, float]:
+    os.environ["THALWEG_KAFKA_CONSUME"] = "pure"
+    return variant_raw_lane(bootstrap, topics, expected, start)
+
+
 def variant_raw_lane_lowmem(
     bootstrap: str, topics: list[str], expected: int, start: int = 0
 ) -> dict[str, float]:
@@ -151,6 +164,7 @@ VARIANTS = {
     "bare": variant_bare,
     "per-part": variant_per_part,
     "raw-lane": variant_raw_lane,
+    "raw-lane-pure": variant_raw_lane_pure,
     "raw-lane-lowmem": variant_raw_lane_lowmem,
 }
 
@@ -176,6 +190,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=240_000)
     parser.add_argument("--bootstrap", default="")
     parser.add_argument("--repeat", type=int, default=2, help="runs per variant; the best is kept")
+    parser.add_argument("--variants", default="", help="comma-separated subset to run")
     parser.add_argument("--child", choices=sorted(VARIANTS), help=argparse.SUPPRESS)
     parser.add_argument("--topics", default="", help=argparse.SUPPRESS)
     parser.add_argument("--expected", type=int, default=0, help=argparse.SUPPRESS)
@@ -187,6 +202,8 @@ def main() -> None:
             args.bootstrap, args.topics.split(","), args.expected, args.start
         )
         result["peak_rss_mb"] = peak_rss_mb()
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        result["cpu_s"] = usage.ru_utime + usage.ru_stime
         print(json.dumps(result))
         return
 
@@ -211,10 +228,14 @@ def main() -> None:
             ("bare", total, 0),
             ("per-part", total, 0),
             ("raw-lane", total, 0),
+            ("raw-lane-pure", total, 0),
             ("raw-lane-half", (per_partition - middle) * 4 * n_topics, middle),
             ("raw-lane-lowmem", total, 0),
             ("raw-lane-lowmem-half", (per_partition - middle) * 4 * n_topics, middle),
         ]
+        if args.variants:
+            wanted = set(args.variants.split(","))
+            plan = [step for step in plan if step[0] in wanted]
         results: dict[str, dict[str, float]] = {}
         for name, expected, start in plan:
             runs = [
@@ -224,17 +245,24 @@ def main() -> None:
             best["peak_rss_mb"] = max(r["peak_rss_mb"] for r in runs)
             results[name] = best
 
-        print(f"\n{'variant':<21}{'records':>10}{'records/s':>12}{'MB/s':>8}{'peak RSS MB':>13}")
+        print(
+            f"\n{'variant':<21}{'records':>10}{'records/s':>12}{'MB/s':>8}"
+            f"{'CPU us/rec':>12}{'peak RSS MB':>13}"
+        )
         for name, r in results.items():
             rps = r["records"] / r["seconds"]
             mbps = r["bytes"] / r["seconds"] / 1e6
+            cpu = r["cpu_s"] / r["records"] * 1e6
             print(
-                f"{name:<15}{int(r['records']):>10,}{rps:>12,.0f}{mbps:>8.1f}{r['peak_rss_mb']:>13.0f}"
+                f"{name:<21}{int(r['records']):>10,}{rps:>12,.0f}{mbps:>8.1f}{cpu:>12.2f}"
+                f"{r['peak_rss_mb']:>13.0f}"
             )
-        ratio = (results["raw-lane"]["records"] / results["raw-lane"]["seconds"]) / (
-            results["bare"]["records"] / results["bare"]["seconds"]
-        )
-        print(f"\nraw-lane / bare = {ratio:.2f}")
+        if "bare" in results:
+            bare = results["bare"]["records"] / results["bare"]["seconds"]
+            for name in ("raw-lane", "raw-lane-pure"):
+                if name in results:
+                    rps = results[name]["records"] / results[name]["seconds"]
+                    print(f"{name} / bare = {rps / bare:.2f}")
 
 
 if __name__ == "__main__":
