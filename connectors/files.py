@@ -7,7 +7,7 @@ columns a Kafka record does and every operator and sink downstream works unchang
 The state of a partition is the next row index: a run resumed from a recovery
 directory starts each file where its last completed epoch stopped (Parquet row groups,
 IPC batches and Avro blocks before it are skipped without being read; CSV and NDJSON
-blocks before it are read and dropped). A finished file stays finished.
+blocks before it are read but not parsed). A finished file stays finished.
 
 The source emits two kinds of keyed batches on its one output: the rows that read
 well (payload columns, then the metadata columns ``metadata=`` selects) and DLQ
