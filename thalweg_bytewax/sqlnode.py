@@ -139,6 +139,14 @@ class SqlNode:
         self._prepared: PreparedQuery | None = None
         self._rows = _row_numbers(0)  # 0, 1, 2 ...: sliced per batch, grown once
 
+    def __getstate__(self) -> dict[str, object]:
+        # The prepared query and the row numbers are rebuilt on use, in the process's
+        # own transform database.
+        state = dict(self.__dict__)
+        state["_prepared"] = None
+        state["_rows"] = pa.array([], pa.int64())
+        return state
+
     def _check_params(self) -> None:
         wanted = set(self.plan.params)
         given = set(self.params)

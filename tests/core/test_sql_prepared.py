@@ -169,3 +169,13 @@ def test_batches_past_the_cached_row_numbers_keep_every_rows_locator() -> None:
         out = node.run(rows(1_000, list(range(n))))
         want = [1_000 + a for a in range(n) if a % 1000 == 999]
         assert out.column(C.source_offset).to_pylist() == want
+
+
+def test_a_pickled_node_prepares_again_in_the_transform_database() -> None:
+    node = SqlNode("pickled", "SELECT a FROM input WHERE a > 1")
+    assert node.run(rows(0, [1, 2])).column("a").to_pylist() == [2]
+    blob = pickle.dumps(node)
+    assert len(blob) < 20_000  # neither the row numbers nor DuckDB state travel
+    again = pickle.loads(blob)
+    out = again.run(rows(5, [3, 0, 4]))
+    assert out.column(C.source_offset).to_pylist() == [5, 7]
