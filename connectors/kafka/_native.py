@@ -10,6 +10,7 @@ differential tests prove it on the fidelity corpus). ``THALWEG_KAFKA_CONSUME`` c
 from __future__ import annotations
 
 import glob
+import importlib
 import logging
 import os
 from collections.abc import Mapping
@@ -46,7 +47,7 @@ def _load() -> tuple[Any, str]:
     module: Any = None
     why = ""
     try:
-        from thalweg_bytewax import _kafka_native  # noqa: PLC0415 - optional extension
+        _kafka_native: Any = importlib.import_module("thalweg_bytewax._kafka_native")
     except ImportError:
         why = "the `thalweg_bytewax._kafka_native` extension is not built"
     else:

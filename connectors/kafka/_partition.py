@@ -150,7 +150,7 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
         if self._native is not None:
             low, high = self._native.watermarks(self._topic, self._partition)
             return int(low), int(high)
-        return self._consumer.get_watermark_offsets(self._tp, cached=True)  # type: ignore[no-any-return]
+        return self._consumer.get_watermark_offsets(self._tp, cached=True)
 
     def _close_native(self) -> None:
         if self._native is not None:
@@ -214,7 +214,7 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
         transient = False
         if msgs and any(m.error() is not None for m in msgs):
             good = [m for m in msgs if m.error() is None]
-            transient = self._message_errors([m.error() for m in msgs if m.error() is not None])
+            transient = self._message_errors([e for m in msgs if (e := m.error()) is not None])
         now = datetime.now(UTC)
         if not self._pace(now, transient=transient, got=bool(good)):
             return []

@@ -12,6 +12,7 @@ fidelity suite then runs with the native path forced.
 from __future__ import annotations
 
 import logging
+import os
 import time
 import uuid
 from datetime import UTC, datetime
@@ -23,6 +24,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 import tests.connectors.test_kafka_fidelity as fidelity
+from tests.fixtures.kafka import create_topic
 from thalweg_bytewax.connectors.kafka import _native
 from thalweg_bytewax.connectors.kafka._config import consumer_config
 from thalweg_bytewax.errors import ConfigError
@@ -37,7 +39,9 @@ pytestmark = pytest.mark.skipif(
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 
 
-def _pure(bootstrap: str, topic: str, partition: int, expected: int, **extra: Any) -> pa.Table:
+def _pure(
+    bootstrap: str, topic: str, partition: int, expected: int, extra: dict[str, Any] | None = None
+) -> pa.Table:
     settings = consumer_config([bootstrap], extra or None)
     c = Consumer(settings)
     c.assign([TopicPartition(topic, partition, 0)])
@@ -61,7 +65,7 @@ def _native_read(
     *,
     max_records: int = 1000,
     max_bytes: int = 1 << 30,
-    **extra: Any,
+    extra: dict[str, Any] | None = None,
 ) -> tuple[pa.Table, list[int]]:
     c = _native.open_native(consumer_config([bootstrap], extra or None))
     c.assign(topic, partition, 0, -1)
@@ -96,8 +100,8 @@ def _assert_same(pure: pa.Table, native: pa.Table) -> None:
 @pytest.fixture(scope="module")
 def corpus_topic(kafka_bootstrap: str) -> tuple[str, dict[int, int]]:
     topic = f"native-fidelity-{uuid.uuid4().hex[:8]}"
-    if fidelity.os.environ.get("THALWEG_TEST_KAFKA"):
-        fidelity.create_topic(kafka_bootstrap, topic)
+    if os.environ.get("THALWEG_TEST_KAFKA"):
+        create_topic(kafka_bootstrap, topic)
     recs = fidelity.corpus()
     produce(kafka_bootstrap, topic, recs)
     counts = {p: sum(1 for r in recs if r["partition"] == p) for p in (0, 1)}
@@ -152,8 +156,9 @@ def test_transaction_markers_and_aborted_records_are_read_alike(
         else:
             p.abort_transaction(30)
     for level in ("read_committed", "read_uncommitted"):
-        pure = _pure(kafka_bootstrap, topic, 0, 10, **{"isolation.level": level})
-        native, _ = _native_read(kafka_bootstrap, topic, 0, 10, **{"isolation.level": level})
+        extra = {"isolation.level": level}
+        pure = _pure(kafka_bootstrap, topic, 0, 10, extra)
+        native, _ = _native_read(kafka_bootstrap, topic, 0, 10, extra=extra)
         _assert_same(pure, native)
         offsets = native.column("_twg_source_offset").to_pylist()
         # Markers occupy offsets but are never records.
