@@ -75,3 +75,20 @@ def test_check_runs_the_second_sink_gate(capsys: pytest.CaptureFixture[str]) -> 
     assert main(["check", "tests.runtime.gate_flows:unguarded", "--allow-without-raw-lane"]) == 0
     assert main(["check", "tests.runtime.gate_flows:guarded"]) == 0
     assert "passes the build-time gates" in capsys.readouterr().out
+
+
+def test_a_partition_the_sink_never_recorded_counts_whole_behind_the_raw_lane(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = filled(tmp_path)
+    SqliteCoverageStore(path).record("f.raw_lane", {("orders", 1): OffsetCoverage([(0, 49)])})
+    assert main(["coverage", str(path), "--raw-lane", "f.raw_lane", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    rows = {(r["sink"], r["partition"]): r for r in out["partitions"]}
+    never = rows[("f.orders", 1)]
+    assert never["behind_raw"] == 50
+    assert never["missing_vs_raw"] == [[0, 49]]
+    assert never["covered"] == 0 and never["updated_at"] is None
+    assert rows[("f.orders", 0)]["behind_raw"] == 40
+    assert main(["coverage", str(path), "--raw-lane", "f.raw_lane"]) == 0
+    assert "orders:1" in capsys.readouterr().out

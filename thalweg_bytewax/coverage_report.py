@@ -69,11 +69,19 @@ def coverage_report(
                 f"got sinks {known} (give `--raw-lane` the raw lane's step id)"
             )
             raise ConfigError(msg)
-    return [
-        _row(e, raw, raw_lane, watermarks)
-        for e in everything
-        if sink is None or e.sink == sink
-    ]
+    chosen = [e for e in everything if sink is None or e.sink == sink]
+    rows = [_row(e, raw, raw_lane, watermarks) for e in chosen]
+    if raw_lane is not None:
+        # A sink that never recorded a partition the raw lane holds is behind by all of
+        # it: report that partition too, or the lag would hide exactly the worst case.
+        sinks = {e.sink for e in chosen} | ({sink} if sink is not None else set())
+        seen = {(e.sink, e.topic, e.partition) for e in chosen}
+        for name in sorted(sinks - {raw_lane}):
+            for topic, partition in sorted(raw):
+                if (name, topic, partition) not in seen:
+                    empty = CoverageEntry(name, topic, partition, OffsetCoverage(), None)
+                    rows.append(_row(empty, raw, raw_lane, watermarks))
+    return rows
 
 
 def _row(
@@ -95,7 +103,7 @@ def _row(
         "first": cov.first,
         "last": cov.last,
         "covered": cov.size,
-        "updated_at": e.updated_at.isoformat(),
+        "updated_at": e.updated_at.isoformat() if e.updated_at is not None else None,
     }
     key = (e.topic, e.partition)
     if raw_lane is not None and e.sink != raw_lane:

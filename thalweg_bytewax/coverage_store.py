@@ -70,14 +70,15 @@ class CoverageEntry:
         topic: The source topic (file sources: the path).
         partition: The source partition.
         coverage: The covered offsets, merged by union.
-        updated_at: When the row was last merged into (UTC).
+        updated_at: When the row was last merged into (UTC); None in a report row for a
+            partition the sink never recorded.
     """
 
     sink: str
     topic: str
     partition: int
     coverage: OffsetCoverage
-    updated_at: datetime
+    updated_at: datetime | None
 
 
 @runtime_checkable
