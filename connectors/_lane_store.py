@@ -28,6 +28,7 @@ from thalweg_bytewax.errors import ConfigError, SinkTerminalError
 __all__ = [
     "FINAL_NAME",
     "LANE_MARKER",
+    "SCHEMA_RECORD",
     "STAGING_PREFIX",
     "LaneStore",
     "final_name",
@@ -44,6 +45,8 @@ LANE_MARKER = ".thalweg-lane"
 """The file naming the one step that writes a lane (hidden from readers)."""
 FINAL_NAME = re.compile(r"^(\d{20})-(\d{20})\.parquet$")
 """Finalized file names: ``<first offset>-<last offset>.parquet``, zero-padded."""
+SCHEMA_RECORD = re.compile(r"^\.thalweg-schema-(\d{8})\.arrow$")
+"""The lane's schema versions (hidden from readers): ``.thalweg-schema-<version>.arrow``."""
 
 _MAX_DIR_NAME = 200
 
@@ -306,6 +309,31 @@ class LaneStore:
             out.write(content)
         return True
 
+    def newest_schema(self) -> tuple[int, pa.Schema | None]:
+        """The newest recorded version of the lane's schema: ``(version, schema)``.
+
+        ``(0, None)`` when the lane has no record yet.
+        """
+        versions = [
+            int(m.group(1)) for m in map(SCHEMA_RECORD.match, self.list_names(self.root)) if m
+        ]
+        if not versions:
+            return 0, None
+        version = max(versions)
+        with self.fs.open_input_stream(self.join(_schema_record_name(version))) as inp:
+            schema = pa.ipc.read_schema(pa.py_buffer(inp.read()))
+        return version, schema
+
+    def record_schema(self, version: int, schema: pa.Schema) -> bool:
+        """Record ``schema`` as version ``version``; False if another writer took it.
+
+        Versions are created exclusively (:meth:`create_exclusive`), never rewritten,
+        so writers racing for one version cannot both win: the loser reads the new
+        version and plans again.
+        """
+        content = schema.serialize().to_pybytes()
+        return self.create_exclusive(self.join(_schema_record_name(version)), content)
+
     def check_writable(self) -> None:
         """Create the root and prove a file can be written, renamed and removed there.
 
@@ -324,6 +352,10 @@ class LaneStore:
                 f"choose a directory this process can create and write"
             )
             raise ConfigError(msg) from exc
+
+
+def _schema_record_name(version: int) -> str:
+    return f".thalweg-schema-{version:08d}.arrow"
 
 
 def _subdirs(path: str) -> list[str]:

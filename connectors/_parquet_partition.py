@@ -40,6 +40,7 @@ from ._lane_store import (
     topic_dir_name,
 )
 from ._parquet_encoding import column_options
+from ._parquet_schema import LaneSchema
 
 if TYPE_CHECKING:
     from .parquet import ParquetSink
@@ -115,6 +116,9 @@ class _ParquetPartition(EpochSinkPartition):
         self._sink = sink
         self._store = store
         self._streams: dict[str, _TopicPartitionStream] = {}
+        # Batches are staged in the lane's schema, evolved or refused before any row
+        # of them is staged; a change is recorded at the commit, before finalizing.
+        self._schema = LaneSchema(store, allow_widening=sink.allow_widening)
         # Encoding and compressing Parquet releases the GIL, so background threads write
         # row groups while the flow keeps polling and building the next batches, and
         # the files of several topic-partitions compress in parallel at a snapshot.
@@ -149,12 +153,16 @@ class _ParquetPartition(EpochSinkPartition):
 
     @override
     def stage(self, key: str, rows: pa.RecordBatch) -> None:
+        with _lane_io(self._store.root, "reading the lane's schema"):
+            rows = self._schema.conform(rows)
         with _lane_io(self._store.root, "writing a staging file"):
             self._append(self._streams[key], key, rows)
 
     @override
     def commit_epoch(self) -> None:
         _faults.checkpoint("parquet.before_finalize")
+        with _lane_io(self._store.root, "recording the lane's schema"):
+            self._schema.record()
         with _lane_io(self._store.root, "finalizing the epoch's files"):
             self._finalize_all()
 
@@ -197,7 +205,7 @@ class _ParquetPartition(EpochSinkPartition):
 
     def _append(self, stream: _TopicPartitionStream, key: str, batch: pa.RecordBatch) -> None:
         if stream.buffer and stream.buffer[0].schema != batch.schema:
-            # A schema change starts a new file: one file, one schema.
+            # The lane's schema evolved (LaneSchema): a new file, one file, one schema.
             self._flush_buffer(stream, key)
             self._close_current(stream)
         stream.buffer.append(batch)

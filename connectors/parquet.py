@@ -63,8 +63,16 @@ class ParquetSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
     are deterministic from (topic, partition, first offset, last offset), and replayed
     rows that finalized files already cover are skipped. The lane reads back as one
     dataset with ``pyarrow.dataset.dataset(path)`` or DuckDB
-    ``read_parquet('path/**/*.parquet')``. Each row gets ``_twg_emit_ts``, the time the
-    sink wrote it.
+    ``read_parquet('path/**/*.parquet', union_by_name = true)``. Each row gets
+    ``_twg_emit_ts``, the time the sink wrote it.
+
+    The lane keeps one schema that evolves with the batches, as a table would: a new
+    column is added (NULL in rows written before it), a batch lacking a nullable column
+    or holding a narrower type is cast to the lane's, a lossless widening needs
+    ``allow_widening=True``, and anything else (another type, a non-nullable column
+    missing) fails the epoch with ``SchemaEvolutionError`` naming the column, its old
+    and new type, before any row of the epoch is written: the lane always reads back as
+    one table with :func:`~thalweg_bytewax.lanes.read_lane`.
 
     Example::
 
@@ -89,6 +97,8 @@ class ParquetSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
             output's step id: a :class:`~thalweg_bytewax.coverage_store.CoverageStore`,
             a path (SQLite; a directory holds ``_coverage.sqlite3``) or a
             ``postgresql://`` URL. None records nothing. ``thalweg coverage`` reads it.
+        allow_widening: Let a batch widen a column losslessly (``int32`` to ``int64``,
+            ``float32`` to ``float64``, a wider decimal) instead of failing the epoch.
     """
 
     can_be_raw_lane: ClassVar[bool] = True
@@ -106,6 +116,7 @@ class ParquetSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
         max_file_rows: int = DEFAULT_MAX_FILE_ROWS,
         metadata_prefix: str = DEFAULT_PREFIX,
         coverage_store: CoverageStore | str | os.PathLike[str] | None = None,
+        allow_widening: bool = False,
     ) -> None:
         if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
             msg = (
@@ -135,6 +146,9 @@ class ParquetSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
                 f"got {compression!r}"
             )
             raise ConfigError(msg)
+        if not isinstance(allow_widening, bool):
+            msg = f"parquet sink: `allow_widening` expected True or False; got {allow_widening!r}"
+            raise ConfigError(msg)
         if not isinstance(metadata_prefix, str):
             msg = f"parquet sink: `metadata_prefix` expected a string; got {metadata_prefix!r}"
             raise ConfigError(msg)
@@ -146,6 +160,7 @@ class ParquetSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
         self.row_group_bytes = row_group_bytes
         self.max_file_rows = max_file_rows
         self.columns = MetadataColumns(metadata_prefix)
+        self.allow_widening = allow_widening
         self.coverage_store = (
             open_coverage_store(coverage_store) if coverage_store is not None else None
         )

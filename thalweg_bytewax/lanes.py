@@ -21,6 +21,12 @@ directory (a local path or a URI, with an optional ``filesystem=``) or a
 ``pyarrow.dataset.Dataset``. A lane directory that exists but holds
 no file yet reads as an empty table of the lane's schema; a missing one raises
 ``FileNotFoundError``.
+
+A lane whose schema evolved (a column added or widened mid-stream) holds files of
+several schemas; :func:`read_lane` reads them as one table of their joined schema, each
+value exact and NULL only in the columns a file does not hold. Files that no lossless
+schema joins (written by an earlier version of the sink, or another writer) raise a
+:class:`~thalweg_bytewax.errors.SchemaError` naming the files and the column.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
+from thalweg_bytewax._lane_schema import file_schemas, unify_file_schemas
 from thalweg_bytewax.metadata import MetadataColumns
 
 if TYPE_CHECKING:
@@ -82,6 +89,11 @@ def read_lane(
 ) -> pa.Table:
     """Read a whole lane back as one table (finalized files only).
 
+    A lane directory reads as the join of its files' schemas (every footer is read;
+    the scan reuses them): a column added mid-stream is NULL for rows written before it,
+    a widened column (``int32`` files, then ``int64``) reads as the wider type, values
+    exact. A ``Dataset`` passed in is read with its own schema.
+
     Args:
         source: The lane directory (local path or URI), or a ``pyarrow.dataset.Dataset``.
         columns: Read only these columns (default: all).
@@ -92,6 +104,10 @@ def read_lane(
 
     Returns:
         The lane's rows, filtered.
+
+    Raises:
+        SchemaError: Two files of the lane hold a column in types no lossless type
+            holds; the message names both files, the column and both types.
     """
     dataset = (
         source
@@ -105,7 +121,19 @@ def read_lane(
         table = schema.empty_table()
         table = table.filter(filter) if filter is not None else table
         return table.select(wanted) if wanted is not None else table
+    if not isinstance(source, ds.Dataset) and isinstance(dataset, ds.FileSystemDataset):
+        dataset = _unified(os.fspath(source), dataset)
     return dataset.to_table(columns=wanted, filter=filter)
+
+
+def _unified(lane: str, dataset: ds.FileSystemDataset) -> ds.FileSystemDataset:
+    """``dataset`` read as the join of its files' schemas (by default it takes the first's)."""
+    fragments = list(dataset.get_fragments())
+    files = file_schemas(fragments)
+    unified = unify_file_schemas(lane, files)
+    if unified is None or all(schema.equals(dataset.schema) for _, schema in files):
+        return dataset
+    return ds.FileSystemDataset(fragments, unified, dataset.format, dataset.filesystem)
 
 
 def lane_stats_schema() -> pa.Schema:

@@ -110,7 +110,8 @@ def test_any_pyarrow_filesystem_works(tmp_path: Path) -> None:
     table = ds.dataset("/lane", filesystem=fs, format="parquet").to_table()
     assert offsets_of(table) == [("t", 0, o) for o in range(10)]
     hidden = [p for p in memory.find("/lane") if "/." in p]
-    assert hidden == ["/lane/.thalweg-lane"]  # the owner marker; no staging left
+    # The owner marker and the lane's first schema version; no staging left.
+    assert hidden == ["/lane/.thalweg-lane", "/lane/.thalweg-schema-00000001.arrow"]
 
 
 def test_file_uri(tmp_path: Path) -> None:

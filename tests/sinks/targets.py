@@ -93,10 +93,12 @@ class SinkTarget(ABC):
         checks_types: Casts rows to the target's column types at the write boundary
             and refuses what does not fit, naming the column.
         identifiers: Validates column names (strict or relaxed) and quotes them.
+        comments: Keeps column comments (``comments=``) and the built-in ones.
     """
 
     name: ClassVar[str]
     evolves: ClassVar[bool] = True
+    comments: ClassVar[bool] = True
     checks_types: ClassVar[bool] = True
     identifiers: ClassVar[bool] = True
 
@@ -155,8 +157,8 @@ class ParquetTarget(SinkTarget):
     """A Parquet lane in a fresh directory (``ParquetSink``); read with ``read_lane``."""
 
     name = "parquet"
-    evolves = False  # a lane stores each batch's own schema: no provisioning to evolve
-    checks_types = False  # a lane has no column types to check rows against
+    comments = False  # a lane's columns carry no comments
+    checks_types = False  # no opt-in conversions: another zone is refused as another type
     identifiers = False  # column names are Parquet field names: any text, never SQL
 
     def __init__(self, root: Path) -> None:
