@@ -9,7 +9,9 @@ What goes wrong stays inside its block:
   serially: pyarrow's serial parser numbers the rows it refuses, which places each
   ragged row (and the rows around it) at its row index;
 * a value that does not parse as its column's type makes only its block be parsed
-  again as text and cast: the rows that do not cast are rejected, the others kept.
+  again as text and cast: the rows that do not cast are rejected, the others kept;
+* a block that does not even read as text (bytes that are not UTF-8) is rejected
+  whole, as one DLQ row at its first row; the next block goes on.
 
 A row's index is its 0-based data row: blank lines are not rows, ragged ones are. Rows
 come out in batches of at most ``batch_rows``; a resume skips whole blocks before the
@@ -92,11 +94,15 @@ def _parse(
 class _Block:
     """One block parsed: good rows (typed, or text to cast), their row indices, rejects."""
 
-    def __init__(self, table: pa.Table, offsets: np.ndarray, bad: list[Bad], text: bool):
+    def __init__(
+        self, table: pa.Table, offsets: np.ndarray, bad: list[Bad], text: bool, rows: int
+    ) -> None:
         self.table = table
         self.offsets = offsets
         self.bad = bad
         self.text = text
+        self.rows = rows
+        """The rows of the block: good, ragged and unreadable."""
 
 
 def _read_block(
@@ -108,7 +114,15 @@ def _read_block(
         table, ragged = _parse(block, names, typed, threads=True)
     except pa.ArrowInvalid:  # a value not of its column's type: this block as text
         as_text = True
-        table, ragged = _parse(block, names, text, threads=True)
+        try:
+            table, ragged = _parse(block, names, text, threads=True)
+        except pa.ArrowInvalid as exc:
+            rows = count_rows(block)
+            cause = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            msg = f"CSV block of {rows} row(s) from row {first} unreadable as text: {cause}"
+            cols = list(text.include_columns) or names
+            empty = pa.table({n: pa.array([], pa.string()) for n in cols})
+            return _Block(empty, np.zeros(0, np.int64), [Bad(first, msg)], True, rows)
     if ragged:  # only a serial parse numbers them: this block again, serially
         table, ragged = _parse(block, names, text if as_text else typed, threads=False)
     bad: list[Bad] = []
@@ -122,7 +136,7 @@ def _read_block(
         bad.append(Bad(int(at[i]), msg, row.text.encode("utf-8", "surrogateescape")))
     every = np.arange(first, first + table.num_rows + len(ragged), dtype=np.int64)
     offsets = every[~np.isin(every, at)] if len(at) else every
-    return _Block(table, offsets, bad, as_text)
+    return _Block(table, offsets, bad, as_text, table.num_rows + len(ragged))
 
 
 def read_csv(
@@ -188,7 +202,7 @@ def _read(
                             schema.to_string(show_schema_metadata=False).replace("\n", "; "),
                         )
                     yield from _chunks(parsed, first, start, schema, batch_rows)
-                    first += parsed.table.num_rows + len(parsed.bad)
+                    first += parsed.rows
             block = next(blocks, b"")
             if not block:
                 return
@@ -204,7 +218,7 @@ def _chunks(
     table, offsets = parsed.table, parsed.offsets
     if not keep.all():
         table, offsets = table.filter(pa.array(keep)), offsets[keep]
-    end = first + parsed.table.num_rows + len(parsed.bad)
+    end = first + parsed.rows
     bad = [b for b in parsed.bad if b.row >= start]
     if not table.num_rows:
         if bad:

@@ -145,3 +145,22 @@ def test_closing_mid_file_frees_the_read_ahead_slots(tmp_path: Path) -> None:
     for _ in range(free):
         _files_partition._slots.release()
     assert free == _files_partition.AHEAD_CHUNKS
+
+
+def test_a_block_that_is_not_utf8_is_one_dlq_row_and_the_next_blocks_go_on(
+    tmp_path: Path, parses: list[tuple[bool, bool]]
+) -> None:
+    path = tmp_path / "o.csv"
+    write(path, lines())
+    data = path.read_bytes().replace(b"250,c5,250.25", b"250,c\xff\xfe,250.25")
+    assert data != path.read_bytes()
+    path.write_bytes(data)
+    ok, rejected = read_all(FileSource(str(path), schema=SCHEMA, batch_rows=64))
+    [row] = rejected.to_pylist()
+    assert "unreadable as text" in row["message"]
+    lost = [i for i in range(ROWS) if i not in set(ok.column("_twg_source_offset").to_pylist())]
+    assert row["_twg_source_offset"] == lost[0]
+    assert lost == list(range(lost[0], lost[-1] + 1))  # one block, nothing else
+    assert 250 in lost
+    assert 0 < len(lost) < 60
+    assert ok.column("id").to_pylist() == ok.column("_twg_source_offset").to_pylist()
