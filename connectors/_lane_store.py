@@ -89,6 +89,8 @@ class LaneStore:
     fs: pafs.FileSystem
     root: str
     local: bool
+    component: str = "parquet sink"
+    """The sink's name in messages (``ArrowIPCSink`` shares this store)."""
 
     def join(self, *parts: str) -> str:
         """Join path parts under the root."""
@@ -187,7 +189,7 @@ class LaneStore:
         """Drop ``staging`` if ``final`` holds the same bytes; refuse otherwise."""
         if not self._same_bytes(staging, final):
             msg = (
-                f"parquet sink: `{final}` already holds a different file; a lane never "
+                f"{self.component}: `{final}` already holds a different file; a lane never "
                 f"overwrites a finalized file. Another writer wrote this topic-partition "
                 f"(two flows or two sink shards on one path?): stop it, then move the lane "
                 f"aside or write to a new path"
@@ -253,7 +255,7 @@ class LaneStore:
             current = inp.read().decode().strip()
         if current != owner:
             msg = (
-                f"parquet sink `{owner}`: lane path `{self.root}` is written by step "
+                f"{self.component} `{owner}`: lane path `{self.root}` is written by step "
                 f"`{current}` (see `{LANE_MARKER}` there); two sinks on one path overwrite and "
                 f"skip each other's files. Give each step its own path, or delete the marker "
                 f"if step `{current}` is gone for good"
@@ -296,10 +298,11 @@ class LaneStore:
             else:
                 return True
         logger.warning(
-            "parquet sink: file system `%s` has no conditional write; `%s` is checked, "
+            "%s: file system `%s` has no conditional write; `%s` is checked, "
             "then written, so two writers starting at once are not excluded (wrap an "
             "fsspec file system with `PyFileSystem(FSSpecHandler(fs))` for an exclusive "
             "create)",
+            self.component,
             self.fs.type_name,
             path,
         )
@@ -348,7 +351,7 @@ class LaneStore:
             self.delete(probe)
         except (OSError, pa.ArrowException) as exc:
             msg = (
-                f"parquet sink: lane path `{self.root}` is not writable ({exc}); "
+                f"{self.component}: lane path `{self.root}` is not writable ({exc}); "
                 f"choose a directory this process can create and write"
             )
             raise ConfigError(msg) from exc
@@ -366,17 +369,22 @@ def _subdirs(path: str) -> list[str]:
         return []
 
 
-def open_store(path: str | os.PathLike[str], filesystem: pafs.FileSystem | None) -> LaneStore:
+def open_store(
+    path: str | os.PathLike[str],
+    filesystem: pafs.FileSystem | None,
+    component: str = "parquet sink",
+) -> LaneStore:
     """Resolve a local path, a ``file://``/``s3://``/… URI, or a path on ``filesystem``."""
     text = os.fspath(path)
     if filesystem is not None:
-        return LaneStore(filesystem, text.rstrip("/"), isinstance(filesystem, pafs.LocalFileSystem))
+        local = isinstance(filesystem, pafs.LocalFileSystem)
+        return LaneStore(filesystem, text.rstrip("/"), local, component)
     if "://" in text:
         try:
             fs, root = pafs.FileSystem.from_uri(text)
         except (pa.ArrowException, ValueError) as exc:
-            msg = f"parquet sink: cannot open lane URI `{text}` ({exc})"
+            msg = f"{component}: cannot open lane URI `{text}` ({exc})"
             raise ConfigError(msg) from exc
         local = isinstance(fs, pafs.LocalFileSystem)
-        return LaneStore(fs, root.rstrip("/"), local)
-    return LaneStore(pafs.LocalFileSystem(), str(Path(text).absolute()), True)
+        return LaneStore(fs, root.rstrip("/"), local, component)
+    return LaneStore(pafs.LocalFileSystem(), str(Path(text).absolute()), True, component)
