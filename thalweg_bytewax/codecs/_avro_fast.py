@@ -373,12 +373,23 @@ def cast_exact(arr: pa.Array, target: pa.DataType) -> pa.Array:
     return arr.cast(target)
 
 
+_VARINT_LIMITS = np.array([1 << (7 * k) for k in range(1, 10)], dtype=np.uint64)
+"""The smallest zigzag value needing k + 2 varint bytes, for k = 0..8."""
+
+
 def _zz_size(values: np.ndarray) -> npt.NDArray[np.int64]:
     v = values.astype(np.int64)
     z = ((v << 1) ^ (v >> 63)).view(np.uint64)
     size = np.ones(len(z), dtype=np.int64)
-    for k in range(1, 10):
-        size += z >= np.uint64(1 << (7 * k))
+    if not len(z):
+        return size
+    # Lengths, counts and most longs need one or two bytes: compare only against the
+    # limits the largest value reaches (one pass each); wide values take one search.
+    reached = int(np.searchsorted(_VARINT_LIMITS, z.max(), side="right"))
+    if reached > 2:
+        return size + np.searchsorted(_VARINT_LIMITS, z, side="right")
+    for limit in _VARINT_LIMITS[:reached]:
+        size += z >= limit
     return size
 
 
