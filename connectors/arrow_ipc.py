@@ -276,7 +276,8 @@ class ArrowIPCSource(FixedPartitionedSource[KeyedBatch, int]):
         self._lock = threading.Lock()
 
     def _files(self) -> IPCFiles:
-        text = self.path
+        # The glob is split off first: a URI parser may refuse its `[`, `*` or `?`.
+        text, pattern = split_glob(self.path.rstrip("/") or "/")
         if self.filesystem is not None:
             fs, local = self.filesystem, isinstance(self.filesystem, pafs.LocalFileSystem)
         elif "://" in text:
@@ -292,8 +293,7 @@ class ArrowIPCSource(FixedPartitionedSource[KeyedBatch, int]):
             local = isinstance(fs, pafs.LocalFileSystem)
         else:
             fs, local, text = pafs.LocalFileSystem(), True, os.path.abspath(text)
-        base, pattern = split_glob(text.rstrip("/") or "/")
-        return IPCFiles(fs, base, pattern, local)
+        return IPCFiles(fs, text.rstrip("/") or "/", pattern, local)
 
     def files(self) -> list[str]:
         """The files this source reads, in order (listed once per source object)."""
