@@ -129,7 +129,7 @@ def test_a_dlq_spike_degrades_the_step_but_not_readiness(tmp_path: Path) -> None
 
 
 def test_stats_window_forgets_after_30_seconds() -> None:
-    from thalweg_bytewax.observability.metrics import ThroughputWindow
+    from thalweg_bytewax.observability.window import ThroughputWindow
 
     w = ThroughputWindow()
     w.add("decode", 100, 1000, now=1000.0)

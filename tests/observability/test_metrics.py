@@ -11,7 +11,7 @@ import bytewax.operators as op
 from bytewax.dataflow import Dataflow
 from bytewax.testing import run_main
 
-from tests.observability.conftest import get
+from tests.observability.conftest import get, get_json
 from thalweg_bytewax.connectors.kafka import KafkaSource
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.observability import instruments, observe, running_server
@@ -74,3 +74,49 @@ def test_metrics_move_while_the_flow_runs(kafka_bootstrap, make_topic, tmp_path:
     )
     assert f'{instruments.SINK_ROWS_WRITTEN.name}{{' in text
     assert re.search(rf'{instruments.COVERAGE_LAG.name}{{.*topic="{topic}".*}} 0\.0', text)
+
+
+def test_step_counts_from_several_worker_threads_add_up(tmp_path: Path) -> None:
+    # Bytewax workers of one process are threads running the same step ids: the step
+    # counters (plain integers per thread, summed at collection) lose no update.
+    import pyarrow as pa
+
+    from thalweg_bytewax.dlq import DLQ_REASON
+    from thalweg_bytewax.observability.gate import observe_step
+
+    observe(port=0)
+    server = running_server()
+    assert server is not None
+    step = f"threads-{tmp_path.name}"
+    batch = pa.record_batch({"x": list(range(10))})
+    rejected = pa.record_batch({DLQ_REASON: ["decode", "decode", "contract"]})
+    per_thread, threads = 400, 4
+
+    def work() -> None:
+        for _ in range(per_thread):
+            obs = observe_step("decode", step, batch)
+            assert obs is not None
+            obs.finish(batch.slice(0, 7), rejected)
+
+    runners = [threading.Thread(target=work) for _ in range(threads)]
+    for t in runners:
+        t.start()
+    for t in runners:
+        t.join()
+    text = get(server.url + "/metrics")[1].decode()
+    batches = per_thread * threads
+
+    def value(name: str, **labels: str) -> float:
+        want = [f'{k}="{v}"' for k, v in {"step_id": step, **labels}.items()]
+        for line in text.splitlines():
+            if line.startswith(name + "{") and all(w in line for w in want):
+                return float(line.rsplit(" ", 1)[1])
+        raise AssertionError(f"{name} {labels} not in /metrics")
+
+    assert value(instruments.STEP_RECORDS_IN.name) == 10 * batches
+    assert value(instruments.STEP_RECORDS_OUT.name) == 7 * batches
+    assert value(instruments.REJECTED_RECORDS.name, reason="decode") == 2 * batches
+    assert value(instruments.REJECTED_RECORDS.name, reason="contract") == batches
+    assert value(instruments.BATCH_RECORDS.name + "_count") == batches
+    stage = get_json(server.url + "/stats")[1]["stages"][step]
+    assert (stage["records"], stage["batches"]) == (10 * batches, batches)

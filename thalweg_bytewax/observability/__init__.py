@@ -9,7 +9,7 @@ server when a port is configured::
     flow = observe(build_flow(settings), port=9464)   # /health /ready /live /stats /metrics
 
 Metric names are in :mod:`.instruments`, the health tree in :mod:`.health`, trace
-context through Kafka headers and Arrow batches in :mod:`.tracing`, the switch the
+context through Kafka headers (:mod:`.headers`) and Arrow batches in :mod:`.tracing`, the switch the
 connectors check in :mod:`.gate`. See ``docs/operations.md``.
 
 The names below are imported on first use, so that importing :mod:`.gate` (which every
@@ -22,11 +22,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .headers import KafkaHeadersGetter, KafkaHeadersSetter, extract_headers
     from .health import Component, HealthRegistry, Status, registry
     from .hooks import observe, reset, running_server
     from .metrics import Metrics, enable_metrics, metrics
     from .server import ObservabilityServer, serve
-    from .tracing import KafkaHeadersGetter, KafkaHeadersSetter, extract_headers, inject_headers
+    from .tracing import inject_headers
 
 __all__ = [
     "Component",
@@ -60,9 +61,9 @@ _HOMES = {
     "metrics": "metrics",
     "ObservabilityServer": "server",
     "serve": "server",
-    "KafkaHeadersGetter": "tracing",
-    "KafkaHeadersSetter": "tracing",
-    "extract_headers": "tracing",
+    "KafkaHeadersGetter": "headers",
+    "KafkaHeadersSetter": "headers",
+    "extract_headers": "headers",
     "inject_headers": "tracing",
 }
 

@@ -42,6 +42,10 @@ class Status(StrEnum):
 class Component:
     """One stage in the health tree; its status is set by the stage's hook.
 
+    The hooks set it per batch: status, reason and the time of the last change are one
+    tuple replaced by a single attribute write (no lock on the hot path, and a reader
+    never sees a status with another status's reason).
+
     Args:
         kind: The group it shows under (``source``, ``step``, ``sink``).
         name: Its name within the group (a partition key, a step id).
@@ -49,7 +53,7 @@ class Component:
         numbers: Read on request for the numbers shown beside the status.
     """
 
-    __slots__ = ("_lock", "critical", "kind", "name", "numbers", "reason", "since", "status")
+    __slots__ = ("_state", "critical", "kind", "name", "numbers")
 
     def __init__(
         self, kind: str, name: str, *, critical: bool, numbers: Numbers | None = None
@@ -58,22 +62,33 @@ class Component:
         self.name = name
         self.critical = critical
         self.numbers = numbers
-        self.status = Status.OK
-        self.reason = ""
-        self.since = time.time()
-        self._lock = threading.Lock()
+        self._state: tuple[Status, str, float] = (Status.OK, "", time.time())
+
+    @property
+    def status(self) -> Status:
+        """The current status."""
+        return self._state[0]
+
+    @property
+    def reason(self) -> str:
+        """Why the status is what it is (empty when ``ok``)."""
+        return self._state[1]
+
+    @property
+    def since(self) -> float:
+        """When the status last changed (seconds since the epoch)."""
+        return self._state[2]
 
     def set(self, status: Status, reason: str = "") -> None:
         """Set the status and its reason (a change restarts ``since``)."""
-        with self._lock:
-            if status is not self.status:
-                self.since = time.time()
-            self.status = status
-            self.reason = reason
+        status_was, reason_was, since = self._state
+        if status is status_was and reason == reason_was:
+            return
+        self._state = (status, reason, time.time() if status is not status_was else since)
 
     def ok(self) -> None:
         """Mark the component operating normally."""
-        if self.status is not Status.OK:
+        if self._state[0] is not Status.OK:
             self.set(Status.OK)
 
     def degraded(self, reason: str) -> None:
@@ -86,13 +101,14 @@ class Component:
 
     def to_dict(self) -> dict[str, Any]:
         """The component as JSON-ready data."""
+        status, reason, since = self._state  # one consistent reading
         out: dict[str, Any] = {
-            "status": str(self.status),
+            "status": str(status),
             "critical": self.critical,
-            "since": round(self.since, 3),
+            "since": round(since, 3),
         }
-        if self.reason:
-            out["reason"] = self.reason
+        if reason:
+            out["reason"] = reason
         if self.numbers is not None:
             try:
                 out["numbers"] = dict(self.numbers())

@@ -152,7 +152,17 @@ def _describe(exc: BaseException) -> str:
 class SourceObserver:
     """The hooks of one source partition: counters, lag, health, a span per batch."""
 
-    __slots__ = ("_m", "_watermarks", "headers", "health", "partition", "stats", "step_id", "topic")
+    __slots__ = (
+        "_bytes_seen",
+        "_m",
+        "_watermarks",
+        "headers",
+        "health",
+        "partition",
+        "stats",
+        "step_id",
+        "topic",
+    )
 
     def __init__(
         self,
@@ -170,6 +180,8 @@ class SourceObserver:
         self.stats = stats
         self.headers = headers_column
         self._watermarks = watermarks
+        # The source sizes each batch for its own counter: its increase is the poll's bytes.
+        self._bytes_seen = stats.bytes
         self._m: Metrics | None = metrics()
         if self._m is not None:
             self._m.add_source(step_id, topic, partition, stats)
@@ -202,21 +214,28 @@ class SourceObserver:
             self.health.ok()
         if not out:
             return out
-        traced = tracing.tracer() is not None
-        result = []
-        for key, batch in out:
-            if m is not None:
-                m.source_batch(self.step_id, batch.num_rows, batch.nbytes)
-            if traced:
-                batch = tracing.receive_span(  # noqa: PLW2901 - the same batch, stamped
+        if m is not None:
+            total = self.stats.bytes
+            sizes = [batch.num_rows for _, batch in out]
+            m.source_batches(
+                self.step_id, sizes, total - self._bytes_seen, total_records=sum(sizes)
+            )
+            self._bytes_seen = total
+        if tracing.tracer() is None:
+            return out
+        return [
+            (
+                key,
+                tracing.receive_span(
                     batch,
                     batch.column(self.headers),
                     step_id=self.step_id,
                     topic=self.topic,
                     partition=self.partition,
-                )
-            result.append((key, batch))
-        return result
+                ),
+            )
+            for key, batch in out
+        ]
 
     def failed(self, exc: BaseException) -> None:
         """The partition raised: it is down (``/ready`` flips)."""
@@ -231,7 +250,7 @@ class SourceObserver:
 class SinkObserver:
     """The hooks of one sink partition: counters, commit durations, health, write spans."""
 
-    __slots__ = ("_m", "health", "step_id")
+    __slots__ = ("_attrs", "_m", "_name", "health", "step_id")
 
     def __init__(
         self,
@@ -243,6 +262,8 @@ class SinkObserver:
         critical: bool,
     ) -> None:
         self.step_id = step_id
+        self._name = f"write {step_id}"
+        self._attrs = {"thalweg.step_id": step_id}
         self._m = metrics()
         if self._m is not None:
             self._m.add_sink(step_id, stats, committed)
@@ -261,18 +282,15 @@ class SinkObserver:
 
     def writing(self, values: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
         """Before a write: a span per traced batch, and the trace metadata removed."""
-        t = tracing.tracer()
-        out = []
-        for batch in values:
-            ctx = tracing.batch_context(batch) if t is not None else None
-            if t is not None and ctx is not None:
-                t.start_span(
-                    f"write {self.step_id}",
-                    context=ctx,
-                    attributes={"thalweg.step_id": self.step_id, "rows": batch.num_rows},
-                ).end()
-            out.append(tracing.without_trace(batch))
-        return out
+        if tracing.tracer() is not None:
+            for batch in values:
+                ctx = tracing.batch_context(batch)
+                if ctx is not None:
+                    attrs = {**self._attrs, "rows": batch.num_rows}
+                    span = tracing.start_batch_span(self._name, ctx, attrs)
+                    if span is not None:
+                        span.end()
+        return [tracing.without_trace(batch) for batch in values]
 
     def committed(self, seconds: float) -> None:
         """An epoch commit returned after ``seconds``."""
@@ -296,22 +314,22 @@ def _step_component(step_id: str) -> Component:
 class StepBatch:
     """One batch through an observed step; :meth:`finish` records it."""
 
-    __slots__ = ("_nbytes", "_rows", "_span", "_start", "step_id")
+    __slots__ = ("_ctx", "_input", "_nbytes", "_rows", "_span", "_start", "step_id")
 
     def __init__(self, name: str, step_id: str, batch: pa.RecordBatch) -> None:
         self.step_id = step_id
         self._rows = batch.num_rows
-        self._nbytes = batch.nbytes
+        # The buffers' size: O(columns), where ``nbytes`` walks every value's reach.
+        self._nbytes = batch.get_total_buffer_size()
         self._span: Span | None = None
-        t = tracing.tracer()
-        if t is not None:
-            ctx = tracing.batch_context(batch)
-            if ctx is not None:
-                self._span = t.start_span(
-                    f"{name} {step_id}",
-                    context=ctx,
-                    attributes={"thalweg.step_id": step_id, "thalweg.batch.records": self._rows},
-                )
+        self._ctx = tracing.batch_context(batch) if tracing.tracer() is not None else None
+        self._input: pa.RecordBatch | None = batch
+        if self._ctx is not None:
+            self._span = tracing.start_batch_span(
+                f"{name} {step_id}",
+                self._ctx,
+                {"thalweg.step_id": step_id, "thalweg.batch.records": self._rows},
+            )
         self._start = time.perf_counter()
 
     def finish(
@@ -345,5 +363,8 @@ class StepBatch:
             span.end()
             if out is not None:
                 out = tracing.stamp(out, span)
+        elif self._ctx is not None and out is not None and self._input is not None:
+            # Not sampled: the upstream context (and its decision) travels on, no span.
+            out = tracing.carry(out, self._input)
+        self._input = None
         return out
-

@@ -6,9 +6,10 @@ Bytewax already times ``write_batch`` / ``snapshot`` and counts items per step, 
 nothing here re-measures those: these are the domain signals it cannot see (records
 rather than batches, rejects by reason, lag, bytes, the durable commit of a sink).
 
-Counters kept by core components (``KafkaSourceStats``, ``EpochSinkStats``) are
-exported as *observable* instruments, read by callbacks at collection time (no cost on
-the hot path); the step counters and histograms are recorded once per batch, never per
+Every counter is exported as an *observable* instrument, read by a callback at
+collection time from plain integers (no cost on the hot path): those kept by core
+components (``KafkaSourceStats``, ``EpochSinkStats``) and the per-step counts the step
+hooks keep. Only the histograms are recorded through the SDK, once per batch, never per
 record.
 """
 
@@ -60,7 +61,7 @@ class InstrumentKind(StrEnum):
     """How an instrument is recorded."""
 
     COUNTER = "counter"
-    """Added to once per batch."""
+    """Added to through the SDK (none is, today: counters are observable)."""
     HISTOGRAM = "histogram"
     """Recorded once per batch (or per commit)."""
     OBSERVABLE_COUNTER = "observable_counter"
@@ -135,7 +136,7 @@ CONSUMER_LAG = InstrumentSpec(
 """Consumer lag per partition, from librdkafka's cached high watermark."""
 STEP_RECORDS_IN = InstrumentSpec(
     "thalweg_step_records_in_total",
-    InstrumentKind.COUNTER,
+    InstrumentKind.OBSERVABLE_COUNTER,
     "{record}",
     "Records that entered a step (decode, validate)",
     _STEP,
@@ -143,7 +144,7 @@ STEP_RECORDS_IN = InstrumentSpec(
 """Records in per step (Bytewax counts batches, not records)."""
 STEP_RECORDS_OUT = InstrumentSpec(
     "thalweg_step_records_out_total",
-    InstrumentKind.COUNTER,
+    InstrumentKind.OBSERVABLE_COUNTER,
     "{record}",
     "Records a step passed on downstream",
     _STEP,
@@ -151,7 +152,7 @@ STEP_RECORDS_OUT = InstrumentSpec(
 """Records out per step."""
 REJECTED_RECORDS = InstrumentSpec(
     "thalweg_rejected_records_total",
-    InstrumentKind.COUNTER,
+    InstrumentKind.OBSERVABLE_COUNTER,
     "{record}",
     "Records a step sent to the DLQ, by reason (decode, contract, dq)",
     ("step_id", "reason"),

@@ -10,15 +10,16 @@ process (:func:`enable_metrics`); a second reader on the same registry would exp
 every series twice.
 
 Core counters (``KafkaSourceStats``, ``EpochSinkStats``) are registered here by the
-connector hooks and read by observable-instrument callbacks at collection time; the
-step counters and histograms are recorded once per batch.
+connector hooks and read by observable-instrument callbacks at collection time. The
+step counters (records in, out, rejected by reason) are plain integers too, kept per
+step and per worker thread (each written by one thread only, so no lock and no lost
+update) and summed at collection; only the histograms go through the SDK per batch,
+with attribute dicts built once per step. The per-batch path takes no lock.
 """
 
 from __future__ import annotations
 
 import threading
-import time
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -29,20 +30,15 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader
 
 from . import instruments as spec
+from .window import ThroughputWindow
 
 __all__ = [
-    "WINDOW_SECONDS",
     "Metrics",
     "SinkCounters",
     "SourceCounters",
-    "ThroughputWindow",
     "enable_metrics",
     "metrics",
 ]
-
-WINDOW_SECONDS = 30
-"""The span of the rolling per-stage digest served by ``/stats``."""
-
 
 class SourceCounters(Protocol):
     """The plain counters a source partition keeps (``KafkaSourceStats``)."""
@@ -79,60 +75,13 @@ class _Sink:
 
 
 @dataclass(slots=True)
-class _Stage:
-    records: int = 0
-    batches: int = 0
-    bytes: int = 0
+class _StepCounts:
+    """One worker thread's counts of one step (written by that thread only)."""
 
-
-@dataclass(slots=True)
-class ThroughputWindow:
-    """Per-stage records, batches and bytes over the last :data:`WINDOW_SECONDS`.
-
-    One-second buckets: :meth:`add` is O(1) per batch; :meth:`digest` sums them.
-    """
-
-    seconds: int = WINDOW_SECONDS
-    _buckets: deque[tuple[int, dict[str, _Stage]]] = field(default_factory=deque)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def add(self, stage: str, records: int, nbytes: int, *, now: float | None = None) -> None:
-        """Count one batch of ``records`` rows and ``nbytes`` Arrow bytes for ``stage``."""
-        sec = int(time.monotonic() if now is None else now)
-        with self._lock:
-            if not self._buckets or self._buckets[-1][0] != sec:
-                self._buckets.append((sec, {}))
-                while self._buckets and self._buckets[0][0] <= sec - self.seconds:
-                    self._buckets.popleft()
-            st = self._buckets[-1][1].setdefault(stage, _Stage())
-            st.records += records
-            st.batches += 1
-            st.bytes += nbytes
-
-    def digest(self, *, now: float | None = None) -> dict[str, dict[str, float]]:
-        """Per stage: records, batches, bytes, records/s and average bytes per batch/record."""
-        sec = int(time.monotonic() if now is None else now)
-        total: dict[str, _Stage] = {}
-        with self._lock:
-            for when, stages in self._buckets:
-                if when <= sec - self.seconds:
-                    continue
-                for name, st in stages.items():
-                    acc = total.setdefault(name, _Stage())
-                    acc.records += st.records
-                    acc.batches += st.batches
-                    acc.bytes += st.bytes
-        return {
-            name: {
-                "records": st.records,
-                "batches": st.batches,
-                "bytes": st.bytes,
-                "records_per_s": round(st.records / self.seconds, 3),
-                "avg_batch_bytes": round(st.bytes / st.batches, 1) if st.batches else 0.0,
-                "avg_record_bytes": round(st.bytes / st.records, 1) if st.records else 0.0,
-            }
-            for name, st in sorted(total.items())
-        }
+    step_id: str
+    records_in: int = 0
+    records_out: int = 0
+    rejected: dict[str, int] = field(default_factory=dict)
 
 
 def _attrs(step_id: str, topic: str, partition: int) -> dict[str, Any]:
@@ -151,6 +100,9 @@ class Metrics:
         self._lock = threading.Lock()
         self._sources: dict[tuple[str, str, int], _Source] = {}
         self._sinks: list[_Sink] = []
+        self._steps: list[_StepCounts] = []
+        self._local = threading.local()
+        self._step_attrs: dict[str, dict[str, Any]] = {}
         self.window = ThroughputWindow()
         self.provider = MeterProvider(metric_readers=list(readers))
         meter = self.provider.get_meter("thalweg_bytewax")
@@ -179,25 +131,15 @@ class Metrics:
             observable(s, lambda attr=attr: self._sink_counter(attr))  # type: ignore[misc]
         observable(spec.CONSUMER_LAG, self._consumer_lag)
         observable(spec.COVERAGE_LAG, self._coverage_lag)
+        observable(spec.STEP_RECORDS_IN, lambda: self._step_counter("records_in"))
+        observable(spec.STEP_RECORDS_OUT, lambda: self._step_counter("records_out"))
+        observable(spec.REJECTED_RECORDS, self._rejected_counter)
 
         def hist(s: spec.InstrumentSpec) -> Any:
             return meter.create_histogram(
                 s.name, s.unit, s.description, explicit_bucket_boundaries_advisory=s.buckets
             )
 
-        self._in = meter.create_counter(
-            spec.STEP_RECORDS_IN.name, spec.STEP_RECORDS_IN.unit, spec.STEP_RECORDS_IN.description
-        )
-        self._out = meter.create_counter(
-            spec.STEP_RECORDS_OUT.name,
-            spec.STEP_RECORDS_OUT.unit,
-            spec.STEP_RECORDS_OUT.description,
-        )
-        self._rejected = meter.create_counter(
-            spec.REJECTED_RECORDS.name,
-            spec.REJECTED_RECORDS.unit,
-            spec.REJECTED_RECORDS.description,
-        )
         self._batch_records = hist(spec.BATCH_RECORDS)
         self._batch_duration = hist(spec.BATCH_DURATION)
         self._commit_duration = hist(spec.SINK_COMMIT_DURATION)
@@ -228,10 +170,33 @@ class Metrics:
 
     # -- per batch ----------------------------------------------------------------------
 
-    def source_batch(self, step_id: str, records: int, nbytes: int) -> None:
-        """Record one batch read by a source."""
-        self._batch_records.record(records, {"step_id": step_id})
-        self.window.add(step_id, records, nbytes)
+    def _attrs_of(self, step_id: str) -> dict[str, Any]:
+        # Built once per step and handed to every record() of it (never mutated).
+        attrs = self._step_attrs.get(step_id)
+        if attrs is None:
+            attrs = self._step_attrs.setdefault(step_id, {"step_id": step_id})
+        return attrs
+
+    def _counts(self, step_id: str) -> _StepCounts:
+        try:
+            mine: dict[str, _StepCounts] = self._local.steps
+        except AttributeError:
+            mine = self._local.steps = {}
+        counts = mine.get(step_id)
+        if counts is None:
+            counts = mine[step_id] = _StepCounts(step_id)
+            with self._lock:  # once per step and thread
+                self._steps.append(counts)
+        return counts
+
+    def source_batches(
+        self, step_id: str, records: Sequence[int], nbytes: int, *, total_records: int
+    ) -> None:
+        """Record the batches of one poll of a source (``records`` per batch)."""
+        attrs = self._attrs_of(step_id)
+        for n in records:
+            self._batch_records.record(n, attrs)
+        self.window.add(step_id, total_records, nbytes, batches=len(records))
 
     def step_batch(
         self,
@@ -243,18 +208,21 @@ class Metrics:
         nbytes: int,
     ) -> None:
         """Record one batch through a step: records in and out, rejects, latency."""
-        attrs = {"step_id": step_id}
-        self._in.add(records_in, attrs)
-        self._out.add(records_out, attrs)
-        for reason, n in rejected.items():
-            self._rejected.add(n, {"step_id": step_id, "reason": reason})
+        counts = self._counts(step_id)
+        counts.records_in += records_in
+        counts.records_out += records_out
+        if rejected:
+            by_reason = counts.rejected
+            for reason, n in rejected.items():
+                by_reason[reason] = by_reason.get(reason, 0) + n
+        attrs = self._attrs_of(step_id)
         self._batch_records.record(records_in, attrs)
         self._batch_duration.record(seconds, attrs)
         self.window.add(step_id, records_in, nbytes)
 
     def sink_commit(self, step_id: str, seconds: float) -> None:
         """Record one epoch commit of a sink partition."""
-        self._commit_duration.record(seconds, {"step_id": step_id})
+        self._commit_duration.record(seconds, self._attrs_of(step_id))
 
     # -- read at collection ---------------------------------------------------------------
 
@@ -278,6 +246,27 @@ class Metrics:
             sums[s.step_id] = sums.get(s.step_id, 0) + getattr(s.stats, attr)
         for step_id, n in sums.items():
             yield Observation(n, {"step_id": step_id})
+
+    def _step_list(self) -> list[_StepCounts]:
+        with self._lock:
+            return list(self._steps)
+
+    def _step_counter(self, attr: str) -> Iterable[Observation]:
+        # Threads of one step (workers) each keep their counts: sum them.
+        sums: dict[str, int] = {}
+        for c in self._step_list():
+            sums[c.step_id] = sums.get(c.step_id, 0) + getattr(c, attr)
+        for step_id, n in sums.items():
+            yield Observation(n, {"step_id": step_id})
+
+    def _rejected_counter(self) -> Iterable[Observation]:
+        sums: dict[tuple[str, str], int] = {}
+        for c in self._step_list():
+            for reason, n in list(c.rejected.items()):  # a copy: its thread goes on adding
+                key = (c.step_id, reason)
+                sums[key] = sums.get(key, 0) + n
+        for (step_id, reason), n in sums.items():
+            yield Observation(n, {"step_id": step_id, "reason": reason})
 
     def _consumer_lag(self) -> Iterable[Observation]:
         for s in self._source_list():

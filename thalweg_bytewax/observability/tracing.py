@@ -1,15 +1,19 @@
 """W3C trace context through Kafka headers and Arrow batches, one span per batch.
 
-The default propagator getter reads dict-like carriers; Kafka headers are an ordered
-list of ``(str, bytes | None)`` pairs with duplicate keys, so :class:`KafkaHeadersGetter`
-and :class:`KafkaHeadersSetter` adapt them.
+Kafka headers are read and written through :mod:`.headers`' getter and setter.
 
 **Sampling and granularity.** Spans are per batch, never per record: the source starts
 one ``receive`` span per polled batch, parented to the trace context of the *first*
 record in the batch that carries a ``traceparent`` header (so an upstream trace id
 continues), and *linked* to the distinct contexts of up to :data:`MAX_LINKS` other
 records. The provider's sampler decides the rest (``ParentBased`` by default, so an
-upstream sampled flag is honoured).
+upstream sampled flag is honoured), and it is asked *before* a span is made: with a
+sampler of the SDK (static, ``TraceIdRatioBased``, ``ParentBased`` of those), a batch
+whose span it would drop gets none — no span object, no attributes, no context written.
+A batch without any trace context whose root span is not sampled stays unstamped, so
+nothing downstream pays for it; one whose upstream context is not sampled carries that
+context on unchanged (so a producer further down keeps the decision) and no step opens
+a span for it.
 
 **Carrying the context through Bytewax steps.** A Python context cannot ride along an
 Arrow batch between steps, so the batch's *schema metadata* carries it
@@ -18,7 +22,9 @@ metadata through ``filter`` / ``take`` / ``slice`` / ``select``; a step that bui
 batch continues it with :func:`stamp`. Each observed step (decode, validate) opens a
 child span and re-stamps its output, so the sink's span is a child of the last step;
 :func:`inject_headers` gives a Kafka producer the headers continuing the trace across
-the broker.
+the broker. Reading a batch's context parses its ``traceparent`` once: the contexts of
+recently seen values are kept (:data:`CONTEXT_CACHE_SIZE`), and :func:`stamp` enters the
+value it writes, so the next step and every sink find it without parsing.
 
 Tracing is on only after :func:`enable_tracing` (``observe()`` does it): until then
 every function here is a no-op that returns its input.
@@ -26,7 +32,8 @@ every function here is a no-op that returns its input.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, MutableSequence, Sequence
+import itertools
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -34,87 +41,102 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.propagators.textmap import Getter, Setter
-from opentelemetry.trace import Link, Span, SpanKind, Tracer, TracerProvider
+from opentelemetry.sdk.trace.sampling import (
+    Decision,
+    ParentBased,
+    Sampler,
+    StaticSampler,
+    TraceIdRatioBased,
+)
+from opentelemetry.trace import (
+    Link,
+    NonRecordingSpan,
+    Span,
+    SpanContext,
+    SpanKind,
+    Tracer,
+    TracerProvider,
+)
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+from opentelemetry.util.types import Attributes
+
+from .headers import (
+    TRACEPARENT_HEADER,
+    KafkaHeadersGetter,
+    KafkaHeadersSetter,
+    extract_headers,
+)
 
 __all__ = [
+    "CONTEXT_CACHE_SIZE",
     "MAX_LINKS",
-    "TRACEPARENT_HEADER",
     "TRACEPARENT_KEY",
     "TRACESTATE_KEY",
-    "KafkaHeaders",
-    "KafkaHeadersGetter",
-    "KafkaHeadersSetter",
     "batch_context",
+    "carry",
     "disable_tracing",
     "enable_tracing",
-    "extract_headers",
     "inject_headers",
     "receive_span",
     "stamp",
+    "start_batch_span",
     "step_span",
     "tracer",
     "without_trace",
 ]
 
-KafkaHeaders = Sequence[tuple[str, bytes | None]]
-"""Kafka record headers as confluent-kafka returns them: ordered, duplicates allowed."""
-
-TRACEPARENT_HEADER = "traceparent"
-"""The W3C header name (Kafka header keys are matched exactly, lowercase)."""
 TRACEPARENT_KEY = b"thalweg.traceparent"
 """The schema metadata key carrying a batch's W3C ``traceparent``."""
 TRACESTATE_KEY = b"thalweg.tracestate"
 """The schema metadata key carrying a batch's W3C ``tracestate``, when it has one."""
 MAX_LINKS = 16
 """Most records' contexts a batch span links to (beyond its parent): bounded per batch."""
+CONTEXT_CACHE_SIZE = 1024
+"""Most batch-metadata trace contexts kept parsed (cleared whole when full)."""
 
 _W3C = TraceContextTextMapPropagator()
 _TRACER_NAME = "thalweg_bytewax"
 _tracer: Tracer | None = None
+_sampler: Sampler | None = None
+"""The tracer's sampler when it is a pure function of (parent, trace id), else None."""
+_contexts: dict[tuple[bytes, bytes | None], Context | None] = {}
 
 
-class KafkaHeadersGetter(Getter[KafkaHeaders]):
-    """Reads a propagation field from Kafka headers (the last value of a repeated key)."""
-
-    def get(self, carrier: KafkaHeaders, key: str) -> list[str] | None:
-        """The values of ``key``, decoded as UTF-8 (null values skipped), or None."""
-        found = [
-            v.decode("utf-8", "replace") for k, v in carrier or () if k == key and v is not None
-        ]
-        # W3C: a repeated traceparent is invalid; the last one is the producer's latest.
-        return found[-1:] or None
-
-    def keys(self, carrier: KafkaHeaders) -> list[str]:
-        """Every header key, in order."""
-        return [k for k, _ in carrier or ()]
-
-
-class KafkaHeadersSetter(Setter[MutableSequence[tuple[str, bytes]]]):
-    """Writes a propagation field into a mutable list of Kafka headers, replacing it."""
-
-    def set(self, carrier: MutableSequence[tuple[str, bytes]], key: str, value: str) -> None:
-        """Drop any previous ``key`` and append ``(key, value.encode())``."""
-        carrier[:] = [(k, v) for k, v in carrier if k != key]
-        carrier.append((key, value.encode()))
-
-
-_GETTER = KafkaHeadersGetter()
 _SETTER = KafkaHeadersSetter()
+_GETTER = KafkaHeadersGetter()
+
+
+def _pure(sampler: object) -> bool:
+    # Samplers of the SDK whose decision depends on the parent and the trace id only, so
+    # asking them ahead of the SDK gives its answer (a custom sampler may be random).
+    if isinstance(sampler, ParentBased):
+        delegates = (
+            "_root",
+            "_remote_parent_sampled",
+            "_remote_parent_not_sampled",
+            "_local_parent_sampled",
+            "_local_parent_not_sampled",
+        )
+        return all(_pure(getattr(sampler, name, None)) for name in delegates)
+    return isinstance(sampler, StaticSampler | TraceIdRatioBased)
 
 
 def enable_tracing(provider: TracerProvider | None = None) -> None:
     """Turn batch spans on, with ``provider`` or the global OpenTelemetry provider."""
-    global _tracer
+    global _tracer, _sampler
     source = provider if provider is not None else trace.get_tracer_provider()
     _tracer = source.get_tracer(_TRACER_NAME)
+    sampler = getattr(_tracer, "sampler", None)
+    _sampler = sampler if _pure(sampler) else None
+    _contexts.clear()
 
 
 def disable_tracing() -> None:
     """Turn batch spans off (every function here returns its input again)."""
-    global _tracer
+    global _tracer, _sampler
     _tracer = None
+    _sampler = None
+    _contexts.clear()
 
 
 def tracer() -> Tracer | None:
@@ -122,19 +144,33 @@ def tracer() -> Tracer | None:
     return _tracer
 
 
-def extract_headers(headers: KafkaHeaders) -> Context:
-    """The trace context carried by one record's Kafka headers (empty if none)."""
-    return _W3C.extract(headers, getter=_GETTER)
+def _remember(key: tuple[bytes, bytes | None], ctx: Context | None) -> None:
+    # Plain dict operations (atomic under the GIL): no lock on the per-batch path.
+    if len(_contexts) >= CONTEXT_CACHE_SIZE:
+        _contexts.clear()
+    _contexts[key] = ctx
 
 
 def _context_of_metadata(meta: dict[bytes, bytes] | None) -> Context | None:
-    if not meta or TRACEPARENT_KEY not in meta:
+    if not meta:
         return None
-    carrier = [(TRACEPARENT_HEADER, meta[TRACEPARENT_KEY])]
-    if TRACESTATE_KEY in meta:
-        carrier.append(("tracestate", meta[TRACESTATE_KEY]))
-    ctx = _W3C.extract(carrier, getter=_GETTER)
-    return ctx if trace.get_current_span(ctx).get_span_context().is_valid else None
+    parent = meta.get(TRACEPARENT_KEY)
+    if parent is None:
+        return None
+    state = meta.get(TRACESTATE_KEY)
+    key = (parent, state)
+    try:
+        return _contexts[key]
+    except KeyError:
+        pass
+    carrier = [(TRACEPARENT_HEADER, parent)]
+    if state is not None:
+        carrier.append(("tracestate", state))
+    ctx: Context | None = _W3C.extract(carrier, getter=_GETTER)
+    if not trace.get_current_span(ctx).get_span_context().is_valid:
+        ctx = None
+    _remember(key, ctx)
+    return ctx
 
 
 def batch_context(batch: pa.RecordBatch) -> Context | None:
@@ -142,16 +178,88 @@ def batch_context(batch: pa.RecordBatch) -> Context | None:
     return _context_of_metadata(batch.schema.metadata)
 
 
+def _drops(ctx: Context | None, name: str) -> bool:
+    """Whether the sampler certainly drops a span with this parent (asked before making it).
+
+    Exact with a parent (the SDK samples a child with the parent's trace id). For a root,
+    the lowest trace id is asked: a ratio sampler takes it unless its rate is 0, so only
+    a sampler that never samples roots answers True.
+    """
+    sampler = _sampler
+    if sampler is None:
+        return False
+    trace_id = trace.get_current_span(ctx).get_span_context().trace_id if ctx is not None else 0
+    decision = sampler.should_sample(ctx, trace_id, name).decision
+    return decision is Decision.DROP
+
+
+def start_batch_span(
+    name: str,
+    ctx: Context | None,
+    attributes: Attributes = None,
+    *,
+    kind: SpanKind = SpanKind.INTERNAL,
+    links: Sequence[Link] | None = None,
+) -> Span | None:
+    """Start a span for one batch's work, child of ``ctx`` (a new trace when None).
+
+    Returns None — and makes nothing — while tracing is off or when the sampler would
+    drop the span; a span the SDK made but does not record is ended and None returned.
+    """
+    t = _tracer
+    if t is None or _drops(ctx, name):
+        return None
+    span = t.start_span(name, context=ctx, kind=kind, links=links, attributes=attributes)
+    if not span.is_recording():
+        span.end()
+        return None
+    return span
+
+
+def _traceparent(sc: SpanContext) -> bytes:
+    return f"00-{sc.trace_id:032x}-{sc.span_id:016x}-{sc.trace_flags:02x}".encode()
+
+
 def stamp(batch: pa.RecordBatch, span: Span) -> pa.RecordBatch:
-    """``batch`` carrying ``span``'s context in its schema metadata (no data copied)."""
-    carrier: list[tuple[str, bytes]] = []
-    _W3C.inject(carrier, context=trace.set_span_in_context(span), setter=_SETTER)
-    if not carrier:
+    """``batch`` carrying ``span``'s context in its schema metadata (no data copied).
+
+    The written value's context is remembered, so that :func:`batch_context` on the
+    stamped batch (the next step, every sink) parses nothing.
+    """
+    sc = span.get_span_context()
+    if not sc.is_valid:
         return batch
-    meta = {k: v for k, v in (batch.schema.metadata or {}).items() if k != TRACESTATE_KEY}
-    for k, v in carrier:
-        meta[TRACEPARENT_KEY if k == TRACEPARENT_HEADER else TRACESTATE_KEY] = v
+    parent = _traceparent(sc)
+    state = sc.trace_state.to_header().encode() if sc.trace_state else None
+    meta = {
+        k: v
+        for k, v in (batch.schema.metadata or {}).items()
+        if k not in (TRACEPARENT_KEY, TRACESTATE_KEY)
+    }
+    meta[TRACEPARENT_KEY] = parent
+    if state is not None:
+        meta[TRACESTATE_KEY] = state
+    # As extracted from the metadata: a remote parent, so the sampler decides alike.
+    remote = SpanContext(sc.trace_id, sc.span_id, True, sc.trace_flags, sc.trace_state)
+    _remember((parent, state), trace.set_span_in_context(NonRecordingSpan(remote)))
     return batch.replace_schema_metadata(meta)
+
+
+def carry(out: pa.RecordBatch, source: pa.RecordBatch) -> pa.RecordBatch:
+    """``out`` carrying the trace metadata of ``source`` (when it lost it, e.g. decoded).
+
+    For a batch whose span was not sampled: the upstream context (and its decision)
+    travels on without a span of this step.
+    """
+    meta = source.schema.metadata
+    if not meta or TRACEPARENT_KEY not in meta:
+        return out
+    have = out.schema.metadata or {}
+    if have.get(TRACEPARENT_KEY) == meta[TRACEPARENT_KEY]:
+        return out
+    merged = {k: v for k, v in have.items() if k not in (TRACEPARENT_KEY, TRACESTATE_KEY)}
+    merged.update({k: v for k, v in meta.items() if k in (TRACEPARENT_KEY, TRACESTATE_KEY)})
+    return out.replace_schema_metadata(merged)
 
 
 def without_trace(batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -163,36 +271,33 @@ def without_trace(batch: pa.RecordBatch) -> pa.RecordBatch:
     return batch.replace_schema_metadata(rest or None)
 
 
-def _record_contexts(headers: pa.Array) -> list[Context]:
+def _record_contexts(headers: pa.Array) -> Iterator[Context]:
     """The distinct trace contexts of the records of a headers column, in row order.
 
     Columnar: the flattened header keys are compared at once; only the matching values
-    (at most ``MAX_LINKS + 1`` distinct ones) are turned into Python objects.
+    are turned into Python objects, and each context is parsed when it is asked for (a
+    caller that stops after the first parses one).
     """
     if isinstance(headers, pa.ChunkedArray):
         headers = headers.combine_chunks()
     if len(headers) == 0 or headers.null_count == len(headers):
-        return []
+        return
     flat = pc.list_flatten(headers)
     if len(flat) == 0:
-        return []
+        return
     hits = pc.indices_nonzero(pc.fill_null(pc.equal(flat.field("key"), TRACEPARENT_HEADER), False))
     if len(hits) == 0:
-        return []
-    values = flat.field("value").take(hits)
-    seen: set[bytes] = set()
-    out: list[Context] = []
+        return
     # Duplicates are common (one producer span per batch upstream): look a bit further.
-    for v in values.slice(0, 16 * MAX_LINKS).to_pylist():
+    values = flat.field("value").take(hits.slice(0, 16 * (MAX_LINKS + 1)))
+    seen: set[bytes] = set()
+    for v in values.to_pylist():
         if v is None or v in seen:
             continue
         seen.add(v)
         ctx = extract_headers([(TRACEPARENT_HEADER, v)])
         if trace.get_current_span(ctx).get_span_context().is_valid:
-            out.append(ctx)
-        if len(out) > MAX_LINKS:
-            break
-    return out
+            yield ctx
 
 
 def receive_span(
@@ -208,14 +313,21 @@ def receive_span(
     The span (kind ``CONSUMER``, ``receive <topic>``) is a child of the first record
     carrying a ``traceparent`` header and links to up to :data:`MAX_LINKS` other
     distinct record contexts; without any, it starts a new trace. Returns ``batch``
-    unchanged while tracing is off.
+    unchanged while tracing is off, and when the sampler drops a new trace's span. When
+    it drops a span whose upstream context is not sampled, the batch carries that
+    context on (so the decision travels downstream), with no span made.
     """
-    t = _tracer
-    if t is None:
+    if _tracer is None:
         return batch
+    name = f"receive {topic}"
     contexts = _record_contexts(headers)
-    parent = contexts[0] if contexts else None
-    links = [Link(trace.get_current_span(c).get_span_context()) for c in contexts[1:]]
+    parent = next(contexts, None)
+    if _drops(parent, name):
+        return batch if parent is None else _stamp_context(batch, parent)
+    links = [
+        Link(trace.get_current_span(c).get_span_context())
+        for c in itertools.islice(contexts, MAX_LINKS)
+    ]
     attrs: dict[str, Any] = {
         "messaging.system": "kafka",
         "messaging.operation.type": "receive",
@@ -224,29 +336,34 @@ def receive_span(
         "messaging.batch.message_count": batch.num_rows,
         "thalweg.step_id": step_id,
     }
-    span = t.start_span(
-        f"receive {topic}", context=parent, kind=SpanKind.CONSUMER, links=links, attributes=attrs
-    )
+    span = start_batch_span(name, parent, attrs, kind=SpanKind.CONSUMER, links=links)
+    if span is None:
+        return batch if parent is None else _stamp_context(batch, parent)
     span.end()
     return stamp(batch, span)
+
+
+def _stamp_context(batch: pa.RecordBatch, ctx: Context) -> pa.RecordBatch:
+    return stamp(batch, trace.get_current_span(ctx))
 
 
 @contextmanager
 def step_span(name: str, step_id: str, batch: pa.RecordBatch) -> Iterator[Span | None]:
     """A span for one step's work on one batch, child of the batch's context.
 
-    Yields None (and starts nothing) while tracing is off or when the batch carries no
-    context, so untraced batches cost one dictionary lookup.
+    Yields None (and starts nothing) while tracing is off, when the batch carries no
+    context, or when the sampler would drop the span, so untraced batches cost one
+    dictionary lookup.
     """
-    t = _tracer
-    ctx = batch_context(batch) if t is not None else None
-    if t is None or ctx is None:
+    ctx = batch_context(batch) if _tracer is not None else None
+    span = None
+    if ctx is not None:
+        attrs = {"thalweg.step_id": step_id, "thalweg.batch.records": batch.num_rows}
+        span = start_batch_span(f"{name} {step_id}", ctx, attrs)
+    if span is None:
         yield None
         return
-    attrs = {"thalweg.step_id": step_id, "thalweg.batch.records": batch.num_rows}
-    with t.start_as_current_span(
-        f"{name} {step_id}", context=ctx, attributes=attrs, end_on_exit=True
-    ) as span:
+    with trace.use_span(span, end_on_exit=True):
         yield span
 
 
@@ -258,7 +375,8 @@ def inject_headers(
     For a Kafka producer: add the returned headers to every record produced from
     ``batch``. When the batch carries a trace context (and tracing is on), a
     ``PRODUCER`` span ``send <topic>`` is started and ended as its child, and the
-    headers carry that span's context; otherwise the list is empty.
+    headers carry that span's context; when the sampler drops that span, they carry the
+    batch's context as it is (not sampled); without a context the list is empty.
 
     Args:
         batch: The batch being produced.
@@ -268,8 +386,7 @@ def inject_headers(
     Returns:
         ``[("traceparent", b"00-…")]`` (plus ``tracestate``), or ``[]``.
     """
-    t = _tracer
-    if t is None:
+    if _tracer is None:
         return []
     ctx = batch_context(batch)
     if ctx is None:
@@ -282,10 +399,10 @@ def inject_headers(
     }
     if topic is not None:
         attrs["messaging.destination.name"] = topic
-    span = t.start_span(
-        f"send {topic or step_id}", context=ctx, kind=SpanKind.PRODUCER, attributes=attrs
-    )
-    span.end()
+    span = start_batch_span(f"send {topic or step_id}", ctx, attrs, kind=SpanKind.PRODUCER)
+    if span is not None:
+        span.end()
+        ctx = trace.set_span_in_context(span)
     headers: list[tuple[str, bytes]] = []
-    _W3C.inject(headers, context=trace.set_span_in_context(span), setter=_SETTER)
+    _W3C.inject(headers, context=ctx, setter=_SETTER)
     return headers
