@@ -3,16 +3,23 @@
 Produces N sample orders (Confluent-framed Avro) to a local broker, with a W3C
 ``traceparent`` header on every record, then runs ``flows.orders.build_flow`` over them
 (``tail=False``: raw lane, decode, dedup, contract, orders / DLQ / audit lanes), each run
-in its own process, alternating:
+in its own process, alternating (``off, on`` then ``on, off``, so neither variant always
+runs second):
 
 * ``off`` — observability off (the default; every hook is one ``is None`` check);
-* ``on`` — ``observe(port=0)`` with an OpenTelemetry SDK tracer provider (batch span
-  processor into an in-memory exporter), the Prometheus reader, the health tree, and a
-  thread scraping ``/metrics`` and ``/stats`` every 0.5 s during the run.
+* ``on`` — ``observe(port=0)`` with an OpenTelemetry SDK tracer provider (its default
+  ``ParentBased(ALWAYS_ON)`` sampler, so every batch is traced; batch span processor into
+  an in-memory exporter), the Prometheus reader, the health tree, and a thread scraping
+  ``/metrics`` and ``/stats`` every second during the run.
 
-Each variant runs ``--repeat`` times; the median records/s is compared. Usage::
+Each variant runs ``--repeat`` times; reported per variant are records/s (wall clock) and
+CPU µs per record (user + system of the whole process, every thread): median and
+min–max. ``--batch-size`` makes the Kafka polls smaller (more batches, so the per-batch
+hooks weigh more). ``--profile`` also runs each variant once under cProfile and reports
+the hooks' time per batch against the flow's time per batch, and the CPU cost of one
+scrape — the evidence that still holds when neighbours make the timings noisy. Usage::
 
-    python benchmarks/observability.py --records 60000 --repeat 5
+    python benchmarks/observability.py --records 60000 --repeat 7 --profile
 
 It starts librdkafka's mock cluster unless ``--bootstrap`` names a broker (the mock keeps
 ~5 MB per partition: 60 000 orders fit one 4-partition topic).
@@ -40,14 +47,48 @@ from typing import Any
 
 from _harness import broker, check_retention, peak_rss_mb, run_child  # noqa: E402
 
+# The hooks the flow calls per batch (each returns before the next starts: no nesting).
+HOOKS = (
+    ("gate.py", "observe_step"),  # opens a step's batch (span, timer)
+    ("hooks.py", "finish"),  # records a step's batch
+    ("hooks.py", "polled"),  # a source poll
+    ("hooks.py", "writing"),  # a sink write
+    ("hooks.py", "committed"),  # an epoch commit
+)
+BATCHES = ("decoding.py", "run")  # one call per decoded batch (a source batch)
 
-def _variant(bootstrap: str, topic: str, data_dir: str, mode: str) -> dict[str, float]:
+
+def _cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _hook_profile(prof: Any, elapsed: float) -> dict[str, float]:
+    """From a cProfile of the run: batches, and hook / flow seconds (profiled)."""
+    import pstats
+
+    stats: dict[tuple[str, int, str], tuple[Any, ...]] = pstats.Stats(prof).stats  # type: ignore[attr-defined]
+    hooks = 0.0
+    batches = 0
+    for (path, _, fn), (_, ncalls, _, cumtime, _) in stats.items():
+        where = path.replace("\\", "/")
+        if any(where.endswith(f"observability/{f}") and fn == n for f, n in HOOKS):
+            hooks += cumtime
+        if where.endswith(f"operators/{BATCHES[0]}") and fn == BATCHES[1]:
+            batches += ncalls
+    return {"profiled_batches": batches, "profiled_hooks_s": hooks, "profiled_run_s": elapsed}
+
+
+def _variant(bootstrap: str, topic: str, data_dir: str, mode: str, opts: str) -> dict[str, float]:
     from bytewax.testing import run_main
 
     from flows.orders import OrdersSettings, build_flow
+    from thalweg_bytewax.connectors.kafka import KafkaSource
 
+    batch_size, profile = (int(x) for x in opts.split(","))
     scrapes = 0
     stop = threading.Event()
+    server: Any = None
     if mode == "on":
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -74,13 +115,21 @@ def _variant(bootstrap: str, topic: str, data_dir: str, mode: str) -> dict[str, 
     settings = OrdersSettings(
         bootstrap_servers=bootstrap, topic=topic, tail=False, data_dir=Path(data_dir)
     )
-    flow = build_flow(settings)
-    cpu0 = resource.getrusage(resource.RUSAGE_SELF)
+    source = KafkaSource(
+        bootstrap, [topic], tail=False, **({"batch_size": batch_size} if batch_size else {})
+    )
+    flow = build_flow(settings, source=source)
+    prof = None
+    if profile:
+        import cProfile
+
+        prof = cProfile.Profile()
+        prof.enable()
+    cpu0 = _cpu()
     start = time.perf_counter()
     run_main(flow)  # type: ignore[no-untyped-call]
     elapsed = time.perf_counter() - start
-    cpu1 = resource.getrusage(resource.RUSAGE_SELF)
-    cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
+    cpu = _cpu() - cpu0
     stop.set()
     import pyarrow.dataset as ds
 
@@ -91,19 +140,80 @@ def _variant(bootstrap: str, topic: str, data_dir: str, mode: str) -> dict[str, 
         "cpu_seconds": cpu,
         "rss_mb": peak_rss_mb(),
     }
+    if prof is not None:
+        prof.disable()
+        out.update(_hook_profile(prof, elapsed))
     if mode == "on":
         provider.force_flush()
         out["spans"] = len(exporter.get_finished_spans())
         out["scrapes"] = scrapes
+        if profile:  # the CPU of one scrape (client and server side), the flow idle
+            n = 20
+            c0 = _cpu()
+            for _ in range(n):
+                for path in ("/metrics", "/stats"):
+                    with urllib.request.urlopen(server.url + path, timeout=10) as r:  # noqa: S310
+                        r.read()
+            out["scrape_cpu_ms"] = (_cpu() - c0) / n * 1000
     return out
+
+
+def _spread(values: list[float], fmt: str) -> str:
+    return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}–{max(values):{fmt}})"
+
+
+def _report(results: dict[str, list[dict[str, float]]]) -> None:
+    rates = {m: [r["rows"] / r["seconds"] for r in rs] for m, rs in results.items()}
+    us = {m: [r["cpu_seconds"] / r["rows"] * 1e6 for r in rs] for m, rs in results.items()}
+    print(f"runs per variant: {len(rates['off'])}")
+    for mode in ("off", "on"):
+        rs = results[mode]
+        extra = ""
+        if mode == "on":
+            extra = (
+                f"  spans/run {statistics.median(r['spans'] for r in rs):.0f}"
+                f"  scrapes/run {statistics.median(r['scrapes'] for r in rs):.0f}"
+            )
+        print(
+            f"{mode:>4}: records/s {_spread(rates[mode], ',.0f')}   "
+            f"CPU µs/record {_spread(us[mode], '.2f')}   "
+            f"peak RSS {max(r['rss_mb'] for r in rs):.0f} MB{extra}"
+        )
+    med = {m: statistics.median(v) for m, v in rates.items()}
+    med_us = {m: statistics.median(v) for m, v in us.items()}
+    wall = (med["off"] - med["on"]) / med["off"] * 100
+    cpu = (med_us["on"] - med_us["off"]) / med_us["off"] * 100
+    print(f"overhead, wall clock (median records/s): {wall:+.1f} % (budget: 5 %)")
+    print(f"overhead, CPU per record (median):       {cpu:+.1f} % (budget: 5 %)")
+
+
+def _report_profile(prof: dict[str, dict[str, float]]) -> None:
+    print("profiled run (cProfile; inflates Python-heavy hooks more than Arrow work):")
+    for mode in ("off", "on"):
+        p = prof[mode]
+        n = max(p["profiled_batches"], 1)
+        print(
+            f"{mode:>4}: {p['profiled_batches']:.0f} source batches, "
+            f"flow {p['profiled_run_s'] / n * 1e6:,.0f} µs/batch, "
+            f"hooks {p['profiled_hooks_s'] / n * 1e6:,.1f} µs/batch "
+            f"({p['profiled_hooks_s'] / p['profiled_run_s'] * 100:.2f} % of the run)"
+        )
+    scrape = prof["on"].get("scrape_cpu_ms")
+    if scrape is not None:
+        print(
+            f"one scrape of /metrics + /stats: {scrape:.2f} ms CPU "
+            f"({scrape / 10:.2f} % of a core at one scrape per second)"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=60_000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--batch-size", type=int, default=0, help="records per Kafka poll")
+    parser.add_argument("--profile", action="store_true")
     parser.add_argument("--bootstrap", default="")
-    parser.add_argument("--variant", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--variant", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.variant:
         print(json.dumps(_variant(*args.variant)))
@@ -125,9 +235,7 @@ def main() -> None:
                 headers: list[tuple[str, bytes]] = []
                 if i % 100 == 0:  # a new upstream trace per 100 orders
                     with upstream.start_as_current_span("checkout"):
-                        TraceContextTextMapPropagator().inject(
-                            headers, setter=KafkaHeadersSetter()
-                        )
+                        TraceContextTextMapPropagator().inject(headers, setter=KafkaHeadersSetter())
                     current = headers
                 yield {
                     "key": order_key(order),
@@ -137,44 +245,27 @@ def main() -> None:
 
         produce(bootstrap, topic, records())
         check_retention(bootstrap, [topic])
-        results: dict[str, list[dict[str, float]]] = {"off": [], "on": []}
-        for _ in range(args.repeat):
-            for mode in ("off", "on"):
-                tmp = tempfile.mkdtemp(prefix=f"twg-obs-{mode}-")
-                try:
-                    res = run_child(
-                        __file__, ["--variant", bootstrap, topic, tmp, mode], name=mode
-                    )
-                finally:
-                    shutil.rmtree(tmp, ignore_errors=True)
-                if res["rows"] != args.records:
-                    raise SystemExit(f"{mode}: raw lane holds {res['rows']} of {args.records}")
-                results[mode].append(res)
-        rates = {m: [r["rows"] / r["seconds"] for r in rs] for m, rs in results.items()}
-        med = {m: statistics.median(v) for m, v in rates.items()}
-        per_cpu = {m: [r["rows"] / r["cpu_seconds"] for r in rs] for m, rs in results.items()}
-        med_cpu = {m: statistics.median(v) for m, v in per_cpu.items()}
-        for mode in ("off", "on"):
-            rs = results[mode]
-            extra = ""
-            if mode == "on":
-                extra = (
-                    f"  spans/run {statistics.median(r['spans'] for r in rs):.0f}"
-                    f"  scrapes/run {statistics.median(r['scrapes'] for r in rs):.0f}"
+
+        def run(mode: str, profile: bool) -> dict[str, float]:
+            tmp = tempfile.mkdtemp(prefix=f"twg-obs-{mode}-")
+            opts = f"{args.batch_size},{int(profile)}"
+            try:
+                res = run_child(
+                    __file__, ["--variant", bootstrap, topic, tmp, mode, opts], name=mode
                 )
-            print(
-                f"{mode:>4}: median {med[mode]:>9,.0f} records/s  "
-                f"(runs: {', '.join(f'{v:,.0f}' for v in rates[mode])})  "
-                f"peak RSS {max(r['rss_mb'] for r in rs):.0f} MB{extra}"
-            )
-            print(
-                f"      median {med_cpu[mode]:>9,.0f} records per CPU second  "
-                f"(runs: {', '.join(f'{v:,.0f}' for v in per_cpu[mode])})"
-            )
-        overhead = (med["off"] - med["on"]) / med["off"] * 100
-        overhead_cpu = (med_cpu["off"] - med_cpu["on"]) / med_cpu["off"] * 100
-        print(f"overhead (wall clock): {overhead:+.1f} % of the off throughput (budget: 5 %)")
-        print(f"overhead (CPU):        {overhead_cpu:+.1f} % of the off throughput (budget: 5 %)")
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+            if res["rows"] != args.records:
+                raise SystemExit(f"{mode}: raw lane holds {res['rows']} of {args.records}")
+            return res
+
+        results: dict[str, list[dict[str, float]]] = {"off": [], "on": []}
+        for i in range(args.repeat):
+            for mode in ("off", "on") if i % 2 == 0 else ("on", "off"):
+                results[mode].append(run(mode, False))
+        _report(results)
+        if args.profile:
+            _report_profile({mode: run(mode, True) for mode in ("off", "on")})
 
 
 if __name__ == "__main__":
