@@ -314,7 +314,7 @@ def _step_component(step_id: str) -> Component:
 class StepBatch:
     """One batch through an observed step; :meth:`finish` records it."""
 
-    __slots__ = ("_ctx", "_input", "_nbytes", "_rows", "_span", "_start", "step_id")
+    __slots__ = ("_input", "_nbytes", "_rows", "_span", "_start", "step_id")
 
     def __init__(self, name: str, step_id: str, batch: pa.RecordBatch) -> None:
         self.step_id = step_id
@@ -322,14 +322,16 @@ class StepBatch:
         # The buffers' size: O(columns), where ``nbytes`` walks every value's reach.
         self._nbytes = batch.get_total_buffer_size()
         self._span: Span | None = None
-        self._ctx = tracing.batch_context(batch) if tracing.tracer() is not None else None
-        self._input: pa.RecordBatch | None = batch
-        if self._ctx is not None:
+        ctx = tracing.batch_context(batch) if tracing.tracer() is not None else None
+        self._input: pa.RecordBatch | None = None
+        if ctx is not None:
             self._span = tracing.start_batch_span(
                 f"{name} {step_id}",
-                self._ctx,
+                ctx,
                 {"thalweg.step_id": step_id, "thalweg.batch.records": self._rows},
             )
+            if self._span is None:  # not sampled: its context is carried on in finish
+                self._input = batch
         self._start = time.perf_counter()
 
     def finish(
@@ -363,8 +365,8 @@ class StepBatch:
             span.end()
             if out is not None:
                 out = tracing.stamp(out, span)
-        elif self._ctx is not None and out is not None and self._input is not None:
+        elif out is not None and self._input is not None:
             # Not sampled: the upstream context (and its decision) travels on, no span.
             out = tracing.carry(out, self._input)
-        self._input = None
+            self._input = None
         return out
