@@ -44,6 +44,11 @@ their step ids (the summary steps aside)::
   source offset; coverage recorded beside the raw lane), ``revenue_per_status_minute``
   upserted on (``status``, ``window_start``).
 
+The flow is a pipeline configuration: ``flows/orders.toml`` holds these steps as one
+TOML file (``THALWEG_CONFIG=flows/orders.toml python -m bytewax.run flows.pipeline``
+lands the same lanes and tables), and :meth:`OrdersSettings.pipeline` is that file with
+the settings below applied; ``flows.pipeline`` builds both.
+
 When the run ends it prints each table with its row count, the rejects by reason and
 the records per second; a run that landed nothing new says so in one line.
 ``docs/flows/orders.md`` describes the tables.
@@ -78,39 +83,30 @@ PostgreSQL are reached only when the dataflow runs.
 
 from __future__ import annotations
 
-from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
-import bytewax.operators as op
-import pyarrow as pa
 from bytewax.dataflow import Dataflow
 from bytewax.inputs import Source
 from bytewax.outputs import Sink
 from pydantic import Field
 
-import thalweg_bytewax.operators as twg
-from flows._orders_sample import SampleOrdersSource
 from flows._orders_sql import (
+    ORDERS_DAG,
     REVENUE_AGGS,
     REVENUE_GROUP_BY,
+    REVENUE_KEY,
     REVENUE_TIME_COLUMN,
     REVENUE_WINDOW,
-    orders_dag,
 )
-from flows._orders_tables import TableTargets
-from flows._summary import RunReport
+from flows._orders_tables import PG_SHARDS, TableTargets
+from flows._pipeline_build import build_pipeline
 from thalweg_bytewax.codecs import AvroCodec
 from thalweg_bytewax.config import SecretRef, Settings
-from thalweg_bytewax.connectors.kafka import KafkaSource
-from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.connectors.raw_lane_source import only_output
-from thalweg_bytewax.connectors.rules import RuleRegistrySink
-from thalweg_bytewax.contracts import load_contract
-from thalweg_bytewax.metadata import DEFAULT_COLUMNS
-from thalweg_bytewax.operators.sql_dag import sql_dag
+from thalweg_bytewax.pipeline import PipelineConfig
 from thalweg_bytewax.recovery_plan import RawLane
 from thalweg_bytewax.registry import DirectorySchemaSource
-from thalweg_bytewax.runtime.gates import check_second_sink
 
 __all__ = [
     "CONTRACT",
@@ -208,14 +204,78 @@ class OrdersSettings(Settings):
         )
 
 
-def _decoded_schema(codec: AvroCodec) -> pa.Schema:
-    """What the contract's clean stream carries: the reader schema plus the locator."""
-    raw = DEFAULT_COLUMNS.raw_schema
-    locator = [raw.field(name) for name in DEFAULT_COLUMNS.locator_columns()]
-    return pa.schema([*codec.arrow_schema, *locator])
+    def pipeline(self) -> PipelineConfig:
+        """These settings as a pipeline configuration (``flows/orders.toml`` at the defaults).
+
+        The SQL DAG and the window come from ``flows/_orders_sql.py``; the PostgreSQL
+        sinks are there when ``postgres_dsn`` is set.
+        """
+        sinks: dict[str, dict[str, Any]] = {}
+        short = {"orders": "orders", "order_lines": "lines", "revenue": "revenue"}
+        for stream, table in (
+            ("orders", "orders"),
+            ("order_lines", "order_lines"),
+            ("revenue", "revenue_per_status_minute"),
+        ):
+            upsert: dict[str, Any] = (
+                {"mode": "upsert", "key_columns": list(REVENUE_KEY)} if stream == "revenue" else {}
+            )
+            sinks[f"ice_{short[stream]}"] = {
+                "kind": "iceberg",
+                "from": stream,
+                "table": f"{self.iceberg_namespace}.{table}",
+                **upsert,
+            }
+            if self.postgres_dsn is not None:
+                sinks[f"pg_{short[stream]}"] = {
+                    "kind": "postgres",
+                    "from": stream,
+                    "table": table,
+                    "dsn": self.postgres_dsn,
+                    "optional": True,
+                    "db_schema": self.postgres_schema,
+                    "shards": PG_SHARDS,
+                    **upsert,
+                }
+        sinks = dict(sorted(sinks.items(), key=lambda kv: list(short).index(kv[1]["from"])))
+        registry = self.schema_registry_url
+        return PipelineConfig.model_validate(
+            {
+                "name": "orders",
+                "data_dir": self.data_dir,
+                "source": {
+                    "kind": "kafka" if self.bootstrap_servers else "sample",
+                    "bootstrap_servers": self.bootstrap_servers,
+                    "topics": [self.topic],
+                    "tail": self.tail,
+                    "count": self.sample_orders,
+                },
+                "codec": {
+                    "kind": "avro",
+                    "registry": registry,
+                    "schema_dir": None if registry is not None else str(SCHEMA_DIR),
+                    "reader_schema": str(SCHEMA_DIR / "1.avsc"),
+                },
+                "contract": {"path": self.contract, "mode": "quarantine"},
+                "dedup": {"by": "record_id", "window_s": self.dedup_window_s},
+                "sql": {"nodes": ORDERS_DAG},
+                "windows": [
+                    {
+                        "name": "revenue",
+                        "from": "orders",
+                        "size_s": REVENUE_WINDOW.total_seconds(),
+                        "time_column": REVENUE_TIME_COLUMN,
+                        "group_by": list(REVENUE_GROUP_BY),
+                        "aggs": {k: list(v) for k, v in REVENUE_AGGS.items()},
+                        "allowed_lateness_s": self.window_lateness_s,
+                    }
+                ],
+                "sinks": sinks,
+            }
+        )
 
 
-def build_flow(  # noqa: PLR0915 - one flow, drawn in the module docstring
+def build_flow(
     settings: OrdersSettings,
     *,
     source: Source[tuple[str, object]] | None = None,
@@ -225,6 +285,9 @@ def build_flow(  # noqa: PLR0915 - one flow, drawn in the module docstring
     summary: bool = False,
 ) -> Dataflow:
     """Build the orders dataflow: raw lane; decode, dedup, validate; SQL and tables.
+
+    It is the pipeline :meth:`OrdersSettings.pipeline` describes (``flows/orders.toml``
+    with the defaults), built by ``flows.pipeline.build_pipeline``.
 
     Args:
         settings: Flow settings (see :meth:`OrdersSettings.load`).
@@ -238,79 +301,14 @@ def build_flow(  # noqa: PLR0915 - one flow, drawn in the module docstring
     Returns:
         The dataflow, ready for ``python -m bytewax.run`` or ``bytewax.testing.run_main``.
     """
-    # What the records are and what they must meet: the codec and the contract.
-    codec = settings.codec()
-    contract = load_contract(settings.contract)
-    tables = settings.tables()
-    window = timedelta(seconds=settings.dedup_window_s)
-    if source is None:
-        if settings.bootstrap_servers:
-            source = KafkaSource(settings.bootstrap_servers, [settings.topic], tail=settings.tail)
-        else:
-            source = SampleOrdersSource(settings.sample_orders, topic=settings.topic)
-
-    # The dataflow: raw lane; decode, dedup, validate; DLQ and audit.
-    flow = Dataflow("orders")
-    raw = op.input("orders_in", flow, source)
-    # The raw lane and the located tables record their coverage beside the raw lane
-    # (`_coverage.sqlite3`): what `thalweg coverage` shows and `thalweg recover` replays.
-    store = settings.raw_lane
-    op.output("raw_lane", raw, raw_sink or ParquetSink(settings.raw_lane, coverage_store=store))
-    decoded = twg.decode("decode", raw, codec, metadata="locator")
-    # A replay (a restart, a redelivery) re-reads records with the same id: drop them.
-    unique = twg.dedup("dedup", decoded.ok, by="record_id", window=window)
-    checked = twg.validate("contract", unique, contract, mode="quarantine")
-    # One DLQ, two writers: each ParquetSink takes one ordered stream per partition, so
-    # decode and contract rejects land in sibling directories that read back as one.
-    if dlq_sink is not None:
-        rejected = op.merge("rejected", decoded.rejected, checked.rejected)
-        op.output("dlq_lane", rejected, dlq_sink)
-    else:
-        op.output("dlq_decode", decoded.rejected, ParquetSink(settings.dlq_lane / "decode"))
-        op.output("dlq_contract", checked.rejected, ParquetSink(settings.dlq_lane / "contract"))
-    op.output("audit_lane", checked.audit, audit_sink or ParquetSink(settings.audit_lane))
-    rules_dir = settings.data_dir / "rules"
-    op.output("rule_registry", checked.audit, RuleRegistrySink(rules_dir, checked.ruleset))
-
-    # The transform half: the SQL DAG per batch, the revenue windows, the tables.
-    # The flow's own fixed SQL, not user SQL: no time bound, so binding the DAG while the
-    # flow is built (at import) arms no watchdog thread.
-    out = sql_dag(
-        "transform",
-        checked.clean,
-        orders_dag(),
-        schema=_decoded_schema(codec),
-        timeout_seconds=None,
+    return build_pipeline(
+        settings.pipeline(),
+        source=source,
+        raw_sink=raw_sink,
+        dlq_sink=dlq_sink,
+        audit_sink=audit_sink,
+        summary=summary,
     )
-    orders, lines = out["orders"], out["order_lines"]
-    revenue = twg.window_agg(
-        "revenue",
-        orders,
-        window=twg.Tumbling(REVENUE_WINDOW),
-        aggs=REVENUE_AGGS,
-        group_by=REVENUE_GROUP_BY,
-        time_column=REVENUE_TIME_COLUMN,
-        allowed_lateness=timedelta(seconds=settings.window_lateness_s),
-    )
-    for stream, table in (
-        (orders, "orders"),
-        (lines, "order_lines"),
-        (revenue.windows, "revenue_per_status_minute"),
-    ):
-        for step, sink in tables.sinks(table):
-            op.output(step, stream, sink)
-
-    if summary:
-        report = RunReport("orders", settings.raw_lane, tables.counts())
-        op.output("summary_read", raw, report.sink("read"))
-        op.output("summary_decode", decoded.rejected, report.sink("rejected", count_by="reason"))
-        op.output("summary_contract", checked.rejected, report.sink("rejected", count_by="reason"))
-        op.output("summary_audit", checked.audit, report.sink("audited", count_by="verdict"))
-        late = report.sink("late, not in revenue windows", total_of="late_records", optional=True)
-        op.output("summary_late", revenue.late, late)
-    # A Kafka source with several sinks needs its raw lane: refuse the flow otherwise.
-    check_second_sink(flow)
-    return flow
 
 
 def recovery_lane(settings: OrdersSettings | None = None) -> RawLane:

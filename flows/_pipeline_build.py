@@ -1,0 +1,349 @@
+"""``build_pipeline``: a :class:`~thalweg_bytewax.pipeline.PipelineConfig` as a dataflow.
+
+The steps, by step id (those of the configuration in brackets)::
+
+    <name>_in ─┬─ raw_lane
+               └─ decode (files: split) ─┬─ dlq_decode
+                                         └─ dedup ─ contract ─┬─ audit_lane, rule_registry
+                                                              ├─ dlq_contract
+                                                              └─ transform (the SQL DAG)
+                                                                  ├─ [windows]
+                                                                  └─ [sinks.<id>]
+
+Importing this module reads nothing: the configuration is read, the contract loaded and
+the codec built when :func:`build_pipeline` runs; brokers, registries, catalogs and
+databases are reached only when the dataflow runs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import bytewax.operators as op
+import pyarrow as pa
+from bytewax.dataflow import Dataflow
+from bytewax.inputs import Source
+from bytewax.outputs import Sink
+
+import thalweg_bytewax.operators as twg
+from flows._orders_sample import SampleOrdersSource
+from flows._summary import RunReport, TableCount
+from thalweg_bytewax.codecs import AvroCodec, JsonCodec, ProtobufCodec
+from thalweg_bytewax.connectors.parquet import ParquetSink
+from thalweg_bytewax.connectors.rules import RuleRegistrySink
+from thalweg_bytewax.contracts import ContractSpec, load_contract
+from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.metadata import DEFAULT_COLUMNS
+from thalweg_bytewax.operators.sql_dag import sql_dag
+from thalweg_bytewax.pipeline import CLEAN, PipelineConfig, SinkSection
+from thalweg_bytewax.registry import DirectorySchemaSource
+from thalweg_bytewax.runtime.gates import check_second_sink
+from thalweg_bytewax.sqldag import SqlDag
+
+__all__ = ["SAMPLE_SCHEMAS", "build_pipeline", "pipeline_source"]
+
+logger = logging.getLogger(__name__)
+
+SAMPLE_SCHEMAS = Path(__file__).parent / "schemas"
+"""The bundled schema directory of the sample orders (id 1 is ``1.avsc``)."""
+
+AnySource = Source[tuple[str, object]]
+"""A dataflow input of keyed batches."""
+AnySink = Sink[tuple[str, object]]
+"""A dataflow output of keyed batches."""
+
+
+def _here(base: Path, path: str) -> str:
+    """A resource path relative to the configuration's directory (URLs kept as they are)."""
+    return path if "://" in path or Path(path).is_absolute() else str(base / path)
+
+
+def _codec(config: PipelineConfig, base: Path) -> Any:
+    c = config.codec
+    registry: Any = c.registry.resolve() if c.registry is not None else None
+    if registry is None and c.schema_dir is not None:
+        registry = DirectorySchemaSource(_here(base, c.schema_dir))
+    if c.kind == "avro":
+        reader = c.reader_schema and Path(_here(base, c.reader_schema)).read_text("utf-8")
+        if registry is None and c.framing == "confluent":
+            if config.source.kind != "sample":
+                msg = (
+                    "pipeline `[codec]`: an avro codec with confluent framing expected "
+                    "`registry` or `schema_dir`; got neither"
+                )
+                raise ConfigError(msg)
+            registry = DirectorySchemaSource(SAMPLE_SCHEMAS)
+            reader = reader or (SAMPLE_SCHEMAS / "1.avsc").read_text("utf-8")
+        return AvroCodec(registry, reader_schema=reader or None, framing=c.framing)
+    if c.kind == "protobuf":
+        if registry is not None:
+            return ProtobufCodec(registry, message_type=c.message_type, framing=c.framing)
+        pb = _here(base, c.descriptor_set or "")
+        return ProtobufCodec(descriptor_set=pb, message_type=c.message_type, framing=c.framing)
+    schema = _here(base, c.json_schema) if c.json_schema else None
+    return JsonCodec(schema)
+
+
+def pipeline_source(config: PipelineConfig, *, schema: Any = None) -> AnySource:
+    """The input a configuration names (Kafka, files or the embedded sample).
+
+    Args:
+        config: The pipeline configuration.
+        schema: For a files source: the Arrow schema (or contract) rows are read with.
+    """
+    s = config.source
+    if s.kind == "kafka":
+        from thalweg_bytewax.connectors.kafka import KafkaSource  # noqa: PLC0415
+
+        extra: dict[str, Any] = dict(s.librdkafka)
+        if s.password is not None:
+            extra["sasl.password"] = s.password.resolve()
+        sized = {"batch_size": s.batch_size} if s.batch_size else {}
+        return KafkaSource(  # type: ignore[return-value]
+            s.bootstrap_servers or "",
+            s.topics,
+            tail=s.tail,
+            starting_offset=s.starting_offset,
+            add_config=extra,
+            **sized,
+        )
+    if s.kind == "files":
+        from thalweg_bytewax.connectors.files import FileSource  # noqa: PLC0415
+
+        return FileSource(  # type: ignore[return-value]
+            s.paths,
+            format=s.format,
+            schema=schema if schema is not None else "infer",
+            batch_rows=s.batch_rows,
+            metadata=config.codec.metadata,
+        )
+    return SampleOrdersSource(  # type: ignore[return-value]
+        s.count,
+        topic=s.topics[0],
+        partitions=s.partitions,
+        batch_size=s.batch_size or 2_000,
+        seed=s.seed,
+    )
+
+
+def _sink(step: str, sink: SinkSection, config: PipelineConfig) -> AnySink | None:
+    raw_lane = config.under(config.raw_lane.path)
+    located = sink.mode == "append"
+    if sink.kind == "parquet":
+        store = raw_lane if sink.coverage and config.raw_lane.enabled else None
+        return ParquetSink(config.under(sink.path or ""), coverage_store=store)  # type: ignore[return-value]
+    if sink.kind == "iceberg":
+        from thalweg_bytewax.connectors.iceberg import (  # noqa: PLC0415 - an extra
+            IcebergCatalogConfig,
+            IcebergSink,
+        )
+
+        uri = sink.catalog_uri.resolve() if sink.catalog_uri is not None else None
+        catalog = IcebergCatalogConfig(warehouse=str(config.under(sink.warehouse)), uri=uri)
+        cover = located and sink.coverage and config.raw_lane.enabled
+        return IcebergSink(  # type: ignore[return-value]
+            catalog,
+            sink.table or "",
+            mode=sink.mode,
+            key_columns=sink.key_columns,
+            locators="required" if located else "absent",
+            coverage_store=raw_lane if cover else None,
+            **({"shards": sink.shards} if sink.shards else {}),
+        )
+    if sink.kind == "postgres":
+        try:
+            dsn = sink.dsn.resolve() if sink.dsn is not None else ""
+        except ConfigError:
+            if not sink.optional:
+                raise
+            dsn = ""
+        if not dsn and sink.optional:
+            logger.info("pipeline sink %s: its DSN is not set; left out", step)
+            return None
+        from thalweg_bytewax.connectors.postgres import PostgresSink  # noqa: PLC0415
+
+        return PostgresSink(  # type: ignore[return-value]
+            dsn,
+            sink.table or "",
+            schema=sink.db_schema,
+            mode=sink.mode,
+            key_columns=sink.key_columns or None,
+            locators="required" if located else "absent",
+            **({"shards": sink.shards} if sink.shards else {}),
+        )
+    from thalweg_bytewax.connectors.kafka import KafkaSink  # noqa: PLC0415
+
+    return KafkaSink(sink.bootstrap_servers or "", sink.topic or "")  # type: ignore[return-value]
+
+
+def _counts(config: PipelineConfig, built: Mapping[str, SinkSection]) -> list[TableCount]:
+    from flows._orders_tables import _iceberg_rows as iceberg_rows  # noqa: PLC0415
+    from flows._orders_tables import _pg_rows as postgres_rows  # noqa: PLC0415
+
+    out: list[TableCount] = []
+    for s in built.values():
+        if s.kind == "iceberg" and s.table:
+            from thalweg_bytewax.connectors.iceberg import (  # noqa: PLC0415
+                IcebergCatalogConfig,
+            )
+
+            warehouse = config.under(s.warehouse)
+            catalog = IcebergCatalogConfig(warehouse=str(warehouse))
+            out.append(TableCount(s.table, f"iceberg {warehouse}", iceberg_rows(catalog, s.table)))
+    for s in built.values():
+        if s.kind == "postgres" and s.table and s.dsn is not None:
+            rows = postgres_rows(s.dsn.resolve(), s.db_schema, s.table)
+            out.append(TableCount(f"{s.db_schema}.{s.table}", "postgres", rows))
+    return out
+
+
+def _decoded_schema(payload: pa.Schema, policy: str) -> pa.Schema:
+    raw = DEFAULT_COLUMNS.raw_schema
+    return pa.schema([*payload, *(raw.field(n) for n in DEFAULT_COLUMNS.policy_columns(policy))])
+
+
+def build_pipeline(  # noqa: PLR0912, PLR0913, PLR0915 - one flow, drawn in the module docstring
+    config: PipelineConfig,
+    *,
+    base_dir: str | Path | None = None,
+    source: AnySource | None = None,
+    raw_sink: AnySink | None = None,
+    dlq_sink: AnySink | None = None,
+    audit_sink: AnySink | None = None,
+    summary: bool = False,
+) -> Dataflow:
+    """Build the dataflow a pipeline configuration describes.
+
+    Args:
+        config: The configuration (:meth:`PipelineConfig.load`).
+        base_dir: Where relative resource paths (schemas, contract) are (default: the
+            working directory; ``flows.pipeline`` passes the config file's directory).
+        source: Replace the input (tests inject ``TestingSource``; ``thalweg batch``
+            a ``FileSource``).
+        raw_sink: Replace the raw-lane sink.
+        dlq_sink: Replace the two dead-letter sinks with one (step ``dlq_lane``).
+        audit_sink: Replace the audit sink.
+        summary: Print the end-of-run summary when the process exits after a clean finish.
+
+    Returns:
+        The dataflow, for ``python -m bytewax.run`` or ``bytewax.testing.run_main``.
+
+    Raises:
+        ConfigError: When the configuration cannot be built (a codec without its
+            schemas, a SQL node refused against the decoded schema).
+    """
+    base = Path(base_dir) if base_dir is not None else Path.cwd()
+    files = config.source.kind == "files"
+    codec = None if files and config.codec.reader_schema is None else _codec(config, base)
+    contract: ContractSpec | None = None
+    if config.contract.path is not None:
+        contract = load_contract(_here(base, config.contract.path))
+    payload: pa.Schema | None = codec.arrow_schema if codec is not None else None
+    if payload is None and contract is not None:
+        payload = contract.arrow_schema()
+    if source is None:
+        source = pipeline_source(config, schema=payload)
+
+    flow = Dataflow(config.name)
+    raw = op.input(f"{config.name}_in", flow, source)
+    raw_lane = config.under(config.raw_lane.path)
+    if config.raw_lane.enabled or raw_sink is not None:
+        lane = raw_sink or ParquetSink(raw_lane, coverage_store=raw_lane)
+        op.output("raw_lane", raw, lane)  # type: ignore[arg-type]
+    if files and source is not None and codec is None:
+        from thalweg_bytewax.connectors.files import split_rejects  # noqa: PLC0415
+
+        split = split_rejects("split", raw)  # type: ignore[arg-type]
+        ok, decode_rejects = split.ok, split.rejected
+    else:
+        decoded = twg.decode("decode", raw, codec, metadata=config.codec.metadata)  # type: ignore[arg-type]
+        ok, decode_rejects = decoded.ok, decoded.rejected
+    stream = ok
+    if config.dedup.enabled:
+        window = timedelta(seconds=config.dedup.window_s)
+        stream = twg.dedup("dedup", stream, by=config.dedup.by, window=window, contract=contract)
+    dlq = config.under(config.dlq.path)
+    contract_rejects = None
+    if contract is not None:
+        checked = twg.validate("contract", stream, contract, mode=config.contract.mode)
+        stream, contract_rejects = checked.clean, checked.rejected
+        if config.audit.enabled:
+            audit = audit_sink or ParquetSink(config.under(config.audit.path))
+            op.output("audit_lane", checked.audit, audit)  # type: ignore[arg-type]
+            rules = RuleRegistrySink(config.under(config.audit.rules_path), checked.ruleset)
+            op.output("rule_registry", checked.audit, rules)
+    if dlq_sink is not None:
+        both = [decode_rejects, *([contract_rejects] if contract_rejects is not None else [])]
+        op.output("dlq_lane", op.merge("rejected", *both), dlq_sink)  # type: ignore[arg-type]
+    else:
+        op.output("dlq_decode", decode_rejects, ParquetSink(dlq / "decode"))
+        if contract_rejects is not None:
+            op.output("dlq_contract", contract_rejects, ParquetSink(dlq / "contract"))
+
+    streams: dict[str, Any] = {CLEAN: stream}
+    nodes: dict[str, str] = {}
+    if config.sql.nodes:
+        if payload is None:
+            msg = (
+                "pipeline `[[sql.nodes]]`: the SQL DAG expected a known input schema; got "
+                "none; give the codec a reader schema or the pipeline a contract"
+            )
+            raise ConfigError(msg)
+        specs = [n.model_dump() for n in config.sql.nodes]
+        out = sql_dag(
+            "transform",
+            stream,
+            SqlDag(specs),
+            schema=_decoded_schema(payload, config.codec.metadata),
+            timeout_seconds=config.sql.timeout_s,
+        )
+        # A node's stream is taken only when a window or sink reads it: each one taken
+        # adds a step to the flow.
+        for n in config.sql.nodes:
+            nodes[n.name] = nodes[n.sink or n.name] = n.name
+
+    def stream_of(name: str) -> Any:
+        if name not in streams:
+            streams[name] = out[nodes[name]]
+        return streams[name]
+
+    late: list[tuple[str, Any]] = []
+    for w in config.windows:
+        result = twg.window_agg(
+            w.name,
+            stream_of(w.source),
+            window=twg.Tumbling(timedelta(seconds=w.size_s)),
+            aggs={k: (v[0], v[1]) for k, v in w.aggs.items()},
+            group_by=tuple(w.group_by),
+            time_column=w.time_column,
+            allowed_lateness=timedelta(seconds=w.allowed_lateness_s),
+        )
+        streams[w.name] = result.windows
+        late.append((w.name, result.late))
+    built: dict[str, SinkSection] = {}
+    for step, section in config.sinks.items():
+        sink = _sink(step, section, config)
+        if sink is not None:
+            op.output(step, stream_of(section.source), sink)
+            built[step] = section
+
+    if summary:
+        report = RunReport(config.name, raw_lane, _counts(config, built))
+        op.output("summary_read", raw, report.sink("read"))
+        op.output("summary_decode", decode_rejects, report.sink("rejected", count_by="reason"))
+        if contract_rejects is not None:
+            by_reason = report.sink("rejected", count_by="reason")
+            op.output("summary_contract", contract_rejects, by_reason)
+            op.output("summary_audit", checked.audit, report.sink("audited", count_by="verdict"))
+        for name, stream_late in late:
+            title = f"late, not in {name} windows"
+            sink = report.sink(title, total_of="late_records", optional=True)
+            step = "summary_late" if len(late) == 1 else f"summary_late_{name}"
+            op.output(step, stream_late, sink)
+    # A Kafka source with several sinks needs its raw lane: refuse the flow otherwise.
+    check_second_sink(flow)
+    return flow

@@ -1,0 +1,51 @@
+"""A whole flow from one TOML file: the :class:`PipelineConfig` model (no bytewax here).
+
+``flows.pipeline.build_pipeline(config)`` turns it into a dataflow; run one with::
+
+    THALWEG_CONFIG=pipeline.toml python -m bytewax.run flows.pipeline
+
+Sections: ``[source]`` (kafka | files | sample), ``[codec]``, ``[contract]``,
+``[dedup]``, ``[[sql.nodes]]`` (the node shape of :mod:`thalweg_bytewax.sqldag`),
+``[[windows]]``, ``[sinks.<step id>]`` (parquet | iceberg | postgres | kafka, each with
+``from`` naming the stream it writes), ``[raw_lane]``, ``[dlq]``, ``[audit]``.
+``docs/pipeline.md`` walks through them; ``thalweg init`` writes a commented starter.
+
+Example:
+    >>> cfg = PipelineConfig.load(env={}, overrides=["source.count=10"])
+    >>> cfg.source.kind, cfg.source.count
+    ('sample', 10)
+"""
+
+from __future__ import annotations
+
+from thalweg_bytewax.pipeline._model import CLEAN, PipelineConfig
+from thalweg_bytewax.pipeline._sections import (
+    AuditSection,
+    CodecSection,
+    ContractSection,
+    DedupSection,
+    DlqSection,
+    RawLaneSection,
+    SourceSection,
+    SqlNodeSection,
+    SqlSection,
+    WindowSection,
+)
+from thalweg_bytewax.pipeline._sinks import SinkKind, SinkSection
+
+__all__ = [
+    "CLEAN",
+    "AuditSection",
+    "CodecSection",
+    "ContractSection",
+    "DedupSection",
+    "DlqSection",
+    "PipelineConfig",
+    "RawLaneSection",
+    "SinkKind",
+    "SinkSection",
+    "SourceSection",
+    "SqlNodeSection",
+    "SqlSection",
+    "WindowSection",
+]

@@ -1,0 +1,115 @@
+"""``PipelineConfig``: a whole flow in one TOML file (sections in ``_sections``/``_sinks``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar, Self
+
+from pydantic import Field, model_validator
+
+from thalweg_bytewax.config import ConfigModel, load_config
+from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.pipeline._sections import (
+    AuditSection,
+    CodecSection,
+    ContractSection,
+    DedupSection,
+    DlqSection,
+    RawLaneSection,
+    SourceSection,
+    SqlSection,
+    WindowSection,
+)
+from thalweg_bytewax.pipeline._sinks import SinkSection
+
+__all__ = ["CLEAN", "PipelineConfig"]
+
+CLEAN = "clean"
+"""The stream name of the records that passed the contract (a sink's `from`)."""
+
+
+class PipelineConfig(ConfigModel):
+    """A whole flow: source, codec, contract, dedup, SQL DAG, windows, sinks and lanes.
+
+    Load it with :meth:`load` (TOML < ``THALWEG_*`` < ``--set``); build it with
+    ``flows.pipeline.build_pipeline``. Relative paths are under ``data_dir``. Checks
+    that need no I/O run at load: every sink and window reads a stream that exists,
+    step ids are unique.
+    """
+
+    component: ClassVar[str] = "pipeline"
+    """Who owns these settings, as error messages name it."""
+
+    name: str = Field(default="pipeline", pattern=r"^[a-z_][a-z0-9_]*$")
+    """The flow id; the input step is `<name>_in`."""
+    data_dir: Path = Path("thalweg-data")
+    """The local lake directory: lanes, warehouse, coverage (relative paths live here)."""
+    source: SourceSection = Field(default_factory=SourceSection)
+    """Where the records come from."""
+    codec: CodecSection = Field(default_factory=CodecSection)
+    """How payloads decode (not used by a files source)."""
+    contract: ContractSection = Field(default_factory=ContractSection)
+    """The data contract and its mode."""
+    dedup: DedupSection = Field(default_factory=DedupSection)
+    """Dropping replays."""
+    sql: SqlSection = Field(default_factory=SqlSection)
+    """The SQL DAG (`[[sql.nodes]]`)."""
+    windows: list[WindowSection] = Field(default_factory=list)
+    """Event-time windows (`[[windows]]`)."""
+    sinks: dict[str, SinkSection] = Field(default_factory=dict)
+    """The sinks (`[sinks.<step id>]`)."""
+    raw_lane: RawLaneSection = Field(default_factory=RawLaneSection)
+    """The raw lane."""
+    dlq: DlqSection = Field(default_factory=DlqSection)
+    """The dead-letter lane."""
+    audit: AuditSection = Field(default_factory=AuditSection)
+    """The audit lane and rule registry."""
+
+    @classmethod
+    def load(
+        cls,
+        file: str | Path | None = None,
+        *,
+        env: dict[str, str] | None = None,
+        overrides: list[str] | tuple[str, ...] = (),
+    ) -> Self:
+        """Read a pipeline: defaults < TOML ``file`` (else ``THALWEG_CONFIG``) < env < overrides.
+
+        Raises:
+            ConfigError: Naming the key that is missing or invalid.
+        """
+        return load_config(cls, file=file, env=env, overrides=overrides)
+
+    def under(self, path: str | Path) -> Path:
+        """``path`` under ``data_dir`` unless it is absolute (or a URL, kept as is)."""
+        p = Path(path)
+        return p if p.is_absolute() or "://" in str(path) else self.data_dir / p
+
+    def streams(self) -> set[str]:
+        """The stream names a sink or window can read."""
+        names = {CLEAN}
+        for node in self.sql.nodes:
+            names.update({node.name, *([node.sink] if node.sink else [])})
+        return names | {w.name for w in self.windows}
+
+    @model_validator(mode="after")
+    def _wiring(self) -> Self:
+        nodes = set()
+        for node in self.sql.nodes:
+            nodes.update({node.name, *([node.sink] if node.sink else [])})
+        for w in self.windows:
+            if w.source not in nodes:
+                msg = (
+                    f"pipeline window `{w.name}`: `from` expected a SQL node; got "
+                    f"{w.source!r}; name one of {sorted(nodes)}"
+                )
+                raise ConfigError(msg)
+        streams = self.streams()
+        for step, sink in self.sinks.items():
+            if sink.source not in streams:
+                msg = (
+                    f"pipeline sink `{step}`: `from` expected one of {sorted(streams)}; "
+                    f"got {sink.source!r}"
+                )
+                raise ConfigError(msg)
+        return self

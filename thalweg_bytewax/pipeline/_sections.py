@@ -1,0 +1,215 @@
+"""The sections of a pipeline configuration: source, codec, contract, dedup, lanes, windows."""
+
+from __future__ import annotations
+
+from typing import Literal, Self
+
+from pydantic import Field, model_validator
+
+from thalweg_bytewax.config import ConfigModel, SecretRef
+from thalweg_bytewax.errors import ConfigError
+
+__all__ = [
+    "AuditSection",
+    "CodecSection",
+    "ContractSection",
+    "DedupSection",
+    "DlqSection",
+    "RawLaneSection",
+    "SourceSection",
+    "SqlNodeSection",
+    "SqlSection",
+    "WindowSection",
+]
+
+SourceKind = Literal["kafka", "files", "sample"]
+"""Where a pipeline reads: a Kafka topic, files, or the embedded sample orders."""
+
+
+def _need(section: str, kind: str, missing: list[str]) -> None:
+    if missing:
+        keys = ", ".join(f"`{section}.{m}`" for m in missing)
+        msg = (
+            f"pipeline `[{section}]`: kind {kind!r} expected {keys}; got none; "
+            f"set it in the file or with `--set {section}.{missing[0]}=...`"
+        )
+        raise ConfigError(msg)
+
+
+class SourceSection(ConfigModel):
+    """Where the records come from: ``kind`` picks the keys that apply."""
+
+    kind: SourceKind = "sample"
+    """`kafka` (a topic), `files` (FileSource over paths or globs) or `sample` (embedded orders)."""
+    # kafka
+    bootstrap_servers: str | None = None
+    """kafka: the brokers, `host:port[,host:port]`."""
+    topics: list[str] = Field(default_factory=lambda: ["orders"])
+    """kafka: the topics to read (sample: the first names the sample's topic)."""
+    tail: bool = True
+    """kafka: follow new records (true) or stop at the end (false)."""
+    starting_offset: Literal["earliest", "latest"] = "earliest"
+    """kafka: where a partition with no stored position starts."""
+    librdkafka: dict[str, str] = Field(default_factory=dict)
+    """kafka: librdkafka settings passed through (SASL, SSL); last wins."""
+    password: SecretRef | None = None
+    """kafka: the SASL password (`sasl.password`), as a secret reference."""
+    # files
+    paths: list[str] = Field(default_factory=list)
+    """files: paths, globs or URLs; one partition per file."""
+    format: str | None = None
+    """files: parquet, csv, ndjson, avro, ipc, excel or xml (default: by suffix)."""
+    batch_rows: int = Field(default=65_536, ge=1)
+    """files: rows per batch at most."""
+    # sample
+    count: int = Field(default=20_000, ge=1)
+    """sample: how many orders the embedded source generates."""
+    partitions: int = Field(default=4, ge=1)
+    """sample: how many partitions they spread over."""
+    batch_size: int | None = Field(default=None, ge=1)
+    """kafka / sample: records per batch at most (default: the source's own; sample 2000)."""
+    seed: int = 7
+    """sample: the seed (same seed, same orders)."""
+
+    @model_validator(mode="after")
+    def _by_kind(self) -> Self:
+        if self.kind == "kafka":
+            _need("source", self.kind, [] if self.bootstrap_servers else ["bootstrap_servers"])
+        if self.kind == "files":
+            _need("source", self.kind, [] if self.paths else ["paths"])
+        if not self.topics:
+            _need("source", self.kind, ["topics"])
+        return self
+
+
+class CodecSection(ConfigModel):
+    """How payloads decode (Kafka and sample sources; files carry their own columns)."""
+
+    kind: Literal["avro", "protobuf", "json"] = "avro"
+    """The payload format."""
+    registry: SecretRef | None = None
+    """A schema registry URL (http(s)://, mock://); may hold credentials: a reference."""
+    schema_dir: str | None = None
+    """A local schema directory (`<id>.avsc`, ...) used as an offline registry (avro: with
+    neither this nor `registry`, a sample source uses the bundled sample schemas)."""
+    reader_schema: str | None = None
+    """avro: the reader schema file every writer schema resolves to."""
+    framing: Literal["confluent", "none"] = "confluent"
+    """The wire framing (Confluent: magic byte and schema id)."""
+    descriptor_set: str | None = None
+    """protobuf: a FileDescriptorSet file (`protoc --include_imports`)."""
+    message_type: str | None = None
+    """protobuf: the fully-qualified message name."""
+    json_schema: str | None = None
+    """json: a JSON Schema file (default: the contract's schema)."""
+    metadata: Literal["none", "locator", "all"] = "locator"
+    """Which `_twg_` columns the decoded lane keeps."""
+
+    @model_validator(mode="after")
+    def _by_kind(self) -> Self:
+        if self.kind == "protobuf":
+            ok = self.registry is not None or self.descriptor_set is not None
+            _need("codec", self.kind, [] if ok else ["descriptor_set"])
+        return self
+
+
+class ContractSection(ConfigModel):
+    """The ODCS contract the decoded records must meet."""
+
+    path: str | None = None
+    """The ODCS v3 contract, a path or URL; unset = no contract step."""
+    mode: Literal["strict", "quarantine", "annotate"] = "quarantine"
+    """strict fails the batch, quarantine diverts bad rows to the DLQ, annotate flags them."""
+
+
+class DedupSection(ConfigModel):
+    """Dropping replays before the contract."""
+
+    enabled: bool = True
+    """Drop records already seen (a restart, a redelivery)."""
+    by: Literal["record_id", "natural_key"] = "record_id"
+    """What a duplicate shares: the record id, or the contract's natural key."""
+    window_s: float = Field(default=3600.0, gt=0)
+    """How long a key is remembered, in seconds."""
+
+
+class RawLaneSection(ConfigModel):
+    """The raw lane: every record as read, envelope intact; coverage is recorded beside it."""
+
+    enabled: bool = True
+    """Write the raw lane (a Kafka source with two or more sinks needs it)."""
+    path: str = "raw"
+    """Its directory (relative paths are under `data_dir`)."""
+
+
+class DlqSection(ConfigModel):
+    """The dead-letter lane."""
+
+    path: str = "dlq"
+    """Its directory (relative paths are under `data_dir`); decode and contract rejects go
+    to `decode/` and `contract/` below it and read back as one dataset."""
+
+
+class AuditSection(ConfigModel):
+    """The audit lane: one verdict row per validated record, and the rule registry."""
+
+    enabled: bool = True
+    """Write the audit lane and the rule registry (with a contract)."""
+    path: str = "audit"
+    """Its directory (relative paths are under `data_dir`)."""
+    rules_path: str = "rules"
+    """The rule registry (`<version>.parquet`; relative paths are under `data_dir`)."""
+
+
+class SqlNodeSection(ConfigModel):
+    """One node of the SQL DAG (the `[[nodes]]` shape of `thalweg_bytewax.sqldag`)."""
+
+    name: str
+    """A snake_case identifier; other nodes read its rows under it."""
+    query: str
+    """Exactly one SELECT over `input` and the nodes in `depends_on`."""
+    depends_on: list[str] = Field(default_factory=list)
+    """The nodes the query reads (`input` is always readable)."""
+    sink: str | None = None
+    """A name for this node's rows (sinks and windows read it with `from`)."""
+    materialise: bool = True
+    """Always true: a node's rows are computed once per batch."""
+
+
+class SqlSection(ConfigModel):
+    """The SQL DAG run per batch of clean records (DuckDB)."""
+
+    nodes: list[SqlNodeSection] = Field(default_factory=list)
+    """The nodes, as `[[sql.nodes]]` tables; none = no transform step."""
+    timeout_s: float | None = Field(default=None, gt=0)
+    """A time bound per node and batch; unset = none."""
+
+
+class WindowSection(ConfigModel):
+    """A tumbling event-time window over a SQL node's rows."""
+
+    name: str = Field(pattern=r"^[a-z_][a-z0-9_]*$")
+    """The window's step id; sinks read its results with `from = "<name>"`."""
+    source: str = Field(alias="from")
+    """The SQL node (its `sink` name or node name) whose rows are windowed."""
+    size_s: float = Field(gt=0)
+    """The window length, in seconds."""
+    time_column: str
+    """The event-time column."""
+    group_by: list[str] = Field(default_factory=list)
+    """The group columns."""
+    aggs: dict[str, list[str]]
+    """Output column = [function, input column], e.g. `revenue_eur = ["sum", "amount_eur"]`."""
+    allowed_lateness_s: float = Field(default=0.0, ge=0)
+    """How long a window waits for late records, in seconds of event time."""
+
+    @model_validator(mode="after")
+    def _aggs(self) -> Self:
+        for out, spec in self.aggs.items():
+            if len(spec) != 2:  # noqa: PLR2004 - [function, column]
+                msg = (
+                    f"pipeline window `{self.name}`: aggregate `{out}` expected "
+                    f"[function, column]; got {spec!r}"
+                )
+                raise ConfigError(msg)
+        return self
