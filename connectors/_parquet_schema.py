@@ -27,12 +27,18 @@ import pyarrow.dataset as ds
 from thalweg_bytewax import _faults
 from thalweg_bytewax._lane_schema import conform, evolve, file_schemas, unify_file_schemas
 from thalweg_bytewax.catalog.plan import SchemaEvolutionError
+from thalweg_bytewax.errors import SinkTerminalError
 
 from ._lane_store import LaneStore
 
 __all__ = ["LaneSchema"]
 
 logger = logging.getLogger(__name__)
+
+# Each lost race means another writer recorded a version in between; this many in one
+# commit means versions are not visible after they are created (a store without
+# read-after-write listing), and retrying would spin forever.
+_MAX_RECORD_ATTEMPTS = 64
 
 
 class LaneSchema:
@@ -93,8 +99,20 @@ class LaneSchema:
         Raises:
             SchemaEvolutionError: Another writer recorded a change this partition's
                 staged rows cannot join (the epoch then fails and replays).
+            SinkTerminalError: No version could be taken (a store that does not list
+                what it created).
         """
+        attempts = 0
         while self._pending:
+            attempts += 1
+            if attempts > _MAX_RECORD_ATTEMPTS:
+                msg = (
+                    f"{self._component} `{self._store.root}`: could not record the lane's "
+                    f"schema; expected a free version after {_MAX_RECORD_ATTEMPTS} attempts; "
+                    f"got version {self._version + 1} taken each time. The file system must "
+                    f"list a file once it is created: use one that does"
+                )
+                raise SinkTerminalError(msg)
             self._refresh()
             if not self._pending:
                 return
