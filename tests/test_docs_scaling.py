@@ -10,6 +10,7 @@ free a moment ago, so a busy port on the machine cannot fail the test.
 from __future__ import annotations
 
 import os
+import random
 import re
 import signal
 import socket
@@ -33,12 +34,23 @@ def scaling_commands() -> str:
 
 
 def free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
+    """``n`` ports on 127.0.0.1 that were free a moment ago, below the ephemeral range.
+
+    A port the kernel hands out for ``bind(0)`` is an ephemeral one, which the broker's
+    and the clients' outgoing connections may take before the worker binds it; then
+    the other worker waits for it forever.
+    """
+    ports: list[int] = []
+    rng = random.Random()
+    while len(ports) < n:
+        port = rng.randrange(20_000, 32_000)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        if port not in ports:
+            ports.append(port)
     return ports
 
 
@@ -69,7 +81,11 @@ def test_two_processes_run_as_written_and_land_every_record_once(tmp_path: Path)
         start_new_session=True,
     )
     try:
-        out, err = proc.communicate(timeout=150)
+        out, err = proc.communicate(timeout=240)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        raise AssertionError(("timed out", out[-3000:], err[-3000:])) from None
     finally:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
