@@ -1,32 +1,38 @@
 """End to end: Kafka -> decode -> Parquet, Bytewax's stock connector against thalweg's.
 
-Produces N sample orders twice — Confluent-framed Avro and JSON (orjson of the same
-orders; decimals as strings, datetimes as ISO 8601) — to a local broker, then times,
-each in its own process so peak RSS is per variant (one Bytewax worker each):
+Produces N records per shape and format — Confluent-framed Avro and JSON (orjson of the
+same records; decimals as strings, datetimes as ISO 8601) — to a local broker, in two
+shapes: ``sample`` (the sample orders: uuid, decimals, timestamp, enum, nested record,
+union) and ``plain`` (strings, a double, a long, an array of one to three line records;
+no logical types). Then runs each variant in its own process:
 
-* ``stock-avro`` / ``stock-json`` — what a user of stock Bytewax writes:
+* ``stock-<fmt>`` — what a user of stock Bytewax writes:
   ``bytewax.connectors.kafka.KafkaSource`` (one item per message), a ``map`` that
-  deserializes each message into a dict (fastavro ``schemaless_reader`` after the
-  5-byte Confluent prefix / ``orjson.loads``), and a sink that buffers dicts and writes
-  a Parquet file per 10k rows with ``pa.Table.from_pylist`` + ``pq.write_table``;
-* ``thalweg-avro`` / ``thalweg-json`` — ``KafkaSource -> decode -> ParquetSink``
-  (decoded lane with the locator columns, DLQ to its own ParquetSink), with
-  ``AvroCodec`` over a schema directory / ``JsonCodec`` over a JSON Schema, reading
-  with the native batch consume when it is built;
-* ``thalweg-avro-pure`` / ``thalweg-json-pure`` — the same through confluent-kafka's
-  ``Message`` objects (``THALWEG_KAFKA_CONSUME=pure``);
-* ``naive-avro`` / ``naive-json`` — a script without Bytewax: one ``Consumer`` on every
-  partition, ``consume()`` in a loop, the values of each 10k decoded at once
+  deserializes each message into a dict (fastavro ``schemaless_reader`` with a parsed
+  schema after the 5-byte Confluent prefix / ``orjson.loads``), and a sink that buffers
+  dicts and writes a Parquet file per 10k rows with ``pa.Table.from_pylist`` with the
+  explicit schema + ``pq.write_table``;
+* ``naive-<fmt>`` — a script without Bytewax: one ``Consumer`` on every partition,
+  ``consume()`` in a loop, the values of each 10k decoded at once
   (``pyarrow.json.read_json`` with the explicit schema / fastavro per value into
-  ``from_pylist`` with the explicit schema) and written with ``pq.write_table``.
+  ``from_pylist`` with the explicit schema) and written with ``pq.write_table``;
+* ``thalweg-<fmt>`` — ``KafkaSource -> decode -> ParquetSink`` (decoded lane with the
+  locator columns, DLQ to its own ParquetSink), ``AvroCodec`` over a schema directory /
+  ``JsonCodec`` over a JSON Schema, reading with the native batch consume when built;
+* ``thalweg-<fmt>-pure`` — the same through confluent-kafka's ``Message`` objects
+  (``THALWEG_KAFKA_CONSUME=pure``);
+* ``thalweg-<fmt>-w2`` — the same flow with two workers in one process (``-w 2``);
+* ``thalweg-<fmt>-2p`` — the same flow in two processes of one worker each (``-i 0/1 -a``).
 
-The stock sink and the naive script get the Arrow schema explicitly (taken once from
-decoded sample orders), as a competent user would write them.
+Every figure is of the whole variant: wall time and CPU seconds (user + system) from the
+variant's process start to its exit, summed over all its processes (the driver reads
+``RUSAGE_CHILDREN`` around each run, so the second process of ``-2p`` and librdkafka's
+threads count), start-up and imports included. Peak RSS is the variant's process (for
+``-2p`` the sum of both). ``--double`` also runs every variant on twice the records, to
+show peak RSS flat and the marginal CPU per record (the difference of the two runs
+divided by the added records, start-up cancelled out). Usage::
 
-Both read every partition from the start and stop at its end (``tail=False``); the
-time includes start-up, the broker fetches and the durable Parquet files. Usage::
-
-    python benchmarks/decode_e2e.py --records 200000
+    python benchmarks/decode_e2e.py --records 200000 --repeat 3 --double
 
 It starts librdkafka's mock cluster unless ``--bootstrap`` names a broker. The mock
 keeps ~5 MB per partition, so records are spread over several 4-partition topics.
@@ -44,15 +50,20 @@ import json
 import os
 import resource
 import shutil
+import socket
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+from statistics import median
 from typing import Any
 
-from _harness import broker, check_retention, peak_rss_mb, run_child  # noqa: E402
+from _decode_shapes import SHAPES, Shape, shape  # noqa: E402
+from _harness import broker, check_retention, peak_rss_mb  # noqa: E402
 
 # Per topic (4 partitions), under the mock broker's ~5 MB per partition retention:
-# Avro orders are ~130 bytes, JSON orders ~405 bytes.
+# sample Avro orders are ~130 bytes, JSON ~405 bytes (plain: ~80 / ~180).
 PER_TOPIC = {"avro": 60_000, "json": 32_000}
 STOCK_ROWS_PER_FILE = 10_000
 
@@ -66,22 +77,7 @@ def _count_rows(path: Path) -> int:
 # -- variants (run in a child process) ---------------------------------------------------
 
 
-def _arrow_schema(fmt: str):  # type: ignore[no-untyped-def]
-    """The orders' Arrow schema, derived once from sample orders decoded like the variant."""
-    import orjson
-    import pyarrow as pa
-
-    from thalweg_bytewax.samples import sample_orders
-
-    rows = []
-    for order in sample_orders(50, seed=99):
-        if fmt == "json":  # decimals and datetimes arrive as strings
-            rows.append(orjson.loads(orjson.dumps(order, default=str)))
-        else:
-            row = dict(order)
-            row["order_id"] = str(row["order_id"])
-            rows.append(row)
-    return pa.Table.from_pylist(rows).schema
+# -- variants (run in a child process) ---------------------------------------------------
 
 
 def _stock_sink(out: Path, schema: Any):  # type: ignore[no-untyped-def]
@@ -117,7 +113,7 @@ def _stock_sink(out: Path, schema: Any):  # type: ignore[no-untyped-def]
     return _Sink()
 
 
-def _stock_flow(fmt: str, bootstrap: str, topics: list[str], out: Path):  # type: ignore[no-untyped-def]
+def _stock_flow(shape: Shape, fmt: str, bootstrap: str, topics: list[str], out: Path):  # type: ignore[no-untyped-def]
     import io
 
     import bytewax.operators as op
@@ -126,13 +122,13 @@ def _stock_flow(fmt: str, bootstrap: str, topics: list[str], out: Path):  # type
     from bytewax.connectors.kafka import KafkaSource
     from bytewax.dataflow import Dataflow
 
-    from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA
-
-    parsed = fastavro.parse_schema(ORDER_AVRO_SCHEMA)
+    parsed = fastavro.parse_schema(shape.avro_schema)
+    has_uuid = shape.name == "sample"
 
     def from_avro(msg: Any) -> dict[str, Any]:
         rec = fastavro.schemaless_reader(io.BytesIO(msg.value[5:]), parsed, None)
-        rec["order_id"] = str(rec["order_id"])  # from_pylist cannot take uuid.UUID
+        if has_uuid:
+            rec["order_id"] = str(rec["order_id"])  # from_pylist cannot take uuid.UUID
         return rec  # type: ignore[no-any-return]
 
     def from_json(msg: Any) -> dict[str, Any]:
@@ -141,11 +137,11 @@ def _stock_flow(fmt: str, bootstrap: str, topics: list[str], out: Path):  # type
     flow = Dataflow("stock_decode")
     msgs = op.input("in", flow, KafkaSource([bootstrap], topics, tail=False))
     dicts = op.map("deserialize", msgs, from_avro if fmt == "avro" else from_json)
-    op.output("parquet", dicts, _stock_sink(out, _arrow_schema(fmt)))
+    op.output("parquet", dicts, _stock_sink(out, shape.arrow_schema(fmt)))
     return flow
 
 
-def _thalweg_flow(fmt: str, bootstrap: str, topics: list[str], out: Path):  # type: ignore[no-untyped-def]
+def _thalweg_flow(shape: Shape, fmt: str, bootstrap: str, topics: list[str], out: Path):  # type: ignore[no-untyped-def]
     import bytewax.operators as op
     from bytewax.dataflow import Dataflow
 
@@ -154,13 +150,14 @@ def _thalweg_flow(fmt: str, bootstrap: str, topics: list[str], out: Path):  # ty
     from thalweg_bytewax.connectors.kafka import KafkaSource
     from thalweg_bytewax.connectors.parquet import ParquetSink
     from thalweg_bytewax.registry import DirectorySchemaSource
-    from thalweg_bytewax.samples import ORDER_JSON_SCHEMA
 
     if fmt == "avro":
-        schemas = Path(__file__).resolve().parents[1] / "flows" / "schemas"
+        schemas = out / "schemas"
+        schemas.mkdir(parents=True, exist_ok=True)
+        (schemas / f"{shape.schema_id}.avsc").write_text(json.dumps(shape.avro_schema))
         codec: Any = AvroCodec(DirectorySchemaSource(schemas))
     else:
-        codec = JsonCodec(ORDER_JSON_SCHEMA)
+        codec = JsonCodec(shape.json_schema)
     flow = Dataflow("thalweg_decode")
     raw = op.input("in", flow, KafkaSource([bootstrap], topics, tail=False))
     decoded = twg.decode("decode", raw, codec)
@@ -169,7 +166,9 @@ def _thalweg_flow(fmt: str, bootstrap: str, topics: list[str], out: Path):  # ty
     return flow
 
 
-def _naive(fmt: str, bootstrap: str, topics: list[str], out: Path, expected: int) -> None:
+def _naive(
+    shape: Shape, fmt: str, bootstrap: str, topics: list[str], out: Path, expected: int
+) -> None:
     import io
 
     import fastavro
@@ -179,10 +178,10 @@ def _naive(fmt: str, bootstrap: str, topics: list[str], out: Path, expected: int
     from confluent_kafka import Consumer, TopicPartition
 
     from thalweg_bytewax.connectors.kafka._config import consumer_config
-    from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA
 
-    schema = _arrow_schema(fmt)
-    parsed = fastavro.parse_schema(ORDER_AVRO_SCHEMA)
+    schema = shape.arrow_schema(fmt)
+    parsed = fastavro.parse_schema(shape.avro_schema)
+    has_uuid = shape.name == "sample"
     c = Consumer(consumer_config([bootstrap], None))
     c.assign([TopicPartition(t, p, 0) for t in topics for p in range(4)])
     values: list[bytes] = []
@@ -199,7 +198,8 @@ def _naive(fmt: str, bootstrap: str, topics: list[str], out: Path, expected: int
             rows = []
             for v in values:
                 rec = fastavro.schemaless_reader(io.BytesIO(v[5:]), parsed, None)
-                rec["order_id"] = str(rec["order_id"])
+                if has_uuid:
+                    rec["order_id"] = str(rec["order_id"])
                 rows.append(rec)
             table = pa.Table.from_pylist(rows, schema=schema)
         pq.write_table(table, out / f"part-{files:05d}.parquet")
@@ -218,130 +218,215 @@ def _naive(fmt: str, bootstrap: str, topics: list[str], out: Path, expected: int
     c.close()
 
 
-def run_variant(name: str, bootstrap: str, topics: list[str], expected: int) -> dict[str, float]:
-    from bytewax.testing import run_main
-
-    kind, fmt, *pure = name.split("-")
-    if pure:
-        os.environ["THALWEG_KAFKA_CONSUME"] = "pure"
-    out = Path(tempfile.mkdtemp(prefix=f"twg-bench-{name}-"))
+def _free_ports(k: int) -> list[int]:
+    socks = [socket.socket() for _ in range(k)]
     try:
-        t0 = time.perf_counter()
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def run_variant(args: argparse.Namespace) -> dict[str, float]:
+    """Run one variant (``--child``) to its end and check every record reached Parquet."""
+    name: str = args.child
+    shape_ = shape(args.shape[-1])
+    topics = args.topics.split(",")
+    kind, fmt, *mode = name.split("-")
+    if "pure" in mode:
+        os.environ["THALWEG_KAFKA_CONSUME"] = "pure"
+    if "2p" not in mode or args.proc_id is not None:  # the coordinator of `-2p` runs no flow
+        from bytewax.testing import cluster_main, run_main
+    if args.proc_id is not None:  # one process of a `-2p` run
+        flow = _thalweg_flow(shape_, fmt, args.bootstrap, topics, Path(args.out))
+        cluster_main(flow, args.addresses.split(","), args.proc_id)
+        return {"peak_rss_mb": peak_rss_mb()}
+    out = Path(tempfile.mkdtemp(prefix=f"twg-bench-{name}-"))
+    rss = 0.0
+    try:
         if kind == "naive":
-            _naive(fmt, bootstrap, topics, out, expected)
+            _naive(shape_, fmt, args.bootstrap, topics, out, args.expected)
+        elif kind == "stock":
+            run_main(_stock_flow(shape_, fmt, args.bootstrap, topics, out))
+        elif "2p" in mode:
+            ports = _free_ports(2)
+            addresses = ",".join(f"127.0.0.1:{p}" for p in ports)
+            base = [sys.executable, __file__, *sys.argv[1:], "--out", str(out)]
+            procs = [
+                subprocess.Popen(
+                    [*base, "--proc-id", str(i), "--addresses", addresses],
+                    stdout=subprocess.PIPE,
+                    text=True,
+                )
+                for i in range(2)
+            ]
+            for p in procs:
+                stdout, _ = p.communicate()
+                if p.returncode != 0:
+                    raise SystemExit(f"{name}: a process failed ({p.returncode})")
+                rss += json.loads(stdout.strip().splitlines()[-1])["peak_rss_mb"]
+        elif "w2" in mode:
+            cluster_main(
+                _thalweg_flow(shape_, fmt, args.bootstrap, topics, out),
+                [],
+                0,
+                worker_count_per_proc=2,
+            )
         else:
-            build = _stock_flow if kind == "stock" else _thalweg_flow
-            run_main(build(fmt, bootstrap, topics, out))
-        elapsed = time.perf_counter() - t0
+            run_main(_thalweg_flow(shape_, fmt, args.bootstrap, topics, out))
         n = _count_rows(out if kind != "thalweg" else out / "orders")
-        if n != expected:
-            msg = f"{name}: Parquet holds {n} records; expected {expected}"
+        if n != args.expected:
+            msg = f"{name}: Parquet holds {n} records; expected {args.expected}"
             raise SystemExit(msg)
     finally:
         shutil.rmtree(out, ignore_errors=True)
-    return {"records": n, "seconds": elapsed}
+    return {"records": n, "peak_rss_mb": rss or peak_rss_mb()}
 
 
 # -- driver ------------------------------------------------------------------------------
 
 
-def _produce(bootstrap: str, fmt: str, records: int, stamp: int) -> tuple[list[str], int, int]:
-    import orjson
-
-    from thalweg_bytewax.samples import encode_order_avro, order_key, sample_orders
+def _produce(
+    bootstrap: str, shape: Shape, fmt: str, records: int, stamp: int, copies: int
+) -> tuple[list[str], int, int]:
+    """``copies`` times ``records`` records; the first half of the topics holds one copy."""
     from thalweg_bytewax.testing import produce
 
     per_topic = PER_TOPIC[fmt]
     n_topics = max(1, -(-records // per_topic))
     per_topic = records // n_topics
-    topics = [f"bench-e2e-{fmt}-{stamp}-{i}" for i in range(n_topics)]
+    topics = [f"bench-e2e-{shape.name}-{fmt}-{stamp}-{i}" for i in range(n_topics * copies)]
     total_bytes = 0
     for t_i, topic in enumerate(topics):
         recs = []
-        for i, order in enumerate(sample_orders(per_topic, seed=t_i)):
-            value = (
-                encode_order_avro(order)
-                if fmt == "avro"
-                else orjson.dumps(order, default=str)  # Decimal -> "12.34"
-            )
+        for i, order in enumerate(shape.orders(per_topic, seed=t_i)):
+            value = shape.encode(order, fmt)
             total_bytes += len(value)
-            recs.append({"key": order_key(order), "value": value, "partition": i % 4})
+            recs.append({"key": shape.key(order), "value": value, "partition": i % 4})
         produce(bootstrap, topic, recs)
-    return topics, per_topic * n_topics, total_bytes
+    return topics, per_topic * n_topics, total_bytes // copies
 
 
-def _run_child(name: str, bootstrap: str, topics: list[str], expected: int) -> dict[str, float]:
-    args = ["--child", name, "--bootstrap", bootstrap, "--topics", ",".join(topics)]
-    return run_child(__file__, [*args, "--expected", str(expected)], name=name)
+def _run_child(args: list[str], name: str) -> dict[str, float]:
+    """Run one variant in a fresh interpreter; wall and CPU over all its processes."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, __file__, *args], capture_output=True, text=True, check=False
+    )
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if out.returncode != 0:
+        raise SystemExit(f"variant {name} failed:\n{out.stderr[-3000:]}")
+    result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    result["seconds"] = wall
+    result["cpu_s"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return result
 
 
-KINDS = ("stock", "naive", "thalweg-pure", "thalweg")
-VARIANTS = tuple(
-    f"{k.split('-')[0]}-{fmt}{'-pure' if k.endswith('-pure') else ''}"
-    for fmt in ("avro", "json")
-    for k in KINDS
-)
+KINDS = ("stock", "naive", "thalweg-pure", "thalweg", "thalweg-w2", "thalweg-2p")
 
 
-def main() -> None:
+def _name(kind: str, fmt: str) -> str:
+    base, *mode = kind.split("-")
+    return "-".join([base, fmt, *mode])
+
+
+VARIANTS = tuple(_name(k, fmt) for fmt in ("avro", "json") for k in KINDS)
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--bootstrap", default="")
-    parser.add_argument("--repeat", type=int, default=5, help="runs per variant; the best is kept")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="runs per variant, alternated; the median is kept"
+    )
     parser.add_argument("--format", action="append", choices=["avro", "json"])
+    parser.add_argument("--shape", action="append", choices=sorted(SHAPES))
+    parser.add_argument("--kinds", default=",".join(KINDS), help="comma-separated subset of KINDS")
+    parser.add_argument("--double", action="store_true", help="also run on twice the records")
     parser.add_argument("--child", choices=VARIANTS, help=argparse.SUPPRESS)
     parser.add_argument("--topics", default="", help=argparse.SUPPRESS)
     parser.add_argument("--expected", type=int, default=0, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    parser.add_argument("--out", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--proc-id", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--addresses", default="", help=argparse.SUPPRESS)
+    return parser
 
+
+def _measure(
+    bootstrap: str, shape: Shape, fmt: str, kinds: list[str], args: argparse.Namespace, stamp: int
+) -> dict[str, dict[str, float]]:
+    copies = 2 if args.double else 1
+    t0 = time.perf_counter()
+    topics, total, nbytes = _produce(bootstrap, shape, fmt, args.records, stamp, copies)
+    check_retention(bootstrap, topics)
+    print(
+        f"produced {total * copies:,} {shape.name} {fmt} records ({nbytes * copies / 1e6:.1f} MB)"
+        f" to {len(topics)} topics x 4 partitions in {time.perf_counter() - t0:.1f} s",
+        flush=True,
+    )
+    sizes = [(1, topics[: len(topics) // copies], total)]
+    if args.double:
+        sizes.append((2, topics, total * 2))
+    runs: dict[tuple[str, int], list[dict[str, float]]] = {}
+    for _ in range(args.repeat):  # alternate the variants so load drifts hit all of them
+        for kind in kinds:
+            name = _name(kind, fmt)
+            for factor, tops, expected in sizes:
+                child = ["--child", name, "--shape", shape.name, "--bootstrap", bootstrap]
+                child += ["--topics", ",".join(tops), "--expected", str(expected)]
+                runs.setdefault((name, factor), []).append(_run_child(child, name))
+    results: dict[str, dict[str, float]] = {}
+    for (name, factor), rs in runs.items():
+        wall = median(r["seconds"] for r in rs)
+        best = min(rs, key=lambda r: abs(r["seconds"] - wall))
+        row = dict(best, bytes=nbytes * factor, cpu_min=min(r["cpu_s"] for r in rs))
+        results[f"{shape.name}/{name}" + ("" if factor == 1 else "@2x")] = row
+    return results
+
+
+def _report(results: dict[str, dict[str, float]], double: bool) -> None:
+    print(
+        f"\n{'shape/variant':<28}{'records':>10}{'records/s':>11}{'x stock':>8}{'CPU us/rec':>11}"
+        f"{'x stock':>8}{'RSS MB':>8}" + (f"{'RSS 2x':>8}{'marg. us':>9}" if double else "")
+    )
+    for key, r in results.items():
+        if key.endswith("@2x"):
+            continue
+        shape, name = key.split("/")
+        stock = results[f"{shape}/stock-{name.split('-')[1]}"]
+        rps = r["records"] / r["seconds"]
+        cpu = r["cpu_s"] / r["records"] * 1e6
+        line = (
+            f"{key:<28}{int(r['records']):>10,}{rps:>11,.0f}"
+            f"{stock['seconds'] / r['seconds']:>7.1f}x{cpu:>11.2f}"
+            f"{stock['cpu_s'] / r['cpu_s']:>7.1f}x{r['peak_rss_mb']:>8.0f}"
+        )
+        if double:
+            d = results[key + "@2x"]
+            marginal = (d["cpu_s"] - r["cpu_s"]) / (d["records"] - r["records"]) * 1e6
+            line += f"{d['peak_rss_mb']:>8.0f}{marginal:>9.2f}"
+        print(line)
+
+
+def main() -> None:
+    """Run the variants (or, with ``--child``, one of them) and print the table."""
+    args = _parser().parse_args()
     if args.child:
-        result = run_variant(args.child, args.bootstrap, args.topics.split(","), args.expected)
-        result["peak_rss_mb"] = peak_rss_mb()
-        usage = resource.getrusage(resource.RUSAGE_SELF)
-        result["cpu_s"] = usage.ru_utime + usage.ru_stime
-        print(json.dumps(result))
+        print(json.dumps(run_variant(args)))
         return
-
+    kinds = [k for k in args.kinds.split(",") if k]
     with broker(args.bootstrap) as bootstrap:
         stamp = int(time.time())
         results: dict[str, dict[str, float]] = {}
-        for fmt in args.format or ["avro", "json"]:
-            t0 = time.perf_counter()
-            topics, total, nbytes = _produce(bootstrap, fmt, args.records, stamp)
-            check_retention(bootstrap, topics)
-            took = time.perf_counter() - t0
-            print(
-                f"produced {total:,} {fmt} orders ({nbytes / 1e6:.1f} MB) to "
-                f"{len(topics)} topics x 4 partitions in {took:.1f} s",
-                flush=True,
-            )
-            for kind in KINDS:
-                base, *pure = kind.split("-")
-                name = f"{base}-{fmt}{'-pure' if pure else ''}"
-                runs = [_run_child(name, bootstrap, topics, total) for _ in range(args.repeat)]
-                best = min(runs, key=lambda r: r["seconds"])
-                best["peak_rss_mb"] = max(r["peak_rss_mb"] for r in runs)
-                best["bytes"] = nbytes
-                results[name] = best
-
-        print(
-            f"\n{'variant':<19}{'records':>10}{'records/s':>12}{'MB/s':>8}"
-            f"{'CPU us/rec':>12}{'peak RSS MB':>13}"
-        )
-        for name, r in results.items():
-            rps = r["records"] / r["seconds"]
-            mbps = r["bytes"] / r["seconds"] / 1e6
-            cpu = r["cpu_s"] / r["records"] * 1e6
-            print(
-                f"{name:<19}{int(r['records']):>10,}{rps:>12,.0f}{mbps:>8.1f}{cpu:>12.2f}"
-                f"{r['peak_rss_mb']:>13.0f}"
-            )
-        print()
-        for fmt in args.format or ["avro", "json"]:
-            stock = results[f"stock-{fmt}"]
-            for name in (f"naive-{fmt}", f"thalweg-{fmt}-pure", f"thalweg-{fmt}"):
-                ratio = stock["seconds"] / results[name]["seconds"]
-                print(f"{fmt}: {name} / stock = {ratio:.1f}x (target: thalweg >= 6x)")
+        for name in args.shape or SHAPES:
+            for fmt in args.format or ["avro", "json"]:
+                results |= _measure(bootstrap, shape(name), fmt, kinds, args, stamp)
+        _report(results, args.double)
         print(json.dumps(results))
 
 
