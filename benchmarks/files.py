@@ -6,7 +6,12 @@ runs in its own process (so its peak RSS is its own):
 * ``baseline``: ``pyarrow.csv.read_csv`` / ``pyarrow.json.read_json`` /
   ``pq.read_table`` with the schema, then ``pq.write_table`` (zstd);
 * ``filesource``: a Bytewax flow ``FileSource(schema=...) -> ParquetSink`` (locator
-  metadata columns, record ids), run with ``run_main``.
+  metadata columns, record ids), run with ``run_main``;
+* ``bare``: ``FileSource(schema=..., metadata="none")`` in a flow whose sink hands
+  each batch to one ``pq.ParquetWriter`` (zstd): the same six columns the baseline
+  writes, so the difference is reading, not the four metadata columns more (path,
+  partition, row index, record id) that ``filesource`` hashes and writes (ParquetSink
+  needs them for exactly-once).
 
 Prints rows/s, CPU seconds per row (all threads) and peak RSS per variant, and the
 ratios FileSource over pyarrow on wall clock and per CPU second. With ``--repeat N``
@@ -89,7 +94,7 @@ def baseline(fmt: str, src: Path, out: Path) -> None:
     pq.write_table(table, out / "out.parquet", compression="zstd")
 
 
-def filesource(fmt: str, src: Path, out: Path) -> None:
+def filesource(fmt: str, src: Path, out: Path, metadata: str = "locator") -> None:
     import bytewax.operators as op
     from bytewax.dataflow import Dataflow
     from bytewax.testing import run_main
@@ -98,15 +103,35 @@ def filesource(fmt: str, src: Path, out: Path) -> None:
     from thalweg_bytewax.connectors.parquet import ParquetSink
 
     flow = Dataflow("bench_files")
-    files = split_rejects("split", op.input("in", flow, FileSource(str(src), schema=SCHEMA)))
-    op.output("lane", files.ok, ParquetSink(str(out), shards=1))
+    source = FileSource(str(src), schema=SCHEMA, metadata=metadata)
+    files = split_rejects("split", op.input("in", flow, source))
+    if metadata != "none":
+        op.output("lane", files.ok, ParquetSink(str(out), shards=1))
+        run_main(flow)
+        return
+    import pyarrow.parquet as pq
+    from bytewax.outputs import DynamicSink, StatelessSinkPartition
+
+    writer = pq.ParquetWriter(out / "out.parquet", SCHEMA, compression="zstd")
+
+    class Part(StatelessSinkPartition[pa.RecordBatch]):
+        def write_batch(self, items: list[pa.RecordBatch]) -> None:
+            for batch in items:
+                writer.write_batch(batch)
+
+    class Sink(DynamicSink[pa.RecordBatch]):
+        def build(self, step_id: str, worker_index: int, worker_count: int) -> Part:
+            return Part()
+
+    op.output("bare", op.map("value", files.ok, lambda kv: kv[1]), Sink())
     run_main(flow)
+    writer.close()
 
 
 def child(variant: str, fmt: str, src: str, rows: int) -> None:
     # Imports outside the clock: bytewax and the connectors take ~2 s to import here,
     # which is start-up, not reading.
-    if variant == "filesource":
+    if variant != "baseline":
         import bytewax.operators  # noqa: F401
         import bytewax.testing  # noqa: F401
 
@@ -119,7 +144,10 @@ def child(variant: str, fmt: str, src: str, rows: int) -> None:
     out = Path(tempfile.mkdtemp(prefix="twg-bench-files-"))
     try:
         t0, c0 = time.perf_counter(), time.process_time()
-        (baseline if variant == "baseline" else filesource)(fmt, Path(src), out)
+        if variant == "baseline":
+            baseline(fmt, Path(src), out)
+        else:
+            filesource(fmt, Path(src), out, "none" if variant == "bare" else "locator")
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     finally:
         shutil.rmtree(out, ignore_errors=True)
@@ -143,7 +171,7 @@ def main() -> None:
         print(f"rows={args.rows} cpus={os.cpu_count()}")
         print(f"{'format':8} {'variant':11} {'rows/s':>12} {'CPU us/row':>11} {'peak RSS MB':>12}")
         for fmt in args.formats.split(","):
-            runs: dict[str, list[dict[str, float]]] = {"baseline": [], "filesource": []}
+            runs: dict[str, list[dict[str, float]]] = {"baseline": [], "filesource": [], "bare": []}
             for _ in range(args.repeat):
                 for variant in runs:
                     src = str(root / f"orders.{fmt}")
@@ -157,9 +185,13 @@ def main() -> None:
                     f"{fmt:8} {variant:11} {r['rows'] / r['wall_s']:>12,.0f} "
                     f"{r['cpu_s'] / r['rows'] * 1e6:>11.3f} {r['rss_mb']:>12.0f}"
                 )
-            wall = res["baseline"]["wall_s"] / res["filesource"]["wall_s"]
-            cpu = res["baseline"]["cpu_s"] / res["filesource"]["cpu_s"]
-            print(f"{fmt:8} ratio FileSource/pyarrow: {wall:.2f}x wall, {cpu:.2f}x per CPU second")
+            for variant in ("filesource", "bare"):
+                wall = res["baseline"]["wall_s"] / res[variant]["wall_s"]
+                cpu = res["baseline"]["cpu_s"] / res[variant]["cpu_s"]
+                print(
+                    f"{fmt:8} ratio {variant}/pyarrow: {wall:.2f}x wall, "
+                    f"{cpu:.2f}x per CPU second"
+                )
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
