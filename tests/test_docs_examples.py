@@ -177,3 +177,16 @@ def test_files_example_lands_good_rows_and_rejects_bad_ones(tmp_path: Path) -> N
         "rejected: a.csv row 1",
         "rejected: b.ndjson row 1",
     ]
+
+
+def test_arrow_ipc_example_writes_maps_and_reads_back_every_row(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "docs/examples/arrow_ipc.py"), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.splitlines() == [
+        "another process mapped 4 files: 2000 rows",
+        "lane rows: 2000 in 4 partitions",
+    ]
