@@ -2,9 +2,10 @@
 
 Each reads columnar with pyarrow's own readers, one piece at a time (a Parquet row
 group, an IPC record batch), so memory stays bounded by the piece. Resume skips whole
-pieces by their row counts, unread. A Parquet row group is read whole, its column
-chunks fetched in one pre-buffered pass and decoded on every core, then cut into
-batches of ``batch_rows``.
+pieces by their row counts, unread. A Parquet row group of up to
+:data:`WHOLE_ROW_GROUP_BYTES` (uncompressed) is read whole, its column chunks fetched
+in one pre-buffered pass and decoded on every core, then cut into batches of
+``batch_rows``; a larger one is streamed in batches, so memory stays bounded.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from ._files_common import Bad, Chunk, Target, cast_rows, chunk_of, whole_file_b
 __all__ = ["read_ipc", "read_parquet"]
 
 logger = logging.getLogger(__name__)
+
+WHOLE_ROW_GROUP_BYTES = 256 << 20
+"""Parquet row groups up to this size (uncompressed) are read in one call."""
 
 
 def _typed(batch: pa.RecordBatch, schema: pa.Schema | None, first: int, start: int) -> Chunk:
@@ -54,8 +58,12 @@ def read_parquet(
             continue
         done = first
         try:
-            group = f.read_row_group(rg, columns=columns, use_threads=True)
-            for batch in group.to_batches(max_chunksize=batch_rows):
+            if meta.row_group(rg).total_byte_size <= WHOLE_ROW_GROUP_BYTES:
+                group = f.read_row_group(rg, columns=columns, use_threads=True)
+                batches = iter(group.to_batches(max_chunksize=batch_rows))
+            else:
+                batches = f.iter_batches(batch_size=batch_rows, row_groups=[rg], columns=columns)
+            for batch in batches:
                 yield _typed(batch, schema, done, start)
                 done += batch.num_rows
         except (OSError, pa.ArrowException) as exc:

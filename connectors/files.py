@@ -46,7 +46,6 @@ Example::
 
 from __future__ import annotations
 
-import glob
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -63,8 +62,7 @@ from bytewax.operators import KeyedStream
 from typing_extensions import override
 
 from thalweg_bytewax._choices import parse_enum
-from thalweg_bytewax._deps import require
-from thalweg_bytewax._redact import redact_origins_in, redact_url
+from thalweg_bytewax._redact import redact_url
 from thalweg_bytewax.dlq import dlq_schema
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import (
@@ -80,13 +78,8 @@ from ._files_columnar import read_ipc, read_parquet
 from ._files_common import INFER, Reader
 from ._files_csv import read_csv
 from ._files_lines import read_ndjson
-from ._files_partition import (
-    COMPRESSED_SUFFIXES,
-    FilePartition,
-    FileTarget,
-    is_url,
-    path_name,
-)
+from ._files_partition import COMPRESSED_SUFFIXES, FilePartition, FileTarget, path_name
+from ._files_paths import expand
 from ._files_sheets import read_excel, read_xml
 
 __all__ = ["DEFAULT_BATCH_ROWS", "FileFormat", "FileSource", "FilesOut", "split_rejects"]
@@ -240,7 +233,7 @@ class FileSource(FixedPartitionedSource[KeyedBatch, int]):
         if self._paths is None:
             found: list[str] = []
             for entry in self.entries:
-                found.extend(_expand(entry, self.storage_options))
+                found.extend(expand(entry, self.storage_options))
             self._paths = list(dict.fromkeys(found))
             self._by_name = {redact_url(p): p for p in self._paths}
         return self._paths
@@ -327,43 +320,6 @@ def _resolve_schema(schema: Any, object_name: str | None) -> pa.Schema | str | N
         f"None; got {type(schema).__name__}"
     )
     raise ConfigError(msg)
-
-
-def _has_magic(path: str) -> bool:
-    if is_url(path):  # a URL's `?` starts its query (a presigned URL's token)
-        return any(c in path.split("?", 1)[0] for c in "*[")
-    return any(c in path for c in "*?[")
-
-
-def _expand(entry: str, storage_options: Mapping[str, Any]) -> list[str]:
-    if is_url(entry):
-        if not _has_magic(entry):
-            return [entry]
-        fsspec = require("fsspec", extra="files")
-        try:
-            fs, path = fsspec.core.url_to_fs(entry, **storage_options)
-            found = [fs.unstrip_protocol(p) for p in sorted(fs.glob(path))]
-        except (OSError, ValueError) as exc:
-            cause = redact_origins_in(str(exc), entry)
-            msg = (
-                f"file source: glob `{redact_url(entry)}` could not be listed "
-                f"({type(exc).__name__}: {cause}); expected a reachable location"
-            )
-            raise ConfigError(msg) from None
-        if not found:
-            logger.warning("file source: glob `%s` matches no file", redact_url(entry))
-        return found
-    local = entry.removeprefix("file://")
-    local = os.path.expanduser(local)
-    if not _has_magic(local):
-        if not os.path.isfile(local):
-            msg = f"file source: `{entry}` expected an existing file; got none there"
-            raise ConfigError(msg)
-        return [os.path.abspath(local)]
-    matches = sorted(p for p in glob.glob(local, recursive=True) if os.path.isfile(p))
-    if not matches:
-        logger.warning("file source: glob `%s` matches no file", entry)
-    return [os.path.abspath(p) for p in matches]
 
 
 @dataclass(frozen=True)

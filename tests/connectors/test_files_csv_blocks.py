@@ -164,3 +164,20 @@ def test_a_block_that_is_not_utf8_is_one_dlq_row_and_the_next_blocks_go_on(
     assert 250 in lost
     assert 0 < len(lost) < 60
     assert ok.column("id").to_pylist() == ok.column("_twg_source_offset").to_pylist()
+
+
+def test_parquet_row_groups_larger_than_the_limit_stream_in_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pyarrow.parquet as pq
+
+    from thalweg_bytewax.connectors import _files_columnar
+
+    path = tmp_path / "o.parquet"
+    pq.write_table(pa.table({"id": list(range(ROWS))}), path, row_group_size=200)
+    schema = pa.schema([pa.field("id", pa.int64())])
+    whole, _ = read_all(FileSource(str(path), schema=schema, batch_rows=64))
+    monkeypatch.setattr(_files_columnar, "WHOLE_ROW_GROUP_BYTES", 0)
+    streamed, _ = read_all(FileSource(str(path), schema=schema, batch_rows=64))
+    assert whole.equals(streamed)
+    assert streamed.column("_twg_source_offset").to_pylist() == list(range(ROWS))
