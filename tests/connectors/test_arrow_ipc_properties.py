@@ -40,7 +40,7 @@ def test_replays_at_any_boundaries_hold_each_offset_once_and_read_back_in_order(
             held |= set(range(min(start, high + 1), first))
             high = max(high, first - 1)
         source = ArrowIPCSource(root)
-        batches = []
+        batches: list[pa.RecordBatch] = []
         for key in source.list_parts():
             part = source.build_part("s.in", key, None)
             try:
