@@ -18,7 +18,7 @@ databases are reached only when the dataflow runs.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -215,6 +215,7 @@ def build_pipeline(  # noqa: PLR0912, PLR0913, PLR0915 - one flow, drawn in the 
     dlq_sink: AnySink | None = None,
     audit_sink: AnySink | None = None,
     summary: bool = False,
+    taps: Mapping[str, Callable[[], AnySink]] | None = None,
 ) -> Dataflow:
     """Build the dataflow a pipeline configuration describes.
 
@@ -228,6 +229,9 @@ def build_pipeline(  # noqa: PLR0912, PLR0913, PLR0915 - one flow, drawn in the 
         dlq_sink: Replace the two dead-letter sinks with one (step ``dlq_lane``).
         audit_sink: Replace the audit sink.
         summary: Print the end-of-run summary when the process exits after a clean finish.
+        taps: Extra outputs by role, each a factory called once per stream:
+            ``"read"`` gets the input, ``"rejected"`` each reject stream (``thalweg
+            batch`` counts rows and rejects with them).
 
     Returns:
         The dataflow, for ``python -m bytewax.run`` or ``bytewax.testing.run_main``.
@@ -238,6 +242,8 @@ def build_pipeline(  # noqa: PLR0912, PLR0913, PLR0915 - one flow, drawn in the 
     """
     base = Path(base_dir) if base_dir is not None else Path.cwd()
     files = config.source.kind == "files"
+    # A files source reads columns, not payloads: the codec, if it has a reader schema,
+    # only says what the columns are.
     codec = None if files and config.codec.reader_schema is None else _codec(config, base)
     contract: ContractSpec | None = None
     if config.contract.path is not None:
@@ -254,7 +260,7 @@ def build_pipeline(  # noqa: PLR0912, PLR0913, PLR0915 - one flow, drawn in the 
     if config.raw_lane.enabled or raw_sink is not None:
         lane = raw_sink or ParquetSink(raw_lane, coverage_store=raw_lane)
         op.output("raw_lane", raw, lane)  # type: ignore[arg-type]
-    if files and source is not None and codec is None:
+    if files:
         from thalweg_bytewax.connectors.files import split_rejects  # noqa: PLC0415
 
         split = split_rejects("split", raw)  # type: ignore[arg-type]
@@ -344,6 +350,13 @@ def build_pipeline(  # noqa: PLR0912, PLR0913, PLR0915 - one flow, drawn in the 
             sink = report.sink(title, total_of="late_records", optional=True)
             step = "summary_late" if len(late) == 1 else f"summary_late_{name}"
             op.output(step, stream_late, sink)
+    taps = taps or {}
+    if "read" in taps:
+        op.output("tap_read", raw, taps["read"]())  # type: ignore[arg-type]
+    if "rejected" in taps:
+        op.output("tap_rejected_decode", decode_rejects, taps["rejected"]())
+        if contract_rejects is not None:
+            op.output("tap_rejected_contract", contract_rejects, taps["rejected"]())
     # A Kafka source with several sinks needs its raw lane: refuse the flow otherwise.
     check_second_sink(flow)
     return flow

@@ -1,0 +1,207 @@
+"""``thalweg lane stats``, ``recovery check``, ``check``, ``coverage`` and ``recover``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from thalweg_bytewax.cli._common import Progress, load_flow, output_ids
+from thalweg_bytewax.errors import ConfigError
+
+__all__ = ["add_commands"]
+
+
+def _lane_stats(args: argparse.Namespace) -> int:
+    from thalweg_bytewax.lanes import lane_stats
+
+    stats = lane_stats(args.path)
+    for r in stats.to_pylist():
+        missing = r["missing_offsets"]
+        print(
+            f"{r['topic']}:{r['partition']}  {r['records']:,} records, offsets "
+            f"{r['first_offset']}..{r['last_offset']}"
+            + (f" ({missing:,} offsets not in the lane)" if missing else "")
+        )
+    total = sum(stats.column("records").to_pylist())
+    print(f"total: {total:,} records")
+    return 0
+
+
+def _recovery_check(args: argparse.Namespace) -> int:
+    from thalweg_bytewax.runtime.recovery import check_recovery_store
+
+    flow = load_flow("recovery check", args.flow)
+    check_recovery_store(flow, args.directory)
+    print(f"recovery store {args.directory}: every stored partition is listed by the flow")
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    from thalweg_bytewax.runtime.gates import check_second_sink
+
+    flow = load_flow("check", args.flow)
+    check_second_sink(flow, allow_without_raw_lane=args.allow_without_raw_lane)
+    print(f"flow `{flow.flow_id}`: passes the build-time gates")
+    return 0
+
+
+def _coverage(args: argparse.Namespace) -> int:
+    from thalweg_bytewax.coverage_report import coverage_report, kafka_watermarks
+    from thalweg_bytewax.coverage_store import open_coverage_store
+
+    store = open_coverage_store(args.store)
+    watermarks = None
+    if args.bootstrap:
+        keys = [(e.topic, e.partition) for e in store.entries(args.sink)]
+        watermarks = kafka_watermarks(args.bootstrap, keys)
+    rows = coverage_report(store, sink=args.sink, raw_lane=args.raw_lane, watermarks=watermarks)
+    if args.json:
+        print(json.dumps({"store": store.describe(), "partitions": rows}, indent=2))
+        return 0
+    if not rows:
+        print(f"no coverage recorded in {store.describe()}")
+    for r in rows:
+        spans = ", ".join(f"{a}..{b}" for a, b in r["ranges"]) or "nothing"
+        more = r["range_count"] - len(r["ranges"])
+        line = f"{r['sink']}  {r['topic']}:{r['partition']}  covers {spans}"
+        line += f" (+{more} ranges)" if more > 0 else ""
+        line += f"; {r['gap_count']} gaps" if r["gap_count"] else "; no gaps"
+        if "behind_raw" in r:
+            line += f"; {r['behind_raw']:,} offsets behind the raw lane"
+        if "behind_source" in r:
+            line += f"; {r['behind_source']:,} behind the source (high {r['high_watermark']})"
+        print(line)
+        for a, b in r["gaps"]:
+            print(f"    gap {a}..{b} ({b - a + 1:,} offsets)")
+    return 0
+
+
+def _recover(args: argparse.Namespace) -> int:
+    import importlib
+    from datetime import timedelta
+
+    from thalweg_bytewax.connectors.raw_lane_source import RawLaneSource, lane_held_offsets
+    from thalweg_bytewax.coverage_store import open_coverage_store
+    from thalweg_bytewax.recovery_plan import check_retention, parse_offsets, plan_recovery
+
+    if args.partition is not None and not args.topic:
+        msg = f"recover: `--partition {args.partition}` expected `--topic` beside it"
+        raise ConfigError(msg)
+    sys.path.insert(0, str(Path.cwd()))  # as `python -m bytewax.run` finds a flow module
+    try:
+        module = importlib.import_module(args.flow)
+    except ImportError as exc:
+        msg = f"recover: cannot import flow module `{args.flow}` ({exc})"
+        raise ConfigError(msg) from exc
+    if not callable(getattr(module, "recovery_flow", None)):
+        msg = (
+            f"recover: flow module `{args.flow}` expected `recovery_flow(source, sink)` and "
+            f"`recovery_lane()`; got neither (see docs/coverage.md, Recover)"
+        )
+        raise ConfigError(msg)
+    lane = module.recovery_lane()
+    lane_path, store_at = args.lane or lane.path, args.store or lane.store
+    source = RawLaneSource(lane_path, {}, batch_size=args.batch_size)
+    flow = module.recovery_flow(source, args.sink)
+    sink_id = output_ids(flow)[0]  # recovery_flow keeps exactly one output
+    held = lane_held_offsets(lane_path)
+    plan = plan_recovery(
+        open_coverage_store(store_at),
+        sink_id,
+        raw_lane=args.raw_lane or lane.sink_id,
+        held=held,
+        start=parse_offsets(args.start, "--from") if args.start else None,
+        end=parse_offsets(args.end, "--to") if args.end else None,
+        only=(args.topic, args.partition) if args.topic else None,
+    )
+    if not plan.missing:
+        print(f"sink `{sink_id}` holds everything the raw lane landed; nothing to recover")
+        return 0
+    # Listed again after the store was read: while ingest goes on, an epoch recorded
+    # in the store is finalized before it is recorded, so this listing holds it.
+    check_retention(plan, lane_held_offsets(lane_path), lane=lane_path)
+    print(f"recovering {plan.offsets:,} offsets into `{sink_id}` from `{lane_path}`:")
+    print(plan.describe())
+    source.offsets = plan.missing
+    with Progress(plan.offsets, enabled=args.progress and sys.stderr.isatty()) as progress:
+        source.progress = progress.update
+        from bytewax.run import cli_main
+
+        epoch = timedelta(seconds=args.epoch_s)
+        cli_main(  # type: ignore[no-untyped-call]  # bytewax.run is untyped
+            flow, workers_per_process=args.workers, epoch_interval=epoch
+        )
+    print(f"sink `{sink_id}`: recovered {plan.offsets:,} offsets")
+    return 0
+
+
+def add_commands(sub: Any) -> None:
+    """Add ``lane stats``, ``recovery check``, ``check``, ``coverage`` and ``recover``."""
+    lane = sub.add_parser("lane", help="inspect a raw lane").add_subparsers(
+        dest="lane", required=True
+    )
+    stats = lane.add_parser("stats", help="records per topic-partition")
+    stats.add_argument("path")
+    stats.set_defaults(func=_lane_stats)
+
+    recovery = sub.add_parser("recovery", help="inspect a Bytewax recovery directory")
+    check = recovery.add_subparsers(dest="recovery", required=True).add_parser(
+        "check",
+        help="check that a flow can resume from a recovery directory",
+        description="Refuse a recovery directory holding state for partitions the flow no "
+        "longer lists (a topic removed from a source), naming the step and the partitions.",
+    )
+    check.add_argument("flow", help="the flow as `python -m bytewax.run` takes it: MODULE[:FLOW]")
+    check.add_argument("directory", help="the recovery directory (`-r` of bytewax.run)")
+    check.set_defaults(func=_recovery_check)
+
+    cov = sub.add_parser(
+        "coverage",
+        help="per sink: covered offset ranges, gaps and lag",
+        description="Per sink, topic and partition: the covered offset ranges, the gaps "
+        "between them, and lag against the raw lane and the source's high watermark.",
+    )
+    cov.add_argument("store", help="the coverage store: a path (SQLite) or postgresql:// URL")
+    cov.add_argument("--sink", help="only this sink (its step id)")
+    cov.add_argument("--raw-lane", help="the raw lane's sink id, to show lag against it")
+    cov.add_argument("--bootstrap", help="Kafka brokers, to show lag against the source")
+    cov.add_argument("--json", action="store_true", help="machine-readable output")
+    cov.set_defaults(func=_coverage)
+
+    rec = sub.add_parser(
+        "recover",
+        help="replay what one sink lacks from the raw lane into it",
+        description="Replay the offsets one sink lacks (the raw lane's coverage minus the "
+        "sink's) from the raw lane's Parquet files through the flow's own path into that "
+        "sink alone. Kafka is not read. Refused when the raw lane no longer holds them.",
+    )
+    rec.add_argument("flow", help="the flow module, with `recovery_flow` and `recovery_lane`")
+    rec.add_argument("--sink", required=True, help="the output step to recover")
+    rec.add_argument("--from", dest="start", help="first offset: N or topic:partition=N,...")
+    rec.add_argument("--to", dest="end", help="last offset (inclusive), as --from")
+    rec.add_argument("--topic", help="only this topic")
+    rec.add_argument("--partition", type=int, help="only this partition (with --topic)")
+    rec.add_argument("--lane", help="the raw lane (default: the flow's)")
+    rec.add_argument("--store", help="the coverage store (default: the flow's)")
+    rec.add_argument("--raw-lane", help="the raw lane's sink id (default: the flow's)")
+    rec.add_argument("--batch-size", type=int, default=10_000, help="rows per batch")
+    rec.add_argument("--epoch-s", type=float, default=5.0, help="seconds per epoch")
+    rec.add_argument("--workers", type=int, default=1, help="worker threads")
+    rec.add_argument("--no-progress", dest="progress", action="store_false")
+    rec.set_defaults(func=_recover)
+    gate = sub.add_parser(
+        "check",
+        help="run the build-time gates on a flow",
+        description="Refuse a flow that writes a Kafka source to two or more sinks "
+        "without a raw lane fed straight from the source.",
+    )
+    gate.add_argument("flow", help="the flow as `python -m bytewax.run` takes it: MODULE[:FLOW]")
+    gate.add_argument(
+        "--allow-without-raw-lane",
+        action="store_true",
+        help="pass anyway (unsafe: records a sink misses cannot be recovered)",
+    )
+    gate.set_defaults(func=_check)
