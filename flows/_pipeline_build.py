@@ -102,8 +102,8 @@ def pipeline_source(config: PipelineConfig, *, schema: Any = None) -> AnySource:
         extra: dict[str, Any] = dict(s.librdkafka)
         if s.password is not None:
             extra["sasl.password"] = s.password.resolve()
-        sized = {"batch_size": s.batch_size} if s.batch_size else {}
-        return KafkaSource(  # type: ignore[return-value]
+        sized: dict[str, Any] = {"batch_size": s.batch_size} if s.batch_size else {}
+        return KafkaSource(
             s.bootstrap_servers or "",
             s.topics,
             tail=s.tail,
@@ -114,14 +114,14 @@ def pipeline_source(config: PipelineConfig, *, schema: Any = None) -> AnySource:
     if s.kind == "files":
         from thalweg_bytewax.connectors.files import FileSource  # noqa: PLC0415
 
-        return FileSource(  # type: ignore[return-value]
+        return FileSource(
             s.paths,
             format=s.format,
             schema=schema if schema is not None else "infer",
             batch_rows=s.batch_rows,
             metadata=config.codec.metadata,
         )
-    return SampleOrdersSource(  # type: ignore[return-value]
+    return SampleOrdersSource(
         s.count,
         topic=s.topics[0],
         partitions=s.partitions,
@@ -135,7 +135,7 @@ def _sink(step: str, sink: SinkSection, config: PipelineConfig) -> AnySink | Non
     located = sink.mode == "append"
     if sink.kind == "parquet":
         store = raw_lane if sink.coverage and config.raw_lane.enabled else None
-        return ParquetSink(config.under(sink.path or ""), coverage_store=store)  # type: ignore[return-value]
+        return ParquetSink(config.under(sink.path or ""), coverage_store=store)
     if sink.kind == "iceberg":
         from thalweg_bytewax.connectors.iceberg import (  # noqa: PLC0415 - an extra
             IcebergCatalogConfig,
@@ -145,14 +145,14 @@ def _sink(step: str, sink: SinkSection, config: PipelineConfig) -> AnySink | Non
         uri = sink.catalog_uri.resolve() if sink.catalog_uri is not None else None
         catalog = IcebergCatalogConfig(warehouse=str(config.under(sink.warehouse)), uri=uri)
         cover = located and sink.coverage and config.raw_lane.enabled
-        return IcebergSink(  # type: ignore[return-value]
+        return IcebergSink(
             catalog,
             sink.table or "",
             mode=sink.mode,
             key_columns=sink.key_columns,
             locators="required" if located else "absent",
             coverage_store=raw_lane if cover else None,
-            **({"shards": sink.shards} if sink.shards else {}),
+            **_shards(sink),
         )
     if sink.kind == "postgres":
         try:
@@ -166,18 +166,22 @@ def _sink(step: str, sink: SinkSection, config: PipelineConfig) -> AnySink | Non
             return None
         from thalweg_bytewax.connectors.postgres import PostgresSink  # noqa: PLC0415
 
-        return PostgresSink(  # type: ignore[return-value]
+        return PostgresSink(
             dsn,
             sink.table or "",
             schema=sink.db_schema,
             mode=sink.mode,
             key_columns=sink.key_columns or None,
             locators="required" if located else "absent",
-            **({"shards": sink.shards} if sink.shards else {}),
+            **_shards(sink),
         )
     from thalweg_bytewax.connectors.kafka import KafkaSink  # noqa: PLC0415
 
-    return KafkaSink(sink.bootstrap_servers or "", sink.topic or "")  # type: ignore[return-value]
+    return KafkaSink(sink.bootstrap_servers or "", sink.topic or "")
+
+
+def _shards(sink: SinkSection) -> dict[str, Any]:
+    return {"shards": sink.shards} if sink.shards else {}
 
 
 def _counts(config: PipelineConfig, built: Mapping[str, SinkSection]) -> list[TableCount]:
@@ -259,14 +263,15 @@ def build_pipeline(  # noqa: PLR0912, PLR0913, PLR0915 - one flow, drawn in the 
     raw_lane = config.under(config.raw_lane.path)
     if config.raw_lane.enabled or raw_sink is not None:
         lane = raw_sink or ParquetSink(raw_lane, coverage_store=raw_lane)
-        op.output("raw_lane", raw, lane)  # type: ignore[arg-type]
+        op.output("raw_lane", raw, lane)
     if files:
         from thalweg_bytewax.connectors.files import split_rejects  # noqa: PLC0415
 
-        split = split_rejects("split", raw)  # type: ignore[arg-type]
+        split = split_rejects("split", raw)
         ok, decode_rejects = split.ok, split.rejected
     else:
-        decoded = twg.decode("decode", raw, codec, metadata=config.codec.metadata)  # type: ignore[arg-type]
+        codec = codec if codec is not None else _codec(config, base)
+        decoded = twg.decode("decode", raw, codec, metadata=config.codec.metadata)
         ok, decode_rejects = decoded.ok, decoded.rejected
     stream = ok
     if config.dedup.enabled:
@@ -279,12 +284,12 @@ def build_pipeline(  # noqa: PLR0912, PLR0913, PLR0915 - one flow, drawn in the 
         stream, contract_rejects = checked.clean, checked.rejected
         if config.audit.enabled:
             audit = audit_sink or ParquetSink(config.under(config.audit.path))
-            op.output("audit_lane", checked.audit, audit)  # type: ignore[arg-type]
+            op.output("audit_lane", checked.audit, audit)
             rules = RuleRegistrySink(config.under(config.audit.rules_path), checked.ruleset)
             op.output("rule_registry", checked.audit, rules)
     if dlq_sink is not None:
         both = [decode_rejects, *([contract_rejects] if contract_rejects is not None else [])]
-        op.output("dlq_lane", op.merge("rejected", *both), dlq_sink)  # type: ignore[arg-type]
+        op.output("dlq_lane", op.merge("rejected", *both), dlq_sink)
     else:
         op.output("dlq_decode", decode_rejects, ParquetSink(dlq / "decode"))
         if contract_rejects is not None:
@@ -352,7 +357,7 @@ def build_pipeline(  # noqa: PLR0912, PLR0913, PLR0915 - one flow, drawn in the 
             op.output(step, stream_late, sink)
     taps = taps or {}
     if "read" in taps:
-        op.output("tap_read", raw, taps["read"]())  # type: ignore[arg-type]
+        op.output("tap_read", raw, taps["read"]())
     if "rejected" in taps:
         op.output("tap_rejected_decode", decode_rejects, taps["rejected"]())
         if contract_rejects is not None:

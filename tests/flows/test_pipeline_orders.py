@@ -59,6 +59,7 @@ def test_orders_toml_is_the_orders_settings_at_their_defaults():
     config = PipelineConfig.load(ORDERS_TOML, env={})
     settings = OrdersSettings().pipeline()
     base = ORDERS_TOML.parent
+    assert config.codec.schema_dir and config.codec.reader_schema and config.contract.path
     # The file names resources relative to itself; the settings hold absolute paths.
     assert str(base / config.codec.schema_dir) == settings.codec.schema_dir
     assert str(base / config.codec.reader_schema) == settings.codec.reader_schema
