@@ -15,9 +15,7 @@ and the default 20,000 orders span about 33 minutes of event time.
 
 from __future__ import annotations
 
-import random
 import struct
-from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -26,10 +24,12 @@ from bytewax.inputs import FixedPartitionedSource
 from typing_extensions import override
 
 from flows._generated import GeneratedPartition
+from thalweg_bytewax import samples
+from thalweg_bytewax._sample_columns import SAMPLE_START
 from thalweg_bytewax.metadata import MetadataColumns
 from thalweg_bytewax.record import KeyedBatch, raw_batch_from_columns
 from thalweg_bytewax.runtime.parts import decode_part, encode_part
-from thalweg_bytewax.samples import encode_order_avro, order_key, sample_order
+from thalweg_bytewax.samples import encode_order_avro, order_key
 
 __all__ = [
     "SAMPLE_CLUSTER",
@@ -41,12 +41,6 @@ __all__ = [
 
 SAMPLE_CLUSTER = "embedded-sample"
 """The cluster id stamped on sample records."""
-SAMPLE_START = datetime(2026, 1, 1, tzinfo=UTC)
-"""When sample order 0 is created; order ``i`` about ``i`` × 100 ms later."""
-# One order every 100 ms (10 a second), each up to 2 s early or late: event time rises
-# with the offset, slightly out of order, as producers' clocks and retries leave it.
-_SPACING_MS = 100
-_JITTER_MS = 2_000
 
 _HEADERS = (("content-type", b"application/vnd.confluent.avro"), ("producer", b"thalweg-sample"))
 
@@ -67,11 +61,7 @@ def _contract_violation(index: int, order: dict[str, Any]) -> dict[str, Any]:
 
 def sample_order_at(seed: int, index: int) -> dict[str, Any]:
     """Order number ``index`` of the embedded sample, contract violations included."""
-    rng = random.Random(f"{seed}:{index}")  # noqa: S311 - sample data, not security
-    order = sample_order(rng)
-    jitter = rng.randint(-_JITTER_MS, _JITTER_MS)
-    created = SAMPLE_START + timedelta(milliseconds=max(0, index * _SPACING_MS + jitter))
-    return _contract_violation(index, {**order, "created_at": created})
+    return _contract_violation(index, samples.sample_order_at(seed, index))
 
 
 def sample_payload_at(seed: int, index: int) -> bytes | None:
@@ -107,13 +97,17 @@ class _SamplePartition(GeneratedPartition):
     def build(self, start: int, stop: int) -> pa.RecordBatch:
         src = self._source
         offsets = list(range(start, stop))
-        keys, values, stamps = [], [], []
-        for offset in offsets:
-            index = offset * src.partitions + self._partition  # global order number
-            order = sample_order_at(src.seed, index)
-            keys.append(order_key(order))
-            values.append(_bad_payload(index, encode_order_avro(order)))
-            stamps.append(int(order["created_at"].timestamp() * 1000))
+        # Global order numbers; the good orders encoded columnar, the few bad ones after.
+        first = start * src.partitions + self._partition
+        indexes = range(first, stop * src.partitions + self._partition, src.partitions)
+        good, keys, stamps = samples.sample_orders_at(indexes, seed=src.seed)
+        values: list[bytes | None] = list(good)
+        for j, index in enumerate(indexes):
+            if index % 1000 == 250:  # noqa: PLR2004 - decodes, breaks the contract
+                order = sample_order_at(src.seed, index)
+                keys[j], values[j] = order_key(order), encode_order_avro(order)
+            elif index % 1000 == 500:  # noqa: PLR2004 - does not decode
+                values[j] = _bad_payload(index, good[j])
         return raw_batch_from_columns(
             topic=src.topic,
             partition=self._partition,

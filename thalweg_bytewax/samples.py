@@ -24,7 +24,7 @@ from __future__ import annotations
 import io
 import random
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from functools import cache
@@ -34,6 +34,7 @@ import fastavro
 import orjson
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
 
+from thalweg_bytewax import _sample_columns as _cols
 from thalweg_bytewax.codecs.framing import encode_confluent
 
 __all__ = [
@@ -51,7 +52,9 @@ __all__ = [
     "order_message_class",
     "order_to_proto",
     "sample_order",
+    "sample_order_at",
     "sample_orders",
+    "sample_orders_at",
 ]
 
 ORDER_SCHEMA_ID = 1
@@ -163,6 +166,7 @@ _PARSED = fastavro.parse_schema(ORDER_AVRO_SCHEMA)
 _STATUSES = ("PENDING", "PAID", "SHIPPED", "CANCELLED")
 _CITIES = (("Lyon", "FR"), ("Porto", "PT"), ("Leeds", "GB"), ("Graz", "AT"), ("Turku", "FI"))
 _EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+_START_MS = int(_cols.SAMPLE_START.timestamp() * 1000)
 
 
 def sample_order(rng: random.Random) -> dict[str, Any]:
@@ -201,6 +205,58 @@ def sample_orders(n: int, *, seed: int = 7) -> Iterator[dict[str, Any]]:
     rng = random.Random(seed)  # noqa: S311 - sample data, not security
     for _ in range(n):
         yield sample_order(rng)
+
+
+def sample_orders_at(
+    indexes: range | Sequence[int], *, seed: int = 7, schema_id: int = ORDER_SCHEMA_ID
+) -> tuple[list[bytes], list[bytes], list[int]]:
+    """Orders ``indexes`` of ``seed``, encoded: Avro payloads, keys, CreateTimes (ms).
+
+    The one generator of the embedded sample (``flows.orders``) and ``thalweg dev
+    produce``: order ``i`` is a pure function of ``(seed, i)``, created ``i`` x 100 ms
+    after 2026-01-01T00:00Z give or take up to two seconds, so event time rises with the
+    index, a little out of order. Columnar (numpy) and ~10x faster than encoding
+    :func:`sample_order_at` dicts, with identical bytes.
+
+    Returns:
+        Confluent-framed Avro payloads, keys (the customer id as text) and timestamps.
+    """
+    cols = _cols.sample_columns(seed, indexes if isinstance(indexes, range) else list(indexes))
+    payloads = _cols.avro_bodies(cols, encode_confluent(schema_id, b""))
+    keys = [str(c).encode() for c in cols.customer_id.tolist()]
+    return payloads, keys, cols.created_ms.tolist()
+
+
+def sample_order_at(seed: int, index: int) -> dict[str, Any]:
+    """Order ``index`` of ``seed`` as a dict (the values :func:`sample_orders_at` encodes)."""
+    c = _cols.sample_columns(seed, [index])
+    n = int(c.n_items[0])
+    items = [
+        {
+            "sku": f"SKU-{int(c.sku[0, k]):04d}",
+            "quantity": int(c.quantity[0, k]),
+            "unit_price": Decimal(int(c.unit_cents[0, k])).scaleb(-2),
+        }
+        for k in range(n)
+    ]
+    city, country = _cols.CITIES[int(c.city[0])]
+    address = (
+        {"line1": f"{int(c.street[0])} Market Street", "city": city, "country": country}
+        if c.has_address[0]
+        else None
+    )
+    return {
+        "order_id": c.uuid_text[0].tobytes().decode(),
+        "customer_id": int(c.customer_id[0]),
+        "created_at": _cols.SAMPLE_START
+        + timedelta(milliseconds=int(c.created_ms[0]) - _START_MS),
+        "status": _cols.STATUSES[int(c.status[0])],
+        "currency": "EUR",
+        "total": Decimal(int(c.total_cents[0])).scaleb(-2),
+        "items": items,
+        "shipping_address": address,
+        "coupon": _cols.COUPONS[int(c.coupon[0])],
+    }
 
 
 def encode_order_avro(order: dict[str, Any], *, schema_id: int = ORDER_SCHEMA_ID) -> bytes:

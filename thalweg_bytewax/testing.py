@@ -18,7 +18,6 @@ from typing import Any
 from confluent_kafka import Producer
 
 from thalweg_bytewax.errors import SourceError
-from thalweg_bytewax.samples import encode_order_avro, order_key, sample_orders
 
 __all__ = ["MockCluster", "produce", "produce_sample_orders"]
 
@@ -146,6 +145,38 @@ def produce(
     return count
 
 
+# Measured on 2 shared cores (docs/benchmarks.md "dev produce"): 10,000-order chunks
+# keep the columnar encoder's numpy work amortised and the producer queue fed; a large
+# linger and batch let librdkafka build big requests; delivery reports only for errors
+# keep the Python callback off the per-record path; no headers (each costs a conversion).
+_PRODUCE_CHUNK = 10_000
+_FAST_PRODUCER = {
+    "linger.ms": 100,
+    "batch.num.messages": 10_000,
+    "batch.size": 4 * 1024 * 1024,
+    "queue.buffering.max.messages": 500_000,
+    "queue.buffering.max.kbytes": 512 * 1024,
+    "compression.type": "lz4",
+    "delivery.report.only.error": True,
+}
+
+
+def _send(
+    producer: Producer, topic: str, value: bytes, key: bytes, stamp: int, partition: int | None
+) -> None:
+    """Produce one record, waiting while librdkafka's queue is full."""
+    while True:
+        try:
+            if partition is None:
+                producer.produce(topic, value, key, timestamp=stamp)
+            else:
+                producer.produce(topic, value, key, partition, timestamp=stamp)
+        except BufferError:
+            producer.poll(0.05)  # the queue is full: let librdkafka drain it
+            continue
+        return
+
+
 def produce_sample_orders(
     bootstrap: str,
     topic: str,
@@ -153,8 +184,16 @@ def produce_sample_orders(
     *,
     seed: int = 7,
     partitions: Sequence[int] | None = None,
+    start: int = 0,
 ) -> int:
     """Produce ``count`` sample orders as Confluent-framed Avro, keyed by customer id.
+
+    The orders are the embedded sample's (:func:`thalweg_bytewax.samples.sample_orders_at`):
+    order ``i`` is created ``i`` x 100 ms after 2026-01-01 give or take two seconds, and
+    that is its CreateTime, so a flow's one-minute event-time windows see them in order.
+    Encoded columnar in chunks and produced in a tight loop (over 100,000 orders a
+    second; docs/benchmarks.md). No headers: the Confluent frame names the schema, and
+    headers cost librdkafka a conversion per record (~40 % of the produce time).
 
     Args:
         bootstrap: Broker address list.
@@ -162,22 +201,43 @@ def produce_sample_orders(
         count: Number of orders.
         seed: Sample seed (same seed, same orders).
         partitions: Spread orders round-robin over these partitions (default: by key).
+        start: The first order number (continue an earlier run with ``start=count``).
 
     Returns:
         The number of orders produced.
+
+    Raises:
+        SourceError: When a delivery fails or the final flush times out.
     """
-    headers = [("content-type", b"application/vnd.confluent.avro"), ("producer", b"thalweg-dev")]
+    from thalweg_bytewax.samples import sample_orders_at  # noqa: PLC0415 - numpy, on use
 
-    def records() -> Iterable[dict[str, Any]]:
-        for i, order in enumerate(sample_orders(count, seed=seed)):
-            rec: dict[str, Any] = {
-                "key": order_key(order),
-                "value": encode_order_avro(order),
-                "headers": headers,
-                "timestamp": int(order["created_at"].timestamp() * 1000),
-            }
-            if partitions:
-                rec["partition"] = partitions[i % len(partitions)]
-            yield rec
+    failures: list[str] = []
 
-    return produce(bootstrap, topic, records())
+    def on_error(err: Any, _msg: Any) -> None:  # called for failed deliveries only
+        if err is not None:
+            failures.append(str(err))
+
+    producer = Producer({"bootstrap.servers": bootstrap, **_FAST_PRODUCER, "on_delivery": on_error})
+    send = producer.produce
+    for first in range(start, start + count, _PRODUCE_CHUNK):
+        indexes = range(first, min(first + _PRODUCE_CHUNK, start + count))
+        values, keys, stamps = sample_orders_at(indexes, seed=seed)
+        if partitions:
+            for j, i in enumerate(indexes):
+                part = partitions[i % len(partitions)]
+                _send(producer, topic, values[j], keys[j], stamps[j], part)
+        else:
+            for j, value in enumerate(values):
+                try:  # the tight loop: no callback, no per-record allocation but the call
+                    send(topic, value, keys[j], timestamp=stamps[j])
+                except BufferError:
+                    _send(producer, topic, value, keys[j], stamps[j], None)
+        producer.poll(0)
+    remaining = producer.flush(60)
+    if remaining or failures:
+        msg = (
+            f"producer to `{topic}`: {remaining} records not flushed, "
+            f"{len(failures)} failed (first: {failures[:1]})"
+        )
+        raise SourceError(msg)
+    return count
