@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime, timedelta
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 import pyarrow as pa
 from bytewax.inputs import StatefulSourcePartition
@@ -23,6 +23,7 @@ from thalweg_bytewax.runtime.parts import encode_part
 
 from ._config import SourceConfig
 from ._errors import is_fatal, is_truncation
+from ._lazy_consumer import LazyConsumer
 from ._metadata import SourceMetadata
 from ._native import open_native, use_native
 from ._resume import KafkaPartitionState, check_resume, make_state, truncation_message
@@ -74,14 +75,20 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
         consumer_settings = config.consumer_config()
         # The data plane: the native batch consume into Arrow buffers when it is built
         # (its own librdkafka handle, assigned below), else confluent-kafka's messages.
-        # The confluent-kafka consumer serves metadata, watermarks and offset lookups.
+        # The confluent-kafka consumer serves metadata, watermarks and offset lookups;
+        # with the native consume it is opened only when one of those is not already
+        # answered by the listing, so a listed partition keeps one librdkafka handle.
         native = use_native(consumer_settings)
         self._native: Any = open_native(consumer_settings) if native else None
         # Client-level errors (brokers down, authentication) are not returned by
         # consume(); librdkafka reports them here, served from within consume().
         consumer_settings["error_cb"] = self._on_client_error
         try:
-            self._consumer = Consumer(consumer_settings)
+            self._consumer: Consumer = (
+                cast("Consumer", LazyConsumer(consumer_settings))
+                if native
+                else Consumer(consumer_settings)
+            )
         except BaseException:
             self._close_native()
             raise
