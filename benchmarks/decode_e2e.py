@@ -28,9 +28,9 @@ Every figure is of the whole variant: wall time and CPU seconds (user + system) 
 variant's process start to its exit, summed over all its processes (the driver reads
 ``RUSAGE_CHILDREN`` around each run, so the second process of ``-2p`` and librdkafka's
 threads count), start-up and imports included. Peak RSS is the variant's process (for
-``-2p`` the sum of both). ``--double`` also runs every variant on twice the records, to
-show peak RSS flat and the marginal CPU per record (the difference of the two runs
-divided by the added records, start-up cancelled out). Usage::
+``-2p`` the sum of both). ``--double`` also runs every variant on twice the records per
+partition (same partitions), to show peak RSS flat and the marginal CPU per record (the
+difference of the two runs divided by the added records: start-up cancels out). Usage::
 
     python benchmarks/decode_e2e.py --records 200000 --repeat 3 --double
 
@@ -289,24 +289,31 @@ def run_variant(args: argparse.Namespace) -> dict[str, float]:
 
 
 def _produce(
-    bootstrap: str, shape: Shape, fmt: str, records: int, stamp: int, copies: int
-) -> tuple[list[str], int, int]:
-    """``copies`` times ``records`` records; the first half of the topics holds one copy."""
+    bootstrap: str, shape: Shape, fmt: str, records: int, stamp: int, factors: tuple[int, ...]
+) -> tuple[dict[int, list[str]], int, int]:
+    """For each factor f, ``f * records`` records over the same number of partitions.
+
+    Returns the topics per factor, the records of factor 1 and their bytes. Doubling
+    the records per partition (not the partitions) is what tests that memory is flat.
+    """
     from thalweg_bytewax.testing import produce
 
-    per_topic = PER_TOPIC[fmt]
+    per_topic = PER_TOPIC[fmt] // max(factors)  # the largest set must fit the retention
     n_topics = max(1, -(-records // per_topic))
     per_topic = records // n_topics
-    topics = [f"bench-e2e-{shape.name}-{fmt}-{stamp}-{i}" for i in range(n_topics * copies)]
+    topics: dict[int, list[str]] = {}
     total_bytes = 0
-    for t_i, topic in enumerate(topics):
-        recs = []
-        for i, order in enumerate(shape.orders(per_topic, seed=t_i)):
-            value = shape.encode(order, fmt)
-            total_bytes += len(value)
-            recs.append({"key": shape.key(order), "value": value, "partition": i % 4})
-        produce(bootstrap, topic, recs)
-    return topics, per_topic * n_topics, total_bytes // copies
+    for f in factors:
+        topics[f] = [f"bench-e2e-{shape.name}-{fmt}-{stamp}-x{f}-{i}" for i in range(n_topics)]
+        for t_i, topic in enumerate(topics[f]):
+            recs = []
+            for i, order in enumerate(shape.orders(per_topic * f, seed=t_i + 1000 * f)):
+                value = shape.encode(order, fmt)
+                if f == 1:
+                    total_bytes += len(value)
+                recs.append({"key": shape.key(order), "value": value, "partition": i % 4})
+            produce(bootstrap, topic, recs)
+    return topics, per_topic * n_topics, total_bytes
 
 
 def _run_child(args: list[str], name: str) -> dict[str, float]:
@@ -360,18 +367,17 @@ def _parser() -> argparse.ArgumentParser:
 def _measure(
     bootstrap: str, shape: Shape, fmt: str, kinds: list[str], args: argparse.Namespace, stamp: int
 ) -> dict[str, dict[str, float]]:
-    copies = 2 if args.double else 1
+    factors = (1, 2) if args.double else (1,)
     t0 = time.perf_counter()
-    topics, total, nbytes = _produce(bootstrap, shape, fmt, args.records, stamp, copies)
-    check_retention(bootstrap, topics)
+    topics, total, nbytes = _produce(bootstrap, shape, fmt, args.records, stamp, factors)
+    check_retention(bootstrap, [t for ts in topics.values() for t in ts])
     print(
-        f"produced {total * copies:,} {shape.name} {fmt} records ({nbytes * copies / 1e6:.1f} MB)"
-        f" to {len(topics)} topics x 4 partitions in {time.perf_counter() - t0:.1f} s",
+        f"produced {total * sum(factors):,} {shape.name} {fmt} records"
+        f" ({nbytes * sum(factors) / 1e6:.1f} MB) to {len(topics[1])} topics x 4 partitions"
+        f" per size in {time.perf_counter() - t0:.1f} s",
         flush=True,
     )
-    sizes = [(1, topics[: len(topics) // copies], total)]
-    if args.double:
-        sizes.append((2, topics, total * 2))
+    sizes = [(f, topics[f], total * f) for f in factors]
     runs: dict[tuple[str, int], list[dict[str, float]]] = {}
     for _ in range(args.repeat):  # alternate the variants so load drifts hit all of them
         for kind in kinds:
