@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -127,17 +128,56 @@ def test_init_writes_a_starter_that_validates(
     assert run(capsys, "config", "validate", str(path), "--model", MODEL)[0] == 0
 
 
-def test_init_for_the_orders_flow_by_default(
+def test_init_writes_a_pipeline_starter_by_default(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
     for name in [n for n in os.environ if n.startswith("THALWEG_")]:
         monkeypatch.delenv(name)
-    code, _, _ = run(capsys, "init")
-    assert code == 0
+    code, out, _ = run(capsys, "init")
+    assert code == 0 and "python -m bytewax.run flows.pipeline" in out
     text = (tmp_path / "pipeline.toml").read_text()
-    assert "`flows.orders`" in text and "# topic = \"orders\"" in text
+    assert "`pipeline`" in text and "[source]" in text and '# kind = "sample"' in text
+    # The tables of many are there as commented examples, keys as the file spells them.
+    assert "# [[sql.nodes]]" in text and "# [[windows]]" in text and "# [sinks.<name>]" in text
+    assert '# from = ""  # required' in text
     code, out, _ = run(capsys, "config", "validate", "pipeline.toml")
+    assert code == 0 and "valid `pipeline` settings" in out
+
+    from thalweg_bytewax.pipeline import PipelineConfig
+
+    assert PipelineConfig.load("pipeline.toml", env={}) == PipelineConfig.load(env={})
+
+
+def test_an_uncommented_sink_example_loads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert run(capsys, "init")[0] == 0
+    text = (tmp_path / "pipeline.toml").read_text()
+    head, block = text.split("# [sinks.<name>]")
+    keys = [
+        line[2:].removesuffix("  # required")
+        for line in block.splitlines()
+        if re.match(r"# [a-z_]+ = ", line) and "(unset by default)" not in line
+    ]
+    (tmp_path / "p.toml").write_text(head + "[sinks.lane]\n" + "\n".join(keys) + "\n")
+    extra = ["--set", "sinks.lane.from=clean", "--set", "sinks.lane.path=lane"]
+    code, out, err = run(capsys, "config", "validate", "p.toml", *extra)
+    assert code == 0, err
+    assert 'kind = "parquet"' in keys
+
+
+def test_orders_settings_files_still_validate_as_orders_settings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in [n for n in os.environ if n.startswith("THALWEG_")]:
+        monkeypatch.delenv(name)
+    code, _, _ = run(capsys, "init", "orders.toml", "--model", "flows.orders:OrdersSettings")
+    assert code == 0
+    assert '# topic = "orders"' in (tmp_path / "orders.toml").read_text()
+    code, out, _ = run(capsys, "config", "validate", "orders.toml")
     assert code == 0 and "valid `flows.orders` settings" in out
 
 

@@ -11,6 +11,7 @@ import argparse
 import importlib
 import json
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +22,12 @@ from thalweg_bytewax.config._load import load_config, secret_uses
 from thalweg_bytewax.config._render import render_starter, to_toml
 from thalweg_bytewax.errors import ConfigError
 
-__all__ = ["DEFAULT_MODEL", "add_commands"]
+__all__ = ["DEFAULT_MODEL", "PIPELINE_MODEL", "add_commands"]
 
 DEFAULT_MODEL = "flows.orders:OrdersSettings"
-"""The model the commands load when ``--model`` is not given: the orders flow's settings."""
+"""The model ``config`` loads without ``--model`` for a file that is not a pipeline's."""
+PIPELINE_MODEL = "thalweg_bytewax.pipeline:PipelineConfig"
+"""The model of a pipeline file (``flows.pipeline``, ``thalweg batch``), and ``init``'s."""
 STARTER_FILE = "pipeline.toml"
 """Where ``thalweg init`` writes when no path is given."""
 # `thalweg config secrets` exits with this when a reference cannot be resolved now
@@ -58,8 +61,21 @@ def _name(model: type[BaseModel]) -> str:
     return str(getattr(model, "component", model.__name__))
 
 
+def _is_pipeline(file: str | None) -> bool:
+    """Whether a TOML file is a pipeline configuration (it has a pipeline-only section)."""
+    if not file or not Path(file).is_file():
+        return False
+    try:
+        data = tomllib.loads(Path(file).read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return False  # the load that follows names the problem
+    pipeline_only = {"source", "codec", "dedup", "sql", "windows", "sinks", "dlq", "audit"}
+    return bool(pipeline_only & set(data)) or isinstance(data.get("contract"), dict)
+
+
 def _load(args: argparse.Namespace) -> tuple[type[BaseModel], BaseModel]:
-    model = _model(args.model)
+    spec = args.model or (PIPELINE_MODEL if _is_pipeline(args.file) else DEFAULT_MODEL)
+    model = _model(spec)
     return model, load_config(model, file=args.file, overrides=args.set)
 
 
@@ -125,15 +141,23 @@ def _secrets(args: argparse.Namespace) -> int:
 
 
 def _init(args: argparse.Namespace) -> int:
-    model = _model(args.model)
+    spec = args.model or PIPELINE_MODEL
+    model = _model(spec)
     path = Path(args.path)
     if path.exists() and not args.force:
         msg = f"init: `{path}` already exists; pass `--force` to overwrite it, or name another"
         raise ConfigError(msg)
-    path.write_text(render_starter(model, title=f"`{_name(model)}` ({args.model})"))
+    path.write_text(render_starter(model, title=f"`{_name(model)}` ({spec})"))
+    flag = "" if spec in (PIPELINE_MODEL, DEFAULT_MODEL) else f" --model {spec}"
+    run = (
+        f"; run it with `THALWEG_CONFIG={path} python -m bytewax.run flows.pipeline` or "
+        f"`thalweg batch {path} --files ...`"
+        if spec == PIPELINE_MODEL
+        else ""
+    )
     _out(
         f"wrote `{path}`: every `{_name(model)}` setting, commented, with its default; "
-        f"check it with `thalweg config validate {path}`"
+        f"check it with `thalweg config validate {path}{flag}`{run}"
     )
     return 0
 
@@ -151,10 +175,14 @@ def _common(p: argparse.ArgumentParser, *, with_file: bool = True) -> None:
             help="override a key, e.g. --set sinks.postgres.port=5433 (repeatable; wins "
             "over the file and the environment)",
         )
+    default = (
+        PIPELINE_MODEL
+        if not with_file
+        else f"{PIPELINE_MODEL} for a pipeline file (one with a [source], [sinks], ... "
+        f"table), else {DEFAULT_MODEL}"
+    )
     p.add_argument(
-        "--model",
-        default=DEFAULT_MODEL,
-        help=f"the config model as MODULE:CLASS (default: {DEFAULT_MODEL})",
+        "--model", default=None, help=f"the config model as MODULE:CLASS (default: {default})"
     )
 
 
@@ -192,7 +220,9 @@ def add_commands(sub: Any) -> None:
         "init",
         help="write a commented starter config",
         description="Write a commented starter TOML: every setting of the model with its "
-        "description, type, environment variable and default.",
+        "description, type, environment variable and default; by default a pipeline "
+        "configuration (source, codec, contract, SQL nodes, windows, sinks) for "
+        "`python -m bytewax.run flows.pipeline` and `thalweg batch`.",
     )
     init.add_argument("path", nargs="?", default=STARTER_FILE, help=f"default: {STARTER_FILE}")
     init.add_argument("--force", action="store_true", help="overwrite an existing file")

@@ -103,13 +103,27 @@ def _default(info: FieldInfo) -> tuple[bool, Any]:
 
 def _fields(model: type[BaseModel]) -> Iterator[tuple[str, FieldInfo, type[BaseModel] | None]]:
     for name, info in model.model_fields.items():
-        yield name, info, submodel(info.annotation)
+        # A key is written as the file spells it: its alias (`from`) where it has one.
+        yield info.alias or name, info, submodel(info.annotation)
+
+
+def _collection(annotation: Any) -> tuple[str, type[BaseModel]] | None:
+    """``("list", M)`` for ``list[M]``, ``("dict", M)`` for ``dict[str, M]``, else None."""
+    args = typing.get_args(annotation)
+    origin = typing.get_origin(annotation)
+    if origin is list and args and (item := submodel(args[0])) is not None:
+        return "list", item
+    if origin is dict and len(args) == 2 and (item := submodel(args[1])) is not None:  # noqa: PLR2004
+        return "dict", item
+    return None
 
 
 def _example(info: FieldInfo, path: tuple[str, ...]) -> str:
     """A placeholder for a key with no default, of a shape its type takes."""
     if _mentions(info.annotation, SecretRef):
         return json.dumps(f"${{env:{'_'.join(path).upper()}}}")
+    if typing.get_origin(info.annotation) is typing.Literal:
+        return json.dumps(typing.get_args(info.annotation)[0])
     name = _type_name(info.annotation)
     if name.startswith(("list", "tuple", "set")):
         return "[]"
@@ -151,17 +165,24 @@ def render_starter(model: type[BaseModel], *, title: str) -> str:
         "# `thalweg config show FILE`.",
     ]
 
-    def _block(node: type[BaseModel], prefix: tuple[str, ...], hash_: str) -> None:
+    def _block(
+        node: type[BaseModel], prefix: tuple[str, ...], hash_: str, *, env: bool = True
+    ) -> None:
         tables = []
+        collections: list[tuple[str, FieldInfo, str, type[BaseModel]]] = []
         for name, info, sub in _fields(node):
             path = (*prefix, name)
             if sub is not None:
                 tables.append((name, info, sub))
                 continue
+            if (kind := _collection(info.annotation)) is not None:
+                collections.append((name, info, kind[0], kind[1]))
+                continue
             out.append("")
             if text := _describe(info):
                 out.append(f"# {text}")
-            out.append(f"# type: {_type_name(info.annotation)}; environment: {env_name(path)}")
+            where = f"; environment: {env_name(path)}" if env else ""
+            out.append(f"# type: {_type_name(info.annotation)}{where}")
             has, value = _default(info)
             if not has:
                 out.append(f"{hash_}{_toml_key(name)} = {_example(info, path)}  # required")
@@ -177,7 +198,16 @@ def render_starter(model: type[BaseModel], *, title: str) -> str:
             out.extend(["", f"{inner}[" + ".".join(path) + "]"])
             if text := _describe(info):
                 out.append(f"# {text}" + (" (unset by default)" if optional else ""))
-            _block(sub, path, inner)
+            _block(sub, path, inner, env=env)
+        # Tables of many (`[[windows]]`, `[sinks.<name>]`): one commented example each,
+        # with every key of an item; none by default.
+        for name, info, shape, item in collections:
+            dotted = ".".join((*prefix, name))
+            header = f"[[{dotted}]]" if shape == "list" else f"[{dotted}.<name>]"
+            out.extend(["", f"# {header}"])
+            if text := _describe(info):
+                out.append(f"# {text} (none by default; repeat the table for each)")
+            _block(item, (*prefix, name, "NAME"), "# ", env=env and shape == "dict")
 
     _block(model, (), "")
     return "\n".join(out) + "\n"
