@@ -71,35 +71,39 @@ def test_two_processes_run_as_written_and_land_every_record_once(tmp_path: Path)
     venv_bin = str(Path(sys.executable).parent)
     env = {k: v for k, v in os.environ.items() if not k.startswith("THALWEG_")}
     env["PATH"] = venv_bin + os.pathsep + env.get("PATH", "")
-    proc = subprocess.Popen(
-        ["bash", "-c", script],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        out, err = proc.communicate(timeout=240)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        raise AssertionError(("timed out", out[-3000:], err[-3000:])) from None
-    finally:
+    # Output to files, not pipes: a background process left behind by a failed step
+    # would hold a pipe open, and the test would wait for it instead of failing.
+    work, logs = tmp_path / "work", tmp_path / "logs"
+    work.mkdir()
+    logs.mkdir()
+    with (logs / "out").open("w") as stdout, (logs / "err").open("w") as stderr:
+        proc = subprocess.Popen(
+            ["bash", "-c", script],
+            cwd=work,
+            env=env,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+        )
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
+            proc.wait(timeout=240)
+        except subprocess.TimeoutExpired:
             pass
-        proc.wait()
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+    out, err = (logs / "out").read_text(), (logs / "err").read_text()
     assert proc.returncode == 0, (out[-3000:], err[-3000:])
     assert "produced 10,000 sample orders" in out
     assert "total: 10,000 records" in out
-    stats = lane_stats(tmp_path / "lake" / "raw")
+    stats = lane_stats(work / "lake" / "raw")
     assert sorted(stats.column("partition").to_pylist()) == [0, 1, 2, 3], stats
     # Each partition's offsets are contiguous from 0, and no record is held twice.
     assert stats.column("first_offset").to_pylist() == [0, 0, 0, 0], stats
     assert stats.column("missing_offsets").to_pylist() == [0, 0, 0, 0], stats
     assert sum(stats.column("records").to_pylist()) == 10_000, stats
-    rows = read_lane(tmp_path / "lake" / "raw", ["_twg_source_partition", "_twg_source_offset"])
+    rows = read_lane(work / "lake" / "raw", ["_twg_source_partition", "_twg_source_offset"])
     assert len(set(zip(*rows.to_pydict().values(), strict=True))) == 10_000
