@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pyarrow as pa
@@ -91,3 +95,57 @@ def test_a_sink_reading_an_unknown_stream_is_refused():
     extra = ["sinks.x.kind=parquet", "sinks.x.from=nowhere", "sinks.x.path=lane"]
     with pytest.raises(ConfigError, match="`x`.*nowhere"):
         PipelineConfig.load(ORDERS_TOML, env={}, overrides=extra)
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("THALWEG_")}
+    return {**env, **extra}
+
+
+def test_python_m_bytewax_run_flows_pipeline_runs_the_file(tmp_path):
+    env = _env(
+        THALWEG_CONFIG=str(ORDERS_TOML),
+        THALWEG_DATA_DIR=str(tmp_path / "data"),
+        THALWEG_SOURCE__COUNT="800",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "bytewax.run", "flows.pipeline"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "orders" in done.stdout and "sales.orders" in done.stdout, done.stdout
+    assert read_lane(tmp_path / "data" / "raw").num_rows == 800
+
+
+def test_importing_flows_pipeline_for_kafka_starts_nothing_and_connects_nowhere(tmp_path):
+    code = textwrap.dedent(
+        """
+        import socket, threading, time
+        def refuse(*a, **k):
+            raise AssertionError("network at import")
+        socket.socket.connect = refuse
+        import flows.pipeline
+        # The SQL time bound's watchdog (armed while the contract's rules are checked)
+        # is the one thread allowed, and only while it lingers: ~0.5 s once idle.
+        extra = {t.name for t in threading.enumerate() if t is not threading.main_thread()}
+        assert extra <= {"thalweg-sql-watchdog"}, extra
+        deadline = time.monotonic() + 5
+        while threading.active_count() > 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert threading.active_count() == 1, threading.enumerate()
+        print(flows.pipeline.flow.flow_id)
+        """
+    )
+    env = _env(
+        THALWEG_CONFIG=str(ORDERS_TOML),
+        THALWEG_DATA_DIR=str(tmp_path),
+        THALWEG_SOURCE__KIND="kafka",
+        THALWEG_SOURCE__BOOTSTRAP_SERVERS="127.0.0.1:1",
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True,
+        timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "orders"
+    assert not any(tmp_path.iterdir()), "import wrote to the data directory"
