@@ -141,3 +141,54 @@ def test_a_stamped_context_is_read_back_exactly() -> None:
         TraceFlags(1),
         True,
     )
+
+
+_HEX = "0123456789abcdef"
+
+
+@st.composite
+def traceparents(draw: st.DrawFn) -> bytes:
+    """Valid and near-valid W3C traceparent values (and some noise)."""
+
+    def field(n: int) -> str:
+        kind = draw(st.sampled_from(["hex", "zero", "upper", "short", "junk"]))
+        if kind == "zero":
+            return "0" * n
+        if kind == "upper":
+            return draw(st.text("0123456789ABCDEF", min_size=n, max_size=n))
+        if kind == "short":
+            return draw(st.text(_HEX, min_size=0, max_size=n - 1))
+        if kind == "junk":
+            return draw(st.text(min_size=n, max_size=n))
+        return draw(st.text(_HEX, min_size=n, max_size=n))
+
+    version = draw(st.sampled_from(["00", "01", "ff", "cc", None]))
+    parts = [
+        version if version is not None else field(2),
+        draw(st.one_of(st.text(_HEX, min_size=32, max_size=32), st.builds(field, st.just(32)))),
+        draw(st.one_of(st.text(_HEX, min_size=16, max_size=16), st.builds(field, st.just(16)))),
+        draw(st.sampled_from(["01", "00", "ff", "0x"])),
+    ]
+    value = "-".join(parts)
+    value = draw(st.sampled_from(["", " ", "\t "])) + value
+    value += draw(st.sampled_from(["", " ", "-x", "-" + "a" * 600, "\n", "-é", "é"]))
+    return value.encode()
+
+
+@given(value=traceparents())
+def test_parse_traceparent_agrees_with_the_propagator(value: bytes) -> None:
+    from thalweg_bytewax.observability import extract_headers
+    from thalweg_bytewax.observability.headers import parse_traceparent
+
+    want = trace.get_current_span(extract_headers([("traceparent", value)])).get_span_context()
+    got = parse_traceparent(value)
+    if not want.is_valid:
+        assert got is None
+    else:
+        assert got is not None
+        assert (got.trace_id, got.span_id, got.trace_flags, got.is_remote) == (
+            want.trace_id,
+            want.span_id,
+            want.trace_flags,
+            want.is_remote,
+        )

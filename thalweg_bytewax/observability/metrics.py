@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.metrics import CallbackOptions, Observation
-from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader
 
 from . import instruments as spec
@@ -104,7 +104,11 @@ class Metrics:
         self._local = threading.local()
         self._step_attrs: dict[str, dict[str, Any]] = {}
         self.window = ThroughputWindow()
-        self.provider = MeterProvider(metric_readers=list(readers))
+        # No exemplars: no batch span is current when a histogram records (so the
+        # trace-based default would never keep one), and the filter is asked per record.
+        self.provider = MeterProvider(
+            metric_readers=list(readers), exemplar_filter=AlwaysOffExemplarFilter()
+        )
         meter = self.provider.get_meter("thalweg_bytewax")
 
         def observable(s: spec.InstrumentSpec, read: Callable[[], Iterable[Observation]]) -> None:

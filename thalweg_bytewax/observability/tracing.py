@@ -38,7 +38,6 @@ from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace.sampling import (
@@ -64,7 +63,7 @@ from .headers import (
     TRACEPARENT_HEADER,
     KafkaHeadersGetter,
     KafkaHeadersSetter,
-    extract_headers,
+    record_contexts,
 )
 
 __all__ = [
@@ -271,35 +270,6 @@ def without_trace(batch: pa.RecordBatch) -> pa.RecordBatch:
     return batch.replace_schema_metadata(rest or None)
 
 
-def _record_contexts(headers: pa.Array) -> Iterator[Context]:
-    """The distinct trace contexts of the records of a headers column, in row order.
-
-    Columnar: the flattened header keys are compared at once; only the matching values
-    are turned into Python objects, and each context is parsed when it is asked for (a
-    caller that stops after the first parses one).
-    """
-    if isinstance(headers, pa.ChunkedArray):
-        headers = headers.combine_chunks()
-    if len(headers) == 0 or headers.null_count == len(headers):
-        return
-    flat = pc.list_flatten(headers)
-    if len(flat) == 0:
-        return
-    hits = pc.indices_nonzero(pc.fill_null(pc.equal(flat.field("key"), TRACEPARENT_HEADER), False))
-    if len(hits) == 0:
-        return
-    # Duplicates are common (one producer span per batch upstream): look a bit further.
-    values = flat.field("value").take(hits.slice(0, 16 * (MAX_LINKS + 1)))
-    seen: set[bytes] = set()
-    for v in values.to_pylist():
-        if v is None or v in seen:
-            continue
-        seen.add(v)
-        ctx = extract_headers([(TRACEPARENT_HEADER, v)])
-        if trace.get_current_span(ctx).get_span_context().is_valid:
-            yield ctx
-
-
 def receive_span(
     batch: pa.RecordBatch,
     headers: pa.Array,
@@ -320,7 +290,7 @@ def receive_span(
     if _tracer is None:
         return batch
     name = f"receive {topic}"
-    contexts = _record_contexts(headers)
+    contexts = record_contexts(headers, scan=16 * (MAX_LINKS + 1))
     parent = next(contexts, None)
     if _drops(parent, name):
         return batch if parent is None else _stamp_context(batch, parent)
