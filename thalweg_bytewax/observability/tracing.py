@@ -90,7 +90,7 @@ TRACESTATE_KEY = b"thalweg.tracestate"
 """The schema metadata key carrying a batch's W3C ``tracestate``, when it has one."""
 MAX_LINKS = 16
 """Most records' contexts a batch span links to (beyond its parent): bounded per batch."""
-CONTEXT_CACHE_SIZE = 1024
+CONTEXT_CACHE_SIZE = 256
 """Most batch-metadata trace contexts kept parsed (cleared whole when full)."""
 
 _W3C = TraceContextTextMapPropagator()
