@@ -298,9 +298,13 @@ class _KafkaSinkPartition(EpochSinkPartition):
         try:
             self._reader.close()
         finally:
-            # Nothing is flushed here: close() must never publish (see the base).
-            self._producer.purge(in_queue=True, in_flight=False)
+            # Nothing is flushed here: close() must never publish (see the base). Queued
+            # and in-flight records are purged (those already sent may still land and are
+            # found by the reconciliation on resume), then the client is closed so that
+            # its threads stop reconnecting to brokers that are gone.
+            self._producer.purge(in_queue=True, in_flight=True)
             self._producer.poll(0)
+            self._producer.close()
 
     def _check_source_partition(self, key: str, partition: int) -> None:
         if partition not in self._partitions:
