@@ -19,6 +19,30 @@ SINKS = ("parquet", "iceberg", "postgres")
 """Every sink the suite runs (Parquet lane, Iceberg table, PostgreSQL table)."""
 
 
+TARGETS: dict[str, type[SinkTarget]] = {
+    "parquet": ParquetTarget,
+    "iceberg": IcebergTarget,
+    "postgres": PostgresTarget,
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Run a case marked ``capability(name)`` only on the sinks that have it by design."""
+    kept: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        marker = item.get_closest_marker("capability")
+        callspec = getattr(item, "callspec", None)
+        sink = callspec.params.get("table_sink") if callspec is not None else None
+        if marker is not None and sink is not None and not getattr(TARGETS[sink], marker.args[0]):
+            dropped.append(item)
+        else:
+            kept.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
 def build_target(name: str, request: pytest.FixtureRequest, root: Path) -> SinkTarget:
     """A fresh target of sink ``name`` (starts PostgreSQL only for ``postgres``)."""
     if name == "parquet":

@@ -1,8 +1,8 @@
 """What a user relies on from every table sink, proved on Parquet, Iceberg and PostgreSQL.
 
 Each case runs on every :class:`~tests.sinks.targets.SinkTarget` (``table_sink``); a case
-a sink cannot meet by design is skipped naming the capability (the Parquet lane has no
-column comments, write-boundary conversions or identifier rules). Partitions are driven
+marked ``capability("...")`` runs only on the sinks that have it by design (the Parquet
+lane has no write-boundary conversions or identifier rules), so none is skipped. Partitions are driven
 as Bytewax would: ``write_batch`` during an epoch, ``snapshot`` at its close, a new
 partition on restart. Replays after a SIGKILL are in ``test_crash.py``.
 """
@@ -19,11 +19,6 @@ from thalweg_bytewax.errors import ConfigError, SinkTerminalError, ThalwegError
 
 def ids_of(*batches: pa.RecordBatch) -> list[bytes]:
     return sorted(rid for b in batches for rid in b.column(C.record_id).to_pylist())
-
-
-def require(target: SinkTarget, capability: str) -> None:
-    if not getattr(target, capability):
-        pytest.skip(f"{target.name} sink: no `{capability}` capability by design")
 
 
 def test_duplicate_batches_after_a_restart_land_once(table_sink: SinkTarget) -> None:
@@ -66,8 +61,8 @@ def test_a_replay_of_other_records_at_held_offsets_is_refused(table_sink: SinkTa
     assert table_sink.record_ids() == ids_of(orders(0, range(5)))
 
 
+@pytest.mark.capability("evolves")
 def test_a_new_field_mid_stream_becomes_a_column_with_its_comment(table_sink: SinkTarget) -> None:
-    require(table_sink, "evolves")
     p = table_sink.part(table_sink.make(comments={"coupon": "Discount code used at checkout"}))
     p.write_batch([orders(0, [0, 1])])
     p.snapshot()
@@ -84,10 +79,10 @@ def test_a_new_field_mid_stream_becomes_a_column_with_its_comment(table_sink: Si
     assert sorted(got.column(C.record_id).to_pylist()) == ids_of(orders(0, [0, 1]), later)
 
 
+@pytest.mark.capability("evolves")
 def test_an_incompatible_change_is_refused_naming_table_column_and_types(
     table_sink: SinkTarget,
 ) -> None:
-    require(table_sink, "evolves")
     p = table_sink.part(table_sink.make())
     p.write_batch([orders(0, [0])])
     p.snapshot()
@@ -108,10 +103,10 @@ def test_an_incompatible_change_is_refused_naming_table_column_and_types(
     assert table_sink.record_ids() == ids_of(orders(0, [0]))
 
 
+@pytest.mark.capability("checks_types")
 def test_a_type_mismatch_at_the_write_boundary_is_refused_never_a_silent_null(
     table_sink: SinkTarget,
 ) -> None:
-    require(table_sink, "checks_types")
     p = table_sink.part(table_sink.make())
     p.write_batch([orders(0, [0])])
     p.snapshot()
@@ -131,11 +126,11 @@ HOSTILE = ['"; DROP TABLE x; --', 'weird"col', "größe_ü", "a" * 63]
 """Column names that need quoting (or a strict refusal); the last is 63 bytes, the limit."""
 
 
+@pytest.mark.capability("identifiers")
 @pytest.mark.parametrize("name", HOSTILE[:3])
 def test_hostile_identifiers_are_refused_in_strict_mode_before_anything_is_created(
     table_sink: SinkTarget, name: str
 ) -> None:
-    require(table_sink, "identifiers")
     fresh = table_sink.committed()
     p = table_sink.part(table_sink.make())
     with pytest.raises(ConfigError, match=r"identifiers=\"relaxed\"") as refused:
@@ -145,8 +140,8 @@ def test_hostile_identifiers_are_refused_in_strict_mode_before_anything_is_creat
     assert table_sink.columns() == {}
 
 
+@pytest.mark.capability("identifiers")
 def test_hostile_identifiers_are_quoted_in_relaxed_mode(table_sink: SinkTarget) -> None:
-    require(table_sink, "identifiers")
     extra = {name: pa.array([i, i + 10], pa.int64()) for i, name in enumerate(HOSTILE)}
     p = table_sink.part(table_sink.make(identifiers="relaxed"))
     p.write_batch([orders(0, [0, 1], extra=extra)])
@@ -158,9 +153,9 @@ def test_hostile_identifiers_are_quoted_in_relaxed_mode(table_sink: SinkTarget) 
     assert table_sink.record_ids() == ids_of(orders(0, [0, 1]))
 
 
+@pytest.mark.capability("identifiers")
 @pytest.mark.parametrize("mode", ["strict", "relaxed"])
 def test_names_over_63_bytes_are_refused_in_both_modes(table_sink: SinkTarget, mode: str) -> None:
-    require(table_sink, "identifiers")
     p = table_sink.part(table_sink.make(identifiers=mode))
     # PostgreSQL truncates longer names silently, so two of them could collide.
     for name in ("a" * 64, "ü" * 32):  # 64 bytes, in ASCII and in two-byte UTF-8
