@@ -37,16 +37,16 @@ import threading
 import pyarrow as pa
 import pyarrow.fs as pafs
 from bytewax.inputs import FixedPartitionedSource
-from bytewax.outputs import FixedPartitionedSink
 from typing_extensions import override
 
 from thalweg_bytewax._redact import redact_url
-from thalweg_bytewax.coverage_store import CoverageStore, open_coverage_store
+from thalweg_bytewax.coverage_store import CoverageStore
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataColumns
 from thalweg_bytewax.record import KeyedBatch
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
-from thalweg_bytewax.runtime.parts import decode_part, encode_part, stable_route
+from thalweg_bytewax.runtime.parts import decode_part, encode_part
+from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink, coverage_store_option
 
 from ._arrow_ipc_sink import SUFFIXES, ArrowIPCSinkStats, _ArrowIPCPartition
 from ._arrow_ipc_source import FileWatch, IPCFilePartition, IPCFiles, split_glob
@@ -81,7 +81,7 @@ def _check_filesystem(component: str, filesystem: object) -> None:
         raise ConfigError(msg)
 
 
-class ArrowIPCSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
+class ArrowIPCSink(ShardedEpochSink[_ArrowIPCPartition]):
     """Write keyed batches with locator columns as a directory of Arrow IPC files.
 
     Source topic-partitions are the unit of parallelism: each gets its own file per
@@ -156,9 +156,7 @@ class ArrowIPCSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
         self.compression = _COMPRESSION[key.lower()]
         self.max_file_rows = _positive_int(where, "max_file_rows", max_file_rows)
         self.columns = MetadataColumns(metadata_prefix)
-        self.coverage_store = (
-            open_coverage_store(coverage_store) if coverage_store is not None else None
-        )
+        self.coverage_store = coverage_store_option(coverage_store)
         self._checked = False
         self._claimed: set[str] = set()
         self._stale_staging: list[str] | None = None
@@ -174,17 +172,12 @@ class ArrowIPCSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
     @override
     def list_parts(self) -> list[str]:
         self._store()  # a bad path fails at build time, before data moves
-        return [f"shard-{i:03d}" for i in range(self.shards)]
+        return super().list_parts()
 
     @override
-    def part_fn(self, item_key: str) -> int:
-        return stable_route(item_key, self.shards)
-
-    @override
-    def build_part(
-        self, step_id: str, for_part: str, resume_state: EpochSinkState | None
+    def build_shard(
+        self, step_id: str, shard: int, resume_state: EpochSinkState | None
     ) -> _ArrowIPCPartition:
-        shard = int(for_part.rpartition("-")[2])
         with self._lock:  # workers of one process build their shards concurrently
             store = self._store()
             if step_id not in self._claimed:
@@ -202,10 +195,7 @@ class ArrowIPCSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
                 len(mine),
                 shard,
             )
-        part = _ArrowIPCPartition(self, store, resume_state, shard)
-        if self.coverage_store is not None:
-            part.record_coverage_to(self.coverage_store, step_id)
-        return part
+        return _ArrowIPCPartition(self, store, resume_state, shard)
 
 
 class ArrowIPCSource(FixedPartitionedSource[KeyedBatch, int]):

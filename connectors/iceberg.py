@@ -20,13 +20,11 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-import pyarrow as pa
-from bytewax.outputs import FixedPartitionedSink
 from typing_extensions import override
 
 from thalweg_bytewax._deps import require
 from thalweg_bytewax.catalog.iceberg import PartitionField, parse_partition_spec
-from thalweg_bytewax.coverage_store import CoverageStore, open_coverage_store
+from thalweg_bytewax.coverage_store import CoverageStore
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import DEFAULT_PREFIX, metadata_columns
 from thalweg_bytewax.runtime.epoch_sink import (
@@ -35,7 +33,7 @@ from thalweg_bytewax.runtime.epoch_sink import (
     check_locator_mode,
     unlocated_guarantee,
 )
-from thalweg_bytewax.runtime.parts import stable_route
+from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink, coverage_store_option
 from thalweg_bytewax.typemap import IdentifierMode, validate_identifier
 
 from ._iceberg_config import IcebergCatalogConfig
@@ -69,7 +67,7 @@ DEFAULT_TARGET_FILE_BYTES = 64 * 1024 * 1024
 DEFAULT_COMMIT_RETRIES = 8
 
 
-class IcebergSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
+class IcebergSink(ShardedEpochSink[_IcebergPartition]):
     """Write keyed batches into one Iceberg table, one commit per epoch per shard.
 
     Source topic-partitions are the unit of ownership; ``shards`` sink partitions (one
@@ -203,9 +201,7 @@ class IcebergSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
         self.target_file_bytes = target_file_bytes
         self.commit_retries = commit_retries
         self.columns = metadata_columns(metadata_prefix, "iceberg sink")
-        self.coverage_store = (
-            open_coverage_store(coverage_store) if coverage_store is not None else None
-        )
+        self.coverage_store = coverage_store_option(coverage_store)
         self._announced = False
 
     def __repr__(self) -> str:
@@ -215,19 +211,14 @@ class IcebergSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
         )
 
     @override
-    def list_parts(self) -> list[str]:
-        return [f"shard-{i:03d}" for i in range(self.shards)]
+    def coverage_sink_id(self, step_id: str) -> str:
+        return self.sink_id or step_id
 
     @override
-    def part_fn(self, item_key: str) -> int:
-        return stable_route(item_key, self.shards)
-
-    @override
-    def build_part(
-        self, step_id: str, for_part: str, resume_state: EpochSinkState | None
+    def build_shard(
+        self, step_id: str, shard: int, resume_state: EpochSinkState | None
     ) -> _IcebergPartition:
-        shard = int(for_part.rpartition("-")[2])
-        sink_id = self.sink_id or step_id
+        sink_id = self.coverage_sink_id(step_id)
         if not self._announced:
             self._announced = True
             if self.locators == "absent":
@@ -246,10 +237,7 @@ class IcebergSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
                     COVERAGE_PREFIX,
                     sink_id,
                 )
-        part = _IcebergPartition(self, sink_id, resume_state, shard)
-        if self.coverage_store is not None:
-            part.record_coverage_to(self.coverage_store, sink_id)
-        return part
+        return _IcebergPartition(self, sink_id, resume_state, shard)
 
 
 def _check_table(table: object) -> str:

@@ -20,16 +20,14 @@ import logging
 import os
 from typing import ClassVar
 
-import pyarrow as pa
 import pyarrow.fs as pafs
-from bytewax.outputs import FixedPartitionedSink
 from typing_extensions import override
 
-from thalweg_bytewax.coverage_store import CoverageStore, open_coverage_store
+from thalweg_bytewax.coverage_store import CoverageStore
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataColumns
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
-from thalweg_bytewax.runtime.parts import stable_route
+from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink, coverage_store_option
 
 from ._lane_store import (
     LaneStore,
@@ -54,7 +52,7 @@ DEFAULT_MAX_FILE_ROWS = 4 * 1024 * 1024
 _CODECS = frozenset({"none", "snappy", "gzip", "brotli", "lz4", "lz4_raw", "zstd"})
 
 
-class ParquetSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
+class ParquetSink(ShardedEpochSink[_ParquetPartition]):
     """Write keyed RawBatches (or any batches with locator columns) as a Parquet lane.
 
     Source topic-partitions are the unit of parallelism: each gets its own file stream,
@@ -161,9 +159,7 @@ class ParquetSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
         self.max_file_rows = max_file_rows
         self.columns = MetadataColumns(metadata_prefix)
         self.allow_widening = allow_widening
-        self.coverage_store = (
-            open_coverage_store(coverage_store) if coverage_store is not None else None
-        )
+        self.coverage_store = coverage_store_option(coverage_store)
         self._checked = False
         self._claimed: set[str] = set()
         self._stale_staging: list[str] | None = None
@@ -179,26 +175,18 @@ class ParquetSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
     def list_parts(self) -> list[str]:
         # Probe the lane path at build time, so a bad path fails before data moves.
         self._store()
-        return [f"shard-{i:03d}" for i in range(self.shards)]
+        return super().list_parts()
 
     @override
-    def part_fn(self, item_key: str) -> int:
-        return stable_route(item_key, self.shards)
-
-    @override
-    def build_part(
-        self, step_id: str, for_part: str, resume_state: EpochSinkState | None
+    def build_shard(
+        self, step_id: str, shard: int, resume_state: EpochSinkState | None
     ) -> _ParquetPartition:
         store = self._store()
         if step_id not in self._claimed:
             store.claim(step_id)
             self._claimed.add(step_id)
-        shard = int(for_part.rpartition("-")[2])
         self._remove_stale_staging(store, shard)
-        part = _ParquetPartition(self, store, resume_state, shard)
-        if self.coverage_store is not None:
-            part.record_coverage_to(self.coverage_store, step_id)
-        return part
+        return _ParquetPartition(self, store, resume_state, shard)
 
     def _remove_stale_staging(self, store: LaneStore, shard: int) -> None:
         """Delete the staging files an earlier run of ``shard`` left anywhere in the lane.

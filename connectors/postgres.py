@@ -24,7 +24,6 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 import pyarrow as pa
-from bytewax.outputs import FixedPartitionedSink
 from typing_extensions import override
 
 from thalweg_bytewax import _deps
@@ -43,7 +42,7 @@ from thalweg_bytewax.runtime.epoch_sink import (
     check_locator_mode,
     unlocated_guarantee,
 )
-from thalweg_bytewax.runtime.parts import stable_route
+from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink
 from thalweg_bytewax.typemap import Conversion, IdentifierMode
 
 from . import _postgres_coverage as cov
@@ -62,7 +61,7 @@ WriteMode = Literal["append", "upsert"]
 _EMPTY: Mapping[str, Conversion] = MappingProxyType({})
 
 
-class PostgresSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
+class PostgresSink(ShardedEpochSink[_PostgresPartition]):
     """Write keyed Arrow batches into a PostgreSQL table, once per epoch, exactly once.
 
     Topic-partitions are the unit of parallelism. Exactly-once via coverage; replays
@@ -231,20 +230,12 @@ class PostgresSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
     # -- Bytewax ---------------------------------------------------------------------
 
     @override
-    def list_parts(self) -> list[str]:
-        return [f"shard-{i:03d}" for i in range(self.shards)]
-
-    @override
-    def part_fn(self, item_key: str) -> int:
-        return stable_route(item_key, self.shards)
-
-    @override
-    def build_part(
-        self, step_id: str, for_part: str, resume_state: EpochSinkState | None
+    def build_shard(
+        self, step_id: str, shard: int, resume_state: EpochSinkState | None
     ) -> _PostgresPartition:
         self._ensure_bookkeeping()
         self._announce()
-        part = _PostgresPartition(self, resume_state, int(for_part.rpartition("-")[2]))
+        part = _PostgresPartition(self, resume_state, shard)
         self.stats.append(part.stats)
         return part
 

@@ -21,14 +21,12 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
-import pyarrow as pa
-from bytewax.outputs import FixedPartitionedSink
 from typing_extensions import override
 
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import DEFAULT_PREFIX, metadata_columns
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
-from thalweg_bytewax.runtime.parts import stable_route
+from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink
 
 from ._config import BOOTSTRAP_SERVERS, GROUP_ID, LOG_LEVEL
 from ._sink_args import (
@@ -84,7 +82,7 @@ DEFAULT_QUEUE_MAX_MESSAGES = 100_000
 _MURMUR2 = "murmur2_random"
 
 
-class KafkaSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
+class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
     """Write keyed Arrow batches (or raw records) to a Kafka topic, each record exactly once.
 
     Source topic-partitions are the unit of parallelism: each is written by one sink
@@ -263,16 +261,7 @@ class KafkaSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
         return config
 
     @override
-    def list_parts(self) -> list[str]:
-        return [f"shard-{i:03d}" for i in range(self.shards)]
-
-    @override
-    def part_fn(self, item_key: str) -> int:
-        return stable_route(item_key, self.shards)
-
-    @override
-    def build_part(
-        self, step_id: str, for_part: str, resume_state: EpochSinkState | None
+    def build_shard(
+        self, step_id: str, shard: int, resume_state: EpochSinkState | None
     ) -> _KafkaSinkPartition:
-        shard = int(for_part.rpartition("-")[2])
         return _KafkaSinkPartition(self, step_id, resume_state, shard)

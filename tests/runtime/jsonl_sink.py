@@ -20,7 +20,6 @@ from pathlib import Path
 import bytewax.operators as op
 import pyarrow as pa
 from bytewax.dataflow import Dataflow
-from bytewax.outputs import FixedPartitionedSink
 from bytewax.recovery import RecoveryConfig
 from bytewax.testing import TestingSource, run_main
 from typing_extensions import override
@@ -30,12 +29,12 @@ from thalweg_bytewax.errors import SinkTerminalError, SinkTransientError
 from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataColumns
 from thalweg_bytewax.record import Locator, RawRecord, raw_batch_from_records
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState
-from thalweg_bytewax.runtime.parts import stable_route
+from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink
 
 FINAL = re.compile(r"^(\d+)-(\d+)\.jsonl$")
 
 
-class JsonlSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
+class JsonlSink(ShardedEpochSink["JsonlPartition"]):
     """JSON lines per source partition, published at each epoch's snapshot."""
 
     def __init__(self, root: str | os.PathLike[str], *, shards: int = 1) -> None:
@@ -47,18 +46,10 @@ class JsonlSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState]):
         self.built: list[JsonlPartition] = []
 
     @override
-    def list_parts(self) -> list[str]:
-        return [str(i) for i in range(self.shards)]
-
-    @override
-    def part_fn(self, item_key: str) -> int:
-        return stable_route(item_key, self.shards)
-
-    @override
-    def build_part(
-        self, step_id: str, for_part: str, resume_state: EpochSinkState | None
+    def build_shard(
+        self, step_id: str, shard: int, resume_state: EpochSinkState | None
     ) -> JsonlPartition:
-        part = JsonlPartition(self, int(for_part), resume_state)
+        part = JsonlPartition(self, shard, resume_state)
         self.built.append(part)
         return part
 
