@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -19,18 +18,15 @@ from confluent_kafka.schema_registry import Schema
 
 from thalweg_bytewax.codecs._avro_write import write_bodies
 from thalweg_bytewax.codecs._encode import (
+    RegistryEncoder,
     SchemaIdIn,
     SubjectStrategy,
-    check_schema_id_in,
-    check_subject_strategy,
-    frame_bodies,
     registered_schema,
     subject_name,
 )
-from thalweg_bytewax.codecs.base import EncodedValues, Framing, parse_framing
+from thalweg_bytewax.codecs.base import EncodedValues, Framing
 from thalweg_bytewax.errors import ConfigError, SchemaError
 from thalweg_bytewax.metadata import DEFAULT_PREFIX
-from thalweg_bytewax.registry import SchemaSource, schema_source
 
 __all__ = ["AvroEncoder"]
 
@@ -57,7 +53,7 @@ def _parse(text: str, where: str) -> Mapping[str, Any]:
     return parsed
 
 
-class AvroEncoder:
+class AvroEncoder(RegistryEncoder["_Bound"]):
     r"""Encode Arrow batches to Avro payloads, one per row, without a per-row loop.
 
     Every column is written at once (numpy and Arrow kernels); the result reads back
@@ -109,33 +105,30 @@ class AvroEncoder:
         metadata_prefix: str = DEFAULT_PREFIX,
         is_key: bool = False,
     ) -> None:
-        self._strategy = check_subject_strategy(subject_strategy, "avro")
-        self._id_in = check_schema_id_in(schema_id_in, "avro")
-        self._framing = parse_framing(framing, "avro")
-        self._subject = subject
-        self._auto = auto_register
-        self._is_key = is_key
-        self._prefix = metadata_prefix
+        super().__init__(
+            "avro",
+            subject=subject,
+            subject_strategy=subject_strategy,
+            schema_id_in=schema_id_in,
+            auto_register=auto_register,
+            framing=framing,
+            metadata_prefix=metadata_prefix,
+            is_key=is_key,
+        )
         self._text = schema if isinstance(schema, str) or schema is None else json.dumps(schema)
         self._parsed = None if self._text is None else _parse(self._text, "`schema`")
-        self._source: SchemaSource | None = None
         if self._framing is Framing.NONE:
             if self._parsed is None:
                 msg = "avro encoder: framing 'none' needs schema= (the writer schema of the bodies)"
                 raise ConfigError(msg)
         else:
-            if registry is None:
-                msg = "avro encoder: framing 'confluent' needs registry=; pass a URL or source"
-                raise ConfigError(msg)
-            self._source = schema_source(registry)
+            self._open_registry(registry)
             if self._parsed is None and subject is None and self._strategy != "topic":
                 msg = (
                     f"avro encoder: subject_strategy {self._strategy!r} expected `schema=` "
                     f"(the record name picks the subject); got none; pass `schema=` or `subject=`"
                 )
                 raise ConfigError(msg)
-        self._bound: dict[str, _Bound] = {}
-        self._lock = threading.Lock()
 
     @property
     def name(self) -> str:
@@ -143,7 +136,7 @@ class AvroEncoder:
         return "avro"
 
     def __repr__(self) -> str:
-        where = self._source.description if self._source is not None else "none"
+        where = self._registry_description()
         return f"AvroEncoder(registry={where!r}, schema_id_in={self._id_in!r})"
 
     def subject_for(self, topic: str) -> str:
@@ -153,11 +146,7 @@ class AvroEncoder:
         name = None if self._parsed is None else str(self._parsed["name"])
         return subject_name(self._strategy, topic, name, is_key=self._is_key)
 
-    def _bind(self, topic: str) -> _Bound:
-        with self._lock:
-            hit = self._bound.get(topic)
-        if hit is not None:
-            return hit
+    def _resolve(self, topic: str) -> _Bound:
         assert self._source is not None
         subject = self.subject_for(topic)
         schema = None if self._text is None else Schema(self._text, "AVRO")
@@ -181,8 +170,6 @@ class AvroEncoder:
             subject,
             bound.schema_id,
         )
-        with self._lock:
-            self._bound[topic] = bound
         return bound
 
     def encode_batch(self, batch: pa.RecordBatch, *, topic: str) -> EncodedValues:
@@ -193,19 +180,10 @@ class AvroEncoder:
             UnknownSchemaError: The subject lacks the schema (and ``auto_register`` is off).
             RegistryUnavailableError: The registry stayed unreachable.
         """
-        keep = [n for n in batch.schema.names if not n.startswith(self._prefix)]
-        if len(keep) != batch.num_columns:
-            batch = batch.select(keep)
+        batch = self._without_metadata(batch)
         if self._framing is Framing.NONE:
             assert self._parsed is not None
             return EncodedValues(write_bodies(self._parsed, batch))
-        bound = self._bind(topic)
+        bound = self._bound_for(topic)
         bodies = write_bodies(bound.parsed, batch)
-        return frame_bodies(
-            bodies,
-            schema_id=bound.schema_id,
-            guid=bound.guid,
-            schema_id_in=self._id_in,
-            is_key=self._is_key,
-            encoder="avro",
-        )
+        return self._framed(bodies, schema_id=bound.schema_id, guid=bound.guid)

@@ -1,21 +1,26 @@
 """What every encoder shares: subject naming, schema-id framing, ``BytesEncoder``.
 
+:class:`RegistryEncoder` is the common part of the Avro, Protobuf and JSON encoders:
+their subject and framing options, the schema source, the per-topic bindings (subject
+and schema id, resolved once per topic) and the framing of the bodies.
+
 Private to :mod:`thalweg_bytewax.codecs`, which re-exports the public names.
 """
 
 from __future__ import annotations
 
 import struct
+import threading
 import uuid
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Generic, Literal, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from confluent_kafka.schema_registry import Schema
 
 from thalweg_bytewax._choices import check_choice
-from thalweg_bytewax.codecs.base import EncodedValues, EncodeError
+from thalweg_bytewax.codecs.base import EncodedValues, EncodeError, Framing, parse_framing
 from thalweg_bytewax.codecs.framing import (
     KEY_SCHEMA_ID_HEADER,
     MAGIC_GUID,
@@ -30,6 +35,7 @@ from thalweg_bytewax.registry import (
     ResolvedSchema,
     SchemaSource,
     UnknownSchemaError,
+    schema_source,
 )
 
 RAW_VALUE = f"{DEFAULT_PREFIX}source_value"
@@ -38,6 +44,7 @@ RAW_VALUE = f"{DEFAULT_PREFIX}source_value"
 __all__ = [
     "RAW_VALUE",
     "BytesEncoder",
+    "RegistryEncoder",
     "SchemaIdIn",
     "SubjectStrategy",
     "check_schema_id_in",
@@ -51,6 +58,7 @@ SubjectStrategy = Literal["topic", "record", "topic_record"]
 """Confluent subject naming: ``<topic>-value``, ``<record>``, ``<topic>-<record>``."""
 SchemaIdIn = Literal["payload", "header"]
 """Where the schema reference travels: the payload prefix (magic 0 + id) or a header."""
+BoundT = TypeVar("BoundT")
 _STRATEGIES: tuple[SubjectStrategy, ...] = ("topic", "record", "topic_record")
 _ID_IN: tuple[SchemaIdIn, ...] = ("payload", "header")
 
@@ -175,6 +183,105 @@ def frame_bodies(
     name = KEY_SCHEMA_ID_HEADER if is_key else VALUE_SCHEMA_ID_HEADER
     header = [(name, value)]
     return EncodedValues(bodies, [list(header) for _ in range(len(bodies))])
+
+
+class RegistryEncoder(Generic[BoundT]):
+    """The part every schema encoder shares: options, schema source, bindings, framing.
+
+    A subclass calls ``__init__`` first, :meth:`_open_registry` when its framing is
+    ``confluent``, and implements :meth:`_resolve` (a topic's subject and schema id,
+    looked up once per topic through :meth:`_bound_for`).
+
+    Args:
+        encoder: The encoder's name in messages (``avro``, ``protobuf``, ``json``).
+        subject: A fixed subject name; overrides ``subject_strategy``.
+        subject_strategy: Confluent subject naming.
+        schema_id_in: Where the schema reference travels.
+        auto_register: Register the schema under the subject when it is not there yet.
+        framing: ``confluent`` or ``none``.
+        metadata_prefix: Top-level columns under this prefix are not written.
+        is_key: Encode Kafka keys (``<topic>-key`` subjects, ``__key_schema_id``).
+    """
+
+    def __init__(
+        self,
+        encoder: str,
+        *,
+        subject: str | None,
+        subject_strategy: object,
+        schema_id_in: object,
+        auto_register: bool,
+        framing: Framing | str,
+        metadata_prefix: str,
+        is_key: bool,
+    ) -> None:
+        self._encoder = encoder
+        self._strategy = check_subject_strategy(subject_strategy, encoder)
+        self._id_in = check_schema_id_in(schema_id_in, encoder)
+        self._framing = parse_framing(framing, encoder)
+        self._subject, self._auto, self._is_key = subject, auto_register, is_key
+        self._prefix = metadata_prefix
+        self._source: SchemaSource | None = None
+        self._bound: dict[str, BoundT] = {}
+        self._lock = threading.Lock()
+
+    def _open_registry(self, registry: Any) -> SchemaSource:
+        """The schema source of ``registry``; required with ``confluent`` framing.
+
+        Raises:
+            ConfigError: When ``registry`` is None.
+        """
+        if registry is None:
+            msg = (
+                f"{self._encoder} encoder: framing 'confluent' needs registry=; pass a URL "
+                f"or source"
+            )
+            raise ConfigError(msg)
+        self._source = schema_source(registry)
+        return self._source
+
+    def _registry_description(self) -> str:
+        """How ``__repr__`` names the schema source (never a credential)."""
+        return self._source.description if self._source is not None else "none"
+
+    def _resolve(self, topic: str) -> BoundT:
+        """Look up (or register) ``topic``'s subject and schema: once per topic."""
+        raise NotImplementedError
+
+    def _bound_for(self, topic: str) -> BoundT:
+        """``topic``'s binding, resolved on first use and cached (thread-safe)."""
+        with self._lock:
+            hit = self._bound.get(topic)
+        if hit is not None:
+            return hit
+        bound = self._resolve(topic)
+        with self._lock:
+            self._bound[topic] = bound
+        return bound
+
+    def _without_metadata(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """``batch`` without its top-level metadata columns (they are never written)."""
+        keep = [n for n in batch.schema.names if not n.startswith(self._prefix)]
+        return batch.select(keep) if len(keep) != batch.num_columns else batch
+
+    def _framed(
+        self,
+        bodies: pa.BinaryArray,
+        *,
+        schema_id: int,
+        guid: str | None,
+        message_indexes: Sequence[int] | None = None,
+    ) -> EncodedValues:
+        """``bodies`` framed with this encoder's ``schema_id_in`` and ``is_key``."""
+        return frame_bodies(
+            bodies,
+            schema_id=schema_id,
+            guid=guid,
+            schema_id_in=self._id_in,
+            message_indexes=message_indexes,
+            is_key=self._is_key,
+            encoder=self._encoder,
+        )
 
 
 class BytesEncoder:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import threading
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -25,18 +24,15 @@ from confluent_kafka.schema_registry import Schema
 
 from thalweg_bytewax._choices import check_choice
 from thalweg_bytewax.codecs._encode import (
+    RegistryEncoder,
     SchemaIdIn,
     SubjectStrategy,
-    check_schema_id_in,
-    check_subject_strategy,
-    frame_bodies,
     registered_schema,
     subject_name,
 )
-from thalweg_bytewax.codecs.base import EncodedValues, EncodeError, Framing, parse_framing
+from thalweg_bytewax.codecs.base import EncodedValues, EncodeError, Framing
 from thalweg_bytewax.errors import ConfigError, SchemaError
 from thalweg_bytewax.metadata import DEFAULT_PREFIX
-from thalweg_bytewax.registry import SchemaSource, schema_source
 from thalweg_bytewax.sqlengine import shared_cursor
 
 __all__ = ["JsonEncoder", "NanPolicy"]
@@ -44,6 +40,7 @@ __all__ = ["JsonEncoder", "NanPolicy"]
 NanPolicy = Literal["error", "null"]
 """What :class:`JsonEncoder` does with NaN and infinities: raise, or write ``null``."""
 _NAN: tuple[NanPolicy, ...] = ("error", "null")
+_Bound = tuple[int, str | None, pa.Schema | None]  # schema id, GUID, the decoder's shape
 
 logger = logging.getLogger(__name__)
 
@@ -132,7 +129,7 @@ class _Prep:
         )
 
 
-class JsonEncoder:
+class JsonEncoder(RegistryEncoder[_Bound]):
     r"""Encode Arrow batches to JSON objects, one per row, exactly and columnar.
 
     Every column becomes a key (top-level columns under the metadata prefix are left
@@ -188,11 +185,16 @@ class JsonEncoder:
     ) -> None:
         check_choice(nan, _NAN, where="json encoder", argument="nan")
         self._prep = _Prep(nan)
-        self._strategy = check_subject_strategy(subject_strategy, "json")
-        self._id_in = check_schema_id_in(schema_id_in, "json")
-        self._framing = parse_framing(framing, "json")
-        self._subject, self._auto, self._is_key = subject, auto_register, is_key
-        self._prefix = metadata_prefix
+        super().__init__(
+            "json",
+            subject=subject,
+            subject_strategy=subject_strategy,
+            schema_id_in=schema_id_in,
+            auto_register=auto_register,
+            framing=framing,
+            metadata_prefix=metadata_prefix,
+            is_key=is_key,
+        )
         self._doc: dict[str, Any] | None = None
         if isinstance(schema, str):
             try:
@@ -208,11 +210,8 @@ class JsonEncoder:
             if omit_nulls is not None
             else (self._doc is not None or self._framing is Framing.CONFLUENT)
         )
-        self._source: SchemaSource | None = None
         if self._framing is Framing.CONFLUENT:
-            if registry is None:
-                msg = "json encoder: framing 'confluent' needs registry=; pass a URL or source"
-                raise ConfigError(msg)
+            self._open_registry(registry)
             if self._doc is None and schema is not None:
                 msg = (
                     "json encoder: framing 'confluent' expected a JSON Schema to register; "
@@ -225,9 +224,6 @@ class JsonEncoder:
                     f"(its title names the record); got none; pass `schema=` or `subject=`"
                 )
                 raise ConfigError(msg)
-            self._source = schema_source(registry)
-        self._bound: dict[str, tuple[int, str | None, pa.Schema | None]] = {}
-        self._lock = threading.Lock()
 
     @staticmethod
     def _arrow(schema: Any) -> pa.Schema:
@@ -242,7 +238,7 @@ class JsonEncoder:
         return "json"
 
     def __repr__(self) -> str:
-        where = self._source.description if self._source is not None else "none"
+        where = self._registry_description()
         return f"JsonEncoder(registry={where!r}, framing={self._framing.value!r})"
 
     def subject_for(self, topic: str) -> str:
@@ -258,11 +254,7 @@ class JsonEncoder:
             raise ConfigError(msg)
         return subject_name(self._strategy, topic, title, is_key=self._is_key)
 
-    def _bind(self, topic: str) -> tuple[int, str | None, pa.Schema | None]:
-        with self._lock:
-            hit = self._bound.get(topic)
-        if hit is not None:
-            return hit
+    def _resolve(self, topic: str) -> _Bound:
         assert self._source is not None
         subject = self.subject_for(topic)
         text = None if self._doc is None else json.dumps(self._doc)
@@ -284,8 +276,6 @@ class JsonEncoder:
         logger.info(
             "json encoder: topic %s writes with subject %s schema id %s", topic, subject, bound[0]
         )
-        with self._lock:
-            self._bound[topic] = bound
         return bound
 
     def _conform(self, batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
@@ -339,9 +329,7 @@ class JsonEncoder:
         return pa.RecordBatch.from_arrays(cols, schema=pa.schema(fields))
 
     def _bodies(self, batch: pa.RecordBatch, target: pa.Schema | None) -> pa.BinaryArray:
-        keep = [n for n in batch.schema.names if not n.startswith(self._prefix)]
-        if len(keep) != batch.num_columns:
-            batch = batch.select(keep)
+        batch = self._without_metadata(batch)
         if target is not None:
             batch = self._conform(batch, target)
         rows = np.arange(batch.num_rows, dtype=np.int64)
@@ -368,15 +356,8 @@ class JsonEncoder:
         """
         if self._framing is Framing.NONE:
             return EncodedValues(self._bodies(batch, self._target))
-        schema_id, guid, target = self._bind(topic)
-        return frame_bodies(
-            self._bodies(batch, target),
-            schema_id=schema_id,
-            guid=guid,
-            schema_id_in=self._id_in,
-            is_key=self._is_key,
-            encoder="json",
-        )
+        schema_id, guid, target = self._bound_for(topic)
+        return self._framed(self._bodies(batch, target), schema_id=schema_id, guid=guid)
 
 
 def _casts(arr: pa.Array, target: pa.DataType) -> bool:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import logging
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,11 +18,9 @@ from google.protobuf.descriptor import Descriptor, FileDescriptor
 from google.protobuf.descriptor_pb2 import FileDescriptorProto
 
 from thalweg_bytewax.codecs._encode import (
+    RegistryEncoder,
     SchemaIdIn,
     SubjectStrategy,
-    check_schema_id_in,
-    check_subject_strategy,
-    frame_bodies,
     registered_schema,
     subject_name,
 )
@@ -34,10 +31,10 @@ from thalweg_bytewax.codecs._proto_pool import (
     pool_from_files,
 )
 from thalweg_bytewax.codecs._proto_write import write_messages
-from thalweg_bytewax.codecs.base import EncodedValues, Framing, parse_framing
+from thalweg_bytewax.codecs.base import EncodedValues, Framing
 from thalweg_bytewax.errors import ConfigError, SchemaError
 from thalweg_bytewax.metadata import DEFAULT_PREFIX
-from thalweg_bytewax.registry import RegistrySchemaSource, SchemaSource, schema_source
+from thalweg_bytewax.registry import RegistrySchemaSource
 
 __all__ = ["ProtobufEncoder", "message_indexes"]
 
@@ -99,7 +96,7 @@ def registered_schema_for(
     return resolved.version
 
 
-class ProtobufEncoder:
+class ProtobufEncoder(RegistryEncoder["_Bound"]):
     r"""Encode Arrow batches to Protobuf messages, one per row, without a per-row loop.
 
     The batch has the shape :class:`~thalweg_bytewax.codecs.ProtobufCodec` decodes the
@@ -145,25 +142,26 @@ class ProtobufEncoder:
         metadata_prefix: str = DEFAULT_PREFIX,
         is_key: bool = False,
     ) -> None:
-        self._strategy = check_subject_strategy(subject_strategy, "protobuf")
-        self._id_in = check_schema_id_in(schema_id_in, "protobuf")
-        self._framing = parse_framing(framing, "protobuf")
-        self._subject, self._auto, self._is_key = subject, auto_register, is_key
-        self._prefix = metadata_prefix
+        super().__init__(
+            "protobuf",
+            subject=subject,
+            subject_strategy=subject_strategy,
+            schema_id_in=schema_id_in,
+            auto_register=auto_register,
+            framing=framing,
+            metadata_prefix=metadata_prefix,
+            is_key=is_key,
+        )
         self._message_type = message_type
         self._desc: Descriptor | None = None
         if descriptor_set is not None:
             self._desc = self._find(load_descriptor_set(descriptor_set))
-        self._source: SchemaSource | None = None
         if self._framing is Framing.NONE:
             if self._desc is None:
                 msg = "protobuf encoder: framing 'none' needs descriptor_set= (the message type)"
                 raise ConfigError(msg)
         else:
-            if registry is None:
-                msg = "protobuf encoder: framing 'confluent' needs registry=; pass a URL or source"
-                raise ConfigError(msg)
-            self._source = schema_source(registry)
+            self._open_registry(registry)
             if (
                 self._desc is None
                 and subject is None
@@ -175,8 +173,6 @@ class ProtobufEncoder:
                     f"`descriptor_set=` or `message_type=`; got neither; pass one or `subject=`"
                 )
                 raise ConfigError(msg)
-        self._bound: dict[str, _Bound] = {}
-        self._lock = threading.Lock()
 
     def _find(self, fds: Any) -> Descriptor:
         pool = pool_from_files(fds.file)
@@ -201,7 +197,7 @@ class ProtobufEncoder:
         return "protobuf"
 
     def __repr__(self) -> str:
-        where = self._source.description if self._source is not None else "none"
+        where = self._registry_description()
         return f"ProtobufEncoder(registry={where!r}, message_type={self._message_type!r})"
 
     def subject_for(self, topic: str) -> str:
@@ -211,11 +207,7 @@ class ProtobufEncoder:
         name = self._desc.full_name if self._desc is not None else self._message_type
         return subject_name(self._strategy, topic, name, is_key=self._is_key)
 
-    def _bind(self, topic: str) -> _Bound:
-        with self._lock:
-            hit = self._bound.get(topic)
-        if hit is not None:
-            return hit
+    def _resolve(self, topic: str) -> _Bound:
         assert self._source is not None
         subject = self.subject_for(topic)
         if self._desc is not None:
@@ -257,8 +249,6 @@ class ProtobufEncoder:
             subject,
             bound.schema_id,
         )
-        with self._lock:
-            self._bound[topic] = bound
         return bound
 
     def _in_file(self, file: FileDescriptor, subject: str) -> Descriptor:
@@ -281,19 +271,14 @@ class ProtobufEncoder:
             UnknownSchemaError: The subject lacks the schema (and ``auto_register`` is off).
             RegistryUnavailableError: The registry stayed unreachable.
         """
-        keep = [n for n in batch.schema.names if not n.startswith(self._prefix)]
-        if len(keep) != batch.num_columns:
-            batch = batch.select(keep)
+        batch = self._without_metadata(batch)
         if self._framing is Framing.NONE:
             assert self._desc is not None
             return EncodedValues(write_messages(self._desc, batch))
-        bound = self._bind(topic)
-        return frame_bodies(
+        bound = self._bound_for(topic)
+        return self._framed(
             write_messages(bound.desc, batch),
             schema_id=bound.schema_id,
             guid=bound.guid,
-            schema_id_in=self._id_in,
             message_indexes=bound.indexes,
-            is_key=self._is_key,
-            encoder="protobuf",
         )
