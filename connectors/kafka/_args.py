@@ -1,4 +1,4 @@
-"""Private: validation of ``KafkaSource`` constructor arguments.
+"""Private: validation of ``KafkaSource`` and ``KafkaSink`` constructor arguments.
 
 Each check names the argument and what it expected, so a wrong value fails at
 construction with a :class:`~thalweg_bytewax.errors.ConfigError` instead of a raw
@@ -26,47 +26,52 @@ __all__ = [
     "check_starting_offset",
 ]
 
-_COMPONENT = "kafka source"
+_SOURCE = "kafka source"
 
 
-def _refuse(name: str, expected: str, value: object, remedy: str = "") -> ConfigError:
-    msg = f"{_COMPONENT}: `{name}` expected {expected}; got {value!r}"
+def _refuse(
+    name: str, expected: str, value: object, remedy: str = "", *, component: str = _SOURCE
+) -> ConfigError:
+    msg = f"{component}: `{name}` expected {expected}; got {value!r}"
     if remedy:
         msg = f"{msg}; {remedy}"
     return ConfigError(msg)
 
 
-def check_names(value: object, name: str, *, forbid: str = "") -> list[str]:
+def check_names(
+    value: object, name: str, *, forbid: str = "", component: str = _SOURCE
+) -> list[str]:
     """A non-empty list of names from a list or a comma-separated string."""
     expected = "a comma-separated string or a list of non-empty strings"
     if isinstance(value, str):
         items = [v.strip() for v in value.split(",")]
     elif isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
         if not all(isinstance(v, str) for v in value):
-            raise _refuse(name, expected, value)
+            raise _refuse(name, expected, value, component=component)
         items = [v.strip() for v in value]
     else:
-        raise _refuse(name, expected, value)
+        raise _refuse(name, expected, value, component=component)
     items = [v for v in items if v]
     if not items:
-        raise _refuse(name, "at least one entry", value)
+        raise _refuse(name, "at least one entry", value, component=component)
     for item in items:
         if forbid and any(c in item for c in forbid):
-            raise _refuse(name, f"names without {forbid!r} (Kafka refuses them)", item)
+            expected = f"names without {forbid!r} (Kafka refuses them)"
+            raise _refuse(name, expected, item, component=component)
     return items
 
 
-def check_bool(value: object, name: str) -> bool:
+def check_bool(value: object, name: str, *, component: str = _SOURCE) -> bool:
     """``True`` or ``False``; a string like ``"false"`` is truthy, so it is refused."""
     if not isinstance(value, bool):
-        raise _refuse(name, "True or False", value)
+        raise _refuse(name, "True or False", value, component=component)
     return value
 
 
-def check_positive_int(value: object, name: str) -> int:
+def check_positive_int(value: object, name: str, *, component: str = _SOURCE) -> int:
     """An integer >= 1 (not a bool, a float or a numeric string)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise _refuse(name, "an integer >= 1", value)
+        raise _refuse(name, "an integer >= 1", value, component=component)
     return value
 
 
@@ -84,10 +89,11 @@ def check_rate(value: object, name: str) -> float | None:
     return float(value)
 
 
-def check_interval(value: object, name: str) -> float:
+def check_interval(value: object, name: str, *, component: str = _SOURCE) -> float:
     """A positive ``timedelta``, in seconds."""
     if not isinstance(value, timedelta) or value <= timedelta(0):
-        raise _refuse(name, "a positive datetime.timedelta", value, "e.g. timedelta(seconds=10)")
+        remedy = "e.g. timedelta(seconds=10)"
+        raise _refuse(name, "a positive datetime.timedelta", value, remedy, component=component)
     return value.total_seconds()
 
 
@@ -101,14 +107,15 @@ def check_optional_interval(value: object, name: str) -> float | None:
     return value.total_seconds()
 
 
-def check_config(value: object, name: str) -> dict[str, Any]:
+def check_config(value: object, name: str, *, component: str = _SOURCE) -> dict[str, Any]:
     """``None`` or a mapping with string keys (librdkafka property names)."""
     if value is None:
         return {}
     if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
         # Name the keys only: the values may hold secrets.
         shown = sorted(map(repr, value)) if isinstance(value, Mapping) else type(value).__name__
-        raise _refuse(name, "a mapping of librdkafka property names to values", shown)
+        expected = "a mapping of librdkafka property names to values"
+        raise _refuse(name, expected, shown, component=component)
     return dict(value)
 
 

@@ -28,14 +28,14 @@ from thalweg_bytewax.metadata import DEFAULT_PREFIX, metadata_columns
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
 from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink
 
-from ._config import BOOTSTRAP_SERVERS, GROUP_ID, LOG_LEVEL
-from ._sink_args import (
+from ._args import (
     check_bool,
     check_config,
     check_interval,
     check_names,
     check_positive_int,
 )
+from ._config import BOOTSTRAP_SERVERS, GROUP_ID, LOG_LEVEL
 from ._sink_partition import KafkaSinkStats, _KafkaSinkPartition
 from ._sink_records import HEADER_LOCATOR, RESERVED_HEADER_PREFIX, Locator, parse_locator
 
@@ -155,7 +155,7 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
         queue_max_bytes: int = DEFAULT_QUEUE_MAX_BYTES,
         metadata_prefix: str = DEFAULT_PREFIX,
     ) -> None:
-        self.brokers = check_names(brokers, "brokers")
+        self.brokers = check_names(brokers, "brokers", component=_COMPONENT)
         if not isinstance(topic, str) or not topic or ":" in topic:
             msg = (
                 f"{_COMPONENT}: `topic` expected a non-empty topic name without ':'; "
@@ -193,8 +193,10 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
             msg = f"{_COMPONENT}: `partitioner` expected 'key' or 'source'; got {partitioner!r}"
             raise ConfigError(msg)
         self.partitioner: Partitioner = partitioner
-        self.keep_source_headers = check_bool(keep_source_headers, "keep_source_headers")
-        self.transactional = check_bool(transactional, "transactional")
+        self.keep_source_headers = check_bool(
+            keep_source_headers, "keep_source_headers", component=_COMPONENT
+        )
+        self.transactional = check_bool(transactional, "transactional", component=_COMPONENT)
         if transactional_id is not None and (
             not isinstance(transactional_id, str) or not transactional_id
         ):
@@ -204,12 +206,20 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
             )
             raise ConfigError(msg)
         self.transactional_id = transactional_id
-        self.shards = check_positive_int(shards, "shards")
-        self.add_config = check_config(add_config, "add_config")
-        self.delivery_timeout_s = check_interval(delivery_timeout, "delivery_timeout")
-        self.metadata_timeout_s = check_interval(metadata_timeout, "metadata_timeout")
-        self.queue_max_messages = check_positive_int(queue_max_messages, "queue_max_messages")
-        self.queue_max_bytes = check_positive_int(queue_max_bytes, "queue_max_bytes")
+        self.shards = check_positive_int(shards, "shards", component=_COMPONENT)
+        self.add_config = check_config(add_config, "add_config", component=_COMPONENT)
+        self.delivery_timeout_s = check_interval(
+            delivery_timeout, "delivery_timeout", component=_COMPONENT
+        )
+        self.metadata_timeout_s = check_interval(
+            metadata_timeout, "metadata_timeout", component=_COMPONENT
+        )
+        self.queue_max_messages = check_positive_int(
+            queue_max_messages, "queue_max_messages", component=_COMPONENT
+        )
+        self.queue_max_bytes = check_positive_int(
+            queue_max_bytes, "queue_max_bytes", component=_COMPONENT
+        )
         self.columns = metadata_columns(metadata_prefix, _COMPONENT)
 
     def __repr__(self) -> str:
