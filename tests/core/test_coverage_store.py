@@ -83,7 +83,7 @@ def test_sinks_topics_and_partitions_are_kept_apart(tmp_path: Path) -> None:
         ("b", "t", 0, [[100, 109]]),
     ]
     assert [e.sink for e in store.entries("b")] == ["b"]
-    assert all(e.updated_at.tzinfo is not None for e in store.entries())
+    assert all(e.updated_at is not None and e.updated_at.tzinfo is not None for e in store.entries())
 
 
 def test_the_store_is_in_wal_mode(tmp_path: Path) -> None:
