@@ -135,13 +135,7 @@ def produce(
         count += 1
         if count % 10_000 == 0:
             producer.poll(0)
-    remaining = producer.flush(60)
-    if remaining or failures:
-        msg = (
-            f"producer to `{topic}`: {remaining} records not flushed, "
-            f"{len(failures)} failed (first: {failures[:1]})"
-        )
-        raise SourceError(msg)
+    _flush_or_raise(producer, topic, failures)
     return count
 
 
@@ -159,6 +153,17 @@ _FAST_PRODUCER = {
     "compression.type": "lz4",
     "delivery.report.only.error": True,
 }
+
+
+def _flush_or_raise(producer: Producer, topic: str, failures: list[str]) -> None:
+    """Flush ``producer`` (up to 60 s); raise if records are left or deliveries failed."""
+    remaining = producer.flush(60)
+    if remaining or failures:
+        msg = (
+            f"producer to `{topic}`: {remaining} records not flushed, "
+            f"{len(failures)} failed (first: {failures[:1]})"
+        )
+        raise SourceError(msg)
 
 
 def _send(
@@ -233,11 +238,5 @@ def produce_sample_orders(
                 except BufferError:
                     _send(producer, topic, value, keys[j], stamps[j], None)
         producer.poll(0)
-    remaining = producer.flush(60)
-    if remaining or failures:
-        msg = (
-            f"producer to `{topic}`: {remaining} records not flushed, "
-            f"{len(failures)} failed (first: {failures[:1]})"
-        )
-        raise SourceError(msg)
+    _flush_or_raise(producer, topic, failures)
     return count
