@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import signal
 import sys
 import threading
@@ -24,6 +23,7 @@ import warnings
 from pathlib import Path
 
 from thalweg_bytewax._deps import require
+from thalweg_bytewax._published import publish_line, withdraw_line
 from thalweg_bytewax.errors import ConfigError
 
 __all__ = ["DEV_DSN_FILE", "DEV_POSTGRES_DIR", "published_dsn", "serve"]
@@ -34,21 +34,6 @@ DEV_POSTGRES_DIR = Path(".thalweg") / "postgres"
 """Where ``thalweg dev postgres`` keeps its data (relative to the working directory)."""
 DEV_DSN_FILE = Path(".thalweg") / "postgres.dsn"
 """Where ``thalweg dev postgres`` publishes its DSN while it runs."""
-
-
-def _write(path: Path, text: str) -> None:
-    """Publish ``text`` in ``path`` atomically (a reader never sees half a line)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    staging = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    staging.write_text(text + "\n")
-    staging.replace(path)
-
-
-def _remove(path: Path, text: str) -> None:
-    # Only our own DSN: a server started later may have replaced the file.
-    with contextlib.suppress(OSError):
-        if path.read_text().strip() == text:
-            path.unlink()
 
 
 def serve(data_dir: Path = DEV_POSTGRES_DIR, dsn_file: Path = DEV_DSN_FILE) -> int:
@@ -74,13 +59,13 @@ def serve(data_dir: Path = DEV_POSTGRES_DIR, dsn_file: Path = DEV_DSN_FILE) -> i
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     try:
-        _write(dsn_file, dsn)
+        publish_line(dsn_file, dsn)
         print(f"DSN {dsn}", flush=True)  # noqa: T201
         print(f"(also in {dsn_file}: THALWEG_POSTGRES_DSN=$(cat {dsn_file}))", flush=True)  # noqa: T201
         while not stop.wait(0.5):
             pass
     finally:
-        _remove(dsn_file, dsn)
+        withdraw_line(dsn_file, dsn)  # only our own DSN
         server.cleanup()  # cleanup_mode="stop": stops the server, keeps the data
     return 0
 

@@ -10,8 +10,6 @@ runs in its own process.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import signal
 import sys
 import threading
@@ -19,22 +17,9 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-__all__ = ["main", "write_address"]
+from thalweg_bytewax._published import publish_line, withdraw_line
 
-
-def write_address(path: Path, bootstrap: str) -> None:
-    """Publish ``bootstrap`` in ``path`` atomically (a reader never sees half a line)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    staging = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    staging.write_text(bootstrap + "\n")
-    staging.replace(path)
-
-
-def _remove_address(path: Path, bootstrap: str) -> None:
-    # Only our own address: a broker started later may have replaced the file.
-    with contextlib.suppress(OSError):
-        if path.read_text().strip() == bootstrap:
-            path.unlink()
+__all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.write(f"BOOTSTRAP {bootstrap}\n")
     sys.stdout.flush()
     if args.address_file is not None:
-        write_address(args.address_file, bootstrap)
+        publish_line(args.address_file, bootstrap)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
@@ -72,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
             producer.poll(0)
     finally:
         if args.address_file is not None:
-            _remove_address(args.address_file, bootstrap)
+            withdraw_line(args.address_file, bootstrap)  # only our own address
     return 0
 
 
