@@ -13,7 +13,6 @@ import contextlib
 import logging
 import re
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Final
 
@@ -24,9 +23,9 @@ from typing_extensions import override
 
 from thalweg_bytewax import _faults
 from thalweg_bytewax.coverage import OffsetCoverage
-from thalweg_bytewax.errors import sink_io_error
-from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState, EpochSinkStats
+from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState
 
+from ._lane_sink import LaneSinkStats, StagedFile, lane_io
 from ._lane_store import LaneStore, staging_prefix, topic_dir_name
 
 if TYPE_CHECKING:
@@ -70,25 +69,14 @@ def read_ipc_table(source: pa.NativeFile, columns: list[str] | None = None) -> p
     return table.select(columns) if columns is not None else table
 
 
-class ArrowIPCSinkStats(EpochSinkStats):
+class ArrowIPCSinkStats(LaneSinkStats):
     """Plain counters of one Arrow IPC sink partition, exported by the observability layer.
 
     Attributes:
         files_finalized: Files made durable and visible under their final names.
     """
 
-    __slots__ = ("files_finalized",)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.files_finalized = 0
-
-
-@dataclass
-class _Staged:
-    path: str
-    first: int
-    last: int
+    __slots__ = ()
 
 
 @dataclass
@@ -103,9 +91,9 @@ class _Stream:
     writer: ipc.RecordBatchFileWriter | ipc.RecordBatchStreamWriter | None = None
     sink_file: pa.NativeFile | None = None
     schema: pa.Schema | None = None
-    current: _Staged | None = None
+    current: StagedFile | None = None
     rows: int = 0
-    closed: list[_Staged] = field(default_factory=list)
+    closed: list[StagedFile] = field(default_factory=list)
 
 
 class _ArrowIPCPartition(EpochSinkPartition):
@@ -135,7 +123,7 @@ class _ArrowIPCPartition(EpochSinkPartition):
     @override
     def open_partition(self, key: str, topic: str, partition: int) -> OffsetCoverage:
         directory = self._store.join(topic_dir_name(topic), str(partition))
-        with _io(self._store.root, "listing a partition directory"):
+        with lane_io(self.component, self._store.root, "listing a partition directory"):
             self._store.ensure_dir(directory)
             files = sorted(
                 (int(m.group(1)), int(m.group(2)), name)
@@ -147,13 +135,13 @@ class _ArrowIPCPartition(EpochSinkPartition):
 
     @override
     def stage(self, key: str, rows: pa.RecordBatch) -> None:
-        with _io(self._store.root, "writing a staging file"):
+        with lane_io(self.component, self._store.root, "writing a staging file"):
             self._append(self._streams[key], rows)
 
     @override
     def commit_epoch(self) -> None:
         _faults.checkpoint("arrow_ipc.before_finalize")
-        with _io(self._store.root, "finalizing the epoch's files"):
+        with lane_io(self.component, self._store.root, "finalizing the epoch's files"):
             self._finalize_all()
 
     @override
@@ -178,7 +166,7 @@ class _ArrowIPCPartition(EpochSinkPartition):
         stream = self._streams[key]
         off, rid = self.columns.source_offset, self.columns.record_id
         tables = []
-        with _io(self._store.root, "reading finalized files back"):
+        with lane_io(self.component, self._store.root, "reading finalized files back"):
             for lo, hi, name in stream.files:
                 if hi < first or lo > last:
                     continue
@@ -211,7 +199,7 @@ class _ArrowIPCPartition(EpochSinkPartition):
             new = ipc.new_file if self._sink.format == "file" else ipc.new_stream
             stream.writer = new(stream.sink_file, batch.schema, options=self._options)
             stream.schema = batch.schema
-            stream.current = _Staged(path, first, last)
+            stream.current = StagedFile(path, first, last)
             stream.rows = 0
         assert stream.current is not None
         stream.writer.write_batch(batch)
@@ -260,13 +248,3 @@ class _ArrowIPCPartition(EpochSinkPartition):
         if touched:
             _faults.checkpoint("arrow_ipc.after_finalize")
 
-
-@contextlib.contextmanager
-def _io(root: str, action: str) -> Iterator[None]:
-    """No raw ``OSError`` leaves the sink: it becomes a transient or terminal sink error."""
-    try:
-        yield
-    except OSError as exc:
-        where = f" at `{exc.filename}`" if exc.filename else ""
-        msg = f"{COMPONENT} `{root}`: {action} failed{where}"
-        raise sink_io_error(msg, exc) from exc

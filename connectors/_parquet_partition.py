@@ -9,14 +9,13 @@ and the layout.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import threading
 import uuid
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
@@ -28,9 +27,9 @@ from typing_extensions import override
 
 from thalweg_bytewax import _faults
 from thalweg_bytewax.coverage import OffsetCoverage
-from thalweg_bytewax.errors import sink_io_error
-from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState, EpochSinkStats
+from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState
 
+from ._lane_sink import LaneSinkStats, StagedFile, lane_io
 from ._lane_store import (
     FINAL_NAME,
     STAGING_PREFIX,
@@ -54,25 +53,14 @@ logger = logging.getLogger(__name__)
 _MAX_PENDING_WRITES = 2
 
 
-class ParquetSinkStats(EpochSinkStats):
+class ParquetSinkStats(LaneSinkStats):
     """Plain counters of one Parquet sink partition, exported by the observability layer.
 
     Attributes:
         files_finalized: Files made durable and visible under their final names.
     """
 
-    __slots__ = ("files_finalized",)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.files_finalized = 0
-
-
-@dataclass
-class _Staged:
-    path: str
-    first: int
-    last: int
+    __slots__ = ()
 
 
 @dataclass
@@ -84,12 +72,12 @@ class _TopicPartitionStream:
     files: list[tuple[int, int, str]]
     writer: pq.ParquetWriter | None = None
     sink_file: pa.NativeFile | None = None
-    current: _Staged | None = None
+    current: StagedFile | None = None
     current_rows: int = 0
     buffer: list[pa.RecordBatch] = field(default_factory=list)
     buffer_rows: int = 0
     buffer_bytes: int = 0
-    closed: list[_Staged] = field(default_factory=list)
+    closed: list[StagedFile] = field(default_factory=list)
     last_write: Future[None] | None = None
 
 
@@ -135,7 +123,7 @@ class _ParquetPartition(EpochSinkPartition):
     @override
     def open_partition(self, key: str, topic: str, partition: int) -> OffsetCoverage:
         directory = self._store.join(topic_dir_name(topic), str(partition))
-        with _lane_io(self._store.root, "opening the partition directory"):
+        with lane_io(self.component, self._store.root, "opening the partition directory"):
             self._store.ensure_dir(directory)
             names = self._store.list_names(directory)
         files: list[tuple[int, int, str]] = []
@@ -146,24 +134,24 @@ class _ParquetPartition(EpochSinkPartition):
             elif name.startswith(STAGING_PREFIX):
                 # A staging file of a run that died before its epoch's snapshot: never
                 # visible, and its rows are replayed from the source position.
-                with _lane_io(self._store.root, "removing a stale staging file"):
+                with lane_io(self.component, self._store.root, "removing a stale staging file"):
                     self._store.delete(self._store.child(directory, name))
         self._streams[key] = _TopicPartitionStream(directory, files)
         return OffsetCoverage((first, last) for first, last, _ in files)
 
     @override
     def stage(self, key: str, rows: pa.RecordBatch) -> None:
-        with _lane_io(self._store.root, "reading the lane's schema"):
+        with lane_io(self.component, self._store.root, "reading the lane's schema"):
             rows = self._schema.conform(rows)
-        with _lane_io(self._store.root, "writing a staging file"):
+        with lane_io(self.component, self._store.root, "writing a staging file"):
             self._append(self._streams[key], key, rows)
 
     @override
     def commit_epoch(self) -> None:
         _faults.checkpoint("parquet.before_finalize")
-        with _lane_io(self._store.root, "recording the lane's schema"):
+        with lane_io(self.component, self._store.root, "recording the lane's schema"):
             self._schema.record()
-        with _lane_io(self._store.root, "finalizing the epoch's files"):
+        with lane_io(self.component, self._store.root, "finalizing the epoch's files"):
             self._finalize_all()
 
     @override
@@ -240,7 +228,7 @@ class _ParquetPartition(EpochSinkPartition):
                 compression=self._sink.compression,
                 **column_options(table),
             )
-            stream.current = _Staged(path, first, last)
+            stream.current = StagedFile(path, first, last)
             stream.current_rows = 0
         assert stream.current is not None
         self._submit(
@@ -320,16 +308,6 @@ class _ParquetPartition(EpochSinkPartition):
         if touched:
             _faults.checkpoint("parquet.after_finalize")
 
-
-@contextlib.contextmanager
-def _lane_io(root: str, action: str) -> Iterator[None]:
-    """No raw ``OSError`` leaves the lane: it becomes a transient or terminal sink error."""
-    try:
-        yield
-    except OSError as exc:
-        where = f" at `{exc.filename}`" if exc.filename else ""
-        msg = f"parquet sink `{root}`: {action} failed{where}"
-        raise sink_io_error(msg, exc) from exc
 
 
 _LOCAL = threading.local()

@@ -50,7 +50,7 @@ from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink, coverage_stor
 
 from ._arrow_ipc_sink import SUFFIXES, ArrowIPCSinkStats, _ArrowIPCPartition
 from ._arrow_ipc_source import FileWatch, IPCFilePartition, IPCFiles, split_glob
-from ._lane_store import LaneStore, open_store, staging_prefix
+from ._lane_sink import LaneShards
 
 __all__ = ["ArrowIPCSink", "ArrowIPCSinkStats", "ArrowIPCSource"]
 
@@ -157,44 +157,18 @@ class ArrowIPCSink(ShardedEpochSink[_ArrowIPCPartition]):
         self.max_file_rows = _positive_int(where, "max_file_rows", max_file_rows)
         self.columns = MetadataColumns(metadata_prefix)
         self.coverage_store = coverage_store_option(coverage_store)
-        self._checked = False
-        self._claimed: set[str] = set()
-        self._stale_staging: list[str] | None = None
-        self._lock = threading.Lock()
-
-    def _store(self) -> LaneStore:
-        store = open_store(self.path, self.filesystem, "arrow ipc sink")
-        if not self._checked:
-            store.check_writable()
-            self._checked = True
-        return store
+        self._lane = LaneShards(self.path, filesystem, where, logger)
 
     @override
     def list_parts(self) -> list[str]:
-        self._store()  # a bad path fails at build time, before data moves
+        self._lane.store()  # a bad path fails at build time, before data moves
         return super().list_parts()
 
     @override
     def build_shard(
         self, step_id: str, shard: int, resume_state: EpochSinkState | None
     ) -> _ArrowIPCPartition:
-        with self._lock:  # workers of one process build their shards concurrently
-            store = self._store()
-            if step_id not in self._claimed:
-                store.claim(step_id)
-                self._claimed.add(step_id)
-            if self._stale_staging is None:
-                self._stale_staging = store.staging_files()
-            prefix = staging_prefix(shard)
-            mine = [p for p in self._stale_staging if p.rpartition("/")[2].startswith(prefix)]
-        for stale in mine:  # an epoch that never reached its snapshot: replayed on resume
-            store.delete(stale)
-        if mine:
-            logger.info(
-                "arrow ipc sink: removed %s staging files of an unfinished epoch of shard %s",
-                len(mine),
-                shard,
-            )
+        store = self._lane.prepare(step_id, shard)
         return _ArrowIPCPartition(self, store, resume_state, shard)
 
 

@@ -29,11 +29,7 @@ from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataColumns
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
 from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink, coverage_store_option
 
-from ._lane_store import (
-    LaneStore,
-    open_store,
-    staging_prefix,
-)
+from ._lane_sink import LaneShards
 from ._parquet_partition import ParquetSinkStats, _ParquetPartition
 
 __all__ = ["ParquetSink", "ParquetSinkStats"]
@@ -160,52 +156,17 @@ class ParquetSink(ShardedEpochSink[_ParquetPartition]):
         self.columns = MetadataColumns(metadata_prefix)
         self.allow_widening = allow_widening
         self.coverage_store = coverage_store_option(coverage_store)
-        self._checked = False
-        self._claimed: set[str] = set()
-        self._stale_staging: list[str] | None = None
-
-    def _store(self) -> LaneStore:
-        store = open_store(self.path, self.filesystem)
-        if not self._checked:
-            store.check_writable()
-            self._checked = True
-        return store
+        self._lane = LaneShards(self.path, filesystem, "parquet sink", logger)
 
     @override
     def list_parts(self) -> list[str]:
         # Probe the lane path at build time, so a bad path fails before data moves.
-        self._store()
+        self._lane.store()
         return super().list_parts()
 
     @override
     def build_shard(
         self, step_id: str, shard: int, resume_state: EpochSinkState | None
     ) -> _ParquetPartition:
-        store = self._store()
-        if step_id not in self._claimed:
-            store.claim(step_id)
-            self._claimed.add(step_id)
-        self._remove_stale_staging(store, shard)
+        store = self._lane.prepare(step_id, shard)
         return _ParquetPartition(self, store, resume_state, shard)
-
-    def _remove_stale_staging(self, store: LaneStore, shard: int) -> None:
-        """Delete the staging files an earlier run of ``shard`` left anywhere in the lane.
-
-        A staging file of an epoch that never reached its snapshot is never published
-        (its rows are replayed), but it would stay forever in a partition that is never
-        written again. The lane is listed once per process, before any shard of it
-        writes; each shard deletes only its own files, since the shards of other
-        processes may be writing theirs.
-        """
-        if self._stale_staging is None:
-            self._stale_staging = store.staging_files()
-        prefix = staging_prefix(shard)
-        mine = [p for p in self._stale_staging if p.rpartition("/")[2].startswith(prefix)]
-        for path in mine:
-            store.delete(path)
-        if mine:
-            logger.info(
-                "parquet sink: removed %s staging files of an unfinished epoch of shard %s",
-                len(mine),
-                shard,
-            )
