@@ -22,7 +22,6 @@ from thalweg_bytewax.codecs._encode import (
     SchemaIdIn,
     SubjectStrategy,
     registered_schema,
-    subject_name,
 )
 from thalweg_bytewax.codecs.base import EncodedValues, Framing
 from thalweg_bytewax.errors import ConfigError, SchemaError
@@ -130,21 +129,12 @@ class AvroEncoder(RegistryEncoder["_Bound"]):
                 )
                 raise ConfigError(msg)
 
-    @property
-    def name(self) -> str:
-        """``avro``."""
-        return "avro"
-
     def __repr__(self) -> str:
         where = self._registry_description()
         return f"AvroEncoder(registry={where!r}, schema_id_in={self._id_in!r})"
 
-    def subject_for(self, topic: str) -> str:
-        """The registry subject the encoder uses for ``topic``."""
-        if self._subject is not None:
-            return self._subject
-        name = None if self._parsed is None else str(self._parsed["name"])
-        return subject_name(self._strategy, topic, name, is_key=self._is_key)
+    def _record_name(self) -> str | None:
+        return None if self._parsed is None else str(self._parsed["name"])
 
     def _resolve(self, topic: str) -> _Bound:
         assert self._source is not None

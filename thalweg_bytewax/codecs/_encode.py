@@ -190,7 +190,7 @@ class RegistryEncoder(Generic[BoundT]):
 
     A subclass calls ``__init__`` first, :meth:`_open_registry` when its framing is
     ``confluent``, and implements :meth:`_resolve` (a topic's subject and schema id,
-    looked up once per topic through :meth:`_bound_for`).
+    looked up once per topic through :meth:`_bound_for`) and :meth:`_record_name`.
 
     Args:
         encoder: The encoder's name in messages (``avro``, ``protobuf``, ``json``).
@@ -239,6 +239,21 @@ class RegistryEncoder(Generic[BoundT]):
             raise ConfigError(msg)
         self._source = schema_source(registry)
         return self._source
+
+    @property
+    def name(self) -> str:
+        """The encoder's name: ``avro``, ``protobuf`` or ``json``."""
+        return self._encoder
+
+    def subject_for(self, topic: str) -> str:
+        """The registry subject the encoder uses for ``topic``."""
+        if self._subject is not None:
+            return self._subject
+        return subject_name(self._strategy, topic, self._record_name(), is_key=self._is_key)
+
+    def _record_name(self) -> str | None:
+        """The schema's fully qualified record name, when known (for the subject)."""
+        return None
 
     def _registry_description(self) -> str:
         """How ``__repr__`` names the schema source (never a credential)."""

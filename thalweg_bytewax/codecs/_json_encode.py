@@ -28,7 +28,6 @@ from thalweg_bytewax.codecs._encode import (
     SchemaIdIn,
     SubjectStrategy,
     registered_schema,
-    subject_name,
 )
 from thalweg_bytewax.codecs.base import EncodedValues, EncodeError, Framing
 from thalweg_bytewax.errors import ConfigError, SchemaError
@@ -232,19 +231,11 @@ class JsonEncoder(RegistryEncoder[_Bound]):
         doc = json.loads(schema) if isinstance(schema, str) else schema
         return JsonCodec(schema=doc).arrow_schema
 
-    @property
-    def name(self) -> str:
-        """``json``."""
-        return "json"
-
     def __repr__(self) -> str:
         where = self._registry_description()
         return f"JsonEncoder(registry={where!r}, framing={self._framing.value!r})"
 
-    def subject_for(self, topic: str) -> str:
-        """The registry subject the encoder uses for ``topic``."""
-        if self._subject is not None:
-            return self._subject
+    def _record_name(self) -> str | None:
         title = None if self._doc is None else str(self._doc.get("title", "")) or None
         if title is None and self._strategy != "topic":
             msg = (
@@ -252,7 +243,7 @@ class JsonEncoder(RegistryEncoder[_Bound]):
                 f"the JSON Schema; got none; add one or pass `subject=`"
             )
             raise ConfigError(msg)
-        return subject_name(self._strategy, topic, title, is_key=self._is_key)
+        return title
 
     def _resolve(self, topic: str) -> _Bound:
         assert self._source is not None

@@ -22,7 +22,6 @@ from thalweg_bytewax.codecs._encode import (
     SchemaIdIn,
     SubjectStrategy,
     registered_schema,
-    subject_name,
 )
 from thalweg_bytewax.codecs._proto_pool import (
     DescriptorSetInput,
@@ -191,21 +190,12 @@ class ProtobufEncoder(RegistryEncoder["_Bound"]):
             )
             raise ConfigError(msg) from exc
 
-    @property
-    def name(self) -> str:
-        """``protobuf``."""
-        return "protobuf"
-
     def __repr__(self) -> str:
         where = self._registry_description()
         return f"ProtobufEncoder(registry={where!r}, message_type={self._message_type!r})"
 
-    def subject_for(self, topic: str) -> str:
-        """The registry subject the encoder uses for ``topic``."""
-        if self._subject is not None:
-            return self._subject
-        name = self._desc.full_name if self._desc is not None else self._message_type
-        return subject_name(self._strategy, topic, name, is_key=self._is_key)
+    def _record_name(self) -> str | None:
+        return self._desc.full_name if self._desc is not None else self._message_type
 
     def _resolve(self, topic: str) -> _Bound:
         assert self._source is not None
