@@ -187,7 +187,18 @@ def check_schema_arg(schema: Any, where: str) -> None:
     raise ConfigError(msg)
 
 
+# Errors that say the file cannot be opened at all: not bad data, a source failure.
+_UNOPENABLE = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)
+
+
 def whole_file_bad(start: int, what: str, exc: BaseException) -> Chunk:
-    """A chunk that says the rest of a file from ``start`` could not be read."""
+    """A chunk that says the rest of a file from ``start`` could not be read.
+
+    A file that cannot be opened at all (gone, no permission, a directory) is not bad data:
+    its error is raised again, and the partition turns it into a ``SourceError`` naming the
+    file, rather than a DLQ row that would make a missing input look like a rejected one.
+    """
+    if isinstance(exc, _UNOPENABLE):
+        raise exc
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return Chunk(None, np.zeros(0, np.int64), start, bad=[Bad(start, f"{what}: {text}")])

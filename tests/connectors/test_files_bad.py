@@ -14,11 +14,13 @@ from pathlib import Path
 import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 import xlsxwriter  # type: ignore[import-untyped]
 
-from tests.connectors.test_files_formats import AVRO, SCHEMA, read_all, rows, write
+from tests.connectors.test_files_formats import AVRO, FORMATS, SCHEMA, read_all, rows, write
 from thalweg_bytewax.connectors.files import FileSource
 from thalweg_bytewax.dlq import dlq_schema
+from thalweg_bytewax.errors import SourceError
 
 
 def offsets(table: pa.Table | None) -> list[int]:
@@ -137,3 +139,21 @@ def test_parquet_cast_to_a_contract_schema(tmp_path: Path) -> None:
     ok, rejected = read_all(FileSource(str(path), schema=SCHEMA, metadata="none"))
     assert rejected is None
     assert ok.schema.equals(SCHEMA)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_file_gone_after_listing_is_a_source_error_not_a_dlq_row(
+    fmt: str, tmp_path: Path
+) -> None:
+    path = tmp_path / f"orders.{fmt}"
+    write(fmt, path, rows())
+    record_path = "/orders/order" if fmt == "xml" else None
+    source = FileSource(str(path), schema=SCHEMA, record_path=record_path)
+    listed = source.list_parts()
+    path.unlink()
+    part = source.build_part("files", listed[0], None)
+    try:
+        with pytest.raises(SourceError, match=r"cannot read `.*orders\." + fmt):
+            part.next_batch()
+    finally:
+        part.close()

@@ -21,6 +21,7 @@ import pytest
 
 from tests.connectors.test_files_formats import SCHEMA, N, read_all, rows, write
 from thalweg_bytewax.connectors.files import FileSource
+from thalweg_bytewax.errors import SourceError
 from thalweg_bytewax.metadata import record_ids_array
 
 SECRET = "s3cr3tPassw0rd"
@@ -122,14 +123,17 @@ def test_url_credentials_appear_in_no_output_dlq_row_key_log_or_error(
         repr(bad.to_pylist()),
         caplog.text,
     ]
-    # A file gone between listing and reading: its DLQ row names it, not its secrets.
+    # A file gone between listing and reading: its SourceError names it, not its secrets.
     fs, where = fsspec.core.url_to_fs(url)
     fs.rm(where)
     part = source.build_part("s", source.list_parts()[0], None)
-    gone = [b.to_pylist() for _, b in part.next_batch()]
-    part.close()
-    assert "cannot open" in gone[0][0]["message"]
-    seen.append(repr(gone))
+    try:
+        with pytest.raises(SourceError, match="cannot read") as gone:
+            part.next_batch()
+    finally:
+        part.close()
+    seen.append(str(gone.value))
+    seen.append(repr(gone.value.__cause__))
     ours = [r for r in caplog.records if r.name.startswith("thalweg_bytewax")]
     seen.append(repr([r.getMessage() for r in ours]))
     for text in seen:
