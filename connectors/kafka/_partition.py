@@ -60,6 +60,7 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
         resume: KafkaPartitionState | None,
         appeared: bool = False,
         stats: KafkaSourceStats | None = None,
+        step_id: str = "kafka_source",
     ) -> None:
         self._key = encode_part(topic, partition)
         self._tail = config.tail
@@ -133,7 +134,7 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
         self._next_awake: datetime | None = None
         # Metrics, health and batch spans when observability is on (else None).
         self._obs = observe_source_partition(
-            "kafka_source",
+            step_id,
             topic,
             partition,
             self.stats,

@@ -182,7 +182,14 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, KafkaPartitionState]):
         # A rebuilt partition keeps counting where it stopped: the counters only grow.
         stats = self._stats.get(for_part) or KafkaSourceStats()
         part = _KafkaPartition(
-            cfg, self._meta, topic, partition, resume=resume, appeared=appeared, stats=stats
+            cfg,
+            self._meta,
+            topic,
+            partition,
+            resume=resume,
+            appeared=appeared,
+            stats=stats,
+            step_id=step_id,
         )
         self._stats[for_part] = stats
         return part

@@ -69,10 +69,10 @@ def test_metrics_move_while_the_flow_runs(kafka_bootstrap, make_topic, tmp_path:
     assert series(text, instruments.SOURCE_BATCHES.name, topic) >= n / 50
     # Commit durations are bucketed in seconds, from half a millisecond.
     assert re.search(
-        rf'{instruments.SINK_COMMIT_DURATION.name}_bucket{{le="0.0005",.*step_id="parquet sink"',
+        rf'{instruments.SINK_COMMIT_DURATION.name}_bucket{{le="0.0005",.*step_id="scraped.lane"',
         text,
     )
-    assert f'{instruments.SINK_ROWS_WRITTEN.name}{{' in text
+    assert f"{instruments.SINK_ROWS_WRITTEN.name}{{" in text
     assert re.search(rf'{instruments.COVERAGE_LAG.name}{{.*topic="{topic}".*}} 0\.0', text)
 
 

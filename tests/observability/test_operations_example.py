@@ -23,10 +23,13 @@ def test_operations_example_serves_health_stats_and_metrics(tmp_path: Path) -> N
     )
     lines = out.stdout.splitlines()
     assert "ready: True" in lines
-    sinks = [line for line in lines if line.startswith("sink parquet sink")]
-    # Raw lane, orders lane, two DLQ lanes and the audit lane, 16 shards each, of which
-    # those that met a source partition registered.
+    # Each sink partition by its output step's id and component: the raw, DLQ and audit
+    # lanes (16 shards each, of which those that met a source partition registered) and
+    # the Iceberg tables.
+    sinks = [line for line in lines if line.startswith("sink orders.")]
     assert sinks and all(": ok," in line for line in sinks)
+    assert any(line.startswith("sink orders.raw_lane (parquet sink) #") for line in sinks)
+    assert any(line.startswith("sink orders.ice_orders (iceberg sink) #") for line in sinks)
     assert "stage orders.decode: 2000 records in the last 30 s" in lines
     assert any(
         line.startswith("thalweg_rejected_records_total{")

@@ -74,7 +74,7 @@ import logging
 import time
 from abc import ABC, abstractmethod
 from datetime import UTC, datetime
-from typing import ClassVar, Final, Literal
+from typing import TYPE_CHECKING, ClassVar, Final, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -91,6 +91,9 @@ from thalweg_bytewax.metadata import MetadataColumns
 from thalweg_bytewax.observability.gate import observe_sink_partition
 from thalweg_bytewax.runtime.coverage_recording import CoverageRecorder
 from thalweg_bytewax.runtime.parts import encode_part, stable_route
+
+if TYPE_CHECKING:
+    from thalweg_bytewax.observability.hooks import SinkObserver
 
 __all__ = [
     "UNLOCATED",
@@ -231,10 +234,36 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         self._failed = False
         self._unlocated_pending = False  # rows without a locator staged since the commit
         self._recorder: CoverageRecorder | None = None
-        # Counters, commit durations and health when observability is on (else None).
+        # Counters, commit durations and health when observability is on (else None),
+        # registered by `observe_as` once the output step's id is known.
+        self._obs: SinkObserver | None = None
+        self._observed_as: str | None = None
+
+    def observe_as(self, step_id: str) -> None:
+        """Export this partition's counters, commit durations and health under ``step_id``.
+
+        ``step_id`` is the id Bytewax gives the output step (``flow.step``), so two sinks
+        of one class are two series. :meth:`ShardedEpochSink.build_part
+        <thalweg_bytewax.runtime.sharded_sink.ShardedEpochSink.build_part>` calls it; a
+        second call with another id is refused (a partition has one step), the same id
+        is a no-op. Nothing is registered while observability is off.
+
+        Raises:
+            ConfigError: When the partition is already observed under another step id.
+        """
+        if self._observed_as is not None:
+            if self._observed_as == step_id:
+                return
+            msg = (
+                f"{self.component}: partition #{self.shard} is observed as step "
+                f"`{self._observed_as}`; got a second step id `{step_id}`; build one "
+                "partition per output step"
+            )
+            raise ConfigError(msg)
+        self._observed_as = step_id
         self._obs = observe_sink_partition(
-            component,
-            f"{component} #{shard}",
+            step_id,
+            f"{step_id} ({self.component}) #{self.shard}",
             self.stats,
             lambda: {key: ledger.next_offset for key, ledger in self._ledgers.items()},
             critical=self.readiness_critical,

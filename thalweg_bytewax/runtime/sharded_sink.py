@@ -3,7 +3,8 @@
 A sink lists ``shards`` partitions named ``shard-000``, ``shard-001``, …, routes each
 item key to one of them with :func:`~thalweg_bytewax.runtime.parts.stable_route` (the
 same in every process and run, so each source partition has one owner), and builds the
-partition of a shard through :meth:`ShardedEpochSink.build_shard`. When the sink was
+partition of a shard through :meth:`ShardedEpochSink.build_shard`, observed under the
+output step's id (its metrics series and health entries). When the sink was
 given a coverage store, each built partition records its committed coverage into it
 (:meth:`~thalweg_bytewax.runtime.epoch_sink.EpochSinkPartition.record_coverage_to`).
 """
@@ -75,10 +76,9 @@ class ShardedEpochSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState], Gen
         return stable_route(item_key, self.shards)
 
     @override
-    def build_part(
-        self, step_id: str, for_part: str, resume_state: EpochSinkState | None
-    ) -> PartT:
+    def build_part(self, step_id: str, for_part: str, resume_state: EpochSinkState | None) -> PartT:
         part = self.build_shard(step_id, shard_of(for_part), resume_state)
+        part.observe_as(step_id)
         if self.coverage_store is not None:
             part.record_coverage_to(self.coverage_store, self.coverage_sink_id(step_id))
         return part
