@@ -86,7 +86,26 @@ class _PostgresPartition(EpochSinkPartition):
 
     @override
     def open_partition(self, key: str, topic: str, partition: int) -> OffsetCoverage:
-        return self._sink.read_coverage(topic, partition)
+        # Read through this shard's own data connection (opened once, kept between
+        # epochs), not a new connection per source partition: a flow over hundreds of
+        # partitions would otherwise open as many connections at its start.
+        sink = self._sink
+        sink.ensure_bookkeeping()
+        conn = self._connection()
+        try:
+            cur = conn.cursor()
+            try:
+                cur.execute(
+                    cov.read_sql(sink.schema, dollar=True), (sink.sink_name, topic, partition)
+                )
+                rows = cur.fetchall()
+            finally:
+                cur.close()
+            conn.rollback()  # end the read's transaction: nothing stays open between epochs
+        except Exception:
+            self._drop_connection()
+            raise
+        return cov.parse(rows)
 
     @override
     def stage(self, key: str, rows: pa.RecordBatch) -> None:

@@ -32,7 +32,6 @@ from thalweg_bytewax.catalog import TableShape
 from thalweg_bytewax.catalog import postgres as pgcat
 from thalweg_bytewax.catalog.reconcile import reconcile
 from thalweg_bytewax.contracts.spec import ContractSpec, ObjectSpec
-from thalweg_bytewax.coverage import OffsetCoverage
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError, SinkTransientError
 from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataPolicy, metadata_columns
 from thalweg_bytewax.runtime.epoch_sink import (
@@ -233,7 +232,7 @@ class PostgresSink(ShardedEpochSink[_PostgresPartition]):
     def build_shard(
         self, step_id: str, shard: int, resume_state: EpochSinkState | None
     ) -> _PostgresPartition:
-        self._ensure_bookkeeping()
+        self.ensure_bookkeeping()
         self._announce()
         part = _PostgresPartition(self, resume_state, shard)
         self.stats.append(part.stats)
@@ -274,7 +273,8 @@ class PostgresSink(ShardedEpochSink[_PostgresPartition]):
         )
         return SinkTerminalError(msg)
 
-    def _ensure_bookkeeping(self) -> None:
+    def ensure_bookkeeping(self) -> None:
+        """Create the schema and its coverage table once per sink and process."""
         with self._lock:
             if self._bookkeeping_ready:
                 return
@@ -289,15 +289,6 @@ class PostgresSink(ShardedEpochSink[_PostgresPartition]):
                 conn.execute(cov.create_coverage_sql(self.schema))
                 conn.commit()
             self._bookkeeping_ready = True
-
-    def read_coverage(self, topic: str, partition: int) -> OffsetCoverage:
-        """The committed coverage of one source partition, from the coverage table."""
-        self._ensure_bookkeeping()
-        with self.connect_control() as conn:
-            rows = conn.execute(
-                cov.read_sql(self.schema, dollar=False), (self.sink_name, topic, partition)
-            ).fetchall()
-        return cov.parse(rows)
 
     def held_record_ids(self, topic: str, partition: int, first: int, last: int) -> pa.Table | None:
         """The ``(offset, record id)`` pairs the table holds for a source range, if it can."""

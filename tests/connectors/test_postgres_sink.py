@@ -231,3 +231,41 @@ def test_the_dsn_is_never_in_messages_or_the_repr(pg_schema: str) -> None:
         part(sink)
     assert secret not in str(info.value)
     assert "postgres sink" in str(info.value)
+
+
+class _CountingSink(PostgresSink):
+    """The real sink, counting the connections it opens."""
+
+    opened: list[str]
+
+    def connect_control(self) -> Any:
+        self.opened.append("control")
+        return super().connect_control()
+
+    def connect_data(self) -> Any:
+        self.opened.append("data")
+        return super().connect_data()
+
+
+def test_a_shard_over_many_source_partitions_opens_one_data_connection(
+    pg_dsn: str, pg_schema: str
+) -> None:
+    sink = _CountingSink(pg_dsn, "orders", schema=pg_schema, shards=1)
+    sink.opened = []
+    p = part(sink)
+    p.write_batch([batch("t", k, [0, 1]) for k in range(40)])
+    # Between the coverage reads and the epoch's commit nothing holds a transaction open.
+    with psycopg.connect(pg_dsn) as conn:
+        idle = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction' "
+            "AND pid <> pg_backend_pid()"
+        ).fetchone()
+    assert idle == (0,)
+    p.snapshot()
+    p.write_batch([batch("t", k, [2]) for k in range(40, 45)])
+    p.snapshot()
+    assert sorted(ids(pg_dsn, pg_schema)) == sorted([0, 1] * 40 + [2] * 5)
+    # One data connection for every coverage read and commit; the control connection
+    # only provisions (bookkeeping, then the table), never once per source partition.
+    assert sink.opened.count("data") == 1
+    assert sink.opened.count("control") == 2
