@@ -7,7 +7,7 @@ The steps, by step id (those of the configuration in brackets)::
                                          └─ dedup ─ contract ─┬─ audit_lane, rule_registry
                                                               ├─ dlq_contract
                                                               └─ transform (the SQL DAG)
-                                                                  ├─ [windows]
+                                                                  ├─ [windows] (and <name>.late)
                                                                   └─ [sinks.<id>]
 
 Importing this module reads nothing: the configuration is read, the contract loaded and
@@ -38,6 +38,7 @@ from thalweg_bytewax.connectors.rules import RuleRegistrySink
 from thalweg_bytewax.contracts import ContractSpec, load_contract
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import DEFAULT_COLUMNS
+from thalweg_bytewax.observability import otlp
 from thalweg_bytewax.operators.sql_dag import sql_dag
 from thalweg_bytewax.pipeline import CLEAN, PipelineConfig, SinkSection
 from thalweg_bytewax.registry import DirectorySchemaSource
@@ -132,7 +133,9 @@ def pipeline_source(config: PipelineConfig, *, schema: Any = None) -> AnySource:
 
 def _sink(step: str, sink: SinkSection, config: PipelineConfig) -> AnySink | None:
     raw_lane = config.under(config.raw_lane.path)
-    located = sink.mode == "append"
+    # Window results and late reports carry no locator: such a sink upserts them
+    # (effectively once) or appends them (at least once), and records no coverage.
+    located = sink.mode == "append" and sink.source not in config.window_streams()
     if sink.kind == "parquet":
         store = raw_lane if sink.coverage and config.raw_lane.enabled else None
         return ParquetSink(config.under(sink.path or ""), coverage_store=store)
@@ -242,8 +245,12 @@ def build_pipeline(  # noqa: PLR0912, PLR0913, PLR0915 - one flow, drawn in the 
 
     Raises:
         ConfigError: When the configuration cannot be built (a codec without its
-            schemas, a SQL node refused against the decoded schema).
+            schemas, a SQL node refused against the decoded schema, OTLP export
+            without the ``otlp`` extra or with a header secret that does not resolve).
     """
+    # OTLP export, when configured: checked now, its exporters made when observability
+    # turns on (the first partition built), so building starts no thread.
+    otlp.arm(config.observability.otlp, flow_id=config.name)
     base = Path(base_dir) if base_dir is not None else Path.cwd()
     files = config.source.kind == "files"
     # A files source reads columns, not payloads: the codec, if it has a reader schema,
@@ -327,13 +334,15 @@ def build_pipeline(  # noqa: PLR0912, PLR0913, PLR0915 - one flow, drawn in the 
         result = twg.window_agg(
             w.name,
             stream_of(w.source),
-            window=twg.Tumbling(timedelta(seconds=w.size_s)),
-            aggs={k: (v[0], v[1]) for k, v in w.aggs.items()},
+            window=w.spec(),
+            aggs=w.agg_specs(),
             group_by=tuple(w.group_by),
             time_column=w.time_column,
-            allowed_lateness=timedelta(seconds=w.allowed_lateness_s),
+            allowed_lateness=w.lateness(),
+            allowed_skew=w.skew(),
         )
         streams[w.name] = result.windows
+        streams[f"{w.name}.late"] = result.late
         late.append((w.name, result.late))
     built: dict[str, SinkSection] = {}
     for step, section in config.sinks.items():

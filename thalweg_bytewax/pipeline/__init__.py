@@ -6,8 +6,9 @@
 
 Sections: ``[source]`` (kafka | files | sample), ``[codec]``, ``[contract]``,
 ``[dedup]``, ``[[sql.nodes]]`` (the node shape of :mod:`thalweg_bytewax.sqldag`),
-``[[windows]]``, ``[sinks.<step id>]`` (parquet | iceberg | postgres | kafka, each with
-``from`` naming the stream it writes), ``[raw_lane]``, ``[dlq]``, ``[audit]``.
+``[[windows]]`` (tumbling | sliding | session), ``[sinks.<step id>]`` (parquet |
+iceberg | postgres | kafka, each with ``from`` naming the stream it writes),
+``[raw_lane]``, ``[dlq]``, ``[audit]``.
 ``docs/pipeline.md`` walks through them; ``thalweg init`` writes a commented starter.
 
 Example:
@@ -29,6 +30,7 @@ from thalweg_bytewax.pipeline._sections import (
     SourceSection,
     SqlNodeSection,
     SqlSection,
+    WindowKind,
     WindowSection,
 )
 from thalweg_bytewax.pipeline._sinks import SinkKind, SinkSection
@@ -47,5 +49,6 @@ __all__ = [
     "SourceSection",
     "SqlNodeSection",
     "SqlSection",
+    "WindowKind",
     "WindowSection",
 ]

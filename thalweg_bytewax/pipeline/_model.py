@@ -9,6 +9,7 @@ from pydantic import Field, model_validator
 
 from thalweg_bytewax.config import ConfigModel, load_config
 from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.observability.settings import ObservabilitySection
 from thalweg_bytewax.pipeline._sections import (
     AuditSection,
     CodecSection,
@@ -55,7 +56,7 @@ class PipelineConfig(ConfigModel):
     sql: SqlSection = Field(default_factory=SqlSection)
     """The SQL DAG (`[[sql.nodes]]`)."""
     windows: list[WindowSection] = Field(default_factory=list)
-    """Event-time windows (`[[windows]]`)."""
+    """Event-time windows (`[[windows]]`): tumbling, sliding or session."""
     sinks: dict[str, SinkSection] = Field(default_factory=dict)
     """The sinks (`[sinks.<step id>]`)."""
     raw_lane: RawLaneSection = Field(default_factory=RawLaneSection)
@@ -64,6 +65,8 @@ class PipelineConfig(ConfigModel):
     """The dead-letter lane."""
     audit: AuditSection = Field(default_factory=AuditSection)
     """The audit lane and rule registry."""
+    observability: ObservabilitySection = Field(default_factory=ObservabilitySection)
+    """Where traces and metrics go beyond `/metrics` (`[observability.otlp]`)."""
 
     @classmethod
     def load(
@@ -86,11 +89,17 @@ class PipelineConfig(ConfigModel):
         return p if p.is_absolute() or "://" in str(path) else self.data_dir / p
 
     def streams(self) -> set[str]:
-        """The stream names a sink or window can read."""
+        """The stream names a sink or window can read (a window's late report: `<name>.late`)."""
         names = {CLEAN}
         for node in self.sql.nodes:
             names.update({node.name, *([node.sink] if node.sink else [])})
-        return names | {w.name for w in self.windows}
+        for w in self.windows:
+            names.update({w.name, f"{w.name}.late"})
+        return names
+
+    def window_streams(self) -> set[str]:
+        """The streams of window results and late reports: rows without a source locator."""
+        return {n for w in self.windows for n in (w.name, f"{w.name}.late")}
 
     @model_validator(mode="after")
     def _wiring(self) -> Self:
@@ -110,6 +119,15 @@ class PipelineConfig(ConfigModel):
                 msg = (
                     f"pipeline sink `{step}`: `from` expected one of {sorted(streams)}; "
                     f"got {sink.source!r}"
+                )
+                raise ConfigError(msg)
+            if sink.kind == "parquet" and sink.source in self.window_streams():
+                msg = (
+                    f"pipeline sink `{step}` (parquet): `from` = {sink.source!r} is a window "
+                    "stream, whose rows carry no source locator, and a parquet sink lands "
+                    "rows exactly once by their locator; write windows with kind = "
+                    "'iceberg' or 'postgres' (mode = 'upsert', key_columns = the group "
+                    "columns and 'window_start')"
                 )
                 raise ConfigError(msg)
         return self

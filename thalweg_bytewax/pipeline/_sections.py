@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Literal, Self
+from datetime import timedelta
+from typing import TYPE_CHECKING, Literal, Self
 
 from pydantic import Field, model_validator
 
 from thalweg_bytewax.config import ConfigModel, SecretRef
 from thalweg_bytewax.errors import ConfigError
+
+if TYPE_CHECKING:
+    from thalweg_bytewax.window_agg import WindowSpec
 
 __all__ = [
     "AuditSection",
@@ -19,6 +23,7 @@ __all__ = [
     "SourceSection",
     "SqlNodeSection",
     "SqlSection",
+    "WindowKind",
     "WindowSection",
 ]
 
@@ -185,26 +190,101 @@ class SqlSection(ConfigModel):
     """A time bound per node and batch; unset = none."""
 
 
+WindowKind = Literal["tumbling", "sliding", "session"]
+"""The kinds of event-time window a pipeline declares (`[[windows]]` ``kind``)."""
+
+# The keys that size a window, by kind: a window takes its own kind's and no other's.
+_WINDOW_KEYS: dict[str, tuple[str, ...]] = {
+    "tumbling": ("size_s",),
+    "sliding": ("length_s", "step_s"),
+    "session": ("gap_s",),
+}
+
+
 class WindowSection(ConfigModel):
-    """A tumbling event-time window over a SQL node's rows."""
+    """An event-time window over a SQL node's rows; ``kind`` picks the keys that size it.
+
+    * ``tumbling`` (the default): fixed, non-overlapping windows of ``size_s``;
+    * ``sliding``: windows of ``length_s`` starting every ``step_s`` (``step_s`` <=
+      ``length_s``; a record counts in every window that holds it);
+    * ``session``: runs of a group's records less than ``gap_s`` apart; a session ends
+      ``gap_s`` after its last record.
+
+    Windows are aligned to the Unix epoch (UTC), as in
+    :func:`thalweg_bytewax.operators.window_agg`, which builds them. Sinks read the
+    closed windows with ``from = "<name>"`` and the late records' report with
+    ``from = "<name>.late"``.
+    """
 
     name: str = Field(pattern=r"^[a-z_][a-z0-9_]*$")
     """The window's step id; sinks read its results with `from = "<name>"`."""
     source: str = Field(alias="from")
     """The SQL node (its `sink` name or node name) whose rows are windowed."""
-    size_s: float = Field(gt=0)
-    """The window length, in seconds."""
+    kind: WindowKind = "tumbling"
+    """`tumbling` (takes `size_s`), `sliding` (`length_s`, `step_s`) or `session` (`gap_s`)."""
+    size_s: float | None = None
+    """tumbling: the window length, in seconds."""
+    length_s: float | None = None
+    """sliding: the window length, in seconds."""
+    step_s: float | None = None
+    """sliding: seconds from one window's start to the next (at most `length_s`)."""
+    gap_s: float | None = None
+    """session: the silence, in seconds, that ends a group's session."""
     time_column: str
-    """The event-time column."""
+    """The event-time column (a timestamp)."""
     group_by: list[str] = Field(default_factory=list)
     """The group columns."""
     aggs: dict[str, list[str]]
-    """Output column = [function, input column], e.g. `revenue_eur = ["sum", "amount_eur"]`."""
-    allowed_lateness_s: float = Field(default=0.0, ge=0)
-    """How long a window waits for late records, in seconds of event time."""
+    """Output column = [function, input column], e.g. `revenue_eur = ["sum", "amount_eur"]`;
+    functions: count (column `*` counts every row), sum, min, max, avg."""
+    allowed_lateness_s: float = 0.0
+    """How long a window waits for late records, in seconds of event time (>= 0)."""
+    allowed_skew_s: float = 60.0
+    """How far ahead of its ingest time a record's event time may be before it is clamped
+    (>= 0)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_kind(cls, data: object) -> object:
+        if isinstance(data, dict) and "kind" in data and data["kind"] not in _WINDOW_KEYS:
+            name = data.get("name", "?")
+            msg = (
+                f"pipeline window `{name}`: `kind` expected one of {list(_WINDOW_KEYS)}; "
+                f"got {data['kind']!r}"
+            )
+            raise ConfigError(msg)
+        return data
 
     @model_validator(mode="after")
-    def _aggs(self) -> Self:
+    def _by_kind(self) -> Self:
+        where = f"pipeline window `{self.name}` ({self.kind})"
+        own = _WINDOW_KEYS[self.kind]
+        for kind, keys in _WINDOW_KEYS.items():
+            stray = [k for k in keys if k not in own and getattr(self, k) is not None]
+            if stray:
+                msg = (
+                    f"{where}: `{stray[0]}` is for {kind} windows; a {self.kind} window "
+                    f"expected {', '.join(f'`{k}`' for k in own)}"
+                )
+                raise ConfigError(msg)
+        for key in own:
+            value = getattr(self, key)
+            if value is None:
+                msg = f"{where}: expected `{key}` (seconds, > 0); got none; add it to the table"
+                raise ConfigError(msg)
+            if not value > 0:
+                msg = f"{where}: expected `{key}` > 0 seconds; got {value!r}"
+                raise ConfigError(msg)
+        for key in ("allowed_lateness_s", "allowed_skew_s"):
+            if not getattr(self, key) >= 0:
+                msg = f"{where}: expected `{key}` >= 0 seconds; got {getattr(self, key)!r}"
+                raise ConfigError(msg)
+        if self.kind == "sliding" and (self.step_s or 0) > (self.length_s or 0):
+            msg = (
+                f"{where}: expected `step_s` <= `length_s` ({self.length_s!r}); got "
+                f'{self.step_s!r}; for gaps between windows use kind = "tumbling"'
+            )
+            raise ConfigError(msg)
         for out, spec in self.aggs.items():
             if len(spec) != 2:  # noqa: PLR2004 - [function, column]
                 msg = (
@@ -212,4 +292,38 @@ class WindowSection(ConfigModel):
                     f"[function, column]; got {spec!r}"
                 )
                 raise ConfigError(msg)
+        # The operator's own checks (functions, names), at load rather than at build.
+        from thalweg_bytewax.window_agg import WindowPlan  # noqa: PLC0415 - pyarrow
+
+        try:
+            WindowPlan(self.spec(), self.agg_specs(), self.group_by, self.lateness())
+        except ConfigError as exc:
+            msg = f"pipeline window `{self.name}`: {exc}"
+            raise ConfigError(msg) from None
         return self
+
+    def spec(self) -> WindowSpec:
+        """The window as :mod:`thalweg_bytewax.window_agg` takes it (``Tumbling`` ...)."""
+        from thalweg_bytewax.window_agg import Session, Sliding, Tumbling  # noqa: PLC0415
+
+        if self.kind == "sliding":
+            return Sliding(_seconds(self.length_s), _seconds(self.step_s))
+        if self.kind == "session":
+            return Session(_seconds(self.gap_s))
+        return Tumbling(_seconds(self.size_s))
+
+    def agg_specs(self) -> dict[str, tuple[str, str]]:
+        """``aggs`` as the operator takes them: output column -> (function, column)."""
+        return {out: (spec[0], spec[1]) for out, spec in self.aggs.items()}
+
+    def lateness(self) -> timedelta:
+        """``allowed_lateness_s`` as a duration."""
+        return timedelta(seconds=self.allowed_lateness_s)
+
+    def skew(self) -> timedelta:
+        """``allowed_skew_s`` as a duration."""
+        return timedelta(seconds=self.allowed_skew_s)
+
+
+def _seconds(value: float | None) -> timedelta:
+    return timedelta(seconds=value or 0.0)
