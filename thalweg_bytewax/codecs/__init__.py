@@ -3,15 +3,17 @@
 Each codec offers ``decode_value`` (record-at-a-time) and ``decode_batch`` (columnar)
 over one schema-resolution core; each encoder offers ``encode_batch`` (Arrow batch to
 one framed payload per row); see :mod:`thalweg_bytewax.codecs.base`.
+
+The names below load their module on first use: a flow that decodes JSON loads neither
+the Avro nor the Protobuf machinery, and only the encoders load confluent-kafka's
+schema-registry client.
 """
 
 from __future__ import annotations
 
-from thalweg_bytewax.codecs._avro_encode import AvroEncoder
-from thalweg_bytewax.codecs._encode import BytesEncoder
-from thalweg_bytewax.codecs._json_encode import JsonEncoder
-from thalweg_bytewax.codecs._proto_encode import ProtobufEncoder
-from thalweg_bytewax.codecs.avro import AvroCodec
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from thalweg_bytewax.codecs.base import (
     Codec,
     DecodeFailure,
@@ -22,8 +24,15 @@ from thalweg_bytewax.codecs.base import (
     FailureKind,
     Framing,
 )
-from thalweg_bytewax.codecs.json import JsonCodec
-from thalweg_bytewax.codecs.protobuf import ProtobufCodec
+
+if TYPE_CHECKING:
+    from thalweg_bytewax.codecs._avro_encode import AvroEncoder
+    from thalweg_bytewax.codecs._encode import BytesEncoder
+    from thalweg_bytewax.codecs._json_encode import JsonEncoder
+    from thalweg_bytewax.codecs._proto_encode import ProtobufEncoder
+    from thalweg_bytewax.codecs.avro import AvroCodec
+    from thalweg_bytewax.codecs.json import JsonCodec
+    from thalweg_bytewax.codecs.protobuf import ProtobufCodec
 
 __all__ = [
     "AvroCodec",
@@ -42,3 +51,29 @@ __all__ = [
     "ProtobufCodec",
     "ProtobufEncoder",
 ]
+
+# Public name -> the module that defines it, imported on first access.
+_LAZY = {
+    "AvroCodec": "thalweg_bytewax.codecs.avro",
+    "AvroEncoder": "thalweg_bytewax.codecs._avro_encode",
+    "BytesEncoder": "thalweg_bytewax.codecs._encode",
+    "JsonCodec": "thalweg_bytewax.codecs.json",
+    "JsonEncoder": "thalweg_bytewax.codecs._json_encode",
+    "ProtobufCodec": "thalweg_bytewax.codecs.protobuf",
+    "ProtobufEncoder": "thalweg_bytewax.codecs._proto_encode",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Load a codec or encoder class from its module on first access."""
+    module = _LAZY.get(name)
+    if module is None:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -22,16 +22,19 @@ Two kinds of failure are kept apart, because they need opposite handling:
 URL; :func:`registry_client` therefore hands out one shared client per ``mock://`` URL in
 this process, so a producer-side serializer and a codec built from the same URL see
 the same schemas.
+
+confluent-kafka's registry client (and the HTTP and OAuth stack it brings) loads only
+when a registry is used: :class:`RegistrySchemaSource` and :func:`registry_client` are
+imported on first access, and a :class:`DirectorySchemaSource` never needs them.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-from confluent_kafka.schema_registry import SchemaRegistryClient
+from typing import TYPE_CHECKING, Any
 
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.registry._base import (
@@ -40,14 +43,16 @@ from thalweg_bytewax.registry._base import (
     ResolvedSchema,
     SchemaKey,
     SchemaSource,
+    SchemaText,
     UnknownSchemaError,
 )
-from thalweg_bytewax.registry._confluent import (
-    RegistrySchemaSource,
-    redact_url,
-    registry_client,
-)
 from thalweg_bytewax.registry._directory import DirectorySchemaSource
+from thalweg_bytewax.registry._urls import redact_url
+
+if TYPE_CHECKING:
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+
+    from thalweg_bytewax.registry._confluent import RegistrySchemaSource, registry_client
 
 __all__ = [
     "DirectorySchemaSource",
@@ -57,6 +62,7 @@ __all__ = [
     "ResolvedSchema",
     "SchemaKey",
     "SchemaSource",
+    "SchemaText",
     "UnknownSchemaError",
     "redact_url",
     "registry_client",
@@ -67,6 +73,33 @@ logger = logging.getLogger(__name__)
 
 # Schemes are case-insensitive (RFC 3986 §3.1); ``HTTPS://`` is a registry URL too.
 _URL_PREFIXES = ("http://", "https://", "mock://")
+# Loaded from ._confluent on first access (it imports confluent-kafka's registry client).
+_CONFLUENT_NAMES = frozenset({"RegistrySchemaSource", "registry_client"})
+
+
+def __getattr__(name: str) -> Any:
+    """Load the registry-client names from their module on first access."""
+    if name not in _CONFLUENT_NAMES:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    from thalweg_bytewax.registry import _confluent  # noqa: PLC0415 - loads the client
+
+    value = getattr(_confluent, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+def _is_registry_client(value: object) -> bool:
+    """Whether ``value`` is a confluent-kafka ``SchemaRegistryClient``.
+
+    Holding one means its module is loaded already; this never loads it.
+    """
+    module = sys.modules.get("confluent_kafka.schema_registry")
+    return module is not None and isinstance(value, module.SchemaRegistryClient)
 
 
 def schema_source(
@@ -86,9 +119,13 @@ def schema_source(
     """
     if isinstance(registry, SchemaSource):
         return registry
-    if isinstance(registry, SchemaRegistryClient):
-        return RegistrySchemaSource(registry)
+    if _is_registry_client(registry):
+        from thalweg_bytewax.registry._confluent import RegistrySchemaSource  # noqa: PLC0415
+
+        return RegistrySchemaSource(registry)  # type: ignore[arg-type]
     if isinstance(registry, str) and registry.strip().lower().startswith(_URL_PREFIXES):
+        from thalweg_bytewax.registry._confluent import RegistrySchemaSource  # noqa: PLC0415
+
         return RegistrySchemaSource(registry, conf=conf)
     if isinstance(registry, str | Path) and Path(registry).is_dir():
         return DirectorySchemaSource(registry)

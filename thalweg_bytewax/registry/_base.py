@@ -10,11 +10,12 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
-
-from confluent_kafka.schema_registry import Schema
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from thalweg_bytewax.errors import SchemaError, TransientError
+
+if TYPE_CHECKING:
+    from confluent_kafka.schema_registry import Schema
 
 # The facade's logger name, so log configuration and filters keep working.
 logger = logging.getLogger("thalweg_bytewax.registry")
@@ -53,12 +54,31 @@ class UnknownSchemaError(RegistryError, LookupError):
 
 
 @dataclass(frozen=True)
+class SchemaText:
+    """A schema as a file holds it: its text and type, nothing a registry adds.
+
+    What :class:`ResolvedSchema` carries for a schema read from a directory, so that
+    offline lookups never load confluent-kafka's registry client.
+
+    Attributes:
+        schema_str: The schema text (base64 for a binary ``.pb`` descriptor set).
+        schema_type: ``AVRO``, ``PROTOBUF`` or ``JSON``.
+    """
+
+    schema_str: str
+    schema_type: str
+
+    __module__ = "thalweg_bytewax.registry"
+
+
+@dataclass(frozen=True)
 class ResolvedSchema:
     """A schema as a registry returned it, with every reference resolved.
 
     Attributes:
-        schema: The ``confluent_kafka`` schema object (``schema_str``, ``schema_type``,
-            ``references``) exactly as the source returned it.
+        schema: The schema exactly as the source returned it: a registry's
+            ``confluent_kafka`` ``Schema`` (``schema_str``, ``schema_type``,
+            ``references``), or a :class:`SchemaText` read from a schema file.
         references: Every referenced schema, transitively, dependencies first, keyed by
             the reference name (an Avro full name, a ``.proto`` file name).
         schema_id: The registry id, where known.
@@ -69,7 +89,7 @@ class ResolvedSchema:
             ``schema.schema_str`` holds the same bytes in base64.
     """
 
-    schema: Schema
+    schema: Schema | SchemaText
     references: Mapping[str, ResolvedSchema] = field(default_factory=dict)
     schema_id: int | None = None
     guid: str | None = None

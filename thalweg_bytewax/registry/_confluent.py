@@ -20,7 +20,6 @@ from thalweg_bytewax.registry._urls import (
     clean_cause,
     client_urls,
     parse_registry_urls,
-    redact_registry_url,
 )
 
 try:  # confluent-kafka's registry client uses httpx2 when present, else httpx
@@ -49,22 +48,6 @@ _RETRIABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 _NOT_FOUND_CODES = frozenset({40400, 40401, 40402, 40403, 40404, 40406})
 _mock_clients: dict[str, SchemaRegistryClient] = {}
 _mock_lock = threading.Lock()
-
-
-def redact_url(url: str) -> str:
-    """``url`` (or a comma-separated list) with credentials replaced by ``***``.
-
-    The whole userinfo (everything up to the last ``@`` before the host, also in a
-    scheme-less ``user:pass@host:port``) becomes ``***@``; every query value and the
-    fragment become ``***``.
-
-    Args:
-        url: One registry URL or several, comma-separated.
-
-    Returns:
-        The URL(s), safe for messages, reprs and logs.
-    """
-    return redact_registry_url(url)
 
 
 def registry_client(url: str, conf: Mapping[str, Any] | None = None) -> SchemaRegistryClient:

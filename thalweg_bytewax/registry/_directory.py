@@ -13,14 +13,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from confluent_kafka.schema_registry import Schema
-
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.registry._base import (
     RegistryError,
     ResolvedSchema,
     SchemaKey,
     SchemaSource,
+    SchemaText,
     UnknownSchemaError,
 )
 
@@ -96,10 +95,10 @@ class DirectorySchemaSource(SchemaSource):
         data = path.read_bytes()
         if schema_type == "PROTOBUF":
             text = base64.b64encode(data).decode("ascii")
-            return ResolvedSchema(Schema(text, schema_type), raw=data, **ids)
+            return ResolvedSchema(SchemaText(text, schema_type), raw=data, **ids)
         text = data.decode("utf-8")
         refs = self._avro_refs(text, path) if schema_type == "AVRO" else {}
-        return ResolvedSchema(Schema(text, schema_type), refs, **ids)
+        return ResolvedSchema(SchemaText(text, schema_type), refs, **ids)
 
     def _avro_refs(self, text: str, path: Path) -> dict[str, ResolvedSchema]:
         try:

@@ -31,6 +31,7 @@ __all__ = [
     "client_urls",
     "parse_registry_urls",
     "redact_registry_url",
+    "redact_url",
 ]
 
 # A comma starts a new URL only when a scheme follows it, so a comma in a password does
@@ -76,6 +77,22 @@ def redact_registry_url(url: str) -> str:
         The URL(s), safe for messages, reprs and logs.
     """
     return ",".join(_redact_part(part) for part in _URL_SPLIT.split(url))
+
+
+def redact_url(url: str) -> str:
+    """``url`` (or a comma-separated list) with credentials replaced by ``***``.
+
+    The whole userinfo (everything up to the last ``@`` before the host, also in a
+    scheme-less ``user:pass@host:port``) becomes ``***@``; every query value and the
+    fragment become ``***``.
+
+    Args:
+        url: One registry URL or several, comma-separated.
+
+    Returns:
+        The URL(s), safe for messages, reprs and logs.
+    """
+    return redact_registry_url(url)
 
 
 @dataclass(frozen=True)
@@ -210,9 +227,7 @@ def parse_registry_urls(url: str, conf: Mapping[str, Any] | None = None) -> Regi
             )
             raise ConfigError(msg)
         user, _, password = next(iter(userinfos)).partition(":")
-        settings[_AUTH_KEY] = (
-            f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}"
-        )
+        settings[_AUTH_KEY] = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}"
     clean = ",".join(u for u, _ in parsed)
     return RegistryUrls(clean, shown, settings, secrets)
 
