@@ -104,6 +104,7 @@ from flows._pipeline_build import build_pipeline
 from thalweg_bytewax.codecs import AvroCodec
 from thalweg_bytewax.config import SecretRef, Settings
 from thalweg_bytewax.connectors.raw_lane_source import only_output
+from thalweg_bytewax.observability.settings import ObservabilitySection
 from thalweg_bytewax.pipeline import PipelineConfig
 from thalweg_bytewax.recovery_plan import RawLane
 from thalweg_bytewax.registry import DirectorySchemaSource
@@ -160,6 +161,8 @@ class OrdersSettings(Settings):
     """The PostgreSQL schema of the tables."""
     window_lateness_s: float = Field(default=3600.0, ge=0)
     """How long a revenue window waits for late orders, in seconds of event time."""
+    observability: ObservabilitySection = Field(default_factory=ObservabilitySection)
+    """OTLP export of traces and metrics (`[observability.otlp]`), as in a pipeline file."""
 
     @property
     def raw_lane(self) -> Path:
@@ -202,7 +205,6 @@ class OrdersSettings(Settings):
             postgres_dsn=dsn or None,
             postgres_schema=self.postgres_schema,
         )
-
 
     def pipeline(self) -> PipelineConfig:
         """These settings as a pipeline configuration (``flows/orders.toml`` at the defaults).
@@ -271,6 +273,7 @@ class OrdersSettings(Settings):
                     }
                 ],
                 "sinks": sinks,
+                "observability": self.observability,
             }
         )
 

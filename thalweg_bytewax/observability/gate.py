@@ -3,13 +3,15 @@
 Connectors and operators import only this module, so a flow without the
 ``observability`` extra never imports OpenTelemetry: while observability is off (the
 default) each ``observe_*`` call is one flag check returning None. It turns on with
-:func:`thalweg_bytewax.observability.observe`, or when ``THALWEG_HTTP_PORT`` is set at
-the moment a source or sink partition is built.
+:func:`thalweg_bytewax.observability.observe`, or when ``THALWEG_HTTP_PORT`` is set or
+a configuration armed OTLP export (:func:`arm`) at the moment a source or sink
+partition is built.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
@@ -20,15 +22,18 @@ if TYPE_CHECKING:
 
     from .hooks import SinkObserver, SourceObserver, StepBatch
     from .metrics import SinkCounters, SourceCounters
+    from .otlp import OtlpExport
 
 __all__ = [
     "HTTP_HOST_ENV",
     "HTTP_PORT_ENV",
+    "arm",
     "is_on",
     "observe_sink_partition",
     "observe_source_partition",
     "observe_step",
     "set_on",
+    "take_armed",
 ]
 
 HTTP_PORT_ENV = "THALWEG_HTTP_PORT"
@@ -37,6 +42,8 @@ HTTP_HOST_ENV = "THALWEG_HTTP_HOST"
 """The environment variable naming the interface to bind (``127.0.0.1`` by default)."""
 
 _on = False
+_armed: OtlpExport | None = None
+_arm_lock = threading.Lock()
 
 
 def is_on() -> bool:
@@ -45,15 +52,35 @@ def is_on() -> bool:
 
 
 def set_on(on: bool) -> None:
-    """Turn the hooks on or off (``observe()`` and ``reset()`` call it)."""
-    global _on
+    """Turn the hooks on or off (``observe()`` and ``reset()`` call it; off disarms)."""
+    global _on, _armed
     _on = on
+    if not on:
+        _armed = None
+
+
+def arm(export: OtlpExport) -> None:
+    """Turn observability on, with OTLP export, when the first partition is built.
+
+    :func:`thalweg_bytewax.observability.otlp.arm` calls it for a flow built from a
+    configuration that asks for OTLP export; :func:`~.hooks.observe` takes it.
+    """
+    global _armed
+    _armed = export
+
+
+def take_armed() -> OtlpExport | None:
+    """The armed OTLP export, once (``observe()`` builds its exporters), else None."""
+    global _armed
+    with _arm_lock:
+        export, _armed = _armed, None
+    return export
 
 
 def _on_or_env() -> bool:
     if _on:
         return True
-    if not os.environ.get(HTTP_PORT_ENV):
+    if _armed is None and not os.environ.get(HTTP_PORT_ENV):
         return False
     _deps.require("opentelemetry.sdk", extra="observability")
     from .hooks import observe  # noqa: PLC0415 - OpenTelemetry only once it is asked for

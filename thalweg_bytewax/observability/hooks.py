@@ -80,8 +80,10 @@ def observe(
     server (``/health``, ``/ready``, ``/live``, ``/stats``, ``/metrics``) starts only when
     a port is given here or in ``THALWEG_HTTP_PORT``; it binds ``127.0.0.1`` unless
     ``host`` or ``THALWEG_HTTP_HOST`` says otherwise. Traces are recorded when
-    ``tracing_provider`` is given or a global OpenTelemetry tracer provider is set.
-    Calling it again is harmless (the first server stays).
+    ``tracing_provider`` is given, a flow's configuration armed OTLP export
+    (:func:`.otlp.arm`: its exporters are made here, its tracer provider used unless
+    one is given) or a global OpenTelemetry tracer provider is set. Calling it again
+    is harmless (the first server stays; metric readers count on the first call only).
 
     Args:
         flow: Returned unchanged, for chaining.
@@ -99,8 +101,26 @@ def observe(
     """
     global _server
     with _lock:
+        resource = None
+        export = gate.take_armed()
+        if export is not None:
+            from .metrics import metrics as current_metrics  # noqa: PLC0415 - `metrics` is an arg
+            from .otlp import exporters  # noqa: PLC0415 - the OTLP extra only when armed
+
+            otlp_provider, otlp_readers, resource = exporters(
+                export, tracing=tracing_provider is None
+            )
+            if tracing_provider is None:
+                tracing_provider = otlp_provider
+            if otlp_readers and current_metrics() is not None:
+                logger.warning(
+                    "observability: metrics were turned on in this process before the "
+                    "OTLP configuration was applied; its metrics are not exported over "
+                    "OTLP (traces are); build the flow before calling observe()"
+                )
+            metric_readers = (*metric_readers, *otlp_readers)
         if metrics:
-            enable_metrics(readers=metric_readers)
+            enable_metrics(readers=metric_readers, resource=resource)
         provider = tracing_provider if tracing_provider is not None else trace.get_tracer_provider()
         if not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
             tracing.enable_tracing(provider)
@@ -246,7 +266,6 @@ class SourceObserver:
         self.health.ok()
 
 
-
 class SinkObserver:
     """The hooks of one sink partition: counters, commit durations, health, write spans."""
 
@@ -301,7 +320,6 @@ class SinkObserver:
     def failed(self, exc: BaseException) -> None:
         """A write or commit failed: the sink partition is down."""
         self.health.down(_describe(exc))
-
 
 
 def _step_component(step_id: str) -> Component:

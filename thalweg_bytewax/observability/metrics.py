@@ -28,6 +28,7 @@ from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader
+from opentelemetry.sdk.resources import Resource
 
 from . import instruments as spec
 from .window import ThroughputWindow
@@ -39,6 +40,7 @@ __all__ = [
     "enable_metrics",
     "metrics",
 ]
+
 
 class SourceCounters(Protocol):
     """The plain counters a source partition keeps (``KafkaSourceStats``)."""
@@ -94,9 +96,13 @@ class Metrics:
     Args:
         readers: Metric readers (the Prometheus reader, an OTLP reader, or an in-memory
             one); none makes the instruments record into nothing.
+        resource: The resource the readers export with (``service.name``...); default:
+            the SDK's, from ``OTEL_SERVICE_NAME`` / ``OTEL_RESOURCE_ATTRIBUTES``.
     """
 
-    def __init__(self, readers: Sequence[MetricReader] = ()) -> None:
+    def __init__(
+        self, readers: Sequence[MetricReader] = (), *, resource: Resource | None = None
+    ) -> None:
         self._lock = threading.Lock()
         self._sources: dict[tuple[str, str, int], _Source] = {}
         self._sinks: list[_Sink] = []
@@ -107,7 +113,9 @@ class Metrics:
         # No exemplars: no batch span is current when a histogram records (so the
         # trace-based default would never keep one), and the filter is asked per record.
         self.provider = MeterProvider(
-            metric_readers=list(readers), exemplar_filter=AlwaysOffExemplarFilter()
+            metric_readers=list(readers),
+            resource=resource,
+            exemplar_filter=AlwaysOffExemplarFilter(),
         )
         meter = self.provider.get_meter("thalweg_bytewax")
 
@@ -334,12 +342,19 @@ _metrics: Metrics | None = None
 _metrics_lock = threading.Lock()
 
 
-def enable_metrics(*, prometheus: bool = True, readers: Sequence[MetricReader] = ()) -> Metrics:
+def enable_metrics(
+    *,
+    prometheus: bool = True,
+    readers: Sequence[MetricReader] = (),
+    resource: Resource | None = None,
+) -> Metrics:
     """Create the process's metrics once (later calls return the same object).
 
     Args:
         prometheus: Export into ``prometheus_client``'s global registry.
-        readers: Further readers (e.g. an OTLP ``PeriodicExportingMetricReader``).
+        readers: Further readers (e.g. an OTLP ``PeriodicExportingMetricReader``); a
+            later call's readers are not added (one meter provider per process).
+        resource: The resource the readers export with (the first call's is kept).
     """
     global _metrics
     with _metrics_lock:
@@ -347,7 +362,7 @@ def enable_metrics(*, prometheus: bool = True, readers: Sequence[MetricReader] =
             all_readers = list(readers)
             if prometheus:
                 all_readers.insert(0, PrometheusMetricReader(disable_target_info=True))
-            _metrics = Metrics(all_readers)
+            _metrics = Metrics(all_readers, resource=resource)
         return _metrics
 
 
