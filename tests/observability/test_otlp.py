@@ -295,3 +295,24 @@ def test_the_orders_flow_takes_the_section_from_its_environment() -> None:
     assert section.trace_sample_ratio == 0.25
     assert str(section.headers["authorization"]) == "Bearer ${env:OTLP_TEST_TOKEN}"
     assert otlp.is_enabled(section, {})
+
+
+@pytest.mark.parametrize(
+    ("ratio", "root"),
+    [(None, "AlwaysOnSampler"), (0.1, "TraceIdRatioBased{0.1}")],
+)
+def test_sampling_is_parent_based_every_trace_unless_a_ratio_is_set(
+    monkeypatch: pytest.MonkeyPatch, ratio: float | None, root: str
+) -> None:
+    for name in ("OTEL_TRACES_SAMPLER", "OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES"):
+        monkeypatch.delenv(name, raising=False)
+    section = OtlpSection(endpoint="http://127.0.0.1:1", metrics=False, trace_sample_ratio=ratio)
+    provider, readers, resource = otlp.exporters(otlp.OtlpExport(section, "thalweg-flow"))
+    assert provider is not None and readers == ()
+    try:
+        # The root sampler as asked; a parent's decision is kept either way.
+        description = provider.sampler.get_description()
+        assert description.startswith(f"ParentBased{{root:{root},remoteParentSampled:")
+        assert resource.attributes["service.name"] == "thalweg-flow"
+    finally:
+        provider.shutdown()
