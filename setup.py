@@ -28,5 +28,13 @@ setup(
             ["thalweg_bytewax/_kafka_native.c"],
             optional=True,
         ),
+        # Optional: without a C compiler the DLQ row JSON of rejected rows is built with
+        # Arrow string kernels (the same text, several times the CPU per row); a log
+        # line says which runs.
+        Extension(
+            "thalweg_bytewax.contracts._row_json_native",
+            ["thalweg_bytewax/contracts/_row_json_native.c"],
+            optional=True,
+        ),
     ]
 )

@@ -92,7 +92,7 @@ class _Verdict:
 def _row_json(batch: pa.RecordBatch, idx: np.ndarray, columns: MetadataColumns) -> pa.Array:
     """The payload of the rows ``idx`` as JSON objects, column-wise (see :mod:`.row_json`)."""
     payload = [n for n in batch.schema.names if not columns.is_reserved(n)]
-    return rows_as_json(batch.select(payload).take(pa.array(idx, pa.int64())))
+    return rows_as_json(batch.select(payload), idx)
 
 
 class _Validator:

@@ -1,0 +1,655 @@
+/*
+ * Row JSON over Arrow buffers: one JSON object per selected row of a batch.
+ *
+ * Private to thalweg_bytewax.contracts.row_json, which describes the batch as a tree
+ * of plan nodes (kind, buffer addresses, offsets) and keeps the arrays alive while
+ * this runs. The text is the one row_json's column-wise path writes (orjson's text of
+ * the row as to_pylist gives it, NaN and infinities spelled, decimals as text, bytes
+ * as hex); columns whose type has no spelling here arrive as RAW nodes, fragments
+ * already rendered by that path, and are copied verbatim.
+ *
+ * rows(root, indices, n, start, offsets, data, capacity) -> int | None
+ *   Writes rows start..n-1 into the caller's buffers (int32 offsets of n + 1 entries,
+ *   offsets[start] set by an earlier call unless start is 0; data of capacity bytes) and returns the number of rows
+ *   done: fewer than n when the next row does not fit (the caller grows the data buffer
+ *   and calls again from there).
+ *   root: a STRUCT node (the row object); its children carry a "taken" flag: such a
+ *   column is indexed by the output row number, the others by indices[row].
+ *   indices: address of n int64 row numbers, or 0 for rows 0..n-1.
+ *   None: a value this writer does not spell (a date or instant outside years
+ *   1-9999, a date64 that is no whole day, a dictionary index out of range); the
+ *   caller then uses its column-wise path.
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+enum {
+    K_NULL = 0,
+    K_BOOL = 1,
+    K_INT = 2,
+    K_UINT = 3,
+    K_DECIMAL = 4,
+    K_STRING = 5,
+    K_LARGE_STRING = 6,
+    K_RAW = 7,
+    K_BINARY = 8,
+    K_LARGE_BINARY = 9,
+    K_FIXED_BINARY = 10,
+    K_TIMESTAMP = 11,
+    K_DATE32 = 12,
+    K_LIST = 13,
+    K_LARGE_LIST = 14,
+    K_FIXED_LIST = 15,
+    K_STRUCT = 16,
+    K_MAP = 17,
+    K_DICT = 18,
+    K_DATE64 = 19,
+    K_LAST = 19
+};
+
+typedef struct Node {
+    int kind;
+    int taken;
+    int64_t offset;
+    const uint8_t *validity;
+    const uint8_t *b1;
+    const uint8_t *b2;
+    int64_t param;
+    int64_t param2;
+    Py_ssize_t nchild;
+    struct Node **child;
+    const char **keys;
+    Py_ssize_t *key_len;
+} Node;
+
+typedef struct {
+    char *p;
+    Py_ssize_t len;
+    Py_ssize_t cap;
+    int full;        /* the buffer cannot take the value: the caller grows it */
+    int unsupported; /* a value this writer does not spell */
+} Out;
+
+/* Seconds from 0001-01-01 to the epoch, and from the epoch to 10000-01-01. */
+static const int64_t MIN_SECONDS = -62135596800LL;
+static const int64_t MAX_SECONDS = 253402300800LL;
+
+static int full(Out *o) {
+    o->full = 1;
+    return -1;
+}
+
+#define RESERVE(o, n) \
+    do { \
+        if ((o)->cap - (o)->len < (Py_ssize_t)(n)) return full(o); \
+    } while (0)
+
+static inline void put(Out *o, const char *s, Py_ssize_t n) {
+    memcpy(o->p + o->len, s, (size_t)n);
+    o->len += n;
+}
+
+static inline void put1(Out *o, char c) { o->p[o->len++] = c; }
+
+static int put_checked(Out *o, const char *s, Py_ssize_t n) {
+    RESERVE(o, n);
+    put(o, s, n);
+    return 0;
+}
+
+static inline int is_valid(const Node *nd, int64_t j) {
+    return nd->validity == NULL || ((nd->validity[j >> 3] >> (j & 7)) & 1);
+}
+
+static void put_u64(Out *o, uint64_t v) {
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n) o->p[o->len++] = tmp[--n];
+}
+
+static void put_i64(Out *o, int64_t v) {
+    if (v < 0) {
+        put1(o, '-');
+        put_u64(o, (uint64_t)0 - (uint64_t)v);
+    } else {
+        put_u64(o, (uint64_t)v);
+    }
+}
+
+static inline void put_digits(Out *o, int64_t v, int width) {
+    char *p = o->p + o->len;
+    for (int k = width - 1; k >= 0; k--) {
+        p[k] = (char)('0' + v % 10);
+        v /= 10;
+    }
+    o->len += width;
+}
+
+/* --- strings: escaped as orjson escapes them ------------------------------------- */
+
+static uint8_t ESCAPE[256]; /* 0: as is; else the short escape letter or 'u' */
+
+static void init_escapes(void) {
+    for (int c = 0; c < 0x20; c++) ESCAPE[c] = 'u';
+    ESCAPE['\b'] = 'b';
+    ESCAPE['\t'] = 't';
+    ESCAPE['\n'] = 'n';
+    ESCAPE['\f'] = 'f';
+    ESCAPE['\r'] = 'r';
+    ESCAPE['"'] = '"';
+    ESCAPE['\\'] = '\\';
+}
+
+static const char HEX[] = "0123456789abcdef";
+
+/* The first byte at or after k that JSON escapes (a control, '"' or '\\'), or n:
+   eight bytes at a time, then one by one. */
+static inline int64_t next_escape(const uint8_t *s, int64_t k, int64_t n) {
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    for (; k + 8 <= n; k += 8) {
+        uint64_t v;
+        memcpy(&v, s + k, 8);
+        uint64_t q = v ^ (ones * '"'), b = v ^ (ones * '\\');
+        uint64_t hit = ((v - ones * 0x20) & ~v) | ((q - ones) & ~q) | ((b - ones) & ~b);
+        if (hit & highs) break;
+    }
+    while (k < n && !ESCAPE[s[k]]) k++;
+    return k;
+}
+
+static int put_string(Out *o, const uint8_t *s, int64_t n) {
+    int64_t first = next_escape(s, 0, n);
+    if (first == n) {
+        RESERVE(o, n + 2);
+        put1(o, '"');
+        put(o, (const char *)s, n);
+        put1(o, '"');
+        return 0;
+    }
+    /* Worst case: every byte a \u00XX escape. */
+    RESERVE(o, 6 * n + 2);
+    char *p = o->p + o->len;
+    *p++ = '"';
+    int64_t run = 0;
+    for (int64_t k = first; k < n; k++) {
+        uint8_t c = s[k];
+        uint8_t e = ESCAPE[c];
+        if (!e) continue;
+        memcpy(p, s + run, (size_t)(k - run));
+        p += k - run;
+        run = k + 1;
+        *p++ = '\\';
+        if (e == 'u') {
+            *p++ = 'u';
+            *p++ = '0';
+            *p++ = '0';
+            *p++ = HEX[c >> 4];
+            *p++ = HEX[c & 15];
+        } else {
+            *p++ = (char)e;
+        }
+    }
+    memcpy(p, s + run, (size_t)(n - run));
+    p += n - run;
+    *p++ = '"';
+    o->len = p - o->p;
+    return 0;
+}
+
+static int put_hex(Out *o, const uint8_t *s, int64_t n) {
+    RESERVE(o, 2 * n + 2);
+    char *p = o->p + o->len;
+    *p++ = '"';
+    for (int64_t k = 0; k < n; k++) {
+        *p++ = HEX[s[k] >> 4];
+        *p++ = HEX[s[k] & 15];
+    }
+    *p++ = '"';
+    o->len = p - o->p;
+    return 0;
+}
+
+/* --- dates and instants ------------------------------------------------------------ */
+
+static inline int64_t floor_div(int64_t a, int64_t b) {
+    int64_t q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+/* Howard Hinnant's civil_from_days. */
+static void civil(int64_t days, int64_t *y, int64_t *m, int64_t *d) {
+    int64_t z = days + 719468;
+    int64_t era = floor_div(z, 146097);
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    *d = doy - (153 * mp + 2) / 5 + 1;
+    *m = mp < 10 ? mp + 3 : mp - 9;
+    *y = yoe + era * 400 + (*m <= 2);
+}
+
+static void put_date(Out *o, int64_t days) {
+    int64_t y, m, d;
+    civil(days, &y, &m, &d);
+    put_digits(o, y, 4);
+    put1(o, '-');
+    put_digits(o, m, 2);
+    put1(o, '-');
+    put_digits(o, d, 2);
+}
+
+static int put_timestamp(Out *o, const Node *nd, int64_t raw) {
+    int64_t per = nd->param; /* units per second: 1, 1000 or 1000000 */
+    if (raw < MIN_SECONDS * per || raw >= MAX_SECONDS * per) {
+        o->unsupported = 1;
+        return -1;
+    }
+    int64_t micros = raw * (1000000 / per);
+    int64_t secs = floor_div(micros, 1000000);
+    int64_t frac = micros - secs * 1000000;
+    int64_t days = floor_div(secs, 86400);
+    int64_t sod = secs - days * 86400;
+    RESERVE(o, 40);
+    put1(o, '"');
+    put_date(o, days);
+    put1(o, 'T');
+    put_digits(o, sod / 3600, 2);
+    put1(o, ':');
+    put_digits(o, sod / 60 % 60, 2);
+    put1(o, ':');
+    put_digits(o, sod % 60, 2);
+    if (frac) {
+        put1(o, '.');
+        put_digits(o, frac, 6);
+    }
+    if (nd->param2) put(o, "+00:00", 6);
+    put1(o, '"');
+    return 0;
+}
+
+/* --- decimals: str(Decimal) for scales 0..6 (never exponent form there) ------------ */
+
+static int put_decimal(Out *o, const uint8_t *p, int scale) {
+    uint64_t lo, hi;
+    memcpy(&lo, p, 8); /* little endian, as Arrow lays decimal128 out on this host */
+    memcpy(&hi, p + 8, 8);
+    unsigned __int128 v = ((unsigned __int128)hi << 64) | lo;
+    int neg = (int64_t)hi < 0;
+    if (neg) v = (unsigned __int128)0 - v;
+    char tmp[48];
+    int n = 0;
+    while (v >> 64) { /* 128-bit division only for the digits past 64 bits */
+        tmp[n++] = (char)('0' + (int)(v % 10));
+        v /= 10;
+    }
+    uint64_t w = (uint64_t)v;
+    do {
+        tmp[n++] = (char)('0' + w % 10);
+        w /= 10;
+    } while (w);
+    while (n <= scale) tmp[n++] = '0';
+    RESERVE(o, n + 4);
+    put1(o, '"');
+    if (neg) put1(o, '-');
+    while (n > scale) o->p[o->len++] = tmp[--n];
+    if (scale) {
+        put1(o, '.');
+        while (n) o->p[o->len++] = tmp[--n];
+    }
+    put1(o, '"');
+    return 0;
+}
+
+/* --- values -------------------------------------------------------------------------- */
+
+static int write_value(Out *o, const Node *nd, int64_t i);
+
+static int write_seq(Out *o, const Node *child, int64_t lo, int64_t hi) {
+    RESERVE(o, 1);
+    put1(o, '[');
+    for (int64_t k = lo; k < hi; k++) {
+        if (k > lo) {
+            RESERVE(o, 1);
+            put1(o, ',');
+        }
+        if (write_value(o, child, k) < 0) return -1;
+    }
+    RESERVE(o, 1);
+    put1(o, ']');
+    return 0;
+}
+
+static int write_object(Out *o, const Node *nd, int64_t i, int64_t row) {
+    if (nd->nchild == 0) return put_checked(o, "{}", 2);
+    for (Py_ssize_t c = 0; c < nd->nchild; c++) {
+        Node *ch = nd->child[c];
+        RESERVE(o, nd->key_len[c] + 1);
+        put1(o, c == 0 ? '{' : ',');
+        put(o, nd->keys[c], nd->key_len[c]);
+        if (write_value(o, ch, ch->taken ? row : i) < 0) return -1;
+    }
+    RESERVE(o, 1);
+    put1(o, '}');
+    return 0;
+}
+
+static int write_value(Out *o, const Node *nd, int64_t i) {
+    int64_t j = i + nd->offset;
+    if (!is_valid(nd, j)) return put_checked(o, "null", 4);
+    switch (nd->kind) {
+        case K_NULL:
+            return put_checked(o, "null", 4);
+        case K_BOOL:
+            if ((nd->b1[j >> 3] >> (j & 7)) & 1) return put_checked(o, "true", 4);
+            return put_checked(o, "false", 5);
+        case K_INT: {
+            int64_t v;
+            switch (nd->param) {
+                case 1: v = ((const int8_t *)nd->b1)[j]; break;
+                case 2: v = ((const int16_t *)nd->b1)[j]; break;
+                case 4: v = ((const int32_t *)nd->b1)[j]; break;
+                default: v = ((const int64_t *)nd->b1)[j]; break;
+            }
+            RESERVE(o, 21);
+            put_i64(o, v);
+            return 0;
+        }
+        case K_UINT: {
+            uint64_t v;
+            switch (nd->param) {
+                case 1: v = ((const uint8_t *)nd->b1)[j]; break;
+                case 2: v = ((const uint16_t *)nd->b1)[j]; break;
+                case 4: v = ((const uint32_t *)nd->b1)[j]; break;
+                default: v = ((const uint64_t *)nd->b1)[j]; break;
+            }
+            RESERVE(o, 21);
+            put_u64(o, v);
+            return 0;
+        }
+        case K_DECIMAL:
+            return put_decimal(o, nd->b1 + 16 * j, (int)nd->param);
+        case K_STRING: {
+            const int32_t *off = (const int32_t *)nd->b1;
+            return put_string(o, nd->b2 + off[j], off[j + 1] - off[j]);
+        }
+        case K_LARGE_STRING: {
+            const int64_t *off = (const int64_t *)nd->b1;
+            return put_string(o, nd->b2 + off[j], off[j + 1] - off[j]);
+        }
+        case K_RAW: {
+            const int32_t *off = (const int32_t *)nd->b1;
+            return put_checked(o, (const char *)nd->b2 + off[j], off[j + 1] - off[j]);
+        }
+        case K_BINARY: {
+            const int32_t *off = (const int32_t *)nd->b1;
+            return put_hex(o, nd->b2 + off[j], off[j + 1] - off[j]);
+        }
+        case K_LARGE_BINARY: {
+            const int64_t *off = (const int64_t *)nd->b1;
+            return put_hex(o, nd->b2 + off[j], off[j + 1] - off[j]);
+        }
+        case K_FIXED_BINARY:
+            return put_hex(o, nd->b1 + nd->param * j, nd->param);
+        case K_TIMESTAMP:
+            return put_timestamp(o, nd, ((const int64_t *)nd->b1)[j]);
+        case K_DATE32: {
+            int64_t days = ((const int32_t *)nd->b1)[j];
+            if (days < MIN_SECONDS / 86400 || days >= MAX_SECONDS / 86400) {
+                o->unsupported = 1;
+                return -1;
+            }
+            RESERVE(o, 12);
+            put1(o, '"');
+            put_date(o, days);
+            put1(o, '"');
+            return 0;
+        }
+        case K_DATE64: {
+            int64_t ms = ((const int64_t *)nd->b1)[j];
+            if (ms % 86400000 != 0 || ms < MIN_SECONDS * 1000 || ms >= MAX_SECONDS * 1000) {
+                o->unsupported = 1; /* the column-wise path says what such a value is */
+                return -1;
+            }
+            RESERVE(o, 12);
+            put1(o, '"');
+            put_date(o, ms / 86400000);
+            put1(o, '"');
+            return 0;
+        }
+        case K_DICT: {
+            int64_t k;
+            switch (nd->param) {
+                case 1: k = ((const int8_t *)nd->b1)[j]; break;
+                case 2: k = ((const int16_t *)nd->b1)[j]; break;
+                case 4: k = ((const int32_t *)nd->b1)[j]; break;
+                case 8: k = ((const int64_t *)nd->b1)[j]; break;
+                case 11: k = ((const uint8_t *)nd->b1)[j]; break;
+                case 12: k = ((const uint16_t *)nd->b1)[j]; break;
+                case 14: k = ((const uint32_t *)nd->b1)[j]; break;
+                default: {
+                    uint64_t u = ((const uint64_t *)nd->b1)[j];
+                    k = u > (uint64_t)INT64_MAX ? -1 : (int64_t)u;
+                }
+            }
+            if (k < 0 || k >= nd->param2) {
+                o->unsupported = 1;
+                return -1;
+            }
+            return write_value(o, nd->child[0], k);
+        }
+        case K_LIST: {
+            const int32_t *off = (const int32_t *)nd->b1;
+            return write_seq(o, nd->child[0], off[j], off[j + 1]);
+        }
+        case K_LARGE_LIST: {
+            const int64_t *off = (const int64_t *)nd->b1;
+            return write_seq(o, nd->child[0], off[j], off[j + 1]);
+        }
+        case K_FIXED_LIST:
+            return write_seq(o, nd->child[0], j * nd->param, (j + 1) * nd->param);
+        case K_STRUCT:
+            return write_object(o, nd, i, i);
+        case K_MAP: {
+            const int32_t *off = (const int32_t *)nd->b1;
+            RESERVE(o, 1);
+            put1(o, '[');
+            for (int64_t k = off[j]; k < off[j + 1]; k++) {
+                RESERVE(o, 2);
+                if (k > off[j]) put1(o, ',');
+                put1(o, '[');
+                if (write_value(o, nd->child[0], k) < 0) return -1;
+                RESERVE(o, 1);
+                put1(o, ',');
+                if (write_value(o, nd->child[1], k) < 0) return -1;
+                RESERVE(o, 1);
+                put1(o, ']');
+            }
+            RESERVE(o, 1);
+            put1(o, ']');
+            return 0;
+        }
+        default:
+            PyErr_Format(PyExc_ValueError, "row JSON plan: unknown node kind %d", nd->kind);
+            return -1;
+    }
+}
+
+/* --- plans --------------------------------------------------------------------------- */
+
+typedef struct {
+    Node **nodes;
+    Py_ssize_t len;
+    Py_ssize_t cap;
+} Arena;
+
+static void arena_free(Arena *a) {
+    for (Py_ssize_t k = 0; k < a->len; k++) {
+        PyMem_Free(a->nodes[k]->child);
+        PyMem_Free((void *)a->nodes[k]->keys);
+        PyMem_Free(a->nodes[k]->key_len);
+        PyMem_Free(a->nodes[k]);
+    }
+    PyMem_Free(a->nodes);
+}
+
+static Node *arena_new(Arena *a) {
+    if (a->len == a->cap) {
+        Py_ssize_t cap = a->cap ? 2 * a->cap : 16;
+        Node **nodes = PyMem_Realloc(a->nodes, (size_t)cap * sizeof(Node *));
+        if (!nodes) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        a->nodes = nodes;
+        a->cap = cap;
+    }
+    Node *nd = PyMem_Calloc(1, sizeof(Node));
+    if (!nd) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    a->nodes[a->len++] = nd;
+    return nd;
+}
+
+/* A node: (kind, taken, offset, validity, b1, b2, param, param2, children, keys);
+   addresses are ints (0: none), children a tuple of nodes, keys a tuple of bytes
+   (each key's JSON text with its colon) for structs, else (). The bytes objects stay
+   referenced by the plan the caller holds for the whole call. */
+static Node *parse(Arena *a, PyObject *t) {
+    PyObject *children, *keys;
+    unsigned long long validity, b1, b2;
+    long long offset, param, param2;
+    int kind, taken;
+    if (!PyTuple_Check(t)) {
+        PyErr_SetString(PyExc_TypeError, "row JSON plan: a node is a tuple");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(t, "iiLKKKLLO!O!", &kind, &taken, &offset, &validity, &b1, &b2,
+                          &param, &param2, &PyTuple_Type, &children, &PyTuple_Type, &keys))
+        return NULL;
+    if (kind < 0 || kind > K_LAST) {
+        PyErr_Format(PyExc_ValueError, "row JSON plan: unknown node kind %d", kind);
+        return NULL;
+    }
+    Node *nd = arena_new(a);
+    if (!nd) return NULL;
+    nd->kind = kind;
+    nd->taken = taken;
+    nd->offset = offset;
+    nd->validity = (const uint8_t *)(uintptr_t)validity;
+    nd->b1 = (const uint8_t *)(uintptr_t)b1;
+    nd->b2 = (const uint8_t *)(uintptr_t)b2;
+    nd->param = param;
+    nd->param2 = param2;
+    nd->nchild = PyTuple_GET_SIZE(children);
+    Py_ssize_t need = kind == K_STRUCT ? nd->nchild
+                      : kind == K_MAP  ? 2
+                      : ((kind >= K_LIST && kind <= K_FIXED_LIST) || kind == K_DICT) ? 1
+                                                                                      : 0;
+    if (nd->nchild != need || (kind == K_STRUCT && PyTuple_GET_SIZE(keys) != need)) {
+        PyErr_Format(PyExc_ValueError, "row JSON plan: node kind %d with %zd children", kind,
+                     nd->nchild);
+        return NULL;
+    }
+    if ((kind == K_TIMESTAMP && param != 1 && param != 1000 && param != 1000000) ||
+        (kind == K_DECIMAL && (param < 0 || param > 30)) ||
+        (kind == K_DICT && param != 1 && param != 2 && param != 4 && param != 8 && param != 11 &&
+         param != 12 && param != 14 && param != 18) ||
+        ((kind == K_INT || kind == K_UINT) && param != 1 && param != 2 && param != 4 &&
+         param != 8)) {
+        PyErr_Format(PyExc_ValueError, "row JSON plan: node kind %d with parameter %lld", kind,
+                     param);
+        return NULL;
+    }
+    if (nd->nchild) {
+        nd->child = PyMem_Calloc((size_t)nd->nchild, sizeof(Node *));
+        if (!nd->child) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        for (Py_ssize_t c = 0; c < nd->nchild; c++) {
+            nd->child[c] = parse(a, PyTuple_GET_ITEM(children, c));
+            if (!nd->child[c]) return NULL;
+        }
+    }
+    if (kind == K_STRUCT && need) {
+        nd->keys = PyMem_Calloc((size_t)need, sizeof(char *));
+        nd->key_len = PyMem_Calloc((size_t)need, sizeof(Py_ssize_t));
+        if (!nd->keys || !nd->key_len) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        for (Py_ssize_t c = 0; c < need; c++) {
+            PyObject *k = PyTuple_GET_ITEM(keys, c);
+            if (!PyBytes_Check(k)) {
+                PyErr_SetString(PyExc_TypeError, "row JSON plan: struct keys are bytes");
+                return NULL;
+            }
+            nd->keys[c] = PyBytes_AS_STRING(k);
+            nd->key_len[c] = PyBytes_GET_SIZE(k);
+        }
+    }
+    return nd;
+}
+
+static PyObject *rows(PyObject *self, PyObject *args) {
+    PyObject *plan;
+    unsigned long long indices_addr, offsets_addr, data_addr;
+    Py_ssize_t n, start, cap;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OKnnKKn", &plan, &indices_addr, &n, &start, &offsets_addr,
+                          &data_addr, &cap))
+        return NULL;
+    if (n < 0 || start < 0 || start > n || cap < 0 || cap > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "row JSON: row range or capacity out of bounds");
+        return NULL;
+    }
+    Arena arena = {0};
+    Node *root = parse(&arena, plan);
+    PyObject *result = NULL;
+    if (!root) goto done;
+    if (root->kind != K_STRUCT) {
+        PyErr_SetString(PyExc_ValueError, "row JSON plan: the root is a struct node");
+        goto done;
+    }
+    int32_t *off = (int32_t *)(uintptr_t)offsets_addr;
+    const int64_t *idx = (const int64_t *)(uintptr_t)indices_addr;
+    if (start == 0) off[0] = 0;
+    Out o = {(char *)(uintptr_t)data_addr, off[start], cap, 0, 0};
+    Py_ssize_t r = start;
+    for (; r < n; r++) {
+        if (write_object(&o, root, idx ? idx[r] : r, r) < 0) break;
+        off[r + 1] = (int32_t)o.len;
+    }
+    if (r == n || o.full) {
+        result = Py_BuildValue("n", r); /* rows written so far: off[r] is their end */
+    } else if (o.unsupported) {
+        result = Py_NewRef(Py_None);
+    }
+done:
+    arena_free(&arena);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"rows", rows, METH_VARARGS,
+     "rows(plan, indices, n, start, offsets, data, capacity) -> rows done | None."},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_row_json_native", "Row JSON over Arrow buffers (see row_json).",
+    -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__row_json_native(void) {
+    init_escapes();
+    return PyModule_Create(&module);
+}

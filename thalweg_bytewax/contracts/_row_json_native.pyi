@@ -1,0 +1,10 @@
+def rows(
+    plan: tuple[object, ...],
+    indices: int,
+    n: int,
+    start: int,
+    offsets: int,
+    data: int,
+    capacity: int,
+    /,
+) -> int | None: ...
