@@ -20,6 +20,7 @@ and the caller skips its hook with one ``is None`` check.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import threading
@@ -63,6 +64,7 @@ T = TypeVar("T")
 _lock = threading.Lock()
 _server: ObservabilityServer | None = None
 _steps: dict[str, Component] = {}
+_gc_frozen = False
 
 
 def observe(
@@ -73,6 +75,7 @@ def observe(
     metrics: bool = True,
     tracing_provider: TracerProvider | None = None,
     metric_readers: tuple[MetricReader, ...] = (),
+    freeze_gc: bool = True,
 ) -> T | None:
     """Turn metrics, traces and health on for the partitions this process builds.
 
@@ -85,6 +88,13 @@ def observe(
     one is given) or a global OpenTelemetry tracer provider is set. Calling it again
     is harmless (the first server stays; metric readers count on the first call only).
 
+    The first call also moves every object the process tracks at that moment — the
+    OpenTelemetry SDK and server modules it imported, the providers and instruments,
+    and what was built before it (the flow's modules) — into the garbage collector's
+    permanent generation (:func:`gc.freeze`), once per process: they live as long as
+    the process, so no later full collection walks them again. Reference counting still
+    frees them; only a reference cycle that is garbage already at that moment is kept.
+
     Args:
         flow: Returned unchanged, for chaining.
         port: The server's port (``0``: any free port, see :func:`running_server`).
@@ -92,6 +102,8 @@ def observe(
         metrics: Export metrics (into ``prometheus_client``'s registry).
         tracing_provider: The tracer provider for batch spans.
         metric_readers: Further OpenTelemetry metric readers (OTLP, in-memory).
+        freeze_gc: Freeze the objects alive at this call (:func:`gc.freeze`, once per
+            process); ``False`` leaves the garbage collector as it is.
 
     Returns:
         ``flow``.
@@ -99,7 +111,7 @@ def observe(
     Raises:
         ConfigError: When ``THALWEG_HTTP_PORT`` is not a port number.
     """
-    global _server
+    global _server, _gc_frozen
     with _lock:
         resource = None
         export = gate.take_armed()
@@ -137,6 +149,10 @@ def observe(
         if port is not None and _server is None:
             bind = host or os.environ.get(HTTP_HOST_ENV) or "127.0.0.1"
             _server = serve(port=port, host=bind)
+        if freeze_gc and not _gc_frozen:
+            # After the SDK's imports and the providers: what is alive now stays alive.
+            gc.freeze()
+            _gc_frozen = True
     return flow
 
 
