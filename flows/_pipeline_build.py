@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from bytewax.outputs import Sink
 
 import thalweg_bytewax.operators as twg
 from flows._orders_sample import SampleOrdersSource
-from flows._summary import RunReport, TableCount
+from flows._summary import RunReport, TableCount, lane_records
 from thalweg_bytewax.codecs import AvroCodec, JsonCodec, ProtobufCodec
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.connectors.rules import RuleRegistrySink
@@ -188,6 +189,7 @@ def _shards(sink: SinkSection) -> dict[str, Any]:
 
 
 def _counts(config: PipelineConfig, built: Mapping[str, SinkSection]) -> list[TableCount]:
+    """What the summary reads back per sink: tables (Iceberg, PostgreSQL), Parquet lanes."""
     from flows._orders_tables import _iceberg_rows as iceberg_rows  # noqa: PLC0415
     from flows._orders_tables import _pg_rows as postgres_rows  # noqa: PLC0415
 
@@ -199,12 +201,18 @@ def _counts(config: PipelineConfig, built: Mapping[str, SinkSection]) -> list[Ta
             )
 
             warehouse = config.under(s.warehouse)
-            catalog = IcebergCatalogConfig(warehouse=str(warehouse))
-            out.append(TableCount(s.table, f"iceberg {warehouse}", iceberg_rows(catalog, s.table)))
+            uri = s.catalog_uri.resolve() if s.catalog_uri is not None else None
+            catalog = IcebergCatalogConfig(warehouse=str(warehouse), uri=uri)
+            where = f"iceberg {warehouse}" if uri is None else "iceberg"
+            out.append(TableCount(s.table, where, iceberg_rows(catalog, s.table)))
     for s in built.values():
         if s.kind == "postgres" and s.table and s.dsn is not None:
             rows = postgres_rows(s.dsn.resolve(), s.db_schema, s.table)
             out.append(TableCount(f"{s.db_schema}.{s.table}", "postgres", rows))
+    for s in built.values():
+        if s.kind == "parquet" and s.path:
+            lane = config.under(s.path)
+            out.append(TableCount(str(lane), "parquet", partial(lane_records, lane), "lane"))
     return out
 
 
@@ -221,7 +229,7 @@ def build_pipeline(  # noqa: PLR0912, PLR0913, PLR0915 - one flow, drawn in the 
     raw_sink: AnySink | None = None,
     dlq_sink: AnySink | None = None,
     audit_sink: AnySink | None = None,
-    summary: bool = False,
+    summary: bool | RunReport = False,
     taps: Mapping[str, Callable[[], AnySink]] | None = None,
 ) -> Dataflow:
     """Build the dataflow a pipeline configuration describes.
@@ -235,10 +243,13 @@ def build_pipeline(  # noqa: PLR0912, PLR0913, PLR0915 - one flow, drawn in the 
         raw_sink: Replace the raw-lane sink.
         dlq_sink: Replace the two dead-letter sinks with one (step ``dlq_lane``).
         audit_sink: Replace the audit sink.
-        summary: Print the end-of-run summary when the process exits after a clean finish.
+        summary: Print the end-of-run summary when the process exits after a clean
+            finish; or the :class:`~flows._summary.RunReport` to count into (``thalweg
+            batch`` prints its lines itself): records read, rejects by reason, audit
+            verdicts, late records, and per table or Parquet sink the rows it holds
+            (read back) and the rows this run added.
         taps: Extra outputs by role, each a factory called once per stream:
-            ``"read"`` gets the input, ``"rejected"`` each reject stream (``thalweg
-            batch`` counts rows and rejects with them).
+            ``"read"`` gets the input (``thalweg batch`` shows progress with it).
 
     Returns:
         The dataflow, for ``python -m bytewax.run`` or ``bytewax.testing.run_main``.
@@ -351,8 +362,12 @@ def build_pipeline(  # noqa: PLR0912, PLR0913, PLR0915 - one flow, drawn in the 
             op.output(step, stream_of(section.source), sink)
             built[step] = section
 
-    if summary:
-        report = RunReport(config.name, raw_lane, _counts(config, built))
+    if summary is not False:
+        if isinstance(summary, RunReport):
+            report = summary
+            report.add_tables(_counts(config, built))
+        else:
+            report = RunReport(config.name, raw_lane, _counts(config, built))
         op.output("summary_read", raw, report.sink("read"))
         op.output("summary_decode", decode_rejects, report.sink("rejected", count_by="reason"))
         if contract_rejects is not None:
@@ -367,10 +382,6 @@ def build_pipeline(  # noqa: PLR0912, PLR0913, PLR0915 - one flow, drawn in the 
     taps = taps or {}
     if "read" in taps:
         op.output("tap_read", raw, taps["read"]())
-    if "rejected" in taps:
-        op.output("tap_rejected_decode", decode_rejects, taps["rejected"]())
-        if contract_rejects is not None:
-            op.output("tap_rejected_contract", contract_rejects, taps["rejected"]())
     # A Kafka source with several sinks needs its raw lane: refuse the flow otherwise.
     check_second_sink(flow)
     return flow

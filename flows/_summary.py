@@ -4,14 +4,17 @@
 streams they are attached to (records, and values of one column such as the DLQ
 ``reason``). When the process exits after a clean finish — every summary partition
 closed, which Bytewax does only then — it reads back the raw lane's record count and
-each table's row count (cheap reads: Parquet footers, the Iceberg snapshot summary, one
-``count(*)``) and prints::
+each table's and lane's row count (cheap reads: Parquet footers, the Iceberg snapshot
+summary, one ``count(*)``) and prints::
 
     orders: 20,000 records read in 3.1 s (6,452 records/s)
       raw lane thalweg-data/raw: 20,000 records (+20,000)
       rejected: 40 (decode 20, dq 20)
       audited: 19,980 (fail 20, pass 19,960)
       table sales.orders (iceberg thalweg-data/warehouse): 19,960 rows (+19,960)
+      lane thalweg-data/clean (parquet): 19,960 rows (+19,960)
+
+``thalweg batch`` prints the same lines itself once its run returns (``at_exit=False``).
 
 A run that landed nothing new (resumed at the end of its input, or replaying what the
 lanes already hold) prints one line saying so and where the lanes stand. Printing at
@@ -48,13 +51,26 @@ class TableCount:
 
     Attributes:
         name: The table as the summary names it (``sales.orders``).
-        where: Where it lives (``iceberg thalweg-data/warehouse``), no secret.
+        where: Where it lives (``iceberg thalweg-data/warehouse``), no secret; empty
+            when ``name`` says it all (a lane's path).
         count: Reads the row count; None when the table does not exist (yet).
+        kind: What it is, the line's first word(s): ``table``, ``lane`` (a Parquet
+            sink's directory), ``dlq lane``.
     """
 
     name: str
     where: str
     count: Callable[[], int | None]
+    kind: str = "table"
+
+    def line(self, grown: str) -> str:
+        """The summary's line for it: ``table sales.orders (iceberg ...): <grown>``."""
+        where = f" ({self.where})" if self.where else ""
+        return f"  {self.kind} {self.name}{where}: {grown}"
+
+    def standing(self, rows: str) -> str:
+        """Where it stands, for the one line of a run that landed nothing new."""
+        return f"{self.name} {rows}" if self.kind == "table" else f"{self.kind} {self.name}: {rows}"
 
 
 @dataclass
@@ -80,8 +96,10 @@ class RunReport:
     Args:
         flow_name: The flow, as the summary's first word.
         raw_lane: The raw lane (its record count is read before and after the run).
-        tables: The tables to read back.
+        tables: The tables to read back (more with :meth:`add_tables` before the run).
         input_title: The title of the stream whose records count as read.
+        at_exit: Print the summary when the process exits (``python -m bytewax.run``);
+            False when the caller prints :meth:`lines` itself (``thalweg batch``).
     """
 
     def __init__(
@@ -91,11 +109,13 @@ class RunReport:
         tables: Sequence[TableCount],
         *,
         input_title: str = "read",
+        at_exit: bool = True,
     ) -> None:
         self.flow_name = flow_name
         self.raw_lane = raw_lane
         self.tables = tuple(tables)
         self.input_title = input_title
+        self.at_exit = at_exit
         self._lock = threading.Lock()
         self._streams: dict[str, _Stream] = {}
         self._open = 0
@@ -124,6 +144,10 @@ class RunReport:
         self._streams.setdefault(title, _Stream(title, count_by, total_of, optional))
         return SummarySink(self, title)
 
+    def add_tables(self, tables: Sequence[TableCount]) -> None:
+        """Read these tables back too (call it before the run starts)."""
+        self.tables = (*self.tables, *tables)
+
     # -- called by the partitions ------------------------------------------------------
 
     def opened(self) -> None:
@@ -134,7 +158,8 @@ class RunReport:
                 return
             self._started = time.perf_counter()
             self._before = self._counts()
-            atexit.register(self.print)
+            if self.at_exit:
+                atexit.register(self.print)
 
     def add(self, title: str, batch: pa.RecordBatch) -> None:
         """Count one batch of the stream ``title``."""
@@ -183,7 +208,7 @@ class RunReport:
         read = self._streams[self.input_title].records if self.input_title in self._streams else 0
         landed = {k: v for k, v in after.items() if v != before.get(k)}
         where = [f"raw lane {self.raw_lane}: {after['raw']:,} records"]
-        where += [f"{t.name} {_rows(after.get(t.name))}" for t in self.tables]
+        where += [t.standing(_rows(after.get(t.name))) for t in self.tables]
         if not landed:
             what = f"{read:,} records read, all already landed" if read else "no new records"
             return [f"{self.flow_name}: nothing new ({what}); " + ", ".join(where)]
@@ -197,7 +222,7 @@ class RunReport:
             lines.append(f"  {stream.title}: {stream.records:,}" + (f" ({by})" if by else ""))
         for table in self.tables:
             grown = _grown(after.get(table.name), before.get(table.name), unit="rows")
-            lines.append(f"  table {table.name} ({table.where}): {grown}")
+            lines.append(table.line(grown))
         return lines
 
     def print(self) -> None:

@@ -6,6 +6,11 @@ recovery directory under the data directory (``<data_dir>/.batch/<name>``). A ru
 is killed resumes where its last completed epoch stopped when the same command runs
 again, and the sinks skip what they already hold (coverage by file and row), so every
 row lands once. A finished file stays finished: a rerun reads only new files.
+
+The run ends with the flows' own summary (``flows._summary.RunReport``): rows read,
+rejects by reason, audit verdicts, then per sink the rows its table or lane holds and
+the rows this run added, the dead-letter lane likewise; a rerun with nothing new says so
+in one line.
 """
 
 from __future__ import annotations
@@ -13,9 +18,9 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
-import time
 from collections import Counter
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +34,11 @@ BATCH_STATE_DIR = ".batch"
 
 
 class _Tally:
-    """Rows read per file and rows rejected per reason, from the flow's own streams."""
+    """Rows read per file, from the flow's input stream: the progress bar and file count."""
 
     def __init__(self, progress: Progress) -> None:
         self.progress = progress
         self.read: Counter[str] = Counter()
-        self.rejected: Counter[str] = Counter()
         self._lock = threading.Lock()
 
     def add_read(self, key: str, rows: int) -> None:
@@ -42,21 +46,14 @@ class _Tally:
             self.read[key] += rows
             self.progress.update(key, self.read[key])
 
-    def add_rejects(self, reasons: list[str]) -> None:
-        with self._lock:
-            self.rejected.update(reasons)
 
-
-def _tally_sink(tally: _Tally, *, rejects: bool) -> Any:
+def _tally_sink(tally: _Tally) -> Any:
     from bytewax.outputs import DynamicSink, StatelessSinkPartition
 
     class _Part(StatelessSinkPartition[Any]):
         def write_batch(self, items: list[Any]) -> None:
             for key, batch in items:
-                if rejects:
-                    tally.add_rejects(batch.column("reason").to_pylist())
-                else:
-                    tally.add_read(key, batch.num_rows)
+                tally.add_read(key, batch.num_rows)
 
     class _Sink(DynamicSink[Any]):
         def build(self, step_id: str, worker_index: int, worker_count: int) -> _Part:
@@ -85,6 +82,7 @@ def _batch(args: argparse.Namespace) -> int:  # noqa: PLR0914 - one command, rea
     from bytewax.run import cli_main
 
     from flows._pipeline_build import build_pipeline
+    from flows._summary import RunReport, TableCount, lane_records
     from thalweg_bytewax.pipeline import PipelineConfig
 
     overrides = list(args.set)
@@ -107,31 +105,28 @@ def _batch(args: argparse.Namespace) -> int:  # noqa: PLR0914 - one command, rea
     base = Path(args.config).resolve().parent
     total = _parquet_rows(config.source.paths)
     enabled = args.progress and sys.stderr.isatty()
+    # The flows' end-of-run summary, printed here once the run is over.
+    dlq = config.under(config.dlq.path)
+    report = RunReport(
+        f"batch `{config.name}`" + (" (resumed)" if resumed else ""),
+        config.under(config.raw_lane.path),
+        [TableCount(str(dlq), "", partial(lane_records, dlq), "dlq lane")],
+        at_exit=False,
+    )
     with Progress(total or 0, enabled=enabled, title=f"batch {config.name}") as progress:
         tally = _Tally(progress)
-        taps = {
-            "read": lambda: _tally_sink(tally, rejects=False),
-            "rejected": lambda: _tally_sink(tally, rejects=True),
-        }
-        flow = build_pipeline(config, base_dir=base, taps=taps)
-        started = time.monotonic()
+        taps = {"read": lambda: _tally_sink(tally)}
+        flow = build_pipeline(config, base_dir=base, summary=report, taps=taps)
         cli_main(  # type: ignore[no-untyped-call]  # bytewax.run is untyped
             flow,
             workers_per_process=args.workers,
             epoch_interval=timedelta(seconds=args.epoch_s),
             recovery_config=RecoveryConfig(str(recovery)),  # type: ignore[no-untyped-call]
         )
-        elapsed = time.monotonic() - started
-    rows = sum(tally.read.values())
-    rejected = ", ".join(f"{n:,} {r}" for r, n in sorted(tally.rejected.items())) or "none"
-    print(
-        f"batch `{config.name}`{' (resumed)' if resumed else ''}: {len(tally.read):,} files "
-        f"read {rows:,} rows in {elapsed:.1f} s ({rows / max(elapsed, 1e-9):,.0f} rows/s); "
-        f"rejected: {rejected}"
-    )
-    for step in (s for s in config.sinks):
-        print(f"  sink `{step}` ({config.sinks[step].kind}): from `{config.sinks[step].source}`")
-    print(f"  lanes under {config.data_dir}; a rerun resumes from {recovery}")
+    for line in report.lines():
+        print(line)
+    files = f"{len(tally.read):,} file{'' if len(tally.read) == 1 else 's'} read"
+    print(f"  {files}; lanes under {config.data_dir}; a rerun resumes from {recovery}")
     return 0
 
 
