@@ -73,6 +73,7 @@ default needs no registry. Point it at Kafka by environment alone::
 | ``THALWEG_POSTGRES_DSN`` | PostgreSQL to land the tables in too (a secret) | unset |
 | ``THALWEG_POSTGRES_SCHEMA`` | PostgreSQL schema of the tables | ``public`` |
 | ``THALWEG_WINDOW_LATENESS_S`` | how long a revenue window waits for late orders | ``3600`` |
+| ``THALWEG_OBSERVABILITY`` | OTLP export: ``THALWEG_OBSERVABILITY__OTLP__<KEY>`` | off |
 
 A bad value raises ``ConfigError`` naming the variable. Importing this module reads the
 environment and the contract and builds the dataflow; it starts no thread or process and

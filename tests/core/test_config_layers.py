@@ -202,3 +202,55 @@ def test_the_starter_loads_to_the_defaults_commented_or_not(tmp_path: Path) -> N
     live = [ln for ln in live if not ln.startswith("port = ")]  # inside the unset section
     path.write_text("\n".join(live))
     assert Pipeline.load({}, file=path) == Pipeline()
+
+
+class Window(ConfigModel):
+    name: str
+    size_s: float = Field(gt=0)
+    source: str = Field(default="orders", alias="from")
+
+
+class Sink(ConfigModel):
+    dsn: SecretRef | None = None
+    shards: int = 1
+
+
+class Tables(Settings):
+    component = "tables"
+
+    windows: list[Window] = Field(default_factory=list)
+    sinks: dict[str, Sink] = Field(default_factory=dict)
+
+
+def test_errors_inside_lists_and_tables_name_the_item_and_show_no_secret(tmp_path: Path) -> None:
+    path = tmp_path / "p.toml"
+    path.write_text(
+        '[[windows]]\nname = "a"\nsize_s = 60\n'
+        '[[windows]]\nname = "b"\nsize_s = "x"\n'
+        '[sinks.pg]\ndsn = "postgresql://u:hunter2pw@db/x"\nshards = "many"\nbogus = 1\n'
+        "[sinks.other]\ndsn = 12345\n"
+    )
+    with pytest.raises(ConfigError) as info:
+        load_config(Tables, file=path, env={})
+    text = str(info.value)
+    assert f"`windows[1].size_s` in `{path}`: expected a valid number" in text
+    assert "got 'x'" in text
+    assert f"`sinks.pg.shards` in `{path}`: expected a valid integer" in text
+    assert "got 'many'" in text
+    assert "`sinks.pg.bogus`" in text and "expected one of `dsn`, `shards`" in text
+    assert "`sinks.other.dsn`" in text and "got a value of type int" in text
+    assert "hunter2pw" not in text
+    assert "12345" not in text
+
+
+def test_a_missing_key_of_a_list_item_is_named_by_index(tmp_path: Path) -> None:
+    path = tmp_path / "p.toml"
+    path.write_text('[[windows]]\nsize_s = 60\n[[windows]]\nname = "b"\nsize_s = 0\nfro = "x"\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(Tables, file=path, env={})
+    text = str(info.value)
+    assert f"`windows[0].name` is required; add it to `{path}`" in text
+    assert "`windows[1].size_s`" in text and "greater than 0" in text
+    assert f"`windows[1].fro` in `{path}`: unknown key; expected one of `name`, `size_s`, `from`" in (
+        text
+    )

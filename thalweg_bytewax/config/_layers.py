@@ -25,6 +25,7 @@ __all__ = [
     "ENV_PREFIX",
     "Layer",
     "annotation_at",
+    "element",
     "env_layer",
     "env_name",
     "file_layer",
@@ -75,14 +76,39 @@ def submodel(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
-def annotation_at(model: type[BaseModel], path: Iterable[str]) -> Any:
-    """The annotation of the key ``path`` under ``model`` (``None`` when unknown)."""
+def element(annotation: Any) -> Any:
+    """The item annotation of a list or the value annotation of a table, else ``None``.
+
+    ``list[Window]`` gives ``Window``, ``dict[str, Sink]`` gives ``Sink``; an optional
+    container (``list[X] | None``) is seen through.
+    """
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin in (list, tuple, set, frozenset) and args:
+        return args[0]
+    if origin in (dict, Mapping) and len(args) == 2:  # noqa: PLR2004 - key and value
+        return args[1]
+    if origin in (typing.Union, types.UnionType):
+        found = [e for a in args if (e := element(a)) is not None]
+        return found[0] if len(found) == 1 else None
+    return None
+
+
+def annotation_at(model: type[BaseModel], path: Iterable[str | int]) -> Any:
+    """The annotation of the key ``path`` under ``model`` (``None`` when unknown).
+
+    A path steps into lists by index and into tables of sections by key:
+    ``("windows", 0, "size_s")``, ``("sinks", "orders", "dsn")``.
+    """
     current: type[BaseModel] | None = model
     annotation: Any = None
     for part in path:
-        if current is None or part not in current.model_fields:
+        if current is not None and isinstance(part, str) and part in current.model_fields:
+            annotation = current.model_fields[part].annotation
+        elif current is None and (inner := element(annotation)) is not None:
+            annotation = inner
+        else:
             return None
-        annotation = current.model_fields[part].annotation
         current = submodel(annotation)
     return annotation
 

@@ -104,24 +104,40 @@ def _where(layers: list[Layer], path: tuple[str, ...]) -> tuple[str, str] | None
     return None
 
 
-def _subject(path: tuple[str, ...], where: tuple[str, str] | None) -> str:
+def _dotted(path: tuple[str | int, ...]) -> str:
+    """A key path as written in a message: ``windows[0].size_s``, ``sinks.orders.dsn``."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text
+
+
+def _subject(path: tuple[str | int, ...], where: tuple[str, str] | None) -> str:
     """How a message names a key: ``"`a.b` in `f.toml`"``, ``"`THALWEG_A__B`"``, ..."""
-    dotted = ".".join(path)
+    dotted = _dotted(path)
     if where is None:
         return f"`{dotted}`"
     kind, origin = where
     if kind == "file":
         return f"`{dotted}` {origin}"
-    if kind == "env" and origin != f"`{env_name(path)}`":
+    if kind == "env" and origin != f"`{env_name(_names(path))}`":
         return f"{origin} (`{dotted}`)"
     return origin
 
 
-def _lookup(values: Any, path: tuple[str, ...]) -> Any:
+def _names(path: tuple[str | int, ...]) -> tuple[str, ...]:
+    """The key names of ``path`` (list indices left out), as the layers record origins."""
+    return tuple(p for p in path if isinstance(p, str))
+
+
+def _lookup(values: Any, path: tuple[str | int, ...]) -> Any:
     for part in path:
-        if not isinstance(values, dict) or part not in values:
+        if isinstance(part, int) and isinstance(values, list) and 0 <= part < len(values):
+            values = values[part]
+        elif isinstance(values, dict) and part in values:
+            values = values[part]
+        else:
             return None
-        values = values[part]
     return values
 
 
@@ -131,10 +147,15 @@ def _mentions(annotation: Any, kinds: tuple[type, ...]) -> bool:
     return any(_mentions(arg, kinds) for arg in typing.get_args(annotation))
 
 
-def _got(model: type[BaseModel], path: tuple[str, ...], values: Any) -> str:
-    if _mentions(annotation_at(model, path), _SECRET_TYPES):
-        return "a secret value (not shown)"
-    text = repr(_lookup(values, path))
+def _got(model: type[BaseModel], path: tuple[str | int, ...], values: Any) -> str:
+    annotation = annotation_at(model, path)
+    if annotation is None or _mentions(annotation, _SECRET_TYPES):
+        # An unknown place (or a whole table) may hold a secret: show none of it.
+        return "a secret value (not shown)" if annotation is not None else "a value not shown"
+    value = _lookup(values, path)
+    if isinstance(value, dict | list):  # a section: its keys may include secrets
+        return f"a {'table' if isinstance(value, dict) else 'list'} (not shown)"
+    text = repr(value)
     return text if len(text) <= _GOT_LIMIT else text[: _GOT_LIMIT - 1] + "…"
 
 
@@ -147,21 +168,25 @@ def _message(
 ) -> str:
     problems = []
     for error in exc.errors():
-        path = tuple(str(p) for p in error["loc"] if isinstance(p, str))
-        path = _known_prefix(model, path) if error["type"] != "extra_forbidden" else path
-        where = _where(layers, path)
+        path = _known_prefix(model, tuple(error["loc"]))
+        if error["type"] == "extra_forbidden":
+            path = (*path, *error["loc"][len(path) : len(path) + 1])
+        where = _where(layers, _names(path))
         if not path:
             problems.append(_expectation(error))
         elif error["type"] == "missing":
-            var = env_name(path)
+            var = env_name(_names(path))
             if file is None:
                 problems.append(f"`{var}` is required; set it")
+            elif len(_names(path)) != len(path):  # inside a list: no variable sets it alone
+                problems.append(f"`{_dotted(path)}` is required; add it to `{file}`")
             else:
-                dotted = ".".join(path)
+                dotted = _dotted(path)
                 problems.append(f"`{dotted}` is required; add it to `{file}` or set `{var}`")
         elif error["type"] == "extra_forbidden":
             parent = submodel(annotation_at(model, path[:-1])) if path[:-1] else model
-            known = ", ".join(f"`{k}`" for k in (parent.model_fields if parent else ()))
+            fields = parent.model_fields.items() if parent else ()
+            known = ", ".join(f"`{info.alias or k}`" for k, info in fields)
             problems.append(f"{_subject(path, where)}: unknown key; expected one of {known}")
         elif error["type"] == "value_error":
             # A validator's own message: says what was expected and got, quoting no secret.
@@ -174,15 +199,17 @@ def _message(
     return f"`{_component(model)}` settings: {joined}; {remedy}"
 
 
-def _known_prefix(model: type[BaseModel], path: tuple[str, ...]) -> tuple[str, ...]:
-    """``path`` cut to the keys the model declares (pydantic appends union member tags)."""
-    current: type[BaseModel] | None = model
-    kept: list[str] = []
-    for part in path:
-        if current is None or part not in current.model_fields:
+def _known_prefix(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[str | int, ...]:
+    """``loc`` cut to the keys the model declares, stepping into lists and tables.
+
+    Pydantic appends union member tags and validator names after the real keys; they
+    are cut off here.
+    """
+    kept: list[str | int] = []
+    for part in loc:
+        if not isinstance(part, str | int) or annotation_at(model, (*kept, part)) is None:
             break
         kept.append(part)
-        current = submodel(current.model_fields[part].annotation)
     return tuple(kept)
 
 

@@ -219,7 +219,7 @@ class SecretRef:
             if isinstance(value, SecretRef):
                 return value
             if not isinstance(value, str):
-                msg = f"expected a string; got a {type(value).__name__}"
+                msg = f"expected a string; got a value of type {type(value).__name__}"
                 raise ValueError(msg)
             _parse(value)  # a ValueError pydantic reports by key, without the value
             return cls(value)
