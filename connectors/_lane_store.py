@@ -138,24 +138,22 @@ class LaneStore:
         """Open ``path`` for writing (truncating)."""
         return self.fs.open_output_stream(path)
 
-    def finalize(self, staging: str, final: str) -> None:
+    def finalize(self, staging: str, final: str, *, synced: bool = False) -> None:
         """Make a closed staging file durable and visible under its final name.
 
-        A final file is never overwritten: local, the file is fsynced and hard-linked
-        under its final name (atomic, fails if the name exists) and the staging name
-        removed; the caller fsyncs the directory once per batch of renames
-        (:meth:`sync_dir`). Other stores check the name, then move. A name that
-        already holds the same bytes (a finalize retried) is accepted.
+        A final file is never overwritten: local, the file is fsynced (unless
+        ``synced``: the caller already did, :meth:`sync_file`) and hard-linked under its
+        final name (atomic, fails if the name exists) and the staging name removed; the
+        caller fsyncs the directory once per batch of renames (:meth:`sync_dir`). Other
+        stores check the name, then move. A name that already holds the same bytes (a
+        finalize retried) is accepted.
 
         Raises:
             SinkTerminalError: When ``final`` already holds a different file.
         """
         if self.local:
-            fd = os.open(staging, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            if not synced:
+                self.sync_file(staging)
             try:
                 os.link(staging, final)
             except FileExistsError:
@@ -196,6 +194,16 @@ class LaneStore:
             )
             raise SinkTerminalError(msg)
         self.delete(staging)
+
+    def sync_file(self, path: str) -> None:
+        """Flush a closed file's bytes to disk (fsync; local only, others are durable at close)."""
+        if not self.local:
+            return
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def sync_dir(self, path: str) -> None:
         """Flush a directory (fsync) so renames in it survive a power loss (local only)."""

@@ -84,8 +84,7 @@ class _TopicPartitionStream:
 class _ParquetPartition(EpochSinkPartition):
     replay_remedy: ClassVar[str] = "move the lane aside or write to a new path"
     merge_remedy: ClassVar[str] = (
-        "give each its own path (e.g. `dlq/decode`, `dlq/contract`); they read back as one "
-        "dataset"
+        "give each its own path (e.g. `dlq/decode`, `dlq/contract`); they read back as one dataset"
     )
     readiness_critical: ClassVar[bool] = True  # the raw lane: if raw cannot land, not ready
 
@@ -266,8 +265,13 @@ class _ParquetPartition(EpochSinkPartition):
     def _close_current(self, stream: _TopicPartitionStream) -> None:
         if stream.writer is None:
             return
-        self._submit(stream, _close_writer, stream.writer, stream.sink_file)
         assert stream.current is not None
+        # Closed and fsynced on a writer thread: the files of an epoch reach the disk in
+        # parallel (a file closed mid-epoch, while the flow still polls) instead of one
+        # after another in the snapshot, which then only links them under their names.
+        self._submit(
+            stream, _close_writer, stream.writer, stream.sink_file, self._store, stream.current.path
+        )
         stream.closed.append(stream.current)
         stream.writer = None
         stream.sink_file = None
@@ -299,15 +303,15 @@ class _ParquetPartition(EpochSinkPartition):
             stream.last_write = None
             for staged in stream.closed:
                 final = self._store.child(stream.directory, final_name(staged.first, staged.last))
-                self._store.finalize(staged.path, final)
+                self._store.finalize(staged.path, final, synced=True)
                 self.stats.files_finalized += 1
                 touched.add(stream.directory)
             stream.closed.clear()
-        for directory in touched:
-            self._store.sync_dir(directory)
+        # The directories' fsyncs in parallel too (each waits on the disk, not the CPU).
+        for done in [self._io.submit(self._store.sync_dir, d) for d in sorted(touched)]:
+            done.result()
         if touched:
             _faults.checkpoint("parquet.after_finalize")
-
 
 
 _LOCAL = threading.local()
@@ -341,7 +345,10 @@ def _io_pool() -> ThreadPoolExecutor:
         return _IO_POOL
 
 
-def _close_writer(writer: pq.ParquetWriter, sink_file: pa.NativeFile | None) -> None:
+def _close_writer(
+    writer: pq.ParquetWriter, sink_file: pa.NativeFile | None, store: LaneStore, path: str
+) -> None:
     writer.close()
     if sink_file is not None:
         sink_file.close()
+    store.sync_file(path)
