@@ -37,7 +37,7 @@ from thalweg_bytewax.codecs import AvroCodec, JsonCodec, ProtobufCodec
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.connectors.rules import RuleRegistrySink
 from thalweg_bytewax.contracts import ContractSpec, load_contract
-from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.errors import ConfigError, SchemaError
 from thalweg_bytewax.metadata import DEFAULT_COLUMNS
 from thalweg_bytewax.observability import otlp
 from thalweg_bytewax.operators.sql_dag import sql_dag
@@ -216,6 +216,22 @@ def _counts(config: PipelineConfig, built: Mapping[str, SinkSection]) -> list[Ta
     return out
 
 
+def _known_payload_schema(codec: Any) -> pa.Schema | None:
+    """The decoded payload's schema if the codec knows it before any record arrives.
+
+    An Avro codec without a reader schema (writer schemas from a registry or a schema
+    directory) knows its schema only once it has decoded; then ``None``, and the
+    contract's schema, if any, stands in for it at build time.
+    """
+    if codec is None:
+        return None
+    try:
+        schema: pa.Schema = codec.arrow_schema
+    except SchemaError:
+        return None
+    return schema
+
+
 def _decoded_schema(payload: pa.Schema, policy: str) -> pa.Schema:
     raw = DEFAULT_COLUMNS.raw_schema
     return pa.schema([*payload, *(raw.field(n) for n in DEFAULT_COLUMNS.policy_columns(policy))])
@@ -270,7 +286,7 @@ def build_pipeline(  # noqa: PLR0912, PLR0913, PLR0915 - one flow, drawn in the 
     contract: ContractSpec | None = None
     if config.contract.path is not None:
         contract = load_contract(_here(base, config.contract.path))
-    payload: pa.Schema | None = codec.arrow_schema if codec is not None else None
+    payload = _known_payload_schema(codec)
     if payload is None and contract is not None:
         payload = contract.arrow_schema()
     if source is None:

@@ -149,3 +149,21 @@ def test_importing_flows_pipeline_for_kafka_starts_nothing_and_connects_nowhere(
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "orders"
     assert not any(tmp_path.iterdir()), "import wrote to the data directory"
+
+
+def test_an_avro_codec_without_a_reader_schema_decodes_by_writer_schema(tmp_path):
+    # Writer schemas only (a schema directory standing in for a registry): the contract's
+    # schema stands in for the payload's when the SQL DAG is checked at build time.
+    for name in ("schemas", "contracts"):
+        (tmp_path / name).symlink_to(ORDERS_TOML.parent / name)
+    text = ORDERS_TOML.read_text().replace('reader_schema = "schemas/1.avsc"\n', "")
+    (tmp_path / "orders.toml").write_text(text)
+    config = PipelineConfig.load(
+        tmp_path / "orders.toml", env={}, overrides=[f"data_dir={tmp_path / 'data'}", "source.count=600"]
+    )
+    assert config.codec.reader_schema is None
+    run_main(build_pipeline(config, base_dir=tmp_path))
+    tables = _tables(tmp_path / "data")
+    assert len(read_lane(tmp_path / "data" / "raw")) == 600
+    assert 590 < len(tables["orders"]) <= 600
+    assert len(tables["order_lines"]) >= len(tables["orders"])
