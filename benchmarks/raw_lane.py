@@ -12,14 +12,28 @@ then times, each in its own process so peak RSS is per variant:
                   with the native batch consume when it is built;
 * ``raw-lane-pure`` — the same flow through confluent-kafka's ``Message`` objects
                   (``THALWEG_KAFKA_CONSUME=pure``);
-* ``raw-lane-half`` — the same flow over the same partitions from their middle offset
-                  (half the records), to show that peak RSS does not grow with the
-                  number of records.
+* ``raw-lane-w2`` — the same flow, two workers in one process (``-w 2``);
+* ``raw-lane-2p`` — the same flow, two processes of one worker (``-i 0/1 -a``);
+* ``raw-lane-lowmem`` — the same flow with small per-partition buffers (512 KiB
+                  prefetch, 512 KiB row groups, 2,000-record polls).
+
+Records/s is timed around the flow (``run_main``; for ``-2p`` from the first process's
+start of the flow to the last one's end) or the bare loop, so interpreter start-up and
+imports are left out of it. CPU is user + system over **all** processes of a variant
+(``RUSAGE_CHILDREN`` around it: librdkafka's threads, start-up, imports and the second
+process of ``-2p`` included). With ``--double`` each flow variant also runs over the
+second half of every partition (1x; the full partitions are 2x): peak RSS at 1x and 2x
+shows whether memory grows with the records per partition, and the **marginal** CPU
+per record, (CPU at 2x - CPU at 1x) / (records at 2x - records at 1x), cancels the
+fixed start-up cost, which is what shows whether ``-w 2`` or two processes raise the
+cost of a record. With ``--repeat`` > 1, CPU figures are min/median/max over the runs.
 
 Usage::
 
     python benchmarks/raw_lane.py --records 240000
     python benchmarks/raw_lane.py --records 240000 --variants bare,raw-lane,raw-lane-pure
+    python benchmarks/raw_lane.py --records 240000 --repeat 5 --double \
+        --variants raw-lane,raw-lane-w2,raw-lane-2p
 
 It starts librdkafka's mock cluster unless ``--bootstrap`` names a broker. The mock
 keeps ~5 MB per partition, so records are spread over several 4-partition topics.
@@ -37,11 +51,15 @@ import json
 import os
 import resource
 import shutil
+import socket
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _harness import broker, check_retention, peak_rss_mb, run_child  # noqa: E402
+from _harness import broker, check_retention, peak_rss_mb  # noqa: E402
 
 RECORDS_PER_TOPIC = 60_000  # 15k per partition: ~3 MB, under the mock's retention
 
@@ -118,40 +136,107 @@ def variant_raw_lane_lowmem(
     return variant_raw_lane(bootstrap, topics, expected, start, lowmem=True)
 
 
-def variant_raw_lane(
-    bootstrap: str, topics: list[str], expected: int, start: int = 0, *, lowmem: bool = False
+def variant_raw_lane_w2(
+    bootstrap: str, topics: list[str], expected: int, start: int = 0
 ) -> dict[str, float]:
-    import bytewax.operators as op
+    return variant_raw_lane(bootstrap, topics, expected, start, workers=2)
+
+
+def variant_raw_lane_2p(
+    bootstrap: str, topics: list[str], expected: int, start: int = 0
+) -> dict[str, float]:
+    """Two processes of one worker; this one only starts them and reads the lane."""
+    lane = Path(tempfile.mkdtemp(prefix="twg-bench-lane-"))
+    socks = [socket.socket() for _ in range(2)]
+    try:
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        addresses = ",".join(f"127.0.0.1:{sock.getsockname()[1]}" for sock in socks)
+    finally:
+        for sock in socks:
+            sock.close()
+    base = [sys.executable, __file__, "--child", "raw-lane", "--bootstrap", bootstrap]
+    base += ["--topics", ",".join(topics), "--start", str(start), "--lane", str(lane)]
+    try:
+        procs = [
+            subprocess.Popen(
+                [*base, "--proc-id", str(i), "--addresses", addresses],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for i in range(2)
+        ]
+        outs = []
+        for proc in procs:
+            stdout, _ = proc.communicate()
+            if proc.returncode != 0:
+                raise SystemExit(f"raw-lane-2p: a process failed ({proc.returncode})")
+            outs.append(json.loads(stdout.strip().splitlines()[-1]))
+        n, nbytes = _read_lane(lane)
+        if n != expected:
+            msg = f"raw lane holds {n} records; expected {expected}"
+            raise SystemExit(msg)
+    finally:
+        shutil.rmtree(lane, ignore_errors=True)
+    seconds = max(o["end"] for o in outs) - min(o["begin"] for o in outs)
+    rss = sum(o["peak_rss_mb"] for o in outs)
+    return {"records": n, "bytes": nbytes, "seconds": seconds, "peak_rss_mb": rss}
+
+
+def _read_lane(lane: Path) -> tuple[int, int]:
+    import pyarrow.compute as pc
     import pyarrow.dataset as ds
+
+    table = ds.dataset(lane, format="parquet").to_table(columns=["_twg_source_value"])
+    return table.num_rows, int(pc.sum(pc.binary_length(table.column(0))).as_py() or 0)
+
+
+def _flow(bootstrap: str, topics: list[str], start: int, lane: Path, *, lowmem: bool) -> object:
+    import bytewax.operators as op
     from bytewax.dataflow import Dataflow
-    from bytewax.testing import run_main
 
     from thalweg_bytewax.connectors.kafka import KafkaSource
     from thalweg_bytewax.connectors.parquet import ParquetSink
 
+    flow = Dataflow("bench_raw_lane")
+    # lowmem: small per-partition buffers, so that the bench's small partitions
+    # saturate them and peak RSS shows its bound rather than the data size.
+    add_config = {"queued.max.messages.kbytes": 512} if lowmem else None
+    source = KafkaSource(
+        [bootstrap],
+        topics,
+        tail=False,
+        starting_offset=start or "earliest",
+        add_config=add_config,
+        batch_size=2_000 if lowmem else 10_000,
+    )
+    raw = op.input("in", flow, source)
+    sink = ParquetSink(lane, row_group_bytes=512 * 1024) if lowmem else ParquetSink(lane)
+    op.output("lane", raw, sink)
+    return flow
+
+
+def variant_raw_lane(
+    bootstrap: str,
+    topics: list[str],
+    expected: int,
+    start: int = 0,
+    *,
+    lowmem: bool = False,
+    workers: int = 1,
+) -> dict[str, float]:
+    from bytewax.testing import cluster_main, run_main
+
     lane = Path(tempfile.mkdtemp(prefix="twg-bench-lane-"))
     try:
-        flow = Dataflow("bench_raw_lane")
-        # lowmem: small per-partition buffers, so that the bench's small partitions
-        # saturate them and peak RSS shows its bound rather than the data size.
-        add_config = {"queued.max.messages.kbytes": 1024} if lowmem else None
-        source = KafkaSource(
-            [bootstrap],
-            topics,
-            tail=False,
-            starting_offset=start or "earliest",
-            add_config=add_config,
-            batch_size=2_000 if lowmem else 10_000,
-        )
-        raw = op.input("in", flow, source)
-        sink = ParquetSink(lane, row_group_bytes=512 * 1024) if lowmem else ParquetSink(lane)
-        op.output("lane", raw, sink)
+        flow = _flow(bootstrap, topics, start, lane, lowmem=lowmem)
         t0 = time.perf_counter()
-        run_main(flow)
+        if workers > 1:
+            cluster_main(flow, [], 0, worker_count_per_proc=workers)  # type: ignore[no-untyped-call]
+        else:
+            run_main(flow)  # type: ignore[no-untyped-call]
         elapsed = time.perf_counter() - t0
-        table = ds.dataset(lane, format="parquet").to_table(columns=["_twg_source_value"])
-        n = table.num_rows
-        nbytes = sum(len(v) for v in table.column(0).to_pylist())
+        n, nbytes = _read_lane(lane)
         if n != expected:
             msg = f"raw lane holds {n} records; expected {expected}"
             raise SystemExit(msg)
@@ -160,50 +245,78 @@ def variant_raw_lane(
     return {"records": n, "bytes": nbytes, "seconds": elapsed}
 
 
+def _process_of_2p(args: argparse.Namespace) -> None:
+    """One process of ``raw-lane-2p``: its part of the flow, timed on the wall clock."""
+    from bytewax.testing import cluster_main
+
+    flow = _flow(args.bootstrap, args.topics.split(","), args.start, Path(args.lane), lowmem=False)
+    begin = time.time()
+    cluster_main(flow, args.addresses.split(","), args.proc_id)  # type: ignore[no-untyped-call]
+    print(json.dumps({"begin": begin, "end": time.time(), "peak_rss_mb": peak_rss_mb()}))
+
+
 VARIANTS = {
     "bare": variant_bare,
     "per-part": variant_per_part,
     "raw-lane": variant_raw_lane,
     "raw-lane-pure": variant_raw_lane_pure,
     "raw-lane-lowmem": variant_raw_lane_lowmem,
+    "raw-lane-w2": variant_raw_lane_w2,
+    "raw-lane-2p": variant_raw_lane_2p,
 }
 
 
 def _run_child(
     name: str, bootstrap: str, topics: list[str], expected: int, start: int
 ) -> dict[str, float]:
-    args = [
-        "--child",
-        name.removesuffix("-half"),
-        "--bootstrap",
-        bootstrap,
-        "--topics",
-        ",".join(topics),
-    ]
-    return run_child(
-        __file__, [*args, "--expected", str(expected), "--start", str(start)], name=name
+    """Run one variant in a fresh interpreter; CPU over all its processes."""
+    args = ["--child", name.removesuffix("-1x"), "--bootstrap", bootstrap]
+    args += ["--topics", ",".join(topics), "--expected", str(expected), "--start", str(start)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = subprocess.run(
+        [sys.executable, __file__, *args], capture_output=True, text=True, check=False
     )
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if out.returncode != 0:
+        raise SystemExit(f"variant {name} failed:\n{out.stderr[-3000:]}")
+    result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    result["cpu_s"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return result
+
+
+def _spread(values: list[float]) -> str:
+    """min/median/max, or the one value."""
+    if len(values) == 1:
+        return f"{values[0]:.2f}"
+    return f"{min(values):.2f}/{statistics.median(values):.2f}/{max(values):.2f}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=240_000)
     parser.add_argument("--bootstrap", default="")
-    parser.add_argument("--repeat", type=int, default=2, help="runs per variant; the best is kept")
+    parser.add_argument("--repeat", type=int, default=2, help="runs per variant, alternated")
     parser.add_argument("--variants", default="", help="comma-separated subset to run")
+    parser.add_argument(
+        "--double", action="store_true", help="also run each flow on half of every partition"
+    )
     parser.add_argument("--child", choices=sorted(VARIANTS), help=argparse.SUPPRESS)
     parser.add_argument("--topics", default="", help=argparse.SUPPRESS)
     parser.add_argument("--expected", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--lane", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--proc-id", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--addresses", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
+    if args.proc_id is not None:
+        _process_of_2p(args)
+        return
     if args.child:
         result = VARIANTS[args.child](
             args.bootstrap, args.topics.split(","), args.expected, args.start
         )
-        result["peak_rss_mb"] = peak_rss_mb()
-        usage = resource.getrusage(resource.RUSAGE_SELF)
-        result["cpu_s"] = usage.ru_utime + usage.ru_stime
+        result.setdefault("peak_rss_mb", peak_rss_mb())
         print(json.dumps(result))
         return
 
@@ -224,45 +337,56 @@ def main() -> None:
 
         per_partition = per_topic // 4
         middle = per_partition // 2
-        plan = [
-            ("bare", total, 0),
-            ("per-part", total, 0),
-            ("raw-lane", total, 0),
-            ("raw-lane-pure", total, 0),
-            ("raw-lane-half", (per_partition - middle) * 4 * n_topics, middle),
-            ("raw-lane-lowmem", total, 0),
-            ("raw-lane-lowmem-half", (per_partition - middle) * 4 * n_topics, middle),
-        ]
+        half = (per_partition - middle) * 4 * n_topics
+        names = list(VARIANTS)
         if args.variants:
-            wanted = set(args.variants.split(","))
-            plan = [step for step in plan if step[0] in wanted]
-        results: dict[str, dict[str, float]] = {}
-        for name, expected, start in plan:
-            runs = [
-                _run_child(name, bootstrap, topics, expected, start) for _ in range(args.repeat)
-            ]
-            best = min(runs, key=lambda r: r["seconds"])
-            best["peak_rss_mb"] = max(r["peak_rss_mb"] for r in runs)
-            results[name] = best
+            wanted = args.variants.split(",")
+            unknown = sorted(set(wanted) - set(names))
+            if unknown:
+                raise SystemExit(f"unknown variants {unknown}; expected some of {names}")
+            names = [n for n in names if n in wanted]
+        plan = [(name, total, 0) for name in names]
+        if args.double:
+            plan += [(f"{n}-1x", half, middle) for n in names if n.startswith("raw-lane")]
+        runs: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in plan}
+        for _ in range(args.repeat):  # alternated, so a slow spell hits every variant
+            for name, expected, start in plan:
+                runs[name].append(_run_child(name, bootstrap, topics, expected, start))
+        _report(runs, double=args.double)
 
-        print(
-            f"\n{'variant':<21}{'records':>10}{'records/s':>12}{'MB/s':>8}"
-            f"{'CPU us/rec':>12}{'peak RSS MB':>13}"
-        )
-        for name, r in results.items():
-            rps = r["records"] / r["seconds"]
-            mbps = r["bytes"] / r["seconds"] / 1e6
-            cpu = r["cpu_s"] / r["records"] * 1e6
-            print(
-                f"{name:<21}{int(r['records']):>10,}{rps:>12,.0f}{mbps:>8.1f}{cpu:>12.2f}"
-                f"{r['peak_rss_mb']:>13.0f}"
-            )
-        if "bare" in results:
-            bare = results["bare"]["records"] / results["bare"]["seconds"]
-            for name in ("raw-lane", "raw-lane-pure"):
-                if name in results:
-                    rps = results[name]["records"] / results[name]["seconds"]
-                    print(f"{name} / bare = {rps / bare:.2f}")
+
+def _report(runs: dict[str, list[dict[str, float]]], *, double: bool) -> None:
+    print(
+        f"\n{'variant':<18}{'records':>9}{'records/s':>11}{'MB/s':>7}"
+        f"{'CPU us/rec min/med/max':>26}{'peak RSS MB':>13}"
+        + (f"{'RSS 1x':>8}{'marginal CPU us/rec':>24}" if double else "")
+    )
+    rates: dict[str, float] = {}
+    for name, rs in runs.items():
+        if name.endswith("-1x"):
+            continue
+        n = rs[0]["records"]
+        rate = statistics.median(r["records"] / r["seconds"] for r in rs)
+        rates[name] = rate
+        mbps = statistics.median(r["bytes"] / r["seconds"] for r in rs) / 1e6
+        cpu = [r["cpu_s"] / r["records"] * 1e6 for r in rs]
+        rss = max(r["peak_rss_mb"] for r in rs)
+        line = f"{name:<18}{int(n):>9,}{rate:>11,.0f}{mbps:>7.1f}{_spread(cpu):>26}{rss:>13.0f}"
+        ones = runs.get(f"{name}-1x")
+        if double and ones:
+            rss1 = max(r["peak_rss_mb"] for r in ones)
+            n1 = ones[0]["records"]
+            # Run i at 2x against run i at 1x: the pairs ran back to back.
+            marginal = [
+                (two["cpu_s"] - one["cpu_s"]) / (n - n1) * 1e6
+                for two, one in zip(rs, ones, strict=True)
+            ]
+            line += f"{rss1:>8.0f}{_spread(marginal):>24}"
+        print(line)
+    if "bare" in rates:
+        for name, rate in rates.items():
+            if name.startswith("raw-lane"):
+                print(f"{name} / bare = {rate / rates['bare']:.2f}")
 
 
 if __name__ == "__main__":
