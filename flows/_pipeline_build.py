@@ -132,7 +132,7 @@ def pipeline_source(config: PipelineConfig, *, schema: Any = None) -> AnySource:
     )
 
 
-def _sink(step: str, sink: SinkSection, config: PipelineConfig) -> AnySink | None:
+def _sink(step: str, sink: SinkSection, config: PipelineConfig, base: Path) -> AnySink | None:
     raw_lane = config.under(config.raw_lane.path)
     # Window results and late reports carry no locator: such a sink upserts them
     # (effectively once) or appends them (at least once), and records no coverage.
@@ -181,7 +181,32 @@ def _sink(step: str, sink: SinkSection, config: PipelineConfig) -> AnySink | Non
         )
     from thalweg_bytewax.connectors.kafka import KafkaSink  # noqa: PLC0415
 
-    return KafkaSink(sink.bootstrap_servers or "", sink.topic or "")
+    return KafkaSink(
+        sink.bootstrap_servers or "",
+        sink.topic or "",
+        encoder=_encoder(sink, base),
+        key=sink.message_key,
+        transactional=sink.transactional,
+        add_config=sink.librdkafka or None,
+        **_shards(sink),
+    )
+
+
+def _encoder(sink: SinkSection, base: Path) -> Any:
+    """The value encoder a Kafka sink section names."""
+    from thalweg_bytewax.codecs import AvroEncoder, JsonEncoder, ProtobufEncoder  # noqa: PLC0415
+
+    registry = sink.registry.resolve() if sink.registry is not None else None
+    schema = Path(_here(base, sink.value_schema)).read_text("utf-8") if sink.value_schema else None
+    common: dict[str, Any] = {"subject": sink.subject, "auto_register": sink.auto_register}
+    if sink.framing is not None:
+        common["framing"] = sink.framing
+    if sink.encoder == "avro":
+        return AvroEncoder(registry, schema=schema, **common)
+    if sink.encoder == "protobuf":
+        pb = _here(base, sink.descriptor_set) if sink.descriptor_set else None
+        return ProtobufEncoder(registry, pb, message_type=sink.message_type, **common)
+    return JsonEncoder(registry, schema=schema, **common)
 
 
 def _shards(sink: SinkSection) -> dict[str, Any]:
@@ -373,7 +398,7 @@ def build_pipeline(  # noqa: PLR0912, PLR0913, PLR0915 - one flow, drawn in the 
         late.append((w.name, result.late))
     built: dict[str, SinkSection] = {}
     for step, section in config.sinks.items():
-        sink = _sink(step, section, config)
+        sink = _sink(step, section, config, base)
         if sink is not None:
             op.output(step, stream_of(section.source), sink)
             built[step] = section

@@ -8,12 +8,14 @@ import sys
 import textwrap
 from pathlib import Path
 
+import orjson
 import pyarrow as pa
 import pytest
 from bytewax.testing import run_main
 
 from flows.orders import OrdersSettings, build_flow
 from flows.pipeline import build_pipeline, load_pipeline
+from tests.connectors.kafka_sink_helpers import read_topic
 from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.lanes import read_lane
@@ -167,3 +169,51 @@ def test_an_avro_codec_without_a_reader_schema_decodes_by_writer_schema(tmp_path
     assert len(read_lane(tmp_path / "data" / "raw")) == 600
     assert 590 < len(tables["orders"]) <= 600
     assert len(tables["order_lines"]) >= len(tables["orders"])
+
+
+def test_a_kafka_sink_in_a_pipeline_file_writes_each_order_once_as_json(
+    tmp_path, kafka_bootstrap, make_topic
+):
+    topic, bootstrap = make_topic(), kafka_bootstrap
+    data = tmp_path / "data"
+    extra = [
+        f"data_dir={data}",
+        "source.count=500",
+        "sinks.out.kind=kafka",
+        "sinks.out.from=orders",
+        f"sinks.out.bootstrap_servers={bootstrap}",
+        f"sinks.out.topic={topic}",
+        "sinks.out.encoder=json",
+        "sinks.out.message_key=order_id",
+        "sinks.out.shards=2",
+    ]
+    config = PipelineConfig.load(ORDERS_TOML, env={}, overrides=extra)
+    run_main(build_pipeline(config, base_dir=ORDERS_TOML.parent))
+    table = _tables(data)["orders"]
+    out = read_topic(bootstrap, topic)
+    assert len(out) == len(table) > 490
+    values = [orjson.loads(r.value or b"null") for r in out]
+    assert sorted(v["order_id"] for v in values) == sorted(r["order_id"] for r in table)
+    assert all(r.key == v["order_id"].encode() for r, v in zip(out, values, strict=True))
+    # A second run over the same input writes nothing more: each order once.
+    run_main(build_pipeline(config, base_dir=ORDERS_TOML.parent))
+    assert len(read_topic(bootstrap, topic)) == len(out)
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        (["sinks.k.encoder=avro"], "registry"),
+        (["sinks.k.encoder=json", "sinks.k.from=revenue"], "window stream"),
+        ([], "encoder"),
+    ],
+)
+def test_kafka_sink_sections_are_checked_at_load(extra, named):
+    base = [
+        "sinks.k.kind=kafka",
+        "sinks.k.from=orders",
+        "sinks.k.bootstrap_servers=localhost:9092",
+        "sinks.k.topic=out",
+    ]
+    with pytest.raises(ConfigError, match=named):
+        PipelineConfig.load(ORDERS_TOML, env={}, overrides=[*base, *extra])

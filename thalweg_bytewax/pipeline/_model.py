@@ -121,11 +121,11 @@ class PipelineConfig(ConfigModel):
                     f"got {sink.source!r}"
                 )
                 raise ConfigError(msg)
-            if sink.kind == "parquet" and sink.source in self.window_streams():
+            if sink.kind in ("parquet", "kafka") and sink.source in self.window_streams():
                 msg = (
-                    f"pipeline sink `{step}` (parquet): `from` = {sink.source!r} is a window "
-                    "stream, whose rows carry no source locator, and a parquet sink lands "
-                    "rows exactly once by their locator; write windows with kind = "
+                    f"pipeline sink `{step}` ({sink.kind}): `from` = {sink.source!r} is a "
+                    f"window stream, whose rows carry no source locator, and a {sink.kind} "
+                    "sink lands rows exactly once by their locator; write windows with kind = "
                     "'iceberg' or 'postgres' (mode = 'upsert', key_columns = the group "
                     "columns and 'window_start')"
                 )

@@ -18,7 +18,7 @@ _NEEDS: dict[str, tuple[str, ...]] = {
     "parquet": ("path",),
     "iceberg": ("table",),
     "postgres": ("dsn", "table"),
-    "kafka": ("bootstrap_servers", "topic"),
+    "kafka": ("bootstrap_servers", "topic", "encoder"),
 }
 
 
@@ -63,6 +63,30 @@ class SinkSection(ConfigModel):
     """kafka: the brokers."""
     topic: str | None = None
     """kafka: the topic to write."""
+    encoder: Literal["avro", "json", "protobuf"] | None = None
+    """kafka: how rows become record values."""
+    framing: Literal["confluent", "none"] | None = None
+    """kafka: the value framing (default: confluent for avro and protobuf, none for json);
+    confluent framing needs `registry`."""
+    registry: SecretRef | None = None
+    """kafka: the schema registry the encoder looks up (or registers) its schema in."""
+    value_schema: str | None = None
+    """kafka: the writer schema file (avro `.avsc`, json JSON Schema), relative to the
+    pipeline file; avro with framing none needs it."""
+    subject: str | None = None
+    """kafka: the registry subject (default `<topic>-value`)."""
+    auto_register: bool = False
+    """kafka: register `value_schema` under the subject when it is not there yet."""
+    descriptor_set: str | None = None
+    """kafka, protobuf: a FileDescriptorSet file (`protoc --include_imports`)."""
+    message_type: str | None = None
+    """kafka, protobuf: the fully-qualified message name."""
+    message_key: str | None = None
+    """kafka: the column whose values are the record keys (default: none)."""
+    transactional: bool = False
+    """kafka: one Kafka transaction per epoch and shard (for `read_committed` readers)."""
+    librdkafka: dict[str, str] = Field(default_factory=dict)
+    """kafka: librdkafka producer settings passed through (SASL, SSL, compression)."""
     coverage: bool = True
     """iceberg / parquet: record coverage beside the raw lane (append mode only)."""
 
@@ -73,6 +97,13 @@ class SinkSection(ConfigModel):
             keys = ", ".join(f"`{m}`" for m in missing)
             msg = f"pipeline sink ({self.kind}): expected {keys}; got none"
             raise ConfigError(msg)
+        if self.kind == "kafka" and self.framing != "none" and self.encoder != "json":
+            if self.registry is None:
+                msg = (
+                    f"pipeline sink (kafka, {self.encoder}): confluent framing expected "
+                    "`registry`; got none; set `registry` or framing = 'none'"
+                )
+                raise ConfigError(msg)
         if self.mode == "upsert" and not self.key_columns:
             msg = (
                 f"pipeline sink ({self.kind}): mode 'upsert' expected `key_columns`; "
