@@ -238,7 +238,31 @@ def _counts(config: PipelineConfig, built: Mapping[str, SinkSection]) -> list[Ta
         if s.kind == "parquet" and s.path:
             lane = config.under(s.path)
             out.append(TableCount(str(lane), "parquet", partial(lane_records, lane), "lane"))
+    for s in built.values():
+        if s.kind == "kafka" and s.topic and s.bootstrap_servers:
+            count = partial(_topic_offsets, s.bootstrap_servers, s.topic, dict(s.librdkafka))
+            out.append(TableCount(s.topic, "kafka", count, "topic"))
     return out
+
+
+def _topic_offsets(bootstrap: str, topic: str, settings: dict[str, str]) -> int | None:
+    """The offsets a topic spans (records, plus transaction markers); None when it is absent."""
+    from confluent_kafka import Consumer, TopicPartition  # noqa: PLC0415
+
+    consumer = Consumer(
+        {**settings, "bootstrap.servers": bootstrap, "group.id": "thalweg-summary", "log_level": 3}
+    )
+    try:
+        meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
+        if meta is None or meta.error is not None:
+            return None
+        total = 0
+        for p in meta.partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            total += high - low
+        return total
+    finally:
+        consumer.close()
 
 
 def _known_payload_schema(codec: Any) -> pa.Schema | None:

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 from bytewax.testing import run_main
 
+from flows._summary import RunReport
 from flows.orders import OrdersSettings, build_flow
 from flows.pipeline import build_pipeline, load_pipeline
 from tests.connectors.kafka_sink_helpers import read_topic
@@ -188,9 +189,12 @@ def test_a_kafka_sink_in_a_pipeline_file_writes_each_order_once_as_json(
         "sinks.out.shards=2",
     ]
     config = PipelineConfig.load(ORDERS_TOML, env={}, overrides=extra)
-    run_main(build_pipeline(config, base_dir=ORDERS_TOML.parent))
+    report = RunReport("orders", data / "raw", (), at_exit=False)
+    run_main(build_pipeline(config, base_dir=ORDERS_TOML.parent, summary=report))
     table = _tables(data)["orders"]
     out = read_topic(bootstrap, topic)
+    lines = report.lines()
+    assert f"  topic {topic} (kafka): {len(out):,} rows (+{len(out):,})" in lines, lines
     assert len(out) == len(table) > 490
     values = [orjson.loads(r.value or b"null") for r in out]
     assert sorted(v["order_id"] for v in values) == sorted(r["order_id"] for r in table)
