@@ -23,6 +23,8 @@ the cyclic garbage collector took (the collecting thread's CPU clock, so a loade
 machine does not inflate it; full collections counted apart: one more or fewer of
 them moves a short run by several per cent): median and min–max. ``--batch-size``
 makes the Kafka polls smaller (more batches, so the per-batch hooks weigh more).
+``--hooks ROUNDS`` times the hooks alone (no flow) on the topic's 1,000-record
+RawBatches, CPU per batch: off, metrics and health only, and every batch traced.
 ``--profile`` also runs each variant once under cProfile and reports
 the hooks' time per batch against the flow's time per batch, and the CPU cost of one
 scrape — the evidence that still holds when neighbours make the timings noisy. Usage::
@@ -208,6 +210,89 @@ def _variant(bootstrap: str, topic: str, data_dir: str, mode: str, opts: str) ->
     return out
 
 
+def _hooks_variant(bootstrap: str, topic: str, mode: str, rounds: str) -> dict[str, float]:
+    """CPU µs per source batch of the hooks alone, on the topic's real RawBatches.
+
+    Per batch: the source's ``polled`` (receive span, links, histogram, lag), a decode
+    and a validate step (span, stamp, counters, histograms), the raw lane's write (span)
+    and four untraced sink writes: what the flow's hooks do, without the flow.
+    """
+    from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+    from opentelemetry.sdk.trace.export import (
+        BatchSpanProcessor,
+        SpanExporter,
+        SpanExportResult,
+    )
+
+    from thalweg_bytewax.connectors.kafka import KafkaSource
+    from thalweg_bytewax.observability import gate, observe
+    from thalweg_bytewax.observability.tracing import without_trace
+
+    source = KafkaSource(bootstrap, [topic], tail=False, batch_size=1000)
+    batches: list[Any] = []
+    reader = source.build_part("kafka_source", f"{topic}:0", None)
+    try:
+        while True:
+            batches.extend(batch for _, batch in reader.next_batch())
+    except StopIteration:
+        pass
+    finally:
+        reader.close()
+
+    class Dropping(SpanExporter):
+        def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(Dropping()))
+    if mode != "off":
+        observe(tracing_provider=provider if mode == "traced" else None)
+    part = source.build_part("kafka_source", f"{topic}:1", None)
+    polled = part._obs  # noqa: SLF001 - the partition's own hooks
+
+    class Counters:
+        rows_written = 0
+        rows_skipped_replay = 0
+        epochs_committed = 0
+
+    sinks = [
+        gate.observe_sink_partition(f"lane{i}", f"lane{i}", Counters(), dict, critical=i == 0)
+        for i in range(5)
+    ]
+
+    def one(raw: Any) -> None:
+        out = [("key", raw)]
+        if polled is not None:
+            out = polled.polled(out, next_offset=1, degraded=False)
+        batch = out[0][1]
+        step = gate.observe_step("decode", "decode", batch)
+        decoded = batch.select(list(range(6, batch.num_columns))).replace_schema_metadata(None)
+        if step is not None:
+            decoded = step.finish(decoded, None)
+        step = gate.observe_step("validate", "validate", decoded)
+        if step is not None:
+            decoded = step.finish(decoded, None)
+        for i, sink in enumerate(sinks):
+            if sink is not None:
+                sink.writing([batch] if i == 0 else [without_trace(decoded)])
+
+    per_batch = []
+    for _ in range(int(rounds)):
+        gc.collect()
+        c0 = time.process_time()
+        for raw in batches:
+            one(raw)
+        per_batch.append((time.process_time() - c0) / len(batches) * 1e6)
+    part.close()
+    provider.shutdown()
+    return {
+        "batches": len(batches),
+        "min": min(per_batch),
+        "median": statistics.median(per_batch),
+        "max": max(per_batch),
+    }
+
+
 def _spread(values: list[float], fmt: str) -> str:
     return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}–{max(values):{fmt}})"
 
@@ -254,6 +339,15 @@ def _report(results: dict[str, list[dict[str, float]]]) -> None:
         print(f"  overhead, wall clock (median records/s):      {wall:+.1f} % (budget: 5 %)")
         print(f"  overhead, CPU per record (median):            {cpu:+.1f} % (budget: 5 %)")
         print(f"  overhead, CPU per record without GC (median): {cpu_no_gc:+.1f} %")
+        # Round by round (the variants of a round ran back to back): drift cancels.
+        paired = [
+            (a["cpu_seconds"] / a["rows"]) / (b["cpu_seconds"] / b["rows"]) * 100 - 100
+            for a, b in zip(results["on"], results[base], strict=True)
+        ]
+        print(
+            "  overhead, CPU per record, paired by round:   "
+            f"{statistics.median(paired):+.1f} % (min {min(paired):+.1f}, max {max(paired):+.1f})"
+        )
 
 
 def _report_profile(prof: dict[str, dict[str, float]]) -> None:
@@ -287,8 +381,19 @@ def main() -> None:
         help="also run `off` with gc.freeze() where `on` calls observe()",
     )
     parser.add_argument("--bootstrap", default="")
+    parser.add_argument(
+        "--hooks",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="also time the hooks alone on 1,000-record RawBatches (CPU per batch)",
+    )
     parser.add_argument("--variant", nargs=5, help=argparse.SUPPRESS)
+    parser.add_argument("--hooks-variant", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.hooks_variant:
+        print(json.dumps(_hooks_variant(*args.hooks_variant)))
+        return
     if args.variant:
         print(json.dumps(_variant(*args.variant)))
         return
@@ -338,9 +443,22 @@ def main() -> None:
         for i in range(args.repeat):
             for mode in modes if i % 2 == 0 else modes[::-1]:
                 results[mode].append(run(mode, False))
-        _report(results)
+        if args.repeat:
+            _report(results)
         if args.profile:
             _report_profile({mode: run(mode, True) for mode in ("off", "on")})
+        if args.hooks:
+            print("the hooks alone, CPU µs per 1,000-record source batch, median (min–max):")
+            for mode in ("off", "metrics", "traced"):
+                r = run_child(
+                    __file__,
+                    ["--hooks-variant", bootstrap, topic, mode, str(args.hooks)],
+                    name=f"hooks {mode}",
+                )
+                print(
+                    f"{mode:>8}: {r['median']:.0f} ({r['min']:.0f}–{r['max']:.0f}) "
+                    f"over {r['batches']:.0f} batches"
+                )
 
 
 if __name__ == "__main__":
