@@ -14,8 +14,8 @@ then times, each in its own process so peak RSS is per variant:
                   (``THALWEG_KAFKA_CONSUME=pure``);
 * ``raw-lane-w2`` — the same flow, two workers in one process (``-w 2``);
 * ``raw-lane-2p`` — the same flow, two processes of one worker (``-i 0/1 -a``);
-* ``raw-lane-lowmem`` — the same flow with small per-partition buffers (512 KiB
-                  prefetch, 512 KiB row groups, 2,000-record polls).
+* ``raw-lane-lowmem`` — the same flow with small per-partition bounds (256 KiB
+                  prefetch and fetch, 1,000-record polls, 256 KiB row groups).
 
 Records/s is timed around the flow (``run_main``; for ``-2p`` from the first process's
 start of the flow to the last one's end) or the bare loop, so interpreter start-up and
@@ -199,19 +199,23 @@ def _flow(bootstrap: str, topics: list[str], start: int, lane: Path, *, lowmem: 
     from thalweg_bytewax.connectors.parquet import ParquetSink
 
     flow = Dataflow("bench_raw_lane")
-    # lowmem: small per-partition buffers, so that the bench's small partitions
-    # saturate them and peak RSS shows its bound rather than the data size.
-    add_config = {"queued.max.messages.kbytes": 512} if lowmem else None
+    # lowmem: per-partition bounds (~1 MiB in all) below the bench's partitions (~2 MB
+    # at 1x; the mock broker keeps ~5 MB a partition), so peak RSS shows the bound.
+    add_config = (
+        {"queued.max.messages.kbytes": 256, "max.partition.fetch.bytes": 256 * 1024}
+        if lowmem
+        else None
+    )
     source = KafkaSource(
         [bootstrap],
         topics,
         tail=False,
         starting_offset=start or "earliest",
         add_config=add_config,
-        batch_size=2_000 if lowmem else 10_000,
+        batch_size=1_000 if lowmem else 10_000,
     )
     raw = op.input("in", flow, source)
-    sink = ParquetSink(lane, row_group_bytes=512 * 1024) if lowmem else ParquetSink(lane)
+    sink = ParquetSink(lane, row_group_bytes=256 * 1024) if lowmem else ParquetSink(lane)
     op.output("lane", raw, sink)
     return flow
 

@@ -74,10 +74,13 @@ ISOLATION_LEVEL = "isolation.level"
 # ~860k to ~200k records/s. 10 ms keeps the fetcher busy without spinning.
 DEFAULT_FETCH_QUEUE_BACKOFF_MS = 10
 # Bounds librdkafka's prefetch per consumer (default 64 MiB); with one consumer per
-# partition this is the dominant source of memory. 16 MiB still holds several 10k-record
-# polls of typical records; measured on the raw-lane benchmark, 1 MiB lost ~5% and
-# 32 MiB gained nothing but ~90 MB of RSS at 16 partitions.
-DEFAULT_QUEUED_MAX_MESSAGES_KBYTES = 16 * 1024
+# partition it is the largest term of a partition's memory bound (docs/connectors/
+# kafka.md "Memory"). 4 MiB holds more than one 10k-record poll of ~250-byte records, so
+# a poll is served from the queue while the next fetch runs; measured on the raw-lane
+# benchmark (native consume, 6 alternated runs), 2, 4 and 16 MiB took the same CPU per
+# record (medians 2.5-2.7 us, within the spread), and 32 MiB earlier gained nothing but
+# ~90 MB of RSS at 16 partitions.
+DEFAULT_QUEUED_MAX_MESSAGES_KBYTES = 4 * 1024
 
 
 @dataclass(frozen=True, slots=True)
