@@ -168,6 +168,8 @@ class _Validator:
         dq_idx = np.flatnonzero(ev.any_failed & ~ev.contract_failed)
         idx = np.concatenate([contract_idx, dq_idx])
         take = pa.array(idx, pa.int64())
+        # The whole batch rejected for one reason: every row, in batch order.
+        whole = len(idx) == batch.num_rows and not (len(contract_idx) and len(dq_idx))
         reasons = pa.concat_arrays(
             [
                 pa.repeat(pa.scalar(str(RejectReason.CONTRACT), pa.string()), len(contract_idx)),
@@ -180,7 +182,7 @@ class _Validator:
             reason=reasons,
             step_id=self.step_id,
             messages=messages(batch, ev, self.ruleset, failed, columns=self.columns, rows=idx),
-            rules=failed.take(take),
+            rules=failed if whole else failed.take(take),
             row_json=_row_json(batch, idx, self.columns),
             columns=self.columns,
         )

@@ -168,10 +168,14 @@ def dlq_batch_from_rows(
     idx = pa.array(indices, pa.int64()) if not isinstance(indices, pa.Array) else indices
     n = len(idx)
     names = set(source.schema.names)
+    # Every row of the source, in order (a batch rejected whole): its columns as they are.
+    whole = n == source.num_rows and (
+        n == 0 or bool(np.array_equal(idx.to_numpy(zero_copy_only=False), np.arange(n)))
+    )
 
     def take(name: str, type_: pa.DataType) -> pa.Array:
         if name in names:
-            col = source.column(name).take(idx)
+            col = source.column(name) if whole else source.column(name).take(idx)
             return col if col.type == type_ else col.cast(type_)
         return pa.nulls(n, type_)
 
@@ -195,9 +199,7 @@ def dlq_batch_from_rows(
         else pa.array(messages, pa.string()),
         DLQ_STEP_ID: pa.repeat(pa.scalar(step_id, pa.string()), n),
         DLQ_ROW_JSON: row_json,
-        DLQ_REJECTED_AT: pa.repeat(
-            pa.scalar(datetime.now(UTC), pa.timestamp("us", tz="UTC")), n
-        ),
+        DLQ_REJECTED_AT: pa.repeat(pa.scalar(datetime.now(UTC), pa.timestamp("us", tz="UTC")), n),
     }
     out = [arrays[f.name] if f.name in arrays else take(f.name, f.type) for f in schema]
     return pa.RecordBatch.from_arrays(out, schema=schema)

@@ -22,6 +22,7 @@ from thalweg_bytewax.contracts.kernels import (
     sql_masks,
     type_check,
 )
+from thalweg_bytewax.contracts.row_json import concat_text
 from thalweg_bytewax.contracts.ruleset import RuleSet
 from thalweg_bytewax.contracts.spec import ContractError, DropRule, Rule, RuleKind
 from thalweg_bytewax.metadata import MetadataColumns
@@ -30,6 +31,10 @@ from thalweg_bytewax.sqlengine import predicate_sql
 __all__ = ["Evaluation", "drop_masks", "evaluate", "locator_strings", "messages"]
 
 _DEFAULT_COLUMNS = MetadataColumns()
+# messages() names each row's set of failed rules by a bit set of up to 62 rules; sets of
+# up to 16 rules are told apart through a table rather than a sort.
+_MAX_SET_BITS = 62
+_TABLE_BITS = 16
 
 
 @dataclass(frozen=True)
@@ -166,8 +171,7 @@ def drop_masks(
     if sql_rules and n:
         owner = ruleset if ruleset is not None else RuleSet((), drop)
         items = [
-            (i, f"coalesce({predicate_sql(str(d.expression))}, false)", d.id)
-            for i, d in sql_rules
+            (i, f"coalesce({predicate_sql(str(d.expression))}, false)", d.id) for i, d in sql_rules
         ]
         for i, mask in predicate_masks(batch, items, owner).items():
             sql[i] = np.zeros(n, dtype=bool) if mask is None else mask
@@ -238,6 +242,11 @@ def messages(
 ) -> pa.Array:
     """A human message per row: locator, the first failed rule in words, all failed ids.
 
+    ``topic:partition@offset: expected <first failed rule>; failed rules: <ids>``. The
+    text after the locator depends only on which rules a row failed: it is written once
+    per distinct set of failed rules and joined to the locators in one pass (the native
+    writer's :func:`~.row_json.concat_text`, else one Arrow kernel call).
+
     Args:
         batch: The records.
         evaluation: Their verdicts.
@@ -247,6 +256,67 @@ def messages(
         rows: Only these rows (indices into ``batch``, in this order); default all. Built
             column-wise over just these rows.
     """
+    k = len(evaluation.masks)
+    if not 0 < k <= _MAX_SET_BITS:
+        return _messages_from_lists(batch, evaluation, ruleset, failed, columns, rows)
+    pick = None if rows is None or _is_identity(rows, batch.num_rows) else np.asarray(rows)
+    # Each row's set of failed rules as a bit set over evaluation.rule_index.
+    codes = np.zeros(batch.num_rows if pick is None else len(pick), np.int64)
+    for bit, mask in enumerate(evaluation.masks):
+        codes |= (mask if pick is None else mask[pick]).astype(np.int64) << bit
+    if k <= _TABLE_BITS:
+        seen = np.zeros(1 << k, dtype=bool)
+        seen[codes] = True
+        sets = np.flatnonzero(seen)
+        slot = np.zeros(1 << k, dtype=np.int64)
+        slot[sets] = np.arange(len(sets))
+        which = slot[codes]
+    else:
+        sets, which = np.unique(codes, return_inverse=True)
+    ids = ruleset.ids.to_pylist()
+    words = ruleset.descriptions.to_pylist()
+    tails = []
+    for code in sets.tolist():
+        hit = [evaluation.rule_index[b] for b in range(k) if code >> b & 1]
+        first = words[hit[0] if hit else 0]
+        tails.append(f": expected {first}; failed rules: {', '.join(ids[i] for i in hit)}")
+    tail_text = pa.array(tails, pa.string())
+    names = batch.schema.names
+    locator = (columns.source_topic, columns.source_partition, columns.source_offset)
+    if all(c in names for c in locator):
+        parts = [
+            (sep, batch.column(c), pick) for sep, c in zip(("", ":", "@"), locator, strict=True)
+        ]
+        out = concat_text([*parts, ("", tail_text, which)], len(which))
+        if out is not None:
+            return out
+    tail = tail_text.take(pa.array(which))
+    if not all(c in names for c in locator):
+        return pc.binary_join_element_wise(locator_strings(batch, columns, rows=rows), tail, "")
+    take = None if pick is None else pa.array(pick, pa.int64())
+
+    def text(name: str) -> pa.Array:
+        col = batch.column(name)
+        return (col if take is None else col.take(take)).cast(pa.string())
+
+    topic, partition, offset = (text(c) for c in locator)
+    return pc.binary_join_element_wise(topic, ":", partition, "@", offset, tail, "")
+
+
+def _is_identity(rows: np.ndarray, n: int) -> bool:
+    """Whether ``rows`` are all rows of a batch of ``n``, in order."""
+    return len(rows) == n and (n == 0 or bool(np.array_equal(rows, np.arange(n))))
+
+
+def _messages_from_lists(
+    batch: pa.RecordBatch,
+    evaluation: Evaluation,
+    ruleset: RuleSet,
+    failed: pa.ListArray,
+    columns: MetadataColumns,
+    rows: np.ndarray | None,
+) -> pa.Array:
+    """:func:`messages` from the per-row lists of failed ids (any number of rules)."""
     n = batch.num_rows
     first = np.zeros(n, dtype=np.int64)
     seen = np.zeros(n, dtype=bool)

@@ -38,7 +38,14 @@ try:
 except ImportError:  # built without a C compiler: Arrow string kernels write the same text
     _row_json_native = None  # type: ignore[assignment]
 
-__all__ = ["NATIVE", "json_default", "rows_as_json", "spell_non_finite", "value_json"]
+__all__ = [
+    "NATIVE",
+    "concat_text",
+    "json_default",
+    "rows_as_json",
+    "spell_non_finite",
+    "value_json",
+]
 
 NATIVE = _row_json_native is not None
 """Whether the native row JSON writer was built with the package."""
@@ -176,6 +183,7 @@ Node = tuple[int, int, int, int, int, int, int, int, tuple[Any, ...], tuple[byte
 _MAX_TEXT = 2**31 - 1
 # Bytes of text per row expected, from the last batch (the first data buffer's size).
 _size_hint = [256.0]
+_concat_hint = [64.0]
 
 
 def _native_rows(batch: pa.RecordBatch, index: np.ndarray | None) -> pa.Array | None:
@@ -194,12 +202,25 @@ def _native_rows(batch: pa.RecordBatch, index: np.ndarray | None) -> pa.Array | 
     keys = tuple(orjson.dumps(name) + b":" for name in batch.schema.names)
     root: Node = (_K_STRUCT, 0, 0, 0, 0, 0, 0, 0, tuple(children), keys)
     n = batch.num_rows if index is None else len(index)
+    return _write(root, index, n, _size_hint, keep)
+
+
+def _write(
+    root: Node, index: np.ndarray | None, n: int, hint: list[float], keep: list[Any]
+) -> pa.Array | None:
+    """``n`` rows of ``root`` through the C writer (``keep`` holds what the plan points at).
+
+    The text buffer starts at ``hint[0]`` bytes per row (the last call's size plus a
+    quarter) and doubles while a row does not fit. It comes from ``malloc``, not Arrow's
+    pool: blocks that large go back to the OS when Arrow's mimalloc frees them, and
+    every batch would fault fresh zeroed pages in again; malloc keeps them for reuse.
+    """
+    assert _row_json_native is not None  # noqa: S101 - the callers checked
     address = 0 if index is None or not len(index) else int(index.ctypes.data)
     offsets = pa.allocate_buffer(4 * (n + 1))
-    capacity = min(int(n * _size_hint[0]) + 1024, _MAX_TEXT)
-    data = pa.allocate_buffer(capacity, resizable=True)
+    capacity = min(int(n * hint[0]) + 1024, _MAX_TEXT)
+    data = _row_json_native.Block(capacity)
     done = 0
-    assert _row_json_native is not None  # noqa: S101 - the caller checked
     while True:
         reached = _row_json_native.rows(
             root, address, n, done, offsets.address, data.address, capacity
@@ -216,8 +237,74 @@ def _native_rows(batch: pa.RecordBatch, index: np.ndarray | None) -> pa.Array | 
     del keep
     used = int(np.frombuffer(offsets, np.int32)[n])
     if n:
-        _size_hint[0] = 1.25 * used / n
-    return pa.StringArray.from_buffers(n, offsets, data.slice(0, used))
+        hint[0] = 1.25 * used / n
+    data.resize(used)
+    return pa.StringArray.from_buffers(n, offsets, pa.py_buffer(data))
+
+
+def concat_text(
+    parts: Sequence[tuple[str, pa.Array, np.ndarray | None]], n: int
+) -> pa.Array | None:
+    """Per row, each part's literal followed by its array's value as text, all joined.
+
+    A column-wise ``binary_join_element_wise`` of literals and columns in one pass of the
+    native writer (DLQ messages use it: ``topic:partition@offset: ...``).
+
+    Args:
+        parts: ``(literal, values, rows)``: ``values`` a ``string`` or integer array,
+            ``rows`` the element of it for each output row (``None``: row ``i`` is
+            element ``i``).
+        n: Rows of output.
+
+    Returns:
+        A non-null ``string`` array of ``n`` rows, or ``None`` when the native writer is
+        not built or a part has nulls or another type (the caller joins with Arrow).
+    """
+    if _row_json_native is None:
+        return None
+    keep: list[Any] = []
+    children: list[Node] = []
+    for _, values, rows in parts:
+        t = values.type
+        if values.null_count or not (pa.types.is_string(t) or pa.types.is_integer(t)):
+            return None
+        bufs = values.buffers()
+        if pa.types.is_string(t):
+            node: Node = (
+                _K_RAW,
+                0,
+                values.offset,
+                0,
+                _address(bufs[1]),
+                _address(bufs[2]),
+                0,
+                0,
+                (),
+                (),
+            )
+        else:
+            kind = _K_INT if pa.types.is_signed_integer(t) else _K_UINT
+            node = (kind, 0, values.offset, 0, _address(bufs[1]), 0, t.bit_width // 8, 0, (), ())
+        keep.append(values)
+        if rows is not None:
+            index = np.ascontiguousarray(rows, dtype=np.int64)
+            if len(index) != n or (n and (index.min() < 0 or index.max() >= len(values))):
+                msg = (
+                    f"concat_text: a part's rows must be {n} indices into its {len(values)} values"
+                )
+                raise IndexError(msg)
+            keep.append(index)
+            address = int(index.ctypes.data) if n else 0
+            node = (_K_DICT, 1, 0, 0, address, 0, 8, len(values), (node,), ())
+        elif len(values) != n:
+            msg = f"concat_text: a part without rows must have {n} values, not {len(values)}"
+            raise IndexError(msg)
+        else:
+            node = (node[0], 1, *node[2:])
+        children.append(node)
+    keys = tuple(literal.encode() for literal, _, _ in parts)
+    root: Node = (_K_STRUCT, 0, 0, 0, 0, 0, 1, 0, tuple(children), keys)
+    return _write(root, None, n, _concat_hint, keep)
 
 
 def _address(buf: pa.Buffer | None) -> int:
