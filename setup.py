@@ -32,8 +32,8 @@ setup(
         # Arrow string kernels (the same text, several times the CPU per row); a log
         # line says which runs.
         Extension(
-            "thalweg_bytewax.contracts._row_json_native",
-            ["thalweg_bytewax/contracts/_row_json_native.c"],
+            "thalweg_bytewax.contracts._native",
+            ["thalweg_bytewax/contracts/_native.c"],
             optional=True,
         ),
     ]

@@ -104,5 +104,5 @@ def test_messages_spell_locator_first_rule_and_all_failed_ids(
         f"orders:3@41: expected {rules.descriptions[0].as_py()}; failed rules: {ids[0]}, {ids[1]}"
     ]
     assert messages(batch, ev, rules, failed, rows=np.array([0])).to_pylist() == want
-    monkeypatch.setattr(row_json, "_row_json_native", None)
+    monkeypatch.setattr(row_json, "_native", None)
     assert messages(batch, ev, rules, failed, rows=np.array([0])).to_pylist() == want

@@ -170,7 +170,7 @@ def test_without_the_native_writer_the_column_wise_path_writes_the_same_text(
     )
     rows = np.array([2, 0, 2], np.int64)
     native = rows_as_json(batch, rows).to_pylist()
-    monkeypatch.setattr(row_json, "_row_json_native", None)
+    monkeypatch.setattr(row_json, "_native", None)
     monkeypatch.setattr(row_json, "_announced", False)
     with caplog.at_level("WARNING", logger=row_json.__name__):
         assert rows_as_json(batch, rows).to_pylist() == native == _expected(batch, rows)

@@ -11,7 +11,7 @@ an exact columnar spelling here (times, durations, half floats, nanosecond or zo
 instants, decimals that ``str`` writes in exponent form, dates outside years 1-9999)
 are written value by value through orjson, for that column only.
 
-When the optional C extension ``_row_json_native`` is built, the same text is written
+When the optional C extension ``_native`` is built, the same text is written
 by it straight from the Arrow buffers of the selected rows (no ``take``, no string
 kernels); columns of a type it has no spelling for (floats, times, durations, decimals
 past six places, zoned or nanosecond instants, ...) are rendered by the column-wise
@@ -34,9 +34,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 try:
-    from thalweg_bytewax.contracts import _row_json_native
+    from thalweg_bytewax.contracts import _native
 except ImportError:  # built without a C compiler: Arrow string kernels write the same text
-    _row_json_native = None  # type: ignore[assignment]
+    _native = None  # type: ignore[assignment]
 
 __all__ = [
     "NATIVE",
@@ -47,7 +47,7 @@ __all__ = [
     "value_json",
 ]
 
-NATIVE = _row_json_native is not None
+NATIVE = _native is not None
 """Whether the native row JSON writer was built with the package."""
 
 logger = logging.getLogger(__name__)
@@ -121,7 +121,7 @@ def rows_as_json(batch: pa.RecordBatch, rows: np.ndarray | None = None) -> pa.Ar
     names = batch.schema.names
     unique = len(set(names)) == len(names)
     _announce()
-    if unique and _row_json_native is not None:
+    if unique and _native is not None:
         out = _native_rows(batch, index)
         if out is not None:
             return out
@@ -138,7 +138,7 @@ def _announce() -> None:
     if _announced:
         return
     _announced = True
-    if _row_json_native is not None:
+    if _native is not None:
         logger.info("row JSON: the native writer builds DLQ row JSON from Arrow buffers")
     else:
         logger.warning(
@@ -215,14 +215,14 @@ def _write(
     pool: blocks that large go back to the OS when Arrow's mimalloc frees them, and
     every batch would fault fresh zeroed pages in again; malloc keeps them for reuse.
     """
-    assert _row_json_native is not None  # noqa: S101 - the callers checked
+    assert _native is not None  # noqa: S101 - the callers checked
     address = 0 if index is None or not len(index) else int(index.ctypes.data)
     offsets = pa.allocate_buffer(4 * (n + 1))
     capacity = min(int(n * hint[0]) + 1024, _MAX_TEXT)
-    data = _row_json_native.Block(capacity)
+    data = _native.Block(capacity)
     done = 0
     while True:
-        reached = _row_json_native.rows(
+        reached = _native.rows(
             root, address, n, done, offsets.address, data.address, capacity
         )
         if reached is None:
@@ -260,7 +260,7 @@ def concat_text(
         A non-null ``string`` array of ``n`` rows, or ``None`` when the native writer is
         not built or a part has nulls or another type (the caller joins with Arrow).
     """
-    if _row_json_native is None:
+    if _native is None:
         return None
     keep: list[Any] = []
     children: list[Node] = []

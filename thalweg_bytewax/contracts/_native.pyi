@@ -17,3 +17,14 @@ def rows(
     capacity: int,
     /,
 ) -> int | None: ...
+def duplicates(
+    kind: int,
+    n: int,
+    offset: int,
+    validity: int,
+    b1: int,
+    b2: int,
+    width: int,
+    out: int,
+    /,
+) -> None: ...

@@ -688,6 +688,118 @@ done:
     return result;
 }
 
+/* --- duplicates: rows whose key occurred earlier in the column --------------------- */
+
+static inline uint64_t mix(uint64_t h) {
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h;
+}
+
+static inline uint64_t hash_bytes(const uint8_t *s, int64_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n;
+    int64_t k = 0;
+    for (; k + 8 <= n; k += 8) {
+        uint64_t v;
+        memcpy(&v, s + k, 8);
+        h = (h ^ v) * 0x9E3779B97F4A7C15ULL;
+        h ^= h >> 29;
+    }
+    if (k < n) {
+        uint64_t v = 0;
+        memcpy(&v, s + k, (size_t)(n - k));
+        h = (h ^ v) * 0x9E3779B97F4A7C15ULL;
+    }
+    return mix(h);
+}
+
+/* duplicates(kind, n, offset, validity, b1, b2, width, out) -> None
+   kind 0: fixed width keys (width bytes each at b1); 1: 32-bit offsets at b1 into b2;
+   2: 64-bit offsets. Sets out[i] (n bytes) to 1 where row i's key is not null and
+   equals an earlier row's (byte for byte), else 0. */
+static PyObject *duplicates(PyObject *self, PyObject *args) {
+    int kind;
+    Py_ssize_t n, width;
+    long long offset;
+    unsigned long long validity_addr, b1_addr, b2_addr, out_addr;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "inLKKKnK", &kind, &n, &offset, &validity_addr, &b1_addr,
+                          &b2_addr, &width, &out_addr))
+        return NULL;
+    if (kind < 0 || kind > 2 || n < 0 || n >= INT32_MAX || (kind == 0 && width <= 0)) {
+        PyErr_SetString(PyExc_ValueError, "duplicates: bad key kind, width or row count");
+        return NULL;
+    }
+    const uint8_t *validity = (const uint8_t *)(uintptr_t)validity_addr;
+    const uint8_t *b1 = (const uint8_t *)(uintptr_t)b1_addr;
+    const uint8_t *b2 = (const uint8_t *)(uintptr_t)b2_addr;
+    uint8_t *out = (uint8_t *)(uintptr_t)out_addr;
+    Py_ssize_t cap = 16;
+    while (cap < 2 * n) cap *= 2;
+    uint32_t *slots = PyMem_Calloc((size_t)cap, sizeof(uint32_t)); /* row + 1; 0: empty */
+    uint64_t *hashes = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(uint64_t));
+    if (!slots || !hashes) {
+        PyMem_Free(slots);
+        PyMem_Free(hashes);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t j = i + offset;
+        out[i] = 0;
+        if (validity && !((validity[j >> 3] >> (j & 7)) & 1)) continue;
+        const uint8_t *key;
+        int64_t len;
+        if (kind == 0) {
+            key = b1 + j * width;
+            len = width;
+        } else if (kind == 1) {
+            const int32_t *off = (const int32_t *)b1;
+            key = b2 + off[j];
+            len = off[j + 1] - off[j];
+        } else {
+            const int64_t *off = (const int64_t *)b1;
+            key = b2 + off[j];
+            len = off[j + 1] - off[j];
+        }
+        uint64_t h = hash_bytes(key, len);
+        hashes[i] = h;
+        for (Py_ssize_t at = (Py_ssize_t)(h & (uint64_t)(cap - 1));; at = (at + 1) & (cap - 1)) {
+            uint32_t seen = slots[at];
+            if (!seen) {
+                slots[at] = (uint32_t)i + 1;
+                break;
+            }
+            Py_ssize_t r = (Py_ssize_t)seen - 1;
+            if (hashes[r] != h) continue;
+            int64_t k = r + offset;
+            const uint8_t *other;
+            int64_t other_len;
+            if (kind == 0) {
+                other = b1 + k * width;
+                other_len = width;
+            } else if (kind == 1) {
+                const int32_t *off = (const int32_t *)b1;
+                other = b2 + off[k];
+                other_len = off[k + 1] - off[k];
+            } else {
+                const int64_t *off = (const int64_t *)b1;
+                other = b2 + off[k];
+                other_len = off[k + 1] - off[k];
+            }
+            if (other_len == len && (len == 0 || memcmp(other, key, (size_t)len) == 0)) {
+                out[i] = 1;
+                break;
+            }
+        }
+    }
+    PyMem_Free(slots);
+    PyMem_Free(hashes);
+    Py_RETURN_NONE;
+}
+
 /* --- Block: text memory from the C allocator, handed to Arrow without a copy ---------- */
 
 /* The text of a batch of rows is tens of MB, allocated per batch and freed when the DLQ
@@ -767,7 +879,7 @@ static PyGetSetDef Block_getset[] = {
     {NULL, NULL, NULL, NULL, NULL}};
 
 static PyTypeObject BlockType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "thalweg_bytewax.contracts._row_json_native.Block",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "thalweg_bytewax.contracts._native.Block",
     .tp_basicsize = sizeof(Block),
     .tp_dealloc = (destructor)Block_dealloc,
     .tp_as_buffer = &Block_as_buffer,
@@ -779,15 +891,17 @@ static PyTypeObject BlockType = {
 };
 
 static PyMethodDef methods[] = {
+    {"duplicates", duplicates, METH_VARARGS,
+     "duplicates(kind, n, offset, validity, b1, b2, width, out): rows seen before."},
     {"rows", rows, METH_VARARGS,
      "rows(plan, indices, n, start, offsets, data, capacity) -> rows done | None."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_row_json_native", "Row JSON over Arrow buffers (see row_json).",
+    PyModuleDef_HEAD_INIT, "_native", "Row JSON over Arrow buffers (see row_json).",
     -1, methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__row_json_native(void) {
+PyMODINIT_FUNC PyInit__native(void) {
     init_escapes();
     if (PyType_Ready(&BlockType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
