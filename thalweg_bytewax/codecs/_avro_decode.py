@@ -76,10 +76,11 @@ def _peel(
         except FramingError as exc:
             failures.append(DecodeFailure(int(i), exc.kind, f"avro: {exc}"))
     groups: dict[SchemaKey, np.ndarray] = {}
-    uniq = np.unique(ids[ok])
-    if len(uniq) == 1:
-        groups[int(uniq[0])] = np.flatnonzero(ok)
-    else:
+    framed = ids[ok]
+    if len(framed) and (framed == framed[0]).all():  # one writer schema: the usual batch
+        groups[int(framed[0])] = np.flatnonzero(ok)
+    elif len(framed):
+        uniq = np.unique(framed)
         for u in uniq.tolist():
             groups[int(u)] = np.flatnonzero(ok & (ids == u))
     for key, rows_list in by_guid.items():

@@ -173,15 +173,20 @@ def ocf_header(schema_json: str) -> bytes:
     return bytes(out)
 
 
-def _concat_bodies(bodies: pa.BinaryArray) -> bytes:
+def _ocf_block(header: bytes, bodies: pa.BinaryArray) -> bytes:
+    """One OCF file holding ``bodies`` as its only block, built with a single copy.
+
+    The bodies are contiguous in the array's data buffer, so the block's payload is a
+    view of it; ``bytes.join`` copies each part once.
+    """
+    n = len(bodies)
     offsets = np.frombuffer(bodies.buffers()[1], dtype=np.int32)[
-        bodies.offset : bodies.offset + len(bodies) + 1
+        bodies.offset : bodies.offset + n + 1
     ]
     data = bodies.buffers()[2]
-    if data is None:
-        return b""
-    payload: bytes = data.to_pybytes()
-    return payload[offsets[0] : offsets[-1]]
+    start, end = int(offsets[0]), int(offsets[-1])
+    body = memoryview(data)[start:end] if data is not None else b""
+    return b"".join((header, _zz(n), _zz(end - start), body, _SYNC))
 
 
 def decode_block(header: bytes, node: AvroNode, bodies: pa.BinaryArray) -> pa.RecordBatch | None:
@@ -193,8 +198,7 @@ def decode_block(header: bytes, node: AvroNode, bodies: pa.BinaryArray) -> pa.Re
     pl = _load_polars()
     if pl is None or len(bodies) == 0:
         return None
-    body = _concat_bodies(bodies)
-    block = header + _zz(len(bodies)) + _zz(len(body)) + body + _SYNC
+    block = _ocf_block(header, bodies)
     try:
         table = pl.read_avro(io.BytesIO(block)).to_arrow()
         if table.num_rows != len(bodies):
@@ -209,13 +213,15 @@ def decode_block(header: bytes, node: AvroNode, bodies: pa.BinaryArray) -> pa.Re
                 [c.arrow_field(n) for n, c in zip(node.field_names, node.children, strict=False)]
             ),
         )
-        sizes = _sizes_record(arrays, node)
-        lengths = pc.binary_length(bodies).to_numpy(zero_copy_only=False)
-        if not np.array_equal(sizes, lengths):
+        field_sizes = [_sizes(a, c) for a, c in zip(arrays, node.children, strict=False)]
+        sizes = np.zeros(len(bodies), dtype=np.int64)
+        for field_size in field_sizes:
+            sizes += field_size
+        if not np.array_equal(sizes, _lengths(bodies)):
             return None
         # The layout is proven; a non-canonical branch or boolean byte goes to the exact
         # path, which reports the row.
-        if has_tags(node) and tag_errors(bodies, arrays, node).any():
+        if has_tags(node) and tag_errors(bodies, arrays, node, field_sizes).any():
             return None
         # polars reads a uuid as any string; the exact path parses it (and fails, or
         # writes it canonical), so anything but the canonical form goes there.
@@ -232,7 +238,22 @@ def decode_block(header: bytes, node: AvroNode, bodies: pa.BinaryArray) -> pa.Re
     return batch
 
 
-def tag_errors(bodies: pa.BinaryArray, arrays: list[pa.Array], node: AvroNode) -> np.ndarray:
+def _lengths(bodies: pa.BinaryArray) -> npt.NDArray[np.int64]:
+    """Each body's byte length (0 for a null)."""
+    if bodies.null_count:
+        return _ints(pc.binary_length(bodies), pa.int64())
+    offsets = np.frombuffer(bodies.buffers()[1], dtype=np.int32)[
+        bodies.offset : bodies.offset + len(bodies) + 1
+    ]
+    return np.diff(offsets).astype(np.int64)
+
+
+def tag_errors(
+    bodies: pa.BinaryArray,
+    arrays: list[pa.Array],
+    node: AvroNode,
+    field_sizes: list[np.ndarray] | None = None,
+) -> np.ndarray:
     """Rows whose union branch bytes or boolean bytes are not the canonical ones.
 
     For a batch whose layout is proven (each row's size recomputed from the decoded
@@ -240,6 +261,7 @@ def tag_errors(bodies: pa.BinaryArray, arrays: list[pa.Array], node: AvroNode) -
     sizes, so it is compared (vectorised) with the byte the decoded value encodes to.
     polars reads any non-null branch index of ``["null", T]`` as ``T`` and fastavro any
     non-zero boolean byte as ``true``; Avro allows only 0/1 and the declared branches.
+    ``field_sizes`` (each top-level field's encoded size per row) saves recomputing them.
     """
     offsets = np.frombuffer(bodies.buffers()[1], dtype=np.int32)[
         bodies.offset : bodies.offset + len(bodies) + 1
@@ -249,9 +271,11 @@ def tag_errors(bodies: pa.BinaryArray, arrays: list[pa.Array], node: AvroNode) -
     pos = offsets[:-1].copy()
     present = np.ones(len(bodies), dtype=bool)
     bad = np.zeros(len(bodies), dtype=bool)
-    for arr, child in zip(arrays, node.children, strict=False):
+    last = min(len(arrays), len(node.children)) - 1
+    for i, (arr, child) in enumerate(zip(arrays, node.children, strict=False)):
         bad |= _check(data, arr, child, pos, present)
-        pos += _sizes(arr, child)
+        if i < last:  # the position after the last field is never read
+            pos += field_sizes[i] if field_sizes is not None else _sizes(arr, child)
     return bad
 
 
@@ -373,6 +397,9 @@ def cast_exact(arr: pa.Array, target: pa.DataType) -> pa.Array:
     return arr.cast(target)
 
 
+_DECIMAL_LIMITS = np.array([1 << (8 * k - 1) for k in range(1, 8)], dtype=np.int64)
+"""The smallest magnitude needing k + 1 two's-complement bytes, for k = 1..7."""
+
 _VARINT_LIMITS = np.array([1 << (7 * k) for k in range(1, 10)], dtype=np.uint64)
 """The smallest zigzag value needing k + 2 varint bytes, for k = 0..8."""
 
@@ -432,10 +459,10 @@ def _sizes(arr: pa.Array, node: AvroNode) -> np.ndarray:  # noqa: PLR0911 - one 
     if kind == "decimal":
         raw = np.frombuffer(arr.buffers()[1], dtype=np.int64)[2 * arr.offset : 2 * (arr.offset + n)]
         unscaled = raw[0::2]
-        nbytes = np.ones(n, dtype=np.int64)
-        for k in range(1, 8):
-            lim = np.int64(1) << np.int64(8 * k - 1)
-            nbytes += (unscaled >= lim) | (unscaled < -lim)
+        # Two's-complement bytes: v needs k + 1 bytes when |v| (as ~v for negatives)
+        # reaches 2^(8k - 1); one search over the seven limits.
+        magnitude = np.where(unscaled < 0, ~unscaled, unscaled)
+        nbytes = 1 + np.searchsorted(_DECIMAL_LIMITS, magnitude, side="right").astype(np.int64)
         return _zz_size(nbytes) + nbytes
     if pa.types.is_boolean(t):
         return np.ones(n, dtype=np.int64)
@@ -444,7 +471,12 @@ def _sizes(arr: pa.Array, node: AvroNode) -> np.ndarray:  # noqa: PLR0911 - one 
     if pa.types.is_float64(t):
         return np.full(n, 8, dtype=np.int64)
     if pa.types.is_string(t) or pa.types.is_binary(t):
-        lengths: npt.NDArray[np.int64] = _ints(pc.binary_length(arr), pa.int64())
+        lengths: npt.NDArray[np.int64]
+        if arr.null_count:
+            lengths = _ints(pc.binary_length(arr), pa.int64())
+        else:  # straight from the offsets buffer
+            offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)
+            lengths = np.diff(offsets[arr.offset : arr.offset + n + 1]).astype(np.int64)
         return _zz_size(lengths) + lengths
     if pa.types.is_int32(t) or pa.types.is_date32(t) or pa.types.is_time32(t):
         return _zz_size(_ints(arr, pa.int32()))
