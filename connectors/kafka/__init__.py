@@ -13,13 +13,29 @@ in Bytewax recovery.
 record exactly once across crashes (see :mod:`.sink`); its counters are
 :class:`KafkaSinkStats`. ``thalweg_bytewax.connectors.kafka.dlq`` turns DLQ batches into
 Kafka records with Kafka Connect's error headers.
+
+Each name loads its module on first use: a flow that only reads does not load the sink.
 """
 
 from __future__ import annotations
 
-from .sink import KafkaSink, KafkaSinkStats
-from .source import KafkaPartitionState, KafkaSource, StartingOffset
-from .stats import KafkaSourceStats
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .sink import KafkaSink, KafkaSinkStats
+    from .source import KafkaPartitionState, KafkaSource, StartingOffset
+    from .stats import KafkaSourceStats
+
+# Public name -> the submodule that defines it, imported on first access.
+_LAZY = {
+    "KafkaPartitionState": ".source",
+    "KafkaSink": ".sink",
+    "KafkaSinkStats": ".sink",
+    "KafkaSource": ".source",
+    "KafkaSourceStats": ".stats",
+    "StartingOffset": ".source",
+}
 
 __all__ = [
     "KafkaPartitionState",
@@ -29,3 +45,18 @@ __all__ = [
     "KafkaSourceStats",
     "StartingOffset",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a source or sink class from its module on first access."""
+    module = _LAZY.get(name)
+    if module is None:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
