@@ -21,8 +21,8 @@ Records/s is timed around the flow (``run_main``; for ``-2p`` from the first pro
 start of the flow to the last one's end) or the bare loop, so interpreter start-up and
 imports are left out of it. CPU is user + system over **all** processes of a variant
 (``RUSAGE_CHILDREN`` around it: librdkafka's threads, start-up, imports and the second
-process of ``-2p`` included). With ``--double`` each flow variant also runs over the
-second half of every partition (1x; the full partitions are 2x): peak RSS at 1x and 2x
+process of ``-2p`` included). With ``--double`` each variant also runs over the second
+half of every partition (1x; the full partitions are 2x): peak RSS at 1x and 2x
 shows whether memory grows with the records per partition, and the **marginal** CPU
 per record, (CPU at 2x - CPU at 1x) / (records at 2x - records at 1x), cancels the
 fixed start-up cost, which is what shows whether ``-w 2`` or two processes raise the
@@ -82,7 +82,7 @@ def variant_bare(
     from confluent_kafka import TopicPartition
 
     c = _consumer(bootstrap)
-    c.assign([TopicPartition(t, p, 0) for t, p in _partitions(topics)])
+    c.assign([TopicPartition(t, p, start) for t, p in _partitions(topics)])
     n = nbytes = 0
     t0 = time.perf_counter()
     while n < expected:
@@ -103,7 +103,7 @@ def variant_per_part(
     consumers = []
     for t, p in _partitions(topics):
         c = _consumer(bootstrap)
-        c.assign([TopicPartition(t, p, 0)])
+        c.assign([TopicPartition(t, p, start)])
         consumers.append(c)
     n = nbytes = 0
     t0 = time.perf_counter()
@@ -302,7 +302,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2, help="runs per variant, alternated")
     parser.add_argument("--variants", default="", help="comma-separated subset to run")
     parser.add_argument(
-        "--double", action="store_true", help="also run each flow on half of every partition"
+        "--double", action="store_true", help="also run each variant on half of every partition"
     )
     parser.add_argument("--child", choices=sorted(VARIANTS), help=argparse.SUPPRESS)
     parser.add_argument("--topics", default="", help=argparse.SUPPRESS)
@@ -351,7 +351,7 @@ def main() -> None:
             names = [n for n in names if n in wanted]
         plan = [(name, total, 0) for name in names]
         if args.double:
-            plan += [(f"{n}-1x", half, middle) for n in names if n.startswith("raw-lane")]
+            plan += [(f"{n}-1x", half, middle) for n in names]
         runs: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in plan}
         for _ in range(args.repeat):  # alternated, so a slow spell hits every variant
             for name, expected, start in plan:
