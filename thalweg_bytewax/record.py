@@ -161,30 +161,33 @@ def _headers_array(
 
 
 # Columns that hold one value for the whole batch (cluster, topic, partition, timestamp
-# type, absent columns) are slices of arrays built once per value: building them per
-# batch allocated fresh memory each time (its first touch costs more than the copy),
-# ~45 bytes a record for the sample orders. Batches up to this many rows are sliced
-# from the cache; the cache is dropped when it holds more than _CONSTANTS_MAX values.
+# type, absent columns) are built once per value and length and reused: building them
+# per batch allocated fresh memory each time (its first touch costs more than the copy),
+# ~45 bytes a record for the sample orders. Exact lengths, not slices of a longer
+# array: a pickled slice carries its whole buffers (pyarrow), and batches crossing
+# between processes are pickled. Steady polls have one length (`batch_size`), so a few
+# entries serve a partition; the cache is dropped when it holds more than
+# _CONSTANTS_MAX_ROWS rows in all (a few MB), and longer columns are never kept.
 _CONSTANT_ROWS = 1 << 16
-_CONSTANTS_MAX = 1024
-_CONSTANTS: dict[tuple[pa.DataType, object], pa.Array] = {}
+_CONSTANTS_MAX_ROWS = 1 << 20
+_CONSTANTS: dict[tuple[pa.DataType, object, int], pa.Array] = {}
+_constants_rows = [0]
 
 
 def _constant(value: object, type_: pa.DataType, n: int) -> pa.Array:
-    """``n`` copies of ``value`` (None: nulls), zero-copy from a cached array."""
-    if n > _CONSTANT_ROWS:
-        return pa.nulls(n, type_) if value is None else pa.repeat(pa.scalar(value, type_), n)
-    key = (type_, value)
+    """``n`` copies of ``value`` (None: nulls), shared with earlier batches of ``n`` rows."""
+    key = (type_, value, n)
     cached = _CONSTANTS.get(key)
-    if cached is None or len(cached) < n:
-        rows = max(n, min(_CONSTANT_ROWS, 2 * len(cached) if cached is not None else 1024))
-        cached = (
-            pa.nulls(rows, type_) if value is None else pa.repeat(pa.scalar(value, type_), rows)
-        )
-        if len(_CONSTANTS) >= _CONSTANTS_MAX:
+    if cached is not None:
+        return cached
+    built = pa.nulls(n, type_) if value is None else pa.repeat(pa.scalar(value, type_), n)
+    if n <= _CONSTANT_ROWS:
+        if _constants_rows[0] + n > _CONSTANTS_MAX_ROWS:
             _CONSTANTS.clear()
-        _CONSTANTS[key] = cached
-    return cached.slice(0, n)
+            _constants_rows[0] = 0
+        _CONSTANTS[key] = built
+        _constants_rows[0] += n
+    return built
 
 
 def _null(n: int, type_: pa.DataType) -> pa.Array:
