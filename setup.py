@@ -28,8 +28,9 @@ setup(
             ["thalweg_bytewax/_kafka_native.c"],
             optional=True,
         ),
-        # Optional: without a C compiler the DLQ row JSON of rejected rows is built with
-        # Arrow string kernels (the same text, several times the CPU per row); a log
+        # Optional: without a C compiler the DLQ row JSON and messages of rejected rows
+        # are built with Arrow string kernels and one-column uniqueness rules group keys
+        # with Arrow (the same results, several times the CPU per rejected row); a log
         # line says which runs.
         Extension(
             "thalweg_bytewax.contracts._native",
