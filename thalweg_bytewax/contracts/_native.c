@@ -524,8 +524,8 @@ static int write_value(Out *o, const Node *nd, int64_t i) {
             put1(o, ']');
             return 0;
         }
-        default:
-            PyErr_Format(PyExc_ValueError, "row JSON plan: unknown node kind %d", nd->kind);
+        default: /* parse() admits no other kind; runs without the GIL: no exception here */
+            o->unsupported = 1;
             return -1;
     }
 }
@@ -674,10 +674,14 @@ static PyObject *rows(PyObject *self, PyObject *args) {
     if (start == 0) off[0] = 0;
     Out o = {(char *)(uintptr_t)data_addr, off[start], cap, 0, 0};
     Py_ssize_t r = start;
+    /* The loop touches no Python object (the plan is parsed, the caller holds every
+       buffer and the keys' bytes): other threads (Bytewax workers) run meanwhile. */
+    Py_BEGIN_ALLOW_THREADS;
     for (; r < n; r++) {
         if (write_object(&o, root, idx ? idx[r] : r, r) < 0) break;
         off[r + 1] = (int32_t)o.len;
     }
+    Py_END_ALLOW_THREADS;
     if (r == n || o.full) {
         result = Py_BuildValue("n", r); /* rows written so far: off[r] is their end */
     } else if (o.unsupported) {
@@ -746,6 +750,7 @@ static PyObject *duplicates(PyObject *self, PyObject *args) {
         PyMem_Free(hashes);
         return PyErr_NoMemory();
     }
+    Py_BEGIN_ALLOW_THREADS; /* no Python object below: the caller holds the buffers */
     for (Py_ssize_t i = 0; i < n; i++) {
         int64_t j = i + offset;
         out[i] = 0;
@@ -795,6 +800,7 @@ static PyObject *duplicates(PyObject *self, PyObject *args) {
             }
         }
     }
+    Py_END_ALLOW_THREADS;
     PyMem_Free(slots);
     PyMem_Free(hashes);
     Py_RETURN_NONE;
