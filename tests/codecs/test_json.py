@@ -354,3 +354,23 @@ def test_repeated_key_decodes_alike_on_both_paths() -> None:
     assert [e.index for e in res.errors] == [2] and "`a`: expected an integer" in res.errors[
         0
     ].message
+
+
+def test_a_local_time_column_refuses_instants_saying_what_it_takes() -> None:
+    codec = JsonCodec(pa.schema([("ts", pa.timestamp("us")), ("n", pa.int64())]))
+    values = [
+        b'{"ts": "2026-01-01T10:00:00", "n": 1}',
+        b'{"ts": "2026-01-01T10:00:00Z", "n": 2}',
+        b'{"ts": "2026-01-01T10:00:00+02:00", "n": 3}',
+    ]
+    result = codec.decode_batch(values)
+    assert result.batch.column("n").to_pylist() == [1]
+    assert result.batch.column("ts").to_pylist() == [datetime(2026, 1, 1, 10)]
+    assert [e.index for e in result.errors] == [1, 2]
+    for e in result.errors:
+        assert e.kind is FailureKind.SCHEMA_MISMATCH
+        assert "expected a date-time string without offset" in e.message
+        assert "tz='UTC'" in e.message
+    # The same column declared with a zone takes every instant.
+    zoned = JsonCodec(pa.schema([("ts", pa.timestamp("us", tz="UTC")), ("n", pa.int64())]))
+    assert zoned.decode_batch(values[1:]).batch.num_rows == 2

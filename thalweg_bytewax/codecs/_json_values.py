@@ -108,10 +108,17 @@ def _compile(t: pa.DataType, path: str, strict: bool) -> Converter:  # noqa: PLR
 
         return conv_str
     if pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_decimal(t):
-        if pa.types.is_timestamp(t):
-            what = "an RFC 3339 date-time with offset"
+        if pa.types.is_timestamp(t) and t.tz is not None:
+            what = "an RFC 3339 date-time with offset string"
+        elif pa.types.is_timestamp(t):
+            # A local date-time column: an instant with an offset would need a zone to
+            # become local time, so it is refused rather than silently shifted.
+            what = (
+                f"a date-time string without offset (the column is {t}, local time; declare it "
+                f"with a time zone, e.g. timestamp('{t.unit}', tz='UTC'), to take instants)"
+            )
         else:
-            what = "a date" if pa.types.is_date(t) else f"a decimal ({t})"
+            what = "a date string" if pa.types.is_date(t) else f"a decimal ({t}) string"
 
         def conv_time(v: Any) -> Any:
             if type(v) is str:
@@ -119,7 +126,7 @@ def _compile(t: pa.DataType, path: str, strict: bool) -> Converter:  # noqa: PLR
                     return parse_text(v, t)
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                     pass
-            raise mismatch(path, f"{what} string", v)
+            raise mismatch(path, what, v)
 
         return conv_time
     if pa.types.is_list(t) or pa.types.is_large_list(t):
