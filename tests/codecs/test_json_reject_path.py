@@ -228,3 +228,11 @@ def test_any_cut_junk_or_garbage_fails_exactly_like_decode_value(
             body = extra + body[: at % 7]
         payloads.append(body)
     assert_agrees(codec, payloads)
+
+
+@pytest.mark.parametrize("payload", [b".", b".5", b"+1", b" +", b"-x", b"e"])
+def test_a_document_starting_like_no_json_value_fails_as_orjson_says(payload: bytes) -> None:
+    # orjson reads '.' and '+' as the start of a number ("no digit after sign"), other
+    # characters as no value at all: the batch path must word each the same way.
+    codec = JsonCodec(pa.schema([("id", pa.int64()), ("name", pa.string())]))
+    assert_agrees(codec, [payload])

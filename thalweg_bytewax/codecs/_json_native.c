@@ -965,6 +965,8 @@ static int parse_row(Parser *ps, const Node *root) {
         return DEFER;
     } else if (*ps->p == 0xEF) {
         return DEFER; /* maybe a byte order mark, which orjson names as such */
+    } else if (*ps->p == '.' || *ps->p == '+') {
+        return DEFER; /* orjson reads these as a number's start ("no digit after sign") */
     } else {
         return S_START;
     }
