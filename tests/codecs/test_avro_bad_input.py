@@ -149,3 +149,24 @@ def test_all_bad_batch_has_the_output_schema(env: tuple[str, int, int]) -> None:
     assert result.batch.num_rows == 0
     assert result.batch.schema == codec.arrow_schema
     assert [f.index for f in result.errors] == [0, 1]
+
+
+@pytest.mark.parametrize("payloads", [[], [b"\xff\xff\xff", None]], ids=["none", "all-bad"])
+def test_a_batch_without_good_rows_is_empty_with_every_type_a_general_union_included(
+    payloads: list[bytes | None],
+) -> None:
+    schema = {
+        "type": "record",
+        "name": "R",
+        "fields": [
+            {"name": "u", "type": ["null", "string", "long"]},
+            {"name": "n", "type": "long"},
+            {"name": "xs", "type": {"type": "array", "items": ["string", "double"]}},
+        ],
+    }
+    codec = AvroCodec(schema=schema, framing="none")
+    result = codec.decode_batch(payloads)
+    assert result.batch.num_rows == 0
+    assert result.batch.schema == codec.arrow_schema
+    assert pa.types.is_union(result.batch.schema.field("u").type)
+    assert len(result.errors) == len(payloads)

@@ -264,7 +264,8 @@ def _schema_header_rows(headers: pa.Array | pa.ChunkedArray) -> tuple[list[int],
 
 
 def _empty(schema: pa.Schema) -> pa.RecordBatch:
-    return pa.RecordBatch.from_pylist([], schema=schema)
+    # pa.nulls of length 0 builds every type; from_pylist cannot build a dense union.
+    return pa.RecordBatch.from_arrays([pa.nulls(0, f.type) for f in schema], schema=schema)
 
 
 def _project(batch: pa.RecordBatch, plan: _Plan, schema: pa.Schema) -> pa.RecordBatch:
