@@ -18,8 +18,9 @@ machinery).
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from thalweg_bytewax._lazy import lazy_dir, load_lazy
 
 # Eager: the submodule ``operators.sql`` has the operator's name, and importing that
 # submodule later (``operators.sql_dag`` does) would rebind the package attribute
@@ -87,14 +88,8 @@ __all__ += ["Session", "Sliding", "Tumbling", "WindowAggOut", "WindowAggStats", 
 
 def __getattr__(name: str) -> Any:
     """Load an operator (or a name its signature uses) from its module on first access."""
-    module = _LAZY.get(name)
-    if module is None:
-        msg = f"module {__name__!r} has no attribute {name!r}"
-        raise AttributeError(msg)
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return load_lazy(__name__, _LAZY, globals(), name)
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return lazy_dir(globals())

@@ -19,8 +19,9 @@ Each name loads its module on first use: a flow that only reads does not load th
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from thalweg_bytewax._lazy import lazy_dir, load_lazy
 
 if TYPE_CHECKING:
     from .sink import KafkaSink, KafkaSinkStats
@@ -49,14 +50,8 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     """Load a source or sink class from its module on first access."""
-    module = _LAZY.get(name)
-    if module is None:
-        msg = f"module {__name__!r} has no attribute {name!r}"
-        raise AttributeError(msg)
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+    return load_lazy(__name__, _LAZY, globals(), name)
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return lazy_dir(globals())

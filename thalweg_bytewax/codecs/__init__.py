@@ -11,9 +11,9 @@ schema-registry client.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
+from thalweg_bytewax._lazy import lazy_dir, load_lazy
 from thalweg_bytewax.codecs.base import (
     Codec,
     DecodeFailure,
@@ -66,14 +66,8 @@ _LAZY = {
 
 def __getattr__(name: str) -> Any:
     """Load a codec or encoder class from its module on first access."""
-    module = _LAZY.get(name)
-    if module is None:
-        msg = f"module {__name__!r} has no attribute {name!r}"
-        raise AttributeError(msg)
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return load_lazy(__name__, _LAZY, globals(), name)
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return lazy_dir(globals())

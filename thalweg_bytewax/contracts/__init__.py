@@ -24,9 +24,9 @@ of their names, so neither PyYAML nor DuckDB is imported until they are needed.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
+from thalweg_bytewax._lazy import load_lazy
 from thalweg_bytewax.contracts.merge import merge_rules
 from thalweg_bytewax.contracts.spec import (
     ColumnSpec,
@@ -97,8 +97,4 @@ _LAZY = {
 def __getattr__(name: str) -> object:
     # The ODCS loader needs the `contracts` extra and the engine pulls in numpy and the
     # SQL engine; import each only when one of its names is asked for.
-    module = _LAZY.get(name)
-    if module is not None:
-        return getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    msg = f"module `thalweg_bytewax.contracts` has no attribute {name!r}"
-    raise AttributeError(msg)
+    return load_lazy(__name__, {n: f".{m}" for n, m in _LAZY.items()}, globals(), name)

@@ -18,8 +18,9 @@ Kafka source partition and sink partition does) never imports OpenTelemetry.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from thalweg_bytewax._lazy import load_lazy
 
 if TYPE_CHECKING:
     from .headers import KafkaHeadersGetter, KafkaHeadersSetter, extract_headers
@@ -69,12 +70,13 @@ _HOMES = {
 
 
 def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        msg = f"module {__name__!r} has no attribute {name!r}"
-        raise AttributeError(msg)
-    if home != "health":
+    """Load a name from its module on first access (all but health need the SDK)."""
+    homes = {n: f".{home}" for n, home in _HOMES.items()}
+    return load_lazy(__name__, homes, globals(), name, before=_require_sdk)
+
+
+def _require_sdk(module: str) -> None:
+    if module != ".health":
         from thalweg_bytewax import _deps  # noqa: PLC0415 - only when a name is asked for
 
         _deps.require("opentelemetry.sdk", extra="observability")
-    return getattr(importlib.import_module(f"{__name__}.{home}"), name)

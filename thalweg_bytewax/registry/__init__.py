@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from thalweg_bytewax._lazy import lazy_dir, load_lazy
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.registry._base import (
     RegistryError,
@@ -74,23 +75,16 @@ logger = logging.getLogger(__name__)
 # Schemes are case-insensitive (RFC 3986 §3.1); ``HTTPS://`` is a registry URL too.
 _URL_PREFIXES = ("http://", "https://", "mock://")
 # Loaded from ._confluent on first access (it imports confluent-kafka's registry client).
-_CONFLUENT_NAMES = frozenset({"RegistrySchemaSource", "registry_client"})
+_CONFLUENT_NAMES = dict.fromkeys(("RegistrySchemaSource", "registry_client"), "._confluent")
 
 
 def __getattr__(name: str) -> Any:
     """Load the registry-client names from their module on first access."""
-    if name not in _CONFLUENT_NAMES:
-        msg = f"module {__name__!r} has no attribute {name!r}"
-        raise AttributeError(msg)
-    from thalweg_bytewax.registry import _confluent  # noqa: PLC0415 - loads the client
-
-    value = getattr(_confluent, name)
-    globals()[name] = value
-    return value
+    return load_lazy(__name__, _CONFLUENT_NAMES, globals(), name)
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return lazy_dir(globals())
 
 
 def _is_registry_client(value: object) -> bool:
