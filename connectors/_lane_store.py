@@ -197,16 +197,13 @@ class LaneStore:
 
     def sync_file(self, path: str) -> None:
         """Flush a closed file's bytes to disk (fsync; local only, others are durable at close)."""
-        if not self.local:
-            return
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        self._fsync(path)
 
     def sync_dir(self, path: str) -> None:
         """Flush a directory (fsync) so renames in it survive a power loss (local only)."""
+        self._fsync(path)
+
+    def _fsync(self, path: str) -> None:
         if not self.local:
             return
         fd = os.open(path, os.O_RDONLY)
