@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import resource
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
@@ -55,3 +56,33 @@ def check_retention(bootstrap: str, topics: Sequence[str], partitions: int = 4) 
                     raise SystemExit(msg)
     finally:
         probe.close()
+
+
+def run_processes(base: Sequence[str], *, name: str, count: int = 2) -> list[dict[str, float]]:
+    """Run ``count`` processes of one Bytewax cluster (``base --proc-id i --addresses ...``).
+
+    Each process prints a JSON object as its last line; they are returned in process order.
+    """
+    socks = [socket.socket() for _ in range(count)]
+    try:
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        addresses = ",".join(f"127.0.0.1:{sock.getsockname()[1]}" for sock in socks)
+    finally:
+        for sock in socks:
+            sock.close()
+    procs = [
+        subprocess.Popen(
+            [*base, "--proc-id", str(i), "--addresses", addresses],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(count)
+    ]
+    outs = []
+    for proc in procs:
+        stdout, _ = proc.communicate()
+        if proc.returncode != 0:
+            raise SystemExit(f"{name}: a process failed ({proc.returncode})")
+        outs.append(json.loads(stdout.strip().splitlines()[-1]))
+    return outs

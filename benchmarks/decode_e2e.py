@@ -56,7 +56,6 @@ import json
 import os
 import resource
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -66,7 +65,7 @@ from statistics import median
 from typing import Any
 
 from _decode_shapes import SHAPES, Shape, shape  # noqa: E402
-from _harness import broker, check_retention, peak_rss_mb  # noqa: E402
+from _harness import broker, check_retention, peak_rss_mb, run_processes  # noqa: E402
 
 # Per topic (4 partitions), under the mock broker's ~5 MB per partition retention:
 # sample Avro orders are ~130 bytes, JSON ~405 bytes (plain: ~80 / ~180).
@@ -224,17 +223,6 @@ def _naive(
     c.close()
 
 
-def _free_ports(k: int) -> list[int]:
-    socks = [socket.socket() for _ in range(k)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
 def run_variant(args: argparse.Namespace) -> dict[str, float]:
     """Run one variant (``--child``) to its end and check every record reached Parquet."""
     name: str = args.child
@@ -257,22 +245,8 @@ def run_variant(args: argparse.Namespace) -> dict[str, float]:
         elif kind == "stock":
             run_main(_stock_flow(shape_, fmt, args.bootstrap, topics, out))
         elif "2p" in mode:
-            ports = _free_ports(2)
-            addresses = ",".join(f"127.0.0.1:{p}" for p in ports)
             base = [sys.executable, __file__, *sys.argv[1:], "--out", str(out)]
-            procs = [
-                subprocess.Popen(
-                    [*base, "--proc-id", str(i), "--addresses", addresses],
-                    stdout=subprocess.PIPE,
-                    text=True,
-                )
-                for i in range(2)
-            ]
-            for p in procs:
-                stdout, _ = p.communicate()
-                if p.returncode != 0:
-                    raise SystemExit(f"{name}: a process failed ({p.returncode})")
-                rss += json.loads(stdout.strip().splitlines()[-1])["peak_rss_mb"]
+            rss += sum(o["peak_rss_mb"] for o in run_processes(base, name=name))
         elif "w2" in mode:
             cluster_main(
                 _thalweg_flow(shape_, fmt, args.bootstrap, topics, out),

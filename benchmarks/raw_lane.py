@@ -51,7 +51,6 @@ import json
 import os
 import resource
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -59,7 +58,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _harness import broker, check_retention, peak_rss_mb  # noqa: E402
+from _harness import broker, check_retention, peak_rss_mb, run_processes  # noqa: E402
 
 RECORDS_PER_TOPIC = 60_000  # 15k per partition: ~3 MB, under the mock's retention
 
@@ -147,31 +146,10 @@ def variant_raw_lane_2p(
 ) -> dict[str, float]:
     """Two processes of one worker; this one only starts them and reads the lane."""
     lane = Path(tempfile.mkdtemp(prefix="twg-bench-lane-"))
-    socks = [socket.socket() for _ in range(2)]
-    try:
-        for sock in socks:
-            sock.bind(("127.0.0.1", 0))
-        addresses = ",".join(f"127.0.0.1:{sock.getsockname()[1]}" for sock in socks)
-    finally:
-        for sock in socks:
-            sock.close()
     base = [sys.executable, __file__, "--child", "raw-lane", "--bootstrap", bootstrap]
     base += ["--topics", ",".join(topics), "--start", str(start), "--lane", str(lane)]
     try:
-        procs = [
-            subprocess.Popen(
-                [*base, "--proc-id", str(i), "--addresses", addresses],
-                stdout=subprocess.PIPE,
-                text=True,
-            )
-            for i in range(2)
-        ]
-        outs = []
-        for proc in procs:
-            stdout, _ = proc.communicate()
-            if proc.returncode != 0:
-                raise SystemExit(f"raw-lane-2p: a process failed ({proc.returncode})")
-            outs.append(json.loads(stdout.strip().splitlines()[-1]))
+        outs = run_processes(base, name="raw-lane-2p")
         n, nbytes = _read_lane(lane)
         if n != expected:
             msg = f"raw lane holds {n} records; expected {expected}"
