@@ -9,8 +9,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from opentelemetry.trace import SpanContext, SpanKind, Tracer
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from thalweg_bytewax.observability import reset
+from thalweg_bytewax.observability.headers import KafkaHeadersSetter
+from thalweg_bytewax.samples import encode_order_avro, sample_orders
+from thalweg_bytewax.testing import produce
 
 
 @pytest.fixture(autouse=True)
@@ -32,3 +37,20 @@ def get(url: str) -> tuple[int, bytes]:
 def get_json(url: str) -> tuple[int, Any]:
     code, body = get(url)
     return code, json.loads(body)
+
+
+def produce_traced_orders(
+    bootstrap: str, topic: str, count: int, upstream: Tracer
+) -> SpanContext:
+    """Produce ``count`` sample orders to partition 0, each carrying the W3C
+    ``traceparent`` of one upstream "place order" span; return that span's context."""
+    with upstream.start_as_current_span("place order", kind=SpanKind.PRODUCER) as origin:
+        headers: list[tuple[str, bytes]] = []
+        TraceContextTextMapPropagator().inject(headers, setter=KafkaHeadersSetter())
+    orders = list(sample_orders(count))
+    produce(
+        bootstrap,
+        topic,
+        [{"value": encode_order_avro(o), "partition": 0, "headers": headers} for o in orders],
+    )
+    return origin.get_span_context()

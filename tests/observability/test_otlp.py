@@ -25,17 +25,14 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 )
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.trace import SpanKind
-from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+from tests.observability.conftest import produce_traced_orders
 from thalweg_bytewax.config import SecretRef
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.observability import instruments, otlp
-from thalweg_bytewax.observability.headers import KafkaHeadersSetter
 from thalweg_bytewax.observability.settings import OtlpSection
 from thalweg_bytewax.pipeline import PipelineConfig
-from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA, encode_order_avro, sample_orders
-from thalweg_bytewax.testing import produce
+from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "otlp-token-3f9c1b7e5d"  # noqa: S105 - a test value, grepped for in every output
@@ -129,16 +126,7 @@ def test_a_flow_run_exports_spans_and_metrics_to_the_configured_receiver(
     endpoint, got = receiver
     topic = make_topic()
     upstream = TracerProvider().get_tracer("checkout-service")
-    with upstream.start_as_current_span("place order", kind=SpanKind.PRODUCER) as origin:
-        headers: list[tuple[str, bytes]] = []
-        TraceContextTextMapPropagator().inject(headers, setter=KafkaHeadersSetter())
-    trace_id = origin.get_span_context().trace_id
-    orders = list(sample_orders(40))
-    produce(
-        kafka_bootstrap,
-        topic,
-        [{"value": encode_order_avro(o), "partition": 0, "headers": headers} for o in orders],
-    )
+    origin = produce_traced_orders(kafka_bootstrap, topic, 40, upstream)
     config = _pipeline_toml(tmp_path, kafka_bootstrap, topic, endpoint)
 
     done = subprocess.run(
@@ -165,8 +153,8 @@ def test_a_flow_run_exports_spans_and_metrics_to_the_configured_receiver(
     decode = by_name["decode otlp_orders.decode"]
     write = by_name["write otlp_orders.raw_lane"]
     # The upstream trace continues: the receive span's parent is the producer's span.
-    assert int.from_bytes(receive.trace_id, "big") == trace_id
-    assert int.from_bytes(receive.parent_span_id, "big") == origin.get_span_context().span_id
+    assert int.from_bytes(receive.trace_id, "big") == origin.trace_id
+    assert int.from_bytes(receive.parent_span_id, "big") == origin.span_id
     assert decode.trace_id == receive.trace_id and decode.parent_span_id == receive.span_id
     assert write.trace_id == receive.trace_id
     resource = {a.key: a.value.string_value for a in spans[0][0].attributes}

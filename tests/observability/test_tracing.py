@@ -22,6 +22,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 import thalweg_bytewax.operators as twg
 from tests.helpers import raw_values
+from tests.observability.conftest import produce_traced_orders
 from thalweg_bytewax.codecs import AvroCodec
 from thalweg_bytewax.connectors.kafka import KafkaSource
 from thalweg_bytewax.contracts import Rule
@@ -38,8 +39,7 @@ from thalweg_bytewax.observability.tracing import (
     receive_span,
     without_trace,
 )
-from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA, encode_order_avro, sample_orders
-from thalweg_bytewax.testing import produce
+from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA
 
 W3C = TraceContextTextMapPropagator()
 
@@ -147,16 +147,7 @@ def test_an_upstream_trace_continues_through_consumer_operators_and_producer(
     provider, exporter = traced_provider()
     upstream = provider.get_tracer("checkout-service")
     topic_in, topic_out = make_topic(), make_topic()
-    with upstream.start_as_current_span("place order", kind=SpanKind.PRODUCER) as origin:
-        headers: list[tuple[str, bytes]] = []
-        W3C.inject(headers, setter=KafkaHeadersSetter())
-    trace_id = origin.get_span_context().trace_id
-    orders = list(sample_orders(20))
-    produce(
-        kafka_bootstrap,
-        topic_in,
-        [{"value": encode_order_avro(o), "partition": 0, "headers": headers} for o in orders],
-    )
+    origin = produce_traced_orders(kafka_bootstrap, topic_in, 20, upstream)
     schemas = tmp_path / "schemas"
     schemas.mkdir()
     (schemas / "1.avsc").write_text(json.dumps(ORDER_AVRO_SCHEMA))
@@ -177,8 +168,8 @@ def test_an_upstream_trace_continues_through_consumer_operators_and_producer(
     validate = spans["validate traced.validate"]
     send = spans[f"send {topic_out}"]
     chain = [receive, decode, validate, send]
-    assert {s.context.trace_id for s in chain} == {trace_id}
-    assert receive.parent is not None and receive.parent.span_id == origin.get_span_context().span_id
+    assert {s.context.trace_id for s in chain} == {origin.trace_id}
+    assert receive.parent is not None and receive.parent.span_id == origin.span_id
     assert decode.parent is not None and decode.parent.span_id == receive.context.span_id
     assert validate.parent is not None and validate.parent.span_id == decode.context.span_id
     assert send.parent is not None and send.parent.span_id == validate.context.span_id
@@ -199,4 +190,4 @@ def test_an_upstream_trace_continues_through_consumer_operators_and_producer(
             break
     consumer.close()
     assert msg is not None and msg.error() is None
-    assert trace_id_of(msg.headers()) == trace_id
+    assert trace_id_of(msg.headers()) == origin.trace_id
