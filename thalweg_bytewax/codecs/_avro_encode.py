@@ -122,12 +122,7 @@ class AvroEncoder(RegistryEncoder["_Bound"]):
                 raise ConfigError(msg)
         else:
             self._open_registry(registry)
-            if self._parsed is None and subject is None and self._strategy != "topic":
-                msg = (
-                    f"avro encoder: subject_strategy {self._strategy!r} expected `schema=` "
-                    f"(the record name picks the subject); got none; pass `schema=` or `subject=`"
-                )
-                raise ConfigError(msg)
+            self._require_record_name(self._parsed is not None, subject, "`schema=`")
 
     def __repr__(self) -> str:
         where = self._registry_description()

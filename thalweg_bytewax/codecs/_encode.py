@@ -225,6 +225,26 @@ class RegistryEncoder(Generic[BoundT]):
         self._bound: dict[str, BoundT] = {}
         self._lock = threading.Lock()
 
+    def _require_record_name(self, named: bool, subject: str | None, needs: str) -> None:
+        """Refuse a subject strategy that names subjects by record without a way to name it.
+
+        Args:
+            named: Whether the encoder was given what names its record (a schema, a
+                message type).
+            subject: The fixed subject, if any (then no record name is needed).
+            needs: What to pass, for the message (``"`schema=`"``, ...).
+
+        Raises:
+            ConfigError: With ``subject_strategy`` other than ``"topic"``, no ``subject``
+                and nothing that names the record.
+        """
+        if not named and subject is None and self._strategy != "topic":
+            msg = (
+                f"{self._encoder} encoder: subject_strategy {self._strategy!r} expected "
+                f"{needs} (the record name picks the subject); got none; pass it or `subject=`"
+            )
+            raise ConfigError(msg)
+
     def _open_registry(self, registry: Any) -> SchemaSource:
         """The schema source of ``registry``; required with ``confluent`` framing.
 

@@ -217,12 +217,7 @@ class JsonEncoder(RegistryEncoder[_Bound]):
                     "got a pyarrow.Schema; pass the JSON Schema (dict or text)"
                 )
                 raise ConfigError(msg)
-            if self._doc is None and subject is None and self._strategy != "topic":
-                msg = (
-                    f"json encoder: subject_strategy {self._strategy!r} expected `schema=` "
-                    f"(its title names the record); got none; pass `schema=` or `subject=`"
-                )
-                raise ConfigError(msg)
+            self._require_record_name(self._doc is not None, subject, "`schema=`")
 
     @staticmethod
     def _arrow(schema: Any) -> pa.Schema:

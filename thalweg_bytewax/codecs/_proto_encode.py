@@ -161,17 +161,8 @@ class ProtobufEncoder(RegistryEncoder["_Bound"]):
                 raise ConfigError(msg)
         else:
             self._open_registry(registry)
-            if (
-                self._desc is None
-                and subject is None
-                and self._strategy != "topic"
-                and message_type is None
-            ):
-                msg = (
-                    f"protobuf encoder: subject_strategy {self._strategy!r} expected "
-                    f"`descriptor_set=` or `message_type=`; got neither; pass one or `subject=`"
-                )
-                raise ConfigError(msg)
+            named = self._desc is not None or message_type is not None
+            self._require_record_name(named, subject, "`descriptor_set=` or `message_type=`")
 
     def _find(self, fds: Any) -> Descriptor:
         pool = pool_from_files(fds.file)
