@@ -25,6 +25,7 @@ from thalweg_bytewax.record import (
     Locator,
     RawRecord,
     TimestampType,
+    raw_batch_from_columns,
     raw_batch_from_records,
     records_from_raw_batch,
 )
@@ -315,3 +316,28 @@ def test_the_hashlib_fallback_is_logged_once(
     assert got.to_pylist() == [record_id("c", "t", 0, 0, b"a")]
     noted = [r for r in caplog.records if "native hasher is not built" in r.getMessage()]
     assert len(noted) == 1
+
+
+def test_a_small_batch_after_a_large_one_pickles_small_and_holds_its_own_values() -> None:
+    # Constant columns (topic, partition, cluster, absent columns) are shared between
+    # batches of one length; a small batch must never carry a larger batch's buffers
+    # when pickled across processes.
+    def batch(topic: str, n: int) -> pa.RecordBatch:
+        return raw_batch_from_columns(
+            topic=topic,
+            partition=3,
+            offsets=range(n),
+            keys=[None] * n,
+            values=[b"v"] * n,
+            cluster="c1",
+        )
+
+    big = batch("orders", 60_000)
+    small = batch("orders", 10)
+    again = batch("payments", 10)
+    assert small.column("_twg_source_topic").to_pylist() == ["orders"] * 10
+    assert again.column("_twg_source_topic").to_pylist() == ["payments"] * 10
+    assert small.column("_twg_source_cluster").to_pylist() == ["c1"] * 10
+    assert big.column("_twg_source_partition").to_pylist() == [3] * 60_000
+    assert len(pickle.dumps(small)) < len(pickle.dumps(big)) // 50
+    assert len(pickle.dumps(small)) < 20_000
