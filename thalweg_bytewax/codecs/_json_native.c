@@ -512,6 +512,43 @@ static int number_int(const Number *num, int64_t *out) {
     return OK;
 }
 
+/* Powers of ten that a double holds exactly (5^22 < 2^53). */
+static const double EXACT_POW10[] = {
+    1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+    1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+};
+
+/* A decimal without an exponent whose digits fit 2^53 and with at most 22 fraction
+   digits, as m / 10^k: both operands are exact doubles and IEEE 754 division rounds the
+   exact quotient once, so the result is the correctly rounded value strtod returns
+   (Clinger's fast path), without strtod's per-call set-up (~0.1 us of a plain order's
+   three prices). Returns 0 when the token is not such a decimal. */
+static int number_fast_double(const Number *num, double *out) {
+    if (num->exponent) return 0;
+    const unsigned char *p = num->start, *end = num->start + num->len;
+    int neg = 0;
+    if (*p == '-') {
+        neg = 1;
+        p++;
+    }
+    uint64_t m = 0;
+    int digits = 0, fraction = -1;
+    for (; p < end; p++) {
+        if (*p == '.') {
+            fraction = 0;
+            continue;
+        }
+        if (m != 0 || *p != '0') digits++; /* leading zeros add no significant digit */
+        if (digits > 15) return 0;          /* 10^15 < 2^53: m stays exact */
+        m = m * 10 + (uint64_t)(*p - '0');
+        if (fraction >= 0) fraction++;
+    }
+    if (fraction < 0 || fraction > 22) return 0;
+    double v = (double)m / EXACT_POW10[fraction];
+    *out = neg ? -v : v;
+    return 1;
+}
+
 static int number_double(Parser *ps, const Number *num, double *out) {
     if (num->integral) {
         /* The per-value path reads an integer as a Python int and converts it:
@@ -521,6 +558,7 @@ static int number_double(Parser *ps, const Number *num, double *out) {
         *out = (double)v;
         return OK;
     }
+    if (number_fast_double(num, out)) return OK;
     if (num->len >= MAX_NUMBER) return DEFER;
     char text[MAX_NUMBER];
     memcpy(text, num->start, num->len);
