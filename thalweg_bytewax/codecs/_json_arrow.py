@@ -70,12 +70,15 @@ def _violations(arr: pa.Array, t: pa.DataType) -> np.ndarray:
     n = len(arr)
     bad = np.zeros(n, np.bool_)
     if pa.types.is_struct(t):
-        valid = arr.is_valid().to_numpy(zero_copy_only=False)
+        # Null counts first: a column without nulls (the usual case) converts no
+        # validity bitmap to numpy.
+        valid = arr.is_valid().to_numpy(zero_copy_only=False) if arr.null_count else None
         for i, f in enumerate(t):
             child = arr.field(i)
-            if not f.nullable:
-                bad |= valid & child.is_null().to_numpy(zero_copy_only=False)
-            bad |= valid & _violations(child, f.type)
+            found = _violations(child, f.type)
+            if not f.nullable and child.null_count:
+                found |= child.is_null().to_numpy(zero_copy_only=False)
+            bad |= found if valid is None else valid & found
     elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
         # Lists, large lists and maps alike, from the offsets (list_parent_indices
         # aborts the process on a map array).
@@ -85,12 +88,13 @@ def _violations(arr: pa.Array, t: pa.DataType) -> np.ndarray:
         values = children.slice(first, last - first)
         item = t.item_field if pa.types.is_map(t) else t.value_field
         sub = _violations(values, item.type)
-        if not item.nullable:  # an Arrow schema or a contract may forbid null items
+        if not item.nullable and values.null_count:  # a schema may forbid null items
             sub |= values.is_null().to_numpy(zero_copy_only=False)
         if sub.any():
             parents = np.searchsorted(offsets - first, np.flatnonzero(sub), side="right") - 1
             bad[np.unique(parents)] = True
-            bad &= arr.is_valid().to_numpy(zero_copy_only=False)
+            if arr.null_count:
+                bad &= arr.is_valid().to_numpy(zero_copy_only=False)
     elif pa.types.is_float32(t) or pa.types.is_float16(t):
         bad |= pc.fill_null(pc.is_inf(arr), False).to_numpy(zero_copy_only=False)
     return bad
