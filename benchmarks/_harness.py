@@ -12,7 +12,22 @@ from collections.abc import Iterator, Sequence
 
 
 def peak_rss_mb() -> float:
-    """Peak resident set size of this process, in MB."""
+    """Peak resident set size of this process since it started its program, in MB.
+
+    Read from ``VmHWM`` (the high-water mark of this program's own address space) where
+    the system has it. ``ru_maxrss`` is not that: Linux carries the peak of the address
+    space a process replaced at ``exec`` into it, and ``subprocess`` starts a child with
+    ``vfork``, whose address space is the parent's, so every variant's ``ru_maxrss``
+    started at the driver's peak (measured: a child of a 311 MB parent read 311 MB
+    before doing anything), which hid growth below the driver's size.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 

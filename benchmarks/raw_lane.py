@@ -15,7 +15,15 @@ then times, each in its own process so peak RSS is per variant:
 * ``raw-lane-w2`` — the same flow, two workers in one process (``-w 2``);
 * ``raw-lane-2p`` — the same flow, two processes of one worker (``-i 0/1 -a``);
 * ``raw-lane-lowmem`` — the same flow with small per-partition bounds (256 KiB
-                  prefetch and fetch, 1,000-record polls, 256 KiB row groups).
+                  prefetch and fetch, 1,000-record polls, 256 KiB row groups) and
+                  0.5 s epochs (a staging file keeps each row group's footer metadata
+                  until the epoch's snapshot closes it);
+* ``raw-lane-lowmem-mmap`` — ``raw-lane-lowmem`` in a process started with
+                  ``MALLOC_MMAP_THRESHOLD_=524288`` (glibc serves allocations of
+                  512 KiB and more with their own mappings; see docs/benchmarks.md);
+* ``decode-lowmem`` — ``KafkaSource -> twg.decode (AvroCodec) -> ParquetSink`` (+ DLQ
+                  sink) with the bounds and epochs of ``raw-lane-lowmem``;
+  ``decode-lowmem-mmap`` the same with ``MALLOC_MMAP_THRESHOLD_=524288``.
 
 Records/s is timed around the flow (``run_main``; for ``-2p`` from the first process's
 start of the flow to the last one's end) or the bare loop, so interpreter start-up and
@@ -36,7 +44,13 @@ Usage::
         --variants raw-lane,raw-lane-w2,raw-lane-2p
 
 It starts librdkafka's mock cluster unless ``--bootstrap`` names a broker. The mock
-keeps ~5 MB per partition, so records are spread over several 4-partition topics.
+keeps ~5 MB of (LZ4-compressed) record batches per partition, so records are spread over
+several 4-partition topics, ``--per-partition`` records each (15,000 by default, ~1.5 MB;
+up to ~45,000 sample orders fit). Memory is flat when the 1x run already reaches the
+steady state: with 5,000-record producer batches, ``--per-partition 40000`` (1x: 20,000)::
+
+    python benchmarks/raw_lane.py --records 640000 --per-partition 40000 --repeat 3 \
+        --double --variants raw-lane-lowmem,raw-lane-lowmem-mmap,decode-lowmem,decode-lowmem-mmap
 """
 
 from __future__ import annotations
@@ -60,7 +74,11 @@ from pathlib import Path
 
 from _harness import broker, check_retention, peak_rss_mb, run_processes  # noqa: E402
 
-RECORDS_PER_TOPIC = 60_000  # 15k per partition: ~3 MB, under the mock's retention
+PER_PARTITION = 15_000  # ~1.5 MB of LZ4 batches, under the mock's ~5 MB retention
+LOWMEM_EPOCH_S = 0.5
+# The child process of a variant gets these environment variables.
+_MMAP_512K = {"MALLOC_MMAP_THRESHOLD_": str(512 * 1024)}
+VARIANT_ENV = {"raw-lane-lowmem-mmap": _MMAP_512K, "decode-lowmem-mmap": _MMAP_512K}
 
 
 def _consumer(bootstrap: str):  # type: ignore[no-untyped-def]
@@ -135,6 +153,12 @@ def variant_raw_lane_lowmem(
     return variant_raw_lane(bootstrap, topics, expected, start, lowmem=True)
 
 
+def variant_decode_lowmem(
+    bootstrap: str, topics: list[str], expected: int, start: int = 0
+) -> dict[str, float]:
+    return variant_raw_lane(bootstrap, topics, expected, start, lowmem=True, decode=True)
+
+
 def variant_raw_lane_w2(
     bootstrap: str, topics: list[str], expected: int, start: int = 0
 ) -> dict[str, float]:
@@ -165,11 +189,17 @@ def _read_lane(lane: Path) -> tuple[int, int]:
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
-    table = ds.dataset(lane, format="parquet").to_table(columns=["_twg_source_value"])
+    # Hidden names (the decode variant's schemas and DLQ) are left out, as datasets do.
+    dataset = ds.dataset(lane, format="parquet")
+    if "_twg_source_value" not in dataset.schema.names:  # decoded rows: counted only
+        return dataset.count_rows(), 0
+    table = dataset.to_table(columns=["_twg_source_value"])
     return table.num_rows, int(pc.sum(pc.binary_length(table.column(0))).as_py() or 0)
 
 
-def _flow(bootstrap: str, topics: list[str], start: int, lane: Path, *, lowmem: bool) -> object:
+def _flow(
+    bootstrap: str, topics: list[str], start: int, lane: Path, *, lowmem: bool, decode: bool = False
+) -> object:
     import bytewax.operators as op
     from bytewax.dataflow import Dataflow
 
@@ -194,7 +224,21 @@ def _flow(bootstrap: str, topics: list[str], start: int, lane: Path, *, lowmem: 
     )
     raw = op.input("in", flow, source)
     sink = ParquetSink(lane, row_group_bytes=256 * 1024) if lowmem else ParquetSink(lane)
-    op.output("lane", raw, sink)
+    if not decode:
+        op.output("lane", raw, sink)
+        return flow
+    import thalweg_bytewax.operators as twg
+    from thalweg_bytewax.codecs import AvroCodec
+    from thalweg_bytewax.registry import DirectorySchemaSource
+    from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA, ORDER_SCHEMA_ID
+
+    schemas = lane / ".schemas"
+    schemas.mkdir()
+    (schemas / f"{ORDER_SCHEMA_ID}.avsc").write_text(json.dumps(ORDER_AVRO_SCHEMA))
+    decoded = twg.decode("decode", raw, AvroCodec(DirectorySchemaSource(schemas)))
+    op.output("orders", decoded.ok, sink)
+    dlq = lane / ".dlq"
+    op.output("dlq", decoded.rejected, ParquetSink(dlq, row_group_bytes=256 * 1024))
     return flow
 
 
@@ -206,25 +250,31 @@ def variant_raw_lane(
     *,
     lowmem: bool = False,
     workers: int = 1,
+    decode: bool = False,
 ) -> dict[str, float]:
+    from datetime import timedelta
+
     from bytewax.testing import cluster_main, run_main
 
     lane = Path(tempfile.mkdtemp(prefix="twg-bench-lane-"))
     try:
-        flow = _flow(bootstrap, topics, start, lane, lowmem=lowmem)
+        flow = _flow(bootstrap, topics, start, lane, lowmem=lowmem, decode=decode)
+        epoch = timedelta(seconds=LOWMEM_EPOCH_S) if lowmem else None
         t0 = time.perf_counter()
         if workers > 1:
             cluster_main(flow, [], 0, worker_count_per_proc=workers)  # type: ignore[no-untyped-call]
         else:
-            run_main(flow)  # type: ignore[no-untyped-call]
+            run_main(flow, epoch_interval=epoch)  # type: ignore[no-untyped-call]
         elapsed = time.perf_counter() - t0
+        # Before the check below, which reads the whole value column back.
+        rss = peak_rss_mb()
         n, nbytes = _read_lane(lane)
         if n != expected:
             msg = f"raw lane holds {n} records; expected {expected}"
             raise SystemExit(msg)
     finally:
         shutil.rmtree(lane, ignore_errors=True)
-    return {"records": n, "bytes": nbytes, "seconds": elapsed}
+    return {"records": n, "bytes": nbytes, "seconds": elapsed, "peak_rss_mb": rss}
 
 
 def _process_of_2p(args: argparse.Namespace) -> None:
@@ -243,6 +293,9 @@ VARIANTS = {
     "raw-lane": variant_raw_lane,
     "raw-lane-pure": variant_raw_lane_pure,
     "raw-lane-lowmem": variant_raw_lane_lowmem,
+    "raw-lane-lowmem-mmap": variant_raw_lane_lowmem,
+    "decode-lowmem": variant_decode_lowmem,
+    "decode-lowmem-mmap": variant_decode_lowmem,
     "raw-lane-w2": variant_raw_lane_w2,
     "raw-lane-2p": variant_raw_lane_2p,
 }
@@ -254,9 +307,10 @@ def _run_child(
     """Run one variant in a fresh interpreter; CPU over all its processes."""
     args = ["--child", name.removesuffix("-1x"), "--bootstrap", bootstrap]
     args += ["--topics", ",".join(topics), "--expected", str(expected), "--start", str(start)]
+    env = {**os.environ, **VARIANT_ENV.get(name.removesuffix("-1x"), {})}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(
-        [sys.executable, __file__, *args], capture_output=True, text=True, check=False
+        [sys.executable, __file__, *args], capture_output=True, text=True, check=False, env=env
     )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode != 0:
@@ -266,11 +320,12 @@ def _run_child(
     return result
 
 
-def _spread(values: list[float]) -> str:
+def _spread(values: list[float], digits: int = 2) -> str:
     """min/median/max, or the one value."""
     if len(values) == 1:
-        return f"{values[0]:.2f}"
-    return f"{min(values):.2f}/{statistics.median(values):.2f}/{max(values):.2f}"
+        return f"{values[0]:.{digits}f}"
+    points = (min(values), statistics.median(values), max(values))
+    return "/".join(f"{v:.{digits}f}" for v in points)
 
 
 def main() -> None:
@@ -278,6 +333,9 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=240_000)
     parser.add_argument("--bootstrap", default="")
     parser.add_argument("--repeat", type=int, default=2, help="runs per variant, alternated")
+    parser.add_argument(
+        "--per-partition", type=int, default=PER_PARTITION, help="records per partition"
+    )
     parser.add_argument("--variants", default="", help="comma-separated subset to run")
     parser.add_argument(
         "--double", action="store_true", help="also run each variant on half of every partition"
@@ -305,7 +363,7 @@ def main() -> None:
     from thalweg_bytewax.testing import produce_sample_orders
 
     with broker(args.bootstrap) as bootstrap:
-        n_topics = max(1, -(-args.records // RECORDS_PER_TOPIC))
+        n_topics = max(1, -(-args.records // (4 * args.per_partition)))
         per_topic = args.records // n_topics
         stamp = int(time.time())
         topics = [f"bench-orders-{stamp}-{i}" for i in range(n_topics)]
@@ -315,6 +373,7 @@ def main() -> None:
         total = per_topic * n_topics
         took = time.perf_counter() - t0
         print(f"produced {total:,} orders to {n_topics} topics x 4 partitions in {took:.1f} s")
+        print(f"driver peak RSS {peak_rss_mb():.0f} MB (not counted in a variant's)")
         check_retention(bootstrap, topics)
 
         per_partition = per_topic // 4
@@ -340,8 +399,8 @@ def main() -> None:
 def _report(runs: dict[str, list[dict[str, float]]], *, double: bool) -> None:
     print(
         f"\n{'variant':<18}{'records':>9}{'records/s':>11}{'MB/s':>7}"
-        f"{'CPU us/rec min/med/max':>26}{'peak RSS MB':>13}"
-        + (f"{'RSS 1x':>8}{'marginal CPU us/rec':>24}" if double else "")
+        f"{'CPU us/rec min/med/max':>26}{'peak RSS MB':>14}"
+        + (f"{'RSS 1x':>14}{'marginal CPU us/rec':>24}" if double else "")
     )
     rates: dict[str, float] = {}
     for name, rs in runs.items():
@@ -352,18 +411,18 @@ def _report(runs: dict[str, list[dict[str, float]]], *, double: bool) -> None:
         rates[name] = rate
         mbps = statistics.median(r["bytes"] / r["seconds"] for r in rs) / 1e6
         cpu = [r["cpu_s"] / r["records"] * 1e6 for r in rs]
-        rss = max(r["peak_rss_mb"] for r in rs)
-        line = f"{name:<18}{int(n):>9,}{rate:>11,.0f}{mbps:>7.1f}{_spread(cpu):>26}{rss:>13.0f}"
+        rss = _spread([r["peak_rss_mb"] for r in rs], 0)
+        line = f"{name:<18}{int(n):>9,}{rate:>11,.0f}{mbps:>7.1f}{_spread(cpu):>26}{rss:>14}"
         ones = runs.get(f"{name}-1x")
         if double and ones:
-            rss1 = max(r["peak_rss_mb"] for r in ones)
+            rss1 = _spread([r["peak_rss_mb"] for r in ones], 0)
             n1 = ones[0]["records"]
             # Run i at 2x against run i at 1x: the pairs ran back to back.
             marginal = [
                 (two["cpu_s"] - one["cpu_s"]) / (n - n1) * 1e6
                 for two, one in zip(rs, ones, strict=True)
             ]
-            line += f"{rss1:>8.0f}{_spread(marginal):>24}"
+            line += f"{rss1:>14}{_spread(marginal):>24}"
         print(line)
     if "bare" in rates:
         for name, rate in rates.items():
