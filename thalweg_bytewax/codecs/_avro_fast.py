@@ -204,7 +204,7 @@ def decode_block(header: bytes, node: AvroNode, bodies: pa.BinaryArray) -> pa.Re
         if table.num_rows != len(bodies):
             return None
         arrays = [
-            cast_exact(table.column(i).combine_chunks(), child.arrow)
+            cast_exact(_one_chunk(table.column(i)), child.arrow)
             for i, child in enumerate(node.children)
         ]
         batch = pa.RecordBatch.from_arrays(
@@ -236,6 +236,13 @@ def decode_block(header: bytes, node: AvroNode, bodies: pa.BinaryArray) -> pa.Re
         # KeyboardInterrupt and SystemExit still propagate.
         return None
     return batch
+
+
+def _one_chunk(column: pa.ChunkedArray) -> pa.Array:
+    """The column as one array; polars' single chunk as it is (``combine_chunks`` copies it)."""
+    if column.num_chunks == 1:
+        return column.chunk(0)
+    return column.combine_chunks()
 
 
 def _lengths(bodies: pa.BinaryArray) -> npt.NDArray[np.int64]:
