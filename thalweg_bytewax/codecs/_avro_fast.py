@@ -438,22 +438,34 @@ _VARINT_LIMITS = np.array([1 << (7 * k) for k in range(1, 10)], dtype=np.uint64)
 
 
 def _zz_size(values: np.ndarray) -> npt.NDArray[np.int64]:
-    v = values.astype(np.int64)
+    v = np.asarray(values, dtype=np.int64)  # no copy for int64 input
+    n = len(v)
+    if not n:
+        return np.ones(0, dtype=np.int64)
+    # Most columns take one size for every row: lengths and counts under 64, and
+    # longs such as timestamps of one era. The extremes of the zigzag values bound
+    # every row's size, so such a column is one fill, without a per-row pass.
+    lo, hi = int(v.min()), int(v.max())
+    if lo >= -64 and hi < 64:
+        return np.ones(n, dtype=np.int64)
     z = ((v << 1) ^ (v >> 63)).view(np.uint64)
-    size = np.ones(len(z), dtype=np.int64)
-    if not len(z):
-        return size
-    # Lengths, counts and most longs need one or two bytes: compare only against the
-    # limits the largest value reaches (one pass each); wide values take one search.
+    smallest = int(np.searchsorted(_VARINT_LIMITS, z.min(), side="right"))
     reached = int(np.searchsorted(_VARINT_LIMITS, z.max(), side="right"))
-    if reached > 2:
-        return size + np.searchsorted(_VARINT_LIMITS, z, side="right")
-    for limit in _VARINT_LIMITS[:reached]:
+    if smallest == reached:
+        return np.full(n, 1 + reached, dtype=np.int64)
+    if reached - smallest > 2:  # wide values: one search
+        return 1 + np.searchsorted(_VARINT_LIMITS, z, side="right")
+    # Compare only against the limits between the extremes (one pass each).
+    size = np.full(n, 1 + smallest, dtype=np.int64)
+    for limit in _VARINT_LIMITS[smallest:reached]:
         size += z >= limit
     return size
 
 
 def _ints(arr: pa.Array, as_type: pa.DataType) -> np.ndarray:
+    if arr.null_count == 0 and arr.type == as_type:  # the usual column: a view
+        view: np.ndarray = arr.to_numpy(zero_copy_only=False)
+        return view
     values: np.ndarray = pc.fill_null(arr.cast(as_type), 0).to_numpy(zero_copy_only=False)
     return values
 
