@@ -18,10 +18,6 @@ import pytest
 
 from thalweg_bytewax.contracts import kernels, row_json
 
-pytestmark = pytest.mark.skipif(
-    kernels._native is None, reason="the contracts extension is not built"
-)
-
 ROWS = 2_000_000
 
 
