@@ -45,7 +45,7 @@ from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataColumns
 from thalweg_bytewax.record import KeyedBatch
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
-from thalweg_bytewax.runtime.parts import decode_part, encode_part
+from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink, coverage_store_option
 
 from ._arrow_ipc_sink import SUFFIXES, ArrowIPCSinkStats, _ArrowIPCPartition
@@ -274,7 +274,7 @@ class ArrowIPCSource(FixedPartitionedSource[KeyedBatch, int]):
 
     @override
     def list_parts(self) -> list[str]:
-        return [encode_part(p, 0) for p in self.files()]
+        return announce_listing([encode_part(p, 0) for p in self.files()])
 
     @override
     def build_part(

@@ -71,7 +71,7 @@ from thalweg_bytewax.metadata import (
     metadata_columns,
 )
 from thalweg_bytewax.record import KeyedBatch
-from thalweg_bytewax.runtime.parts import decode_part, encode_part
+from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 
 from ._files_avro import read_avro
 from ._files_columnar import read_ipc, read_parquet
@@ -267,7 +267,7 @@ class FileSource(FixedPartitionedSource[KeyedBatch, int]):
     def list_parts(self) -> list[str]:
         # Keys name files without credentials: they land in the recovery store, logs
         # and every keyed batch. build_part maps them back to the URL to open.
-        return [encode_part(redact_url(p), 0) for p in self.paths()]
+        return announce_listing([encode_part(redact_url(p), 0) for p in self.paths()])
 
     @override
     def build_part(

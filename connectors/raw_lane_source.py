@@ -41,7 +41,7 @@ from thalweg_bytewax.coverage import OffsetCoverage
 from thalweg_bytewax.errors import ConfigError, SourceError
 from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataColumns
 from thalweg_bytewax.record import KeyedBatch
-from thalweg_bytewax.runtime.parts import decode_part, encode_part
+from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 
 from ._lane_store import FINAL_NAME, LaneStore, open_store, topic_dir_name
 
@@ -192,7 +192,7 @@ class RawLaneSource(FixedPartitionedSource[KeyedBatch, int]):
 
     @override
     def list_parts(self) -> list[str]:
-        return [encode_part(t, p) for t, p in sorted(self.offsets)]
+        return announce_listing([encode_part(t, p) for t, p in sorted(self.offsets)])
 
     @override
     def build_part(

@@ -28,7 +28,7 @@ from thalweg_bytewax import samples
 from thalweg_bytewax._sample_columns import SAMPLE_START
 from thalweg_bytewax.metadata import MetadataColumns
 from thalweg_bytewax.record import KeyedBatch, raw_batch_from_columns
-from thalweg_bytewax.runtime.parts import decode_part, encode_part
+from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 from thalweg_bytewax.samples import encode_order_avro, order_key
 
 __all__ = [
@@ -163,7 +163,7 @@ class SampleOrdersSource(FixedPartitionedSource[KeyedBatch, int]):
 
     @override
     def list_parts(self) -> list[str]:
-        return [encode_part(self.topic, p) for p in range(self.partitions)]
+        return announce_listing([encode_part(self.topic, p) for p in range(self.partitions)])
 
     @override
     def build_part(self, step_id: str, for_part: str, resume_state: int | None) -> _SamplePartition:

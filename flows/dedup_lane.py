@@ -60,7 +60,7 @@ from thalweg_bytewax.contracts import ContractSpec, load_contract
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import MetadataColumns, record_ids
 from thalweg_bytewax.record import KeyedBatch
-from thalweg_bytewax.runtime.parts import decode_part, encode_part
+from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 from thalweg_bytewax.samples import encode_order_avro, sample_order
 
 __all__ = [
@@ -214,7 +214,7 @@ class RetryingOrdersSource(FixedPartitionedSource[KeyedBatch, int]):
 
     @override
     def list_parts(self) -> list[str]:
-        return [encode_part(self.topic, p) for p in range(self.partitions)]
+        return announce_listing([encode_part(self.topic, p) for p in range(self.partitions)])
 
     @override
     def build_part(

@@ -291,8 +291,15 @@ class _KafkaSinkPartition(EpochSinkPartition):
 
     # -- helpers ---------------------------------------------------------------------
 
+    @override
+    def owner_of(self, key: str) -> int:
+        # Hash routing, never the co-located one: reading back starts per output
+        # partition where this shard's own last snapshot ended, so a source partition
+        # must not move to another shard between runs (see KafkaSink.part_fn).
+        return stable_route(key, self.shards)
+
     def _mine(self, key: str) -> bool:
-        return stable_route(key, self.shards) == self.shard
+        return self.owner_of(key) == self.shard
 
     def _close_clients(self) -> None:
         try:

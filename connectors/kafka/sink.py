@@ -26,6 +26,7 @@ from typing_extensions import override
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import DEFAULT_PREFIX, metadata_columns
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
+from thalweg_bytewax.runtime.parts import stable_route
 from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink
 
 from ._args import (
@@ -269,6 +270,16 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
             if name.startswith(("security.", "sasl.", "ssl.", "client.", "socket.")):
                 config[name] = value
         return config
+
+    @override
+    def part_fn(self, item_key: str) -> int:
+        """Route by :func:`~thalweg_bytewax.runtime.parts.stable_route` of the key.
+
+        Not the co-located routing of the other sinks: a shard reads back what it wrote
+        from where its own last snapshot ended in each output partition, which finds a
+        source partition's records only while the same shard owns it in every run.
+        """
+        return stable_route(item_key, self.shards)
 
     @override
     def build_shard(

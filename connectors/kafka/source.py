@@ -18,7 +18,7 @@ from typing_extensions import override
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import DEFAULT_PREFIX
 from thalweg_bytewax.record import KeyedBatch
-from thalweg_bytewax.runtime.parts import decode_part, encode_part
+from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 
 from ._config import (
     DEFAULT_BATCH_SIZE,
@@ -141,7 +141,7 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, KafkaPartitionState]):
 
     @override
     def list_parts(self) -> list[str]:
-        return [encode_part(t, p) for t, p in self._meta.list_partitions()]
+        return announce_listing([encode_part(t, p) for t, p in self._meta.list_partitions()])
 
     @override
     def build_part(

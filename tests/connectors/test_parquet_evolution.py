@@ -27,7 +27,7 @@ from thalweg_bytewax.catalog import SchemaEvolutionError
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.errors import SchemaError, SinkTerminalError
 from thalweg_bytewax.lanes import read_lane
-from thalweg_bytewax.runtime.parts import stable_route
+from thalweg_bytewax.runtime.parts import route
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -154,8 +154,8 @@ def test_concurrent_writers_of_one_lane_see_each_others_versions(tmp_path: Path)
     # Two processes (two sinks on one path, each owning its partitions) change it at once.
     a = part(ParquetSink(lane, shards=2), shard=0)
     b = part(ParquetSink(lane, shards=2), shard=1)
-    mine_a = next(p for p in range(8) if stable_route(f"orders:{p}", 2) == 0)
-    mine_b = next(p for p in range(8) if stable_route(f"orders:{p}", 2) == 1)
+    mine_a = next(p for p in range(8) if route(f"orders:{p}", 2) == 0)
+    mine_b = next(p for p in range(8) if route(f"orders:{p}", 2) == 1)
     a.write_batch([orders(mine_a, [1], extra={"x": pa.array([1], pa.int64())})])
     b.write_batch([orders(mine_b, [1], extra={"x": pa.array(["1"])})])
     a.snapshot()

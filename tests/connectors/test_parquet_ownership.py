@@ -26,7 +26,7 @@ from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError
 from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.record import Locator, RawRecord, raw_batch_from_records
-from thalweg_bytewax.runtime.parts import stable_route
+from thalweg_bytewax.runtime.parts import route
 
 Item = tuple[str, pa.RecordBatch] | TestingSource.EOF | TestingSource.ABORT
 
@@ -39,8 +39,8 @@ def values(table: pa.Table) -> list[tuple[int, bytes]]:
 
 def foreign_key(owner: str, shards: int) -> str:
     """A key that routes to another shard than ``owner`` does."""
-    mine = stable_route(owner, shards)
-    return next(k for k in (f"k{i}" for i in range(100)) if stable_route(k, shards) != mine)
+    mine = route(owner, shards)
+    return next(k for k in (f"k{i}" for i in range(100)) if route(k, shards) != mine)
 
 
 def test_rows_keyed_to_another_shard_are_refused_by_name(tmp_path: Path) -> None:
@@ -62,7 +62,7 @@ def test_rows_keyed_to_another_shard_are_refused_by_name(tmp_path: Path) -> None
 def test_a_batch_spanning_partitions_of_other_shards_is_refused(tmp_path: Path) -> None:
     # "mixed:0" routes to one shard; a:0 and b:1 route to others.
     mixed = pa.concat_batches([raw_batch("a", 0, [0, 1]), raw_batch("b", 1, [0])])
-    assert stable_route("mixed:0", 16) != stable_route("a:0", 16)
+    assert route("mixed:0", 16) != route("a:0", 16)
     with pytest.raises(ConfigError, match=r"routes to shard"):
         run_into([("mixed:0", mixed)], ParquetSink(tmp_path))
     assert not list(tmp_path.rglob("*.parquet"))
@@ -193,9 +193,9 @@ def test_any_keying_and_crash_point_lands_every_row_once_or_fails_loudly(
         if not refused:
             assert got == expected, "rows lost"
         # Rows in offset order that all reach the owning shard are never refused.
-        owner = stable_route("t:0", shards)
+        owner = route("t:0", shards)
         batches = [i for i in items if isinstance(i, tuple)]
         spans = [(min(o), max(o)) for o in (b.column("_twg_source_offset").to_pylist() for _, b in batches)]
         ordered = all(a[1] < b[0] for a, b in zip(spans, spans[1:], strict=False))
-        if ordered and all(stable_route(k, shards) == owner for k, _ in batches):
+        if ordered and all(route(k, shards) == owner for k, _ in batches):
             assert not refused

@@ -24,7 +24,7 @@ from bytewax.testing import TestingSource, run_main
 
 from tests.runtime.jsonl_sink import JsonlSink, items, read_rows, rows
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError, SinkTransientError
-from thalweg_bytewax.runtime.parts import stable_route
+from thalweg_bytewax.runtime.parts import route
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -133,8 +133,8 @@ def test_a_replay_that_differs_by_record_id_is_refused(tmp_path: Path) -> None:
 def test_rows_of_another_shards_partition_are_refused_before_any_is_staged(
     tmp_path: Path,
 ) -> None:
-    mine = next(f"t:{i}" for i in range(50) if stable_route(f"t:{i}", 2) == 0)
-    other = next(f"t:{i}" for i in range(50) if stable_route(f"t:{i}", 2) == 1)
+    mine = next(f"t:{i}" for i in range(50) if route(f"t:{i}", 2) == 0)
+    other = next(f"t:{i}" for i in range(50) if route(f"t:{i}", 2) == 1)
     _, p = part(tmp_path, shards=2, shard=0)
     batch = pa.concat_batches(
         [rows("t", int(mine[2:]), [0, 1]), rows("t", int(other[2:]), [0])]

@@ -38,31 +38,39 @@ SCHEMAS = Path(__file__).resolve().parents[2] / "flows" / "schemas"
 """The orders flow's bundled writer schemas (its codec without a registry)."""
 
 
-def table_sink(sink: str, root: str, dsn: str = "", schema: str = "") -> Sink[Any]:
+def table_sink(
+    sink: str, root: str, dsn: str = "", schema: str = "", shards: int = SHARDS
+) -> Sink[Any]:
     """The sink under test, on its target under ``root`` (or in ``schema`` for PostgreSQL).
 
     Small row groups and data files, so a kill mid-write leaves real partial files.
     """
     if sink == "parquet":
-        return ParquetSink(Path(root) / "lane", shards=SHARDS, row_group_rows=16)
+        return ParquetSink(Path(root) / "lane", shards=shards, row_group_rows=16)
     if sink == "iceberg":
         from thalweg_bytewax.connectors.iceberg import IcebergSink
 
         return IcebergSink(
-            str(Path(root) / "warehouse"), "test.orders", shards=SHARDS, target_file_bytes=1
+            str(Path(root) / "warehouse"), "test.orders", shards=shards, target_file_bytes=1
         )
     from thalweg_bytewax.connectors.postgres import PostgresSink
 
-    return PostgresSink(dsn, "orders", schema=schema, shards=SHARDS)
+    return PostgresSink(dsn, "orders", schema=schema, shards=shards)
 
 
-def build_flow(sink: str, root: str, dsn: str = "", schema: str = "") -> Dataflow:
-    """The flow: sample orders → raw lane; decode → DLQ lane and the sink under test."""
+def build_flow(
+    sink: str, root: str, dsn: str = "", schema: str = "", shards: int = SHARDS
+) -> Dataflow:
+    """The flow: sample orders → raw lane; decode → DLQ lane and the sink under test.
+
+    ``shards`` is the sink under test's; a run with another count than the last moves
+    some source partitions to other shards of it.
+    """
     flow = Dataflow("sink_crash")
     source = SampleOrdersSource(ORDERS, partitions=PARTITIONS, batch_size=BATCH)
     raw = op.input("in", flow, source)
     op.output("raw_lane", raw, ParquetSink(Path(root) / "raw", shards=SHARDS))
     decoded = twg.decode("decode", raw, AvroCodec(DirectorySchemaSource(SCHEMAS)), metadata="locator")
     op.output("dlq", decoded.rejected, ParquetSink(Path(root) / "dlq", shards=SHARDS))
-    op.output("table", decoded.ok, table_sink(sink, root, dsn, schema))
+    op.output("table", decoded.ok, table_sink(sink, root, dsn, schema, shards))
     return flow

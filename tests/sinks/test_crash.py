@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from bytewax.recovery import init_db_dir
 
-from tests.sinks.crash_flow import ORDERS
+from tests.sinks.crash_flow import ORDERS, SHARDS
 from tests.sinks.targets import C, SinkTarget
 from thalweg_bytewax.lanes import read_lane
 
@@ -39,10 +39,11 @@ OWN_KILLS = {"iceberg": "iceberg.after_commit:1", "postgres": "postgres.before_c
 """A sink's own point inside its commit, where it has one."""
 
 
-def flow_spec(target: SinkTarget, root: Path) -> str:
+def flow_spec(target: SinkTarget, root: Path, shards: int = SHARDS) -> str:
     dsn = getattr(target, "dsn", "")
     schema = getattr(target, "schema", "")
-    return f"tests.sinks.crash_flow:build_flow({target.name!r}, {str(root)!r}, {dsn!r}, {schema!r})"
+    args = f"{target.name!r}, {str(root)!r}, {dsn!r}, {schema!r}, {shards}"
+    return f"tests.sinks.crash_flow:build_flow({args})"
 
 
 def env_with(fault: str | None) -> dict[str, str]:
@@ -53,13 +54,13 @@ def env_with(fault: str | None) -> dict[str, str]:
     return env
 
 
-def command(target: SinkTarget, root: Path, *extra: str) -> list[str]:
+def command(target: SinkTarget, root: Path, *extra: str, shards: int = SHARDS) -> list[str]:
     recovery = root / "recovery"
     return [
         sys.executable,
         "-m",
         "bytewax.run",
-        flow_spec(target, root),
+        flow_spec(target, root, shards),
         "-r",
         str(recovery),
         "-s",
@@ -109,6 +110,25 @@ def test_killed_at_each_fault_point_and_resumed_holds_every_record_once(
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert assert_no_record_twice(table_sink) > 0
+    assert table_sink.record_ids() == expected_ids(root)
+
+
+def test_partitions_moving_to_other_shards_between_killed_runs_land_once(
+    table_sink: SinkTarget, tmp_path: Path
+) -> None:
+    # Each run changes the shard count, so source partitions move to shards that have
+    # no resume state for them (as when a topic gains partitions, which moves the
+    # sorted index of others): the new owner must learn what the target holds.
+    root = fresh_root(tmp_path)
+    runs = [(2, "epoch_sink.after_commit:7"), (3, "epoch_sink.after_commit:4"), (4, None)]
+    for shards, fault in runs:
+        cmd = command(table_sink, root, shards=shards)
+        done = subprocess.run(
+            cmd, env=env_with(fault), cwd=ROOT, capture_output=True, text=True, timeout=120
+        )
+        expected_code = -signal.SIGKILL if fault else 0
+        assert done.returncode == expected_code, (shards, fault, done.stderr[-3000:])
+        assert_no_record_twice(table_sink)
     assert table_sink.record_ids() == expected_ids(root)
 
 

@@ -90,7 +90,7 @@ from thalweg_bytewax.input_span import input_span, without_input_span
 from thalweg_bytewax.metadata import MetadataColumns
 from thalweg_bytewax.observability.gate import observe_sink_partition
 from thalweg_bytewax.runtime.coverage_recording import CoverageRecorder
-from thalweg_bytewax.runtime.parts import encode_part, stable_route
+from thalweg_bytewax.runtime.parts import encode_part, route
 
 if TYPE_CHECKING:
     from thalweg_bytewax.observability.hooks import SinkObserver
@@ -193,7 +193,7 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         columns: The metadata column names (locator, record id, emit time).
         resume_state: The state Bytewax resumed this partition with, or None.
         shard: This partition's index among the sink's partitions.
-        shards: How many partitions the sink lists (keys route by ``stable_route``).
+        shards: How many partitions the sink lists (keys route by :meth:`owner_of`).
         stats: The counters to update (a sink may pass a subclass with more).
         locators: ``"required"`` (exactly once by source offsets) or ``"absent"``
             (rows without a locator, staged under :data:`UNLOCATED`; see the module
@@ -526,7 +526,7 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         """
         if key in self._ledgers:
             return  # accepted once: this shard owns it
-        owner = stable_route(key, self.shards)
+        owner = self.owner_of(key)
         if owner != self.shard:
             msg = (
                 f"{self.component}: rows of `{key}` reached shard {self.shard} but `{key}` "
@@ -537,6 +537,10 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
                 f"`{key}`), or use `shards=1`"
             )
             raise ConfigError(msg)
+
+    def owner_of(self, key: str) -> int:
+        """The shard that owns source partition ``key``: the sink's ``part_fn`` routing."""
+        return route(key, self.shards)
 
     def _check_offsets(self, key: str, rows: pa.RecordBatch) -> None:
         """Refuse negative offsets: coverage is kept over source offsets, from 0."""

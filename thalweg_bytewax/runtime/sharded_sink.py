@@ -1,8 +1,11 @@
 """The public side of every epoch sink: shards listed, keys routed, partitions built.
 
 A sink lists ``shards`` partitions named ``shard-000``, ``shard-001``, …, routes each
-item key to one of them with :func:`~thalweg_bytewax.runtime.parts.stable_route` (the
-same in every process and run, so each source partition has one owner), and builds the
+item key to one of them with :func:`~thalweg_bytewax.runtime.parts.route` (the same in
+every process of a run, so each source partition has one owner; the shard of a source
+partition sits on the worker that reads it when ``shards`` is a multiple of the
+workers, so batches are not handed between workers or pickled between processes), and
+builds the
 partition of a shard through :meth:`ShardedEpochSink.build_shard`, observed under the
 output step's id (its metrics series and health entries). When the sink was
 given a coverage store, each built partition records its committed coverage into it
@@ -21,7 +24,7 @@ from typing_extensions import override
 
 from thalweg_bytewax.coverage_store import CoverageStore, open_coverage_store
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState
-from thalweg_bytewax.runtime.parts import stable_route
+from thalweg_bytewax.runtime.parts import route
 
 __all__ = ["ShardedEpochSink", "coverage_store_option", "shard_name", "shard_of"]
 
@@ -46,7 +49,7 @@ def coverage_store_option(
 
 
 class ShardedEpochSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState], Generic[PartT]):
-    """Base of the public epoch sinks: ``shards`` partitions, stable routing by item key.
+    """Base of the public epoch sinks: ``shards`` partitions, routing by item key.
 
     A subclass sets :attr:`shards` (and :attr:`coverage_store` when it records coverage)
     in ``__init__`` and implements :meth:`build_shard`.
@@ -73,7 +76,7 @@ class ShardedEpochSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState], Gen
 
     @override
     def part_fn(self, item_key: str) -> int:
-        return stable_route(item_key, self.shards)
+        return route(item_key, self.shards)
 
     @override
     def build_part(self, step_id: str, for_part: str, resume_state: EpochSinkState | None) -> PartT:
