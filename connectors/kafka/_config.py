@@ -79,7 +79,9 @@ DEFAULT_FETCH_QUEUE_BACKOFF_MS = 10
 # a poll is served from the queue while the next fetch runs; measured on the raw-lane
 # benchmark (native consume, 6 alternated runs), 2, 4 and 16 MiB took the same CPU per
 # record (medians 2.5-2.7 us, within the spread), and 32 MiB earlier gained nothing but
-# ~90 MB of RSS at 16 partitions.
+# ~90 MB of RSS at 16 partitions. It counts payload bytes only: librdkafka also keeps a
+# ~260-byte operation per message and a decompression buffer per record batch (467 bytes
+# per queued ~140-byte sample order, measured), so 4 MiB of such records is ~14 MB.
 DEFAULT_QUEUED_MAX_MESSAGES_KBYTES = 4 * 1024
 
 
