@@ -428,11 +428,14 @@ def build_pipeline(  # noqa: PLR0912, PLR0913, PLR0915 - one flow, drawn in the 
             built[step] = section
 
     if summary is not False:
+        tables = _counts(config, built)
+        if dlq_sink is None:  # the two DLQ lanes under one directory: one line
+            tables.insert(0, TableCount(str(dlq), "", partial(lane_records, dlq), "dlq lane"))
         if isinstance(summary, RunReport):
             report = summary
-            report.add_tables(_counts(config, built))
+            report.add_tables(tables)
         else:
-            report = RunReport(config.name, raw_lane, _counts(config, built))
+            report = RunReport(config.name, raw_lane, tables)
         op.output("summary_read", raw, report.sink("read"))
         op.output("summary_decode", decode_rejects, report.sink("rejected", count_by="reason"))
         if contract_rejects is not None:

@@ -177,6 +177,7 @@ def test_python_m_bytewax_run_prints_the_summary(tmp_path):
         f"  raw lane {tmp_path / 'raw'}: 3,000 records (+3,000)",
         "  rejected: 6 (decode 3, dq 3)",
         "  audited: 2,997 (fail 3, pass 2,994)",
+        f"  dlq lane {tmp_path / 'dlq'}: 6 rows (+6)",
         f"  table sales.orders (iceberg {warehouse}): 2,994 rows (+2,994)",
         f"  table sales.order_lines (iceberg {warehouse}): {lines_total:,} rows (+{lines_total:,})",
         f"  table sales.revenue_per_status_minute (iceberg {warehouse}): "
@@ -189,7 +190,8 @@ def test_python_m_bytewax_run_prints_the_summary(tmp_path):
     (line,) = [line for line in again if line.startswith("orders: ")]
     assert line == (
         f"orders: nothing new (3,000 records read, all already landed); raw lane "
-        f"{tmp_path / 'raw'}: 3,000 records, sales.orders 2,994 rows, sales.order_lines "
+        f"{tmp_path / 'raw'}: 3,000 records, dlq lane {tmp_path / 'dlq'}: 6 rows, sales.orders "
+        f"2,994 rows, sales.order_lines "
         f"{lines_total:,} rows, sales.revenue_per_status_minute "
         + line.rsplit("sales.revenue_per_status_minute ", 1)[1]
     )
@@ -331,6 +333,6 @@ def test_a_resumed_run_with_nothing_new_prints_one_line(tmp_path):
     resumed = [line for line in run_orders_flow(lake, 1000, *args).stdout.splitlines() if line]
     assert resumed == [
         f"orders: nothing new (no new records); raw lane {lake / 'raw'}: 1,000 records, "
-        "sales.orders 998 rows, sales.order_lines "
+        f"dlq lane {lake / 'dlq'}: 2 rows, sales.orders 998 rows, sales.order_lines "
         + resumed[0].split("sales.order_lines ", 1)[1]
     ]

@@ -20,7 +20,6 @@ import sys
 import threading
 from collections import Counter
 from datetime import timedelta
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +81,7 @@ def _batch(args: argparse.Namespace) -> int:  # noqa: PLR0914 - one command, rea
     from bytewax.run import cli_main
 
     from flows._pipeline_build import build_pipeline
-    from flows._summary import RunReport, TableCount, lane_records
+    from flows._summary import RunReport
     from thalweg_bytewax.pipeline import PipelineConfig
 
     overrides = list(args.set)
@@ -106,11 +105,10 @@ def _batch(args: argparse.Namespace) -> int:  # noqa: PLR0914 - one command, rea
     total = _parquet_rows(config.source.paths)
     enabled = args.progress and sys.stderr.isatty()
     # The flows' end-of-run summary, printed here once the run is over.
-    dlq = config.under(config.dlq.path)
     report = RunReport(
         f"batch `{config.name}`" + (" (resumed)" if resumed else ""),
         config.under(config.raw_lane.path),
-        [TableCount(str(dlq), "", partial(lane_records, dlq), "dlq lane")],
+        [],
         at_exit=False,
     )
     with Progress(total or 0, enabled=enabled, title=f"batch {config.name}") as progress:
