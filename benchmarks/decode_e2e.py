@@ -310,6 +310,7 @@ def _run_child(args: list[str], name: str) -> dict[str, float]:
     result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
     result["seconds"] = wall
     result["cpu_s"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    result["sys_s"] = after.ru_stime - before.ru_stime
     return result
 
 
@@ -378,7 +379,8 @@ def _measure(
 def _report(results: dict[str, dict[str, float]], double: bool) -> None:
     print(
         f"\n{'shape/variant':<28}{'records':>10}{'records/s':>11}{'x stock':>8}{'CPU us/rec':>11}"
-        f"{'x stock':>8}{'RSS MB':>8}" + (f"{'RSS 2x':>8}{'marg. us':>9}" if double else "")
+        f"{'x stock':>8}{'RSS MB':>8}"
+        + (f"{'RSS 2x':>8}{'marg. us':>9}{'of sys':>8}{'cheapest':>9}" if double else "")
     )
     for key, r in results.items():
         if key.endswith("@2x"):
@@ -395,7 +397,10 @@ def _report(results: dict[str, dict[str, float]], double: bool) -> None:
         if double:
             d = results[key + "@2x"]
             marginal = (d["cpu_s"] - r["cpu_s"]) / (d["records"] - r["records"]) * 1e6
-            line += f"{d['peak_rss_mb']:>8.0f}{marginal:>9.2f}"
+            added = d["records"] - r["records"]
+            sys_marginal = (d["sys_s"] - r["sys_s"]) / added * 1e6
+            cheapest = (d["cpu_min"] - r["cpu_min"]) / added * 1e6
+            line += f"{d['peak_rss_mb']:>8.0f}{marginal:>9.2f}{sys_marginal:>8.2f}{cheapest:>9.2f}"
         print(line)
 
 
