@@ -24,6 +24,9 @@ then times, each in its own process so peak RSS is per variant:
 * ``decode-lowmem`` — ``KafkaSource -> twg.decode (AvroCodec) -> ParquetSink`` (+ DLQ
                   sink) with the bounds and epochs of ``raw-lane-lowmem``;
   ``decode-lowmem-mmap`` the same with ``MALLOC_MMAP_THRESHOLD_=524288``.
+* ``raw-lane-jemalloc``, ``raw-lane-system`` — ``raw-lane`` with Arrow's memory pool
+                  chosen by ``ARROW_DEFAULT_MEMORY_POOL`` (pyarrow's wheels default to
+                  mimalloc).
 
 Records/s is timed around the flow (``run_main``; for ``-2p`` from the first process's
 start of the flow to the last one's end) or the bare loop, so interpreter start-up and
@@ -78,7 +81,12 @@ PER_PARTITION = 15_000  # ~1.5 MB of LZ4 batches, under the mock's ~5 MB retenti
 LOWMEM_EPOCH_S = 0.5
 # The child process of a variant gets these environment variables.
 _MMAP_512K = {"MALLOC_MMAP_THRESHOLD_": str(512 * 1024)}
-VARIANT_ENV = {"raw-lane-lowmem-mmap": _MMAP_512K, "decode-lowmem-mmap": _MMAP_512K}
+VARIANT_ENV = {
+    "raw-lane-lowmem-mmap": _MMAP_512K,
+    "decode-lowmem-mmap": _MMAP_512K,
+    "raw-lane-jemalloc": {"ARROW_DEFAULT_MEMORY_POOL": "jemalloc"},
+    "raw-lane-system": {"ARROW_DEFAULT_MEMORY_POOL": "system"},
+}
 
 
 def _consumer(bootstrap: str):  # type: ignore[no-untyped-def]
@@ -292,6 +300,8 @@ VARIANTS = {
     "per-part": variant_per_part,
     "raw-lane": variant_raw_lane,
     "raw-lane-pure": variant_raw_lane_pure,
+    "raw-lane-jemalloc": variant_raw_lane,
+    "raw-lane-system": variant_raw_lane,
     "raw-lane-lowmem": variant_raw_lane_lowmem,
     "raw-lane-lowmem-mmap": variant_raw_lane_lowmem,
     "decode-lowmem": variant_decode_lowmem,
