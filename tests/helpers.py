@@ -264,3 +264,14 @@ def closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def cluster_addresses(n: int) -> str:
+    """``-a`` for a Bytewax cluster of ``n`` processes: ports on 127.0.0.1 free a moment ago."""
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ";".join(f"127.0.0.1:{p}" for p in ports)

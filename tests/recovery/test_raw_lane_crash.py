@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from typing import Any, NamedTuple
 import pyarrow.parquet as pq
 import pytest
 
+from tests.helpers import cluster_addresses
 from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.testing import produce
 
@@ -156,16 +156,6 @@ def test_external_sigkill_at_arbitrary_moments_then_resume(
     assert_exactly_once(lane, expected)
 
 
-def free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
 def test_two_workers_in_one_process_land_every_record_once(
     kafka_bootstrap: str, filled: Filled
 ) -> None:
@@ -181,7 +171,7 @@ def test_two_processes_land_every_record_once(
 ) -> None:
     topic, expected, lane, recovery = filled
     env = flow_env(kafka_bootstrap, topic, lane, THALWEG_MAX_RECORDS_PER_S="1000000")
-    addresses = ";".join(f"127.0.0.1:{p}" for p in free_ports(2))
+    addresses = cluster_addresses(2)
     procs = [
         subprocess.Popen(
             bytewax_cmd(recovery, "-i", str(i), "-a", addresses),

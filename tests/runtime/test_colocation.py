@@ -10,7 +10,6 @@ where each partition was read and where its rows were staged.
 from __future__ import annotations
 
 import collections
-import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import cluster_addresses
 from thalweg_bytewax.connectors.kafka import KafkaSink, KafkaSource
 from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.runtime.parts import announce_listing, route, stable_route
@@ -64,16 +64,6 @@ def test_the_kafka_sink_keeps_hash_routing_for_announced_partitions() -> None:
     assert [sink.part_fn(k) for k in keys] != [route(k, 4) for k in keys]
 
 
-def _free_addresses(n: int) -> str:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ";".join(f"127.0.0.1:{p}" for p in ports)
-
-
 def _run(root: Path, partitions: int, shards: int, *, workers: int, processes: int) -> None:
     spec = f"tests.runtime.colocation_flow:build_flow({str(root)!r}, {partitions}, {shards})"
     base = [sys.executable, "-m", "bytewax.run", spec, "-w", str(workers)]
@@ -81,7 +71,7 @@ def _run(root: Path, partitions: int, shards: int, *, workers: int, processes: i
         done = subprocess.run(base, cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr[-3000:]
         return
-    addresses = _free_addresses(processes)
+    addresses = cluster_addresses(processes)
     procs = [
         subprocess.Popen(
             [*base, "-i", str(i), "-a", addresses],

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +25,7 @@ from pathlib import Path
 import pytest
 from bytewax.recovery import init_db_dir
 
+from tests.helpers import cluster_addresses
 from tests.sinks.crash_flow import ORDERS, SHARDS
 from tests.sinks.targets import C, SinkTarget
 from thalweg_bytewax.lanes import read_lane
@@ -132,21 +132,10 @@ def test_partitions_moving_to_other_shards_between_killed_runs_land_once(
     assert table_sink.record_ids() == expected_ids(root)
 
 
-def free_ports(n: int) -> list[int]:
-    """``n`` ports on 127.0.0.1 that were free a moment ago (bound, then released)."""
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
 def run_two_processes(
     target: SinkTarget, root: Path, fault: str | None
 ) -> list[subprocess.Popen[str]]:
-    addresses = ";".join(f"127.0.0.1:{p}" for p in free_ports(2))
+    addresses = cluster_addresses(2)
     procs = []
     for i in range(2):
         cmd = command(target, root, "-i", str(i), "-a", addresses)
