@@ -61,6 +61,7 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
         appeared: bool = False,
         stats: KafkaSourceStats | None = None,
         step_id: str = "kafka_source",
+        sharing_prefetch: int = 1,
     ) -> None:
         self._key = encode_part(topic, partition)
         self._tail = config.tail
@@ -73,7 +74,7 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
         """This partition's counters (shared with ``KafkaSource.stats``)."""
         self._fatal: KafkaError | None = None
         self._degraded = False
-        consumer_settings = config.consumer_config()
+        consumer_settings = config.consumer_config(sharing_prefetch)
         # The data plane: the native batch consume into Arrow buffers when it is built
         # (its own librdkafka handle, assigned below), else confluent-kafka's messages.
         # The confluent-kafka consumer serves metadata, watermarks and offset lookups;

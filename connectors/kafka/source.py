@@ -24,6 +24,7 @@ from ._config import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_MAX_BATCH_BYTES,
     DEFAULT_PARTITION_CHECK_INTERVAL,
+    DEFAULT_PREFETCH_BUDGET,
     IsolationLevel,
     StartingOffset,
     source_config,
@@ -88,6 +89,12 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, KafkaPartitionState]):
             aborted transactions are skipped, counted in ``offsets_skipped``, and
             reading waits at an open transaction) or ``"read_uncommitted"`` (every
             record as written). An ``isolation.level`` in ``add_config`` wins.
+        prefetch_budget: Bytes of records librdkafka may prefetch for all the source's
+            partitions in a process, shared out evenly: each partition's
+            ``queued.max.messages.kbytes`` is its share of the listed partitions,
+            between 256 KiB and 4 MiB (256 MiB: up to 64 partitions keep 4 MiB each,
+            256 get 1 MiB). ``None`` gives every partition 4 MiB; a
+            ``queued.max.messages.kbytes`` in ``add_config`` wins.
 
     The source's counters are :attr:`stats` (per partition key) and
     :meth:`total_stats`; partitions added while the flow runs are
@@ -116,6 +123,7 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, KafkaPartitionState]):
         partition_check_interval: timedelta | None = DEFAULT_PARTITION_CHECK_INTERVAL,
         fail_on_new_partitions: bool = False,
         isolation_level: IsolationLevel = "read_committed",
+        prefetch_budget: int | None = DEFAULT_PREFETCH_BUDGET,
     ) -> None:
         # Validated once, kept private; no I/O here (partitions are built in build_part).
         self._config = source_config(
@@ -132,6 +140,7 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, KafkaPartitionState]):
             partition_check_interval=partition_check_interval,
             fail_on_new_partitions=fail_on_new_partitions,
             isolation_level=isolation_level,
+            prefetch_budget=prefetch_budget,
         )
         self._meta = SourceMetadata(self._config)
         # The topics of which this process built a partition from resume state (the
@@ -190,6 +199,7 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, KafkaPartitionState]):
             appeared=appeared,
             stats=stats,
             step_id=step_id,
+            sharing_prefetch=sum(map(len, self._meta.listed.values())),
         )
         self._stats[for_part] = stats
         return part

@@ -1,0 +1,87 @@
+"""KafkaSource shares one prefetch budget among its partitions: memory bounded per process.
+
+Each partition has its own librdkafka consumer, whose prefetch queue
+(``queued.max.messages.kbytes``) is the largest term of its memory; the source gives
+each the even share of ``prefetch_budget`` over the partitions it listed, between
+256 KiB and 4 MiB, unless ``add_config`` sets it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pytest
+
+from thalweg_bytewax.connectors.kafka import KafkaSource, _native, _partition
+from thalweg_bytewax.connectors.kafka._config import (
+    DEFAULT_PREFETCH_BUDGET,
+    partition_prefetch_kbytes,
+)
+from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.testing import produce
+
+QUEUED = "queued.max.messages.kbytes"
+MiB = 1024 * 1024
+
+
+def test_the_budget_is_shared_evenly_between_256_kib_and_4_mib() -> None:
+    assert partition_prefetch_kbytes(64 * MiB, 16) == 4096  # noqa: PLR2004
+    assert partition_prefetch_kbytes(64 * MiB, 64) == 1024  # noqa: PLR2004
+    assert partition_prefetch_kbytes(64 * MiB, 100) == 655  # noqa: PLR2004
+    assert partition_prefetch_kbytes(64 * MiB, 1000) == 256  # noqa: PLR2004 - the floor
+    assert partition_prefetch_kbytes(64 * MiB, 1) == 4096  # noqa: PLR2004 - the cap
+    assert partition_prefetch_kbytes(None, 1000) == 4096  # noqa: PLR2004 - no budget
+
+
+def test_the_default_budget_keeps_4_mib_up_to_64_partitions() -> None:
+    assert partition_prefetch_kbytes(DEFAULT_PREFETCH_BUDGET, 64) == 4096  # noqa: PLR2004
+    assert partition_prefetch_kbytes(DEFAULT_PREFETCH_BUDGET, 256) == 1024  # noqa: PLR2004
+
+
+@pytest.mark.parametrize("budget", [0, -1, 1.5, "64MiB", True])
+def test_a_budget_that_is_not_a_positive_int_is_refused_by_name(budget: object) -> None:
+    with pytest.raises(ConfigError, match="prefetch_budget"):
+        KafkaSource(["localhost:9092"], ["t"], prefetch_budget=budget)  # type: ignore[arg-type]
+
+
+def _built_settings(
+    monkeypatch: pytest.MonkeyPatch, source: KafkaSource
+) -> list[Mapping[str, Any]]:
+    """The librdkafka settings each partition the source builds opens its consumer with."""
+    seen: list[Mapping[str, Any]] = []
+    real: Callable[[Mapping[str, Any]], bool] = _native.use_native
+
+    def recording(settings: Mapping[str, Any]) -> bool:
+        seen.append(dict(settings))
+        return real(settings)
+
+    monkeypatch.setattr(_partition, "use_native", recording)
+    for key in source.list_parts():
+        source.build_part("in", key, None).close()
+    return seen
+
+
+def test_each_partition_consumer_gets_its_share_of_the_listing(
+    kafka_bootstrap: str, make_topic: Callable[[], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    topic = make_topic()
+    produce(kafka_bootstrap, topic, [{"value": b"x", "partition": p} for p in range(4)])
+    source = KafkaSource([kafka_bootstrap], [topic], tail=False, prefetch_budget=2 * MiB)
+    settings = _built_settings(monkeypatch, source)
+    assert [s[QUEUED] for s in settings] == [512] * 4  # 2 MiB over 4 partitions
+
+
+def test_add_config_wins_over_the_budget(
+    kafka_bootstrap: str, make_topic: Callable[[], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    topic = make_topic()
+    produce(kafka_bootstrap, topic, [{"value": b"x", "partition": p} for p in range(4)])
+    source = KafkaSource(
+        [kafka_bootstrap],
+        [topic],
+        tail=False,
+        prefetch_budget=2 * MiB,
+        add_config={QUEUED: 300},
+    )
+    assert [s[QUEUED] for s in _built_settings(monkeypatch, source)] == [300] * 4
