@@ -21,6 +21,8 @@ no logical types). Then runs each variant in its own process:
   ``JsonCodec`` over a JSON Schema, reading with the native batch consume when built;
 * ``thalweg-<fmt>-pure`` — the same through confluent-kafka's ``Message`` objects
   (``THALWEG_KAFKA_CONSUME=pure``);
+* ``thalweg-<fmt>-lane`` — the same flow writing the raw lane too (``KafkaSource ->
+  ParquetSink`` beside the decode), as ``flows.orders`` does;
 * ``thalweg-<fmt>-w2`` — the same flow with two workers in one process (``-w 2``);
 * ``thalweg-<fmt>-2p`` — the same flow in two processes of one worker each (``-i 0/1 -a``).
 
@@ -146,7 +148,9 @@ def _stock_flow(shape: Shape, fmt: str, bootstrap: str, topics: list[str], out: 
     return flow
 
 
-def _thalweg_flow(shape: Shape, fmt: str, bootstrap: str, topics: list[str], out: Path):  # type: ignore[no-untyped-def]
+def _thalweg_flow(  # type: ignore[no-untyped-def]
+    shape: Shape, fmt: str, bootstrap: str, topics: list[str], out: Path, *, lane: bool = False
+):
     import bytewax.operators as op
     from bytewax.dataflow import Dataflow
 
@@ -165,6 +169,8 @@ def _thalweg_flow(shape: Shape, fmt: str, bootstrap: str, topics: list[str], out
         codec = JsonCodec(shape.json_schema)
     flow = Dataflow("thalweg_decode")
     raw = op.input("in", flow, KafkaSource([bootstrap], topics, tail=False))
+    if lane:  # the raw lane beside the decode, as flows.orders writes it
+        op.output("raw_lane", raw, ParquetSink(out / "raw"))
     decoded = twg.decode("decode", raw, codec)
     op.output("orders", decoded.ok, ParquetSink(out / "orders"))
     op.output("dlq", decoded.rejected, ParquetSink(out / "dlq"))
@@ -255,7 +261,8 @@ def run_variant(args: argparse.Namespace) -> dict[str, float]:
                 worker_count_per_proc=2,
             )
         else:
-            run_main(_thalweg_flow(shape_, fmt, args.bootstrap, topics, out))
+            lane = "lane" in mode
+            run_main(_thalweg_flow(shape_, fmt, args.bootstrap, topics, out, lane=lane))
         n = _count_rows(out if kind != "thalweg" else out / "orders")
         if n != args.expected:
             msg = f"{name}: Parquet holds {n} records; expected {args.expected}"
@@ -314,7 +321,7 @@ def _run_child(args: list[str], name: str) -> dict[str, float]:
     return result
 
 
-KINDS = ("stock", "naive", "thalweg-pure", "thalweg", "thalweg-w2", "thalweg-2p")
+KINDS = ("stock", "naive", "thalweg-pure", "thalweg", "thalweg-lane", "thalweg-w2", "thalweg-2p")
 
 
 def _name(kind: str, fmt: str) -> str:
