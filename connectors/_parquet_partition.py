@@ -115,6 +115,7 @@ class _ParquetPartition(EpochSinkPartition):
         self._threads = _io_threads()
         self._io = _io_pool()
         self._pending: deque[Future[None]] = deque()
+        self._buffered = 0  # bytes in the buffers of all this partition's streams
         _siblings().add(self)
 
     # -- hooks of the epoch protocol -------------------------------------------------
@@ -161,6 +162,7 @@ class _ParquetPartition(EpochSinkPartition):
             stream.buffer.clear()
             stream.buffer_rows = 0
             stream.buffer_bytes = 0
+        self._buffered = 0
 
     @override
     def release(self) -> None:
@@ -198,11 +200,52 @@ class _ParquetPartition(EpochSinkPartition):
         stream.buffer.append(batch)
         stream.buffer_rows += batch.num_rows
         stream.buffer_bytes += batch.nbytes
+        self._buffered += batch.nbytes
         if (
             stream.buffer_rows >= self._sink.row_group_rows
             or stream.buffer_bytes >= self._sink.row_group_bytes
         ):
             self._flush_buffer(stream, key)
+        else:
+            self._keep_within_budget()
+
+    def _keep_within_budget(self) -> None:
+        """Write the largest buffers of the sink's partitions on this worker to fit.
+
+        Together they hold at most ``buffer_bytes``. Only partitions of the calling
+        thread (one Bytewax worker) are touched: no lock, no race.
+        """
+        mine = [p for p in _siblings() if p.sink is self._sink and not p.failed]
+        held = sum(p.buffered_bytes for p in mine)
+        while held > self._sink.buffer_bytes:
+            freed = max(mine, key=lambda p: p.largest_buffer).flush_largest()
+            if not freed:
+                return
+            held -= freed
+
+    @property
+    def sink(self) -> ParquetSink:
+        """The sink this partition belongs to."""
+        return self._sink
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes in the buffers of all this partition's topic-partitions."""
+        return self._buffered
+
+    @property
+    def largest_buffer(self) -> int:
+        """Bytes in the largest buffer of this partition's topic-partitions."""
+        return max((s.buffer_bytes for s in self._streams.values()), default=0)
+
+    def flush_largest(self) -> int:
+        """Hand the largest buffer to the writer threads; the bytes it held."""
+        if not self._streams:
+            return 0
+        key, stream = max(self._streams.items(), key=lambda item: item[1].buffer_bytes)
+        held = stream.buffer_bytes
+        self._flush_buffer(stream, key)
+        return held
 
     def _flush_buffer(self, stream: _TopicPartitionStream, key: str) -> None:
         if not stream.buffer:
@@ -210,6 +253,7 @@ class _ParquetPartition(EpochSinkPartition):
         table = pa.Table.from_batches(stream.buffer)
         stream.buffer.clear()
         stream.buffer_rows = 0
+        self._buffered -= stream.buffer_bytes
         stream.buffer_bytes = 0
         offsets = table.column(self.columns.source_offset)
         bounds = pc.min_max(offsets)

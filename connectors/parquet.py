@@ -43,6 +43,10 @@ logger = logging.getLogger(__name__)
 # made row groups too small to scan well (docs/benchmarks.md "raw lane").
 DEFAULT_ROW_GROUP_ROWS = 128 * 1024
 DEFAULT_ROW_GROUP_BYTES = 4 * 1024 * 1024
+# All the sink's buffers on one worker: 16 topic-partitions fill their 4 MiB row groups
+# as before; with more, the largest buffer is written early, so the memory held until
+# the snapshot no longer grows with the partitions a worker reads.
+DEFAULT_BUFFER_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_FILE_ROWS = 4 * 1024 * 1024
 # The codecs Parquet files can carry (pyarrow names, any case).
 _CODECS = frozenset({"none", "snappy", "gzip", "brotli", "lz4", "lz4_raw", "zstd"})
@@ -84,6 +88,10 @@ class ParquetSink(ShardedEpochSink[_ParquetPartition]):
         compression: Parquet compression codec.
         row_group_rows: Rows buffered per topic-partition before a row group is written.
         row_group_bytes: Bytes buffered per topic-partition before a row group is written.
+        buffer_bytes: Bytes buffered by all of this sink's partitions on one worker:
+            beyond it the largest buffer is written as a (smaller) row group, so a
+            worker with many topic-partitions holds at most this much, not
+            ``row_group_bytes`` per topic-partition, until the epoch's snapshot.
         max_file_rows: Rows after which a file is closed (it still becomes visible only
             at the epoch's snapshot).
         metadata_prefix: Prefix of the metadata columns.
@@ -107,6 +115,7 @@ class ParquetSink(ShardedEpochSink[_ParquetPartition]):
         compression: str = "zstd",
         row_group_rows: int = DEFAULT_ROW_GROUP_ROWS,
         row_group_bytes: int = DEFAULT_ROW_GROUP_BYTES,
+        buffer_bytes: int = DEFAULT_BUFFER_BYTES,
         max_file_rows: int = DEFAULT_MAX_FILE_ROWS,
         metadata_prefix: str = DEFAULT_PREFIX,
         coverage_store: CoverageStore | str | os.PathLike[str] | None = None,
@@ -129,6 +138,7 @@ class ParquetSink(ShardedEpochSink[_ParquetPartition]):
             ("shards", shards),
             ("row_group_rows", row_group_rows),
             ("row_group_bytes", row_group_bytes),
+            ("buffer_bytes", buffer_bytes),
             ("max_file_rows", max_file_rows),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -152,6 +162,7 @@ class ParquetSink(ShardedEpochSink[_ParquetPartition]):
         self.compression = compression
         self.row_group_rows = row_group_rows
         self.row_group_bytes = row_group_bytes
+        self.buffer_bytes = buffer_bytes
         self.max_file_rows = max_file_rows
         self.columns = MetadataColumns(metadata_prefix)
         self.allow_widening = allow_widening
