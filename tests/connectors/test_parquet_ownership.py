@@ -161,6 +161,29 @@ def keyed_runs(draw: st.DrawFn) -> tuple[int, list[Item], list[tuple[int, bytes]
     return shards, items, sorted(expected)
 
 
+def _out_of_order_across_the_crash(items: list[Item]) -> bool:
+    """Whether a batch after the crash holds an offset below one before it.
+
+    Such a stream is unsupported (docs/connectors/parquet.md, "One ordered stream per
+    sink"): the resumed run takes the lower offset for a replay of the committed range.
+    Within one run it is refused; across a crash rows may be lost.
+    """
+    cut = next((i for i, item in enumerate(items) if isinstance(item, TestingSource.ABORT)), None)
+    if cut is None:
+        return False
+
+    def offsets(part: list[Item]) -> list[int]:
+        return [
+            o
+            for item in part
+            if isinstance(item, tuple)
+            for o in item[1].column("_twg_source_offset").to_pylist()
+        ]
+
+    before, after = offsets(items[:cut]), offsets(items[cut + 1 :])
+    return bool(before and after and min(after) < max(before))
+
+
 @settings(max_examples=40)
 @given(keyed_runs())
 def test_any_keying_and_crash_point_lands_every_row_once_or_fails_loudly(
@@ -190,7 +213,7 @@ def test_any_keying_and_crash_point_lands_every_row_once_or_fails_loudly(
         got = values(read_lane(lane)) if any(lane.rglob("*.parquet")) else []
         assert len(got) == len(set(got)), "a row landed twice"
         assert set(got) <= set(expected)
-        if not refused:
+        if not refused and not _out_of_order_across_the_crash(items):
             assert got == expected, "rows lost"
         # Rows in offset order that all reach the owning shard are never refused.
         owner = route("t:0", shards)
