@@ -105,6 +105,8 @@ def pipeline_source(config: PipelineConfig, *, schema: Any = None) -> AnySource:
         if s.password is not None:
             extra["sasl.password"] = s.password.resolve()
         sized: dict[str, Any] = {"batch_size": s.batch_size} if s.batch_size else {}
+        if s.prefetch_budget:
+            sized["prefetch_budget"] = s.prefetch_budget
         return KafkaSource(
             s.bootstrap_servers or "",
             s.topics,

@@ -205,6 +205,11 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, KafkaPartitionState]):
         return part
 
     @property
+    def prefetch_budget(self) -> int | None:
+        """Bytes of records librdkafka may prefetch for this source's partitions in a process."""
+        return self._config.prefetch_budget
+
+    @property
     def stats(self) -> dict[str, KafkaSourceStats]:
         """The counters of every partition built in this process, by partition key.
 

@@ -221,3 +221,22 @@ def test_kafka_sink_sections_are_checked_at_load(extra, named):
     ]
     with pytest.raises(ConfigError, match=named):
         PipelineConfig.load(ORDERS_TOML, env={}, overrides=[*base, *extra])
+
+
+def test_a_kafka_source_section_passes_its_prefetch_budget():
+    from flows._pipeline_build import pipeline_source
+    from thalweg_bytewax.connectors.kafka import KafkaSource
+
+    extra = [
+        "source.kind=kafka",
+        "source.bootstrap_servers=localhost:9",
+        "source.topics=[\"orders\"]",
+        "source.prefetch_budget=1048576",
+    ]
+    config = PipelineConfig.load(ORDERS_TOML, env={}, overrides=extra)
+    source = pipeline_source(config)
+    assert isinstance(source, KafkaSource)
+    assert source.prefetch_budget == 1_048_576
+    default = pipeline_source(PipelineConfig.load(ORDERS_TOML, env={}, overrides=extra[:3]))
+    assert isinstance(default, KafkaSource)
+    assert default.prefetch_budget == 256 * 1024 * 1024

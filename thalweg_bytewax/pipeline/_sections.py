@@ -73,6 +73,9 @@ class SourceSection(ConfigModel):
     """sample: how many partitions they spread over."""
     batch_size: int | None = Field(default=None, ge=1)
     """kafka / sample: records per batch at most (default: the source's own; sample 2000)."""
+    prefetch_budget: int | None = Field(default=None, ge=1)
+    """kafka: bytes librdkafka may prefetch for all partitions of a process, shared out
+    evenly (default: the source's own, 256 MiB)."""
     seed: int = 7
     """sample: the seed (same seed, same orders)."""
 
