@@ -11,8 +11,9 @@ a sink's shards alike, so a sink that sends the source partition at sorted index
 to shard ``i mod S`` writes it on the worker that reads it whenever ``S`` is a multiple
 of ``W``: no batch is handed to another worker, and none is pickled to another
 process. Every source here announces its listing (:func:`announce_listing`) and
-:func:`route` uses it; a key no source of this process listed (a stream re-keyed by
-its partition key downstream, keys of another connector) routes by :func:`stable_route`.
+:func:`route` uses it; a key no source of this process listed (a stream keyed by
+something else, the keys of a source that does not announce) routes by
+:func:`stable_route`.
 ``tests/runtime/test_colocation.py`` pins the assignment on the pinned Bytewax.
 """
 
