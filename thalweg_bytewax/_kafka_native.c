@@ -4,8 +4,9 @@
  * The data plane of a KafkaSource partition when this extension is built. It drives the
  * librdkafka that confluent-kafka's wheel bundles (loaded at run time by path, so no
  * header or system package is needed at install: the few prototypes used are declared
- * here, from librdkafka's stable C API), with its own consumer handle created from the
- * same settings, assigned to one topic-partition without a consumer group.
+ * here, from librdkafka's stable C API), with its own consumer handles created from the
+ * same settings. A Client is one handle; each Consumer reads one topic-partition of it,
+ * assigned without a consumer group, from that partition's own queue.
  *
  * Consumer.consume(max_records, max_bytes) takes up to max_records messages (and stops
  * after the first message that reaches max_bytes of keys and values; the rest wait for
@@ -24,9 +25,11 @@
 #include <Python.h>
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------ librdkafka ABI */
 
@@ -35,6 +38,7 @@ typedef struct rd_kafka_conf_s rd_kafka_conf_t;
 typedef struct rd_kafka_queue_s rd_kafka_queue_t;
 typedef struct rd_kafka_headers_s rd_kafka_headers_t;
 typedef int rd_kafka_resp_err_t;
+typedef struct rd_kafka_error_s rd_kafka_error_t;
 
 typedef struct {
     rd_kafka_resp_err_t err;
@@ -79,8 +83,6 @@ static struct {
     void (*conf_set_opaque)(rd_kafka_conf_t *, void *);
     rd_kafka_t *(*new_)(int, rd_kafka_conf_t *, char *, size_t);
     void (*destroy)(rd_kafka_t *);
-    rd_kafka_resp_err_t (*poll_set_consumer)(rd_kafka_t *);
-    rd_kafka_queue_t *(*queue_get_consumer)(rd_kafka_t *);
     void (*queue_destroy)(rd_kafka_queue_t *);
     ssize_t (*consume_batch_queue)(rd_kafka_queue_t *, int, rd_kafka_message_t **, size_t);
     void (*message_destroy)(rd_kafka_message_t *);
@@ -95,11 +97,21 @@ static struct {
     rd_kafka_topic_partition_t *(*tpl_add)(rd_kafka_topic_partition_list_t *, const char *, int32_t);
     void (*tpl_destroy)(rd_kafka_topic_partition_list_t *);
     void (*tp_set_leader_epoch)(rd_kafka_topic_partition_t *, int32_t);
-    rd_kafka_resp_err_t (*assign)(rd_kafka_t *, const rd_kafka_topic_partition_list_t *);
     rd_kafka_resp_err_t (*position)(rd_kafka_t *, rd_kafka_topic_partition_list_t *);
     rd_kafka_resp_err_t (*get_watermark_offsets)(rd_kafka_t *, const char *, int32_t, int64_t *,
                                                  int64_t *);
     rd_kafka_resp_err_t (*consumer_close)(rd_kafka_t *);
+    rd_kafka_queue_t *(*queue_get_consumer)(rd_kafka_t *);
+    rd_kafka_queue_t *(*queue_get_partition)(rd_kafka_t *, const char *, int32_t);
+    void (*queue_forward)(rd_kafka_queue_t *, rd_kafka_queue_t *);
+    const char *(*topic_name)(const void *);
+    rd_kafka_error_t *(*incremental_assign)(rd_kafka_t *, const rd_kafka_topic_partition_list_t *);
+    rd_kafka_error_t *(*incremental_unassign)(rd_kafka_t *,
+                                              const rd_kafka_topic_partition_list_t *);
+    const char *(*error_string)(const rd_kafka_error_t *);
+    void (*error_destroy)(rd_kafka_error_t *);
+    int (*tpl_del)(rd_kafka_topic_partition_list_t *, const char *, int32_t);
+    int (*poll)(rd_kafka_t *, int);
     rd_kafka_resp_err_t (*fatal_error)(rd_kafka_t *, char *, size_t);
     const char *(*err2str)(rd_kafka_resp_err_t);
 } rk;
@@ -128,8 +140,6 @@ static PyObject *load(PyObject *self, PyObject *arg) {
     SYM(conf_set_opaque, "rd_kafka_conf_set_opaque");
     SYM(new_, "rd_kafka_new");
     SYM(destroy, "rd_kafka_destroy");
-    SYM(poll_set_consumer, "rd_kafka_poll_set_consumer");
-    SYM(queue_get_consumer, "rd_kafka_queue_get_consumer");
     SYM(queue_destroy, "rd_kafka_queue_destroy");
     SYM(consume_batch_queue, "rd_kafka_consume_batch_queue");
     SYM(message_destroy, "rd_kafka_message_destroy");
@@ -143,10 +153,19 @@ static PyObject *load(PyObject *self, PyObject *arg) {
     SYM(tpl_add, "rd_kafka_topic_partition_list_add");
     SYM(tpl_destroy, "rd_kafka_topic_partition_list_destroy");
     SYM(tp_set_leader_epoch, "rd_kafka_topic_partition_set_leader_epoch");
-    SYM(assign, "rd_kafka_assign");
     SYM(position, "rd_kafka_position");
     SYM(get_watermark_offsets, "rd_kafka_get_watermark_offsets");
     SYM(consumer_close, "rd_kafka_consumer_close");
+    SYM(queue_get_consumer, "rd_kafka_queue_get_consumer");
+    SYM(queue_get_partition, "rd_kafka_queue_get_partition");
+    SYM(queue_forward, "rd_kafka_queue_forward");
+    SYM(topic_name, "rd_kafka_topic_name");
+    SYM(incremental_assign, "rd_kafka_incremental_assign");
+    SYM(incremental_unassign, "rd_kafka_incremental_unassign");
+    SYM(error_string, "rd_kafka_error_string");
+    SYM(error_destroy, "rd_kafka_error_destroy");
+    SYM(tpl_del, "rd_kafka_topic_partition_list_del");
+    SYM(poll, "rd_kafka_poll");
     SYM(fatal_error, "rd_kafka_fatal_error");
     SYM(err2str, "rd_kafka_err2str");
 #undef SYM
@@ -159,48 +178,94 @@ static PyObject *load(PyObject *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
-/* -------------------------------------------------------------- Consumer */
+/* ---------------------------------------------------------------- Client */
 
 #define ERR_TEXT 512
 
+typedef struct Consumer Consumer;
+
+/* One librdkafka handle shared by the consumers of several partitions: each consumer
+   reads its partition's own queue (forwarding to the consumer queue removed), so one
+   fetch request serves every partition led by a broker and one set of threads runs.
+   Assignments wait in `pending` until a consumer of the client first consumes, so the
+   partitions built together are assigned in one call, before the handle learns the
+   topic's metadata: librdkafka validates a resumed position's leader epoch against the
+   broker's log (KIP-320) only when it learns the leader after the assignment, and
+   taking a partition's queue creates the partition and asks for that metadata, so the
+   queues are taken right after the assignment. A fetch answered in between lands on
+   the consumer queue: every consume drains it into the owners' `stray` lists first,
+   before any partition queue is read, so no record is lost or reordered. */
 typedef struct {
     PyObject_HEAD
     rd_kafka_t *rk;
+    rd_kafka_queue_t *cq; /* the consumer queue: normally empty, see above */
+    pthread_mutex_t lock;
+    rd_kafka_topic_partition_list_t *pending;
+    int started;   /* an assignment was made: the handle may hold the metadata */
+    int queue_delay_ms; /* tests: widen the window between assigning and taking queues */
+    long long strays;   /* messages that came through the consumer queue */
+    Py_ssize_t nconsumers, cap;
+    Consumer **consumers; /* open consumers, told of client errors */
+    int fatal_err;
+    char fatal_text[ERR_TEXT];
+    int fatal;
+} Client;
+
+struct Consumer {
+    PyObject_HEAD
+    Client *client;
     rd_kafka_queue_t *queue;
+    char *topic;
+    int32_t partition;
+    int assigned; /* 1: pending in the client, 2: assigned */
+    rd_kafka_message_t **stray;    /* read from the consumer queue, not yet taken */
+    Py_ssize_t nstray, capstray;   /* (guarded by the client's lock) */
     rd_kafka_message_t **msgs;     /* taken from librdkafka, not yet returned */
     Py_ssize_t cap, npending, pos; /* msgs[pos:npending] wait for the next call */
-    /* client errors recorded by the error callback (served within consume) */
+    /* client errors recorded by the error callback (guarded by the client's lock) */
     long client_errors;
     int client_err;
-    int client_fatal;
     char client_text[ERR_TEXT];
-} Consumer;
+};
 
+/* Client-level errors (brokers down, authentication, fatal errors) concern every
+   partition of the handle: each open consumer records them. Served by rd_kafka_poll
+   from whichever consumer polls, with the GIL released. */
 static void on_error(rd_kafka_t *h, int err, const char *reason, void *opaque) {
-    Consumer *c = (Consumer *)opaque;
-    (void)h;
-    if (c->client_fatal) return; /* the first fatal error is the one to report */
-    c->client_errors++;
-    c->client_err = err;
-    snprintf(c->client_text, ERR_TEXT, "%s", reason ? reason : "");
-    if (err == RD_KAFKA_RESP_ERR__FATAL) {
-        char buf[ERR_TEXT];
-        c->client_err = rk.fatal_error(c->rk, buf, sizeof buf);
-        snprintf(c->client_text, ERR_TEXT, "%s", buf);
-        c->client_fatal = 1;
+    Client *cl = (Client *)opaque;
+    char buf[ERR_TEXT];
+    int fatal = err == RD_KAFKA_RESP_ERR__FATAL;
+    if (fatal) err = rk.fatal_error(h, buf, sizeof buf);
+    else snprintf(buf, ERR_TEXT, "%s", reason ? reason : "");
+    pthread_mutex_lock(&cl->lock);
+    if (!cl->fatal) { /* the first fatal error is the one to report */
+        if (fatal) {
+            cl->fatal = 1;
+            cl->fatal_err = err;
+            snprintf(cl->fatal_text, ERR_TEXT, "%s", buf);
+        }
+        for (Py_ssize_t i = 0; i < cl->nconsumers; i++) {
+            Consumer *c = cl->consumers[i];
+            c->client_errors++;
+            c->client_err = err;
+            snprintf(c->client_text, ERR_TEXT, "%s", buf);
+        }
     }
+    pthread_mutex_unlock(&cl->lock);
 }
 
-static void consumer_release(Consumer *c) {
-    for (Py_ssize_t i = c->pos; i < c->npending; i++) rk.message_destroy(c->msgs[i]);
-    c->pos = c->npending = 0;
-    if (c->queue) {
-        rk.queue_destroy(c->queue);
-        c->queue = NULL;
+static void client_release(Client *cl) {
+    if (cl->cq) {
+        rk.queue_destroy(cl->cq);
+        cl->cq = NULL;
     }
-    if (c->rk) {
-        rd_kafka_t *h = c->rk;
-        c->rk = NULL;
+    if (cl->pending) {
+        rk.tpl_destroy(cl->pending);
+        cl->pending = NULL;
+    }
+    if (cl->rk) {
+        rd_kafka_t *h = cl->rk;
+        cl->rk = NULL;
         Py_BEGIN_ALLOW_THREADS
         rk.consumer_close(h);
         rk.destroy(h);
@@ -208,22 +273,33 @@ static void consumer_release(Consumer *c) {
     }
 }
 
-static void consumer_dealloc(Consumer *c) {
-    consumer_release(c);
-    free(c->msgs);
-    Py_TYPE(c)->tp_free((PyObject *)c);
+static void client_dealloc(Client *cl) {
+    client_release(cl);
+    free(cl->consumers);
+    pthread_mutex_destroy(&cl->lock);
+    Py_TYPE(cl)->tp_free((PyObject *)cl);
 }
 
-static int consumer_init(Consumer *c, PyObject *args, PyObject *kwds) {
+static PyObject *client_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    Client *cl = (Client *)PyType_GenericNew(type, args, kwds);
+    if (cl != NULL) pthread_mutex_init(&cl->lock, NULL);
+    return (PyObject *)cl;
+}
+
+static int client_init(Client *cl, PyObject *args, PyObject *kwds) {
     PyObject *settings;
-    static char *kwlist[] = {"settings", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!", kwlist, &PyDict_Type, &settings)) return -1;
+    int delay = 0;
+    static char *kwlist[] = {"settings", "queue_delay_ms", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!|$i", kwlist, &PyDict_Type, &settings,
+                                     &delay))
+        return -1;
     if (!rk.loaded) {
         PyErr_SetString(PyExc_RuntimeError, "librdkafka is not loaded; call load() first");
         return -1;
     }
-    if (c->rk != NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "consumer already initialised");
+    cl->queue_delay_ms = delay;
+    if (cl->rk != NULL || cl->started) {
+        PyErr_SetString(PyExc_RuntimeError, "client already initialised");
         return -1;
     }
     char errstr[ERR_TEXT];
@@ -244,46 +320,278 @@ static int consumer_init(Consumer *c, PyObject *args, PyObject *kwds) {
             return -1;
         }
     }
-    rk.conf_set_opaque(conf, c);
+    rk.conf_set_opaque(conf, cl);
     rk.conf_set_error_cb(conf, on_error);
-    c->rk = rk.new_(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr); /* owns conf on success */
-    if (c->rk == NULL) {
+    cl->pending = rk.tpl_new(8);
+    cl->rk = rk.new_(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr); /* owns conf on success */
+    if (cl->rk == NULL) {
         rk.conf_destroy(conf);
         PyErr_SetString(PyExc_ValueError, "the client could not be created from them");
         return -1;
     }
-    rk.poll_set_consumer(c->rk);
-    c->queue = rk.queue_get_consumer(c->rk);
+    cl->cq = rk.queue_get_consumer(cl->rk);
+    return 0;
+}
+
+/* Assign what waits in `pending` (one call for the partitions built together). */
+static int client_flush(Client *cl) {
+    pthread_mutex_lock(&cl->lock);
+    rd_kafka_topic_partition_list_t *l = NULL;
+    if (cl->pending && cl->pending->cnt > 0) {
+        l = cl->pending;
+        cl->pending = rk.tpl_new(8);
+        cl->started = 1;
+        for (Py_ssize_t i = 0; i < cl->nconsumers; i++)
+            if (cl->consumers[i]->assigned == 1) cl->consumers[i]->assigned = 2;
+    }
+    pthread_mutex_unlock(&cl->lock);
+    if (l == NULL) return 0;
+    rd_kafka_error_t *error;
+    Py_BEGIN_ALLOW_THREADS
+    error = rk.incremental_assign(cl->rk, l);
+    Py_END_ALLOW_THREADS
+    rk.tpl_destroy(l);
+    if (error != NULL) {
+        PyErr_Format(PyExc_RuntimeError, "assign failed: %s", rk.error_string(error));
+        rk.error_destroy(error);
+        return -1;
+    }
+    if (cl->queue_delay_ms > 0) {
+        Py_BEGIN_ALLOW_THREADS
+        usleep((useconds_t)cl->queue_delay_ms * 1000);
+        Py_END_ALLOW_THREADS
+    }
+    int missing = 0;
+    pthread_mutex_lock(&cl->lock);
+    for (Py_ssize_t i = 0; i < cl->nconsumers; i++) {
+        Consumer *c = cl->consumers[i];
+        if (c->assigned != 2 || c->queue != NULL) continue;
+        c->queue = rk.queue_get_partition(cl->rk, c->topic, c->partition);
+        if (c->queue == NULL) missing = 1;
+        else rk.queue_forward(c->queue, NULL);
+    }
+    pthread_mutex_unlock(&cl->lock);
+    if (missing) {
+        PyErr_SetString(PyExc_RuntimeError, "librdkafka gave no queue for an assigned partition");
+        return -1;
+    }
+    return 0;
+}
+
+static int stray_push(Consumer *c, rd_kafka_message_t *m) {
+    if (c->nstray == c->capstray) {
+        Py_ssize_t cap = c->capstray ? c->capstray * 2 : 64;
+        rd_kafka_message_t **grown = realloc(c->stray, sizeof(*grown) * (size_t)cap);
+        if (grown == NULL) return -1;
+        c->stray = grown;
+        c->capstray = cap;
+    }
+    c->stray[c->nstray++] = m;
+    return 0;
+}
+
+/* Route what a fetch answered before a partition's queue was taken to its consumer. */
+static int client_drain(Client *cl) {
+    rd_kafka_message_t *buf[256];
+    for (;;) {
+        /* non-blocking, and normally empty: not worth a GIL hand-off */
+        ssize_t got = rk.consume_batch_queue(cl->cq, 0, buf, 256);
+        if (got <= 0) return 0;
+        int failed = 0;
+        pthread_mutex_lock(&cl->lock);
+        for (ssize_t i = 0; i < got; i++) {
+            rd_kafka_message_t *m = buf[i];
+            Consumer *owner = NULL;
+            const char *name = m->rkt ? rk.topic_name(m->rkt) : NULL;
+            for (Py_ssize_t j = 0; name && j < cl->nconsumers; j++) {
+                Consumer *c = cl->consumers[j];
+                if (c->partition == m->partition && c->topic && !strcmp(c->topic, name)) {
+                    owner = c;
+                    break;
+                }
+            }
+            if (owner == NULL && m->err) { /* not a partition's: a client error */
+                const char *text = rk.message_errstr(m);
+                for (Py_ssize_t j = 0; j < cl->nconsumers; j++) {
+                    Consumer *c = cl->consumers[j];
+                    c->client_errors++;
+                    c->client_err = m->err;
+                    snprintf(c->client_text, ERR_TEXT, "%s", text ? text : "");
+                }
+            }
+            cl->strays++;
+            if (owner == NULL || stray_push(owner, m)) {
+                failed |= owner != NULL;
+                rk.message_destroy(m); /* a closed partition's, or out of memory */
+            }
+        }
+        pthread_mutex_unlock(&cl->lock);
+        if (failed) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+}
+
+static PyObject *client_get_started(Client *cl, void *closure) {
+    (void)closure;
+    return PyBool_FromLong(cl->started);
+}
+
+static PyObject *client_get_closed(Client *cl, void *closure) {
+    (void)closure;
+    return PyBool_FromLong(cl->rk == NULL);
+}
+
+static PyObject *client_get_consumers(Client *cl, void *closure) {
+    (void)closure;
+    return PyLong_FromSsize_t(cl->nconsumers);
+}
+
+static PyObject *client_get_strays(Client *cl, void *closure) {
+    (void)closure;
+    return PyLong_FromLongLong(cl->strays);
+}
+
+static PyGetSetDef client_getset[] = {
+    {"strays", (getter)client_get_strays, NULL,
+     "Messages read from the consumer queue (fetched before a partition's queue was taken).",
+     NULL},
+    {"started", (getter)client_get_started, NULL,
+     "Whether partitions were assigned (a resumed position joins only before).", NULL},
+    {"closed", (getter)client_get_closed, NULL, "Whether the handle was closed.", NULL},
+    {"consumers", (getter)client_get_consumers, NULL, "The open consumers of the handle.",
+     NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject ClientType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "thalweg_bytewax._kafka_native.Client",
+    .tp_basicsize = sizeof(Client),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "One librdkafka consumer handle shared by the Consumers of several partitions;\n"
+              "closed when its last Consumer closes.",
+    .tp_new = client_new,
+    .tp_init = (initproc)client_init,
+    .tp_dealloc = (destructor)client_dealloc,
+    .tp_getset = client_getset,
+};
+
+/* -------------------------------------------------------------- Consumer */
+
+static void consumer_detach(Consumer *c) {
+    Client *cl = c->client;
+    pthread_mutex_lock(&cl->lock);
+    for (Py_ssize_t i = 0; i < cl->nconsumers; i++) {
+        if (cl->consumers[i] == c) {
+            cl->consumers[i] = cl->consumers[--cl->nconsumers];
+            break;
+        }
+    }
+    if (c->assigned == 1 && cl->pending) rk.tpl_del(cl->pending, c->topic, c->partition);
+    Py_ssize_t left = cl->nconsumers;
+    pthread_mutex_unlock(&cl->lock);
+    if (c->assigned == 2 && cl->rk) {
+        rd_kafka_topic_partition_list_t *l = rk.tpl_new(1);
+        rk.tpl_add(l, c->topic, c->partition);
+        rd_kafka_error_t *error;
+        Py_BEGIN_ALLOW_THREADS
+        error = rk.incremental_unassign(cl->rk, l);
+        Py_END_ALLOW_THREADS
+        if (error) rk.error_destroy(error); /* closing: nothing left to tell */
+        rk.tpl_destroy(l);
+    }
+    c->assigned = 0;
+    if (left == 0) client_release(cl); /* the last consumer closes the handle */
+}
+
+static void consumer_release(Consumer *c) {
+    for (Py_ssize_t i = c->pos; i < c->npending; i++) rk.message_destroy(c->msgs[i]);
+    c->pos = c->npending = 0;
+    if (c->client) pthread_mutex_lock(&c->client->lock);
+    for (Py_ssize_t i = 0; i < c->nstray; i++) rk.message_destroy(c->stray[i]);
+    c->nstray = 0;
+    if (c->client) pthread_mutex_unlock(&c->client->lock);
+    if (c->queue) {
+        rk.queue_destroy(c->queue);
+        c->queue = NULL;
+    }
+    if (c->client) {
+        consumer_detach(c);
+        Py_CLEAR(c->client);
+    }
+    free(c->topic);
+    c->topic = NULL;
+}
+
+static void consumer_dealloc(Consumer *c) {
+    consumer_release(c);
+    free(c->msgs);
+    free(c->stray);
+    Py_TYPE(c)->tp_free((PyObject *)c);
+}
+
+static int consumer_init(Consumer *c, PyObject *args, PyObject *kwds) {
+    Client *cl;
+    static char *kwlist[] = {"client", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!", kwlist, &ClientType, &cl)) return -1;
+    if (c->client != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "consumer already initialised");
+        return -1;
+    }
+    if (cl->rk == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "the client is closed");
+        return -1;
+    }
+    pthread_mutex_lock(&cl->lock);
+    if (cl->nconsumers == cl->cap) {
+        Py_ssize_t cap = cl->cap ? cl->cap * 2 : 8;
+        Consumer **grown = realloc(cl->consumers, sizeof(*grown) * (size_t)cap);
+        if (grown == NULL) {
+            pthread_mutex_unlock(&cl->lock);
+            PyErr_NoMemory();
+            return -1;
+        }
+        cl->consumers = grown;
+        cl->cap = cap;
+    }
+    cl->consumers[cl->nconsumers++] = c;
+    pthread_mutex_unlock(&cl->lock);
+    Py_INCREF(cl);
+    c->client = cl;
     return 0;
 }
 
 static int check_open(Consumer *c) {
-    if (c->rk == NULL) {
+    if (c->client == NULL || c->client->rk == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "consumer is closed");
         return -1;
     }
     return 0;
 }
 
+/* Read one partition from offset: its queue is taken off the consumer queue now; the
+   assignment itself waits for the client's next consume (client_flush). */
 static PyObject *consumer_assign(Consumer *c, PyObject *args) {
     const char *topic;
     int partition, leader_epoch;
     long long offset;
     if (!PyArg_ParseTuple(args, "siLi", &topic, &partition, &offset, &leader_epoch)) return NULL;
     if (check_open(c)) return NULL;
-    rd_kafka_topic_partition_list_t *l = rk.tpl_new(1);
-    rd_kafka_topic_partition_t *tp = rk.tpl_add(l, topic, partition);
-    tp->offset = offset;
-    rk.tp_set_leader_epoch(tp, leader_epoch);
-    rd_kafka_resp_err_t err;
-    Py_BEGIN_ALLOW_THREADS
-    err = rk.assign(c->rk, l);
-    Py_END_ALLOW_THREADS
-    rk.tpl_destroy(l);
-    if (err) {
-        PyErr_Format(PyExc_RuntimeError, "assign failed: %s", rk.err2str(err));
+    if (c->assigned || c->queue) {
+        PyErr_SetString(PyExc_RuntimeError, "a consumer reads one partition, assigned once");
         return NULL;
     }
+    Client *cl = c->client;
+    c->topic = strdup(topic);
+    if (c->topic == NULL) return PyErr_NoMemory();
+    c->partition = partition;
+    pthread_mutex_lock(&cl->lock);
+    rd_kafka_topic_partition_t *tp = rk.tpl_add(cl->pending, topic, partition);
+    tp->offset = offset;
+    rk.tp_set_leader_epoch(tp, leader_epoch);
+    c->assigned = 1;
+    pthread_mutex_unlock(&cl->lock);
     Py_RETURN_NONE;
 }
 
@@ -294,7 +602,7 @@ static PyObject *consumer_position(Consumer *c, PyObject *args) {
     if (check_open(c)) return NULL;
     rd_kafka_topic_partition_list_t *l = rk.tpl_new(1);
     rd_kafka_topic_partition_t *tp = rk.tpl_add(l, topic, partition);
-    rk.position(c->rk, l);
+    rk.position(c->client->rk, l);
     long long off = tp->offset;
     rk.tpl_destroy(l);
     return PyLong_FromLongLong(off);
@@ -306,16 +614,24 @@ static PyObject *consumer_watermarks(Consumer *c, PyObject *args) {
     if (!PyArg_ParseTuple(args, "si", &topic, &partition)) return NULL;
     if (check_open(c)) return NULL;
     int64_t low = -1001, high = -1001; /* RD_KAFKA_OFFSET_INVALID */
-    rk.get_watermark_offsets(c->rk, topic, partition, &low, &high);
+    rk.get_watermark_offsets(c->client->rk, topic, partition, &low, &high);
     return Py_BuildValue("(LL)", (long long)low, (long long)high);
 }
 
 static PyObject *consumer_take_client_error(Consumer *c, PyObject *noargs) {
     (void)noargs;
-    if (c->client_errors == 0 && !c->client_fatal) Py_RETURN_NONE;
-    PyObject *out = Py_BuildValue("(iisl)", c->client_err, c->client_fatal, c->client_text,
-                                  c->client_errors);
+    Client *cl = c->client;
+    if (cl == NULL) Py_RETURN_NONE;
+    PyObject *out = NULL;
+    pthread_mutex_lock(&cl->lock);
+    if (cl->fatal) {
+        out = Py_BuildValue("(iisl)", cl->fatal_err, 1, cl->fatal_text, c->client_errors);
+    } else if (c->client_errors) {
+        out = Py_BuildValue("(iisl)", c->client_err, 0, c->client_text, c->client_errors);
+    }
     c->client_errors = 0;
+    pthread_mutex_unlock(&cl->lock);
+    if (out == NULL && !PyErr_Occurred()) Py_RETURN_NONE;
     return out;
 }
 
@@ -329,6 +645,32 @@ static PyObject *new_bytes(Py_ssize_t n, char **data) {
     PyObject *b = PyBytes_FromStringAndSize(NULL, n);
     if (b != NULL) *data = PyBytes_AS_STRING(b);
     return b;
+}
+
+/* Move the consumer's strays (older than anything on its queue) behind its pending. */
+static int take_strays(Consumer *c) {
+    pthread_mutex_lock(&c->client->lock);
+    Py_ssize_t keep = c->npending - c->pos, need = keep + c->nstray;
+    if (need > c->cap) {
+        rd_kafka_message_t **grown = malloc(sizeof(*grown) * (size_t)need);
+        if (grown == NULL) {
+            pthread_mutex_unlock(&c->client->lock);
+            PyErr_NoMemory();
+            return -1;
+        }
+        if (keep) memcpy(grown, c->msgs + c->pos, sizeof(*grown) * (size_t)keep);
+        free(c->msgs);
+        c->msgs = grown;
+        c->cap = need;
+    } else if (c->pos > 0 && keep) {
+        memmove(c->msgs, c->msgs + c->pos, sizeof(*c->msgs) * (size_t)keep);
+    }
+    c->pos = 0;
+    memcpy(c->msgs + keep, c->stray, sizeof(*c->msgs) * (size_t)c->nstray);
+    c->npending = need;
+    c->nstray = 0;
+    pthread_mutex_unlock(&c->client->lock);
+    return 0;
 }
 
 #define BIT_SET(buf, i) ((buf)[(i) >> 3] |= (uint8_t)(1u << ((i) & 7)))
@@ -371,9 +713,19 @@ static PyObject *consumer_consume(Consumer *c, PyObject *args) {
         c->pos = 0;
         c->npending = keep;
     }
+    Client *cl = c->client;
+    if (cl->pending->cnt > 0 && client_flush(cl)) return NULL;
+    if (c->queue == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "consume before assign");
+        return NULL;
+    }
+    if (client_drain(cl)) return NULL;
+    if (c->nstray > 0 && take_strays(c)) return NULL;
     if (c->npending < max_records) {
         ssize_t got;
+        rd_kafka_t *h = c->client->rk;
         Py_BEGIN_ALLOW_THREADS
+        rk.poll(h, 0); /* serve the client's callbacks (errors) */
         got = rk.consume_batch_queue(c->queue, 0, c->msgs + c->npending,
                                      (size_t)(max_records - c->npending));
         Py_END_ALLOW_THREADS
@@ -388,7 +740,7 @@ static PyObject *consumer_consume(Consumer *c, PyObject *args) {
     PyObject *errors = PyList_New(0);
     if (errors == NULL) return NULL;
     Py_ssize_t take = 0;
-    while (take < c->npending) {
+    while (take < c->npending && n < max_records) {
         rd_kafka_message_t *msg = m[take];
         if (msg->err) {
             const char *text = rk.message_errstr(msg);
@@ -550,7 +902,8 @@ static PyObject *consumer_pending(Consumer *c, PyObject *noargs) {
 
 static PyMethodDef consumer_methods[] = {
     {"assign", (PyCFunction)consumer_assign, METH_VARARGS,
-     "assign(topic, partition, offset, leader_epoch): read one partition from offset."},
+     "assign(topic, partition, offset, leader_epoch): read one partition from offset\n"
+     "(assigned at the client's next consume, with the partitions assigned beside it)."},
     {"consume", (PyCFunction)consumer_consume, METH_VARARGS,
      "consume(max_records, max_bytes): the Arrow buffers of up to max_records messages."},
     {"position", (PyCFunction)consumer_position, METH_VARARGS,
@@ -561,19 +914,33 @@ static PyMethodDef consumer_methods[] = {
      "take_client_error(): (code, fatal, text, count) of client errors since the last call."},
     {"pending", (PyCFunction)consumer_pending, METH_NOARGS,
      "pending(): messages taken from librdkafka and not yet returned."},
-    {"close", (PyCFunction)consumer_close, METH_NOARGS, "close(): close and destroy the consumer."},
+    {"close", (PyCFunction)consumer_close, METH_NOARGS,
+     "close(): unassign the partition; the last consumer of a client closes its handle."},
     {NULL, NULL, 0, NULL},
+};
+
+static PyObject *consumer_get_client(Consumer *c, void *closure) {
+    (void)closure;
+    if (c->client == NULL) Py_RETURN_NONE;
+    Py_INCREF(c->client);
+    return (PyObject *)c->client;
+}
+
+static PyGetSetDef consumer_getset[] = {
+    {"client", (getter)consumer_get_client, NULL, "The shared handle (None once closed).", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyTypeObject ConsumerType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "thalweg_bytewax._kafka_native.Consumer",
     .tp_basicsize = sizeof(Consumer),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A librdkafka consumer of one partition whose batches come out as Arrow buffers.",
+    .tp_doc = "The reader of one partition of a Client; its batches come out as Arrow buffers.",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)consumer_init,
     .tp_dealloc = (destructor)consumer_dealloc,
     .tp_methods = consumer_methods,
+    .tp_getset = consumer_getset,
 };
 
 static PyMethodDef module_methods[] = {
@@ -587,9 +954,15 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__kafka_native(void) {
-    if (PyType_Ready(&ConsumerType) < 0) return NULL;
+    if (PyType_Ready(&ClientType) < 0 || PyType_Ready(&ConsumerType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
+    Py_INCREF(&ClientType);
+    if (PyModule_AddObject(m, "Client", (PyObject *)&ClientType) < 0) {
+        Py_DECREF(&ClientType);
+        Py_DECREF(m);
+        return NULL;
+    }
     Py_INCREF(&ConsumerType);
     if (PyModule_AddObject(m, "Consumer", (PyObject *)&ConsumerType) < 0) {
         Py_DECREF(&ConsumerType);

@@ -1,7 +1,7 @@
 """Private: the choice between the native batch consume and confluent-kafka's messages.
 
-``thalweg_bytewax._kafka_native`` (an optional extension, see ``setup.py``) consumes a
-partition into Arrow buffers over the librdkafka bundled in confluent-kafka's wheel; the
+``thalweg_bytewax._kafka_native`` (an optional extension, see ``setup.py``) consumes
+partitions into Arrow buffers over the librdkafka bundled in confluent-kafka's wheel; the
 pure path reads confluent-kafka ``Message`` objects. Both build the same RawBatches (the
 differential tests prove it on the fidelity corpus). ``THALWEG_KAFKA_CONSUME`` chooses:
 ``auto`` (default: native when available), ``pure`` or ``native`` (fail when missing).
@@ -13,6 +13,7 @@ import glob
 import importlib
 import logging
 import os
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -118,18 +119,41 @@ def native_settings(settings: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def open_native(settings: Mapping[str, Any]) -> Any:
-    """A native consumer of the given settings (``use_native`` must have said yes).
+def open_native(settings: Mapping[str, Any], *, resumes_epoch: bool = False) -> Any:
+    """A native consumer of one partition (``use_native`` must have said yes).
+
+    The partitions a worker thread opens with the same settings share one librdkafka
+    handle (``Client``), each reading its own partition queue: one fetch request per
+    broker and one set of client threads instead of one per partition. The handle
+    closes with its last consumer.
+
+    Args:
+        settings: The consumer settings.
+        resumes_epoch: Whether the partition resumes at a position with a known leader
+            epoch. librdkafka validates that epoch against the broker's log only when
+            the handle learns the topic's leaders after the assignment, so such a
+            partition opened after the shared handle started reading gets a new
+            handle (which later partitions then share).
 
     Raises:
         ConfigError: When librdkafka refuses a setting (it names the property).
     """
     module, _ = _load()
-    try:
-        return module.Consumer(native_settings(settings))
-    except ValueError as exc:
-        msg = (
-            f"kafka source: librdkafka refused the consumer setting {exc} of the native "
-            f"consume; fix it in `add_config` or set `{CONSUME_ENV}=pure`"
-        )
-        raise ConfigError(msg) from exc
+    strings = native_settings(settings)
+    key = (threading.get_ident(), tuple(sorted(strings.items())))
+    clients: dict[Any, Any] = _state.setdefault("clients", {})
+    client = clients.get(key)
+    if client is None or client.closed or (resumes_epoch and client.started):
+        try:
+            client = module.Client(strings)
+        except ValueError as exc:
+            msg = (
+                f"kafka source: librdkafka refused the consumer setting {exc} of the native "
+                f"consume; fix it in `add_config` or set `{CONSUME_ENV}=pure`"
+            )
+            raise ConfigError(msg) from exc
+        # Drop handles closed since (their key may differ: another thread's).
+        for stale in [k for k, c in clients.items() if c.closed]:
+            del clients[stale]
+        clients[key] = client
+    return module.Consumer(client)

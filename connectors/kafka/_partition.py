@@ -76,12 +76,16 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
         self._degraded = False
         consumer_settings = config.consumer_config(sharing_prefetch)
         # The data plane: the native batch consume into Arrow buffers when it is built
-        # (its own librdkafka handle, assigned below), else confluent-kafka's messages.
+        # (a librdkafka handle shared with the worker's other partitions of this source,
+        # see `open_native`), else confluent-kafka's messages.
         # The confluent-kafka consumer serves metadata, watermarks and offset lookups;
         # with the native consume it is opened only when one of those is not already
-        # answered by the listing, so a listed partition keeps one librdkafka handle.
+        # answered by the listing, so listed partitions open no handle of their own.
         native = use_native(consumer_settings)
-        self._native: Any = open_native(consumer_settings) if native else None
+        resumes_epoch = resume is not None and resume["leader_epoch"] is not None
+        self._native: Any = (
+            open_native(consumer_settings, resumes_epoch=resumes_epoch) if native else None
+        )
         # Client-level errors (brokers down, authentication) are not returned by
         # consume(); librdkafka reports them here, served from within consume().
         consumer_settings["error_cb"] = self._on_client_error
