@@ -393,13 +393,15 @@ def _report(results: dict[str, dict[str, float]], double: bool) -> None:
         if key.endswith("@2x"):
             continue
         shape, name = key.split("/")
-        stock = results[f"{shape}/stock-{name.split('-')[1]}"]
+        # Without the stock variant in the run (--kinds), the ratios are left out.
+        stock = results.get(f"{shape}/stock-{name.split('-')[1]}")
         rps = r["records"] / r["seconds"]
         cpu = r["cpu_s"] / r["records"] * 1e6
+        wall_x = f"{stock['seconds'] / r['seconds']:>7.1f}x" if stock else f"{'-':>8}"
+        cpu_x = f"{stock['cpu_s'] / r['cpu_s']:>7.1f}x" if stock else f"{'-':>8}"
         line = (
             f"{key:<28}{int(r['records']):>10,}{rps:>11,.0f}"
-            f"{stock['seconds'] / r['seconds']:>7.1f}x{cpu:>11.2f}"
-            f"{stock['cpu_s'] / r['cpu_s']:>7.1f}x{r['peak_rss_mb']:>8.0f}"
+            f"{wall_x}{cpu:>11.2f}{cpu_x}{r['peak_rss_mb']:>8.0f}"
         )
         if double:
             d = results[key + "@2x"]
