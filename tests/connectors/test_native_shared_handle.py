@@ -17,6 +17,7 @@ import pyarrow as pa
 import pytest
 
 from tests.connectors.test_kafka_resume import drain, fill
+from tests.connectors.test_kafka_source import poll_until
 from tests.connectors.test_native_consume import NOW, _assert_same, _pure, corpus_topic
 from thalweg_bytewax.connectors.kafka import KafkaSource, _native
 from thalweg_bytewax.connectors.kafka._config import consumer_config
@@ -38,16 +39,8 @@ def _native_path(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _offsets(part: Any, rows: int) -> list[int]:
-    got: list[int] = []
-    deadline = time.monotonic() + 20
-    while len(got) < rows and time.monotonic() < deadline:
-        try:
-            for _, batch in part.next_batch():
-                got.extend(batch.column("_twg_source_offset").to_pylist())
-        except StopIteration:
-            break
-        time.sleep(0.005)
-    return got
+    """The offsets of the next `rows` records the partition emits."""
+    return [o for _, b in poll_until(part, rows) for o in b.column("_twg_source_offset").to_pylist()]
 
 
 def test_partitions_opened_in_one_thread_share_one_handle_and_read_every_record(
