@@ -30,6 +30,7 @@ CONSUME_ENV = "THALWEG_KAFKA_CONSUME"
 
 _MODES = ("auto", "pure", "native")
 _state: dict[str, Any] = {}
+_clients_lock = threading.Lock()
 
 
 def _library() -> str | None:
@@ -141,19 +142,20 @@ def open_native(settings: Mapping[str, Any], *, resumes_epoch: bool = False) -> 
     module, _ = _load()
     strings = native_settings(settings)
     key = (threading.get_ident(), tuple(sorted(strings.items())))
-    clients: dict[Any, Any] = _state.setdefault("clients", {})
-    client = clients.get(key)
-    if client is None or client.closed or (resumes_epoch and client.started):
-        try:
-            client = module.Client(strings)
-        except ValueError as exc:
-            msg = (
-                f"kafka source: librdkafka refused the consumer setting {exc} of the native "
-                f"consume; fix it in `add_config` or set `{CONSUME_ENV}=pure`"
-            )
-            raise ConfigError(msg) from exc
-        # Drop handles closed since (their key may differ: another thread's).
-        for stale in [k for k, c in clients.items() if c.closed]:
-            del clients[stale]
-        clients[key] = client
-    return module.Consumer(client)
+    with _clients_lock:  # workers build their partitions concurrently
+        clients: dict[Any, Any] = _state.setdefault("clients", {})
+        client = clients.get(key)
+        if client is None or client.closed or (resumes_epoch and client.started):
+            try:
+                client = module.Client(strings)
+            except ValueError as exc:
+                msg = (
+                    f"kafka source: librdkafka refused the consumer setting {exc} of the "
+                    f"native consume; fix it in `add_config` or set `{CONSUME_ENV}=pure`"
+                )
+                raise ConfigError(msg) from exc
+            # Drop handles closed since (their key may differ: another thread's).
+            for stale in [k for k, c in clients.items() if c.closed]:
+                del clients[stale]
+            clients[key] = client
+        return module.Consumer(client)
