@@ -150,7 +150,7 @@ def test_records_fetched_before_a_queue_is_taken_are_neither_lost_nor_reordered(
     # the consumer queue. The delay makes that happen for every record here.
     topic, counts = corpus_topic
     client = _native._load()[0].Client(  # noqa: SLF001
-        _native.native_settings(consumer_config([kafka_bootstrap], None)), queue_delay_ms=1500
+        _native.native_settings(consumer_config([kafka_bootstrap], None)), queue_delay_ms=2500
     )
     consumers = {p: _native._load()[0].Consumer(client) for p in (0, 1)}  # noqa: SLF001
     for p, c in consumers.items():
