@@ -1,9 +1,10 @@
 """Private: a confluent-kafka consumer opened only when something asks it a question.
 
-With the native batch consume the data plane has its own librdkafka handle; the
-confluent-kafka consumer only answers metadata, watermark and timestamp lookups, which
-the source's listing usually answered already. Opening it only on first use keeps a
-partition at one librdkafka handle (and its threads) instead of two.
+With the native batch consume the data plane is a librdkafka handle shared by the
+worker's partitions; the confluent-kafka consumer only answers metadata, watermark and
+timestamp lookups, which the source's listing usually answered already. Opening it only
+on first use keeps a listed partition from opening a handle (and its threads) of its
+own.
 """
 
 from __future__ import annotations
