@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import bytewax.operators as op
 import pyarrow as pa
@@ -277,3 +278,32 @@ def test_a_tiny_first_file_does_not_decide_dictionary_encoding_for_later_ones(
     by_path = {group.column(i).path_in_schema: group.column(i) for i in range(group.num_columns)}
     assert by_path["tiny_first_status"].has_dictionary_page
     assert not by_path["_twg_source_offset"].has_dictionary_page
+
+
+def test_files_below_the_sample_size_reuse_the_dictionary_choice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Many partitions with short epochs write many files of a few thousand rows: each
+    # must not sample again (0.23 s of a 300k-record run), yet a file with far more
+    # rows than the cached sample must (a tiny first file decides nothing).
+    from thalweg_bytewax.connectors import _parquet_encoding as encoding
+
+    samples: list[int] = []
+    real = encoding._leaves  # noqa: SLF001 - counting the sampling rounds
+
+    def counting(table: pa.Table) -> Any:
+        samples.append(table.num_rows)
+        return real(table)
+
+    monkeypatch.setattr(encoding, "_leaves", counting)
+
+    def table(n: int) -> pa.Table:
+        return pa.table({"reused_choice_status": pa.array([["NEW", "PAID"][i % 2] for i in range(n)])})
+
+    for n in [3, 3000, *([3500] * 20), 3900]:
+        options = encoding.column_options(table(n))
+    assert samples == [3, 3000]  # the 1x..2x rule: 3000 >= 2 * 3, then nothing outweighs 3000
+    assert options["use_dictionary"] == ["reused_choice_status"]
+    encoding.column_options(table(5000))  # a full sample replaces a partial one, once
+    encoding.column_options(table(9000))
+    assert samples == [3, 3000, 4096]
