@@ -647,26 +647,25 @@ static PyObject *new_bytes(Py_ssize_t n, char **data) {
     return b;
 }
 
-/* Move the consumer's strays (older than anything on its queue) behind its pending. */
-static int take_strays(Consumer *c) {
+/* Put the consumer's strays at msgs[at], before the messages read from its own queue
+   (pos must be 0). Every stray came through the consumer queue before the partition's
+   queue was taken, so it is older than anything read from that queue: a stray drained
+   just after a read goes before what that read returned. */
+static int take_strays(Consumer *c, Py_ssize_t at) {
     pthread_mutex_lock(&c->client->lock);
-    Py_ssize_t keep = c->npending - c->pos, need = keep + c->nstray;
+    Py_ssize_t k = c->nstray, need = c->npending + k;
     if (need > c->cap) {
-        rd_kafka_message_t **grown = malloc(sizeof(*grown) * (size_t)need);
+        rd_kafka_message_t **grown = realloc(c->msgs, sizeof(*grown) * (size_t)need);
         if (grown == NULL) {
             pthread_mutex_unlock(&c->client->lock);
             PyErr_NoMemory();
             return -1;
         }
-        if (keep) memcpy(grown, c->msgs + c->pos, sizeof(*grown) * (size_t)keep);
-        free(c->msgs);
         c->msgs = grown;
         c->cap = need;
-    } else if (c->pos > 0 && keep) {
-        memmove(c->msgs, c->msgs + c->pos, sizeof(*c->msgs) * (size_t)keep);
     }
-    c->pos = 0;
-    memcpy(c->msgs + keep, c->stray, sizeof(*c->msgs) * (size_t)c->nstray);
+    memmove(c->msgs + at + k, c->msgs + at, sizeof(*c->msgs) * (size_t)(c->npending - at));
+    memcpy(c->msgs + at, c->stray, sizeof(*c->msgs) * (size_t)k);
     c->npending = need;
     c->nstray = 0;
     pthread_mutex_unlock(&c->client->lock);
@@ -719,17 +718,25 @@ static PyObject *consumer_consume(Consumer *c, PyObject *args) {
         PyErr_SetString(PyExc_RuntimeError, "consume before assign");
         return NULL;
     }
+    /* (pos is 0 here) Strays before and after reading the partition's queue: one that
+       was still being added to the consumer queue while this queue was taken can land
+       there just after the drain, and is then older than what the read returns. */
     if (client_drain(cl)) return NULL;
-    if (c->nstray > 0 && take_strays(c)) return NULL;
+    if (c->nstray > 0 && take_strays(c, c->npending)) return NULL;
     if (c->npending < max_records) {
         ssize_t got;
+        Py_ssize_t before = c->npending;
         rd_kafka_t *h = c->client->rk;
         Py_BEGIN_ALLOW_THREADS
         rk.poll(h, 0); /* serve the client's callbacks (errors) */
         got = rk.consume_batch_queue(c->queue, 0, c->msgs + c->npending,
                                      (size_t)(max_records - c->npending));
         Py_END_ALLOW_THREADS
-        if (got > 0) c->npending += got;
+        if (got > 0) {
+            c->npending += got;
+            if (client_drain(cl)) return NULL;
+            if (c->nstray > 0 && take_strays(c, before)) return NULL;
+        }
     }
     /* Take messages up to the byte budget; error messages among them are returned
        beside the columns, as the pure path sees them in the same poll. */
