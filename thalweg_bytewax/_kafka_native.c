@@ -193,8 +193,9 @@ typedef struct Consumer Consumer;
    broker's log (KIP-320) only when it learns the leader after the assignment, and
    taking a partition's queue creates the partition and asks for that metadata, so the
    queues are taken right after the assignment. A fetch answered in between lands on
-   the consumer queue: every consume drains it into the owners' `stray` lists first,
-   before any partition queue is read, so no record is lost or reordered. */
+   the consumer queue: every consume drains it into the owners' `stray` lists right
+   after reading its own partition queue and puts its strays before what that read
+   returned (they are older), so no record is lost or reordered. */
 typedef struct {
     PyObject_HEAD
     rd_kafka_t *rk;
@@ -718,26 +719,23 @@ static PyObject *consumer_consume(Consumer *c, PyObject *args) {
         PyErr_SetString(PyExc_RuntimeError, "consume before assign");
         return NULL;
     }
-    /* (pos is 0 here) Strays before and after reading the partition's queue: one that
-       was still being added to the consumer queue while this queue was taken can land
-       there just after the drain, and is then older than what the read returns. */
-    if (client_drain(cl)) return NULL;
-    if (c->nstray > 0 && take_strays(c, c->npending)) return NULL;
+    /* (pos is 0 here) Read the partition's queue, then drain the consumer queue: every
+       stray landed before anything on this queue could be read (one still being added
+       while the queue was taken included), so the drain after the read finds it, and
+       it goes before what the read returned. */
+    Py_ssize_t before = c->npending;
     if (c->npending < max_records) {
         ssize_t got;
-        Py_ssize_t before = c->npending;
         rd_kafka_t *h = c->client->rk;
         Py_BEGIN_ALLOW_THREADS
         rk.poll(h, 0); /* serve the client's callbacks (errors) */
         got = rk.consume_batch_queue(c->queue, 0, c->msgs + c->npending,
                                      (size_t)(max_records - c->npending));
         Py_END_ALLOW_THREADS
-        if (got > 0) {
-            c->npending += got;
-            if (client_drain(cl)) return NULL;
-            if (c->nstray > 0 && take_strays(c, before)) return NULL;
-        }
+        if (got > 0) c->npending += got;
     }
+    if (client_drain(cl)) return NULL;
+    if (c->nstray > 0 && take_strays(c, before)) return NULL;
     /* Take messages up to the byte budget; error messages among them are returned
        beside the columns, as the pure path sees them in the same poll. */
     rd_kafka_message_t **m = c->msgs;
