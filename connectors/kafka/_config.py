@@ -67,6 +67,7 @@ ENABLE_AUTO_OFFSET_STORE = "enable.auto.offset.store"
 AUTO_OFFSET_RESET = "auto.offset.reset"
 FETCH_QUEUE_BACKOFF_MS = "fetch.queue.backoff.ms"
 QUEUED_MAX_MESSAGES_KBYTES = "queued.max.messages.kbytes"
+QUEUED_MIN_MESSAGES = "queued.min.messages"
 LOG_LEVEL = "log_level"
 ISOLATION_LEVEL = "isolation.level"
 
@@ -93,6 +94,15 @@ DEFAULT_QUEUED_MAX_MESSAGES_KBYTES = 4 * 1024
 # CPU (more fetch round trips a record).
 DEFAULT_PREFETCH_BUDGET = 256 * 1024 * 1024
 MIN_PARTITION_PREFETCH_KBYTES = 256
+
+
+# The prefetch of one partition in records: librdkafka stops fetching a partition once
+# its queue holds this many records or the bytes above, whichever comes first (its own
+# default, 100,000 records, never binds before 4 MiB of records over ~42 bytes). Small
+# records cost more than their bytes: a queued record also holds a ~260-byte operation
+# and its share of the record batch's buffer, so 4 MiB of ~95-byte records (~44k of
+# them) held ~20 MB. Two polls' worth keeps one poll queued while the next fetch runs.
+PREFETCH_POLLS = 2
 
 
 def partition_prefetch_kbytes(budget: int | None, partitions: int) -> int:
@@ -140,7 +150,11 @@ class SourceConfig:
         prefetch = partition_prefetch_kbytes(self.prefetch_budget, partitions)
         config = consumer_config(
             self.brokers,
-            {ISOLATION_LEVEL: self.isolation_level, QUEUED_MAX_MESSAGES_KBYTES: prefetch},
+            {
+                ISOLATION_LEVEL: self.isolation_level,
+                QUEUED_MAX_MESSAGES_KBYTES: prefetch,
+                QUEUED_MIN_MESSAGES: PREFETCH_POLLS * self.batch_size,
+            },
         )
         config.update(self.add_config)
         return config

@@ -8,6 +8,7 @@ each the even share of ``prefetch_budget`` over the partitions it listed, betwee
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -85,3 +86,39 @@ def test_add_config_wins_over_the_budget(
         add_config={QUEUED: 300},
     )
     assert [s[QUEUED] for s in _built_settings(monkeypatch, source)] == [300] * 4
+
+
+def _queued_after_first_poll(bootstrap: str, topic: str, **kwargs: Any) -> int:
+    """Records librdkafka prefetched for partition 0 once the first poll started it."""
+    source = KafkaSource([bootstrap], [topic], tail=False, batch_size=1_000, **kwargs)
+    part = source.build_part("in", f"{topic}:0", None)
+    try:
+        part.next_batch()  # assigns the partition and starts fetching
+        time.sleep(1.0)  # the fetcher fills the queue up to its bound, then waits
+        native = part._native  # noqa: SLF001 - what the queue holds, without a poll's limits
+        assert native is not None, "the native consume is not in use"
+        return int(native.consume(200_000, 1 << 40)[0])
+    finally:
+        part.close()
+
+
+@pytest.mark.skipif(
+    _native._load()[0] is None,  # noqa: SLF001
+    reason="the native consume extension is not built",
+)
+def test_a_partition_prefetches_about_two_polls_of_small_records_not_4_mib(
+    kafka_bootstrap: str, make_topic: Callable[[], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 40,000 records of 100 bytes: under the 4 MiB byte bound, so without a bound in
+    # records librdkafka queues all of them (each also holds a ~260-byte operation).
+    monkeypatch.setenv(_native.CONSUME_ENV, "native")
+    topic = make_topic()
+    records = [{"value": b"%0100d" % i, "partition": 0} for i in range(40_000)]
+    produce(kafka_bootstrap, topic, records, config={"batch.num.messages": 500})
+    queued = _queued_after_first_poll(kafka_bootstrap, topic)
+    # Two polls of 1,000 records, plus the rest of the fetch that crossed them (~1 MiB).
+    assert 0 < queued < 15_000  # noqa: PLR2004
+    unbounded = _queued_after_first_poll(
+        kafka_bootstrap, topic, add_config={"queued.min.messages": 100_000}
+    )
+    assert unbounded > 35_000  # noqa: PLR2004 - the check can fail: the records bound it
