@@ -276,18 +276,34 @@ def run_variant(args: argparse.Namespace) -> dict[str, float]:
 
 
 def _produce(
-    bootstrap: str, shape: Shape, fmt: str, records: int, stamp: int, factors: tuple[int, ...]
+    bootstrap: str,
+    shape: Shape,
+    fmt: str,
+    records: int,
+    stamp: int,
+    factors: tuple[int, ...],
+    *,
+    partitions: int = 0,
+    compression: str = "none",
 ) -> tuple[dict[int, list[str]], int, int]:
     """For each factor f, ``f * records`` records over the same number of partitions.
 
     Returns the topics per factor, the records of factor 1 and their bytes. Doubling
     the records per partition (not the partitions) is what tests that memory is flat.
+    ``partitions`` (a multiple of 4) spreads them over that many partitions; 0 uses as
+    many as the mock's retention needs for uncompressed record batches. ``compression``
+    is the producer's ``compression.type``: compressed batches let a partition of the
+    mock hold 2-6x the records (it keeps ~5 MB of batches, as stored).
     """
     from thalweg_bytewax.testing import produce
 
-    per_topic = PER_TOPIC[fmt] // max(factors)  # the largest set must fit the retention
-    n_topics = max(1, -(-records // per_topic))
+    if partitions:
+        n_topics = max(1, partitions // 4)
+    else:
+        per_topic = PER_TOPIC[fmt] // max(factors)  # the largest set must fit the retention
+        n_topics = max(1, -(-records // per_topic))
     per_topic = records // n_topics
+    config = {"compression.type": compression, "batch.num.messages": 10_000}
     topics: dict[int, list[str]] = {}
     total_bytes = 0
     for f in factors:
@@ -299,7 +315,7 @@ def _produce(
                 if f == 1:
                     total_bytes += len(value)
                 recs.append({"key": shape.key(order), "value": value, "partition": i % 4})
-            produce(bootstrap, topic, recs)
+            produce(bootstrap, topic, recs, config=config)
     return topics, per_topic * n_topics, total_bytes
 
 
@@ -343,6 +359,18 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--shape", action="append", choices=sorted(SHAPES))
     parser.add_argument("--kinds", default=",".join(KINDS), help="comma-separated subset of KINDS")
     parser.add_argument("--double", action="store_true", help="also run on twice the records")
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        default=0,
+        help="partitions per size (a multiple of 4); 0: as many as uncompressed batches need",
+    )
+    parser.add_argument(
+        "--compression",
+        default="none",
+        choices=["none", "lz4", "zstd", "snappy", "gzip"],
+        help="the producer's compression.type",
+    )
     parser.add_argument("--child", choices=VARIANTS, help=argparse.SUPPRESS)
     parser.add_argument("--topics", default="", help=argparse.SUPPRESS)
     parser.add_argument("--expected", type=int, default=0, help=argparse.SUPPRESS)
@@ -357,11 +385,21 @@ def _measure(
 ) -> dict[str, dict[str, float]]:
     factors = (1, 2) if args.double else (1,)
     t0 = time.perf_counter()
-    topics, total, nbytes = _produce(bootstrap, shape, fmt, args.records, stamp, factors)
+    topics, total, nbytes = _produce(
+        bootstrap,
+        shape,
+        fmt,
+        args.records,
+        stamp,
+        factors,
+        partitions=args.partitions,
+        compression=args.compression,
+    )
     check_retention(bootstrap, [t for ts in topics.values() for t in ts])
     print(
         f"produced {total * sum(factors):,} {shape.name} {fmt} records"
-        f" ({nbytes * sum(factors) / 1e6:.1f} MB) to {len(topics[1])} topics x 4 partitions"
+        f" ({nbytes * sum(factors) / 1e6:.1f} MB, {args.compression} batches) to"
+        f" {len(topics[1])} topics x 4 partitions"
         f" per size in {time.perf_counter() - t0:.1f} s",
         flush=True,
     )

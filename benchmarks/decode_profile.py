@@ -284,10 +284,19 @@ def main() -> None:
     )
     p.add_argument("--ab-pythonpath", default="", help="with --fresh: pair runs, B with it")
     p.add_argument("--no-gc", action="store_true", help="gc.disable() around the runs")
+    p.add_argument("--partitions", type=int, default=0, help="as decode_e2e.py --partitions")
+    p.add_argument("--compression", default="none", help="as decode_e2e.py --compression")
     args = p.parse_args()
     with broker(args.bootstrap) as bootstrap:
         topics, total, _ = _produce(
-            bootstrap, shape(args.shape), args.format, args.records, int(time.time()), (1, 2)
+            bootstrap,
+            shape(args.shape),
+            args.format,
+            args.records,
+            int(time.time()),
+            (1, 2),
+            partitions=args.partitions,
+            compression=args.compression,
         )
         if args.fresh:
             _fresh(args, bootstrap, topics, total)
