@@ -376,6 +376,12 @@ def main() -> None:
     )
     parser.add_argument("--variants", default="", help="comma-separated subset to run")
     parser.add_argument(
+        "--compression",
+        default="lz4",
+        choices=["none", "lz4", "zstd", "snappy", "gzip"],
+        help="the producer's compression.type (zstd fits ~1.4x the orders of lz4)",
+    )
+    parser.add_argument(
         "--double", action="store_true", help="also run each variant on half of every partition"
     )
     parser.add_argument("--child", choices=sorted(VARIANTS), help=argparse.SUPPRESS)
@@ -407,10 +413,20 @@ def main() -> None:
         topics = [f"bench-orders-{stamp}-{i}" for i in range(n_topics)]
         t0 = time.perf_counter()
         for i, topic in enumerate(topics):
-            produce_sample_orders(bootstrap, topic, per_topic, seed=i, partitions=[0, 1, 2, 3])
+            produce_sample_orders(
+                bootstrap,
+                topic,
+                per_topic,
+                seed=i,
+                partitions=[0, 1, 2, 3],
+                compression=args.compression,
+            )
         total = per_topic * n_topics
         took = time.perf_counter() - t0
-        print(f"produced {total:,} orders to {n_topics} topics x 4 partitions in {took:.1f} s")
+        print(
+            f"produced {total:,} orders ({args.compression} batches) to {n_topics} topics"
+            f" x 4 partitions in {took:.1f} s"
+        )
         print(f"driver peak RSS {peak_rss_mb():.0f} MB (not counted in a variant's)")
         check_retention(bootstrap, topics)
 
