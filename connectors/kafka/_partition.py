@@ -25,7 +25,7 @@ from ._config import SourceConfig
 from ._errors import is_fatal, is_truncation
 from ._lazy_consumer import LazyConsumer
 from ._metadata import SourceMetadata
-from ._native import open_native, use_native
+from ._native import CONSUME_ENV, open_native, use_native
 from ._resume import KafkaPartitionState, check_resume, make_state, truncation_message
 from .stats import KafkaSourceStats
 
@@ -172,9 +172,22 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
     def _assign(self, topic: str, partition: int, offset: int) -> None:
         epoch = -1 if self._leader_epoch is None else self._leader_epoch  # -1: none known
         if self._native is not None:
-            self._native.assign(topic, partition, offset, epoch)
+            try:
+                self._native.assign(topic, partition, offset, epoch)
+            except RuntimeError as exc:
+                doing = "assigning it"
+                raise self._native_failure(doing, exc) from exc
             return
         self._consumer.assign([TopicPartition(topic, partition, offset, leader_epoch=epoch)])
+
+    def _native_failure(self, doing: str, exc: RuntimeError) -> SourceError:
+        """The native consume's internal failure as a ``SourceError`` naming the partition."""
+        msg = (
+            f"kafka source: partition {self._key}: the native consume failed {doing} "
+            f"({exc}); restart the flow to resume from the last snapshot, and if it "
+            f"happens again read through confluent-kafka with {CONSUME_ENV}=pure"
+        )
+        return SourceError(msg)
 
     def _budget(self) -> int:
         if self._avg_record_bytes <= 0:
@@ -239,7 +252,11 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
 
     def _poll_native(self) -> list[KeyedBatch]:
         native = self._native
-        out = native.consume(self._budget(), self._max_bytes)
+        try:
+            out = native.consume(self._budget(), self._max_bytes)
+        except RuntimeError as exc:  # librdkafka refused the assignment or the queue
+            doing = "reading it"
+            raise self._native_failure(doing, exc) from exc
         client = native.take_client_error()
         if client is not None:
             code, fatal, text, count = client

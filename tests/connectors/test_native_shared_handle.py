@@ -208,3 +208,17 @@ def test_a_broker_outage_reaches_every_partition_of_the_handle(make_topic: Any) 
     finally:
         for part in parts:
             part.close()
+
+
+def test_an_internal_failure_of_the_native_consume_is_a_source_error_naming_the_partition(
+    kafka_bootstrap: str, make_topic: Any
+) -> None:
+    topic = make_topic()
+    fill(kafka_bootstrap, topic, partition=0)
+    part = KafkaSource([kafka_bootstrap], [topic], tail=False).build_part("in", f"{topic}:0", None)
+    part._native.close()  # noqa: SLF001 - the handle gone under the partition
+    with pytest.raises(SourceError, match=rf"partition {topic}:0: the native consume failed") as info:
+        part.next_batch()
+    assert "THALWEG_KAFKA_CONSUME=pure" in str(info.value)
+    assert isinstance(info.value.__cause__, RuntimeError)
+    part.close()
