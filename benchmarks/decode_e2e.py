@@ -43,7 +43,15 @@ each variant process (~0.2 s of CPU), a start-up cost no installed user pays, wh
 the stock variant's dependencies come precompiled from ``site-packages``.
 
 It starts librdkafka's mock cluster unless ``--bootstrap`` names a broker. The mock
-keeps ~5 MB per partition, so records are spread over several 4-partition topics.
+keeps ~5 MB of record batches per partition, as stored, so records are spread over
+several 4-partition topics. ``--partitions N`` fixes their number instead, and
+``--compression zstd`` has the producer compress its batches (2-6x the records fit a
+partition): with both, the 1x run can pass the default per-partition bounds of the
+source and sinks, which is what shows peak RSS flat at the defaults (docs/benchmarks.md,
+"Speed at a glance")::
+
+    python benchmarks/decode_e2e.py --records 720000 --partitions 16 --compression zstd \
+        --repeat 3 --double --shape plain --format json
 """
 
 from __future__ import annotations

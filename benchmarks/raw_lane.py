@@ -55,6 +55,12 @@ steady state: with 5,000-record producer batches, ``--per-partition 40000`` (1x:
 
     python benchmarks/raw_lane.py --records 640000 --per-partition 40000 --repeat 3 \
         --double --variants raw-lane-lowmem,raw-lane-lowmem-mmap,decode-lowmem,decode-lowmem-mmap
+
+At the default bounds the 1x run must pass them too; zstd batches (``--compression
+zstd``) fit ~60,000 sample orders a partition::
+
+    python benchmarks/raw_lane.py --records 960000 --per-partition 60000 --compression zstd \
+        --repeat 3 --double --variants bare,raw-lane,raw-lane-w2,raw-lane-2p
 """
 
 from __future__ import annotations
