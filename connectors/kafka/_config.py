@@ -106,6 +106,9 @@ MIN_PARTITION_PREFETCH_KBYTES = 256
 # orders, 2 paired runs each): one poll against two, peak RSS 378-391 against 443-445 MB,
 # CPU 2.35-3.13 against 2.66-2.83 us a record, wall rate within the runs' spread.
 PREFETCH_POLLS = 1
+# ... but never below this many records: with tiny polls (`batch_size=10` for latency) a
+# queue refilled only once nearly empty would leave polls waiting on the next fetch.
+MIN_PREFETCH_RECORDS = 1_000
 
 
 def partition_prefetch_kbytes(budget: int | None, partitions: int) -> int:
@@ -156,7 +159,7 @@ class SourceConfig:
             {
                 ISOLATION_LEVEL: self.isolation_level,
                 QUEUED_MAX_MESSAGES_KBYTES: prefetch,
-                QUEUED_MIN_MESSAGES: PREFETCH_POLLS * self.batch_size,
+                QUEUED_MIN_MESSAGES: max(PREFETCH_POLLS * self.batch_size, MIN_PREFETCH_RECORDS),
             },
         )
         config.update(self.add_config)

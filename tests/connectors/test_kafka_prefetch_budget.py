@@ -122,3 +122,23 @@ def test_a_partition_prefetches_about_one_poll_of_small_records_not_4_mib(
         kafka_bootstrap, topic, add_config={"queued.min.messages": 100_000}
     )
     assert unbounded > 35_000  # noqa: PLR2004 - the check can fail: the records bound it
+
+
+@pytest.mark.parametrize(
+    ("batch_size", "records"), [(10_000, 10_000), (50_000, 50_000), (10, 1_000)]
+)
+def test_the_prefetch_in_records_is_one_poll_and_at_least_1000(
+    kafka_bootstrap: str,
+    make_topic: Callable[[], str],
+    monkeypatch: pytest.MonkeyPatch,
+    batch_size: int,
+    records: int,
+) -> None:
+    topic = make_topic()
+    produce(kafka_bootstrap, topic, [{"value": b"x", "partition": 0}])
+    source = KafkaSource([kafka_bootstrap], [topic], tail=False, batch_size=batch_size)
+    assert {s["queued.min.messages"] for s in _built_settings(monkeypatch, source)} == {records}
+    custom = KafkaSource(
+        [kafka_bootstrap], [topic], tail=False, add_config={"queued.min.messages": 7}
+    )
+    assert {s["queued.min.messages"] for s in _built_settings(monkeypatch, custom)} == {7}
