@@ -96,18 +96,18 @@ DEFAULT_PREFETCH_BUDGET = 256 * 1024 * 1024
 MIN_PARTITION_PREFETCH_KBYTES = 256
 
 
-# The prefetch of one partition in records: librdkafka stops fetching a partition once
-# its queue holds this many polls of records or the bytes above, whichever comes first
-# (its own default, 100,000 records, never binds before 4 MiB of records over ~42 bytes).
-# Small records cost more than their bytes: a queued record also holds a ~260-byte
-# operation and its share of the record batch's buffer, so 4 MiB of ~95-byte records
-# (~44k) held ~20 MB. A fetch still adds up to 1 MiB past the bound, so one poll's worth
-# keeps the next poll served. Measured on the raw lane (16 partitions of 60k sample
-# orders, 2 paired runs each): one poll against two, peak RSS 378-391 against 443-445 MB,
-# CPU 2.35-3.13 against 2.66-2.83 us a record, wall rate within the runs' spread.
-PREFETCH_POLLS = 1
-# ... but never below this many records: with tiny polls (`batch_size=10` for latency) a
-# queue refilled only once nearly empty would leave polls waiting on the next fetch.
+# The prefetch of one partition in records is one poll (`batch_size`): librdkafka
+# stops fetching a partition once its queue holds `queued.min.messages` records or the
+# bytes above, whichever comes first (its own default, 100,000 records, never binds
+# before 4 MiB of records over ~42 bytes). Small records cost more than their bytes: a
+# queued record also holds a ~260-byte operation and its share of the record batch's
+# buffer, so 4 MiB of ~95-byte records (~44k) held ~20 MB. A fetch still adds up to
+# 1 MiB past the bound, which serves the next poll. Measured on the raw lane (16
+# partitions of 60k sample orders, 2 paired runs each): one poll against two, peak RSS
+# 378-391 against 443-445 MB, CPU 2.35-3.13 against 2.66-2.83 us a record, wall rate
+# within the runs' spread. Never below this many records: with tiny polls
+# (`batch_size=10` for latency) a queue refilled only once nearly empty would leave
+# polls waiting on the next fetch.
 MIN_PREFETCH_RECORDS = 1_000
 
 
@@ -159,7 +159,7 @@ class SourceConfig:
             {
                 ISOLATION_LEVEL: self.isolation_level,
                 QUEUED_MAX_MESSAGES_KBYTES: prefetch,
-                QUEUED_MIN_MESSAGES: max(PREFETCH_POLLS * self.batch_size, MIN_PREFETCH_RECORDS),
+                QUEUED_MIN_MESSAGES: max(self.batch_size, MIN_PREFETCH_RECORDS),
             },
         )
         config.update(self.add_config)
