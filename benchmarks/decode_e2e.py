@@ -305,13 +305,15 @@ def _produce(
     """
     from thalweg_bytewax.testing import produce
 
+    if partitions < 0 or partitions % 4:
+        raise SystemExit(f"--partitions expected a multiple of 4 (topics of 4); got {partitions}")
     if partitions:
-        n_topics = max(1, partitions // 4)
+        n_topics = partitions // 4
     else:
         per_topic = PER_TOPIC[fmt] // max(factors)  # the largest set must fit the retention
         n_topics = max(1, -(-records // per_topic))
     per_topic = records // n_topics
-    config = {"compression.type": compression, "batch.num.messages": 10_000}
+    config = {"compression.type": compression}
     topics: dict[int, list[str]] = {}
     total_bytes = 0
     for f in factors:
