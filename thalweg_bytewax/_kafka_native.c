@@ -223,6 +223,11 @@ struct Consumer {
     Py_ssize_t nstray, capstray;   /* (guarded by the client's lock) */
     rd_kafka_message_t **msgs;     /* taken from librdkafka, not yet returned */
     Py_ssize_t cap, npending, pos; /* msgs[pos:npending] wait for the next call */
+    /* each returned message's headers, looked up once a call: librdkafka parses a
+       record's header section on every lookup that finds none (a buffer allocated and
+       freed each time), and every record without headers has a one-byte section */
+    rd_kafka_headers_t **hdrs;
+    Py_ssize_t caphdrs;
     /* client errors recorded by the error callback (guarded by the client's lock) */
     long client_errors;
     int client_err;
@@ -528,6 +533,7 @@ static void consumer_release(Consumer *c) {
 static void consumer_dealloc(Consumer *c) {
     consumer_release(c);
     free(c->msgs);
+    free(c->hdrs);
     free(c->stray);
     Py_TYPE(c)->tp_free((PyObject *)c);
 }
@@ -742,6 +748,12 @@ static PyObject *consumer_consume(Consumer *c, PyObject *args) {
     Py_ssize_t n = 0, total = 0, kbytes = 0, vbytes = 0, nhdr = 0, hname = 0,
                hval = 0;
     int key_nulls = 0, val_nulls = 0, hval_nulls = 0, epoch_nulls = 0;
+    if (c->caphdrs < max_records) {
+        rd_kafka_headers_t **grown = realloc(c->hdrs, sizeof(*grown) * (size_t)max_records);
+        if (grown == NULL) return PyErr_NoMemory();
+        c->hdrs = grown;
+        c->caphdrs = max_records;
+    }
     PyObject *errors = PyList_New(0);
     if (errors == NULL) return NULL;
     Py_ssize_t take = 0;
@@ -772,7 +784,9 @@ static PyObject *consumer_consume(Consumer *c, PyObject *args) {
         key_nulls |= msg->key == NULL;
         val_nulls |= msg->payload == NULL;
         rd_kafka_headers_t *hdrs = NULL;
-        if (rk.message_headers(msg, &hdrs) == 0 && hdrs != NULL) {
+        if (rk.message_headers(msg, &hdrs) != 0) hdrs = NULL;
+        c->hdrs[n] = hdrs;
+        if (hdrs != NULL) {
             size_t cnt = rk.header_cnt(hdrs);
             for (size_t j = 0; j < cnt; j++) {
                 const char *name;
@@ -862,8 +876,8 @@ static PyObject *consumer_consume(Consumer *c, PyObject *args) {
         if (e >= 0) BIT_SET((uint8_t *)b_epv, i);
         else epoch_nulls = 1;
         ep[i] = e >= 0 ? e : 0;
-        rd_kafka_headers_t *hdrs = NULL;
-        if (rk.message_headers(msg, &hdrs) == 0 && hdrs != NULL) {
+        rd_kafka_headers_t *hdrs = c->hdrs[i];
+        if (hdrs != NULL) {
             size_t cnt = rk.header_cnt(hdrs);
             for (size_t j = 0; j < cnt; j++) {
                 const char *name;

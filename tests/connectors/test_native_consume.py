@@ -166,6 +166,44 @@ def test_transaction_markers_and_aborted_records_are_read_alike(
         assert offsets[-1] + 1 > len(offsets)
 
 
+def test_an_event_between_records_leaves_each_record_its_own_headers(
+    kafka_bootstrap: str, make_topic: Any
+) -> None:
+    """One consume returns records, the end-of-partition event, then records with headers.
+
+    The event is returned beside the columns, not as a row, so the rows after it are
+    packed one place earlier than librdkafka returned them: their headers must follow.
+    """
+    topic = make_topic()
+    produce(kafka_bootstrap, topic, [{"value": b"a%d" % i, "partition": 0} for i in range(3)])
+    c = _native.open_native(consumer_config([kafka_bootstrap], {"enable.partition.eof": True}))
+    c.assign(topic, 0, 0, -1)
+    try:
+        assert c.consume(1000, 1 << 30)[0] == 0  # the first consume assigns the partition
+        time.sleep(1.5)  # the three records and the end-of-partition event are fetched
+        with_headers = [
+            {"value": b"b%d" % i, "partition": 0, "headers": [("h", b"%d" % i), ("n", None)]}
+            for i in range(3)
+        ]
+        produce(kafka_bootstrap, topic, with_headers)
+        time.sleep(1.5)  # and then these three
+        out = c.consume(1000, 1 << 30)
+    finally:
+        c.close()
+    n, errors = out[0], out[-1]
+    assert n == 6, "the six records were expected in one consume"  # noqa: PLR2004
+    eof = -191  # _PARTITION_EOF, after each group of three
+    assert [(code, offset) for code, _text, offset in errors] == [(eof, 3), (eof, 6)]
+    batch = raw_batch_from_native(out, topic=topic, partition=0, cluster="c", ingest_ts=NOW)
+    values = [b"a0", b"a1", b"a2", b"b0", b"b1", b"b2"]
+    assert batch.column("_twg_source_value").to_pylist() == values
+    headers = batch.column("_twg_source_headers").to_pylist()
+    assert headers[:3] == [[], [], []]
+    assert [[(h["key"], h["value"]) for h in row] for row in headers[3:]] == [
+        [("h", b"%d" % i), ("n", None)] for i in range(3)
+    ]
+
+
 @pytest.mark.parametrize(
     "test",
     [
