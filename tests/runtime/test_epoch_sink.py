@@ -13,13 +13,15 @@ import os
 import signal
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import bytewax.operators as op
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from bytewax.dataflow import Dataflow
-from bytewax.recovery import init_db_dir
+from bytewax.recovery import RecoveryConfig, init_db_dir
 from bytewax.testing import TestingSource, run_main
 
 from tests.runtime.jsonl_sink import JsonlSink, items, read_rows, rows
@@ -151,6 +153,83 @@ def test_rows_going_back_in_offset_order_are_refused(tmp_path: Path) -> None:
         p.write_batch([rows("t", 0, [2])])
 
 
+def test_a_row_held_across_a_resume_below_the_committed_offsets_is_refused_not_skipped(
+    tmp_path: Path,
+) -> None:
+    # Offsets 0-4 and 6-10 are committed; a step before the sink still holds offset 5.
+    _, first = part(tmp_path)
+    first.write_batch([rows("t", 0, [0, 1, 2, 3, 4])])
+    first.snapshot()
+    first.write_batch([rows("t", 0, [6, 7, 8, 9, 10])])
+    assert first.snapshot() == {"t:0": 11}
+    # After a resume the held row comes first, inside the resumed coverage.
+    _, again = part(tmp_path, resume={"t:0": 11})
+    refused = r"rows of `t:0` from offset 5 \(1 in this batch\) arrived after a resume"
+    with pytest.raises(ConfigError, match=refused):
+        again.write_batch([rows("t", 0, [5])])
+    assert again.stats.rows_skipped_replay == 0 and again.staged == {}
+    assert [r[2] for r in read_rows(tmp_path / "out")] == [0, 1, 2, 3, 4, 6, 7, 8, 9, 10]
+
+
+def test_rows_below_the_resumed_state_that_the_target_holds_are_skipped_as_replays(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    _, first = part(tmp_path)
+    first.write_batch([rows("t", 0, list(range(10)))])
+    first.snapshot()
+    # A source that rewinds below the resumed state replays what the target holds.
+    _, again = part(tmp_path, resume={"t:0": 10})
+    again.write_batch([rows("t", 0, list(range(3, 13)))])
+    assert again.stats.rows_skipped_replay == 7  # noqa: PLR2004
+    again.snapshot()
+    assert [r[2] for r in read_rows(tmp_path / "out")] == list(range(13))
+    assert "cannot be read back" not in caplog.text
+    # With nothing to read back (the files are gone), they are skipped with a warning.
+    _, bare = part(tmp_path / "elsewhere", resume={"u:0": 5})
+    bare.write_batch([rows("u", 0, [3, 4, 5])])
+    assert bare.stats.rows_skipped_replay == 2  # noqa: PLR2004
+    assert "rows of `u:0` from offset 3 arrived below the offsets" in caplog.text
+
+
+def _delay_offset_5(
+    held: pa.RecordBatch | None, batch: pa.RecordBatch
+) -> tuple[pa.RecordBatch | None, list[pa.RecordBatch]]:
+    """Hold back the row at offset 5 until the batch after next: a step that reorders."""
+    offsets = batch.column("_twg_source_offset")
+    five = pc.equal(offsets, 5)
+    if pc.any(five).as_py():
+        return batch.filter(five), [batch.filter(pc.invert(five))]
+    if held is not None and pc.min(offsets).as_py() > 10:  # noqa: PLR2004
+        return None, [held, batch]
+    return held, [batch]
+
+
+def _delaying_flow(root: Path) -> Dataflow:
+    flow = Dataflow("delaying")
+    batches = [("t:0", rows("t", 0, o)) for o in ([0, 1, 2, 3, 4, 5], [6, 7, 8, 9, 10], [11, 12])]
+    up = op.input("in", flow, TestingSource(batches))
+    delayed = op.stateful_flat_map("delay", up, _delay_offset_5)
+    op.output("out", delayed, JsonlSink(root))
+    return flow
+
+
+def test_a_flow_that_delays_a_row_fails_before_and_after_the_resume_and_loses_nothing(
+    tmp_path: Path,
+) -> None:
+    root, recovery = tmp_path / "out", tmp_path / "recovery"
+    recovery.mkdir()
+    init_db_dir(recovery, 1)
+    config = RecoveryConfig(str(recovery))
+    with pytest.raises(Exception, match=r"out of offset order \(offset 5 after 10\)"):
+        run_main(_delaying_flow(root), epoch_interval=timedelta(0), recovery_config=config)
+    committed = [0, 1, 2, 3, 4, 6, 7, 8, 9, 10]
+    assert [r[2] for r in read_rows(root)] == committed
+    # Resumed, the held row comes first; skipped as a replay it would be lost for good.
+    with pytest.raises(Exception, match=r"from offset 5 \(1 in this batch\) arrived after a resume"):
+        run_main(_delaying_flow(root), epoch_interval=timedelta(0), recovery_config=config)
+    assert [r[2] for r in read_rows(root)] == committed
+
+
 def test_negative_offsets_are_refused(tmp_path: Path) -> None:
     _, p = part(tmp_path)
     with pytest.raises(ConfigError, match=r"rows of `t:0` have offset -1; expected offsets >= 0"):
@@ -191,9 +270,7 @@ def test_kill_between_write_and_snapshot_or_after_snapshot_then_resume_is_exactl
     crashed = run_flow(root, recovery, fault)
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-2000:]
     before = read_rows(root)
-    expected = sorted(
-        ("t", p, o, f"v{o}") for p in range(2) for o in range(8 * 5)
-    )
+    expected = sorted(("t", p, o, f"v{o}") for p in range(2) for o in range(8 * 5))
     assert 0 < len(before) < len(expected), "the kill should fall mid-stream"
     assert len(before) == len(set(before))
     resumed = run_flow(root, recovery, None)

@@ -20,7 +20,9 @@ The base, in order, for each batch: refuses rows without a locator; refuses rows
 source partition routes to another shard of the sink (one owner per source partition:
 coverage is per (sink, topic, partition), so two shards writing one partition would
 skip each other's rows on a replay); refuses negative offsets and rows that go back in
-offset order within a run (skipping by range is exact only for one ordered stream);
+offset order within a run (skipping by range is exact only for one ordered stream), and,
+after a resume, rows below the resumed offsets that the target does not hold (the
+source never replays below them: a step upstream held such rows across epochs);
 skips rows whose offsets are covered, checking the first skipped rows of each partition
 by record id against the target; stamps ``<prefix>emit_ts``; stages the rest. Every
 group of a batch is checked before any is staged.
@@ -170,14 +172,28 @@ class EpochSinkStats:
 class _Ledger:
     """What the base knows about one source partition of this sink partition."""
 
-    __slots__ = ("accepted_last", "coverage", "next_offset", "pending", "verified")
+    __slots__ = (
+        "accepted_last",
+        "coverage",
+        "next_offset",
+        "pending",
+        "resumed_next",
+        "verified",
+        "warned_behind",
+    )
 
-    def __init__(self, coverage: OffsetCoverage, next_offset: int) -> None:
+    def __init__(
+        self, coverage: OffsetCoverage, next_offset: int, resumed_next: int | None = None
+    ) -> None:
         self.coverage = coverage
         self.next_offset = next_offset
+        # The next offset in the state Bytewax resumed this sink with (None: no state):
+        # the source resumes at or past it, so it never replays a row below it.
+        self.resumed_next = resumed_next
         self.accepted_last: int | None = None  # the highest offset accepted this run
         self.pending: tuple[int, int] | None = None  # staged since the last commit
         self.verified = False  # the first skipped rows were checked by record id
+        self.warned_behind = False  # rows below resumed_next could not be checked
 
 
 class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], ABC):
@@ -438,6 +454,8 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
                 # fall inside a span this run committed, and skipping it as a replay
                 # would lose it silently.
                 first, last = self._check_order(ledger, key, group)
+                if ledger.resumed_next is not None and first < ledger.resumed_next:
+                    self._check_behind_resume(ledger, key, group, ledger.resumed_next)
                 if span is not None and span[0] == key:
                     # The whole input batch is accounted for: rows here, the rest
                     # rejected upstream. Committed with this epoch, never before.
@@ -566,7 +584,7 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
             coverage = coverage.add(0, resumed - 1)
         last = coverage.last
         next_offset = max(resumed or 0, last + 1 if last is not None else 0)
-        ledger = _Ledger(coverage, next_offset)
+        ledger = _Ledger(coverage, next_offset, resumed if resumed else None)
         self._ledgers[key] = ledger
         if coverage:
             logger.info(
@@ -596,6 +614,56 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
             raise ConfigError(msg)
         ledger.accepted_last = last
         return first, last
+
+    def _check_behind_resume(
+        self, ledger: _Ledger, key: str, rows: pa.RecordBatch, resumed: int
+    ) -> None:
+        """Refuse rows below the resumed state that the target does not hold.
+
+        The source resumes at or past the offsets this sink had committed by the resumed
+        epoch, so it replays no row below them. A row below them arriving now was held by
+        a step before the sink across epochs (a stateful operator that delays rows); the
+        run before the crash refused the same order (:meth:`_check_order`), but in a
+        resumed run it comes first, inside the resumed coverage, and skipping it as a
+        replay would lose it silently. Rows the target holds are replays (a source that
+        rewinds) and are skipped as before; when the sink cannot read its target back,
+        they are skipped with a warning.
+        """
+        offsets = rows.column(self.columns.source_offset)
+        behind = offsets.filter(pc.less(offsets, resumed))
+        low = pc.min(behind).as_py()
+        held = self.held_record_ids(key, low, resumed - 1)
+        if held is None:
+            if not ledger.warned_behind:
+                ledger.warned_behind = True
+                logger.warning(
+                    "%s: rows of `%s` from offset %s arrived below the offsets it had "
+                    "committed before the resume (up to %s), and %s cannot be read back to "
+                    "check them: they are skipped as replays. If a step before the sink "
+                    "delays rows across epochs, those rows are lost",
+                    self.component,
+                    key,
+                    low,
+                    resumed - 1,
+                    self.describe_target(key),
+                )
+            return
+        held_offsets = held.column(self.columns.source_offset).combine_chunks().cast(behind.type)
+        missing = behind.filter(pc.invert(pc.is_in(behind, value_set=held_offsets)))
+        if len(missing) == 0:
+            return
+        msg = (
+            f"{self.component}: rows of `{key}` from offset {pc.min(missing).as_py()} "
+            f"({len(missing)} in this batch) arrived after a resume, below the offsets this sink "
+            f"had committed (up to {resumed - 1}), and {self.describe_target(key)} does not "
+            f"hold them. The source resumes past those offsets, so a step before the sink "
+            f"held these rows across epochs (a stateful operator that delays rows); skipped "
+            f"as replays, they would be lost. Nothing was skipped or written. A sink needs "
+            f"the rows of each source partition in offset order: do not delay some rows of "
+            f"a partition past later ones before a sink, or drop the locator columns and "
+            f"write them with locators='absent'"
+        )
+        raise ConfigError(msg)
 
     def _uncovered(
         self, ledger: _Ledger, key: str, rows: pa.RecordBatch, first: int, last: int
