@@ -35,6 +35,31 @@ def test_duplicate_batches_after_a_restart_land_once(table_sink: SinkTarget) -> 
     assert table_sink.record_ids() == ids_of(orders(0, range(15)), orders(1, range(8)))
 
 
+def test_a_row_held_across_a_restart_below_the_committed_offsets_is_refused(
+    table_sink: SinkTarget,
+) -> None:
+    # Offsets 0-4 and 6-9 are committed; a step before the sink still holds offset 5.
+    first = table_sink.part(table_sink.make())
+    first.write_batch([orders(0, range(5))])
+    first.snapshot()
+    first.write_batch([orders(0, range(6, 10))])
+    assert first.snapshot() == {"orders:0": 10}
+    first.close()
+    before = table_sink.record_ids()
+    # Resumed from that state, the held row comes first: no replay, and not in the target.
+    again = table_sink.part(table_sink.make(), {"orders:0": 10})
+    with pytest.raises(ConfigError, match=r"`orders:0` from offset 5 .* arrived after a resume"):
+        again.write_batch([orders(0, [5])])
+    assert again.stats.rows_skipped_replay == 0
+    assert table_sink.record_ids() == before
+    # Rows below the resumed state that the target holds are replays, skipped as before.
+    replayed = table_sink.part(table_sink.make(), {"orders:0": 10})
+    replayed.write_batch([orders(0, range(7, 12))])
+    assert replayed.stats.rows_skipped_replay == 3  # noqa: PLR2004
+    replayed.snapshot()
+    assert table_sink.record_ids() == ids_of(orders(0, range(5)), orders(0, range(6, 12)))
+
+
 def test_a_duplicate_batch_within_a_run_is_refused_and_its_epoch_never_lands(
     table_sink: SinkTarget,
 ) -> None:
