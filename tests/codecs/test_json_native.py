@@ -146,6 +146,45 @@ def test_structure_and_text_edge_cases_decode_or_fail_like_decode_value() -> Non
             agree(codec, [p])
 
 
+def test_a_null_taken_back_with_its_row_leaves_later_validity_right() -> None:
+    # A column's validity is written from its first null on. Here the first null of
+    # `name` and `tags` items is in a row set aside after it (`id` is no integer), so it
+    # is taken back; 20 valid rows follow, then nulls again.
+    payloads = [
+        *[b'{"id": %d, "name": "n%d"}' % (i, i) for i in range(10)],
+        b'{"name": null, "tags": [null], "id": "not a number"}',
+        *[b'{"id": %d, "name": "m%d", "tags": ["t"]}' % (i, i) for i in range(10, 30)],
+        b'{"id": 30, "tags": ["u", null]}',
+        b'{"id": 31, "name": "last", "tags": null}',
+    ]
+    agree(JsonCodec(SCHEMA), payloads)
+    decoded = JsonCodec(SCHEMA).decode_batch(pa.array(payloads, pa.binary())).batch
+    names = decoded.column("name").to_pylist()
+    assert names == [*(f"n{i}" for i in range(10)), *(f"m{i}" for i in range(10, 30)), None, "last"]
+
+
+def test_keys_that_extend_shorten_or_escape_a_field_name_are_other_keys() -> None:
+    # The next expected field is matched in place, by its name's bytes and a quote.
+    docs = [
+        b'{"idx": 5, "id": 1, "name": "a"}',
+        b'{"id": 2, "namex": "b", "name": "c", "ok": true}',
+        b'{"id": 3, "nam": "d", "name": "e"}',
+        b'{"id": 4, "n\\u0061me": "f"}',
+        b'{"id": 5, "name": "g", "ok_": 1, "ok": false}',
+        b'{"id": 6, "name"  : "h", "amt":1.5}',
+        b'{"id": 7, "name',
+        b'{"id": 1, "nameX: "v"}',  # one key, `nameX: `, then no colon: malformed
+        b'{"id": 8, "namex": "z", "amtt": 2}',
+        b'{"idx": 9, "id": 9, "nam": "y"}',
+    ]
+    for strict in (False, True):
+        agree(JsonCodec({**SCHEMA, "additionalProperties": not strict}), docs)
+    decoded = JsonCodec(SCHEMA).decode_batch(pa.array(docs[-2:], pa.binary())).batch
+    assert decoded.column("id").to_pylist() == [8, 9]
+    assert decoded.column("name").to_pylist() == [None, None]
+    assert decoded.column("amt").to_pylist() == [None, None]
+
+
 def test_float32_and_narrow_integers_from_an_arrow_schema() -> None:
     schema = pa.schema(
         [

@@ -53,6 +53,8 @@ typedef struct Node {
     Py_ssize_t nfields;   /* K_STRUCT */
     char **names;
     Py_ssize_t *name_lens;
+    unsigned char *plain;   /* K_STRUCT: the name has no quote, backslash or control
+                               byte, so a key is that name exactly when its bytes are */
     struct Node **children; /* K_STRUCT fields; K_LIST / K_MAP: children[0] = item */
     struct Node *keys;      /* K_MAP: the key column (K_STRING) */
 } Node;
@@ -69,6 +71,7 @@ static void node_free(Node *n) {
         PyMem_Free(n->names);
     }
     PyMem_Free(n->name_lens);
+    PyMem_Free(n->plain);
     node_free(n->keys);
     PyMem_Free(n);
 }
@@ -162,7 +165,8 @@ static Node *plan_parse(PyObject *plan, int *count, int depth, int unchecked) {
         n->names = PyMem_Calloc(k, sizeof(char *));
         n->name_lens = PyMem_Calloc(k, sizeof(Py_ssize_t));
         n->children = PyMem_Calloc(k, sizeof(Node *));
-        if (!n->names || !n->name_lens || !n->children) {
+        n->plain = PyMem_Calloc(k, 1);
+        if (!n->names || !n->name_lens || !n->children || !n->plain) {
             PyErr_NoMemory();
             goto fail;
         }
@@ -177,6 +181,11 @@ static Node *plan_parse(PyObject *plan, int *count, int depth, int unchecked) {
             }
             memcpy(n->names[i], s, len + 1);
             n->name_lens[i] = len;
+            n->plain[i] = 1;
+            for (Py_ssize_t j = 0; j < len; j++) {
+                unsigned char ch = (unsigned char)s[j];
+                if (ch == '"' || ch == '\\' || ch < 0x20) n->plain[i] = 0;
+            }
         }
         for (Py_ssize_t i = 0; i < n->nfields; i++) {
             n->children[i] = plan_parse(PyTuple_GET_ITEM(children, i), count, depth + 1, unchecked);
@@ -261,11 +270,28 @@ static int push_offset(Buf *offs, size_t value) {
 }
 
 /* One more slot in a column: its validity bit, and for fixed-width kinds its value
-   bytes (zero for a null). Variable-width kinds push their end offset themselves. */
+   bytes (zero for a null). Variable-width kinds push their end offset themselves.
+   The validity bitmap is written only once the column holds a null (a column without
+   one exports none): its first null, again after a rollback took every null back,
+   marks each earlier slot valid first. */
 static int col_append(const Node *n, Col *c, int valid) {
     (void)n;
-    int rc = set_bit(&c->valid, c->length, valid);
-    if (rc) return rc;
+    int rc;
+    if (c->nulls == 0) {
+        if (valid) {
+            c->length++;
+            return OK;
+        }
+        size_t full = (size_t)(c->length / 8);
+        if (c->valid.len < full) {
+            if (buf_reserve(&c->valid, full - c->valid.len)) return NOMEM;
+            c->valid.len = full;
+        }
+        if (full) memset(c->valid.p, 0xFF, full);
+        for (int64_t i = (int64_t)full * 8; i < c->length; i++)
+            if ((rc = set_bit(&c->valid, i, 1))) return rc;
+    }
+    if ((rc = set_bit(&c->valid, c->length, valid))) return rc;
     if (!valid) c->nulls++;
     c->length++;
     return OK;
@@ -695,15 +721,22 @@ static int parse_struct(Parser *ps, const Node *n) {
             if (ps->p >= ps->end) return EOD;
             if (*ps->p != '"') return DEFER;
             const unsigned char *key = ps->p + 1, *q = key;
-            while (q < ps->end && *q != '"' && *q != '\\' && *q >= 0x20) q++;
-            if (q >= ps->end) return EOD; /* its bytes are checked as UTF-8 at the top */
-            if (*q != '"') return DEFER; /* escapes in keys: per value */
-            size_t klen = (size_t)(q - key);
+            size_t klen;
             Py_ssize_t field = -1;
-            if (next < n->nfields && (size_t)n->name_lens[next] == klen &&
-                memcmp(n->names[next], key, klen) == 0) {
+            if (next < n->nfields && n->plain[next] &&
+                (size_t)(ps->end - key) > (size_t)n->name_lens[next] &&
+                key[n->name_lens[next]] == '"' &&
+                memcmp(n->names[next], key, (size_t)n->name_lens[next]) == 0) {
+                /* The expected field: its name's bytes, then a quote. The scan below
+                   would stop at that quote and find the same name. */
                 field = next;
+                klen = (size_t)n->name_lens[next];
+                q = key + klen;
             } else {
+                while (q < ps->end && *q != '"' && *q != '\\' && *q >= 0x20) q++;
+                if (q >= ps->end) return EOD; /* its bytes are checked as UTF-8 at the top */
+                if (*q != '"') return DEFER;  /* escapes in keys: per value */
+                klen = (size_t)(q - key);
                 for (Py_ssize_t i = 0; i < n->nfields; i++) {
                     if ((size_t)n->name_lens[i] == klen && memcmp(n->names[i], key, klen) == 0) {
                         field = i;
