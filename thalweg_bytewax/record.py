@@ -161,33 +161,69 @@ def _headers_array(
 
 
 # Columns that hold one value for the whole batch (cluster, topic, partition, timestamp
-# type, absent columns) are built once per value and length and reused: building them
-# per batch allocated fresh memory each time (its first touch costs more than the copy),
-# ~45 bytes a record for the sample orders. Exact lengths, not slices of a longer
-# array: a pickled slice carries its whole buffers (pyarrow), and batches crossing
-# between processes are pickled. Steady polls have one length (`batch_size`), so a few
-# entries serve a partition; the cache is dropped when it holds more than
-# _CONSTANTS_MAX_ROWS rows in all (a few MB), and longer columns are never kept.
+# type, absent columns) are cut from one column per value, built once and reused:
+# building them per batch allocated fresh memory each time (its first touch costs more
+# than the copy), ~45 bytes a record for the sample orders. A batch gets a column of
+# exactly its length whose buffers are slices of the shared ones, sized to that length:
+# a pickled buffer carries only its slice (an array slice would carry its whole
+# buffers, pyarrow), and batches crossing between processes are pickled. Polls vary in
+# length, so the shared column grows to the longest batch up to _CONSTANT_ROWS rows
+# (longer columns are built and not kept); the cache is dropped when it holds more
+# than _CONSTANTS_MAX_BYTES in all.
 _CONSTANT_ROWS = 1 << 16
-_CONSTANTS_MAX_ROWS = 1 << 20
-_CONSTANTS: dict[tuple[pa.DataType, object, int], pa.Array] = {}
-_constants_rows = [0]
+_CONSTANTS_MAX_BYTES = 32 << 20
+_CONSTANTS: dict[tuple[pa.DataType, object], pa.Array] = {}
+_constants_bytes = [0]
 
 
 def _constant(value: object, type_: pa.DataType, n: int) -> pa.Array:
-    """``n`` copies of ``value`` (None: nulls), shared with earlier batches of ``n`` rows."""
-    key = (type_, value, n)
-    cached = _CONSTANTS.get(key)
-    if cached is not None:
-        return cached
-    built = pa.nulls(n, type_) if value is None else pa.repeat(pa.scalar(value, type_), n)
-    if n <= _CONSTANT_ROWS:
-        if _constants_rows[0] + n > _CONSTANTS_MAX_ROWS:
+    """``n`` copies of ``value`` (None: nulls), cut from a column shared between batches."""
+    key = (type_, value)
+    shared = _CONSTANTS.get(key)
+    if shared is None or len(shared) < n:
+        if n > _CONSTANT_ROWS:
+            return _repeat(value, type_, n)
+        rows = min(max(n, 2 * len(shared) if shared is not None else 0), _CONSTANT_ROWS)
+        shared = _repeat(value, type_, rows)
+        if _prefix(shared, 0) is None:  # a layout not cut here: built for each batch
+            return _repeat(value, type_, n)
+        old = _CONSTANTS.pop(key, None)
+        _constants_bytes[0] -= old.nbytes if old is not None else 0
+        if _constants_bytes[0] + shared.nbytes > _CONSTANTS_MAX_BYTES:
             _CONSTANTS.clear()
-            _constants_rows[0] = 0
-        _CONSTANTS[key] = built
-        _constants_rows[0] += n
-    return built
+            _constants_bytes[0] = 0
+        _CONSTANTS[key] = shared
+        _constants_bytes[0] += shared.nbytes
+    if len(shared) == n:
+        return shared
+    cut = _prefix(shared, n)  # never None: only layouts it cuts are cached
+    return cut if cut is not None else _repeat(value, type_, n)
+
+
+def _repeat(value: object, type_: pa.DataType, n: int) -> pa.Array:
+    return pa.nulls(n, type_) if value is None else pa.repeat(pa.scalar(value, type_), n)
+
+
+def _prefix(column: pa.Array, n: int) -> pa.Array | None:
+    """The first ``n`` values of a constant column, each buffer a slice of exactly their size.
+
+    Handles what constant columns are: fixed-width primitives, strings and binaries,
+    with or without a validity bitmap; None for any other layout.
+    """
+    type_ = column.type
+    buffers = column.buffers()
+    validity = None if buffers[0] is None else buffers[0].slice(0, (n + 7) // 8)
+    nulls = n if column.null_count else 0  # all nulls or none
+    if pa.types.is_string(type_) or pa.types.is_binary(type_):
+        offsets, data = buffers[1], buffers[2]
+        width = int(np.frombuffer(offsets, np.int32, count=2)[1]) if len(column) else 0
+        cut = None if data is None else data.slice(0, n * width)
+        ends = offsets.slice(0, 4 * (n + 1))
+        return pa.Array.from_buffers(type_, n, [validity, ends, cut], null_count=nulls)
+    if pa.types.is_primitive(type_) and not pa.types.is_boolean(type_):
+        data = buffers[1].slice(0, n * type_.bit_width // 8)
+        return pa.Array.from_buffers(type_, n, [validity, data], null_count=nulls)
+    return None
 
 
 def _null(n: int, type_: pa.DataType) -> pa.Array:

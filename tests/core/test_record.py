@@ -341,3 +341,21 @@ def test_a_small_batch_after_a_large_one_pickles_small_and_holds_its_own_values(
     assert big.column("_twg_source_partition").to_pylist() == [3] * 60_000
     assert len(pickle.dumps(small)) < len(pickle.dumps(big)) // 50
     assert len(pickle.dumps(small)) < 20_000
+
+
+@pytest.mark.parametrize("lengths", [[10_000, 3_477, 7_500, 1, 65_536, 70_000, 5_000, 0, 12]])
+def test_constant_columns_of_batches_of_varying_lengths_hold_their_values_and_pickle_small(
+    lengths: list[int],
+) -> None:
+    # Polls vary in length; each batch's constant columns are cut from shared ones.
+    for n in lengths:
+        b = raw_batch_from_columns(
+            topic="orders", partition=7, offsets=range(n), keys=[None] * n, values=[b"v"] * n
+        )
+        b.validate(full=True)
+        assert b.column("_twg_source_topic").to_pylist() == ["orders"] * n
+        assert b.column("_twg_source_partition").to_pylist() == [7] * n
+        assert b.column("_twg_source_producer_id").null_count == n
+        # Its pickle holds its own rows' worth of the constant columns, not the shared ones.
+        constants = b.select(["_twg_source_topic", "_twg_source_partition", "_twg_source_cluster"])
+        assert len(pickle.dumps(constants)) < 2_000 + 30 * n
