@@ -130,6 +130,10 @@ def test_a_replay_that_differs_by_record_id_is_refused(tmp_path: Path) -> None:
         again.write_batch([rows("t", 0, list(range(5)), tag="new")])
     assert "directory `" in str(info.value) and "point the sink at a new target" in str(info.value)
     assert [r[3] for r in read_rows(tmp_path / "out")] == [f"v{o}" for o in range(5)]
+    # The same below a resumed state, where the read-back also checks for held rows.
+    _, resumed = part(tmp_path, resume={"t:0": 5})
+    with pytest.raises(SinkTerminalError, match=r"holds a different record at offset 2"):
+        resumed.write_batch([rows("t", 0, [2, 3], tag="new")])
 
 
 def test_rows_of_another_shards_partition_are_refused_before_any_is_staged(
@@ -179,8 +183,19 @@ def test_rows_below_the_resumed_state_that_the_target_holds_are_skipped_as_repla
     first.snapshot()
     # A source that rewinds below the resumed state replays what the target holds.
     _, again = part(tmp_path, resume={"t:0": 10})
-    again.write_batch([rows("t", 0, list(range(3, 13)))])
+    asked: list[tuple[int, int]] = []
+    read_back = again.held_record_ids
+
+    def recording(key: str, first: int, last: int) -> pa.Table | None:
+        asked.append((first, last))
+        return read_back(key, first, last)
+
+    again.held_record_ids = recording
+    again.write_batch([rows("t", 0, [3, 4, 5])])
+    again.write_batch([rows("t", 0, list(range(6, 13)))])
     assert again.stats.rows_skipped_replay == 7  # noqa: PLR2004
+    # Each batch's own range is read back, not the target up to the resumed offsets.
+    assert asked[:2] == [(3, 5), (6, 9)]
     again.snapshot()
     assert [r[2] for r in read_rows(tmp_path / "out")] == list(range(13))
     assert "cannot be read back" not in caplog.text

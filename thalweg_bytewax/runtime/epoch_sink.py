@@ -628,11 +628,19 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         replay would lose it silently. Rows the target holds are replays (a source that
         rewinds) and are skipped as before; when the sink cannot read its target back,
         they are skipped with a warning.
+
+        The target is read over these rows' own range; only when nothing there can be
+        read back (a file-per-range sink whose files leave a gap at a held row) is the
+        range widened to the resumed offsets, so a source that rewinds far does not
+        read the target up to them again for every batch.
         """
         offsets = rows.column(self.columns.source_offset)
         behind = offsets.filter(pc.less(offsets, resumed))
-        low = pc.min(behind).as_py()
-        held = self.held_record_ids(key, low, resumed - 1)
+        bounds = pc.min_max(behind)
+        low, high = bounds["min"].as_py(), bounds["max"].as_py()
+        held = self.held_record_ids(key, low, high)
+        if held is None and high < resumed - 1:
+            held = self.held_record_ids(key, low, resumed - 1)
         if held is None:
             if not ledger.warned_behind:
                 ledger.warned_behind = True
@@ -651,6 +659,9 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         held_offsets = held.column(self.columns.source_offset).combine_chunks().cast(behind.type)
         missing = behind.filter(pc.invert(pc.is_in(behind, value_set=held_offsets)))
         if len(missing) == 0:
+            if not ledger.verified:  # the replay's record ids, from the same read
+                ledger.verified = True
+                self._verify_replay(key, rows.filter(pc.less(offsets, resumed)), held)
             return
         msg = (
             f"{self.component}: rows of `{key}` from offset {pc.min(missing).as_py()} "
@@ -682,13 +693,19 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         self.stats.rows_skipped_replay += skipped
         return rows.filter(keep)
 
-    def _verify_replay(self, key: str, skipped: pa.RecordBatch) -> None:
-        """Check once per source partition that skipped rows really are in the target."""
+    def _verify_replay(
+        self, key: str, skipped: pa.RecordBatch, held: pa.Table | None = None
+    ) -> None:
+        """Check once per source partition that skipped rows really are in the target.
+
+        ``held`` is what the target holds over their range when already read back.
+        """
         rid, off = self.columns.record_id, self.columns.source_offset
         if rid not in skipped.schema.names:
             return
-        bounds = pc.min_max(skipped.column(off))
-        held = self.held_record_ids(key, bounds["min"].as_py(), bounds["max"].as_py())
+        if held is None:
+            bounds = pc.min_max(skipped.column(off))
+            held = self.held_record_ids(key, bounds["min"].as_py(), bounds["max"].as_py())
         if held is None or held.num_rows == 0:
             return  # covered by the resume state only, or the sink cannot read back
         offset = find_replay_conflict(
