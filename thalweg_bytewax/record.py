@@ -178,15 +178,13 @@ _constants_bytes = [0]
 
 def _constant(value: object, type_: pa.DataType, n: int) -> pa.Array:
     """``n`` copies of ``value`` (None: nulls), cut from a column shared between batches."""
+    if n > _CONSTANT_ROWS or not _cuttable(type_):
+        return _repeat(value, type_, n)
     key = (type_, value)
     shared = _CONSTANTS.get(key)
     if shared is None or len(shared) < n:
-        if n > _CONSTANT_ROWS:
-            return _repeat(value, type_, n)
         rows = min(max(n, 2 * len(shared) if shared is not None else 0), _CONSTANT_ROWS)
         shared = _repeat(value, type_, rows)
-        if _prefix(shared, 0) is None:  # a layout not cut here: built for each batch
-            return _repeat(value, type_, n)
         old = _CONSTANTS.pop(key, None)
         _constants_bytes[0] -= old.nbytes if old is not None else 0
         if _constants_bytes[0] + shared.nbytes > _CONSTANTS_MAX_BYTES:
@@ -194,22 +192,22 @@ def _constant(value: object, type_: pa.DataType, n: int) -> pa.Array:
             _constants_bytes[0] = 0
         _CONSTANTS[key] = shared
         _constants_bytes[0] += shared.nbytes
-    if len(shared) == n:
-        return shared
-    cut = _prefix(shared, n)  # never None: only layouts it cuts are cached
-    return cut if cut is not None else _repeat(value, type_, n)
+    return shared if len(shared) == n else _prefix(shared, n)
 
 
 def _repeat(value: object, type_: pa.DataType, n: int) -> pa.Array:
     return pa.nulls(n, type_) if value is None else pa.repeat(pa.scalar(value, type_), n)
 
 
-def _prefix(column: pa.Array, n: int) -> pa.Array | None:
-    """The first ``n`` values of a constant column, each buffer a slice of exactly their size.
+def _cuttable(type_: pa.DataType) -> bool:
+    """Whether :func:`_prefix` cuts this type: strings, binaries, fixed-width primitives."""
+    if pa.types.is_string(type_) or pa.types.is_binary(type_):
+        return True
+    return pa.types.is_primitive(type_) and not pa.types.is_boolean(type_)
 
-    Handles what constant columns are: fixed-width primitives, strings and binaries,
-    with or without a validity bitmap; None for any other layout.
-    """
+
+def _prefix(column: pa.Array, n: int) -> pa.Array:
+    """The first ``n`` values of a constant column, each buffer a slice of exactly their size."""
     type_ = column.type
     buffers = column.buffers()
     validity = None if buffers[0] is None else buffers[0].slice(0, (n + 7) // 8)
@@ -220,10 +218,8 @@ def _prefix(column: pa.Array, n: int) -> pa.Array | None:
         cut = None if data is None else data.slice(0, n * width)
         ends = offsets.slice(0, 4 * (n + 1))
         return pa.Array.from_buffers(type_, n, [validity, ends, cut], null_count=nulls)
-    if pa.types.is_primitive(type_) and not pa.types.is_boolean(type_):
-        data = buffers[1].slice(0, n * type_.bit_width // 8)
-        return pa.Array.from_buffers(type_, n, [validity, data], null_count=nulls)
-    return None
+    data = buffers[1].slice(0, n * type_.bit_width // 8)
+    return pa.Array.from_buffers(type_, n, [validity, data], null_count=nulls)
 
 
 def _null(n: int, type_: pa.DataType) -> pa.Array:
