@@ -10,6 +10,9 @@ import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 
+COMPRESSIONS = ("none", "lz4", "zstd", "snappy", "gzip")
+"""The producer ``compression.type`` values a benchmark's ``--compression`` takes."""
+
 
 def peak_rss_mb() -> float:
     """Peak resident set size of this process since it started its program, in MB.

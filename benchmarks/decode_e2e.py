@@ -75,7 +75,13 @@ from statistics import median
 from typing import Any
 
 from _decode_shapes import SHAPES, Shape, shape  # noqa: E402
-from _harness import broker, check_retention, peak_rss_mb, run_processes  # noqa: E402
+from _harness import (  # noqa: E402
+    COMPRESSIONS,
+    broker,
+    check_retention,
+    peak_rss_mb,
+    run_processes,
+)
 
 # Per topic (4 partitions), under the mock broker's ~5 MB per partition retention:
 # sample Avro orders are ~130 bytes, JSON ~405 bytes (plain: ~80 / ~180).
@@ -378,7 +384,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--compression",
         default="none",
-        choices=["none", "lz4", "zstd", "snappy", "gzip"],
+        choices=COMPRESSIONS,
         help="the producer's compression.type",
     )
     parser.add_argument("--child", choices=VARIANTS, help=argparse.SUPPRESS)

@@ -52,7 +52,7 @@ from statistics import median
 from typing import Any
 
 from _decode_shapes import SHAPES, shape  # noqa: E402
-from _harness import broker  # noqa: E402
+from _harness import COMPRESSIONS, broker  # noqa: E402
 from decode_e2e import _count_rows, _produce, _thalweg_flow  # noqa: E402
 
 _TICK = os.sysconf("SC_CLK_TCK")
@@ -285,7 +285,9 @@ def main() -> None:
     p.add_argument("--ab-pythonpath", default="", help="with --fresh: pair runs, B with it")
     p.add_argument("--no-gc", action="store_true", help="gc.disable() around the runs")
     p.add_argument("--partitions", type=int, default=0, help="as decode_e2e.py --partitions")
-    p.add_argument("--compression", default="none", help="as decode_e2e.py --compression")
+    p.add_argument(
+        "--compression", default="none", choices=COMPRESSIONS, help="as decode_e2e.py"
+    )
     args = p.parse_args()
     with broker(args.bootstrap) as bootstrap:
         topics, total, _ = _produce(

@@ -82,7 +82,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from _harness import broker, check_retention, peak_rss_mb, run_processes  # noqa: E402
+from _harness import (  # noqa: E402
+    COMPRESSIONS,
+    broker,
+    check_retention,
+    peak_rss_mb,
+    run_processes,
+)
 
 PER_PARTITION = 15_000  # ~1.5 MB of LZ4 batches, under the mock's ~5 MB retention
 LOWMEM_EPOCH_S = 0.5
@@ -384,7 +390,7 @@ def main() -> None:
     parser.add_argument(
         "--compression",
         default="lz4",
-        choices=["none", "lz4", "zstd", "snappy", "gzip"],
+        choices=COMPRESSIONS,
         help="the producer's compression.type (zstd fits ~1.4x the orders of lz4)",
     )
     parser.add_argument(
