@@ -154,6 +154,7 @@ class _IcebergPartition(EpochSinkPartition):
             locators=sink.locators,
         )
         self._sink = sink
+        self.target_replaces_rows = sink.mode == "upsert"
         self._sink_id = sink_id
         self._catalog: Catalog = sink.catalog.load()
         self._table: Table | None = None

@@ -76,6 +76,7 @@ class _PostgresPartition(EpochSinkPartition):
             locators=sink.locators,
         )
         self._sink = sink
+        self.target_replaces_rows = sink.mode == "upsert"
         self._staged: list[pa.Table] = []
         self._pending: dict[str, _Pending] = {}
         self._unlocated = False  # rows without a locator staged this epoch

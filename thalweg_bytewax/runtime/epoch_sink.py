@@ -22,7 +22,8 @@ coverage is per (sink, topic, partition), so two shards writing one partition wo
 skip each other's rows on a replay); refuses negative offsets and rows that go back in
 offset order within a run (skipping by range is exact only for one ordered stream), and,
 after a resume, rows below the resumed offsets that the target does not hold (the
-source never replays below them: a step upstream held such rows across epochs);
+source never replays below them: a step upstream held such rows across epochs), and
+names with a warning the replayed rows above them that the target does not hold;
 skips rows whose offsets are covered, checking the first skipped rows of each partition
 by record id against the target; stamps ``<prefix>emit_ts``; stages the rest. Every
 group of a batch is checked before any is staged.
@@ -118,6 +119,11 @@ LocatorMode = Literal["required", "absent"]
 UNLOCATED: Final = ""
 """The key :meth:`EpochSinkPartition.stage` gets for rows without a locator."""
 
+# How far past a replayed batch one read of the target reaches (offsets): the batches of
+# a replay share a read, and a rewind far below the resumed state holds at most this
+# many (offset, record id) pairs at a time.
+_READ_AHEAD = 100_000
+
 
 def check_locator_mode(component: str, locators: object) -> LocatorMode:
     """Validate a sink's ``locators`` option.
@@ -175,25 +181,36 @@ class _Ledger:
     __slots__ = (
         "accepted_last",
         "coverage",
+        "held",
         "next_offset",
         "pending",
+        "replay_end",
         "resumed_next",
         "verified",
-        "warned_behind",
+        "warned_unchecked",
     )
 
     def __init__(
-        self, coverage: OffsetCoverage, next_offset: int, resumed_next: int | None = None
+        self,
+        coverage: OffsetCoverage,
+        next_offset: int,
+        resumed_next: int | None = None,
+        replay_end: int | None = None,
     ) -> None:
         self.coverage = coverage
         self.next_offset = next_offset
         # The next offset in the state Bytewax resumed this sink with (None: no state):
         # the source resumes at or past it, so it never replays a row below it.
         self.resumed_next = resumed_next
+        # After a resume, the offset below which covered rows are checked against the
+        # target: past the resumed state and everything the target held at the start.
+        self.replay_end = replay_end
+        # The last read of the target: (first, last, what it holds there or None).
+        self.held: tuple[int, int, pa.Table | None] | None = None
         self.accepted_last: int | None = None  # the highest offset accepted this run
         self.pending: tuple[int, int] | None = None  # staged since the last commit
         self.verified = False  # the first skipped rows were checked by record id
-        self.warned_behind = False  # rows below resumed_next could not be checked
+        self.warned_unchecked = False  # covered rows after a resume could not be checked
 
 
 class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], ABC):
@@ -222,6 +239,9 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
     """The end of the message when rows of a source partition go back in offset order."""
     readiness_critical: ClassVar[bool] = False
     """Whether a failure of this sink drops the process's readiness (the raw lane's does)."""
+    target_replaces_rows: bool = False
+    """Whether the target replaces rows by key (upserts): it may no longer hold an offset
+    it committed, so a covered row it does not hold is no evidence of a held-back row."""
     unlocated_remedy: ClassVar[str] = (
         "keep the locator with metadata='locator' or 'all', or number rows from another "
         "source with `twg.to_batches(..., locator='counter')`"
@@ -454,8 +474,11 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
                 # fall inside a span this run committed, and skipping it as a replay
                 # would lose it silently.
                 first, last = self._check_order(ledger, key, group)
-                if ledger.resumed_next is not None and first < ledger.resumed_next:
-                    self._check_behind_resume(ledger, key, group, ledger.resumed_next)
+                if ledger.replay_end is not None:
+                    if first < ledger.replay_end:
+                        self._check_replayed(ledger, key, group)
+                    else:
+                        ledger.replay_end = ledger.held = None  # past the replay: done
                 if span is not None and span[0] == key:
                     # The whole input batch is accounted for: rows here, the rest
                     # rejected upstream. Committed with this epoch, never before.
@@ -580,11 +603,15 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         if self._recorder is not None:
             self._recorder.add(key, coverage)  # what the target holds: recorded at the next commit
         resumed = self._resume.get(key)
+        held_last = coverage.last
         if resumed is not None and resumed > 0:
             coverage = coverage.add(0, resumed - 1)
         last = coverage.last
         next_offset = max(resumed or 0, last + 1 if last is not None else 0)
-        ledger = _Ledger(coverage, next_offset, resumed if resumed else None)
+        replay_end = None
+        if resumed:
+            replay_end = max(resumed, held_last + 1 if held_last is not None else 0)
+        ledger = _Ledger(coverage, next_offset, resumed if resumed else None, replay_end)
         self._ledgers[key] = ledger
         if coverage:
             logger.info(
@@ -615,57 +642,78 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         ledger.accepted_last = last
         return first, last
 
-    def _check_behind_resume(
-        self, ledger: _Ledger, key: str, rows: pa.RecordBatch, resumed: int
-    ) -> None:
-        """Refuse rows below the resumed state that the target does not hold.
+    def _check_replayed(self, ledger: _Ledger, key: str, rows: pa.RecordBatch) -> None:
+        """After a resume, check covered rows against the target before they are skipped.
 
-        The source resumes at or past the offsets this sink had committed by the resumed
-        epoch, so it replays no row below them. A row below them arriving now was held by
-        a step before the sink across epochs (a stateful operator that delays rows); the
-        run before the crash refused the same order (:meth:`_check_order`), but in a
-        resumed run it comes first, inside the resumed coverage, and skipping it as a
-        replay would lose it silently. Rows the target holds are replays (a source that
-        rewinds) and are skipped as before; when the sink cannot read its target back,
-        they are skipped with a warning.
+        A covered row is skipped as a replay, which is sound only if the target holds
+        it. Rows the target holds are replays (a source that rewinds, the epoch the
+        recovery store lost) and are skipped; the first ones are checked by record id.
 
-        The target is read over these rows' own range; only when nothing there can be
-        read back (a file-per-range sink whose files leave a gap at a held row) is the
-        range widened to the resumed offsets, so a source that rewinds far does not
-        read the target up to them again for every batch.
+        **Below the resumed state** a row the target does not hold is refused: the
+        source resumes at or past the offsets this sink had committed by the resumed
+        epoch, so such a row was held by a step before the sink across epochs (a
+        stateful operator that delays rows). The run before the crash refused the same
+        order (:meth:`_check_order`), but in the resumed run the row comes first, inside
+        the coverage, and skipping it would lose it silently.
+
+        **Above it, inside what the target committed after the resumed epoch** (the
+        crash fell between the target's commit and the recovery store's), a row the
+        target does not hold is either such a held row or one a time-dependent rule
+        rejected before the crash and passes now, which must stay out (it is in the
+        DLQ). The two cannot be told apart here, so it is skipped, with a warning that
+        names the offsets: refusing would stop every resume of a flow with such a rule.
+
+        The target is read once over the checked stretch, up to ``_READ_AHEAD`` offsets
+        at a time, not once per batch. When it cannot be read back, or replaces rows by
+        key (an upsert target no longer holds the offset of a row a later row of its key
+        replaced), covered rows are skipped with a warning.
         """
         offsets = rows.column(self.columns.source_offset)
-        behind = offsets.filter(pc.less(offsets, resumed))
-        bounds = pc.min_max(behind)
-        low, high = bounds["min"].as_py(), bounds["max"].as_py()
-        held = self.held_record_ids(key, low, high)
-        if held is None and high < resumed - 1:
-            held = self.held_record_ids(key, low, resumed - 1)
-        if held is None:
-            if not ledger.warned_behind:
-                ledger.warned_behind = True
-                logger.warning(
-                    "%s: rows of `%s` from offset %s arrived below the offsets it had "
-                    "committed before the resume (up to %s), and %s cannot be read back to "
-                    "check them: they are skipped as replays. If a step before the sink "
-                    "delays rows across epochs, those rows are lost",
-                    self.component,
-                    key,
-                    low,
-                    resumed - 1,
-                    self.describe_target(key),
-                )
+        covered = ledger.coverage.mask(offsets)
+        if not covered.any():
             return
-        held_offsets = held.column(self.columns.source_offset).combine_chunks().cast(behind.type)
-        missing = behind.filter(pc.invert(pc.is_in(behind, value_set=held_offsets)))
+        suspects = offsets.filter(pa.array(covered))
+        bounds = pc.min_max(suspects)
+        low, high = bounds["min"].as_py(), bounds["max"].as_py()
+        held = self._held_over(ledger, key, low, high)
+        if held is None:
+            self._warn_unchecked(ledger, key, low, "cannot be read back to check them")
+            return
+        held_offsets = held.column(self.columns.source_offset).combine_chunks().cast(suspects.type)
+        missing = suspects.filter(pc.invert(pc.is_in(suspects, value_set=held_offsets)))
         if len(missing) == 0:
             if not ledger.verified:  # the replay's record ids, from the same read
                 ledger.verified = True
-                self._verify_replay(key, rows.filter(pc.less(offsets, resumed)), held)
+                self._verify_replay(key, rows.filter(pa.array(covered)), held)
+            return
+        if self.target_replaces_rows:
+            self._warn_unchecked(
+                ledger, key, pc.min(missing).as_py(), "replaces rows by key, so it cannot tell"
+                " a row a later row of its key replaced from one it never got"
+            )
+            return
+        resumed = ledger.resumed_next or 0
+        below = missing.filter(pc.less(missing, resumed))
+        if len(below) == 0:
+            span = pc.min_max(missing)
+            logger.warning(
+                "%s: %s rows of `%s` at offsets %s-%s arrived after a resume inside what %s "
+                "committed after the resumed epoch, and it does not hold them: skipped. A "
+                "rule that rejected them before the crash and passes them now (they are in "
+                "the DLQ) is one cause; a step before the sink that delays rows across "
+                "epochs is the other, and then these rows are lost: keep each source "
+                "partition's rows in offset order before a sink",
+                self.component,
+                len(missing),
+                key,
+                span["min"].as_py(),
+                span["max"].as_py(),
+                self.describe_target(key),
+            )
             return
         msg = (
-            f"{self.component}: rows of `{key}` from offset {pc.min(missing).as_py()} "
-            f"({len(missing)} in this batch) arrived after a resume, below the offsets this sink "
+            f"{self.component}: rows of `{key}` from offset {pc.min(below).as_py()} "
+            f"({len(below)} in this batch) arrived after a resume, below the offsets this sink "
             f"had committed (up to {resumed - 1}), and {self.describe_target(key)} does not "
             f"hold them. The source resumes past those offsets, so a step before the sink "
             f"held these rows across epochs (a stateful operator that delays rows); skipped "
@@ -675,6 +723,36 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
             f"write them with locators='absent'"
         )
         raise ConfigError(msg)
+
+    def _held_over(self, ledger: _Ledger, key: str, low: int, high: int) -> pa.Table | None:
+        """What the target holds over ``[low, high]``: from the last read when it spans them.
+
+        A read reaches ahead to the end of the checked stretch, at most ``_READ_AHEAD``
+        offsets past ``low``, so the batches of one replay share it.
+        """
+        cached = ledger.held
+        if cached is not None and cached[0] <= low and high <= cached[1]:
+            return cached[2]
+        end = ledger.replay_end if ledger.replay_end is not None else high + 1
+        last = max(high, min(end - 1, low + _READ_AHEAD - 1))
+        held = self.held_record_ids(key, low, last)
+        ledger.held = (low, last, held)
+        return held
+
+    def _warn_unchecked(self, ledger: _Ledger, key: str, low: int, why: str) -> None:
+        if ledger.warned_unchecked:
+            return
+        ledger.warned_unchecked = True
+        logger.warning(
+            "%s: rows of `%s` from offset %s arrived after a resume inside the offsets it "
+            "had committed, and %s %s: they are skipped as replays. If a step before the "
+            "sink delays rows across epochs, those rows are lost",
+            self.component,
+            key,
+            low,
+            self.describe_target(key),
+            why,
+        )
 
     def _uncovered(
         self, ledger: _Ledger, key: str, rows: pa.RecordBatch, first: int, last: int
