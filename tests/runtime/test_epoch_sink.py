@@ -15,6 +15,7 @@ import subprocess
 import sys
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import bytewax.operators as op
 import pyarrow as pa
@@ -176,6 +177,19 @@ def test_a_row_held_across_a_resume_below_the_committed_offsets_is_refused_not_s
     assert [r[2] for r in read_rows(tmp_path / "out")] == [0, 1, 2, 3, 4, 6, 7, 8, 9, 10]
 
 
+def record_reads(p: Any) -> list[tuple[int, int]]:
+    """The ranges ``p`` reads its target back over, from now on, in order."""
+    asked: list[tuple[int, int]] = []
+    read_back = p.held_record_ids
+
+    def recording(key: str, first: int, last: int) -> pa.Table | None:
+        asked.append((first, last))
+        return read_back(key, first, last)
+
+    p.held_record_ids = recording
+    return asked
+
+
 def test_rows_below_the_resumed_state_that_the_target_holds_are_skipped_as_replays(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -184,14 +198,7 @@ def test_rows_below_the_resumed_state_that_the_target_holds_are_skipped_as_repla
     first.snapshot()
     # A source that rewinds below the resumed state replays what the target holds.
     _, again = part(tmp_path, resume={"t:0": 10})
-    asked: list[tuple[int, int]] = []
-    read_back = again.held_record_ids
-
-    def recording(key: str, first: int, last: int) -> pa.Table | None:
-        asked.append((first, last))
-        return read_back(key, first, last)
-
-    again.held_record_ids = recording
+    asked = record_reads(again)
     again.write_batch([rows("t", 0, [3, 4, 5])])
     again.write_batch([rows("t", 0, list(range(6, 13)))])
     assert again.stats.rows_skipped_replay == 7  # noqa: PLR2004
@@ -216,14 +223,7 @@ def test_a_rewind_far_below_the_resumed_state_reads_the_target_a_stretch_at_a_ti
     first.write_batch([rows("t", 0, list(range(12)))])
     first.snapshot()
     _, again = part(tmp_path, resume={"t:0": 12})
-    asked: list[tuple[int, int]] = []
-    read_back = again.held_record_ids
-
-    def recording(key: str, first: int, last: int) -> pa.Table | None:
-        asked.append((first, last))
-        return read_back(key, first, last)
-
-    again.held_record_ids = recording
+    asked = record_reads(again)
     for low in range(0, 14, 2):
         again.write_batch([rows("t", 0, [low, low + 1])])
     assert again.stats.rows_skipped_replay == 12  # noqa: PLR2004
