@@ -232,6 +232,33 @@ def test_a_rewind_far_below_the_resumed_state_reads_the_target_a_stretch_at_a_ti
     assert [r[2] for r in read_rows(tmp_path / "out")] == list(range(14))
 
 
+def test_a_rewind_into_offsets_retention_removed_is_skipped_not_refused(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    _, first = part(tmp_path)
+    first.write_batch([rows("t", 0, [0, 1, 2, 3, 4])])
+    first.snapshot()
+    first.write_batch([rows("t", 0, [5, 6, 7, 8, 9])])
+    first.snapshot()
+    (tmp_path / "out" / "t" / "0" / "0-4.jsonl").unlink()  # retention
+    # A source that rewinds to offset 0: 0-4 are covered by the resumed state only.
+    _, again = part(tmp_path, resume={"t:0": 10})
+    again.write_batch([rows("t", 0, list(range(12)))])
+    assert again.stats.rows_skipped_replay == 10  # noqa: PLR2004
+    assert "rows of `t:0` from offset 0 arrived after a resume" in caplog.text
+    again.snapshot()
+    assert [r[2] for r in read_rows(tmp_path / "out")] == list(range(5, 12))
+    # A row held back in a gap far wider than one read ahead is still refused.
+    _, sparse = part(tmp_path / "sparse")
+    sparse.write_batch([rows("s", 0, [0])])
+    sparse.snapshot()
+    sparse.write_batch([rows("s", 0, [300_000])])
+    sparse.snapshot()
+    _, resumed = part(tmp_path / "sparse", resume={"s:0": 300_001})
+    with pytest.raises(ConfigError, match=r"rows of `s:0` from offset 7 \(1 in this batch\)"):
+        resumed.write_batch([rows("s", 0, [7])])
+
+
 def test_a_covered_row_the_target_lacks_above_the_resumed_state_is_skipped_naming_it(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -186,6 +186,7 @@ class _Ledger:
         "pending",
         "replay_end",
         "resumed_next",
+        "target_first",
         "verified",
         "warned_unchecked",
     )
@@ -196,6 +197,7 @@ class _Ledger:
         next_offset: int,
         resumed_next: int | None = None,
         replay_end: int | None = None,
+        target_first: int | None = None,
     ) -> None:
         self.coverage = coverage
         self.next_offset = next_offset
@@ -205,6 +207,9 @@ class _Ledger:
         # After a resume, the offset below which covered rows are checked against the
         # target: past the resumed state and everything the target held at the start.
         self.replay_end = replay_end
+        # The lowest offset the target held at the start (None: nothing). Below it the
+        # target keeps nothing to check against (retention removed it, or never had it).
+        self.target_first = target_first
         # The last read of the target: (first, last, what it holds there or None).
         self.held: tuple[int, int, pa.Table | None] | None = None
         self.accepted_last: int | None = None  # the highest offset accepted this run
@@ -603,7 +608,7 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         if self._recorder is not None:
             self._recorder.add(key, coverage)  # what the target holds: recorded at the next commit
         resumed = self._resume.get(key)
-        held_last = coverage.last
+        held_first, held_last = coverage.first, coverage.last
         if resumed is not None and resumed > 0:
             coverage = coverage.add(0, resumed - 1)
         last = coverage.last
@@ -611,7 +616,9 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         replay_end = None
         if resumed:
             replay_end = max(resumed, held_last + 1 if held_last is not None else 0)
-        ledger = _Ledger(coverage, next_offset, resumed if resumed else None, replay_end)
+        ledger = _Ledger(
+            coverage, next_offset, resumed if resumed else None, replay_end, held_first
+        )
         self._ledgers[key] = ledger
         if coverage:
             logger.info(
@@ -664,9 +671,11 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         names the offsets: refusing would stop every resume of a flow with such a rule.
 
         The target is read once over the checked stretch, up to ``_READ_AHEAD`` offsets
-        at a time, not once per batch. When it cannot be read back, or replaces rows by
-        key (an upsert target no longer holds the offset of a row a later row of its key
-        replaced), covered rows are skipped with a warning.
+        at a time, not once per batch. Covered rows are skipped with a warning where the
+        target cannot be read back, below the lowest offset it held at the start (the
+        resumed state covers them; retention removed the rest), or when it replaces rows
+        by key (an upsert target no longer holds the offset of a row a later row of its
+        key replaced).
         """
         offsets = rows.column(self.columns.source_offset)
         covered = ledger.coverage.mask(offsets)
@@ -675,6 +684,14 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         suspects = offsets.filter(pa.array(covered))
         bounds = pc.min_max(suspects)
         low, high = bounds["min"].as_py(), bounds["max"].as_py()
+        first = ledger.target_first
+        if first is None or high < first:
+            self._warn_unchecked(ledger, key, low, "cannot be read back to check them")
+            return
+        if low < first:  # covered by the resumed state only: the target kept nothing there
+            self._warn_unchecked(ledger, key, low, "cannot be read back to check them")
+            suspects = suspects.filter(pc.greater_equal(suspects, first))
+            low = first
         held = self._held_over(ledger, key, low, high)
         if held is None:
             self._warn_unchecked(ledger, key, low, "cannot be read back to check them")
@@ -728,7 +745,8 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         """What the target holds over ``[low, high]``: from the last read when it spans them.
 
         A read reaches ahead to the end of the checked stretch, at most ``_READ_AHEAD``
-        offsets past ``low``, so the batches of one replay share it.
+        offsets past ``low``, so the batches of one replay share it; when that finds
+        nothing, it reaches to the end of the stretch.
         """
         cached = ledger.held
         if cached is not None and cached[0] <= low and high <= cached[1]:
@@ -736,6 +754,11 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         end = ledger.replay_end if ledger.replay_end is not None else high + 1
         last = max(high, min(end - 1, low + _READ_AHEAD - 1))
         held = self.held_record_ids(key, low, last)
+        if held is None and last < end - 1:
+            # Nothing there: a gap between what the target holds, at a held-back row
+            # perhaps. Whether it holds anything up to the end of the stretch tells.
+            last = end - 1
+            held = self.held_record_ids(key, low, last)
         ledger.held = (low, last, held)
         return held
 
