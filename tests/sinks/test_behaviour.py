@@ -9,6 +9,8 @@ partition on restart. Replays after a SIGKILL are in ``test_crash.py``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -19,6 +21,17 @@ from thalweg_bytewax.errors import ConfigError, SinkTerminalError, ThalwegError
 
 def ids_of(*batches: pa.RecordBatch) -> list[bytes]:
     return sorted(rid for b in batches for rid in b.column(C.record_id).to_pylist())
+
+
+def commit_epochs(table_sink: SinkTarget, *epochs: Sequence[int]) -> list[dict[str, int]]:
+    """One epoch per offset list of `orders:0`, committed by one partition; each state."""
+    p = table_sink.part(table_sink.make())
+    states = []
+    for offsets in epochs:
+        p.write_batch([orders(0, offsets)])
+        states.append(p.snapshot())
+    p.close()
+    return states
 
 
 def test_duplicate_batches_after_a_restart_land_once(table_sink: SinkTarget) -> None:
@@ -39,12 +52,10 @@ def test_a_row_held_across_a_restart_below_the_committed_offsets_is_refused(
     table_sink: SinkTarget,
 ) -> None:
     # Offsets 0-4 and 6-9 are committed; a step before the sink still holds offset 5.
-    first = table_sink.part(table_sink.make())
-    first.write_batch([orders(0, range(5))])
-    first.snapshot()
-    first.write_batch([orders(0, range(6, 10))])
-    assert first.snapshot() == {"orders:0": 10}
-    first.close()
+    assert commit_epochs(table_sink, range(5), range(6, 10)) == [
+        {"orders:0": 5},
+        {"orders:0": 10},
+    ]
     before = table_sink.record_ids()
     # Resumed from that state, the held row comes first: no replay, and not in the target.
     again = table_sink.part(table_sink.make(), {"orders:0": 10})
@@ -65,12 +76,7 @@ def test_a_row_missing_from_the_commit_the_recovery_store_lost_is_named_when_ski
 ) -> None:
     # The second epoch commits 5 and 7-9 without 6 (held upstream, or rejected by a
     # time-dependent rule); the recovery store never records that epoch.
-    first = table_sink.part(table_sink.make())
-    first.write_batch([orders(0, range(5))])
-    assert first.snapshot() == {"orders:0": 5}
-    first.write_batch([orders(0, [5, 7, 8, 9])])
-    first.snapshot()
-    first.close()
+    assert commit_epochs(table_sink, range(5), [5, 7, 8, 9])[0] == {"orders:0": 5}
     before = table_sink.record_ids()
     again = table_sink.part(table_sink.make(), {"orders:0": 5})
     again.write_batch([orders(0, [5]), orders(0, [6, 7])])
