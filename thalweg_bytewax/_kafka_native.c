@@ -681,7 +681,6 @@ static int take_strays(Consumer *c, Py_ssize_t at) {
 
 #define BIT_SET(buf, i) ((buf)[(i) >> 3] |= (uint8_t)(1u << ((i) & 7)))
 
-/* Fill one binary column (validity, offsets, data) from key or value pointers. */
 /* How many records ahead the header lookup asks for a record's bytes. The fetcher
    thread decompressed them long before, often on the other core: without the hint the
    lookup of each record's headers stalls on its first read of them. */
@@ -697,6 +696,7 @@ static inline void prefetch_record(const rd_kafka_message_t *msg) {
     __builtin_prefetch(end, 0, 3);
 }
 
+/* Fill one binary column (validity, offsets, data) from key or value pointers. */
 static void fill_binary(rd_kafka_message_t **m, Py_ssize_t n, int keys, uint8_t *valid,
                         int32_t *offs, char *data) {
     int32_t pos = 0;

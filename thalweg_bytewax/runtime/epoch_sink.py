@@ -685,11 +685,10 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         bounds = pc.min_max(suspects)
         low, high = bounds["min"].as_py(), bounds["max"].as_py()
         first = ledger.target_first
-        if first is None or high < first:
+        if first is None or low < first:  # covered by the resumed state only: nothing there
             self._warn_unchecked(ledger, key, low, "cannot be read back to check them")
-            return
-        if low < first:  # covered by the resumed state only: the target kept nothing there
-            self._warn_unchecked(ledger, key, low, "cannot be read back to check them")
+            if first is None or high < first:
+                return
             suspects = suspects.filter(pc.greater_equal(suspects, first))
             low = first
         held = self._held_over(ledger, key, low, high)
