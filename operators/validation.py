@@ -53,6 +53,8 @@ __all__ = ["ValidateOut", "failed_rules_column", "validate"]
 logger = logging.getLogger(__name__)
 
 _VERDICTS = pa.array(["pass", "fail"], pa.string())
+# DLQ reason by whether a row failed a schema rule.
+_REASONS = pa.array([str(RejectReason.DQ), str(RejectReason.CONTRACT)], pa.string())
 
 
 def failed_rules_column(columns: MetadataColumns = DEFAULT_COLUMNS) -> str:
@@ -89,8 +91,10 @@ class _Verdict:
     audit: pa.RecordBatch | None
 
 
-def _row_json(batch: pa.RecordBatch, idx: np.ndarray, columns: MetadataColumns) -> pa.Array:
-    """The payload of the rows ``idx`` as JSON objects, column-wise (see :mod:`.row_json`)."""
+def _row_json(
+    batch: pa.RecordBatch, idx: np.ndarray | None, columns: MetadataColumns
+) -> pa.Array:
+    """The payload of the rows ``idx`` (default all) as JSON objects (see :mod:`.row_json`)."""
     payload = [n for n in batch.schema.names if not columns.is_reserved(n)]
     return rows_as_json(batch.select(payload), idx)
 
@@ -163,27 +167,21 @@ class _Validator:
             )
         if not ev.any_failed.any():
             return _Verdict(batch, None, audit)
-        # Contract rejects first, then quality rejects, each in batch order.
-        contract_idx = np.flatnonzero(ev.contract_failed)
-        dq_idx = np.flatnonzero(ev.any_failed & ~ev.contract_failed)
-        idx = np.concatenate([contract_idx, dq_idx])
+        # Rejected rows in batch order, each with its reason: a row that failed a schema
+        # rule is a contract reject, any other a quality reject.
+        idx = np.flatnonzero(ev.any_failed)
         take = pa.array(idx, pa.int64())
-        # The whole batch rejected for one reason: every row, in batch order.
-        whole = len(idx) == batch.num_rows and not (len(contract_idx) and len(dq_idx))
-        reasons = pa.concat_arrays(
-            [
-                pa.repeat(pa.scalar(str(RejectReason.CONTRACT), pa.string()), len(contract_idx)),
-                pa.repeat(pa.scalar(str(RejectReason.DQ), pa.string()), len(dq_idx)),
-            ]
-        )
+        whole = len(idx) == batch.num_rows
+        rows = None if whole else idx
+        reasons = _REASONS.take(pa.array(ev.contract_failed[idx].astype(np.int8)))
         rejected = dlq_batch_from_rows(
             batch,
             take,
             reason=reasons,
             step_id=self.step_id,
-            messages=messages(batch, ev, self.ruleset, failed, columns=self.columns, rows=idx),
+            messages=messages(batch, ev, self.ruleset, failed, columns=self.columns, rows=rows),
             rules=failed if whole else failed.take(take),
-            row_json=_row_json(batch, idx, self.columns),
+            row_json=_row_json(batch, rows, self.columns),
             columns=self.columns,
         )
         clean = batch.filter(pa.array(~ev.any_failed)) if not ev.any_failed.all() else None

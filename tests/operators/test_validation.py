@@ -92,6 +92,29 @@ def test_quarantine_diverts_exactly_the_bad_rows_with_reason_and_rule_ids(entry_
     assert {o for o, v in verdicts.items() if v == "fail"} == set(expected)
 
 
+def test_quarantine_keeps_batch_order_across_reasons_and_shares_a_whole_batch():
+    rows = orders(6)
+    for i, row in enumerate(rows):
+        if i % 2:
+            row["total"] = None  # required: a contract reject
+        else:
+            row["status"] = "LOST"  # not an allowed value: a quality reject
+    batch = orders_batch(rows)
+    ruleset = RuleSet.from_contract(CONTRACT)
+    verdict = _Validator("v", ruleset, ContractMode.QUARANTINE, COLS).run(batch)
+
+    rejected = verdict.rejected
+    assert verdict.clean is None and rejected is not None
+    assert rejected[COLS.source_offset].to_pylist() == list(range(6))
+    assert rejected["reason"].to_pylist() == ["dq", "contract"] * 3
+    assert [m.split(":", 2)[1] for m in rejected["message"].to_pylist()] == [
+        f"0@{i}" for i in range(6)
+    ]
+    # Rejected whole: the source columns are the batch's own, not copies.
+    for name in (COLS.source_topic, COLS.source_offset, COLS.record_id):
+        assert rejected[name].buffers()[-1].address == batch[name].buffers()[-1].address
+
+
 def test_strict_fails_the_flow_with_rule_column_value_and_locator(entry_point):
     rows, _ = bad_rows()
     with pytest.raises(BytewaxRuntimeError) as info:
