@@ -9,6 +9,7 @@ shard's source partition are refused; and a flow SIGKILLed between ``write_batch
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -248,6 +249,19 @@ def test_a_rewind_into_offsets_retention_removed_is_skipped_not_refused(
     assert "rows of `t:0` from offset 0 arrived after a resume" in caplog.text
     again.snapshot()
     assert [r[2] for r in read_rows(tmp_path / "out")] == list(range(5, 12))
+    # A row the target replaced by key (offset 7 gone from its file, as an upsert
+    # leaves it) is named too: one warning per cause, not one per partition.
+    done = tmp_path / "out" / "t" / "0" / "5-9.jsonl"
+    kept = [line for line in done.read_text().splitlines() if json.loads(line)["offset"] != 7]  # noqa: PLR2004
+    done.write_text("".join(f"{line}\n" for line in kept))
+    assert len(done.read_text().splitlines()) == 4  # noqa: PLR2004
+    caplog.clear()
+    _, upsert = part(tmp_path, resume={"t:0": 12})
+    upsert.target_replaces_rows = True
+    upsert.write_batch([rows("t", 0, list(range(12)))])
+    assert "rows of `t:0` from offset 0 arrived after a resume" in caplog.text
+    assert "rows of `t:0` from offset 7 arrived after a resume" in caplog.text
+    assert "replaces rows by key" in caplog.text
     # A row held back in a gap far wider than one read ahead is still refused.
     _, sparse = part(tmp_path / "sparse")
     sparse.write_batch([rows("s", 0, [0])])

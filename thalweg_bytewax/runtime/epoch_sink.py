@@ -215,7 +215,8 @@ class _Ledger:
         self.accepted_last: int | None = None  # the highest offset accepted this run
         self.pending: tuple[int, int] | None = None  # staged since the last commit
         self.verified = False  # the first skipped rows were checked by record id
-        self.warned_unchecked = False  # covered rows after a resume could not be checked
+        # Why covered rows after a resume could not be checked, each warned about once.
+        self.warned_unchecked: set[str] = set()
 
 
 class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], ABC):
@@ -762,9 +763,9 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         return held
 
     def _warn_unchecked(self, ledger: _Ledger, key: str, low: int, why: str) -> None:
-        if ledger.warned_unchecked:
+        if why in ledger.warned_unchecked:
             return
-        ledger.warned_unchecked = True
+        ledger.warned_unchecked.add(why)
         logger.warning(
             "%s: rows of `%s` from offset %s arrived after a resume inside the offsets it "
             "had committed, and %s %s: they are skipped as replays. If a step before the "
