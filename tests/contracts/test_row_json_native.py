@@ -232,6 +232,26 @@ def test_instants_at_the_ends_of_the_calendar() -> None:
     assert rows_as_json(batch).to_pylist() == _expected(batch, None)
 
 
+@given(st.lists(st.tuples(st.integers(-3, 3), st.integers(0, 86_399_999)), max_size=40))
+def test_instants_and_dates_of_runs_of_the_same_day_are_each_their_own(
+    moves: list[tuple[int, int]],
+) -> None:
+    # A stream's rows mostly share a day, which the writer keeps the text of; dates and
+    # instants interleave, and a day may come back after another.
+    start = datetime(2026, 3, 1, tzinfo=UTC)
+    days = np.cumsum([0] + [d for d, _ in moves])[1:]
+    stamps = [
+        start + timedelta(days=int(d), milliseconds=ms)
+        for d, (_, ms) in zip(days, moves, strict=True)
+    ]
+    on = [(s - timedelta(days=int(d) % 2)).date() for s, d in zip(stamps, days, strict=True)]
+    batch = pa.RecordBatch.from_pydict(
+        {"at": pa.array(stamps, pa.timestamp("ms", tz="UTC")), "on": pa.array(on, pa.date32())}
+    )
+    native = row_json._native_rows(batch, None)
+    assert native is not None and native.to_pylist() == _expected(batch, None)
+
+
 def test_an_instant_past_year_9999_goes_to_the_column_wise_path() -> None:
     far = pa.array([0, 2**62], pa.timestamp("us"))
     batch = pa.RecordBatch.from_pydict({"t": far, "s": ["a", "b"]})

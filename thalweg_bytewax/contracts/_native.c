@@ -74,6 +74,8 @@ typedef struct {
     Py_ssize_t cap;
     int full;        /* the buffer cannot take the value: the caller grows it */
     int unsupported; /* a value this writer does not spell */
+    int64_t last_days; /* the last date written (INT64_MIN: none) and its text */
+    char last_date[10];
 } Out;
 
 /* Seconds from 0001-01-01 to the epoch, and from the epoch to 10000-01-01. */
@@ -284,14 +286,22 @@ static void civil(int64_t days, int64_t *y, int64_t *m, int64_t *d) {
     *y = yoe + era * 400 + (*m <= 2);
 }
 
+/* YYYY-MM-DD. Rows of a stream mostly share their day: the last one's text is kept. */
 static void put_date(Out *o, int64_t days) {
+    if (days == o->last_days) {
+        put(o, o->last_date, 10);
+        return;
+    }
     int64_t y, m, d;
     civil(days, &y, &m, &d);
+    char *text = o->p + o->len;
     put_digits(o, y, 4);
     put1(o, '-');
     put_digits(o, m, 2);
     put1(o, '-');
     put_digits(o, d, 2);
+    memcpy(o->last_date, text, 10);
+    o->last_days = days;
 }
 
 static int put_timestamp(Out *o, const Node *nd, int64_t raw) {
@@ -672,7 +682,7 @@ static PyObject *rows(PyObject *self, PyObject *args) {
     int32_t *off = (int32_t *)(uintptr_t)offsets_addr;
     const int64_t *idx = (const int64_t *)(uintptr_t)indices_addr;
     if (start == 0) off[0] = 0;
-    Out o = {(char *)(uintptr_t)data_addr, off[start], cap, 0, 0};
+    Out o = {(char *)(uintptr_t)data_addr, off[start], cap, 0, 0, INT64_MIN, {0}};
     Py_ssize_t r = start;
     /* The loop touches no Python object (the plan is parsed, the caller holds every
        buffer and the keys' bytes): other threads (Bytewax workers) run meanwhile. */
