@@ -87,6 +87,8 @@ COMMIT_KEY = "thalweg.commit"
 # How many ancestors a retry searches for its own commit id: other writers' commits
 # since the attempt, which are few (one per shard and epoch).
 _LANDED_DEPTH = 64
+# The column that numbers the rows a key lookup asks about.
+_ROW = "__twg_row"
 
 
 class IcebergSinkStats(EpochSinkStats):
@@ -240,6 +242,54 @@ class _IcebergPartition(EpochSinkPartition):
             selected_fields=(cols.source_offset, cols.record_id),
         ).to_arrow()
         return found
+
+    @override
+    def replaced_by_key(self, key: str, rows: pa.RecordBatch) -> np.ndarray | None:
+        table = self._current_table()
+        cols = self.columns
+        keys = list(self._sink.key_columns)
+        locator = [cols.source_topic, cols.source_partition, cols.source_offset]
+        names = set(table.schema().column_names) if table is not None else set()
+        if (
+            table is None
+            or not keys
+            or not names.issuperset([*keys, *locator])
+            or not set(keys).issubset(rows.schema.names)
+        ):
+            return None
+        ex: Any = _expressions
+        # The rows of the first key column's values; the whole key is matched below.
+        found = table.scan(
+            row_filter=ex.In(keys[0], set(rows.column(keys[0]).drop_null().to_pylist())),
+            selected_fields=(*keys, *locator),
+        ).to_arrow()
+        asked = pa.table({k: rows.column(k) for k in keys}).append_column(
+            _ROW, pa.array(np.arange(rows.num_rows, dtype=np.int64))
+        )
+        try:
+            asked = asked.cast(
+                pa.schema([found.schema.field(k) for k in keys] + [asked.schema.field(_ROW)])
+            )
+            joined = asked.join(found, keys=keys, join_type="inner", use_threads=False)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            return None  # a key type Arrow cannot match: such rows are warned about
+        topic, _, part = key.rpartition(":")
+        index = joined.column(_ROW).to_numpy()
+        offset = rows.column(cols.source_offset).to_numpy()[index]
+        same = (
+            pc.and_(
+                pc.equal(joined.column(cols.source_topic), topic),
+                pc.equal(joined.column(cols.source_partition), int(part)),
+            )
+            .fill_null(False)
+            .to_numpy(zero_copy_only=False)
+        )
+        held = joined.column(cols.source_offset).to_numpy(zero_copy_only=False)
+        # Ranked so that a replaced row beats an unknown one, and that one a missing one.
+        rank = np.where(same, np.where(held > offset, 2, 0), 1)
+        best = np.zeros(rows.num_rows, dtype=np.int8)
+        np.maximum.at(best, index, rank.astype(np.int8))
+        return np.array([0, -1, 1], dtype=np.int8)[best]
 
     @override
     def describe_target(self, key: str) -> str:

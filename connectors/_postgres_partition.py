@@ -195,6 +195,13 @@ class _PostgresPartition(EpochSinkPartition):
         return self._sink.held_record_ids(pending[0], pending[1], first, last)
 
     @override
+    def replaced_by_key(self, key: str, rows: pa.RecordBatch) -> np.ndarray | None:
+        where = self._ledger_topic(key)
+        if where is None:
+            return None
+        return self._sink.replaced_by_key(where[0], where[1], rows)
+
+    @override
     def describe_target(self, key: str) -> str:
         return f"table `{self._sink.target}`"
 

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Literal
 
+import numpy as np
 import pyarrow as pa
 from typing_extensions import override
 
@@ -308,6 +309,45 @@ class PostgresSink(ShardedEpochSink[_PostgresPartition]):
                 conn, self.schema, self.table, cols, topic, partition, first, last
             )
         return rows
+
+    def replaced_by_key(
+        self, topic: str, partition: int, rows: pa.RecordBatch
+    ) -> np.ndarray | None:
+        """Per row of ``rows``, whether the table holds a later row of the row's key.
+
+        ``rows`` come from one source partition. ``1``: the key's row is from a later
+        offset of it; ``0``: no row of the key, or one from an earlier offset; ``-1``:
+        from another source (``EpochSinkPartition.replaced_by_key``). None without the
+        key or locator columns to compare.
+        """
+        cols = self.columns
+        keys = list(self.key_columns)
+        with self._lock:
+            shape = next(iter(self._shapes.values()), None)
+        if shape is None:
+            with self.connect_control() as conn:
+                shape = pgcat.describe(conn, self.schema, self.table)
+        locator = (cols.source_topic, cols.source_partition, cols.source_offset)
+        if (
+            not keys
+            or shape is None
+            or not all(shape.column(n) is not None for n in (*keys, *locator))
+            or not all(k in rows.schema.names for k in keys)
+        ):
+            return None
+        values = list(zip(*(rows.column(k).to_pylist() for k in keys), strict=True))
+        with self.connect_control() as conn:
+            found = pgcat.select_key_locators(conn, self.schema, self.table, cols, keys, values)
+        offsets = rows.column(cols.source_offset).to_numpy()
+        verdict = np.zeros(rows.num_rows, dtype=np.int8)
+        for i, held_topic, held_partition, held_offset in found:
+            if held_topic is None and held_partition is None and held_offset is None:
+                continue  # no row of the key
+            if held_topic != topic or held_partition != partition or held_offset is None:
+                verdict[i] = -1
+            elif held_offset > offsets[i]:
+                verdict[i] = 1
+        return verdict
 
     def written_columns(self, schema: pa.Schema) -> list[str]:
         """The columns of a prepared batch that go into the table, in batch order."""

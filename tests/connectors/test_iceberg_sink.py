@@ -169,7 +169,9 @@ def test_upsert_keeps_the_last_row_per_key(
 
 
 def test_an_upsert_replay_below_the_resumed_state_skips_rows_their_keys_replaced(
-    iceberg_sink_factory: IcebergSinkFactory, iceberg_catalog_config: IcebergCatalogConfig
+    iceberg_sink_factory: IcebergSinkFactory,
+    iceberg_catalog_config: IcebergCatalogConfig,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     # Offsets 0-6 are replaced by 7-13 (same customers): the table holds 7-13 only.
     _, p = part(iceberg_sink_factory, mode="upsert", key_columns=["customer"])
@@ -179,9 +181,27 @@ def test_an_upsert_replay_below_the_resumed_state_skips_rows_their_keys_replaced
     _, again = part(iceberg_sink_factory, {"orders:0": 14}, mode="upsert", key_columns=["customer"])
     again.write_batch([orders(0, list(range(14)))])
     assert again.stats.rows_skipped_replay == 14  # noqa: PLR2004
+    # The keys of 0-6 were looked up: the table holds each from a later offset.
+    assert "arrived after a resume" not in caplog.text
     again.snapshot()
     got = read_iceberg(iceberg_catalog_config)
     assert sorted(got.column("_twg_source_offset").to_pylist()) == list(range(7, 14))
+
+
+def test_an_upsert_row_held_across_a_resume_whose_key_was_not_replaced_is_refused(
+    iceberg_sink_factory: IcebergSinkFactory, iceberg_catalog_config: IcebergCatalogConfig
+) -> None:
+    # Offset 13 (customer c6, held from offset 6 only) was held by a step upstream while
+    # 0-12 and 14 committed.
+    _, p = part(iceberg_sink_factory, mode="upsert", key_columns=["customer"])
+    p.write_batch([orders(0, list(range(13)))])
+    p.write_batch([orders(0, [14])])
+    assert p.snapshot() == {"orders:0": 15}
+    _, again = part(iceberg_sink_factory, {"orders:0": 15}, mode="upsert", key_columns=["customer"])
+    with pytest.raises(ConfigError, match=r"rows of `orders:0` from offset 13 \(1 in this batch\)"):
+        again.write_batch([orders(0, list(range(14)))])
+    assert again.stats.rows_skipped_replay == 0
+    assert rows_of(iceberg_catalog_config) == [(0, o) for o in (6, 8, 9, 10, 11, 12, 14)]
 
 
 def test_partition_spec_from_configuration(

@@ -272,7 +272,7 @@ def test_a_shard_over_many_source_partitions_opens_one_data_connection(
 
 
 def test_an_upsert_replay_below_the_resumed_state_skips_rows_their_keys_replaced(
-    make_sink: MakeSink, pg_dsn: str, pg_schema: str
+    make_sink: MakeSink, pg_dsn: str, pg_schema: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     # Offset 0 is replaced by offset 2 (same key), so the table no longer holds offset 0.
     contract = ObjectSpec("orders", (ColumnSpec("name", pa.string(), primary_key_position=1),))
@@ -287,6 +287,38 @@ def test_an_upsert_replay_below_the_resumed_state_skips_rows_their_keys_replaced
     again = part(make_sink(mode="upsert", contract=contract), {"t:0": 3})
     again.write_batch([first])
     assert again.stats.rows_skipped_replay == 3  # noqa: PLR2004
+    # The key of offset 0 was looked up: the table holds it from offset 2. No doubt left.
+    assert "arrived after a resume" not in caplog.text
     again.snapshot()
     got = read_table(pg_dsn, pg_schema, "orders", order_by="name")
     assert got.column("id").to_pylist() == [2, 1]
+
+
+@pytest.mark.parametrize("key", [("name",), ("id",), ("name", "id")], ids="+".join)
+def test_an_upsert_row_held_across_a_resume_whose_key_was_not_replaced_is_refused(
+    make_sink: MakeSink, pg_dsn: str, pg_schema: str, key: tuple[str, ...]
+) -> None:
+    # Offset 3 (key "c", no later row of it) was held by a step upstream while 0-2 and
+    # 4 committed; the table holds "c" from offset 1 only. Keys of each type are
+    # looked up as the table's column types.
+    types = {"name": pa.string(), "id": pa.int64()}
+    contract = ObjectSpec(
+        "orders",
+        tuple(ColumnSpec(k, types[k], primary_key_position=i + 1) for i, k in enumerate(key)),
+    )
+
+    def named(offsets: list[int], names: list[str]) -> pa.RecordBatch:
+        b = batch("t", 0, offsets)
+        return b.set_column(b.schema.get_field_index("name"), "name", pa.array(names))
+
+    p = part(make_sink(mode="upsert", contract=contract))
+    p.write_batch([named([0, 1, 2], ["a", "c", "a"])])
+    p.write_batch([named([4], ["b"])])
+    assert p.snapshot() == {"t:0": 5}
+    again = part(make_sink(mode="upsert", contract=contract), {"t:0": 5})
+    with pytest.raises(ConfigError, match=r"rows of `t:0` from offset 3 \(1 in this batch\)"):
+        again.write_batch([named([0, 1, 2, 3], ["a", "c", "a", "c"])])
+    assert again.stats.rows_skipped_replay == 0
+    got = read_table(pg_dsn, pg_schema, "orders", order_by="id")
+    expected = {("name",): [1, 2, 4]}.get(key, [0, 1, 2, 4])
+    assert got.column("id").to_pylist() == expected

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import bytewax.operators as op
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -214,6 +215,41 @@ def test_rows_below_the_resumed_state_that_the_target_holds_are_skipped_as_repla
     assert bare.stats.rows_skipped_replay == 2  # noqa: PLR2004
     assert "rows of `u:0` from offset 3 arrived after a resume inside the offsets" in caplog.text
     assert "cannot be read back to check them" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("verdict", "outcome"),
+    [(1, "skipped"), (-1, "warned"), (0, "refused")],
+    ids=["replaced-by-a-later-row", "key-from-another-source", "never-got-it"],
+)
+def test_an_upsert_target_judges_a_row_it_lacks_by_its_key(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, verdict: int, outcome: str
+) -> None:
+    _, first = part(tmp_path)
+    first.write_batch([rows("t", 0, list(range(6)))])
+    first.snapshot()
+    # The target no longer holds offset 2, as an upsert leaves a row a later one replaced.
+    done = next((tmp_path / "out" / "t" / "0").glob("*.jsonl"))
+    kept = [line for line in done.read_text().splitlines() if json.loads(line)["offset"] != 2]  # noqa: PLR2004
+    done.write_text("".join(f"{line}\n" for line in kept))
+    _, again = part(tmp_path, resume={"t:0": 6})
+    again.target_replaces_rows = True
+    asked: list[list[int]] = []
+
+    def replaced_by_key(key: str, lacking: pa.RecordBatch) -> Any:
+        asked.append(lacking.column("_twg_source_offset").to_pylist())
+        return np.full(lacking.num_rows, verdict, dtype=np.int8)
+
+    again.replaced_by_key = replaced_by_key
+    if outcome == "refused":
+        with pytest.raises(ConfigError, match=r"rows of `t:0` from offset 2 \(1 in this batch\)"):
+            again.write_batch([rows("t", 0, [1, 2, 3])])
+    else:
+        again.write_batch([rows("t", 0, [1, 2, 3])])
+        assert again.stats.rows_skipped_replay == 3  # noqa: PLR2004
+    assert asked == [[2]]  # only the row the target lacks is looked up
+    warned = "rows of `t:0` from offset 2 arrived after a resume" in caplog.text
+    assert warned == (outcome == "warned")
 
 
 def test_a_rewind_far_below_the_resumed_state_reads_the_target_a_stretch_at_a_time(

@@ -373,3 +373,55 @@ def select_record_ids(
             ),
         }
     )
+
+
+# Rows of keys a lookup sends in one statement.
+_KEYS_PER_QUERY = 1000
+
+
+def select_key_locators(
+    conn: psycopg.Connection[Any],
+    schema: str,
+    table: str,
+    columns: MetadataColumns,
+    key_columns: Sequence[str],
+    keys: Sequence[Sequence[Any]],
+) -> list[tuple[int, str | None, int | None, int | None]]:
+    """The locator of the table's row of each key: ``(index, topic, partition, offset)``.
+
+    ``keys`` holds one tuple of key values per row asked, in ``key_columns`` order; each
+    value is cast to its column's type in the statement. A key the table holds no row of
+    comes back with ``None`` for the locator.
+    """
+    target = sql.Identifier(schema, table)
+    typed = dict(
+        conn.execute(
+            "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
+            "WHERE a.attrelid = %s::regclass AND a.attname = ANY(%s) AND NOT a.attisdropped",
+            (target.as_string(conn), list(key_columns)),
+        ).fetchall()
+    )
+    names = [sql.Identifier(k) for k in key_columns]
+    row = sql.SQL("(%s::bigint, {})").format(
+        sql.SQL(", ").join(sql.SQL("%s::" + typed[k]) for k in key_columns)
+    )
+    out: list[tuple[int, str | None, int | None, int | None]] = []
+    for start in range(0, len(keys), _KEYS_PER_QUERY):
+        chunk = keys[start : start + _KEYS_PER_QUERY]
+        query = sql.SQL(
+            "SELECT v.i, t.{tp}, t.{p}, t.{o} FROM (VALUES {rows}) AS v(i, {names}) "
+            "LEFT JOIN {t} AS t ON {on} ORDER BY v.i"
+        ).format(
+            tp=sql.Identifier(columns.source_topic),
+            p=sql.Identifier(columns.source_partition),
+            o=sql.Identifier(columns.source_offset),
+            rows=sql.SQL(", ").join([row] * len(chunk)),
+            names=sql.SQL(", ").join(names),
+            t=target,
+            on=sql.SQL(" AND ").join(
+                sql.SQL("t.{k} = v.{k}").format(k=k) for k in names
+            ),
+        )
+        params = [v for i, values in enumerate(chunk, start) for v in (i, *values)]
+        out.extend(conn.execute(query, params).fetchall())
+    return out

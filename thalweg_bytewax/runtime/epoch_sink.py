@@ -15,6 +15,8 @@ protocol; a sink implements a few hooks:
 - ``release()`` — free clients and threads at ``close()``; never publishes (optional).
 - ``held_record_ids(key, first, last)`` — the (offset, record id) pairs the target holds
   in a range, where the sink can read them back (optional).
+- ``replaced_by_key(key, rows)`` — for a target that replaces rows by key (upserts):
+  whether it holds a later row of each row's key (optional).
 
 The base, in order, for each batch: refuses rows without a locator; refuses rows whose
 source partition routes to another shard of the sink (one owner per source partition:
@@ -341,6 +343,19 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
 
         Columns are named as in :attr:`columns`. None when the sink cannot read them
         back (then replays are skipped by offset alone).
+        """
+        return None
+
+    def replaced_by_key(self, key: str, rows: pa.RecordBatch) -> np.ndarray | None:
+        """Per row of ``rows``, whether the target holds a later row of the row's key.
+
+        Only asked of a target that replaces rows by key (:attr:`target_replaces_rows`),
+        for replayed rows of source partition ``key`` it does not hold at their offsets.
+        An ``int8`` array: ``1`` where the target's row of that key comes from a later
+        offset of this source partition (the row was replaced: a replay), ``0`` where it
+        holds no row of that key or one from an earlier offset (it never got the row),
+        ``-1`` where that row comes from another source (nothing orders the two). None
+        when the sink cannot look keys up (then such rows are skipped with a warning).
         """
         return None
 
@@ -671,12 +686,16 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         DLQ). The two cannot be told apart here, so it is skipped, with a warning that
         names the offsets: refusing would stop every resume of a flow with such a rule.
 
+        A target that replaces rows by key (upserts) no longer holds the offset of a
+        row that a later row of its key replaced: the keys of the rows it does not hold
+        are looked up (:meth:`replaced_by_key`), replaced rows are replays, and the rest
+        are judged as above.
+
         The target is read once over the checked stretch, up to ``_READ_AHEAD`` offsets
         at a time, not once per batch. Covered rows are skipped with a warning where the
         target cannot be read back, below the lowest offset it held at the start (the
-        resumed state covers them; retention removed the rest), or when it replaces rows
-        by key (an upsert target no longer holds the offset of a row a later row of its
-        key replaced).
+        resumed state covers them; retention removed the rest), or where an upsert
+        target cannot look a key up or holds the key's row from another source.
         """
         offsets = rows.column(self.columns.source_offset)
         covered = ledger.coverage.mask(offsets)
@@ -698,16 +717,15 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
             return
         held_offsets = held.column(self.columns.source_offset).combine_chunks().cast(suspects.type)
         missing = suspects.filter(pc.invert(pc.is_in(suspects, value_set=held_offsets)))
+        if len(missing) and self.target_replaces_rows:
+            not_replaced = self._not_replaced(ledger, key, rows, missing)
+            if not_replaced is None:
+                return
+            missing = not_replaced
         if len(missing) == 0:
             if not ledger.verified:  # the replay's record ids, from the same read
                 ledger.verified = True
                 self._verify_replay(key, rows.filter(pa.array(covered)), held)
-            return
-        if self.target_replaces_rows:
-            self._warn_unchecked(
-                ledger, key, pc.min(missing).as_py(), "replaces rows by key, so it cannot tell"
-                " a row a later row of its key replaced from one it never got"
-            )
             return
         resumed = ledger.resumed_next or 0
         below = missing.filter(pc.less(missing, resumed))
@@ -740,6 +758,30 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
             f"write them with locators='absent'"
         )
         raise ConfigError(msg)
+
+    def _not_replaced(
+        self, ledger: _Ledger, key: str, rows: pa.RecordBatch, missing: pa.Array
+    ) -> pa.Array | None:
+        """Of the ``missing`` offsets, those whose key the target holds no later row of.
+
+        An upsert target no longer holds the offset of a row that a later row of its
+        key replaced: such rows are replays. None when nothing is left to check (the
+        rest are replays, or keys that cannot be looked up, skipped with a warning).
+        """
+        offsets = rows.column(self.columns.source_offset)
+        asked = rows.filter(pc.is_in(offsets, value_set=missing))
+        verdict = self.replaced_by_key(key, asked)
+        asked_offsets = asked.column(self.columns.source_offset)
+        unknown = None if verdict is None else verdict < 0
+        if verdict is None or unknown is not None and unknown.any():
+            low = pc.min(asked_offsets if unknown is None else asked_offsets.filter(unknown))
+            self._warn_unchecked(
+                ledger, key, low.as_py(), "replaces rows by key, and cannot tell a row a "
+                "later row of its key replaced from one it never got"
+            )
+        if verdict is None:
+            return None
+        return asked_offsets.filter(pa.array(verdict == 0))
 
     def _held_over(self, ledger: _Ledger, key: str, low: int, high: int) -> pa.Table | None:
         """What the target holds over ``[low, high]``: from the last read when it spans them.
