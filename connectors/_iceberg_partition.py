@@ -258,11 +258,15 @@ class _IcebergPartition(EpochSinkPartition):
         ):
             return None
         ex: Any = _expressions
-        # The rows of the first key column's values; the whole key is matched below.
-        found = table.scan(
-            row_filter=ex.In(keys[0], set(rows.column(keys[0]).drop_null().to_pylist())),
-            selected_fields=(*keys, *locator),
-        ).to_arrow()
+        try:
+            # The rows of the first key column's values; the whole key is matched below.
+            found = table.scan(
+                row_filter=ex.In(keys[0], set(rows.column(keys[0]).drop_null().to_pylist())),
+                selected_fields=(*keys, *locator),
+            ).to_arrow()
+        except (TypeError, ValueError):
+            logger.debug("iceberg sink: key lookup in %s failed", self._sink.table, exc_info=True)
+            return None  # key values the filter cannot carry: such rows are warned about
         asked = pa.table({k: rows.column(k) for k in keys}).append_column(
             _ROW, pa.array(np.arange(rows.num_rows, dtype=np.int64))
         )

@@ -337,7 +337,13 @@ class PostgresSink(ShardedEpochSink[_PostgresPartition]):
             return None
         values = list(zip(*(rows.column(k).to_pylist() for k in keys), strict=True))
         with self.connect_control() as conn:
-            found = pgcat.select_key_locators(conn, self.schema, self.table, cols, keys, values)
+            try:
+                found = pgcat.select_key_locators(
+                    conn, self.schema, self.table, cols, keys, values
+                )
+            except pgcat.KEY_LOOKUP_ERRORS:
+                logger.debug("postgres sink: key lookup of %s failed", self.target, exc_info=True)
+                return None  # a key the statement cannot carry: such rows are warned about
         offsets = rows.column(cols.source_offset).to_numpy()
         verdict = np.zeros(rows.num_rows, dtype=np.int8)
         for i, held_topic, held_partition, held_offset in found:

@@ -377,6 +377,8 @@ def select_record_ids(
 
 # Rows of keys a lookup sends in one statement.
 _KEYS_PER_QUERY = 1000
+KEY_LOOKUP_ERRORS = (psycopg.DataError, psycopg.ProgrammingError, TypeError, ValueError)
+"""What :func:`select_key_locators` raises for key values it cannot send or compare."""
 
 
 def select_key_locators(
