@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import bytewax.operators as op
+import pyarrow as pa
+import pyarrow.compute as pc
 from bytewax.dataflow import Dataflow
 from bytewax.outputs import Sink
 
@@ -26,7 +28,7 @@ from thalweg_bytewax.codecs import AvroCodec
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.registry import DirectorySchemaSource
 
-__all__ = ["BATCH", "ORDERS", "PARTITIONS", "SHARDS", "build_flow", "table_sink"]
+__all__ = ["BATCH", "ORDERS", "PARTITIONS", "SHARDS", "SLOTS", "build_flow", "table_sink", "with_slot"]
 
 ORDERS = 1_200
 """Sample orders per run: 300 per source partition."""
@@ -38,33 +40,63 @@ SCHEMAS = Path(__file__).resolve().parents[2] / "flows" / "schemas"
 """The orders flow's bundled writer schemas (its codec without a registry)."""
 
 
+SLOTS = 25
+"""Upsert keys per source partition: ``slot = partition * 100 + offset % SLOTS``."""
+
+
 def table_sink(
-    sink: str, root: str, dsn: str = "", schema: str = "", shards: int = SHARDS
+    sink: str,
+    root: str,
+    dsn: str = "",
+    schema: str = "",
+    shards: int = SHARDS,
+    mode: str = "append",
 ) -> Sink[Any]:
     """The sink under test, on its target under ``root`` (or in ``schema`` for PostgreSQL).
 
     Small row groups and data files, so a kill mid-write leaves real partial files.
+    ``mode="upsert"`` upserts the tables by ``slot``.
     """
+    upsert: dict[str, Any] = {"mode": "upsert", "key_columns": ["slot"]} if mode == "upsert" else {}
     if sink == "parquet":
         return ParquetSink(Path(root) / "lane", shards=shards, row_group_rows=16)
     if sink == "iceberg":
         from thalweg_bytewax.connectors.iceberg import IcebergSink
 
         return IcebergSink(
-            str(Path(root) / "warehouse"), "test.orders", shards=shards, target_file_bytes=1
+            str(Path(root) / "warehouse"),
+            "test.orders",
+            shards=shards,
+            target_file_bytes=1,
+            **upsert,
         )
     from thalweg_bytewax.connectors.postgres import PostgresSink
 
-    return PostgresSink(dsn, "orders", schema=schema, shards=shards)
+    return PostgresSink(dsn, "orders", schema=schema, shards=shards, **upsert)
+
+
+def with_slot(item: tuple[str, pa.RecordBatch]) -> tuple[str, pa.RecordBatch]:
+    """The decoded batch with its upsert key: many rows of a partition share a slot."""
+    key, batch = item
+    partition = batch.column("_twg_source_partition").cast(pa.int64())
+    offset = batch.column("_twg_source_offset")
+    slot = pc.add(pc.multiply(partition, 100), pc.remainder(offset, SLOTS))
+    return key, batch.append_column("slot", slot)
 
 
 def build_flow(
-    sink: str, root: str, dsn: str = "", schema: str = "", shards: int = SHARDS
+    sink: str,
+    root: str,
+    dsn: str = "",
+    schema: str = "",
+    shards: int = SHARDS,
+    mode: str = "append",
 ) -> Dataflow:
     """The flow: sample orders → raw lane; decode → DLQ lane and the sink under test.
 
     ``shards`` is the sink under test's; a run with another count than the last moves
-    some source partitions to other shards of it.
+    some source partitions to other shards of it. ``mode="upsert"`` keys the decoded
+    rows by ``slot`` and upserts them.
     """
     flow = Dataflow("sink_crash")
     source = SampleOrdersSource(ORDERS, partitions=PARTITIONS, batch_size=BATCH)
@@ -72,5 +104,6 @@ def build_flow(
     op.output("raw_lane", raw, ParquetSink(Path(root) / "raw", shards=SHARDS))
     decoded = twg.decode("decode", raw, AvroCodec(DirectorySchemaSource(SCHEMAS)), metadata="locator")
     op.output("dlq", decoded.rejected, ParquetSink(Path(root) / "dlq", shards=SHARDS))
-    op.output("table", decoded.ok, table_sink(sink, root, dsn, schema, shards))
+    rows = op.map("slot", decoded.ok, with_slot) if mode == "upsert" else decoded.ok
+    op.output("table", rows, table_sink(sink, root, dsn, schema, shards, mode))
     return flow
