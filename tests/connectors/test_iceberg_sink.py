@@ -188,20 +188,26 @@ def test_an_upsert_replay_below_the_resumed_state_skips_rows_their_keys_replaced
     assert sorted(got.column("_twg_source_offset").to_pylist()) == list(range(7, 14))
 
 
+@pytest.mark.parametrize(
+    "key", [["customer"], ["order_id"], ["customer", "order_id"]], ids="+".join
+)
 def test_an_upsert_row_held_across_a_resume_whose_key_was_not_replaced_is_refused(
-    iceberg_sink_factory: IcebergSinkFactory, iceberg_catalog_config: IcebergCatalogConfig
+    iceberg_sink_factory: IcebergSinkFactory,
+    iceberg_catalog_config: IcebergCatalogConfig,
+    key: list[str],
 ) -> None:
-    # Offset 13 (customer c6, held from offset 6 only) was held by a step upstream while
-    # 0-12 and 14 committed.
-    _, p = part(iceberg_sink_factory, mode="upsert", key_columns=["customer"])
+    # Offset 13 (customer c6, held from offset 6 only; its own order id) was held by a
+    # step upstream while 0-12 and 14 committed.
+    _, p = part(iceberg_sink_factory, mode="upsert", key_columns=key)
     p.write_batch([orders(0, list(range(13)))])
     p.write_batch([orders(0, [14])])
     assert p.snapshot() == {"orders:0": 15}
-    _, again = part(iceberg_sink_factory, {"orders:0": 15}, mode="upsert", key_columns=["customer"])
+    _, again = part(iceberg_sink_factory, {"orders:0": 15}, mode="upsert", key_columns=key)
     with pytest.raises(ConfigError, match=r"rows of `orders:0` from offset 13 \(1 in this batch\)"):
         again.write_batch([orders(0, list(range(14)))])
     assert again.stats.rows_skipped_replay == 0
-    assert rows_of(iceberg_catalog_config) == [(0, o) for o in (6, 8, 9, 10, 11, 12, 14)]
+    held = (6, 8, 9, 10, 11, 12, 14) if key == ["customer"] else (*range(13), 14)
+    assert rows_of(iceberg_catalog_config) == [(0, o) for o in held]
 
 
 def test_partition_spec_from_configuration(
