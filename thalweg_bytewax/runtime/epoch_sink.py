@@ -765,8 +765,9 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         """Of the ``missing`` offsets, those whose key the target holds no later row of.
 
         An upsert target no longer holds the offset of a row that a later row of its
-        key replaced: such rows are replays. None when nothing is left to check (the
-        rest are replays, or keys that cannot be looked up, skipped with a warning).
+        key replaced: such rows are replays. Rows whose key's row comes from another
+        source are skipped with a warning; None (every row skipped with it) when the
+        target cannot look keys up.
         """
         offsets = rows.column(self.columns.source_offset)
         asked = rows.filter(pc.is_in(offsets, value_set=missing))
