@@ -73,6 +73,8 @@ if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile
     from pyiceberg.table import Table
 
+    from thalweg_bytewax.metadata import MetadataColumns
+
     from .iceberg import IcebergSink
 
 __all__ = ["COMMIT_KEY", "COVERAGE_PREFIX", "IcebergSinkStats", "decode_spans", "encode_spans"]
@@ -89,6 +91,8 @@ COMMIT_KEY = "thalweg.commit"
 _LANDED_DEPTH = 64
 # The column that numbers the rows a key lookup asks about.
 _ROW = "__twg_row"
+# Offsets of a source partition one read serves key lookups over, during a replay.
+_KEY_WINDOW = 100_000
 
 
 class IcebergSinkStats(EpochSinkStats):
@@ -168,6 +172,8 @@ class _IcebergPartition(EpochSinkPartition):
         self._files: list[DataFile] = []
         self._pending: dict[str, tuple[int, int]] = {}
         self._staged_unlocated = False  # rows without a locator staged this epoch
+        # Per source partition, the last read for key lookups: (first offset, rows).
+        self._key_windows: dict[str, tuple[int, pa.Table]] = {}
 
     # -- hooks of the epoch protocol -------------------------------------------------
 
@@ -257,43 +263,44 @@ class _IcebergPartition(EpochSinkPartition):
             or not set(keys).issubset(rows.schema.names)
         ):
             return None
+        topic, _, part = key.rpartition(":")
         ex: Any = _expressions
+        # A replaced row's key is held from a later offset of the same partition: one
+        # read of that partition from the rows' lowest offset serves the replay's batches.
+        low = pc.min(rows.column(cols.source_offset)).as_py()
+        window = self._key_windows.get(key)
+        if window is None or not window[0] <= low <= window[0] + _KEY_WINDOW // 2:
+            held = table.scan(
+                row_filter=ex.And(
+                    ex.EqualTo(cols.source_topic, topic),
+                    ex.EqualTo(cols.source_partition, int(part)),
+                    ex.GreaterThanOrEqual(cols.source_offset, low),
+                    ex.LessThan(cols.source_offset, low + _KEY_WINDOW),
+                ),
+                selected_fields=(*keys, *locator),
+            ).to_arrow()
+            window = self._key_windows[key] = (low, held)
+        verdict = _key_verdicts(rows, window[1], keys, cols, topic, int(part))
+        if verdict is None:
+            return None  # a key type Arrow cannot match: such rows are warned about
+        rest = verdict != 1
+        if not rest.any():
+            return verdict
+        # The others by key over the whole table: an earlier row, or another source's.
+        others = rows.filter(pa.array(rest))
         try:
-            # The rows of the first key column's values; the whole key is matched below.
             found = table.scan(
-                row_filter=ex.In(keys[0], set(rows.column(keys[0]).drop_null().to_pylist())),
+                row_filter=ex.In(keys[0], set(others.column(keys[0]).drop_null().to_pylist())),
                 selected_fields=(*keys, *locator),
             ).to_arrow()
         except (TypeError, ValueError):
             logger.debug("iceberg sink: key lookup in %s failed", self._sink.table, exc_info=True)
             return None  # key values the filter cannot carry: such rows are warned about
-        asked = pa.table({k: rows.column(k) for k in keys}).append_column(
-            _ROW, pa.array(np.arange(rows.num_rows, dtype=np.int64))
-        )
-        try:
-            asked = asked.cast(
-                pa.schema([found.schema.field(k) for k in keys] + [asked.schema.field(_ROW)])
-            )
-            joined = asked.join(found, keys=keys, join_type="inner", use_threads=False)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-            return None  # a key type Arrow cannot match: such rows are warned about
-        topic, _, part = key.rpartition(":")
-        index = joined.column(_ROW).to_numpy()
-        offset = rows.column(cols.source_offset).to_numpy()[index]
-        same = (
-            pc.and_(
-                pc.equal(joined.column(cols.source_topic), topic),
-                pc.equal(joined.column(cols.source_partition), int(part)),
-            )
-            .fill_null(False)
-            .to_numpy(zero_copy_only=False)
-        )
-        held = joined.column(cols.source_offset).to_numpy(zero_copy_only=False)
-        # Ranked so that a replaced row beats an unknown one, and that one a missing one.
-        rank = np.where(same, np.where(held > offset, 2, 0), 1)
-        best = np.zeros(rows.num_rows, dtype=np.int8)
-        np.maximum.at(best, index, rank.astype(np.int8))
-        return np.array([0, -1, 1], dtype=np.int8)[best]
+        looked_up = _key_verdicts(others, found, keys, cols, topic, int(part))
+        if looked_up is None:
+            return None
+        verdict[rest] = looked_up
+        return verdict
 
     @override
     def describe_target(self, key: str) -> str:
@@ -468,3 +475,45 @@ class _IcebergPartition(EpochSinkPartition):
             if summary is not None and summary.additional_properties.get(COMMIT_KEY) == commit_id:
                 return True
         return False
+
+
+def _key_verdicts(
+    rows: pa.RecordBatch,
+    found: pa.Table,
+    keys: list[str],
+    cols: MetadataColumns,
+    topic: str,
+    partition: int,
+) -> np.ndarray | None:
+    """Per row, how the table's rows of its key (``found``) stand to it.
+
+    ``1``: one comes from a later offset of source partition ``topic:partition``;
+    ``-1``: one from another source; ``0``: none, or only earlier ones. None when Arrow
+    cannot match the key columns' types.
+    """
+    asked = pa.table({k: rows.column(k) for k in keys}).append_column(
+        _ROW, pa.array(np.arange(rows.num_rows, dtype=np.int64))
+    )
+    try:
+        asked = asked.cast(
+            pa.schema([found.schema.field(k) for k in keys] + [asked.schema.field(_ROW)])
+        )
+        joined = asked.join(found, keys=keys, join_type="inner", use_threads=False)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+    index = joined.column(_ROW).to_numpy()
+    offset = rows.column(cols.source_offset).to_numpy()[index]
+    same = (
+        pc.and_(
+            pc.equal(joined.column(cols.source_topic), topic),
+            pc.equal(joined.column(cols.source_partition), partition),
+        )
+        .fill_null(False)
+        .to_numpy(zero_copy_only=False)
+    )
+    held = joined.column(cols.source_offset).to_numpy(zero_copy_only=False)
+    # Ranked so that a replaced row beats an unknown one, and that one a missing one.
+    rank = np.where(same, np.where(held > offset, 2, 0), 1)
+    best = np.zeros(rows.num_rows, dtype=np.int8)
+    np.maximum.at(best, index, rank.astype(np.int8))
+    return np.array([0, -1, 1], dtype=np.int8)[best]

@@ -188,6 +188,30 @@ def test_an_upsert_replay_below_the_resumed_state_skips_rows_their_keys_replaced
     assert sorted(got.column("_twg_source_offset").to_pylist()) == list(range(7, 14))
 
 
+def test_an_upsert_replay_looks_its_batches_up_in_one_read_of_the_partition(
+    iceberg_sink_factory: IcebergSinkFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pyiceberg.table import Table
+
+    _, p = part(iceberg_sink_factory, mode="upsert", key_columns=["customer"])
+    p.write_batch([orders(0, list(range(21)))])  # 0-13 replaced by 7-20 (same customers)
+    assert p.snapshot() == {"orders:0": 21}
+    _, again = part(iceberg_sink_factory, {"orders:0": 21}, mode="upsert", key_columns=["customer"])
+    scans: list[str] = []
+    scan = Table.scan
+
+    def counted(self: Table, *args: Any, **kwargs: Any) -> Any:
+        scans.append(str(kwargs.get("row_filter")))
+        return scan(self, *args, **kwargs)
+
+    monkeypatch.setattr(Table, "scan", counted)
+    for low in (0, 5, 10):
+        again.write_batch([orders(0, list(range(low, low + 5)))])
+    assert again.stats.rows_skipped_replay == 15  # noqa: PLR2004
+    # One read of what the target holds, one of the partition's keys; none per batch.
+    assert len(scans) == 2, scans  # noqa: PLR2004
+
+
 @pytest.mark.parametrize(
     "key", [["customer"], ["order_id"], ["customer", "order_id"]], ids="+".join
 )
