@@ -215,6 +215,7 @@ class _IcebergPartition(EpochSinkPartition):
         self._buffer_bytes = 0
         self._pending = {}
         self._staged_unlocated = False
+        self._key_windows.clear()  # a replay rarely outlasts an epoch: its reads go
 
     @override
     def abort(self) -> None:
