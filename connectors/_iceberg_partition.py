@@ -59,7 +59,7 @@ from pyiceberg.table.snapshots import ancestors_of  # noqa: E402
 from thalweg_bytewax.catalog.iceberg import describe, provision  # noqa: E402
 from thalweg_bytewax.catalog.plan import TableShape  # noqa: E402
 from thalweg_bytewax.catalog.reconcile import reconcile  # noqa: E402
-from thalweg_bytewax.coverage import OffsetCoverage  # noqa: E402
+from thalweg_bytewax.coverage import OffsetCoverage, replacement_verdicts  # noqa: E402
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError  # noqa: E402
 from thalweg_bytewax.runtime.epoch_sink import (  # noqa: E402
     UNLOCATED,
@@ -486,11 +486,9 @@ def _key_verdicts(
     topic: str,
     partition: int,
 ) -> np.ndarray | None:
-    """Per row, how the table's rows of its key (``found``) stand to it.
+    """:func:`replacement_verdicts` of ``rows``, matched to the table's rows ``found`` by key.
 
-    ``1``: one comes from a later offset of source partition ``topic:partition``;
-    ``-1``: one from another source; ``0``: none, or only earlier ones. None when Arrow
-    cannot match the key columns' types.
+    None when Arrow cannot match the key columns' types.
     """
     asked = pa.table({k: rows.column(k) for k in keys}).append_column(
         _ROW, pa.array(np.arange(rows.num_rows, dtype=np.int64))
@@ -502,19 +500,5 @@ def _key_verdicts(
         joined = asked.join(found, keys=keys, join_type="inner", use_threads=False)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None
-    index = joined.column(_ROW).to_numpy()
-    offset = rows.column(cols.source_offset).to_numpy()[index]
-    same = (
-        pc.and_(
-            pc.equal(joined.column(cols.source_topic), topic),
-            pc.equal(joined.column(cols.source_partition), partition),
-        )
-        .fill_null(False)
-        .to_numpy(zero_copy_only=False)
-    )
-    held = joined.column(cols.source_offset).to_numpy(zero_copy_only=False)
-    # Ranked so that a replaced row beats an unknown one, and that one a missing one.
-    rank = np.where(same, np.where(held > offset, 2, 0), 1)
-    best = np.zeros(rows.num_rows, dtype=np.int8)
-    np.maximum.at(best, index, rank.astype(np.int8))
-    return np.array([0, -1, 1], dtype=np.int8)[best]
+    offsets = rows.column(cols.source_offset)
+    return replacement_verdicts(offsets, joined.column(_ROW), joined, cols, topic, partition)

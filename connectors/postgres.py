@@ -33,6 +33,7 @@ from thalweg_bytewax.catalog import TableShape
 from thalweg_bytewax.catalog import postgres as pgcat
 from thalweg_bytewax.catalog.reconcile import reconcile
 from thalweg_bytewax.contracts.spec import ContractSpec, ObjectSpec
+from thalweg_bytewax.coverage import replacement_verdicts
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError, SinkTransientError
 from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataPolicy, metadata_columns
 from thalweg_bytewax.runtime.epoch_sink import (
@@ -294,14 +295,8 @@ class PostgresSink(ShardedEpochSink[_PostgresPartition]):
     def held_record_ids(self, topic: str, partition: int, first: int, last: int) -> pa.Table | None:
         """The ``(offset, record id)`` pairs the table holds for a source range, if it can."""
         cols = self.columns
-        with self._lock:
-            shape = next(iter(self._shapes.values()), None)
-        if shape is None:
-            with self.connect_control() as conn:
-                shape = pgcat.describe(conn, self.schema, self.table)
-        if shape is None or not all(
-            shape.column(n) is not None
-            for n in (cols.source_topic, cols.source_partition, cols.source_offset, cols.record_id)
+        if not self._has_columns(
+            (cols.source_topic, cols.source_partition, cols.source_offset, cols.record_id)
         ):
             return None
         with self.connect_control() as conn:
@@ -315,25 +310,16 @@ class PostgresSink(ShardedEpochSink[_PostgresPartition]):
     ) -> np.ndarray | None:
         """Per row of ``rows``, whether the table holds a later row of the row's key.
 
-        ``rows`` come from one source partition. ``1``: the key's row is from a later
-        offset of it; ``0``: no row of the key, or one from an earlier offset; ``-1``:
-        from another source (``EpochSinkPartition.replaced_by_key``). None without the
-        key or locator columns to compare.
+        ``rows`` come from one source partition; the answer is
+        :func:`~thalweg_bytewax.coverage.replacement_verdicts`'. None without the key or
+        locator columns to compare, or for key values the statement cannot carry.
         """
         cols = self.columns
         keys = list(self.key_columns)
-        with self._lock:
-            shape = next(iter(self._shapes.values()), None)
-        if shape is None:
-            with self.connect_control() as conn:
-                shape = pgcat.describe(conn, self.schema, self.table)
         locator = (cols.source_topic, cols.source_partition, cols.source_offset)
-        if (
-            not keys
-            or shape is None
-            or not all(shape.column(n) is not None for n in (*keys, *locator))
-            or not all(k in rows.schema.names for k in keys)
-        ):
+        if not keys or not set(keys).issubset(rows.schema.names):
+            return None
+        if not self._has_columns((*keys, *locator)):
             return None
         values = list(zip(*(rows.column(k).to_pylist() for k in keys), strict=True))
         with self.connect_control() as conn:
@@ -344,16 +330,17 @@ class PostgresSink(ShardedEpochSink[_PostgresPartition]):
             except pgcat.KEY_LOOKUP_ERRORS:
                 logger.debug("postgres sink: key lookup of %s failed", self.target, exc_info=True)
                 return None  # a key the statement cannot carry: such rows are warned about
-        offsets = rows.column(cols.source_offset).to_numpy()
-        verdict = np.zeros(rows.num_rows, dtype=np.int8)
-        for i, held_topic, held_partition, held_offset in found:
-            if held_topic is None and held_partition is None and held_offset is None:
-                continue  # no row of the key
-            if held_topic != topic or held_partition != partition or held_offset is None:
-                verdict[i] = -1
-            elif held_offset > offsets[i]:
-                verdict[i] = 1
-        return verdict
+        offsets = rows.column(cols.source_offset)
+        return replacement_verdicts(offsets, found.column("_row"), found, cols, topic, partition)
+
+    def _has_columns(self, names: Sequence[str]) -> bool:
+        """Whether the table (as last provisioned, else as described now) has ``names``."""
+        with self._lock:
+            shape = next(iter(self._shapes.values()), None)
+        if shape is None:
+            with self.connect_control() as conn:
+                shape = pgcat.describe(conn, self.schema, self.table)
+        return shape is not None and all(shape.column(n) is not None for n in names)
 
     def written_columns(self, schema: pa.Schema) -> list[str]:
         """The columns of a prepared batch that go into the table, in batch order."""

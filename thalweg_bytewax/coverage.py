@@ -31,7 +31,9 @@ from thalweg_bytewax.errors import ConfigError
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-__all__ = ["OffsetCoverage", "Span", "find_replay_conflict"]
+    from thalweg_bytewax.metadata import MetadataColumns
+
+__all__ = ["OffsetCoverage", "Span", "find_replay_conflict", "replacement_verdicts"]
 
 Span = tuple[int, int]
 """An inclusive span of offsets, ``(first, last)`` with ``first <= last``."""
@@ -279,3 +281,49 @@ def find_replay_conflict(
         return None
     low: int = pc.min(clash.column("o")).as_py()
     return low
+
+
+# replacement_verdicts' answers by rank: a replaced row outranks an unknown one, and that
+# one a missing one, when a key has several rows in the target.
+_VERDICT_OF_RANK = np.array([0, -1, 1], dtype=np.int8)
+
+
+def replacement_verdicts(
+    offsets: pa.Array | pa.ChunkedArray,
+    asked: pa.Array | pa.ChunkedArray,
+    held: pa.Table,
+    columns: MetadataColumns,
+    topic: str,
+    partition: int,
+) -> NDArray[np.int8]:
+    """Whether a later row of each replayed row's key replaced it, from the target's rows.
+
+    The answer of ``EpochSinkPartition.replaced_by_key``, one ``int8`` per replayed row:
+    ``1`` where the target holds its key from a later offset of source partition
+    ``topic:partition`` (it was replaced), ``-1`` where from another source or without
+    an offset (nothing orders the two), ``0`` where not at all or only from earlier
+    offsets (the target never got it). Columnar.
+
+    Args:
+        offsets: The replayed rows' offsets (all from ``topic:partition``).
+        asked: For each row of ``held``, the index of the replayed row whose key it has.
+        held: The target's rows of those keys: their topic, partition and offset columns.
+        columns: The metadata column names.
+        topic: The replayed rows' topic.
+        partition: Their partition.
+    """
+    at = _to_numpy(asked)
+    later = pc.greater(held.column(columns.source_offset), pa.array(_to_numpy(offsets)[at]))
+    same = pc.and_(
+        pc.and_(
+            pc.equal(held.column(columns.source_topic), topic),
+            pc.equal(held.column(columns.source_partition), partition),
+        ),
+        pc.is_valid(held.column(columns.source_offset)),
+    ).fill_null(False)
+    is_later = np.asarray(later.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+    is_same = np.asarray(same.to_numpy(zero_copy_only=False), dtype=bool)
+    rank = np.where(is_same, np.where(is_later, 2, 0), 1).astype(np.int8)
+    best = np.zeros(len(offsets), dtype=np.int8)
+    np.maximum.at(best, at, rank)
+    return _VERDICT_OF_RANK[best]

@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from thalweg_bytewax.coverage import OffsetCoverage, find_replay_conflict
+from thalweg_bytewax.coverage import OffsetCoverage, find_replay_conflict, replacement_verdicts
 from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.metadata import MetadataColumns
 
 LIMIT = 200
 offsets = st.integers(0, LIMIT)
@@ -182,3 +183,40 @@ def test_rows_without_a_record_id_are_not_compared() -> None:
     # Rows that do carry ids on both sides are still compared.
     mixed = pa.array([None, (9).to_bytes(16, "big")], pa.binary(16))
     assert find_replay_conflict(offsets, mixed, offsets, ids([4, 5])) == 5
+
+
+held_rows = st.tuples(
+    st.integers(0, 4),  # the replayed row whose key it has (rows beyond n are dropped)
+    st.sampled_from(["t", "u"]),
+    st.sampled_from([0, 1]),
+    st.none() | st.integers(0, 30),
+)
+
+
+@given(st.lists(st.integers(0, 30), min_size=1, max_size=5), st.lists(held_rows, max_size=12))
+def test_replacement_verdicts_match_the_per_row_rule(
+    replayed: list[int], held: list[tuple[int, str, int, int | None]]
+) -> None:
+    cols = MetadataColumns()
+    held = [h for h in held if h[0] < len(replayed)]
+    table = pa.table(
+        {
+            cols.source_topic: pa.array([h[1] for h in held], pa.string()),
+            cols.source_partition: pa.array([h[2] for h in held], pa.int32()),
+            cols.source_offset: pa.array([h[3] for h in held], pa.int64()),
+        }
+    )
+    asked = pa.array([h[0] for h in held], pa.int64())
+    got = replacement_verdicts(pa.array(replayed, pa.int64()), asked, table, cols, "t", 0)
+
+    def expected(i: int) -> int:
+        # A later row of this source replaced it; else another source's (or an
+        # unordered) row leaves it unknown; else the target never got it.
+        mine = [h for h in held if h[0] == i]
+        if any(h[1:3] == ("t", 0) and h[3] is not None and h[3] > replayed[i] for h in mine):
+            return 1
+        if any(h[1:3] != ("t", 0) or h[3] is None for h in mine):
+            return -1
+        return 0
+
+    assert got.tolist() == [expected(i) for i in range(len(replayed))]

@@ -388,12 +388,13 @@ def select_key_locators(
     columns: MetadataColumns,
     key_columns: Sequence[str],
     keys: Sequence[Sequence[Any]],
-) -> list[tuple[int, str | None, int | None, int | None]]:
-    """The locator of the table's row of each key: ``(index, topic, partition, offset)``.
+) -> pa.Table:
+    """The locators of the table's rows of the given keys, each with the key it answers.
 
     ``keys`` holds one tuple of key values per row asked, in ``key_columns`` order; each
-    value is cast to its column's type in the statement. A key the table holds no row of
-    comes back with ``None`` for the locator.
+    value is cast to its column's type in the statement. Returns ``_row`` (the index of
+    the key in ``keys``), topic, partition and offset for every row of the table with
+    one of the keys; a key the table holds no row of has none.
     """
     target = sql.Identifier(schema, table)
     typed = dict(
@@ -407,12 +408,12 @@ def select_key_locators(
     row = sql.SQL("(%s::bigint, {})").format(
         sql.SQL(", ").join(sql.SQL("%s::" + typed[k]) for k in key_columns)
     )
-    out: list[tuple[int, str | None, int | None, int | None]] = []
+    found: list[tuple[Any, ...]] = []
     for start in range(0, len(keys), _KEYS_PER_QUERY):
         chunk = keys[start : start + _KEYS_PER_QUERY]
         query = sql.SQL(
             "SELECT v.i, t.{tp}, t.{p}, t.{o} FROM (VALUES {rows}) AS v(i, {names}) "
-            "LEFT JOIN {t} AS t ON {on} ORDER BY v.i"
+            "JOIN {t} AS t ON {on}"
         ).format(
             tp=sql.Identifier(columns.source_topic),
             p=sql.Identifier(columns.source_partition),
@@ -420,10 +421,16 @@ def select_key_locators(
             rows=sql.SQL(", ").join([row] * len(chunk)),
             names=sql.SQL(", ").join(names),
             t=target,
-            on=sql.SQL(" AND ").join(
-                sql.SQL("t.{k} = v.{k}").format(k=k) for k in names
-            ),
+            on=sql.SQL(" AND ").join(sql.SQL("t.{k} = v.{k}").format(k=k) for k in names),
         )
         params = [v for i, values in enumerate(chunk, start) for v in (i, *values)]
-        out.extend(conn.execute(query, params).fetchall())
-    return out
+        found.extend(conn.execute(query, params).fetchall())
+    rows, topics, partitions, offsets = zip(*found, strict=True) if found else ((),) * 4
+    return pa.table(
+        {
+            "_row": pa.array(rows, pa.int64()),
+            columns.source_topic: pa.array(topics, pa.string()),
+            columns.source_partition: pa.array(partitions, pa.int32()),
+            columns.source_offset: pa.array(offsets, pa.int64()),
+        }
+    )
