@@ -495,16 +495,17 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
                 # fall inside a span this run committed, and skipping it as a replay
                 # would lose it silently.
                 first, last = self._check_order(ledger, key, group)
+                covered = None  # the coverage mask of the rows, where already computed
                 if ledger.replay_end is not None:
                     if first < ledger.replay_end:
-                        self._check_replayed(ledger, key, group)
+                        covered = self._check_replayed(ledger, key, group)
                     else:
                         ledger.replay_end = ledger.held = None  # past the replay: done
                 if span is not None and span[0] == key:
                     # The whole input batch is accounted for: rows here, the rest
                     # rejected upstream. Committed with this epoch, never before.
                     ledger.pending = _widen(ledger.pending, min(first, span[1]), max(last, span[2]))
-                rows = self._uncovered(ledger, key, group, first, last)
+                rows = self._uncovered(ledger, key, group, first, last, covered)
                 if rows.num_rows == 0:
                     continue
                 if rows is not group:
@@ -665,7 +666,9 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         ledger.accepted_last = last
         return first, last
 
-    def _check_replayed(self, ledger: _Ledger, key: str, rows: pa.RecordBatch) -> None:
+    def _check_replayed(
+        self, ledger: _Ledger, key: str, rows: pa.RecordBatch
+    ) -> np.ndarray:
         """After a resume, check covered rows against the target before they are skipped.
 
         A covered row is skipped as a replay, which is sound only if the target holds
@@ -696,11 +699,12 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         target cannot be read back, below the lowest offset it held at the start (the
         resumed state covers them; retention removed the rest), or where an upsert
         target cannot look a key up or holds the key's row from another source.
+        Returns the rows' coverage mask, which the skip that follows reuses.
         """
         offsets = rows.column(self.columns.source_offset)
         covered = ledger.coverage.mask(offsets)
         if not covered.any():
-            return
+            return covered
         suspects = offsets.filter(pa.array(covered))
         bounds = pc.min_max(suspects)
         low, high = bounds["min"].as_py(), bounds["max"].as_py()
@@ -708,25 +712,25 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         if first is None or low < first:  # covered by the resumed state only: nothing there
             self._warn_unchecked(ledger, key, low, "cannot be read back to check them")
             if first is None or high < first:
-                return
+                return covered
             suspects = suspects.filter(pc.greater_equal(suspects, first))
             low = first
         held = self._held_over(ledger, key, low, high)
         if held is None:
             self._warn_unchecked(ledger, key, low, "cannot be read back to check them")
-            return
+            return covered
         held_offsets = held.column(self.columns.source_offset).combine_chunks().cast(suspects.type)
         missing = suspects.filter(pc.invert(pc.is_in(suspects, value_set=held_offsets)))
         if len(missing) and self.target_replaces_rows:
             not_replaced = self._not_replaced(ledger, key, rows, missing)
             if not_replaced is None:
-                return
+                return covered
             missing = not_replaced
         if len(missing) == 0:
             if not ledger.verified:  # the replay's record ids, from the same read
                 ledger.verified = True
                 self._verify_replay(key, rows.filter(pa.array(covered)), held)
-            return
+            return covered
         resumed = ledger.resumed_next or 0
         below = missing.filter(pc.less(missing, resumed))
         if len(below) == 0:
@@ -745,7 +749,7 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
                 span["max"].as_py(),
                 self.describe_target(key),
             )
-            return
+            return covered
         msg = (
             f"{self.component}: rows of `{key}` from offset {pc.min(below).as_py()} "
             f"({len(below)} in this batch) arrived after a resume, below the offsets this sink "
@@ -821,12 +825,19 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         )
 
     def _uncovered(
-        self, ledger: _Ledger, key: str, rows: pa.RecordBatch, first: int, last: int
+        self,
+        ledger: _Ledger,
+        key: str,
+        rows: pa.RecordBatch,
+        first: int,
+        last: int,
+        covered: np.ndarray | None = None,
     ) -> pa.RecordBatch:
-        """The rows whose offsets the committed coverage does not hold."""
-        if not ledger.coverage.overlaps(first, last):
-            return rows
-        covered = ledger.coverage.mask(rows.column(self.columns.source_offset))
+        """The rows whose offsets the committed coverage does not hold (``covered``: their mask)."""
+        if covered is None:
+            if not ledger.coverage.overlaps(first, last):
+                return rows
+            covered = ledger.coverage.mask(rows.column(self.columns.source_offset))
         skipped = int(covered.sum())
         if skipped == 0:
             return rows
