@@ -29,7 +29,7 @@ from bytewax.testing import TestingSource, run_main
 
 from tests.runtime.jsonl_sink import JsonlSink, items, read_rows, rows
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError, SinkTransientError
-from thalweg_bytewax.runtime import epoch_sink
+from thalweg_bytewax.runtime import _replay_check
 from thalweg_bytewax.runtime.parts import route
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -255,7 +255,7 @@ def test_an_upsert_target_judges_a_row_it_lacks_by_its_key(
 def test_a_rewind_far_below_the_resumed_state_reads_the_target_a_stretch_at_a_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(epoch_sink, "_READ_AHEAD", 4)
+    monkeypatch.setattr(_replay_check, "_READ_AHEAD", 4)
     _, first = part(tmp_path)
     first.write_batch([rows("t", 0, list(range(12)))])
     first.snapshot()

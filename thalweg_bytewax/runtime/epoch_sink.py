@@ -88,12 +88,13 @@ from bytewax.outputs import StatefulSinkPartition
 from typing_extensions import override
 
 from thalweg_bytewax import _faults
-from thalweg_bytewax.coverage import OffsetCoverage, find_replay_conflict
+from thalweg_bytewax.coverage import OffsetCoverage
 from thalweg_bytewax.coverage_store import CoverageStore
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError
 from thalweg_bytewax.input_span import input_span, without_input_span
 from thalweg_bytewax.metadata import MetadataColumns
 from thalweg_bytewax.observability.gate import observe_sink_partition
+from thalweg_bytewax.runtime._replay_check import Ledger, ReplayCheck
 from thalweg_bytewax.runtime.coverage_recording import CoverageRecorder
 from thalweg_bytewax.runtime.parts import encode_part, route
 
@@ -120,12 +121,6 @@ LocatorMode = Literal["required", "absent"]
 
 UNLOCATED: Final = ""
 """The key :meth:`EpochSinkPartition.stage` gets for rows without a locator."""
-
-# How far past a replayed batch one read of the target reaches (offsets): the batches of
-# a replay share a read, and a rewind far below the resumed state holds at most this
-# many (offset, record id) pairs at a time.
-_READ_AHEAD = 100_000
-
 
 def check_locator_mode(component: str, locators: object) -> LocatorMode:
     """Validate a sink's ``locators`` option.
@@ -175,50 +170,6 @@ class EpochSinkStats:
         self.rows_written = 0
         self.rows_skipped_replay = 0
         self.epochs_committed = 0
-
-
-class _Ledger:
-    """What the base knows about one source partition of this sink partition."""
-
-    __slots__ = (
-        "accepted_last",
-        "coverage",
-        "held",
-        "next_offset",
-        "pending",
-        "replay_end",
-        "resumed_next",
-        "target_first",
-        "verified",
-        "warned_unchecked",
-    )
-
-    def __init__(
-        self,
-        coverage: OffsetCoverage,
-        next_offset: int,
-        resumed_next: int | None = None,
-        replay_end: int | None = None,
-        target_first: int | None = None,
-    ) -> None:
-        self.coverage = coverage
-        self.next_offset = next_offset
-        # The next offset in the state Bytewax resumed this sink with (None: no state):
-        # the source resumes at or past it, so it never replays a row below it.
-        self.resumed_next = resumed_next
-        # After a resume, the offset below which covered rows are checked against the
-        # target: past the resumed state and everything the target held at the start.
-        self.replay_end = replay_end
-        # The lowest offset the target held at the start (None: nothing). Below it the
-        # target keeps nothing to check against (retention removed it, or never had it).
-        self.target_first = target_first
-        # The last read of the target: (first, last, what it holds there or None).
-        self.held: tuple[int, int, pa.Table | None] | None = None
-        self.accepted_last: int | None = None  # the highest offset accepted this run
-        self.pending: tuple[int, int] | None = None  # staged since the last commit
-        self.verified = False  # the first skipped rows were checked by record id
-        # Why covered rows after a resume could not be checked, each warned about once.
-        self.warned_unchecked: set[str] = set()
 
 
 class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], ABC):
@@ -274,7 +225,7 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         self.shards = shards
         self.stats = stats if stats is not None else EpochSinkStats()
         self._resume = dict(resume_state or {})
-        self._ledgers: dict[str, _Ledger] = {}
+        self._ledgers: dict[str, Ledger] = {}
         self._failed = False
         self._unlocated_pending = False  # rows without a locator staged since the commit
         self._recorder: CoverageRecorder | None = None
@@ -282,6 +233,7 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         # registered by `observe_as` once the output step's id is known.
         self._obs: SinkObserver | None = None
         self._observed_as: str | None = None
+        self._replay = ReplayCheck(self)
 
     def observe_as(self, step_id: str) -> None:
         """Export this partition's counters, commit durations and health under ``step_id``.
@@ -498,7 +450,7 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
                 covered = None  # the coverage mask of the rows, where already computed
                 if ledger.replay_end is not None:
                     if first < ledger.replay_end:
-                        covered = self._check_replayed(ledger, key, group)
+                        covered = self._replay.check(ledger, key, group)
                     else:
                         ledger.replay_end = ledger.held = None  # past the replay: done
                 if span is not None and span[0] == key:
@@ -617,7 +569,7 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
             )
             raise ConfigError(msg)
 
-    def _ledger(self, key: str, topic: str, partition: int) -> _Ledger:
+    def _ledger(self, key: str, topic: str, partition: int) -> Ledger:
         ledger = self._ledgers.get(key)
         if ledger is not None:
             return ledger
@@ -633,7 +585,7 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         replay_end = None
         if resumed:
             replay_end = max(resumed, held_last + 1 if held_last is not None else 0)
-        ledger = _Ledger(
+        ledger = Ledger(
             coverage, next_offset, resumed if resumed else None, replay_end, held_first
         )
         self._ledgers[key] = ledger
@@ -646,7 +598,7 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
             )
         return ledger
 
-    def _check_order(self, ledger: _Ledger, key: str, rows: pa.RecordBatch) -> tuple[int, int]:
+    def _check_order(self, ledger: Ledger, key: str, rows: pa.RecordBatch) -> tuple[int, int]:
         """Refuse rows that go back in offset order within a run; return their bounds.
 
         Coverage is skipped by range, which is exact only if each source partition's
@@ -666,167 +618,9 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         ledger.accepted_last = last
         return first, last
 
-    def _check_replayed(
-        self, ledger: _Ledger, key: str, rows: pa.RecordBatch
-    ) -> np.ndarray:
-        """After a resume, check covered rows against the target before they are skipped.
-
-        A covered row is skipped as a replay, which is sound only if the target holds
-        it. Rows the target holds are replays (a source that rewinds, the epoch the
-        recovery store lost) and are skipped; the first ones are checked by record id.
-
-        **Below the resumed state** a row the target does not hold is refused: the
-        source resumes at or past the offsets this sink had committed by the resumed
-        epoch, so such a row was held by a step before the sink across epochs (a
-        stateful operator that delays rows). The run before the crash refused the same
-        order (:meth:`_check_order`), but in the resumed run the row comes first, inside
-        the coverage, and skipping it would lose it silently.
-
-        **Above it, inside what the target committed after the resumed epoch** (the
-        crash fell between the target's commit and the recovery store's), a row the
-        target does not hold is either such a held row or one a time-dependent rule
-        rejected before the crash and passes now, which must stay out (it is in the
-        DLQ). The two cannot be told apart here, so it is skipped, with a warning that
-        names the offsets: refusing would stop every resume of a flow with such a rule.
-
-        A target that replaces rows by key (upserts) no longer holds the offset of a
-        row that a later row of its key replaced: the keys of the rows it does not hold
-        are looked up (:meth:`replaced_by_key`), replaced rows are replays, and the rest
-        are judged as above.
-
-        The target is read once over the checked stretch, up to ``_READ_AHEAD`` offsets
-        at a time, not once per batch. Covered rows are skipped with a warning where the
-        target cannot be read back, below the lowest offset it held at the start (the
-        resumed state covers them; retention removed the rest), or where an upsert
-        target cannot look a key up or holds the key's row from another source.
-        Returns the rows' coverage mask, which the skip that follows reuses.
-        """
-        offsets = rows.column(self.columns.source_offset)
-        covered = ledger.coverage.mask(offsets)
-        if not covered.any():
-            return covered
-        suspects = offsets.filter(pa.array(covered))
-        bounds = pc.min_max(suspects)
-        low, high = bounds["min"].as_py(), bounds["max"].as_py()
-        first = ledger.target_first
-        if first is None or low < first:  # covered by the resumed state only: nothing there
-            self._warn_unchecked(ledger, key, low, "cannot be read back to check them")
-            if first is None or high < first:
-                return covered
-            suspects = suspects.filter(pc.greater_equal(suspects, first))
-            low = first
-        held = self._held_over(ledger, key, low, high)
-        if held is None:
-            self._warn_unchecked(ledger, key, low, "cannot be read back to check them")
-            return covered
-        held_offsets = held.column(self.columns.source_offset).combine_chunks().cast(suspects.type)
-        missing = suspects.filter(pc.invert(pc.is_in(suspects, value_set=held_offsets)))
-        if len(missing) and self.target_replaces_rows:
-            not_replaced = self._not_replaced(ledger, key, rows, missing)
-            if not_replaced is None:
-                return covered
-            missing = not_replaced
-        if len(missing) == 0:
-            if not ledger.verified:  # the replay's record ids, from the same read
-                ledger.verified = True
-                self._verify_replay(key, rows.filter(pa.array(covered)), held)
-            return covered
-        resumed = ledger.resumed_next or 0
-        below = missing.filter(pc.less(missing, resumed))
-        if len(below) == 0:
-            span = pc.min_max(missing)
-            logger.warning(
-                "%s: %s rows of `%s` at offsets %s-%s arrived after a resume inside what %s "
-                "committed after the resumed epoch, and it does not hold them: skipped. A "
-                "rule that rejected them before the crash and passes them now (they are in "
-                "the DLQ) is one cause; a step before the sink that delays rows across "
-                "epochs is the other, and then these rows are lost: keep each source "
-                "partition's rows in offset order before a sink",
-                self.component,
-                len(missing),
-                key,
-                span["min"].as_py(),
-                span["max"].as_py(),
-                self.describe_target(key),
-            )
-            return covered
-        msg = (
-            f"{self.component}: rows of `{key}` from offset {pc.min(below).as_py()} "
-            f"({len(below)} in this batch) arrived after a resume, below the offsets this sink "
-            f"had committed (up to {resumed - 1}), and {self.describe_target(key)} does not "
-            f"hold them. The source resumes past those offsets, so a step before the sink "
-            f"held these rows across epochs (a stateful operator that delays rows); skipped "
-            f"as replays, they would be lost. Nothing was skipped or written. A sink needs "
-            f"the rows of each source partition in offset order: do not delay some rows of "
-            f"a partition past later ones before a sink, or drop the locator columns and "
-            f"write them with locators='absent'"
-        )
-        raise ConfigError(msg)
-
-    def _not_replaced(
-        self, ledger: _Ledger, key: str, rows: pa.RecordBatch, missing: pa.Array
-    ) -> pa.Array | None:
-        """Of the ``missing`` offsets, those whose key the target holds no later row of.
-
-        An upsert target no longer holds the offset of a row that a later row of its
-        key replaced: such rows are replays. Rows whose key's row comes from another
-        source are skipped with a warning; None (every row skipped with it) when the
-        target cannot look keys up.
-        """
-        offsets = rows.column(self.columns.source_offset)
-        asked = rows.filter(pc.is_in(offsets, value_set=missing))
-        verdict = self.replaced_by_key(key, asked)
-        asked_offsets = asked.column(self.columns.source_offset)
-        unknown = None if verdict is None else verdict < 0
-        if verdict is None or unknown is not None and unknown.any():
-            low = pc.min(asked_offsets if unknown is None else asked_offsets.filter(unknown))
-            self._warn_unchecked(
-                ledger, key, low.as_py(), "replaces rows by key, and cannot tell a row a "
-                "later row of its key replaced from one it never got"
-            )
-        if verdict is None:
-            return None
-        return asked_offsets.filter(pa.array(verdict == 0))
-
-    def _held_over(self, ledger: _Ledger, key: str, low: int, high: int) -> pa.Table | None:
-        """What the target holds over ``[low, high]``: from the last read when it spans them.
-
-        A read reaches ahead to the end of the checked stretch, at most ``_READ_AHEAD``
-        offsets past ``low``, so the batches of one replay share it; when that finds
-        nothing, it reaches to the end of the stretch.
-        """
-        cached = ledger.held
-        if cached is not None and cached[0] <= low and high <= cached[1]:
-            return cached[2]
-        end = ledger.replay_end if ledger.replay_end is not None else high + 1
-        last = max(high, min(end - 1, low + _READ_AHEAD - 1))
-        held = self.held_record_ids(key, low, last)
-        if held is None and last < end - 1:
-            # Nothing there: a gap between what the target holds, at a held-back row
-            # perhaps. Whether it holds anything up to the end of the stretch tells.
-            last = end - 1
-            held = self.held_record_ids(key, low, last)
-        ledger.held = (low, last, held)
-        return held
-
-    def _warn_unchecked(self, ledger: _Ledger, key: str, low: int, why: str) -> None:
-        if why in ledger.warned_unchecked:
-            return
-        ledger.warned_unchecked.add(why)
-        logger.warning(
-            "%s: rows of `%s` from offset %s arrived after a resume inside the offsets it "
-            "had committed, and %s %s: they are skipped as replays. If a step before the "
-            "sink delays rows across epochs, those rows are lost",
-            self.component,
-            key,
-            low,
-            self.describe_target(key),
-            why,
-        )
-
     def _uncovered(
         self,
-        ledger: _Ledger,
+        ledger: Ledger,
         key: str,
         rows: pa.RecordBatch,
         first: int,
@@ -844,36 +638,9 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         keep = pa.array(~covered)
         if not ledger.verified:
             ledger.verified = True
-            self._verify_replay(key, rows.filter(pa.array(covered)))
+            self._replay.verify(key, rows.filter(pa.array(covered)))
         self.stats.rows_skipped_replay += skipped
         return rows.filter(keep)
-
-    def _verify_replay(
-        self, key: str, skipped: pa.RecordBatch, held: pa.Table | None = None
-    ) -> None:
-        """Check once per source partition that skipped rows really are in the target.
-
-        ``held`` is what the target holds over their range when already read back.
-        """
-        rid, off = self.columns.record_id, self.columns.source_offset
-        if rid not in skipped.schema.names:
-            return
-        if held is None:
-            bounds = pc.min_max(skipped.column(off))
-            held = self.held_record_ids(key, bounds["min"].as_py(), bounds["max"].as_py())
-        if held is None or held.num_rows == 0:
-            return  # covered by the resume state only, or the sink cannot read back
-        offset = find_replay_conflict(
-            skipped.column(off), skipped.column(rid), held.column(off), held.column(rid)
-        )
-        if offset is not None:
-            msg = (
-                f"{self.component}: {self.describe_target(key)} holds a different record at "
-                f"offset {offset} (its record id differs): the topic was deleted and "
-                f"recreated, or the target belongs to another cluster. Nothing was skipped "
-                f"or written; {self.replay_remedy}"
-            )
-            raise SinkTerminalError(msg)
 
 
 def _widen(pending: tuple[int, int] | None, first: int, last: int) -> tuple[int, int]:
