@@ -2,8 +2,9 @@
 
 Runs the raw lane (``KafkaSource -> ParquetSink``) or the decode flow (``KafkaSource ->
 twg.decode -> ParquetSink``) once on a local mock broker, reads the files it wrote back
-into one table, then writes that table again, in 30,000-row row groups as the sink
-does, with the sink's own options (``column_options``: no dictionary and no statistics
+into one table, then writes that table again in 30,000-row row groups (the sink cuts
+row groups by bytes, 4 MiB by default; the same cut serves every variant), with the
+sink's own options (``column_options``: no dictionary and no statistics
 on payload bytes, keys and record ids) and with each alternative below. The variants
 run in turns, the order rotating every round, and the figure is the writing thread's
 CPU (user + system) per row, min / median over the rounds; "cheaper in" counts the
