@@ -133,6 +133,8 @@ class SecretRef:
     """
 
     __slots__ = ("_references", "_template")
+    __redacts_itself__ = True
+    """Its ``repr`` and ``str`` are safe to show (``thalweg_bytewax._redact.redact_value``)."""
 
     def __init__(self, template: str) -> None:
         """Parse ``template``.
