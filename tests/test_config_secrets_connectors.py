@@ -17,6 +17,7 @@ import pytest
 
 from flows._pipeline_build import _sink, pipeline_source
 from thalweg_bytewax.connectors.files import FileSource
+from thalweg_bytewax.connectors.kafka import KafkaSink, KafkaSource
 from thalweg_bytewax.pipeline import PipelineConfig
 
 KAFKA_SECRETS = {
@@ -105,9 +106,11 @@ def test_the_secrets_reach_the_clients(tmp_path: Path) -> None:
     """Typed as secrets, the librdkafka credentials still reach the client resolved."""
     config = _config(KAFKA_SOURCE)
     sink = _sink("topic", config.sinks["topic"], config, tmp_path)
-    producer = sink.producer_config("topic", 0)  # type: ignore[union-attr]
+    assert isinstance(sink, KafkaSink)
+    producer = sink.producer_config("topic", 0)
     assert {k: producer[k] for k in KAFKA_SECRETS} == KAFKA_SECRETS
     source = pipeline_source(config)
-    consumer = source._config.consumer_config()  # type: ignore[union-attr]
+    assert isinstance(source, KafkaSource)
+    consumer = source._config.consumer_config()
     assert consumer["sasl.password"] == "saslPw10Zq"  # the `password` setting wins
     assert consumer["ssl.key.password"] == KAFKA_SECRETS["ssl.key.password"]

@@ -3,8 +3,8 @@
 The fields are enumerated from the models themselves (every section, list item and table
 of sections, recursively), so a field added later is planted without anyone listing
 it. Each text-typed field gets, one at a time, a credential of the shape it could
-carry: a URL with userinfo and presigned-URL query values for plain text and paths, a
-plain value for a secret setting, credential-named entries (``sasl.password``,
+carry: a URL with userinfo and presigned-URL query values for plain text and paths (for
+a secret setting, with a ``${env:…}`` reference beside them), credential-named entries (``sasl.password``,
 ``ssl.key.password``, ``sasl.oauthbearer.client.secret``, ...) for a free-form map.
 Then every way the configuration is printed is searched for each piece of it: ``thalweg
 config show`` (TOML and JSON), ``config validate``, ``config secrets`` (every format),
@@ -175,8 +175,8 @@ def _plant(field: Field, tag: str) -> tuple[Any, list[str]] | None:
     """The value planted in ``field`` and its secret pieces; ``None`` when it holds no text."""
     kinds = _kinds(field.annotation)
     url, pieces = _credential_url(tag)
-    if "secret" in kinds:
-        return f"plain{tag}", [f"plain{tag}"]
+    if "secret" in kinds:  # a template (shown as written) with credentials beside a reference
+        return f"{url}&ref=${{env:TWG_PLANTED_REF}}", pieces
     if "text" in kinds:
         return url, pieces
     if "text-list" in kinds:
