@@ -126,7 +126,7 @@ class IcebergCatalogConfig(BaseModel):
 
     def __repr_args__(self) -> Any:
         for key, value in super().__repr_args__():
-            if key == "uri" and isinstance(value, str):
+            if key in (URI, WAREHOUSE) and isinstance(value, str):
                 yield key, redact_url(value)
             elif key == "properties":
                 yield key, sorted(value)  # keys only

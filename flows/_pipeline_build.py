@@ -33,7 +33,9 @@ from bytewax.outputs import Sink
 import thalweg_bytewax.operators as twg
 from flows._orders_sample import SampleOrdersSource
 from flows._summary import RunReport, TableCount, lane_records
+from thalweg_bytewax._redact import redact_url, redact_value
 from thalweg_bytewax.codecs import AvroCodec, JsonCodec, ProtobufCodec
+from thalweg_bytewax.config import resolve_settings
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.connectors.rules import RuleRegistrySink
 from thalweg_bytewax.contracts import ContractSpec, load_contract
@@ -101,7 +103,7 @@ def pipeline_source(config: PipelineConfig, *, schema: Any = None) -> AnySource:
     if s.kind == "kafka":
         from thalweg_bytewax.connectors.kafka import KafkaSource  # noqa: PLC0415
 
-        extra: dict[str, Any] = dict(s.librdkafka)
+        extra: dict[str, Any] = resolve_settings(s.librdkafka)
         if s.password is not None:
             extra["sasl.password"] = s.password.resolve()
         sized: dict[str, Any] = {"batch_size": s.batch_size} if s.batch_size else {}
@@ -149,7 +151,7 @@ def _sink(step: str, sink: SinkSection, config: PipelineConfig, base: Path) -> A
         )
 
         uri = sink.catalog_uri.resolve() if sink.catalog_uri is not None else None
-        catalog = IcebergCatalogConfig(warehouse=str(config.under(sink.warehouse)), uri=uri)
+        catalog = IcebergCatalogConfig(warehouse=config.location(sink.warehouse), uri=uri)
         cover = located and sink.coverage and config.raw_lane.enabled
         return IcebergSink(
             catalog,
@@ -189,7 +191,7 @@ def _sink(step: str, sink: SinkSection, config: PipelineConfig, base: Path) -> A
         encoder=_encoder(sink, base),
         key=sink.message_key,
         transactional=sink.transactional,
-        add_config=sink.librdkafka or None,
+        add_config=resolve_settings(sink.librdkafka) or None,
         **_shards(sink),
     )
 
@@ -227,10 +229,10 @@ def _counts(config: PipelineConfig, built: Mapping[str, SinkSection]) -> list[Ta
                 IcebergCatalogConfig,
             )
 
-            warehouse = config.under(s.warehouse)
+            warehouse = config.location(s.warehouse)
             uri = s.catalog_uri.resolve() if s.catalog_uri is not None else None
-            catalog = IcebergCatalogConfig(warehouse=str(warehouse), uri=uri)
-            where = f"iceberg {warehouse}" if uri is None else "iceberg"
+            catalog = IcebergCatalogConfig(warehouse=warehouse, uri=uri)
+            where = f"iceberg {redact_url(warehouse)}" if uri is None else "iceberg"
             out.append(TableCount(s.table, where, iceberg_rows(catalog, s.table)))
     for s in built.values():
         if s.kind == "postgres" and s.table and s.dsn is not None:
@@ -239,10 +241,12 @@ def _counts(config: PipelineConfig, built: Mapping[str, SinkSection]) -> list[Ta
     for s in built.values():
         if s.kind == "parquet" and s.path:
             lane = config.under(s.path)
-            out.append(TableCount(str(lane), "parquet", partial(lane_records, lane), "lane"))
+            name = redact_value(str(lane))
+            out.append(TableCount(name, "parquet", partial(lane_records, lane), "lane"))
     for s in built.values():
         if s.kind == "kafka" and s.topic and s.bootstrap_servers:
-            count = partial(_topic_offsets, s.bootstrap_servers, s.topic, dict(s.librdkafka))
+            settings = resolve_settings(s.librdkafka)
+            count = partial(_topic_offsets, s.bootstrap_servers, s.topic, settings)
             out.append(TableCount(s.topic, "kafka", count, "topic"))
     return out
 

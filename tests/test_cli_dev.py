@@ -119,8 +119,10 @@ def test_print_dsn_without_a_server_says_how_to_start_one(tmp_path: Path, capsys
     assert f"expected a DSN in `{missing}`" in err and "thalweg dev postgres &" in err
 
 
-def test_postgres_publishes_its_dsn_keeps_its_data_and_stops(tmp_path: Path) -> None:
+def test_postgres_publishes_its_dsn_keeps_its_data_and_stops(open_dir: Path) -> None:
     import psycopg
+
+    tmp_path = open_dir  # every parent traversable: run as root, nothing is widened
 
     thalweg = [sys.executable, "-m", "thalweg_bytewax.cli"]
 

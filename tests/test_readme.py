@@ -44,7 +44,8 @@ def test_the_quickstart_commands_are_all_found() -> None:
     assert not any("PORT" in c for c in commands), "a placeholder the user must replace"
 
 
-def test_the_quickstart_runs_verbatim(tmp_path: Path) -> None:
+def test_the_quickstart_runs_verbatim(open_dir: Path) -> None:
+    tmp_path = open_dir  # every parent traversable: `thalweg dev postgres` run as root widens none
     (tmp_path / ".venv").symlink_to(Path(sys.executable).parents[1])
     script = "set -e\n" + "\n".join(quickstart_commands()) + "\n"
     env = {k: v for k, v in os.environ.items() if not k.startswith("THALWEG_")}

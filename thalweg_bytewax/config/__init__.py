@@ -20,7 +20,12 @@ and never a secret's value.
 Secrets are references: a :class:`SecretRef` setting holds ``${env:NAME}`` and
 ``${file:/path}`` references, which stay references in the model (``repr``,
 ``model_dump`` and ``thalweg config show`` print them, never their values) and are
-resolved by :meth:`SecretRef.resolve` only where the secret is used.
+resolved by :meth:`SecretRef.resolve` only where the secret is used. A client library's
+free-form settings (:data:`ClientSettings`, e.g. ``librdkafka``) type every value whose
+key names a credential (``sasl.password``, ``ssl.key.password``, ...) as a
+:class:`SecretRef`; :func:`resolve_settings` gives the client its plain map. Whatever a
+config prints (``repr``, ``model_dump(mode="json")``, ``thalweg config show``, errors)
+also has every URL's userinfo and query values redacted.
 
 Example:
     >>> from pydantic import Field
@@ -38,6 +43,7 @@ Example:
 
 from __future__ import annotations
 
+from thalweg_bytewax.config._client import ClientSettings, resolve_settings
 from thalweg_bytewax.config._layers import CONFIG_ENV, ENV_PREFIX
 from thalweg_bytewax.config._load import SecretUse, load_config, secret_uses
 from thalweg_bytewax.config._model import ConfigModel, Settings
@@ -46,6 +52,7 @@ from thalweg_bytewax.config._secret import SecretRef, SecretReference
 
 __all__ = [
     "CONFIG_ENV",
+    "ClientSettings",
     "ENV_PREFIX",
     "ConfigModel",
     "SecretRef",
@@ -55,6 +62,7 @@ __all__ = [
     "load_config",
     "render_reference",
     "render_starter",
+    "resolve_settings",
     "secret_uses",
     "to_toml",
 ]

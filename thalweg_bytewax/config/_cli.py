@@ -17,8 +17,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from thalweg_bytewax._redact import redact_value
 from thalweg_bytewax.config._layers import CONFIG_ENV
 from thalweg_bytewax.config._load import load_config, secret_uses
+from thalweg_bytewax.config._model import ConfigModel
 from thalweg_bytewax.config._render import render_starter, to_toml
 from thalweg_bytewax.errors import ConfigError
 
@@ -95,6 +97,8 @@ def _validate(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     model, config = _load(args)
     values = config.model_dump(mode="json")
+    if not isinstance(config, ConfigModel):  # a config model's JSON dump is redacted already
+        values = redact_value(values)
     if args.json:
         _out(json.dumps(values, indent=2, sort_keys=True))
         return 0

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, SecretBytes, SecretStr, ValidationError
 
+from thalweg_bytewax._redact import REDACTED, is_secret_key, redact_origins_in
 from thalweg_bytewax.config._layers import (
     CONFIG_ENV,
     Layer,
@@ -35,6 +36,8 @@ ConfigT = TypeVar("ConfigT", bound=BaseModel)
 
 _SECRET_TYPES = (SecretStr, SecretBytes, SecretRef)
 _GOT_LIMIT = 80
+# Secret values shorter than this are not searched for in a message (see `_redact`).
+_MIN_SECRET_CHARS = 4
 
 
 def load_config(
@@ -70,7 +73,10 @@ def load_config(
     except ValidationError as exc:
         failure = exc
     else:
-        _refuse_references_in_plain_settings(model, loaded, layers, file)
+        try:
+            _refuse_references_in_plain_settings(model, loaded, layers, file)
+        except ConfigError as exc:
+            raise ConfigError(_scrub(str(exc), model, values)) from None
         logger.info(
             "loaded %s settings from %s",
             _component(model),
@@ -79,8 +85,41 @@ def load_config(
         return loaded
     # Raised outside the `except`: pydantic's own text echoes the input, which may be a
     # secret, so it is neither the cause nor the context of the error.
-    msg = _message(model, failure, values, layers, file)
+    msg = _scrub(_message(model, failure, values, layers, file), model, values)
     raise ConfigError(msg)
+
+
+def _scrub(text: str, model: type[BaseModel], values: Any) -> str:
+    """``text`` without a credential any loaded value holds, however a validator quoted it.
+
+    Every URL's userinfo, query values and fragment go (as written and decoded), and so
+    does every value of a secret setting or of an entry whose key names a credential.
+    """
+    urls: list[str] = []
+    secrets: set[str] = set()
+
+    def _leaves(node: Any, path: tuple[str | int, ...]) -> None:
+        if isinstance(node, dict):
+            for key, child in node.items():
+                _leaves(child, (*path, str(key)))
+        elif isinstance(node, list):
+            for i, child in enumerate(node):
+                _leaves(child, (*path, i))
+        elif isinstance(node, str):
+            if "://" in node:
+                urls.append(node)
+            annotation = annotation_at(model, path)
+            names = [p for p in path if isinstance(p, str)]
+            named = bool(names) and is_secret_key(names[-1])
+            if named or (annotation is not None and _mentions(annotation, _SECRET_TYPES)):
+                secrets.add(node)
+
+    _leaves(values, ())
+    out = redact_origins_in(text, *urls)
+    for secret in sorted(secrets, key=len, reverse=True):
+        if len(secret) >= _MIN_SECRET_CHARS:
+            out = out.replace(secret, REDACTED)
+    return out
 
 
 def _component(model: type[BaseModel]) -> str:

@@ -4,12 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import ClassVar, Self
+from typing import Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
+from thalweg_bytewax._redact import is_secret_key, redact_value
 from thalweg_bytewax.config._layers import env_name
 from thalweg_bytewax.config._load import load_config
+from thalweg_bytewax.config._secret import SecretRef
 
 __all__ = ["ConfigModel", "Settings"]
 
@@ -20,9 +28,33 @@ class ConfigModel(BaseModel):
     A field's docstring (a string literal right below it) is its description: ``thalweg
     init`` writes it above the key in the starter file, and the settings reference in
     the docs is generated from it.
+
+    Nothing it prints holds a credential: secret settings are :class:`SecretRef` (shown as
+    their references), and ``repr``, ``str`` and ``model_dump(mode="json")`` (what
+    ``thalweg config show`` prints) also redact every URL's userinfo and query values and
+    mask every mapping entry whose key names a credential (see
+    :func:`thalweg_bytewax._redact.redact_value`). Attribute access and
+    ``model_dump()`` in Python mode keep the values as written, for the code that uses them.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    def __repr_args__(self) -> Any:
+        """The fields as ``repr`` shows them: redacted."""
+        for key, value in super().__repr_args__():
+            yield key, redact_value(value)
+
+    @model_serializer(mode="wrap")
+    def _redacted(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+        """JSON-mode dumps (what is shown) redacted; Python-mode dumps as written."""
+        data = handler(self)
+        if info.mode != "json" or not isinstance(data, dict):
+            return data
+        for name, field in type(self).model_fields.items():
+            key = field.alias if field.alias in data else name
+            if key in data:
+                data[key] = _shown(getattr(self, name), data[key])
+        return data
 
 
 class Settings(ConfigModel):
@@ -64,3 +96,25 @@ class Settings(ConfigModel):
                 or invalid, and what was expected.
         """
         return load_config(cls, file=file, env=env, overrides=overrides)
+
+
+def _shown(value: Any, dumped: Any) -> Any:
+    """``dumped`` (the JSON dump of ``value``) as it may be shown.
+
+    A section dumps itself redacted and a :class:`SecretRef` as its references, so both
+    stay; a mapping's entry whose key names a credential and is not a secret setting
+    becomes ``***``; every other string has its URLs redacted.
+    """
+    if isinstance(value, ConfigModel | SecretRef):
+        return dumped
+    if isinstance(value, Mapping) and isinstance(dumped, dict):
+        return {
+            k: _shown(v, dumped[k])
+            if isinstance(v, ConfigModel | SecretRef) or not is_secret_key(str(k))
+            else redact_value({k: dumped[k]})[k]
+            for k, v in value.items()
+            if k in dumped
+        }
+    if isinstance(value, list | tuple) and isinstance(dumped, list) and len(value) == len(dumped):
+        return [_shown(v, d) for v, d in zip(value, dumped, strict=True)]
+    return redact_value(dumped)

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import GetCoreSchemaHandler
 from pydantic_core import core_schema
 
-from thalweg_bytewax._redact import REDACTED
+from thalweg_bytewax._redact import REDACTED, redact_text
 from thalweg_bytewax.errors import ConfigError
 
 __all__ = ["SecretRef", "SecretReference"]
@@ -133,6 +133,8 @@ class SecretRef:
     """
 
     __slots__ = ("_references", "_template")
+    __redacts_itself__ = True
+    """Its ``repr`` and ``str`` are safe to show (``thalweg_bytewax._redact.redact_value``)."""
 
     def __init__(self, template: str) -> None:
         """Parse ``template``.
@@ -154,7 +156,11 @@ class SecretRef:
 
     @property
     def display(self) -> str:
-        """What may be shown: the template with its references, or ``***``."""
+        """What may be shown: the template with its references, or ``***``.
+
+        In a template, a URL's password and query values that are not one reference, its
+        fragment, and a userinfo holding no reference, are ``***``.
+        """
         if not self._references:
             return REDACTED
 
@@ -163,7 +169,7 @@ class SecretRef:
             whole = len(refs) == 1 and m.group(2) == str(refs[0])
             return m.group(0) if whole else f"{m.group(1)}{REDACTED}{m.group(3)}"
 
-        return _URL_PASSWORD.sub(_password, self._template)
+        return redact_text(_URL_PASSWORD.sub(_password, self._template))
 
     def resolve(self, env: Mapping[str, str] | None = None) -> str:
         """The secret: every reference replaced by its value. Call it at the point of use.

@@ -88,6 +88,13 @@ class PipelineConfig(ConfigModel):
         p = Path(path)
         return p if p.is_absolute() or "://" in str(path) else self.data_dir / p
 
+    def location(self, path: str) -> str:
+        """``path`` under ``data_dir`` unless it is absolute, as text; a URL kept whole.
+
+        Unlike :meth:`under`, a URL stays a URL (a ``Path`` folds ``s3://`` into ``s3:/``).
+        """
+        return path if "://" in path else str(self.under(path))
+
     def streams(self) -> set[str]:
         """The stream names a sink or window can read (a window's late report: `<name>.late`)."""
         names = {CLEAN}

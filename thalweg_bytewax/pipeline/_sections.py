@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Literal, Self
 
 from pydantic import Field, model_validator
 
-from thalweg_bytewax.config import ConfigModel, SecretRef
+from thalweg_bytewax.config import ClientSettings, ConfigModel, SecretRef
 from thalweg_bytewax.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -55,8 +55,10 @@ class SourceSection(ConfigModel):
     """kafka: follow new records (true) or stop at the end (false)."""
     starting_offset: Literal["earliest", "latest"] = "earliest"
     """kafka: where a partition with no stored position starts."""
-    librdkafka: dict[str, str] = Field(default_factory=dict)
-    """kafka: librdkafka settings passed through (SASL, SSL); last wins."""
+    librdkafka: ClientSettings = Field(default_factory=dict)
+    """kafka: librdkafka settings passed through (SASL, SSL); last wins. A value whose key
+    names a credential (`sasl.password`, `ssl.key.password`, `sasl.oauthbearer.client.secret`,
+    ...) is a secret: write a reference (`${env:KAFKA_PASSWORD}`); it is never shown."""
     password: SecretRef | None = None
     """kafka: the SASL password (`sasl.password`), as a secret reference."""
     # files

@@ -6,7 +6,7 @@ from typing import Literal, Self
 
 from pydantic import ConfigDict, Field, model_validator
 
-from thalweg_bytewax.config import ConfigModel, SecretRef
+from thalweg_bytewax.config import ClientSettings, ConfigModel, SecretRef
 from thalweg_bytewax.errors import ConfigError
 
 __all__ = ["SinkKind", "SinkSection"]
@@ -85,8 +85,9 @@ class SinkSection(ConfigModel):
     """kafka: the column whose values are the record keys (default: none)."""
     transactional: bool = False
     """kafka: one Kafka transaction per epoch and shard (for `read_committed` readers)."""
-    librdkafka: dict[str, str] = Field(default_factory=dict)
-    """kafka: librdkafka producer settings passed through (SASL, SSL, compression)."""
+    librdkafka: ClientSettings = Field(default_factory=dict)
+    """kafka: librdkafka producer settings passed through (SASL, SSL, compression); a value
+    whose key names a credential (`sasl.password`, ...) is a secret: write a reference."""
     coverage: bool = True
     """iceberg / parquet: record coverage beside the raw lane (append mode only)."""
 
