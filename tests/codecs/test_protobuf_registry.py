@@ -63,8 +63,9 @@ _POOL = descriptor_pool.DescriptorPool()
 _POOL.AddSerializedFile(timestamp_pb2.DESCRIPTOR.serialized_pb)
 for _f in _files():
     _POOL.Add(_f)
-Line = message_factory.GetMessageClass(_POOL.FindMessageTypeByName("twg.main.Envelope.Line"))
-Header = message_factory.GetMessageClass(_POOL.FindMessageTypeByName("twg.main.Header"))
+# Classes built at run time: their fields are not known statically.
+Line: Any = message_factory.GetMessageClass(_POOL.FindMessageTypeByName("twg.main.Envelope.Line"))
+Header: Any = message_factory.GetMessageClass(_POOL.FindMessageTypeByName("twg.main.Header"))
 
 
 @pytest.fixture
