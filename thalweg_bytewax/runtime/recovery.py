@@ -187,10 +187,10 @@ def _newest_snapshots(part: Path) -> Iterator[tuple[str, str, bool]]:
 
 
 def _ipc_steps(flow: Dataflow) -> set[str]:
-    """The step ids of ``flow``'s ``ArrowIPCSource`` inputs."""
-    from thalweg_bytewax.connectors.arrow_ipc import ArrowIPCSource  # noqa: PLC0415 - connectors import the runtime
-
-    return {step_id for step_id, source in _sources(flow) if isinstance(source, ArrowIPCSource)}
+    """The step ids of ``flow``'s ``ArrowIPCSource`` inputs (by class name: no connector import)."""
+    return {
+        step_id for step_id, source in _sources(flow) if type(source).__name__ == "ArrowIPCSource"
+    }
 
 
 def _sources(flow: Dataflow) -> Iterator[tuple[str, object]]:
