@@ -103,8 +103,9 @@ def main() -> None:
     else:
         import thalweg_bytewax.operators as twg
         from tests.recovery.window_crash_flow import LATENESS, WINDOW, _Source
+        from thalweg_bytewax.window_agg import WindowSpec
 
-        windows = {
+        windows: dict[str, WindowSpec] = {
             "tumbling": twg.Tumbling(WINDOW),
             "sliding": twg.Sliding(2 * WINDOW, WINDOW),
             "session": twg.Session(WINDOW),
