@@ -7,7 +7,9 @@ middle of an epoch's writes, after the commit (before the recovery store has the
 epoch), and inside the IPC sink's finalize, then resumed to the end: after every kill
 no record is in the directory twice and no partial file is visible; at the end the
 directory holds exactly the raw lane's records by record id. The reading flow
-(``ArrowIPCSource`` → Parquet lane) is killed after a commit and resumed the same way.
+(``ArrowIPCSource`` → Parquet lane) is killed after a commit and resumed the same way,
+also over a directory the killed writer left in several files per source partition,
+read by two workers: each source partition reaches the lane in offset order.
 """
 
 from __future__ import annotations
