@@ -1,9 +1,10 @@
-"""Private: listing, the per-file partition and the follow watch behind ``ArrowIPCSource``.
+"""Private: listing, the per-directory partition and the follow watch behind ``ArrowIPCSource``.
 
-A partition reads one finalized ``.arrow`` (IPC file format, random access) or
-``.arrows`` (IPC stream format) file record batch by record batch. Local files are
-memory-mapped, so a batch is a view of the page cache, never a copy or a decode. See
-:mod:`thalweg_bytewax.connectors.arrow_ipc` for the guarantee.
+A partition reads the finalized ``.arrow`` (IPC file format, random access) and
+``.arrows`` (IPC stream format) files of one directory — as ``ArrowIPCSink`` lays them
+out, one source partition — one after the other in offset order, record batch by record
+batch. Local files are memory-mapped, so a batch is a view of the page cache, never a
+copy or a decode. See :mod:`thalweg_bytewax.connectors.arrow_ipc` for the guarantee.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -27,13 +28,15 @@ from thalweg_bytewax.metadata import MetadataColumns
 from thalweg_bytewax.record import KeyedBatch
 from thalweg_bytewax.runtime.parts import encode_part
 
-__all__ = ["FileWatch", "IPCFiles", "IPCFilePartition"]
+__all__ = ["FileWatch", "IPCDirectoryPartition", "IPCFiles", "by_directory", "read_order"]
 
 logger = logging.getLogger(__name__)
 
 COMPONENT = "arrow ipc source"
 _IPC_SUFFIXES = (".arrow", ".arrows")
 _MAGIC = re.compile(r"[*?\[]")
+# `<first offset>-<last offset>.arrow[s]`, the names ArrowIPCSink finalizes.
+_OFFSET_NAME = re.compile(r"(\d+)-(\d+)\.arrows?")
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,28 @@ class IPCFiles:
             elif entry.base_name.endswith(_IPC_SUFFIXES):
                 found.append(entry.path)
         return sorted(found)
+
+
+def read_order(path: str) -> tuple[int, int, int, str]:
+    """Where a file comes in its directory's read order: by offsets, then by name.
+
+    Files named ``<first offset>-<last offset>.arrow`` (or ``.arrows``), as
+    ``ArrowIPCSink`` names them, come first, in numeric offset order (zero padding or
+    not); any other file follows, by name.
+    """
+    name = path.rpartition("/")[2]
+    found = _OFFSET_NAME.fullmatch(name)
+    if found is None:
+        return (1, 0, 0, name)
+    return (0, int(found.group(1)), int(found.group(2)), name)
+
+
+def by_directory(paths: Sequence[str]) -> dict[str, list[str]]:
+    """The files grouped by their directory (a source partition), each in read order."""
+    groups: dict[str, list[str]] = {}
+    for path in paths:
+        groups.setdefault(path.rpartition("/")[0] or "/", []).append(path)
+    return {d: sorted(files, key=read_order) for d, files in sorted(groups.items())}
 
 
 def split_glob(path: str) -> tuple[str, re.Pattern[str] | None]:
@@ -181,28 +206,76 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-class IPCFilePartition(StatefulSourcePartition[KeyedBatch, int]):
-    """One IPC file, batch by batch; the state is the index of the next batch to emit."""
+class IPCDirectoryPartition(StatefulSourcePartition[KeyedBatch, tuple[str, int]]):
+    """One directory's IPC files in read order, batch by batch.
+
+    The state is ``(file name, index of the next batch in it)``: the file being read
+    (or, at the end, the last one read and its batch count), so a resume opens that
+    file at that batch and goes on with the files after it. One file is open at a time.
+    """
 
     def __init__(
         self,
         *,
         key: str,
-        path: str,
+        directory: str,
+        paths: Sequence[str],
         files: IPCFiles,
         columns: MetadataColumns,
-        next_index: int,
+        resume: tuple[str, int] | None,
         watch: FileWatch | None,
         follow_interval_s: float,
     ) -> None:
         self._key = key
-        self._path = path
+        self._directory = directory
+        self._paths = list(paths)
+        self._files = files
         self._columns = columns
-        self._next = next_index
-        self._watch: FileWatch | None = None  # held once the file is open
+        self._at, self._next = self._resume_position(resume)
+        self._path = self._paths[self._at] if self._paths else directory
+        self._watch: FileWatch | None = None  # held once the first file is open
         self._interval = timedelta(seconds=follow_interval_s)
         self._awake: datetime | None = None
         self._file: pa.NativeFile | None = None
+        if self._paths:
+            self._open_current()
+        if watch is not None:
+            watch.acquire()
+            self._watch = watch
+
+    def _resume_position(self, resume: tuple[str, int] | None) -> tuple[int, int]:
+        """The index of the file to read first and the batch to start it at."""
+        if resume is None:
+            return 0, 0
+        names = [p.rpartition("/")[2] for p in self._paths]
+        valid = (
+            isinstance(resume, tuple)
+            and len(resume) == 2  # noqa: PLR2004 - (file name, batch index)
+            and isinstance(resume[0], str)
+            and isinstance(resume[1], int)
+        )
+        if not valid:
+            msg = (
+                f"{COMPONENT}: `{self._directory}` resumes from state {resume!r}; expected "
+                f"(file name, batch index), as this version keeps per directory. State kept "
+                f"per file by an earlier version cannot place a directory's read: start with a "
+                f"fresh recovery directory (an epoch sink downstream skips what it already holds)"
+            )
+            raise SourceError(msg)
+        name, index = resume
+        if name not in names:
+            msg = (
+                f"{COMPONENT}: `{self._directory}` resumes in `{name}` at batch {index}, which "
+                f"is no longer listed there. Finalized files are never removed or renamed by "
+                f"`ArrowIPCSink`: restore it, or start with a fresh recovery directory"
+            )
+            raise SourceError(msg)
+        return names.index(name), index
+
+    def _open_current(self) -> None:
+        path = self._paths[self._at]
+        self._path = path
+        files = self._files
         try:
             self._file = pa.memory_map(path) if files.local else files.fs.open_input_file(path)
             self._get, self._count = self._open(self._file)
@@ -213,17 +286,17 @@ class IPCFilePartition(StatefulSourcePartition[KeyedBatch, int]):
                 f"an Arrow IPC file or stream as `ArrowIPCSink` finalizes it"
             )
             raise SourceError(msg) from exc
-        if self._count is not None and next_index > self._count:
+        except SourceError:
+            self.close()
+            raise
+        if self._count is not None and self._next > self._count:
             self.close()
             msg = (
-                f"{COMPONENT}: `{path}` resumes at batch {next_index}; expected at most "
+                f"{COMPONENT}: `{path}` resumes at batch {self._next}; expected at most "
                 f"{self._count} (the file's batches). Finalized files are never rewritten, so "
                 f"this file was replaced: restore it, or start with a fresh recovery directory"
             )
             raise SourceError(msg)
-        if watch is not None:
-            watch.acquire()
-            self._watch = watch
 
     def _open(self, f: pa.NativeFile) -> tuple[Callable[[], pa.RecordBatch | None], int | None]:
         """A reader of the next batch, and the number of batches where it is known."""
@@ -257,25 +330,28 @@ class IPCFilePartition(StatefulSourcePartition[KeyedBatch, int]):
 
     @override
     def next_batch(self) -> list[KeyedBatch]:
-        if self._file is None:
-            return self._idle()
-        try:
-            batch = self._get()
-        except (OSError, pa.ArrowException) as exc:
-            msg = (
-                f"{COMPONENT}: `{self._path}` unreadable at batch {self._next} "
-                f"({type(exc).__name__}: {exc}); expected a complete finalized file"
-            )
-            raise SourceError(msg) from exc
-        if batch is None:
+        while self._file is not None:
+            try:
+                batch = self._get()
+            except (OSError, pa.ArrowException) as exc:
+                msg = (
+                    f"{COMPONENT}: `{self._path}` unreadable at batch {self._next} "
+                    f"({type(exc).__name__}: {exc}); expected a complete finalized file"
+                )
+                raise SourceError(msg) from exc
+            if batch is not None:
+                self._next += 1
+                return self._keyed(batch)
             self._close_file()
-            return self._idle()
-        self._next += 1
-        return self._keyed(batch)
+            if self._at + 1 < len(self._paths):  # on to the directory's next file
+                self._at += 1
+                self._next = 0
+                self._open_current()
+        return self._idle()
 
     def _idle(self) -> list[KeyedBatch]:
         if self._watch is None:
-            raise StopIteration  # not following: this file is done
+            raise StopIteration  # not following: this directory is done
         self._awake = _utcnow() + self._interval
         return []
 
@@ -286,7 +362,7 @@ class IPCFilePartition(StatefulSourcePartition[KeyedBatch, int]):
         if batch.num_rows == 0:
             return []
         if cols.source_topic not in names or cols.source_partition not in names:
-            return [(self._key, batch)]  # no locator: keyed by the file
+            return [(self._key, batch)]  # no locator: keyed by the directory
         topics = batch.column(cols.source_topic)
         parts = batch.column(cols.source_partition)
         if topics.null_count or parts.null_count:
@@ -307,8 +383,8 @@ class IPCFilePartition(StatefulSourcePartition[KeyedBatch, int]):
         return self._awake
 
     @override
-    def snapshot(self) -> int:
-        return self._next
+    def snapshot(self) -> tuple[str, int]:
+        return (self._path.rpartition("/")[2], self._next)
 
     def _close_file(self) -> None:
         if self._file is not None:

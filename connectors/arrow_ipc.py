@@ -14,18 +14,20 @@ file is never overwritten), and the directory is fsynced, before the snapshot re
 On resume the finalized names of each source partition give the offsets already held,
 and replayed rows are skipped (the first ones checked by record id).
 
-:class:`ArrowIPCSource` reads such a directory back, one partition per file, so
-another flow or process consumes the batches as they were written: local files are
-memory-mapped, and a batch is a view of the file's pages, with nothing decoded. Rows
-keep the locator columns the sink wrote and are keyed by their source partition
-(``"orders:3"``), so an epoch sink downstream owns and skips replays as it would behind
-the original source.
+:class:`ArrowIPCSource` reads such a directory back, one partition per directory
+(one source partition: its files in offset order), so another flow or process
+consumes the batches in the order they were written: local files are memory-mapped,
+and a batch is a view of the file's pages, with nothing decoded. Rows keep the
+locator columns the sink wrote and are keyed by their source partition
+(``"orders:3"``), so an epoch sink downstream owns, orders and skips replays as it
+would behind the original source.
 
 Why not ``FileSource``, which also reads IPC files? ``FileSource`` treats a file as a
 new origin: its rows get the path as topic and the row index as offset (and a new
 record id), and its state is a row index. ``ArrowIPCSource`` is the lane-aware reader:
-it keeps the rows' own locator and record id, its state is the next batch index (a
-resume seeks straight to it in the file format), and it can follow a directory.
+it keeps the rows' own locator and record id, its state is the file being read and its
+next batch index (a resume seeks straight to it in the file format), and it can follow
+a directory.
 """
 
 from __future__ import annotations
@@ -49,7 +51,13 @@ from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_
 from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink, coverage_store_option
 
 from ._arrow_ipc_sink import SUFFIXES, ArrowIPCSinkStats, _ArrowIPCPartition
-from ._arrow_ipc_source import FileWatch, IPCFilePartition, IPCFiles, split_glob
+from ._arrow_ipc_source import (
+    FileWatch,
+    IPCDirectoryPartition,
+    IPCFiles,
+    by_directory,
+    split_glob,
+)
 from ._lane_sink import LaneShards
 
 __all__ = ["ArrowIPCSink", "ArrowIPCSinkStats", "ArrowIPCSource"]
@@ -172,16 +180,26 @@ class ArrowIPCSink(ShardedEpochSink[_ArrowIPCPartition]):
         return _ArrowIPCPartition(self, store, resume_state, shard)
 
 
-class ArrowIPCSource(FixedPartitionedSource[KeyedBatch, int]):
+class ArrowIPCSource(FixedPartitionedSource[KeyedBatch, tuple[str, int]]):
     """Read a directory of Arrow IPC files (an ``ArrowIPCSink``'s) as keyed batches.
 
-    Files are the unit of parallelism: one partition per file, keyed ``"<path>:0"``;
-    the state of each is the index of its next record batch, so a resumed run starts
-    each file at the batch after its last completed epoch. Exactly-once with an epoch
-    sink downstream: batches keep the rows' locator columns and are keyed by their
-    source partition (``"orders:3"``), so the sink skips what it already holds. Rows
-    without locator columns are keyed by their file. Local files are memory-mapped
-    (nothing is copied or decoded unless the files are compressed).
+    Directories are the unit of parallelism: one partition per directory holding
+    files, keyed ``"<directory>:0"`` — under an ``ArrowIPCSink`` that is one source
+    partition (``<path>/<topic>/<partition>/``), whose files a partition reads one after
+    the other in offset order (files named ``<first>-<last>.arrow`` by their offsets,
+    any other file after them by name). A source partition that spans many files (a run
+    of many epochs) therefore reaches the next sink in offset order, as it was written.
+    The state is the file being read and the index of its next record batch, so a
+    resumed run starts at the batch after its last completed epoch. Exactly-once with an
+    epoch sink downstream: batches keep the rows' locator columns and are keyed by
+    their source partition (``"orders:3"``), so the sink skips what it already holds.
+    Rows without locator columns are keyed by their directory. Local files are
+    memory-mapped (nothing is copied or decoded unless the files are compressed).
+
+    State kept by versions that read one partition per file does not resume here:
+    Bytewax refuses it before the flow starts, and ``thalweg recovery check`` names
+    the step and the remedy (a fresh recovery directory; an epoch sink downstream skips
+    the rows it already holds).
 
     Example::
 
@@ -197,8 +215,8 @@ class ArrowIPCSource(FixedPartitionedSource[KeyedBatch, int]):
         filesystem: A ``pyarrow.fs.FileSystem`` for ``path``.
         follow: Keep the flow running after the files are read and re-list the
             directory every ``follow_interval_s``: files finalized since the start are
-            logged once and become partitions when the flow restarts (Bytewax lists
-            partitions once). False ends each partition at the end of its file.
+            logged once and are read when the flow restarts (Bytewax lists partitions
+            once). False ends each partition at the end of its directory's last file.
         follow_interval_s: Seconds between listings when following.
         metadata_prefix: Prefix of the metadata columns.
     """
@@ -260,11 +278,12 @@ class ArrowIPCSource(FixedPartitionedSource[KeyedBatch, int]):
         return IPCFiles(fs, text.rstrip("/") or "/", pattern, local)
 
     def files(self) -> list[str]:
-        """The files this source reads, in order (listed once per source object)."""
+        """The files this source reads: per directory, in read order (listed once)."""
         with self._lock:
             if self._listed is None:
                 files = self._files()
-                self._listed = files.list()
+                grouped = by_directory(files.list())
+                self._listed = [p for group in grouped.values() for p in group]
                 if not self._listed:
                     logger.warning(
                         "arrow ipc source: `%s` holds no visible .arrow or .arrows file",
@@ -272,16 +291,23 @@ class ArrowIPCSource(FixedPartitionedSource[KeyedBatch, int]):
                     )
             return self._listed
 
+    def directories(self) -> dict[str, list[str]]:
+        """Each partition's directory and its files in read order."""
+        return by_directory(self.files())
+
     @override
     def list_parts(self) -> list[str]:
-        return announce_listing([encode_part(p, 0) for p in self.files()])
+        return announce_listing([encode_part(d, 0) for d in self.directories()])
 
     @override
     def build_part(
-        self, step_id: str, for_part: str, resume_state: int | None
-    ) -> IPCFilePartition:
-        path, _ = decode_part(for_part)
+        self, step_id: str, for_part: str, resume_state: tuple[str, int] | None
+    ) -> IPCDirectoryPartition:
+        directory, _ = decode_part(for_part)
         files = self._files()
+        paths = self.directories().get(directory)
+        if paths is None:  # gone since the listing: a resume says so, a fresh start ends
+            paths = []
         watch = None
         if self.follow:
             with self._lock:
@@ -289,15 +315,17 @@ class ArrowIPCSource(FixedPartitionedSource[KeyedBatch, int]):
                     listed = self._listed if self._listed is not None else files.list()
                     self._watch = FileWatch(files, listed, self.follow_interval_s)
                 watch = self._watch
-        start = resume_state or 0
         if resume_state is not None:
-            logger.info("arrow ipc source %s: `%s` resumes at batch %s", step_id, path, start)
-        return IPCFilePartition(
+            logger.info(
+                "arrow ipc source %s: `%s` resumes in `%s`", step_id, directory, resume_state
+            )
+        return IPCDirectoryPartition(
             key=for_part,
-            path=path,
+            directory=directory,
+            paths=paths,
             files=files,
             columns=self.columns,
-            next_index=start,
+            resume=resume_state,
             watch=watch,
             follow_interval_s=self.follow_interval_s,
         )

@@ -25,6 +25,7 @@ from typing_extensions import override
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import DEFAULT_PREFIX, metadata_columns
 from thalweg_bytewax.window_agg import (
+    SOURCE,
     Session,
     Sliding,
     Tumbling,
@@ -68,8 +69,12 @@ class WindowAggOut:
         windows: Closed windows, keyed by group key: group columns, ``window_start``,
             ``window_end`` (timestamp µs UTC) and one column per aggregate. Unique by
             (group columns, ``window_start``): upsert on that key.
-        late: Late partials, keyed by group key: group columns, ``event_time_min``,
+        late: Late partials, keyed by group key: group columns, ``source`` (the source
+            partition of the late records), ``late_seq`` (the row's number among its
+            group key's late rows from that source partition), ``event_time_min``,
             ``event_time_max``, ``late_records`` and the ``watermark`` they missed.
+            Unique by (group columns, ``source``, ``late_seq``), the same after a
+            resume: upsert on that key.
         stats: This process's counters of the step.
     """
 
@@ -170,9 +175,12 @@ def window_agg(
 
     A partial that arrives after a window it belongs to closed is late: it goes to the
     ``late`` stream with its record count, and ``stats.late_records`` counts it.
-    Records without an event time are late too. Event time is the producer's, so it is
-    clamped to ingest time (``<prefix>ingest_ts``, else now) plus ``allowed_skew``
-    before it drives a window or the watermark.
+    Records without an event time are late too. Late rows are numbered per group key
+    and source partition in the state (``source``, ``late_seq``), so one re-emitted
+    after a resume has the key it had: upsert the late report on (group columns,
+    ``source``, ``late_seq``) and each late record lands once. Event time is the
+    producer's, so it is clamped to ingest time (``<prefix>ingest_ts``, else now) plus
+    ``allowed_skew`` before it drives a window or the watermark.
 
     After a resume, Bytewax emits again the windows that closed after the last
     snapshot, with the same values when the input replays in the same order: results
@@ -228,12 +236,16 @@ def window_agg(
     stats = WindowAggStats()
 
     def partials(item: tuple[str, pa.RecordBatch]) -> list[tuple[str, pa.RecordBatch]]:
-        batch = item[1]
+        source, batch = item
         if batch.num_rows == 0:
             return []
         times = _event_times(where, clock, batch, time_column)
         stats.clamped = clock.clamped
-        return split_by_key(pre_aggregate(batch, times, plan), plan.group_by)
+        table = pre_aggregate(batch, times, plan)
+        # One value per partial (group key and pane), never per record: names the source
+        # partition on the late rows, whose numbering is per source partition.
+        table = table.append_column(SOURCE, pa.array([source] * table.num_rows, pa.string()))
+        return split_by_key(table, plan.group_by)
 
     keyed = op.flat_map("partials", up, partials)
 

@@ -26,7 +26,10 @@ windows when its earliest window has closed (with sliding windows it still count
 the windows still open); for sessions when it starts before the end of a closed
 session or its own session would already be closed. Late partials are reported with
 their record count, never silently dropped. A record without an event time (null) is
-late as well. The watermark is per group key, as in Bytewax's own windowing: a key
+late as well. Each late row is numbered per (group key, source partition) in the
+state (``late_seq``), so a row replayed after a resume carries the key it had before
+and a sink that upserts on (group columns, ``source``, ``late_seq``) holds it once.
+The watermark is per group key, as in Bytewax's own windowing: a key
 that receives no newer data keeps its last windows open until it does or the stream
 ends (at the end, every open window is emitted).
 
@@ -53,6 +56,7 @@ __all__ = [
     "AGG_FUNCTIONS",
     "COUNT",
     "PANE",
+    "SOURCE",
     "TMAX",
     "TMIN",
     "Session",
@@ -76,6 +80,8 @@ TMAX = "_twg_tmax"
 """Partial column: the pane's latest event time, µs."""
 COUNT = "_twg_n"
 """Partial column: the pane's records."""
+SOURCE = "_twg_src"
+"""Partial column: the key of the input batch the partial came from (its source partition)."""
 
 
 def _micros(d: timedelta, what: str) -> int:

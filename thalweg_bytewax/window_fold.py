@@ -18,20 +18,33 @@ from typing import Any
 import pyarrow as pa
 
 from thalweg_bytewax.errors import ThalwegError
-from thalweg_bytewax.window_agg import COUNT, PANE, TMAX, TMIN, WindowPlan
+from thalweg_bytewax.window_agg import COUNT, PANE, SOURCE, TMAX, TMIN, WindowPlan
 
-__all__ = ["WindowFolder", "late_schema"]
+__all__ = ["LATE_KEY", "WindowFolder", "late_schema"]
 
 _TS = pa.timestamp("us", tz="UTC")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
+LATE_KEY = ("source", "late_seq")
+"""Late columns that, after the group columns, identify a late row across replays."""
+
+
 def late_schema(partials: pa.Schema, group_by: Sequence[str]) -> pa.Schema:
-    """The late side stream's schema: group columns, event time range, records, watermark."""
+    """The late side stream's schema.
+
+    Group columns, ``source`` (the source partition the late records came from, e.g.
+    ``"orders:3"``), ``late_seq`` (the row's number among its group key's late rows from
+    that source partition, from 0), the event time range, the records and the watermark
+    they missed. (group columns, ``source``, ``late_seq``) is unique and the same when
+    a resume replays the input: the key to upsert late rows on.
+    """
     fields = [partials.field(c) for c in group_by]
     return pa.schema(
         [
             *fields,
+            pa.field("source", pa.string(), nullable=False),
+            pa.field("late_seq", pa.int64(), nullable=False),
             pa.field("event_time_min", _TS),
             pa.field("event_time_max", _TS),
             pa.field("late_records", pa.int64(), nullable=False),
@@ -72,12 +85,15 @@ class WindowFolder:
         self._closed_until: float = float("-inf")
         self._group: tuple[Any, ...] | None = None
         self._schema: pa.Schema | None = None
+        self._late_seq: dict[str, int] = {}  # source partition -> late rows emitted
         if state is not None:
-            wm, closed, group, schema, opened, sessions = state
+            wm, closed, group, schema, opened, sessions = state[:6]
             self.watermark, self._closed_until = wm, closed
             self._group, self._schema = group, schema
             self._open = {s: list(a) for s, a in opened}
             self._sessions = [list(a) for a in sessions]
+            # State of earlier versions has no late numbering: it starts at 0.
+            self._late_seq = dict(state[6]) if len(state) > 6 else {}  # noqa: PLR2004
 
     def __len__(self) -> int:
         return len(self._open) + len(self._sessions)
@@ -91,6 +107,7 @@ class WindowFolder:
             self._schema,
             tuple((s, tuple(a)) for s, a in self._open.items()),
             tuple(tuple(a) for a in self._sessions),
+            tuple(sorted(self._late_seq.items())),
         )
 
     def _fold_into(self, acc: list[Any], row: Sequence[Any]) -> None:
@@ -137,7 +154,8 @@ class WindowFolder:
         newest = max((r[1] for r in rows if r[1] is not None), default=None)
         if newest is not None:
             self.watermark = max(wm, float(newest - plan.lateness))
-        return self._close(self.watermark), self._late_batch(late, wm)
+        source = partials.column(SOURCE)[0].as_py() if SOURCE in partials.schema.names else ""
+        return self._close(self.watermark), self._late_batch(late, wm, str(source))
 
     def _join_session(self, acc: list[Any]) -> None:
         gap = self._plan.length
@@ -200,17 +218,24 @@ class WindowFolder:
                 cols[name] = pa.array(parts[0], schema.field(f"_twg_p{idx[0]}").type)
         return pa.RecordBatch.from_pydict(cols)
 
-    def _late_batch(self, late: list[tuple[Any, ...]], wm: float) -> pa.RecordBatch | None:
+    def _late_batch(
+        self, late: list[tuple[Any, ...]], wm: float, source: str
+    ) -> pa.RecordBatch | None:
         if not late:
             return None
         group, partials = self._meta()
         schema = late_schema(partials, self._plan.group_by)
         n = len(late)
+        first = self._late_seq.get(source, 0)
+        self._late_seq[source] = first + n
         wm_ts = None if math.isinf(wm) else _ts(int(wm))
         arrays = [
-            *(pa.array([v] * n, schema.field(c).type) for c, v in zip(
-                self._plan.group_by, group, strict=True
-            )),  # fmt: skip
+            *(
+                pa.array([v] * n, schema.field(c).type)
+                for c, v in zip(self._plan.group_by, group, strict=True)
+            ),  # fmt: skip
+            pa.array([source] * n, pa.string()),
+            pa.array(range(first, first + n), pa.int64()),
             pa.array([_ts(r[0]) for r in late], _TS),
             pa.array([_ts(r[1]) for r in late], _TS),
             pa.array([r[2] for r in late], pa.int64()),

@@ -130,6 +130,7 @@ class _KafkaSinkPartition(EpochSinkPartition):
         settings["error_cb"] = self._on_client_error
         self._producer = Producer(settings)
         self._reader = Consumer(sink.reader_config())
+        self._clients_closed = False
         self._in_txn = False
         try:
             md = self._producer.list_topics(self._topic, timeout=sink.metadata_timeout_s)
@@ -302,6 +303,9 @@ class _KafkaSinkPartition(EpochSinkPartition):
         return self.owner_of(key) == self.shard
 
     def _close_clients(self) -> None:
+        if self._clients_closed:  # a second close(), as every sink partition allows
+            return
+        self._clients_closed = True
         try:
             self._reader.close()
         finally:

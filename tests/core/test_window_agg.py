@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.window_agg import (
+    SOURCE,
     Session,
     Sliding,
     Tumbling,
@@ -87,7 +88,9 @@ def reference(window: WindowSpec, rows: list[Row]) -> set[tuple[Any, ...]]:
             by_group[g].append((t, x))
             continue
         length, step = (
-            (window.size, window.size) if isinstance(window, Tumbling) else (window.length, window.step)
+            (window.size, window.size)
+            if isinstance(window, Tumbling)
+            else (window.length, window.step)
         )
         ln, sp = length // timedelta(microseconds=1), step // timedelta(microseconds=1)
         s = (t // sp) * sp
@@ -225,9 +228,7 @@ def test_a_record_arriving_later_bridges_two_sessions() -> None:
     plan = WindowPlan(
         Session(timedelta(seconds=5)), {"n": ("count", "*")}, ["g"], timedelta(seconds=30)
     )
-    got, late = fold_all(
-        plan, [[("a", 0, 1)], [("a", 8 * S, 1)], [("a", 4 * S, 1)]]
-    )
+    got, late = fold_all(plan, [[("a", 0, 1)], [("a", 8 * S, 1)], [("a", 4 * S, 1)]])
     assert late == 0
     assert got == {("a", ts(0), ts(13 * S), 3)}
 
@@ -272,3 +273,38 @@ def test_a_missing_column_names_it() -> None:
 def test_negative_lateness_is_refused() -> None:
     with pytest.raises(ConfigError, match="allowed_lateness"):
         WindowPlan(Tumbling(timedelta(seconds=1)), {"n": ("count", "*")}, [], timedelta(-1))
+
+
+def late_rows_of(
+    folder: WindowFolder, plan: WindowPlan, rows: list[Row], source: str
+) -> list[dict[str, Any]]:
+    """The late rows one batch of ``source`` gives ``folder`` (its partials carry the source)."""
+    batch, times = batch_of(rows)
+    partials = pre_aggregate(batch, times, plan)
+    partials = partials.append_column(SOURCE, pa.array([source] * partials.num_rows))
+    (key_part,) = split_by_key(partials, plan.group_by)
+    _, late = folder.fold(key_part[1])
+    return [] if late is None else late.to_pylist()
+
+
+def test_late_rows_are_numbered_per_source_and_renumbered_alike_after_a_resume() -> None:
+    plan = WindowPlan(Tumbling(timedelta(seconds=10)), {"n": ("count", "*")}, ["g"])
+    folder = WindowFolder(plan)
+    late_rows_of(folder, plan, [("a", 25 * S, 1)], "t:0")  # watermark 25 s
+    first = late_rows_of(folder, plan, [("a", 1 * S, 1), ("a", 12 * S, 1)], "t:0")
+    other = late_rows_of(folder, plan, [("a", 2 * S, 1)], "t:1")
+    assert [(r["source"], r["late_seq"]) for r in first + other] == [
+        ("t:0", 0),
+        ("t:0", 1),
+        ("t:1", 0),
+    ]
+    # Snapshot, go on, then resume from the snapshot and replay the same batch: the same
+    # late row under the same key, so an upsert on (g, source, late_seq) holds it once.
+    state = pickle.loads(pickle.dumps(folder.snapshot()))
+    went_on = late_rows_of(folder, plan, [("a", 3 * S, 1)], "t:0")
+    replayed = late_rows_of(WindowFolder(plan, state), plan, [("a", 3 * S, 1)], "t:0")
+    assert went_on == replayed
+    assert [(r["g"], r["source"], r["late_seq"]) for r in replayed] == [("a", "t:0", 2)]
+    # A snapshot of the version before the numbering (six fields) still resumes.
+    older = WindowFolder(plan, state[:6])
+    assert [r["late_seq"] for r in late_rows_of(older, plan, [("a", 3 * S, 1)], "t:0")] == [0]

@@ -94,7 +94,13 @@ def _python_api_flow(config: PipelineConfig) -> Dataflow:
         catalog, table, mode="upsert", key_columns=["status", "window_start"], locators="absent"
     )
     op.output("ice_revenue", result.windows, windows)
-    late = IcebergSink(catalog, f"{table}_late", locators="absent")
+    late = IcebergSink(
+        catalog,
+        f"{table}_late",
+        mode="upsert",
+        key_columns=["status", "source", "late_seq"],
+        locators="absent",
+    )
     op.output("ice_late", result.late, late)
     return flow
 

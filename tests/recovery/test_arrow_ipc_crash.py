@@ -7,7 +7,9 @@ middle of an epoch's writes, after the commit (before the recovery store has the
 epoch), and inside the IPC sink's finalize, then resumed to the end: after every kill
 no record is in the directory twice and no partial file is visible; at the end the
 directory holds exactly the raw lane's records by record id. The reading flow
-(``ArrowIPCSource`` → Parquet lane) is killed after a commit and resumed the same way.
+(``ArrowIPCSource`` → Parquet lane) is killed after a commit and resumed the same way,
+also over a directory the killed writer left in several files per source partition,
+read by two workers: each source partition reaches the lane in offset order.
 """
 
 from __future__ import annotations
@@ -127,3 +129,30 @@ def test_the_source_killed_after_a_commit_and_resumed_copies_every_record_once(
     copied = read_lane(tmp_path / "copy", [RID]).column(0).to_pylist()
     assert len(copied) == len(set(copied)) == ORDERS
     assert sorted(copied) == sorted(written)
+
+
+def test_a_directory_written_across_kills_is_copied_in_offset_order_once(tmp_path: Path) -> None:
+    # Killed and resumed, the writer leaves several files per source partition (an epoch
+    # each); the reader, killed too, takes each partition's files in offset order, as
+    # the Parquet lane it copies into requires.
+    spec = f"tests.recovery.arrow_ipc_crash_flow:build_flow({str(tmp_path)!r})"
+    write = command(spec, fresh_recovery(tmp_path / "recovery"))
+    for fault in ("epoch_sink.after_commit:3", "arrow_ipc.after_finalize:4", None):
+        wrote = run(write, fault)
+        assert wrote.returncode == (-signal.SIGKILL if fault else 0), wrote.stderr[-3000:]
+    written = ipc_record_ids(tmp_path / "ipc")
+    assert len(written) == len(set(written)) == ORDERS
+    per_partition = [p for p in (tmp_path / "ipc").glob("*/*") if p.is_dir()]
+    assert all(len(list(d.glob("[0-9]*.arrow"))) > 1 for d in per_partition)
+
+    read = command(
+        f"tests.recovery.arrow_ipc_crash_flow:read_flow({str(tmp_path)!r})",
+        fresh_recovery(tmp_path / "read"),
+        "-w",
+        "2",  # two workers: a source partition's files must not be split between them
+    )
+    for fault in ("epoch_sink.after_commit:2", None):
+        copied = run(read, fault)
+        assert copied.returncode == (-signal.SIGKILL if fault else 0), copied.stderr[-3000:]
+    lane = read_lane(tmp_path / "copy", [RID])
+    assert sorted(lane.column(0).to_pylist()) == sorted(written)

@@ -12,6 +12,9 @@ Two flows (``main`` below, run as ``python -m tests.recovery.test_unlocated_cras
   :mod:`tests.recovery.window_crash_flow`, its results upserted on (``status``,
   ``window_start``). After a kill at the same point and a resume, the table equals a
   batch recomputation of the input.
+* ``late``: the same aggregation in a tumbling, sliding or session window, its late
+  report upserted on (``status``, ``source``, ``late_seq``). Killed at several points in
+  turn and resumed each time, the table holds every late record once.
 """
 
 from __future__ import annotations
@@ -68,7 +71,9 @@ def last_values() -> dict[int, str]:
     """Each id's last written name (the upsert's final view)."""
     view: dict[int, str] = {}
     for _, batch in items():
-        view.update(zip(batch.column("id").to_pylist(), batch.column("name").to_pylist(), strict=True))
+        view.update(
+            zip(batch.column("id").to_pylist(), batch.column("name").to_pylist(), strict=True)
+        )
     return view
 
 
@@ -98,19 +103,30 @@ def main() -> None:
     else:
         import thalweg_bytewax.operators as twg
         from tests.recovery.window_crash_flow import LATENESS, WINDOW, _Source
+        from thalweg_bytewax.window_agg import WindowSpec
 
+        windows: dict[str, WindowSpec] = {
+            "tumbling": twg.Tumbling(WINDOW),
+            "sliding": twg.Sliding(2 * WINDOW, WINDOW),
+            "session": twg.Session(WINDOW),
+        }
         out = twg.window_agg(
             "revenue",
             op.input("orders", flow, _Source()),
-            window=twg.Tumbling(WINDOW),
+            window=windows.get(mode, twg.Tumbling(WINDOW)),
             aggs={"revenue": ("sum", "amount"), "orders": ("count", "*")},
             group_by=["status"],
             time_column="created_at",
             allowed_lateness=LATENESS,
         )
-        keys = ["status", "window_start"]
-        sink = build_sink(target, where, schema, mode="upsert", key_columns=keys, shards=SHARDS)
-        op.output("out", out.windows, sink)
+        if kind == "late":
+            keys = ["status", "source", "late_seq"]
+            sink = build_sink(target, where, schema, mode="upsert", key_columns=keys, shards=1)
+            op.output("out", out.late, sink)
+        else:
+            keys = ["status", "window_start"]
+            sink = build_sink(target, where, schema, mode="upsert", key_columns=keys, shards=SHARDS)
+            op.output("out", out.windows, sink)
         epoch = timedelta(milliseconds=300)
     cluster_main(
         flow,
@@ -222,6 +238,55 @@ def test_window_results_upserted_after_a_kill_and_resume_equal_a_batch_recomputa
     got = {(r["status"], r["window_start"].isoformat()): (r["revenue"], r["orders"]) for r in rows}
     assert len(rows) == len(got), "a window landed twice"
     assert got == want
+
+
+LATE_KILLS = [
+    "epoch_sink.after_commit:2",
+    "epoch_sink.before_commit:2",
+    "epoch_sink.after_commit:3",
+]
+"""Where the late-report flow is killed, in turn: each run resumes the one before."""
+
+
+def late_records() -> set[tuple[str, str, str]]:
+    """Each late record of the paced source: (source partition, status, event time)."""
+    from tests.recovery.window_crash_flow import PARTITIONS, batches
+
+    late = set()
+    for p in range(PARTITIONS):
+        for batch, n_late in batches(p):
+            for r in batch.slice(0, n_late).to_pylist():  # the late record comes first
+                late.add((f"orders:{p}", r["status"], r["created_at"].isoformat()))
+    return late
+
+
+@pytest.mark.parametrize("window", ["tumbling", "sliding", "session"])
+def test_late_records_upserted_after_kills_and_resumes_land_once_each(
+    tmp_path: Path, window: str
+) -> None:
+    where = str(tmp_path / "warehouse")
+    recovery = tmp_path / "recovery"
+    recovery.mkdir()
+    init_db_dir(recovery, 1)
+    args = ["late", "iceberg", window, where, "-", str(recovery)]
+    want = late_records()
+    held_after: list[int] = []
+    for fault in LATE_KILLS:
+        crashed = run_flow(args, fault)
+        assert crashed.returncode == -signal.SIGKILL, (fault, crashed.stderr[-3000:])
+        held = read_back("late", "iceberg", where, "-")
+        held_after.append(held.num_rows)
+        if held.num_rows:
+            keys = held.select(["status", "source", "late_seq"]).to_pylist()
+            assert len(keys) == len({tuple(k.values()) for k in keys}), "a late row twice"
+    assert 0 < held_after[0] < len(want), "the first kill should fall between late records"
+    done = run_flow(args, None)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = read_back("late", "iceberg", where, "-").to_pylist()
+    seen = Counter((r["source"], r["status"], r["event_time_min"].isoformat()) for r in got)
+    assert set(seen) == want
+    assert all(n == 1 for n in seen.values()), {k: n for k, n in seen.items() if n > 1}
+    assert sum(r["late_records"] for r in got) == len(want)
 
 
 if __name__ == "__main__":

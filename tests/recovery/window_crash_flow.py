@@ -103,7 +103,10 @@ class _Source(FixedPartitionedSource[tuple[str, pa.RecordBatch], int]):
 
 
 class _UpsertPart(StatelessSinkPartition[tuple[str, pa.RecordBatch]]):
-    """Upserts window results by (status, window_start); durable per write (SQLite commit)."""
+    """Upserts windows by (status, window_start), late rows by (status, source, late_seq).
+
+    Durable per write (SQLite commit).
+    """
 
     def __init__(self, path: str) -> None:
         self._db = sqlite3.connect(path)
@@ -112,8 +115,8 @@ class _UpsertPart(StatelessSinkPartition[tuple[str, pa.RecordBatch]]):
             " orders INT, PRIMARY KEY (status, window_start))"
         )
         self._db.execute(
-            "CREATE TABLE IF NOT EXISTS late (status TEXT, event_time_min TEXT, n INT,"
-            " PRIMARY KEY (status, event_time_min))"
+            "CREATE TABLE IF NOT EXISTS late (status TEXT, source TEXT, late_seq INT,"
+            " event_time_min TEXT, n INT, PRIMARY KEY (status, source, late_seq))"
         )
         self._db.commit()
 
@@ -129,8 +132,15 @@ class _UpsertPart(StatelessSinkPartition[tuple[str, pa.RecordBatch]]):
                     )
                 else:
                     self._db.execute(
-                        "INSERT INTO late VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET n = excluded.n",
-                        (r["status"], r["event_time_min"].isoformat(), r["late_records"]),
+                        "INSERT INTO late VALUES (?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET"
+                        " event_time_min = excluded.event_time_min, n = excluded.n",
+                        (
+                            r["status"],
+                            r["source"],
+                            r["late_seq"],
+                            r["event_time_min"].isoformat(),
+                            r["late_records"],
+                        ),
                     )
         self._db.commit()
 

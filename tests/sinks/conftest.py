@@ -1,9 +1,10 @@
-"""The ``table_sink`` fixture: every case of the suite runs on Parquet, Iceberg and Postgres.
+"""The ``table_sink`` fixture: every case of the suite runs on each of the five sinks.
 
 Following pyiceberg's ``catalog`` fixture over its catalog factories, each parameter
 builds a :class:`~tests.sinks.targets.SinkTarget` on a fresh target: a lane directory,
-a warehouse, a PostgreSQL schema (pgserver, or ``THALWEG_TEST_PG_DSN``). The services
-start only for the parameters that need them.
+a warehouse, a PostgreSQL schema (pgserver, or ``THALWEG_TEST_PG_DSN``), an Arrow IPC
+directory, a Kafka topic (librdkafka's mock cluster, or ``THALWEG_TEST_KAFKA``). The
+services start only for the parameters that need them.
 """
 
 from __future__ import annotations
@@ -13,16 +14,26 @@ from pathlib import Path
 
 import pytest
 
-from tests.sinks.targets import IcebergTarget, ParquetTarget, PostgresTarget, SinkTarget
+from tests.sinks.targets import (
+    ArrowIPCTarget,
+    IcebergTarget,
+    KafkaTarget,
+    ParquetTarget,
+    PostgresTarget,
+    SinkTarget,
+)
 
-SINKS = ("parquet", "iceberg", "postgres")
-"""Every sink the suite runs (Parquet lane, Iceberg table, PostgreSQL table)."""
+SINKS = ("parquet", "iceberg", "postgres", "arrow_ipc", "kafka")
+"""Every sink the suite runs (Parquet lane, Iceberg table, PostgreSQL table, Arrow IPC
+directory, Kafka topic)."""
 
 
 TARGETS: dict[str, type[SinkTarget]] = {
     "parquet": ParquetTarget,
     "iceberg": IcebergTarget,
     "postgres": PostgresTarget,
+    "arrow_ipc": ArrowIPCTarget,
+    "kafka": KafkaTarget,
 }
 
 
@@ -44,11 +55,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def build_target(name: str, request: pytest.FixtureRequest, root: Path) -> SinkTarget:
-    """A fresh target of sink ``name`` (starts PostgreSQL only for ``postgres``)."""
+    """A fresh target of sink ``name`` (starts PostgreSQL, Kafka only for theirs)."""
     if name == "parquet":
         return ParquetTarget(root)
     if name == "iceberg":
         return IcebergTarget(root)
+    if name == "arrow_ipc":
+        return ArrowIPCTarget(root)
+    if name == "kafka":
+        request.node.add_marker("kafka")  # as if the test used `kafka_bootstrap` itself
+        make_topic = request.getfixturevalue("make_topic")
+        return KafkaTarget(request.getfixturevalue("kafka_bootstrap"), make_topic())
     request.node.add_marker("postgres")  # as if the test used `pg_dsn` itself
     return PostgresTarget(request.getfixturevalue("pg_dsn"), request.getfixturevalue("pg_schema"))
 

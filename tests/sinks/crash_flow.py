@@ -6,7 +6,8 @@ deterministic sample orders (4 source partitions, small batches, an epoch per
 activation) go to a raw Parquet lane under ``ROOT/raw`` as they are read, are decoded
 (Confluent-framed Avro, the bundled schemas), rejects go to ``ROOT/dlq``, and the
 decoded orders go to the sink under test: a Parquet lane under ``ROOT/lane``, an
-Iceberg table ``test.orders`` in ``ROOT/warehouse``, or PostgreSQL ``SCHEMA.orders``.
+Iceberg table ``test.orders`` in ``ROOT/warehouse``, PostgreSQL ``SCHEMA.orders``, an
+Arrow IPC directory ``ROOT/ipc`` or the Kafka topic ``SCHEMA`` at bootstrap ``DSN``.
 Two shards each, so with two workers or processes both write. ``THALWEG_FAULT`` kills
 it at a named point. The test compares the table with the raw lane by record id.
 """
@@ -28,7 +29,16 @@ from thalweg_bytewax.codecs import AvroCodec
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.registry import DirectorySchemaSource
 
-__all__ = ["BATCH", "ORDERS", "PARTITIONS", "SHARDS", "SLOTS", "build_flow", "table_sink", "with_slot"]
+__all__ = [
+    "BATCH",
+    "ORDERS",
+    "PARTITIONS",
+    "SHARDS",
+    "SLOTS",
+    "build_flow",
+    "table_sink",
+    "with_slot",
+]
 
 ORDERS = 1_200
 """Sample orders per run: 300 per source partition."""
@@ -60,6 +70,15 @@ def table_sink(
     upsert: dict[str, Any] = {"mode": "upsert", "key_columns": ["slot"]} if mode == "upsert" else {}
     if sink == "parquet":
         return ParquetSink(Path(root) / "lane", shards=shards, row_group_rows=16)
+    if sink == "arrow_ipc":
+        from thalweg_bytewax.connectors.arrow_ipc import ArrowIPCSink
+
+        return ArrowIPCSink(Path(root) / "ipc", shards=shards, max_file_rows=16)
+    if sink == "kafka":  # `dsn` is the bootstrap address, `schema` the topic
+        from thalweg_bytewax.codecs import JsonEncoder
+        from thalweg_bytewax.connectors.kafka import KafkaSink
+
+        return KafkaSink([dsn], schema, encoder=JsonEncoder(), shards=shards)
     if sink == "iceberg":
         from thalweg_bytewax.connectors.iceberg import IcebergSink
 
@@ -102,7 +121,9 @@ def build_flow(
     source = SampleOrdersSource(ORDERS, partitions=PARTITIONS, batch_size=BATCH)
     raw = op.input("in", flow, source)
     op.output("raw_lane", raw, ParquetSink(Path(root) / "raw", shards=SHARDS))
-    decoded = twg.decode("decode", raw, AvroCodec(DirectorySchemaSource(SCHEMAS)), metadata="locator")
+    decoded = twg.decode(
+        "decode", raw, AvroCodec(DirectorySchemaSource(SCHEMAS)), metadata="locator"
+    )
     op.output("dlq", decoded.rejected, ParquetSink(Path(root) / "dlq", shards=SHARDS))
     rows = op.map("slot", decoded.ok, with_slot) if mode == "upsert" else decoded.ok
     op.output("table", rows, table_sink(sink, root, dsn, schema, shards, mode))

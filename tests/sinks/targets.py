@@ -1,9 +1,10 @@
 """One face for every table sink: build it on a fresh target, read the target back.
 
-The behaviour suite (``tests/sinks/test_behaviour.py``) and the crash suite
-(``tests/sinks/test_crash.py``) run each case against every :class:`SinkTarget`: the
-Parquet lane, an Iceberg table (pyiceberg ``SqlCatalog`` on SQLite) and a PostgreSQL
-table (pgserver or ``THALWEG_TEST_PG_DSN``). A target knows how to build its sink
+The behaviour suite (``tests/sinks/test_behaviour.py``) runs each case against every
+:class:`SinkTarget`: the Parquet lane, an Iceberg table (pyiceberg ``SqlCatalog`` on
+SQLite), a PostgreSQL table (pgserver or ``THALWEG_TEST_PG_DSN``), an Arrow IPC
+directory and a Kafka topic (librdkafka's mock cluster or ``THALWEG_TEST_KAFKA``, JSON
+values); the crash suite (``tests/sinks/test_crash.py``) runs the three table sinks. A target knows how to build its sink
 (``make``), how to read what it holds as Arrow (``read``), its columns and their types
 and comments, a token of what it has committed, and what it can do (capability flags:
 a case a sink cannot meet by design is skipped naming the capability, never for a
@@ -25,8 +26,10 @@ from bytewax.outputs import FixedPartitionedSink
 from thalweg_bytewax.metadata import DEFAULT_COLUMNS
 
 __all__ = [
+    "ArrowIPCTarget",
     "C",
     "IcebergTarget",
+    "KafkaTarget",
     "ParquetTarget",
     "PostgresTarget",
     "SinkTarget",
@@ -69,10 +72,12 @@ def orders(
         "order_id": pa.array(partition * 1_000_000 + offs, pa.int64()),
         "customer": pa.array([f"{tag}-c{o % 7}" for o in offs.tolist()], pa.string()),
         "qty": pa.array((offs % 5).astype(np.int32), pa.int32()),
-        "amount": pa.array(offs * 101 % 100_000, pa.int64()).cast(pa.decimal128(19, 0))
+        "amount": pa.array(offs * 101 % 100_000, pa.int64())
+        .cast(pa.decimal128(19, 0))
         .cast(pa.decimal128(10, 2)),
-        "created_at": pa.array(BASE_US + offs * 1_000_000, pa.timestamp("us"))
-        .cast(pa.timestamp("us", tz="UTC")),
+        "created_at": pa.array(BASE_US + offs * 1_000_000, pa.timestamp("us")).cast(
+            pa.timestamp("us", tz="UTC")
+        ),
     }
     for name, values in (extra or {}).items():
         cols[name] = values
@@ -87,13 +92,17 @@ class SinkTarget(ABC):
     """A table sink on a fresh target, and the ways to look into that target.
 
     Attributes:
-        name: ``parquet``, ``iceberg`` or ``postgres``.
+        name: ``parquet``, ``iceberg``, ``postgres``, ``arrow_ipc`` or ``kafka``.
         evolves: Provisions its target and evolves it (new columns with comments,
             incompatible changes refused before anything is written).
         checks_types: Casts rows to the target's column types at the write boundary
             and refuses what does not fit, naming the column.
         identifiers: Validates column names (strict or relaxed) and quotes them.
         comments: Keeps column comments (``comments=``) and the built-in ones.
+        atomic_epochs: An epoch's rows become visible only when it commits (a Kafka
+            topic shows produced records at once; its commit is the delivery check).
+        fills_gaps: Reads back which source offsets the target holds, so a row inside
+            the committed offsets that the target lacks is written, not skipped.
     """
 
     name: ClassVar[str]
@@ -101,6 +110,8 @@ class SinkTarget(ABC):
     comments: ClassVar[bool] = True
     checks_types: ClassVar[bool] = True
     identifiers: ClassVar[bool] = True
+    atomic_epochs: ClassVar[bool] = True
+    fills_gaps: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self._open: list[Any] = []
@@ -139,6 +150,10 @@ class SinkTarget(ABC):
         built = sink.build_part("flow.sink", "shard-000", resume)
         self._open.append(built)
         return built
+
+    def offsets(self, state: Any) -> dict[str, int]:
+        """The source offsets of a partition's snapshot (what the target holds per key)."""
+        return dict(state)
 
     def close(self) -> None:
         """Close every partition built by :meth:`part`."""
@@ -332,6 +347,139 @@ class PostgresTarget(SinkTarget):
             )
         rows = self.read().num_rows if self.columns() else -1
         return (tuple(coverage), rows)
+
+
+class ArrowIPCTarget(SinkTarget):
+    """A fresh directory of Arrow IPC files (``ArrowIPCSink``); read as another process would."""
+
+    name = "arrow_ipc"
+    evolves = False  # a batch with another schema starts a new file: nothing to refuse
+    comments = False
+    checks_types = False
+    identifiers = False
+
+    def __init__(self, root: Path) -> None:
+        super().__init__()
+        self.path = root / "ipc"
+
+    @property
+    def target(self) -> str:
+        return str(self.path)
+
+    def make(self, **options: Any) -> FixedPartitionedSink[pa.RecordBatch, Any]:
+        from thalweg_bytewax.connectors.arrow_ipc import ArrowIPCSink
+
+        for unsupported in ("comments", "identifiers", "allow_widening"):
+            options.pop(unsupported, None)
+        options.setdefault("shards", 1)
+        return ArrowIPCSink(self.path, **options)
+
+    def _files(self) -> list[Path]:
+        if not self.path.exists():
+            return []
+        return sorted(
+            p
+            for p in self.path.rglob("*.arrow*")
+            if not any(part.startswith((".", "_")) for part in p.relative_to(self.path).parts)
+        )
+
+    def read(self) -> pa.Table:
+        import pyarrow.ipc as ipc
+
+        tables = []
+        for path in self._files():
+            with pa.memory_map(str(path)) as f:  # a partial or truncated file raises
+                reader = ipc.open_file(f) if path.suffix == ".arrow" else ipc.open_stream(f)
+                tables.append(reader.read_all())
+        if not tables:
+            return pa.table({})
+        return pa.concat_tables(tables, promote_options="default")
+
+    def columns(self) -> dict[str, str]:
+        return {f.name: str(f.type) for f in self.read().schema}
+
+    def committed(self) -> object:
+        return tuple(str(p.relative_to(self.path)) for p in self._files())
+
+
+class KafkaTarget(SinkTarget):
+    """A fresh topic (``KafkaSink`` with JSON values); read back with a plain consumer.
+
+    A row read back is its JSON object, its locator header's topic, partition and offset
+    and its record id; the payload columns of :func:`orders` are read as that schema's
+    types, as a consumer with the schema would.
+    """
+
+    name = "kafka"
+    evolves = False  # JSON values: each message carries its own fields
+    comments = False
+    checks_types = False
+    identifiers = False
+    atomic_epochs = False  # produced at once; the commit checks every delivery
+    fills_gaps = True  # the output partitions are read back record by record on resume
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        super().__init__()
+        self.bootstrap = bootstrap
+        self.topic = topic
+
+    @property
+    def target(self) -> str:
+        return self.topic
+
+    def make(self, **options: Any) -> FixedPartitionedSink[pa.RecordBatch, Any]:
+        from thalweg_bytewax.codecs import JsonEncoder
+        from thalweg_bytewax.connectors.kafka import KafkaSink
+
+        for unsupported in ("comments", "identifiers", "allow_widening"):
+            options.pop(unsupported, None)
+        options.setdefault("shards", 1)
+        options.setdefault("encoder", JsonEncoder())
+        # Compressed batches: the mock cluster keeps about 5 MB per partition, and the
+        # 100k-row case must stay whole in it to be read back.
+        options.setdefault("add_config", {"compression.type": "zstd"})
+        return KafkaSink([self.bootstrap], self.topic, **options)
+
+    def offsets(self, state: Any) -> dict[str, int]:
+        # The sink also keeps the end offset of each output partition it wrote, under a
+        # key starting with NUL that no source partition key has (`out_state_key`).
+        return {k: v for k, v in dict(state).items() if not k.startswith("\x00")}
+
+    def read(self) -> pa.Table:
+        import orjson
+
+        from tests.connectors.kafka_sink_helpers import read_topic
+
+        records = read_topic(self.bootstrap, self.topic)
+        if not records:
+            return pa.table({})
+        rows = []
+        for r in records:
+            loc = r.packed
+            row = orjson.loads(r.value or b"{}")
+            row[C.source_topic], row[C.source_partition] = loc.topic, loc.partition
+            row[C.source_offset], row[C.record_id] = loc.offset, loc.record_id
+            rows.append(row)
+        table = pa.Table.from_pylist(rows)
+        payload = orders(0, [0]).schema
+        for i, name in enumerate(table.column_names):
+            if name in payload.names and name not in C.names:
+                try:  # rows of another shape (the sample orders') keep what JSON gave
+                    typed = table.column(i).cast(payload.field(name).type)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                    continue
+                table = table.set_column(i, name, typed)
+        return table
+
+    def columns(self) -> dict[str, str]:
+        return {f.name: str(f.type) for f in self.read().schema}
+
+    def committed(self) -> object:
+        from tests.connectors.kafka_sink_helpers import read_topic
+
+        return tuple(
+            sorted((r.partition, r.offset) for r in read_topic(self.bootstrap, self.topic))
+        )
 
 
 def _numeric_as_decimal(table: pa.Table, types: dict[str, str]) -> pa.Table:

@@ -41,8 +41,8 @@ OWN_KILLS = {"iceberg": "iceberg.after_commit:1", "postgres": "postgres.before_c
 
 
 def flow_spec(target: SinkTarget, root: Path, shards: int = SHARDS, mode: str = "append") -> str:
-    dsn = getattr(target, "dsn", "")
-    schema = getattr(target, "schema", "")
+    dsn = getattr(target, "dsn", getattr(target, "bootstrap", ""))
+    schema = getattr(target, "schema", getattr(target, "topic", ""))
     args = f"{target.name!r}, {str(root)!r}, {dsn!r}, {schema!r}, {shards}, {mode!r}"
     return f"tests.sinks.crash_flow:build_flow({args})"
 

@@ -59,6 +59,16 @@ class OrphanedState:
     orphaned: tuple[str, ...]
     listed: tuple[str, ...]
 
+    def per_file_ipc_state(self) -> bool:
+        """Whether the orphaned keys are the per-file keys of an earlier ``ArrowIPCSource``.
+
+        That source once read one partition per file (``"<file>.arrow:0"``); it now reads
+        one per directory (``"<directory>:0"``), so a store it wrote names files.
+        """
+        return all(k.endswith((".arrow:0", ".arrows:0")) for k in self.orphaned) and all(
+            not k.endswith((".arrow:0", ".arrows:0")) for k in self.listed
+        )
+
 
 def stored_state_keys(directory: str | Path) -> dict[str, set[str]]:
     """The partition keys with live state in a recovery directory, per step id.
@@ -128,6 +138,23 @@ def check_recovery_store(flow: Dataflow, directory: str | Path) -> None:
     if not found:
         logger.info("recovery store %s matches the partitions of flow %s", directory, flow.flow_id)
         return
+    ipc = [o for o in found if o.per_file_ipc_state() and o.step_id in _ipc_steps(flow)]
+    if ipc:
+        steps = "; ".join(
+            f"step `{o.step_id}` holds state for files ({_quoted(o.orphaned)}) but reads "
+            f"directories ({_quoted(o.listed) if o.listed else 'none'})"
+            for o in ipc
+        )
+        msg = (
+            f"recovery store `{directory}`: {steps}. `ArrowIPCSource` now reads one partition "
+            "per directory (a source partition, its files in offset order) instead of one per "
+            "file, and state kept per file cannot place that read. Move the flow to a fresh "
+            "recovery directory (`python -m bytewax.recovery NEW_DIR N`): the source reads "
+            "the directory from its start, and an epoch sink downstream (ParquetSink, "
+            "ArrowIPCSink, IcebergSink, PostgresSink, KafkaSink) skips the rows it already "
+            "holds; a sink that cannot skip replays receives them again"
+        )
+        raise ConfigError(msg)
     steps = "; ".join(
         f"step `{o.step_id}` holds state for {_quoted(o.orphaned)} but lists "
         f"{_quoted(o.listed) if o.listed else 'no partition'}"
@@ -157,6 +184,24 @@ def _newest_snapshots(part: Path) -> Iterator[tuple[str, str, bool]]:
         raise ConfigError(msg) from exc
     for step_id, key, alive in rows:
         yield str(step_id), str(key), bool(alive)
+
+
+def _ipc_steps(flow: Dataflow) -> set[str]:
+    """The step ids of ``flow``'s ``ArrowIPCSource`` inputs (by class name: no connector import)."""
+    return {
+        step_id for step_id, source in _sources(flow) if type(source).__name__ == "ArrowIPCSource"
+    }
+
+
+def _sources(flow: Dataflow) -> Iterator[tuple[str, object]]:
+    stack: list[Operator] = list(reversed(flow.substeps))
+    while stack:
+        step = stack.pop()
+        source = getattr(step, "source", None)
+        if source is not None:
+            yield step.step_id, source
+        else:
+            stack.extend(reversed(step.substeps))
 
 
 def _partitioned_steps(flow: Dataflow) -> Iterator[tuple[str, list[str]]]:
