@@ -19,6 +19,7 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from ._files_common import Bad, Chunk, Target, cast_rows, chunk_of, whole_file_bad
+from ._files_limits import DEFAULT_LIMITS, FileLimits, over_limit
 
 __all__ = ["read_ipc", "read_parquet"]
 
@@ -37,7 +38,11 @@ def _typed(batch: pa.RecordBatch, schema: pa.Schema | None, first: int, start: i
 
 
 def read_parquet(
-    target: Target, start: int, schema: pa.Schema | None, batch_rows: int
+    target: Target,
+    start: int,
+    schema: pa.Schema | None,
+    batch_rows: int,
+    limits: FileLimits = DEFAULT_LIMITS,
 ) -> Iterator[Chunk]:
     """Parquet, row group by row group; row groups before ``start`` are never read."""
     try:
@@ -57,6 +62,13 @@ def read_parquet(
             first += n
             continue
         done = first
+        size = _group_bytes(meta.row_group(rg))
+        if size > limits.max_piece_bytes:
+            what = f"row group {rg} of {n} rows declares {size:,} bytes uncompressed"
+            msg = over_limit("max_piece_bytes", limits.max_piece_bytes, what)
+            yield Chunk(None, np.zeros(0, np.int64), first + n, bad=[Bad(max(first, start), msg)])
+            first += n
+            continue
         try:
             if meta.row_group(rg).total_byte_size <= WHOLE_ROW_GROUP_BYTES:
                 group = f.read_row_group(rg, columns=columns, use_threads=True)
@@ -73,8 +85,19 @@ def read_parquet(
         first += n
 
 
+def _group_bytes(group: pq.RowGroupMetaData) -> int:
+    """A row group's bytes uncompressed, as its column chunks declare them."""
+    return sum(
+        max(0, group.column(i).total_uncompressed_size) for i in range(group.num_columns)
+    )
+
+
 def read_ipc(
-    target: Target, start: int, schema: pa.Schema | None, batch_rows: int
+    target: Target,
+    start: int,
+    schema: pa.Schema | None,
+    batch_rows: int,
+    limits: FileLimits = DEFAULT_LIMITS,
 ) -> Iterator[Chunk]:
     """Arrow IPC (file or stream format), record batch by record batch."""
     try:
