@@ -283,16 +283,17 @@ def _resync_block(f: IO[bytes], sync: bytes, at: int) -> bool:
     """After a bad marker: continue at the block following the bad one, if found."""
     f.seek(at)
     _long(f)
-    size = _long(f)
+    size = _long(f)  # checked against the bytes left when the block was read
     f.seek(f.tell() + size + 16)  # past the damaged marker: the next block, if intact
     here = f.tell()
     try:
         _long(f)
         nsize = _long(f)
-        f.seek(f.tell() + nsize)
-        if f.read(16) == sync:
-            f.seek(here)
-            return True
+        if nsize >= 0:
+            f.seek(f.tell() + nsize)
+            if f.read(16) == sync:
+                f.seek(here)
+                return True
     except (EOFError, _Corrupt):
         pass
     f.seek(here)

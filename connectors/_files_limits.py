@@ -43,9 +43,9 @@ class FileLimits:
             sheet's XML, the shared strings), read from the zip directory before
             anything is decompressed.
         max_piece_bytes: Parquet and Arrow IPC: bytes of one row group or record
-            batch, uncompressed, as its metadata declares. A larger row group is read
-            in batches of ``batch_rows`` rather than whole; a larger IPC batch is one
-            DLQ row.
+            batch, uncompressed, as its metadata declares, plus 8 bytes a row (what
+            its row indices cost). A row group over it is one DLQ row, unread, and
+            the next one is read; an IPC batch over it ends the file as one DLQ row.
     """
 
     max_line_bytes: int = 16 << 20
