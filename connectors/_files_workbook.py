@@ -70,9 +70,9 @@ class _Box:
         if cells > refs:  # cells placed by their order: count them row by row
             first, *rest = step.split(b"<" + self._ns + b"row")
             self._open_row += self._count(first, b"c")
-            for row in rest:
+            for piece in rest:
                 self.widest = max(self.widest, self._open_row)
-                self._open_row = self._count(row, b"c")
+                self._open_row = self._count(piece, b"c")
             self.widest = max(self.widest, self._open_row)
 
     def _count(self, text: bytes, tag: bytes) -> int:
