@@ -12,7 +12,9 @@ import zlib
 from pathlib import Path
 
 import fastavro
+import numpy as np
 import pyarrow as pa
+import pyarrow.ipc
 import pytest
 import xlsxwriter  # type: ignore[import-untyped]
 
@@ -231,3 +233,21 @@ def test_a_missing_file_raises_source_error_naming_it(tmp_path: Path) -> None:
     missing = tmp_path / "gone.csv"
     with pytest.raises(SourceError, match=r"gone\.csv"):
         FileSource(str(missing), schema=SCHEMA).paths()
+
+
+def test_an_ipc_batch_with_offsets_past_its_data_is_a_dlq_row(tmp_path: Path) -> None:
+    good = pa.record_batch({"id": [0, 1], "text": ["a", "b"]})
+    later = pa.record_batch({"id": [2, 3], "text": ["abc", "defg"]})
+    path = tmp_path / "o.arrow"
+    with pa.ipc.new_file(str(path), good.schema) as w:
+        w.write_batch(good)
+        w.write_batch(later)
+    offsets_ = np.array([0, 3, 7], np.int32).tobytes()
+    data = path.read_bytes()
+    assert data.count(offsets_) == 1
+    path.write_bytes(data.replace(offsets_, np.array([0, 3, 1000], np.int32).tobytes()))
+    ok, rejected = read_all(FileSource(str(path)))
+    assert offsets(ok) == [0, 1]
+    [row] = rejected.to_pylist()
+    assert row["_twg_source_offset"] == 2
+    assert "Arrow IPC unreadable from row 2" in row["message"]
