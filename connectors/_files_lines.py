@@ -78,7 +78,9 @@ def line_blocks(
     while True:
         data = bytes(f.read(block_bytes))
         if not data:
-            if rest:
+            if len(rest) > cap:  # a last line without a newline, over the cap
+                yield LongLine(rest[:cap], len(rest))
+            elif rest:
                 yield rest
             return
         if rest:

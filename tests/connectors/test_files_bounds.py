@@ -87,6 +87,18 @@ def test_an_ndjson_line_over_the_bound_is_one_dlq_row(tmp_path: Path) -> None:
     assert "limit:max_line_bytes" in row["message"]
 
 
+def test_a_last_line_without_a_newline_is_held_to_the_bound_too(tmp_path: Path) -> None:
+    path = tmp_path / "o.ndjson"
+    last = b'{"id": 2, "text": "' + b"w" * 5000 + b'"}'
+    path.write_bytes(b'{"id": 0, "text": "a"}\n{"id": 1, "text": "b"}\n' + last)
+    limits = FileLimits(max_line_bytes=1000)
+    ok, rejected = read_all(FileSource(str(path), schema=SCHEMA, limits=limits))
+    assert offsets(ok) == [0, 1]
+    [row] = rejected.to_pylist()
+    assert row["_twg_source_offset"] == 2
+    assert row["_twg_source_value"] == last[:1000]
+
+
 @pytest.mark.parametrize("name", ["o.csv.gz", "o.ndjson.gz"])
 def test_a_gzip_file_without_a_newline_streams_past_its_line(tmp_path: Path, name: str) -> None:
     path = tmp_path / name
