@@ -12,6 +12,12 @@ the DLQ whole (its data cannot be trusted) and reading resumes at the next block
 body the codec rejects is one DLQ row; a block that cannot be split past some record
 rejects the rest of that block as one DLQ row. Resume skips whole blocks by their
 record counts without decoding them.
+
+No length or count field is trusted: a header entry or a block larger than the bytes
+left in the file is a truncated file; a block over ``max_block_bytes`` (stored or
+inflated) or declaring more than ``max_block_records`` records, or more records than
+its bytes can hold at the schema's narrowest record, is one DLQ row and the next block
+is read.
 """
 
 from __future__ import annotations
@@ -27,8 +33,10 @@ import numpy as np
 import pyarrow as pa
 
 from thalweg_bytewax.codecs.avro import AvroCodec
+from thalweg_bytewax.errors import ThalwegError
 
 from ._files_common import Bad, Chunk, Target, cast_rows, whole_file_bad
+from ._files_limits import DEFAULT_LIMITS, FileLimits, LimitExceeded, over_limit
 
 __all__ = ["read_avro"]
 
@@ -55,7 +63,16 @@ def _long(f: IO[bytes]) -> int:
             raise _Corrupt(msg)
 
 
-def _header(f: IO[bytes]) -> tuple[dict[str, bytes], bytes]:
+def _sized(f: IO[bytes], end: int) -> bytes:
+    """A length-prefixed value, its length checked against the bytes left first."""
+    n = _long(f)
+    if n < 0 or n > end - f.tell():
+        msg = f"a header value of {n} bytes with {end - f.tell()} left in the file"
+        raise _Corrupt(msg)
+    return f.read(n)
+
+
+def _header(f: IO[bytes], end: int) -> tuple[dict[str, bytes], bytes]:
     if f.read(4) != _MAGIC:
         msg = "not an Avro container (bad magic bytes)"
         raise _Corrupt(msg)
@@ -64,20 +81,31 @@ def _header(f: IO[bytes]) -> tuple[dict[str, bytes], bytes]:
         if count < 0:
             count = -count
             _long(f)  # the block's byte size
+        if count > (end - f.tell()) // 2:  # an entry is two lengths at least
+            msg = f"a header map of {count} entries with {end - f.tell()} bytes left"
+            raise _Corrupt(msg)
         for _ in range(count):
-            key = f.read(_long(f)).decode()
-            meta[key] = f.read(_long(f))
+            key = _sized(f, end).decode()
+            meta[key] = _sized(f, end)
     sync = f.read(16)
     if len(sync) != 16:
         raise EOFError
     return meta, sync
 
 
-def _data(codec: str, raw: bytes) -> bytes:
+def _data(codec: str, raw: bytes, cap: int) -> bytes:
     if codec == "null":
         return raw
     if codec == "deflate":
-        return zlib.decompress(raw, -15)
+        inflate = zlib.decompressobj(-15)
+        data = inflate.decompress(raw, cap + 1)  # never more than the bound, plus one
+        if len(data) > cap:
+            what = f"a deflate block inflating past {cap:,} bytes"
+            raise LimitExceeded(over_limit("max_block_bytes", cap, what))
+        if not inflate.eof:
+            msg = "deflate data is truncated"
+            raise _Corrupt(msg)
+        return data
     msg = f"block codec {codec!r} is not supported (expected 'null' or 'deflate')"
     raise _Corrupt(msg)
 
@@ -115,20 +143,66 @@ def _resync(f: IO[bytes], sync: bytes) -> bool:
         tail = data[-15:]
 
 
+def min_width(schema: Any, named: dict[str, Any], seen: frozenset[str] = frozenset()) -> int:
+    """The fewest bytes a value of a parsed Avro schema can take (0: ``null``)."""
+    if isinstance(schema, str):
+        if schema in _WIDTHS:
+            return _WIDTHS[schema]
+        if schema in seen or schema not in named:
+            return 0  # a recursive reference: a lower bound is enough
+        return min_width(named[schema], named, seen | {schema})
+    if isinstance(schema, list):
+        return 1  # the branch index
+    kind = schema.get("type")
+    if kind == "record":
+        name = schema.get("name", "")
+        return sum(min_width(f["type"], named, seen | {name}) for f in schema["fields"])
+    if kind == "fixed":
+        return int(schema.get("size", 0))
+    if kind in ("array", "map", "enum"):
+        return 1
+    return min_width(kind, named, seen)
+
+
+_WIDTHS = {
+    "null": 0, "boolean": 1, "int": 1, "long": 1, "float": 4, "double": 8,
+    "bytes": 1, "string": 1,
+}
+
+
+def _size_of(f: IO[bytes]) -> int:
+    here = f.tell()
+    end = f.seek(0, io.SEEK_END)
+    f.seek(here)
+    return end
+
+
 def read_avro(
-    target: Target, start: int, schema: pa.Schema | None, batch_rows: int
+    target: Target,
+    start: int,
+    schema: pa.Schema | None,
+    batch_rows: int,
+    limits: FileLimits = DEFAULT_LIMITS,
 ) -> Iterator[Chunk]:
     """Avro OCF blocks, decoded by the Avro codec, in record order."""
     with target.open() as f:
+        end = _size_of(f)
         try:
-            meta, sync = _header(f)
+            meta, sync = _header(f, end)
             writer = json.loads(meta["avro.schema"])
             codec_name = meta.get("avro.codec", b"null").decode()
             parsed = fastavro.parse_schema(writer)
+            width = min_width(parsed, parsed.get("__named_schemas", {}) if isinstance(
+                parsed, dict) else {})
             codec = AvroCodec(framing="none", schema=writer)
-        except (EOFError, _Corrupt, KeyError, ValueError) as exc:
+        except (EOFError, _Corrupt, KeyError, ValueError, TypeError) as exc:
             yield whole_file_bad(start, "cannot read the Avro container header", exc)
             return
+        except Exception as exc:  # fastavro / the codec refusing the writer schema
+            if isinstance(exc, ThalwegError) or type(exc).__module__.startswith("fastavro"):
+                yield whole_file_bad(start, "cannot read the Avro container header", exc)
+                return
+            raise
         first = 0
         while True:
             at = f.tell()
@@ -140,9 +214,34 @@ def read_avro(
             except _Corrupt as exc:
                 yield whole_file_bad(max(first, start), f"Avro block at byte {at}", exc)
                 return
-            raw = f.read(size) if 0 <= size else b""
+            left = end - f.tell()
+            if count < 0 or size < 0 or size + 16 > left:
+                msg = (
+                    f"truncated Avro block at byte {at} (from record {first}): it declares "
+                    f"{count} record(s) in {size} byte(s); {left} byte(s) are left"
+                )
+                yield Chunk(None, np.zeros(0, np.int64), first, bad=[Bad(max(first, start), msg)])
+                return
+            over = _over_bounds(count, size, width, limits)
+            if over is not None:
+                f.seek(f.tell() + size)
+                marker = f.read(16)
+                if first + count > start:
+                    raw = None
+                    if size <= limits.max_block_bytes:
+                        f.seek(f.tell() - 16 - size)
+                        raw = f.read(size)
+                        f.seek(f.tell() + 16)
+                    msg = f"Avro block at byte {at} ({count} records from record {first}): {over}"
+                    yield Chunk(None, np.zeros(0, np.int64), first + count,
+                                bad=[Bad(max(first, start), msg, raw)])
+                first += count
+                if marker != sync and not _resync_block(f, sync, at):
+                    return
+                continue
+            raw = f.read(size)
             marker = f.read(16)
-            if count < 0 or size < 0 or len(raw) != size or len(marker) != 16:
+            if len(raw) != size or len(marker) != 16:
                 msg = f"truncated Avro block at byte {at} (from record {first})"
                 yield Chunk(None, np.zeros(0, np.int64), first, bad=[Bad(max(first, start), msg)])
                 return
@@ -160,24 +259,41 @@ def read_avro(
                 if not _resync_block(f, sync, at):
                     return
                 continue
-            yield from _block(codec, codec_name, parsed, raw, count, first, start, schema, at)
+            yield from _block(
+                codec, codec_name, parsed, raw, count, first, start, schema, at, limits, width
+            )
             first += count
+
+
+def _over_bounds(count: int, size: int, width: int, limits: FileLimits) -> str | None:
+    """Why a block's declared count and size are not to be believed, or ``None``."""
+    if size > limits.max_block_bytes:
+        what = f"a block of {size:,} stored bytes"
+        return over_limit("max_block_bytes", limits.max_block_bytes, what)
+    if count > limits.max_block_records:
+        what = f"a block declaring {count:,} records"
+        return over_limit("max_block_records", limits.max_block_records, what)
+    if width and count * width > limits.max_block_bytes:
+        what = f"{count:,} records of {width} byte(s) at least"
+        return over_limit("max_block_bytes", limits.max_block_bytes, what)
+    return None
 
 
 def _resync_block(f: IO[bytes], sync: bytes, at: int) -> bool:
     """After a bad marker: continue at the block following the bad one, if found."""
     f.seek(at)
     _long(f)
-    size = _long(f)
+    size = _long(f)  # checked against the bytes left when the block was read
     f.seek(f.tell() + size + 16)  # past the damaged marker: the next block, if intact
     here = f.tell()
     try:
         _long(f)
         nsize = _long(f)
-        f.seek(f.tell() + nsize)
-        if f.read(16) == sync:
-            f.seek(here)
-            return True
+        if nsize >= 0:
+            f.seek(f.tell() + nsize)
+            if f.read(16) == sync:
+                f.seek(here)
+                return True
     except (EOFError, _Corrupt):
         pass
     f.seek(here)
@@ -194,11 +310,16 @@ def _block(
     start: int,
     schema: pa.Schema | None,
     at: int,
+    limits: FileLimits,
+    width: int,
 ) -> Iterator[Chunk]:
     bad: list[Bad] = []
     try:
-        data = _data(codec_name, raw)
-    except (zlib.error, _Corrupt) as exc:
+        data = _data(codec_name, raw, limits.max_block_bytes)
+        if count * width > len(data):
+            msg = f"{count} records of {width} byte(s) at least in {len(data)} byte(s)"
+            raise _Corrupt(msg)
+    except (zlib.error, _Corrupt, LimitExceeded) as exc:
         msg = f"Avro block at byte {at} ({count} records from record {first}): {exc}"
         yield Chunk(None, np.zeros(0, np.int64), first + count, bad=[Bad(first, msg, raw)])
         return

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from typing import IO
 
 import numpy as np
 import pyarrow as pa
@@ -19,6 +20,7 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from ._files_common import Bad, Chunk, Target, cast_rows, chunk_of, whole_file_bad
+from ._files_limits import DEFAULT_LIMITS, FileLimits, over_limit
 
 __all__ = ["read_ipc", "read_parquet"]
 
@@ -37,7 +39,11 @@ def _typed(batch: pa.RecordBatch, schema: pa.Schema | None, first: int, start: i
 
 
 def read_parquet(
-    target: Target, start: int, schema: pa.Schema | None, batch_rows: int
+    target: Target,
+    start: int,
+    schema: pa.Schema | None,
+    batch_rows: int,
+    limits: FileLimits = DEFAULT_LIMITS,
 ) -> Iterator[Chunk]:
     """Parquet, row group by row group; row groups before ``start`` are never read."""
     try:
@@ -57,6 +63,13 @@ def read_parquet(
             first += n
             continue
         done = first
+        size = _group_bytes(meta.row_group(rg)) + 8 * n
+        if size > limits.max_piece_bytes:
+            what = f"row group {rg} of {n:,} rows declares {size:,} bytes uncompressed"
+            msg = over_limit("max_piece_bytes", limits.max_piece_bytes, what)
+            yield Chunk(None, np.zeros(0, np.int64), first + n, bad=[Bad(max(first, start), msg)])
+            first += n
+            continue
         try:
             if meta.row_group(rg).total_byte_size <= WHOLE_ROW_GROUP_BYTES:
                 group = f.read_row_group(rg, columns=columns, use_threads=True)
@@ -73,29 +86,63 @@ def read_parquet(
         first += n
 
 
+def _group_bytes(group: pq.RowGroupMetaData) -> int:
+    """A row group's bytes uncompressed, as its column chunks declare them."""
+    return sum(
+        max(0, group.column(i).total_uncompressed_size) for i in range(group.num_columns)
+    )
+
+
 def read_ipc(
-    target: Target, start: int, schema: pa.Schema | None, batch_rows: int
+    target: Target,
+    start: int,
+    schema: pa.Schema | None,
+    batch_rows: int,
+    limits: FileLimits = DEFAULT_LIMITS,
 ) -> Iterator[Chunk]:
-    """Arrow IPC (file or stream format), record batch by record batch."""
+    """Arrow IPC (file or stream format), record batch by record batch.
+
+    Every batch is validated in full before use (offsets within their buffers, UTF-8
+    text): an IPC file is bytes from outside, and an out-of-bounds offset would be read
+    by every kernel downstream. A batch that does not validate, or declares more than
+    ``max_piece_bytes`` (its buffers plus 8 bytes a row), stops the file there: its
+    row count is not to be trusted, so the rest of the file is one DLQ row.
+    """
     try:
-        src = target.source()
         try:
-            reader = ipc.open_file(src)
+            reader = ipc.open_file(_ipc_input(target))
             batches: Iterator[pa.RecordBatch] = (
                 reader.get_batch(i) for i in range(reader.num_record_batches)
             )
         except pa.ArrowInvalid:
-            batches = iter(ipc.open_stream(target.open()))
-    except (OSError, pa.ArrowException) as exc:
+            batches = iter(ipc.open_stream(_ipc_input(target)))
+    except (OSError, MemoryError, pa.ArrowException) as exc:
         yield whole_file_bad(start, "cannot open the Arrow IPC file", exc)
         return
     first = 0
     try:
         for batch in batches:
             n = batch.num_rows
+            size = batch.get_total_buffer_size() + 8 * n
+            if size > limits.max_piece_bytes:
+                what = f"a record batch of {n:,} rows and {size:,} bytes from row {first}"
+                msg = over_limit("max_piece_bytes", limits.max_piece_bytes, what)
+                yield Chunk(None, np.zeros(0, np.int64), first, bad=[Bad(max(first, start), msg)])
+                return
+            batch.validate(full=True)
             if first + n > start:
                 for i in range(0, n, batch_rows):
                     yield _typed(batch.slice(i, batch_rows), schema, first + i, start)
             first += n
-    except (OSError, pa.ArrowException) as exc:
+    except (OSError, MemoryError, pa.ArrowException) as exc:
         yield whole_file_bad(max(first, start), f"Arrow IPC unreadable from row {first}", exc)
+
+
+def _ipc_input(target: Target) -> str | IO[bytes] | pa.NativeFile:
+    """What the IPC readers read: a local file memory-mapped, a URL's file as opened.
+
+    Mapped, a message's declared length is checked against the mapping and never
+    allocated up front (a Python file's ``read(n)`` allocates ``n`` bytes first).
+    """
+    src = target.source()
+    return pa.memory_map(src) if isinstance(src, str) else target.open()

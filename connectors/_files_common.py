@@ -29,8 +29,9 @@ __all__ = [
     "cast_rows",
     "check_schema_arg",
     "chunk_of",
-    "whole_file_bad",
+    "rest_bad",
     "row_json",
+    "whole_file_bad",
 ]
 
 INFER = "infer"
@@ -202,3 +203,8 @@ def whole_file_bad(start: int, what: str, exc: BaseException) -> Chunk:
         raise exc
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return Chunk(None, np.zeros(0, np.int64), start, bad=[Bad(start, f"{what}: {text}")])
+
+
+def rest_bad(start: int, what: str, exc: BaseException) -> Chunk:
+    """A chunk that says the rest of a file, ``what``, was not read: a bound stopped it."""
+    return Chunk(None, np.zeros(0, np.int64), start, bad=[Bad(start, f"{what}: {exc}")])

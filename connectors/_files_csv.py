@@ -29,8 +29,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from ._files_common import Bad, Chunk, Target, cast_rows, whole_file_bad
-from ._files_lines import line_blocks
+from ._files_common import Bad, Chunk, Target, cast_rows, rest_bad, whole_file_bad
+from ._files_limits import DEFAULT_LIMITS, FileLimits, LimitExceeded, LongLine
+from ._files_lines import line_blocks, long_line_message, open_lines
 
 __all__ = ["CSV_BLOCK_BYTES", "read_csv"]
 
@@ -72,19 +73,30 @@ def _header(block: bytes) -> tuple[list[str], bytes]:
     """The column names of a file's first line, and the rest of its first block."""
     cut = block.find(b"\n")
     line, rest = (block, b"") if cut < 0 else (block[: cut + 1], block[cut + 1 :])
-    names: list[str] = pacsv.read_csv(pa.py_buffer(line)).column_names
+    opts = pacsv.ReadOptions(block_size=max(_PARSE_BLOCK_BYTES, len(line) + 1))
+    names: list[str] = pacsv.read_csv(pa.py_buffer(line), read_options=opts).column_names
     return names, rest
 
 
 def _parse(
     block: bytes, names: list[str], convert: pacsv.ConvertOptions, *, threads: bool
 ) -> tuple[pa.Table, list[pacsv.InvalidRow]]:
+    try:
+        return _parse_in(block, names, convert, threads=threads, size=_PARSE_BLOCK_BYTES)
+    except pa.ArrowInvalid as exc:
+        if "straddling" not in str(exc):
+            raise
+    # A line longer than pyarrow's block (within `max_line_bytes`): the block in one.
+    return _parse_in(block, names, convert, threads=threads, size=len(block) + 1)
+
+
+def _parse_in(
+    block: bytes, names: list[str], convert: pacsv.ConvertOptions, *, threads: bool, size: int
+) -> tuple[pa.Table, list[pacsv.InvalidRow]]:
     ragged = _Ragged()
     table = pacsv.read_csv(
         pa.py_buffer(block),
-        read_options=pacsv.ReadOptions(
-            column_names=names, use_threads=threads, block_size=_PARSE_BLOCK_BYTES
-        ),
+        read_options=pacsv.ReadOptions(column_names=names, use_threads=threads, block_size=size),
         parse_options=pacsv.ParseOptions(invalid_row_handler=ragged),
         convert_options=convert,
     )
@@ -140,24 +152,42 @@ def _read_block(
 
 
 def read_csv(
-    target: Target, start: int, schema: pa.Schema | None, batch_rows: int
+    target: Target,
+    start: int,
+    schema: pa.Schema | None,
+    batch_rows: int,
+    limits: FileLimits = DEFAULT_LIMITS,
 ) -> Iterator[Chunk]:
     """CSV with a header row, block by block on every core, typed by ``schema``."""
     try:
-        stream = target.stream()
+        stream = open_lines(target, limits)
     except (OSError, pa.ArrowException) as exc:
         yield whole_file_bad(start, "cannot open the CSV file", exc)
         return
     with stream:
-        yield from _read(target, stream, start, schema, batch_rows)
+        yield from _read(target, stream, start, schema, batch_rows, limits)
 
 
 def _read(
-    target: Target, stream: Any, start: int, schema: pa.Schema | None, batch_rows: int
+    target: Target,
+    stream: Any,
+    start: int,
+    schema: pa.Schema | None,
+    batch_rows: int,
+    limits: FileLimits,
 ) -> Iterator[Chunk]:
-    blocks = line_blocks(stream, CSV_BLOCK_BYTES)
+    blocks = line_blocks(stream, CSV_BLOCK_BYTES, limits.max_line_bytes)
     try:
-        names, block = _header(next(blocks, b""))
+        head = next(blocks, b"")
+        if isinstance(head, LongLine):
+            msg = long_line_message(head, limits.max_line_bytes)
+            bad = Bad(start, f"cannot read the CSV header: {msg}", head.head)
+            yield Chunk(None, np.zeros(0, np.int64), start, bad=[bad])
+            return
+        names, block = _header(head)
+    except LimitExceeded as exc:
+        yield rest_bad(start, "cannot read the CSV header", exc)
+        return
     except (OSError, pa.ArrowException) as exc:
         yield whole_file_bad(start, "cannot read the CSV header", exc)
         return
@@ -182,8 +212,18 @@ def _read(
             strings_can_be_null=True,
         )
     first = 0
+    block_or_line: bytes | LongLine = block
     try:
         while True:
+            if isinstance(block_or_line, LongLine):  # one row, too long to parse
+                if first >= start:
+                    msg = long_line_message(block_or_line, limits.max_line_bytes)
+                    bad = Bad(first, msg, block_or_line.head)
+                    yield Chunk(None, np.zeros(0, np.int64), first + 1, bad=[bad])
+                first += 1
+                block = b""
+            else:
+                block = block_or_line
             if block:
                 rows = count_rows(block) if first < start else 0
                 if rows and first + rows <= start:  # before the resume row: unparsed
@@ -203,9 +243,11 @@ def _read(
                         )
                     yield from _chunks(parsed, first, start, schema, batch_rows)
                     first += parsed.rows
-            block = next(blocks, b"")
-            if not block:
+            block_or_line = next(blocks, b"")
+            if not block_or_line:
                 return
+    except LimitExceeded as exc:
+        yield rest_bad(max(first, start), f"CSV from row {first} not read", exc)
     except (OSError, pa.ArrowException) as exc:
         yield whole_file_bad(max(first, start), f"CSV unreadable from row {first}", exc)
 

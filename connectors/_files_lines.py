@@ -28,9 +28,18 @@ import pyarrow.compute as pc
 
 from thalweg_bytewax.codecs.json import JsonCodec
 
-from ._files_common import INFER, Bad, Chunk, Target, cast_rows, whole_file_bad
+from ._files_common import INFER, Bad, Chunk, Target, cast_rows, rest_bad, whole_file_bad
+from ._files_limits import (
+    DEFAULT_LIMITS,
+    FileLimits,
+    LimitExceeded,
+    LongLine,
+    capped,
+    over_limit,
+)
+from ._files_partition import compression_of
 
-__all__ = ["line_blocks", "read_ndjson"]
+__all__ = ["line_blocks", "long_line_message", "open_lines", "read_ndjson"]
 
 # Bytes per read: large enough that the codec's fixed cost per call vanishes, small
 # enough to bound memory (docs/benchmarks.md "Files").
@@ -54,41 +63,113 @@ def _lines(block: bytes) -> pa.Array:
     return lines.cast(pa.binary())
 
 
-def line_blocks(f: Any, block_bytes: int) -> Iterator[bytes]:
+def line_blocks(
+    f: Any, block_bytes: int, max_line: int | None = None
+) -> Iterator[bytes | LongLine]:
     """Blocks of about ``block_bytes`` of a binary stream, each ending at a line end.
 
-    The last block ends where the stream does; a line longer than a block makes its
-    block longer.
+    The last block ends where the stream does. A line longer than ``max_line`` bytes
+    (without its newline) comes out alone as a :class:`LongLine` (its first ``max_line``
+    bytes and its length), read past in ``block_bytes`` steps and never held whole;
+    without ``max_line``, a line longer than a block makes its block longer.
     """
+    cap = max_line if max_line is not None else 1 << 62
     rest = b""
     while True:
         data = bytes(f.read(block_bytes))
         if not data:
-            if rest:
+            if len(rest) > cap:  # a last line without a newline, over the cap
+                yield LongLine(rest[:cap], len(rest))
+            elif rest:
                 yield rest
             return
-        data = rest + data if rest else data
+        if rest:
+            data = rest + data
+        rest = b""
+        first = data.find(b"\n")
+        if (first if first >= 0 else len(data)) > cap:  # only a carried line can be
+            long, rest = _long_line(f, data, block_bytes, cap)
+            yield long
+            continue
         cut = data.rfind(b"\n")
         if cut < 0:
             rest = data
             continue
-        yield data[: cut + 1]
+        if cap < block_bytes:  # a line inside one read may exceed the cap too
+            yield from _split_long(data[: cut + 1], cap)
+        else:
+            yield data[: cut + 1]
         rest = data[cut + 1 :]
 
 
-def _blocks(target: Target, block_bytes: int) -> Iterator[bytes]:
-    with target.stream() as f:
-        yield from line_blocks(f, block_bytes)
+def _long_line(f: Any, data: bytes, block_bytes: int, cap: int) -> tuple[LongLine, bytes]:
+    """The over-long line ``data`` starts, read to its newline; and the bytes after it."""
+    head = data[:cap]
+    size = 0
+    while True:
+        nl = data.find(b"\n")
+        if nl >= 0:
+            return LongLine(head, size + nl), data[nl + 1 :]
+        size += len(data)
+        data = bytes(f.read(block_bytes))
+        if not data:
+            return LongLine(head, size), b""
+
+
+def _split_long(block: bytes, cap: int) -> Iterator[bytes | LongLine]:
+    """A block of whole lines, its lines over ``cap`` bytes cut out as ``LongLine``."""
+    a = np.frombuffer(block, np.uint8)
+    ends = np.flatnonzero(a == ord("\n"))
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    over = np.flatnonzero(ends - starts > cap)
+    at = 0
+    for i in over:
+        s, e = int(starts[i]), int(ends[i])
+        if s > at:
+            yield block[at:s]
+        yield LongLine(block[s : s + cap], e - s)
+        at = e + 1
+    if at < len(block):
+        yield block[at:]
+
+
+def long_line_message(line: LongLine, cap: int) -> str:
+    """The DLQ message of a line over ``max_line_bytes``."""
+    what = f"a line of {line.size:,} bytes; its first {len(line.head):,} bytes are kept"
+    return over_limit("max_line_bytes", cap, what)
+
+
+def open_lines(target: Target, limits: FileLimits) -> Any:
+    """The file's stream, counted against ``max_decompressed_bytes`` when compressed."""
+    stream = target.stream()
+    compressed = compression_of(target.path) is not None
+    return capped(stream, limits.max_decompressed_bytes if compressed else None)
+
+
+def _blocks(target: Target, block_bytes: int, limits: FileLimits) -> Iterator[bytes | LongLine]:
+    with open_lines(target, limits) as f:
+        yield from line_blocks(f, block_bytes, limits.max_line_bytes)
 
 
 def read_ndjson(
-    target: Target, start: int, schema: pa.Schema | None, batch_rows: int
+    target: Target,
+    start: int,
+    schema: pa.Schema | None,
+    batch_rows: int,
+    limits: FileLimits = DEFAULT_LIMITS,
 ) -> Iterator[Chunk]:
     """NDJSON lines decoded by the JSON codec, in line order."""
     codec = JsonCodec(schema if schema is not None else INFER)
     first = 0
     try:
-        for block in _blocks(target, NDJSON_BLOCK_BYTES):
+        for block in _blocks(target, NDJSON_BLOCK_BYTES, limits):
+            if isinstance(block, LongLine):
+                if first >= start:
+                    msg = long_line_message(block, limits.max_line_bytes)
+                    yield Chunk(None, np.zeros(0, np.int64), first + 1,
+                                bad=[Bad(first, msg, block.head)])
+                first += 1
+                continue
             lines = _lines(block)
             if block.endswith(b"\n"):
                 lines = lines.slice(0, len(lines) - 1)  # after the last newline: nothing
@@ -106,6 +187,8 @@ def read_ndjson(
             else:
                 yield from map(decode, pieces)
             first += n
+    except LimitExceeded as exc:
+        yield rest_bad(max(first, start), f"NDJSON from line {first}", exc)
     except (OSError, pa.ArrowException) as exc:
         yield whole_file_bad(max(first, start), "NDJSON unreadable", exc)
 

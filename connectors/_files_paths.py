@@ -15,7 +15,7 @@ from typing import Any
 
 from thalweg_bytewax._deps import require
 from thalweg_bytewax._redact import redact_origins_in, redact_url
-from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.errors import ConfigError, SourceError
 
 from ._files_partition import is_url
 
@@ -35,8 +35,10 @@ def expand(entry: str, storage_options: Mapping[str, Any]) -> list[str]:
     """The files a path, glob or URL names: absolute local paths or URLs, sorted.
 
     Raises:
-        ConfigError: A local path that is no file, or a URL glob that cannot be listed
-            (its credentials redacted from the message).
+        SourceError: A local path (not a glob) with no file there: a missing input is
+            not bad data, and not a configuration mistake either.
+        ConfigError: A URL glob that cannot be listed (its credentials redacted from
+            the message).
     """
     if is_url(entry):
         if not has_magic(entry):
@@ -59,8 +61,12 @@ def expand(entry: str, storage_options: Mapping[str, Any]) -> list[str]:
     local = os.path.expanduser(local)
     if not has_magic(local):
         if not os.path.isfile(local):
-            msg = f"file source: `{entry}` expected an existing file; got none there"
-            raise ConfigError(msg)
+            what = "a directory" if os.path.isdir(local) else "none there"
+            msg = (
+                f"file source: cannot read `{entry}`: expected an existing file; got "
+                f"{what} (check the path, or use a glob to allow no match)"
+            )
+            raise SourceError(msg)
         return [os.path.abspath(local)]
     matches = sorted(p for p in glob.glob(local, recursive=True) if os.path.isfile(p))
     if not matches:

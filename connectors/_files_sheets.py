@@ -25,6 +25,8 @@ import pyarrow as pa
 from thalweg_bytewax._deps import require
 
 from ._files_common import Bad, Chunk, Target, cast_rows, chunk_of, whole_file_bad
+from ._files_limits import DEFAULT_LIMITS, FileLimits
+from ._files_workbook import check_workbook
 
 __all__ = ["read_excel", "read_xml"]
 
@@ -49,12 +51,26 @@ def _window(
 
 
 def read_excel(
-    target: Target, start: int, schema: pa.Schema | None, batch_rows: int, sheet: str | int = 0
+    target: Target,
+    start: int,
+    schema: pa.Schema | None,
+    batch_rows: int,
+    sheet: str | int = 0,
+    limits: FileLimits = DEFAULT_LIMITS,
 ) -> Iterator[Chunk]:
-    """One sheet of an Excel workbook (xlsx, xlsm, xls, xlsb, ods) by windows of rows."""
+    """One sheet of an Excel workbook (xlsx, xlsm, xls, xlsb, ods) by windows of rows.
+
+    The workbook's parts and the sheet's used range are checked against ``limits``
+    first (:func:`check_workbook`): a workbook over them is one DLQ row, unloaded.
+    """
     calamine = require("python_calamine", extra="files")
     try:
         with target.open() as f:
+            over = check_workbook(f, sheet, limits)
+            if over is not None:
+                bad = Bad(start, f"Excel workbook not loaded: {over}")
+                yield Chunk(None, np.zeros(0, np.int64), start, bad=[bad])
+                return
             book = calamine.CalamineWorkbook.from_filelike(f)
             ws = (
                 book.get_sheet_by_index(sheet)

@@ -77,12 +77,21 @@ from ._files_avro import read_avro
 from ._files_columnar import read_ipc, read_parquet
 from ._files_common import INFER, Reader
 from ._files_csv import read_csv
+from ._files_limits import DEFAULT_LIMITS, FileLimits
 from ._files_lines import read_ndjson
 from ._files_partition import COMPRESSED_SUFFIXES, FilePartition, FileTarget, path_name
 from ._files_paths import expand
 from ._files_sheets import read_excel, read_xml
 
-__all__ = ["DEFAULT_BATCH_ROWS", "FileFormat", "FileSource", "FilesOut", "split_rejects"]
+__all__ = [
+    "DEFAULT_BATCH_ROWS",
+    "DEFAULT_LIMITS",
+    "FileFormat",
+    "FileLimits",
+    "FileSource",
+    "FilesOut",
+    "split_rejects",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -159,6 +168,9 @@ class FileSource(FixedPartitionedSource[KeyedBatch, int]):
         sheet: Excel: the sheet, by index or name.
         record_path: XML: the path of the record elements, e.g. ``"/orders/order"``.
         storage_options: fsspec options for URLs (credentials stay out of messages).
+        limits: Bounds on what one file may make the source allocate (line length,
+            decompressed bytes, Avro block size and count, Excel cells...); default
+            :data:`DEFAULT_LIMITS`. What exceeds one is a DLQ row naming the bound.
 
     Raises:
         ConfigError: On an unknown format, a missing schema for a format without one,
@@ -178,6 +190,7 @@ class FileSource(FixedPartitionedSource[KeyedBatch, int]):
         sheet: str | int = 0,
         record_path: str | None = None,
         storage_options: Mapping[str, Any] | None = None,
+        limits: FileLimits | None = None,
     ) -> None:
         where = "file source"
         entries = (
@@ -207,6 +220,10 @@ class FileSource(FixedPartitionedSource[KeyedBatch, int]):
         self.sheet = sheet
         self.record_path = record_path
         self.storage_options = dict(storage_options or {})
+        if limits is not None and not isinstance(limits, FileLimits):
+            msg = f"{where}: `limits` expected a FileLimits; got {type(limits).__name__}"
+            raise ConfigError(msg)
+        self.limits = limits or DEFAULT_LIMITS
         if self.format is FileFormat.XML and not record_path:
             msg = f"{where}: XML expected `record_path` (e.g. '/orders/order'); got none"
             raise ConfigError(msg)
@@ -229,7 +246,11 @@ class FileSource(FixedPartitionedSource[KeyedBatch, int]):
             raise ConfigError(msg)
 
     def paths(self) -> list[str]:
-        """The files the globs and paths expand to, in order (computed once)."""
+        """The files the globs and paths expand to, in order (computed once).
+
+        Raises:
+            SourceError: A path (not a glob) with no file there.
+        """
         if self._paths is None:
             found: list[str] = []
             for entry in self.entries:
@@ -290,13 +311,14 @@ class FileSource(FixedPartitionedSource[KeyedBatch, int]):
         return FilePartition(step_id, for_part, path, str(fmt), chunks, self.columns, meta, start)
 
     def _reader(self, fmt: FileFormat) -> Reader:
+        limits = self.limits
         readers: dict[FileFormat, Reader] = {
-            FileFormat.PARQUET: read_parquet,
-            FileFormat.CSV: read_csv,
-            FileFormat.NDJSON: read_ndjson,
-            FileFormat.AVRO: read_avro,
-            FileFormat.IPC: read_ipc,
-            FileFormat.EXCEL: partial(read_excel, sheet=self.sheet),
+            FileFormat.PARQUET: partial(read_parquet, limits=limits),
+            FileFormat.CSV: partial(read_csv, limits=limits),
+            FileFormat.NDJSON: partial(read_ndjson, limits=limits),
+            FileFormat.AVRO: partial(read_avro, limits=limits),
+            FileFormat.IPC: partial(read_ipc, limits=limits),
+            FileFormat.EXCEL: partial(read_excel, sheet=self.sheet, limits=limits),
             FileFormat.XML: partial(read_xml, record_path=self.record_path or ""),
         }
         return readers[fmt]

@@ -533,10 +533,28 @@ class JsonCodec:
         return FailureKind.SCHEMA_MISMATCH, f"json document does not match the schema: {detail}"
 
     def _infer(self, docs: list[dict[str, Any]]) -> None:
-        # One orjson line per object: read_json only ever sees `{...}` documents.
-        sample = b"\n".join(orjson.dumps(d) for d in docs) or b"{}"
-        table = pj.read_json(io.BytesIO(sample))
-        self._set_shape(shape_from_arrow(table.schema))
+        try:
+            schema = _inferred(docs)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+            # The sample disagrees with itself (`{"a": 1}` then `{"a": "x"}`): the
+            # first document decides, and the rows that do not fit it are failures.
+            logger.warning(
+                "json codec: the inference sample's documents disagree (%s); the schema "
+                "is inferred from the first one",
+                str(exc).split("\n")[0],
+            )
+            schema = _inferred(docs[:1])
+        self._set_shape(shape_from_arrow(schema))
+
+
+def _inferred(docs: list[dict[str, Any]]) -> pa.Schema:
+    """The schema ``pyarrow.json`` infers for ``docs``, read as one block."""
+    # One orjson line per object: read_json only ever sees `{...}` documents, and in
+    # one block, whatever the size of a document.
+    sample = b"\n".join(orjson.dumps(d) for d in docs) or b"{}"
+    opts = pj.ReadOptions(use_threads=False, block_size=max(_MIN_BLOCK, len(sample) + 1))
+    schema: pa.Schema = pj.read_json(io.BytesIO(sample), read_options=opts).schema
+    return schema
 
 
 def _syntax_failures(
