@@ -37,7 +37,7 @@ import logging
 import os
 import re
 import tomllib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,7 @@ import pyarrow as pa
 import pydantic
 from pydantic import BaseModel, ConfigDict
 
+from thalweg_bytewax._sqlreads import relation_reads
 from thalweg_bytewax.errors import ConfigError, ThalwegError
 from thalweg_bytewax.metadata import DEFAULT_COLUMNS, MetadataColumns
 from thalweg_bytewax.sqlengine import (
@@ -144,19 +145,8 @@ def _coerce(index: int, node: SqlNode | Mapping[str, Any]) -> SqlNode:
     raise failure
 
 
-def _walk(tree: Any) -> Iterator[dict[str, Any]]:
-    stack = [tree]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            yield item
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-
-
 def table_references(query: str) -> set[str]:
-    """The relations ``query`` reads, from DuckDB's parse tree (CTE names excluded).
+    """The relations ``query`` reads, from DuckDB's parse tree (CTEs in scope excluded).
 
     Names are lower-cased (DuckDB resolves identifiers case-insensitively); a qualified
     reference keeps its qualifier (``main.orders``), so it never matches a node.
@@ -171,23 +161,24 @@ def table_references(query: str) -> set[str]:
     if tree.get("error"):
         msg = f"expected one SELECT statement; got {query!r}: {tree.get('error_message')}"
         raise SqlError(msg)
-    ctes: set[str] = set()
     refs: set[str] = set()
-    for item in _walk(tree):
-        if "cte_map" in item:
-            ctes.update(str(e["key"]).lower() for e in item["cte_map"].get("map", ()))
-        if item.get("type") == "TABLE_FUNCTION":
-            fn = str((item.get("function") or {}).get("function_name", "")).lower()
-            if fn not in _ROW_GENERATORS:
-                msg = (
-                    f"expected reads of `input` and nodes only; got the table function "
-                    f"`{fn}` (files, databases and settings are out of reach) in {query!r}"
-                )
-                raise SqlError(msg)
-        elif item.get("type") == "BASE_TABLE":
-            parts = [item.get("catalog_name"), item.get("schema_name"), item.get("table_name")]
-            refs.add(".".join(str(p) for p in parts if p).lower())
-    return refs - ctes
+    for read in relation_reads(tree):
+        if read.kind == "TABLE_FUNCTION" and read.name not in _ROW_GENERATORS:
+            msg = (
+                f"expected reads of `input` and nodes only; got the table function "
+                f"`{read.name}` (files, databases and settings are out of reach) in {query!r}"
+            )
+            raise SqlError(msg)
+        if read.kind == "SHOW_REF":
+            msg = (
+                f"expected reads of `input` and nodes only; got a SHOW, DESCRIBE or "
+                f"SUMMARIZE of `{read.name}` (the catalog and settings are out of reach) "
+                f"in {query!r}"
+            )
+            raise SqlError(msg)
+        if read.kind == "BASE_TABLE" and not read.cte:
+            refs.add(read.name)
+    return refs
 
 
 class SqlDag:
