@@ -51,14 +51,17 @@ from thalweg_bytewax.errors import ConfigError, ThalwegError
 from thalweg_bytewax.metadata import DEFAULT_COLUMNS, MetadataColumns
 from thalweg_bytewax.sqlengine import (
     SqlError,
+    SqlMemoryError,
     check_query,
     engine_errors,
     first_line,
     shared_cursor,
 )
 from thalweg_bytewax.sqlnode import (
+    DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
     DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
     SqlNodeError,
+    memory_limit_error,
     transform_session,
 )
 from thalweg_bytewax.sqlnode import SqlNode as _NodeEngine
@@ -357,6 +360,7 @@ class SqlDag:
         *,
         columns: MetadataColumns = DEFAULT_COLUMNS,
         timeout_seconds: float | None = DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
+        memory_limit_bytes: int = DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
     ) -> dict[str, pa.Schema]:
         """Check every query against ``schema`` and return each node's output schema.
 
@@ -371,6 +375,8 @@ class SqlDag:
             schema: The schema of the input batches.
             columns: The metadata column names (their prefix).
             timeout_seconds: The bound on each check query.
+            memory_limit_bytes: The memory limit of the transform database the nodes
+                run on (see :class:`DagRunner`).
 
         Returns:
             The output schema of every node, by name, in execution order.
@@ -379,7 +385,12 @@ class SqlDag:
             SqlDagError: Naming the node whose query does not bind, or that feeds a
                 sink without the locator columns.
         """
-        runner = DagRunner(self, columns=columns, timeout_seconds=timeout_seconds)
+        runner = DagRunner(
+            self,
+            columns=columns,
+            timeout_seconds=timeout_seconds,
+            memory_limit_bytes=memory_limit_bytes,
+        )
         out: dict[str, pa.RecordBatch] = {INPUT: _empty(schema)}
         refused: tuple[type[Exception], ...] = (*engine_errors(), SqlNodeError, ConfigError)
         for name in self.order:
@@ -425,10 +436,15 @@ class DagRunner:
         dag: The DAG.
         columns: The metadata column names.
         timeout_seconds: The bound on each node's query per batch.
+        memory_limit_bytes: The memory limit of the process's transform database the
+            nodes run on (DuckDB's ``memory_limit``, no spill to disk); a node's query
+            past it fails the batch with :class:`SqlDagRunError` naming the node, the
+            limit and how to raise it.
 
     Raises:
         SqlDagError: When a node's query is refused by the engine (it reads files,
-            settings or a table function), naming the node.
+            settings or a table function), naming the node, or the memory limit is
+            under 16 MiB.
     """
 
     def __init__(
@@ -437,9 +453,11 @@ class DagRunner:
         *,
         columns: MetadataColumns = DEFAULT_COLUMNS,
         timeout_seconds: float | None = DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
+        memory_limit_bytes: int = DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
     ) -> None:
         self.dag = dag
         self.timeout_seconds = timeout_seconds
+        self.memory_limit_bytes = memory_limit_bytes
         self._engines: dict[str, _Engine] = {}
         for name in dag.order:
             reads = dag.reads(name)
@@ -453,6 +471,7 @@ class DagRunner:
                     name=reads[0],
                     columns=columns,
                     timeout_seconds=timeout_seconds,
+                    memory_limit_bytes=memory_limit_bytes,
                 )
             except ConfigError as exc:
                 raise _fail(name, str(exc)) from exc
@@ -483,6 +502,7 @@ class DagRunner:
         Raises:
             SqlNodeError: From the engine, when the query fails.
             SqlTimeoutError: When the query passed the time bound.
+            SqlMemoryError: When the query needed more than the memory limit.
         """
         engine = self._engines[name]
         if isinstance(engine, _NodeEngine):
@@ -490,9 +510,12 @@ class DagRunner:
         else:
             tables = {k: results[k] for k in engine}
             query = self.dag.nodes[name].query
-            out = _one_batch(
-                transform_session().query(tables, query, timeout_seconds=self.timeout_seconds)
-            )
+            session = transform_session(self.memory_limit_bytes)
+            try:
+                table = session.query(tables, query, timeout_seconds=self.timeout_seconds)
+            except SqlMemoryError as exc:
+                raise memory_limit_error(name, self.memory_limit_bytes, exc) from exc
+            out = _one_batch(table)
         self.runs[name] += 1
         return out
 
