@@ -6,6 +6,7 @@ import importlib.util
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import bytewax.operators as op
 import pyarrow as pa
@@ -16,6 +17,7 @@ from bytewax.testing import cluster_main
 from typing_extensions import override
 
 from thalweg_bytewax.connectors.files import FileSource
+from thalweg_bytewax.connectors.kafka import KafkaSource
 from thalweg_bytewax.coverage import OffsetCoverage
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import DEFAULT_COLUMNS
@@ -23,6 +25,7 @@ from thalweg_bytewax.runtime import admission
 from thalweg_bytewax.runtime.admission import AdmissionLedger, admission_budget
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState
 from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink
+from thalweg_bytewax.testing import produce
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -186,3 +189,36 @@ def test_peak_rss_stays_flat_when_the_input_doubles_under_a_slow_sink() -> None:
     assert held[300_000]["waits"] > 0 and free[300_000]["waits"] == 0
     assert free["growth_mb"] > 20, free  # the queue of 300,000 more rows
     assert held["growth_mb"] < free["growth_mb"] / 2, (held, free)
+
+
+def test_a_kafka_partition_reads_nothing_while_its_flow_is_over_budget(
+    kafka_bootstrap: str, make_topic: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    topic = make_topic()
+    produce(kafka_bootstrap, topic, [{"value": b"x" * 100, "partition": 0} for _ in range(40)])
+    ledger = AdmissionLedger(1)  # any batch puts the flow over
+    monkeypatch.setattr(admission, "_ledger", (os.getpid(), ledger))
+    ledger.expect_acknowledgements("kafka_flow")
+    part = KafkaSource([kafka_bootstrap], [topic], batch_size=10).build_part(
+        "kafka_flow.in", f"{topic}:0", None
+    )
+    try:
+        first: list[Any] = []
+        deadline = time.monotonic() + 20
+        while not first and time.monotonic() < deadline:
+            first = part.next_batch()
+        (key, batch) = first[0]
+        last = batch.column(DEFAULT_COLUMNS.source_offset)[-1].as_py()
+        assert ledger.in_flight("kafka_flow", key) == batch.nbytes
+        # Over the budget: no read, and Bytewax is told when to ask again.
+        assert part.next_batch() == []
+        assert part.next_awake() is not None
+        assert part.snapshot()["next_offset"] == last + 1  # nothing skipped while held
+        ledger.acknowledged("kafka_flow", key, "kafka_flow.sink", last)
+        after: list[Any] = []
+        deadline = time.monotonic() + 20
+        while not after and time.monotonic() < deadline:
+            after = part.next_batch()
+        assert after[0][1].column(DEFAULT_COLUMNS.source_offset)[0].as_py() == last + 1
+    finally:
+        part.close()
