@@ -39,6 +39,7 @@ from thalweg_bytewax.errors import SourceError
 from thalweg_bytewax.input_span import with_input_span
 from thalweg_bytewax.metadata import MetadataColumns, record_ids_array
 from thalweg_bytewax.record import KeyedBatch
+from thalweg_bytewax.runtime import admission
 
 from ._files_common import Bad, Chunk
 
@@ -137,6 +138,8 @@ class FilePartition(StatefulSourcePartition[KeyedBatch, int]):
         next_row: int,
     ) -> None:
         self._step_id = step_id
+        self._flow = admission.flow_of(step_id)
+        self._next_awake: datetime | None = None
         self._key = key
         self._path = path
         self._fmt = fmt
@@ -150,6 +153,9 @@ class FilePartition(StatefulSourcePartition[KeyedBatch, int]):
 
     @override
     def next_batch(self) -> list[KeyedBatch]:
+        self._next_awake = admission.ledger().admit(self._flow, self._key)
+        if self._next_awake is not None:  # a sink of this process is behind: read nothing yet
+            return []
         pending, self._pending = self._pending, None
         if pending is not None:
             try:
@@ -162,6 +168,8 @@ class FilePartition(StatefulSourcePartition[KeyedBatch, int]):
             raise StopIteration
         out, next_row = prepared
         self._next_row = max(self._next_row, next_row)
+        nbytes = sum(batch.nbytes for _, batch in out)
+        admission.ledger().emitted(self._flow, self._key, next_row - 1, nbytes)
         if _slots.acquire(blocking=False):
             try:
                 self._pending = _ahead_pool().submit(self._prepare)
@@ -275,7 +283,7 @@ class FilePartition(StatefulSourcePartition[KeyedBatch, int]):
 
     @override
     def next_awake(self) -> datetime | None:
-        return None
+        return self._next_awake
 
     @override
     def snapshot(self) -> int:

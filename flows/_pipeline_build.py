@@ -369,7 +369,13 @@ def build_pipeline(  # noqa: PLR0912, PLR0913, PLR0915 - one flow, drawn in the 
     dlq = config.under(config.dlq.path)
     contract_rejects = None
     if contract is not None:
-        checked = twg.validate("contract", stream, contract, mode=config.contract.mode)
+        checked = twg.validate(
+            "contract",
+            stream,
+            contract,
+            mode=config.contract.mode,
+            sql_memory_limit_bytes=config.contract.sql_memory_limit_mb * 1024 * 1024,
+        )
         stream, contract_rejects = checked.clean, checked.rejected
         if config.audit.enabled:
             audit = audit_sink or ParquetSink(config.under(config.audit.path))
@@ -400,6 +406,7 @@ def build_pipeline(  # noqa: PLR0912, PLR0913, PLR0915 - one flow, drawn in the 
             SqlDag(specs),
             schema=_decoded_schema(payload, config.codec.metadata),
             timeout_seconds=config.sql.timeout_s,
+            memory_limit_bytes=config.sql.memory_limit_mb * 1024 * 1024,
         )
         # A node's stream is taken only when a window or sink reads it: each one taken
         # adds a step to the flow.

@@ -17,7 +17,11 @@ from bytewax.dataflow import operator
 from bytewax.operators import KeyedStream
 
 from thalweg_bytewax.metadata import DEFAULT_COLUMNS, MetadataColumns
-from thalweg_bytewax.sqlnode import DEFAULT_SQL_NODE_TIMEOUT_SECONDS, SqlNode
+from thalweg_bytewax.sqlnode import (
+    DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
+    DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
+    SqlNode,
+)
 
 __all__ = ["sql"]
 
@@ -32,6 +36,7 @@ def sql(
     params: Mapping[str, object] | None = None,
     columns: MetadataColumns = DEFAULT_COLUMNS,
     timeout_seconds: float | None = DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
+    memory_limit_bytes: int = DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
 ) -> KeyedStream[pa.RecordBatch]:
     """Run one ``SELECT`` over each batch of a keyed stream; the output keyed like the input.
 
@@ -51,7 +56,11 @@ def sql(
     ``name``, its own CTEs and ``unnest`` / ``range`` / ``generate_series``. Files,
     ``ATTACH``, ``INSTALL`` / ``LOAD``, ``SET``, ``PRAGMA``, ``COPY`` and HTTP reads are
     refused naming ``step_id``; at run time external access is off and the configuration
-    locked, a second wall.
+    locked, a second wall. Each run is bounded in time (``timeout_seconds``) and in
+    memory: the process's transform database has a DuckDB ``memory_limit`` (default
+    1 GiB, shared by the nodes with the same limit) and never spills to disk, so a query
+    that needs more fails the batch with ``SqlMemoryError`` naming ``step_id``, the
+    limit and how to raise it.
 
     ```python
     import thalweg_bytewax.operators as twg
@@ -72,13 +81,15 @@ def sql(
         params: Values for ``$name`` parameters of ``query``.
         columns: The metadata column names.
         timeout_seconds: The bound on one run over one batch (``None``: unbounded).
+        memory_limit_bytes: The memory limit of the transform database the query runs
+            on (at least 16 MiB).
 
     Returns:
         The query's output per batch, keyed by the input's key.
 
     Raises:
-        ConfigError: At build time, for a query that is not one ``SELECT`` over ``name``
-            or whose parameters do not match ``params``.
+        ConfigError: At build time, for a query that is not one ``SELECT`` over ``name``,
+            whose parameters do not match ``params``, or a memory limit under 16 MiB.
     """
     node = SqlNode(
         step_id,
@@ -87,6 +98,7 @@ def sql(
         params=params,
         columns=columns,
         timeout_seconds=timeout_seconds,
+        memory_limit_bytes=memory_limit_bytes,
     )
 
     def run(batch: pa.RecordBatch) -> list[pa.RecordBatch]:

@@ -25,7 +25,10 @@ from bytewax.outputs import DynamicSink, FixedPartitionedSink
 
 from thalweg_bytewax.metadata import DEFAULT_PREFIX, metadata_columns
 from thalweg_bytewax.sqldag import DagRunner, SqlDag, SqlDagError
-from thalweg_bytewax.sqlnode import DEFAULT_SQL_NODE_TIMEOUT_SECONDS
+from thalweg_bytewax.sqlnode import (
+    DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
+    DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
+)
 
 __all__ = ["SqlDagOut", "sql_dag"]
 
@@ -117,6 +120,7 @@ def sql_dag(
     schema: pa.Schema,
     sinks: Mapping[str, DynamicSink[Any] | FixedPartitionedSink[Any, Any]] = _NO_SINKS,
     timeout_seconds: float | None = DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
+    memory_limit_bytes: int = DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
     metadata_prefix: str = DEFAULT_PREFIX,
 ) -> SqlDagOut:
     """Run a SQL DAG per keyed batch; one stream per node, sinks at any node.
@@ -145,6 +149,9 @@ def sql_dag(
         sinks: Sinks by the names the nodes give in ``sink``; each node with a sink is
             written to it. Empty: attach sinks yourself from the returned streams.
         timeout_seconds: The bound on each node's query per batch.
+        memory_limit_bytes: The memory limit of the process's transform database the
+            nodes run on (DuckDB ``memory_limit``, default 1 GiB, no spill to disk); a
+            query past it fails the batch naming the node, the limit and how to raise it.
         metadata_prefix: The prefix of the metadata columns (for the locator check).
 
     Returns:
@@ -156,10 +163,20 @@ def sql_dag(
             match the sinks the nodes name.
     """
     columns = metadata_columns(metadata_prefix, f"sql_dag `{step_id}`")
-    schemas = dag.bind(schema, columns=columns, timeout_seconds=timeout_seconds)
+    schemas = dag.bind(
+        schema,
+        columns=columns,
+        timeout_seconds=timeout_seconds,
+        memory_limit_bytes=memory_limit_bytes,
+    )
     if sinks:
         _check_sinks(dag, sinks)
-    runner = DagRunner(dag, columns=columns, timeout_seconds=timeout_seconds)
+    runner = DagRunner(
+        dag,
+        columns=columns,
+        timeout_seconds=timeout_seconds,
+        memory_limit_bytes=memory_limit_bytes,
+    )
 
     def run(item: tuple[str, pa.RecordBatch]) -> tuple[str, dict[str, pa.RecordBatch]]:
         key, batch = item

@@ -29,7 +29,11 @@ from thalweg_bytewax.contracts.audit import audit_batch
 from thalweg_bytewax.contracts.evaluate import drop_masks, evaluate, locator_strings, messages
 from thalweg_bytewax.contracts.kernels import duplicate_mask
 from thalweg_bytewax.contracts.row_json import rows_as_json
-from thalweg_bytewax.contracts.ruleset import DEFAULT_SQL_TIMEOUT_SECONDS, RuleSet
+from thalweg_bytewax.contracts.ruleset import (
+    DEFAULT_SQL_MEMORY_LIMIT_BYTES,
+    DEFAULT_SQL_TIMEOUT_SECONDS,
+    RuleSet,
+)
 from thalweg_bytewax.contracts.spec import (
     ContractMode,
     ContractSpec,
@@ -304,6 +308,7 @@ def validate(
     object_name: str | None = None,
     metadata_prefix: str = DEFAULT_PREFIX,
     sql_timeout_seconds: float | None = DEFAULT_SQL_TIMEOUT_SECONDS,
+    sql_memory_limit_bytes: int = DEFAULT_SQL_MEMORY_LIMIT_BYTES,
 ) -> ValidateOut:
     """Validate keyed Arrow batches against a contract and manual rules.
 
@@ -341,6 +346,9 @@ def validate(
         sql_timeout_seconds: Time bound of each SQL query (rules, metrics, drop rules)
             over one batch; a rule interrupted by it fails every row of the batch (a
             drop rule drops nothing), logged once and counted. ``None``: no bound.
+        sql_memory_limit_bytes: Memory limit of the step's DuckDB database (default
+            256 MiB, no spill to disk); a rule whose query needs more fails every row of
+            the batch, logged once and counted, like one past its time bound.
 
     Returns:
         ``ValidateOut(clean, rejected, audit, ruleset)``.
@@ -358,6 +366,7 @@ def validate(
         rules=rules or (),
         drop=drop or (),
         sql_timeout_seconds=sql_timeout_seconds,
+        sql_memory_limit_bytes=sql_memory_limit_bytes,
     )
     columns = metadata_columns(metadata_prefix, f"validate `{step_id}`")
     validator = _Validator(step_id, ruleset, mode, columns)

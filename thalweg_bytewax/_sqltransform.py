@@ -32,6 +32,7 @@ from enum import StrEnum
 from typing import Any
 
 from thalweg_bytewax._deps import require
+from thalweg_bytewax._sqlreads import relation_reads
 from thalweg_bytewax.sqlengine import SqlError, check_query, first_line, quote_ident
 
 __all__ = ["ROW", "ROWS", "LineageMode", "TransformPlan", "plan_transform"]
@@ -127,40 +128,29 @@ def _walk(node: Any) -> Iterator[dict[str, Any]]:
             yield from _walk(value)
 
 
-def _cte_names(tree: dict[str, Any]) -> set[str]:
-    names: set[str] = set()
-    for node in _walk(tree):
-        cte_map = node.get("cte_map")
-        if isinstance(cte_map, dict):
-            for entry in cte_map.get("map", []):
-                if isinstance(entry, dict) and isinstance(entry.get("key"), str):
-                    names.add(entry["key"].lower())
-    return names
-
-
 def _check_reads(tree: dict[str, Any], query: str, name: str) -> None:
-    """Refuse every relation but the batch, the query's CTEs and the row generators."""
-    allowed = {name.lower()} | _cte_names(tree)
-    for node in _walk(tree):
-        kind = node.get("type")
-        if kind == "TABLE_FUNCTION":
-            fn = str(node.get("function", {}).get("function_name", "")).lower()
-            if fn not in _ROW_GENERATORS:
-                msg = (
-                    f"expected the query to read only the batch `{name}`; got the table "
-                    f"function `{fn}` (files, other databases and settings are out of "
-                    f"reach of transform SQL) in {query!r}"
-                )
-                raise SqlError(msg)
-        elif kind == "BASE_TABLE":
-            table = str(node.get("table_name", ""))
-            qualified = node.get("schema_name") or node.get("catalog_name")
-            if qualified or table.lower() not in allowed:
-                msg = (
-                    f"expected the query to read only the batch `{name}` (and its own "
-                    f"CTEs); got the relation {table!r} in {query!r}"
-                )
-                raise SqlError(msg)
+    """Refuse every relation but the batch, the CTEs in scope and the row generators."""
+    for read in relation_reads(tree):
+        if read.kind == "TABLE_FUNCTION" and read.name not in _ROW_GENERATORS:
+            msg = (
+                f"expected the query to read only the batch `{name}`; got the table "
+                f"function `{read.name}` (files, other databases and settings are out of "
+                f"reach of transform SQL) in {query!r}"
+            )
+            raise SqlError(msg)
+        if read.kind == "SHOW_REF":
+            msg = (
+                f"expected the query to read only the batch `{name}`; got a SHOW, "
+                f"DESCRIBE or SUMMARIZE of `{read.name}` (the catalog and settings are "
+                f"out of reach of transform SQL) in {query!r}"
+            )
+            raise SqlError(msg)
+        if read.kind == "BASE_TABLE" and not read.cte and read.name != name.lower():
+            msg = (
+                f"expected the query to read only the batch `{name}` (and the CTEs in "
+                f"scope where it is read); got the relation {read.name!r} in {query!r}"
+            )
+            raise SqlError(msg)
 
 
 def _calls(node: Any, names: frozenset[str]) -> bool:

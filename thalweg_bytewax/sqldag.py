@@ -37,7 +37,7 @@ import logging
 import os
 import re
 import tomllib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,18 +46,22 @@ import pyarrow as pa
 import pydantic
 from pydantic import BaseModel, ConfigDict
 
+from thalweg_bytewax._sqlreads import relation_reads
 from thalweg_bytewax.errors import ConfigError, ThalwegError
 from thalweg_bytewax.metadata import DEFAULT_COLUMNS, MetadataColumns
 from thalweg_bytewax.sqlengine import (
     SqlError,
+    SqlMemoryError,
     check_query,
     engine_errors,
     first_line,
     shared_cursor,
 )
 from thalweg_bytewax.sqlnode import (
+    DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
     DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
     SqlNodeError,
+    memory_limit_error,
     transform_session,
 )
 from thalweg_bytewax.sqlnode import SqlNode as _NodeEngine
@@ -144,19 +148,8 @@ def _coerce(index: int, node: SqlNode | Mapping[str, Any]) -> SqlNode:
     raise failure
 
 
-def _walk(tree: Any) -> Iterator[dict[str, Any]]:
-    stack = [tree]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            yield item
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-
-
 def table_references(query: str) -> set[str]:
-    """The relations ``query`` reads, from DuckDB's parse tree (CTE names excluded).
+    """The relations ``query`` reads, from DuckDB's parse tree (CTEs in scope excluded).
 
     Names are lower-cased (DuckDB resolves identifiers case-insensitively); a qualified
     reference keeps its qualifier (``main.orders``), so it never matches a node.
@@ -171,23 +164,24 @@ def table_references(query: str) -> set[str]:
     if tree.get("error"):
         msg = f"expected one SELECT statement; got {query!r}: {tree.get('error_message')}"
         raise SqlError(msg)
-    ctes: set[str] = set()
     refs: set[str] = set()
-    for item in _walk(tree):
-        if "cte_map" in item:
-            ctes.update(str(e["key"]).lower() for e in item["cte_map"].get("map", ()))
-        if item.get("type") == "TABLE_FUNCTION":
-            fn = str((item.get("function") or {}).get("function_name", "")).lower()
-            if fn not in _ROW_GENERATORS:
-                msg = (
-                    f"expected reads of `input` and nodes only; got the table function "
-                    f"`{fn}` (files, databases and settings are out of reach) in {query!r}"
-                )
-                raise SqlError(msg)
-        elif item.get("type") == "BASE_TABLE":
-            parts = [item.get("catalog_name"), item.get("schema_name"), item.get("table_name")]
-            refs.add(".".join(str(p) for p in parts if p).lower())
-    return refs - ctes
+    for read in relation_reads(tree):
+        if read.kind == "TABLE_FUNCTION" and read.name not in _ROW_GENERATORS:
+            msg = (
+                f"expected reads of `input` and nodes only; got the table function "
+                f"`{read.name}` (files, databases and settings are out of reach) in {query!r}"
+            )
+            raise SqlError(msg)
+        if read.kind == "SHOW_REF":
+            msg = (
+                f"expected reads of `input` and nodes only; got a SHOW, DESCRIBE or "
+                f"SUMMARIZE of `{read.name}` (the catalog and settings are out of reach) "
+                f"in {query!r}"
+            )
+            raise SqlError(msg)
+        if read.kind == "BASE_TABLE" and not read.cte:
+            refs.add(read.name)
+    return refs
 
 
 class SqlDag:
@@ -366,6 +360,7 @@ class SqlDag:
         *,
         columns: MetadataColumns = DEFAULT_COLUMNS,
         timeout_seconds: float | None = DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
+        memory_limit_bytes: int = DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
     ) -> dict[str, pa.Schema]:
         """Check every query against ``schema`` and return each node's output schema.
 
@@ -380,6 +375,8 @@ class SqlDag:
             schema: The schema of the input batches.
             columns: The metadata column names (their prefix).
             timeout_seconds: The bound on each check query.
+            memory_limit_bytes: The memory limit of the transform database the nodes
+                run on (see :class:`DagRunner`).
 
         Returns:
             The output schema of every node, by name, in execution order.
@@ -388,7 +385,12 @@ class SqlDag:
             SqlDagError: Naming the node whose query does not bind, or that feeds a
                 sink without the locator columns.
         """
-        runner = DagRunner(self, columns=columns, timeout_seconds=timeout_seconds)
+        runner = DagRunner(
+            self,
+            columns=columns,
+            timeout_seconds=timeout_seconds,
+            memory_limit_bytes=memory_limit_bytes,
+        )
         out: dict[str, pa.RecordBatch] = {INPUT: _empty(schema)}
         refused: tuple[type[Exception], ...] = (*engine_errors(), SqlNodeError, ConfigError)
         for name in self.order:
@@ -434,10 +436,15 @@ class DagRunner:
         dag: The DAG.
         columns: The metadata column names.
         timeout_seconds: The bound on each node's query per batch.
+        memory_limit_bytes: The memory limit of the process's transform database the
+            nodes run on (DuckDB's ``memory_limit``, no spill to disk); a node's query
+            past it fails the batch with :class:`SqlDagRunError` naming the node, the
+            limit and how to raise it.
 
     Raises:
         SqlDagError: When a node's query is refused by the engine (it reads files,
-            settings or a table function), naming the node.
+            settings or a table function), naming the node, or the memory limit is
+            under 16 MiB.
     """
 
     def __init__(
@@ -446,9 +453,11 @@ class DagRunner:
         *,
         columns: MetadataColumns = DEFAULT_COLUMNS,
         timeout_seconds: float | None = DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
+        memory_limit_bytes: int = DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
     ) -> None:
         self.dag = dag
         self.timeout_seconds = timeout_seconds
+        self.memory_limit_bytes = memory_limit_bytes
         self._engines: dict[str, _Engine] = {}
         for name in dag.order:
             reads = dag.reads(name)
@@ -462,6 +471,7 @@ class DagRunner:
                     name=reads[0],
                     columns=columns,
                     timeout_seconds=timeout_seconds,
+                    memory_limit_bytes=memory_limit_bytes,
                 )
             except ConfigError as exc:
                 raise _fail(name, str(exc)) from exc
@@ -492,6 +502,7 @@ class DagRunner:
         Raises:
             SqlNodeError: From the engine, when the query fails.
             SqlTimeoutError: When the query passed the time bound.
+            SqlMemoryError: When the query needed more than the memory limit.
         """
         engine = self._engines[name]
         if isinstance(engine, _NodeEngine):
@@ -499,9 +510,12 @@ class DagRunner:
         else:
             tables = {k: results[k] for k in engine}
             query = self.dag.nodes[name].query
-            out = _one_batch(
-                transform_session().query(tables, query, timeout_seconds=self.timeout_seconds)
-            )
+            session = transform_session(self.memory_limit_bytes)
+            try:
+                table = session.query(tables, query, timeout_seconds=self.timeout_seconds)
+            except SqlMemoryError as exc:
+                raise memory_limit_error(name, self.memory_limit_bytes, exc) from exc
+            out = _one_batch(table)
         self.runs[name] += 1
         return out
 

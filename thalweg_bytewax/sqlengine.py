@@ -21,6 +21,14 @@ Every session query runs under a time bound: a watchdog thread calls
 :class:`SqlTimeoutError`. The thread runs while queries are armed, and ends half a
 second after the last.
 
+Every session is bounded in memory too: its database has a ``memory_limit`` (DuckDB's
+own default is 80 % of the machine's RAM, per database) and no temporary directory, so a
+query that needs more than the limit for its hash tables, sorts, aggregates and
+intermediate results fails with :class:`SqlMemoryError` instead of growing the process or
+spilling to disk. The limit is per session (per database), shared by the session's
+threads. DuckDB does not count every allocation against it: one scalar value built in a
+single function call (``repeat('x', 10^9)``) is allocated outside it.
+
 A query run once per batch is prepared once (:meth:`SqlSession.prepare`): each thread
 gets a cursor of its own with the query's relation registered once, as a feed that each
 run re-points at its batch, and the query's relation built once. A run then costs one
@@ -46,15 +54,20 @@ from thalweg_bytewax.errors import ConfigError, ThalwegError
 
 __all__ = [
     "FUNCTION_NAMES",
+    "DEFAULT_MEMORY_LIMIT_BYTES",
+    "MIN_MEMORY_LIMIT_BYTES",
     "PreparedQuery",
     "SqlError",
+    "SqlMemoryError",
     "SqlSession",
     "SqlTimeoutError",
     "check_expression",
+    "check_memory_limit",
     "check_query",
     "duckdb_type",
     "engine_errors",
     "first_line",
+    "format_bytes",
     "predicate_sql",
     "quote_ident",
     "scalar_sql",
@@ -75,10 +88,28 @@ class SqlTimeoutError(ThalwegError):
     """A query ran past its time bound and was interrupted."""
 
 
+class SqlMemoryError(ThalwegError):
+    """A query needed more memory than its session's limit and was stopped."""
+
+
+DEFAULT_MEMORY_LIMIT_BYTES = 256 * 1024 * 1024
+"""The default memory limit of a :class:`SqlSession`'s database (256 MiB)."""
+
+# Below this DuckDB cannot run the smallest query over an Arrow batch once its own
+# buffers are counted; a limit under it would fail every query, not bound one.
+MIN_MEMORY_LIMIT_BYTES = 16 * 1024 * 1024
+"""The smallest memory limit a session accepts (16 MiB)."""
+
+
+def format_bytes(n: int) -> str:
+    """``n`` bytes for a message: whole MiB when exact (``256 MiB``), else bytes."""
+    return f"{n // (1024 * 1024)} MiB" if n % (1024 * 1024) == 0 else f"{n} bytes"
+
+
 def engine_errors() -> tuple[type[Exception], ...]:
-    """What a failing :meth:`SqlSession.query` raises: DuckDB's errors and the timeout."""
+    """What a failing :meth:`SqlSession.query` raises: DuckDB's errors, time and memory."""
     duckdb = require("duckdb", extra="sql")
-    return (duckdb.Error, SqlTimeoutError)
+    return (duckdb.Error, SqlTimeoutError, SqlMemoryError)
 
 
 def quote_ident(name: str) -> str:
@@ -188,10 +219,19 @@ def check_query(query: str) -> None:
 _watchdog = Watchdog()
 
 
-def _open_sandboxed(threads: int | None = None) -> Any:
+def _open_sandboxed(threads: int | None = None, memory_limit_bytes: int | None = None) -> Any:
     duckdb = require("duckdb", extra="sql")
-    # The thread count is fixed here: once the configuration is locked, SET cannot move it.
-    con = duckdb.connect(config={"threads": threads} if threads is not None else {})
+    # The thread count and the memory limit are fixed here: once the configuration is
+    # locked, SET cannot move them.
+    config: dict[str, str | int] = {}
+    if threads is not None:
+        config["threads"] = threads
+    if memory_limit_bytes is not None:
+        # No temporary directory: past the limit a query fails, it never spills to disk.
+        config.update(
+            memory_limit=f"{memory_limit_bytes}B", temp_directory="", max_temp_directory_size="0B"
+        )
+    con = duckdb.connect(config=config)
     con.execute("SET enable_external_access=false")
     # Timestamps with a zone render and convert in UTC whatever the host's zone is.
     con.execute("SET TimeZone='UTC'")
@@ -201,24 +241,34 @@ def _open_sandboxed(threads: int | None = None) -> Any:
 
 
 class SqlSession:
-    """An isolated in-memory DuckDB database, sandboxed and bounded in time.
+    """An isolated in-memory DuckDB database, sandboxed and bounded in time and memory.
 
     The connection is opened on first use (``duckdb.connect()`` costs ~20 ms, so once
-    per session and process, never per batch) with external access off and the
-    configuration locked; each thread gets its own cursor. Pickling drops the
-    connection; it reopens on first use.
+    per session and process, never per batch) with external access off, its memory
+    limit set, no temporary directory and the configuration locked; each thread gets
+    its own cursor. Pickling drops the connection; it reopens on first use.
 
     Args:
         timeout_seconds: The bound on each query; ``None`` for no bound.
         threads: DuckDB's thread count for the database (``None``: one per core). One
             runs each query on its caller's thread alone: the choice for many small
             queries from parallel workers.
+        memory_limit_bytes: The database's memory limit (DuckDB ``memory_limit``), shared
+            by every query running on it at once; a query past it raises
+            :class:`SqlMemoryError`. At least :data:`MIN_MEMORY_LIMIT_BYTES`.
 
     Raises:
-        ConfigError: When ``timeout_seconds`` or ``threads`` is not positive.
+        ConfigError: When ``timeout_seconds`` or ``threads`` is not positive, or
+            ``memory_limit_bytes`` is not an integer of at least 16 MiB.
     """
 
-    def __init__(self, timeout_seconds: float | None, *, threads: int | None = None) -> None:
+    def __init__(
+        self,
+        timeout_seconds: float | None,
+        *,
+        threads: int | None = None,
+        memory_limit_bytes: int = DEFAULT_MEMORY_LIMIT_BYTES,
+    ) -> None:
         if timeout_seconds is not None and not timeout_seconds > 0:
             msg = (
                 f"sql session: expected a positive `timeout_seconds` or None; "
@@ -228,17 +278,27 @@ class SqlSession:
         if threads is not None and not (isinstance(threads, int) and threads > 0):
             msg = f"sql session: expected a positive `threads` or None; got {threads!r}"
             raise ConfigError(msg)
+        check_memory_limit(memory_limit_bytes, where="sql session")
         self.timeout_seconds = timeout_seconds
         self.threads = threads
+        self.memory_limit_bytes = memory_limit_bytes
         self._lock = threading.Lock()
         self._con: tuple[int, Any] | None = None
         self._local = threading.local()
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"timeout_seconds": self.timeout_seconds, "threads": self.threads}
+        return {
+            "timeout_seconds": self.timeout_seconds,
+            "threads": self.threads,
+            "memory_limit_bytes": self.memory_limit_bytes,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["timeout_seconds"], threads=state.get("threads"))  # type: ignore[misc]
+        self.__init__(  # type: ignore[misc]
+            state["timeout_seconds"],
+            threads=state.get("threads"),
+            memory_limit_bytes=state.get("memory_limit_bytes", DEFAULT_MEMORY_LIMIT_BYTES),
+        )
 
     def cursor(self) -> Any:
         """This thread's cursor on the session's connection."""
@@ -256,7 +316,7 @@ class SqlSession:
         pid = os.getpid()
         with self._lock:
             if self._con is None or self._con[0] != pid:
-                self._con = (pid, _open_sandboxed(self.threads))
+                self._con = (pid, _open_sandboxed(self.threads, self.memory_limit_bytes))
             return self._con[1].cursor()
 
     def _bound(self, timeout_seconds: float | None) -> float | None:
@@ -283,6 +343,7 @@ class SqlSession:
 
         Raises:
             SqlTimeoutError: When the bound passed and the query was interrupted.
+            SqlMemoryError: When the query needed more than the memory limit.
             duckdb.Error: Whatever DuckDB raises for the query.
         """
         cur = self.cursor()
@@ -290,14 +351,16 @@ class SqlSession:
             table = data if isinstance(data, pa.Table) else pa.Table.from_batches([data])
             cur.register(name, table)
         try:
+            bound = self._bound(timeout_seconds)
             if params:
                 return _bounded(
                     cur,
-                    self._bound(timeout_seconds),
+                    bound,
                     lambda: cur.sql(sql, params=dict(params)).to_arrow_table(),
+                    self.memory_limit_bytes,
                 )
             return _bounded(
-                cur, self._bound(timeout_seconds), lambda: cur.sql(sql).to_arrow_table()
+                cur, bound, lambda: cur.sql(sql).to_arrow_table(), self.memory_limit_bytes
             )
         finally:
             for name in tables:
@@ -322,15 +385,46 @@ class SqlSession:
         return PreparedQuery(self, name, sql, self._bound(timeout_seconds), dict(params or {}))
 
 
-def _bounded(cur: Any, bound: float | None, run: Any) -> pa.Table:
+def check_memory_limit(
+    memory_limit_bytes: object,
+    *,
+    where: str,
+    argument: str = "memory_limit_bytes",
+    error: type[ConfigError] = ConfigError,
+) -> None:
+    """Refuse a memory limit that is not an integer of at least 16 MiB.
+
+    Raises:
+        ConfigError: (``error``) Naming ``where``, the ``argument`` and the value.
+    """
+    if (
+        isinstance(memory_limit_bytes, bool)
+        or not isinstance(memory_limit_bytes, int)
+        or memory_limit_bytes < MIN_MEMORY_LIMIT_BYTES
+    ):
+        msg = (
+            f"{where}: expected `{argument}` to be an integer of at least "
+            f"{MIN_MEMORY_LIMIT_BYTES} (16 MiB); got {memory_limit_bytes!r}"
+        )
+        raise error(msg)
+
+
+def _bounded(cur: Any, bound: float | None, run: Any, memory_limit_bytes: int) -> pa.Table:
     """``run()`` with ``cur`` interrupted once ``bound`` seconds pass."""
+    duckdb = require("duckdb", extra="sql")
     token = _watchdog.arm(cur, bound) if bound is not None else None
     try:
         table: pa.Table = run()
         return table
-    except require("duckdb", extra="sql").InterruptException as exc:
+    except duckdb.InterruptException as exc:
         msg = f"sql session: expected the query to finish within {bound} s; got interrupted"
         raise SqlTimeoutError(msg) from exc
+    except duckdb.OutOfMemoryException as exc:
+        msg = (
+            f"sql session: expected the query to fit in its memory limit of "
+            f"{format_bytes(memory_limit_bytes)}; got {first_line(exc)}"
+        )
+        raise SqlMemoryError(msg) from exc
     finally:
         if token is not None:
             _watchdog.disarm(token)
@@ -400,6 +494,7 @@ class PreparedQuery:
 
         Raises:
             SqlTimeoutError: When the bound passed and the query was interrupted.
+            SqlMemoryError: When the query needed more than the session's memory limit.
             duckdb.Error: Whatever DuckDB raises for the query (a bind error on the
                 first run over a schema).
         """
@@ -418,7 +513,12 @@ class PreparedQuery:
                 params = {"params": self.params} if self.params else {}
                 state.relation = state.cursor.sql(self.sql, **params)
                 state.schema = schema
-            return _bounded(state.cursor, self.timeout_seconds, state.relation.to_arrow_table)
+            return _bounded(
+                state.cursor,
+                self.timeout_seconds,
+                state.relation.to_arrow_table,
+                self.session.memory_limit_bytes,
+            )
         finally:
             state.feed.data = None
 

@@ -34,17 +34,31 @@ from thalweg_bytewax.metadata import DEFAULT_COLUMNS, MetadataColumns
 from thalweg_bytewax.sqlengine import (
     PreparedQuery,
     SqlError,
+    SqlMemoryError,
     SqlSession,
     SqlTimeoutError,
+    check_memory_limit,
     first_line,
+    format_bytes,
 )
 
-__all__ = ["DEFAULT_SQL_NODE_TIMEOUT_SECONDS", "SqlNode", "SqlNodeError", "transform_session"]
+__all__ = [
+    "DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES",
+    "DEFAULT_SQL_NODE_TIMEOUT_SECONDS",
+    "SqlNode",
+    "SqlNodeError",
+    "memory_limit_error",
+    "transform_session",
+]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_SQL_NODE_TIMEOUT_SECONDS = 60.0
 """The default bound on one run of a SQL node over one batch."""
+
+DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES = 1024 * 1024 * 1024
+"""The default memory limit of the transform database (1 GiB), shared by the SQL nodes of
+a process (and its worker threads) that keep the default."""
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
@@ -54,22 +68,40 @@ class SqlNodeError(ThalwegError):
 
 
 _session_lock = threading.Lock()
-_session: SqlSession | None = None
+_sessions: dict[int, SqlSession] = {}
 
 
-def transform_session() -> SqlSession:
-    """The process's one transform database: sandboxed, one DuckDB thread per query.
+def transform_session(
+    memory_limit_bytes: int = DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
+) -> SqlSession:
+    """The process's transform database of that memory limit: sandboxed, one thread per query.
 
-    Every SQL node of the process runs here (each node on a cursor of its own per
-    thread); contracts keep sessions of their own. DuckDB runs each query on its
-    caller's thread alone: the workers' threads are the parallelism, and a batch-sized
-    query gains nothing from fanning out (measured in ``benchmarks/sql.py``).
+    Every SQL node of the process with this ``memory_limit_bytes`` runs here (each node
+    on a cursor of its own per thread), so the limit bounds them together; a node
+    given another limit gets a database of its own limit. Contracts keep sessions of
+    their own. DuckDB runs each query on its caller's thread alone: the workers'
+    threads are the parallelism, and a batch-sized query gains nothing from fanning out
+    (measured in ``benchmarks/sql.py``).
     """
-    global _session
     with _session_lock:
-        if _session is None:
-            _session = SqlSession(DEFAULT_SQL_NODE_TIMEOUT_SECONDS, threads=1)
-        return _session
+        session = _sessions.get(memory_limit_bytes)
+        if session is None:
+            session = _sessions[memory_limit_bytes] = SqlSession(
+                DEFAULT_SQL_NODE_TIMEOUT_SECONDS, threads=1, memory_limit_bytes=memory_limit_bytes
+            )
+        return session
+
+
+def memory_limit_error(step_id: str, memory_limit_bytes: int, exc: BaseException) -> SqlMemoryError:
+    """The error of node ``step_id``'s run past its memory limit: the limit and the remedy."""
+    engine = exc.__cause__ if isinstance(exc, SqlMemoryError) and exc.__cause__ else exc
+    msg = (
+        f"sql `{step_id}`: expected the query to fit in the memory limit of "
+        f"{format_bytes(memory_limit_bytes)}; got {first_line(engine)}; raise "
+        f"`memory_limit_bytes` (`[sql] memory_limit_mb` in a pipeline file), or make "
+        f"the query hold less (smaller batches, fewer groups, no large lists)"
+    )
+    return SqlMemoryError(msg)
 
 
 _ROWS_CACHE = 1 << 16
@@ -96,11 +128,16 @@ class SqlNode:
         params: Values for the query's ``$name`` parameters, one per name it uses.
         columns: The metadata column names.
         timeout_seconds: The bound on one run (``None``: unbounded).
+        memory_limit_bytes: The memory limit of the transform database the node runs
+            on, shared with the process's other nodes of the same limit (DuckDB's
+            ``memory_limit``; no spill to disk). A run past it raises
+            :class:`~thalweg_bytewax.sqlengine.SqlMemoryError` naming the node.
 
     Raises:
         ConfigError: When the query is not one ``SELECT``, reads anything else (files,
             other databases, settings, table functions), or its parameters do not
-            match ``params``; the message names the node.
+            match ``params``, or ``memory_limit_bytes`` is under 16 MiB; the message
+            names the node.
     """
 
     def __init__(
@@ -112,6 +149,7 @@ class SqlNode:
         params: Mapping[str, object] | None = None,
         columns: MetadataColumns = DEFAULT_COLUMNS,
         timeout_seconds: float | None = DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
+        memory_limit_bytes: int = DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
     ) -> None:
         self.step_id = step_id
         if not _NAME.match(name) or name.startswith("__twg"):
@@ -126,6 +164,7 @@ class SqlNode:
                 f"got {timeout_seconds!r}"
             )
             raise ConfigError(msg)
+        check_memory_limit(memory_limit_bytes, where=f"sql `{step_id}`")
         try:
             self.plan: TransformPlan = plan_transform(query, name=name)
         except SqlError as exc:
@@ -135,6 +174,7 @@ class SqlNode:
         self.params = dict(params or {})
         self.columns = columns
         self.timeout_seconds = timeout_seconds
+        self.memory_limit_bytes = memory_limit_bytes
         self._check_params()
         self._prepared: PreparedQuery | None = None
         self._rows = _row_numbers(0)  # 0, 1, 2 ...: sliced per batch, grown once
@@ -169,6 +209,8 @@ class SqlNode:
             SqlNodeError: When DuckDB fails the query on this batch (a type error, the
                 sandbox refusing a file or network read), naming the node.
             SqlTimeoutError: When the run passed the node's time bound.
+            SqlMemoryError: When the run needed more than the node's memory limit,
+                naming the node, the limit and how to raise it.
             ConfigError: When a query run as written drops the locator columns.
         """
         if batch.num_rows > len(self._rows):
@@ -192,7 +234,7 @@ class SqlNode:
     def _query(self, registered: pa.RecordBatch) -> pa.Table:
         duckdb = require("duckdb", extra="sql")
         if self._prepared is None or self._prepared.sql != self.plan.sql:
-            self._prepared = transform_session().prepare(
+            self._prepared = transform_session(self.memory_limit_bytes).prepare(
                 self.name, self.plan.sql, timeout_seconds=self.timeout_seconds, params=self.params
             )
         try:
@@ -213,6 +255,8 @@ class SqlNode:
         except SqlTimeoutError as exc:
             msg = f"sql `{self.step_id}`: {exc}; raise `timeout_seconds` or simplify the query"
             raise SqlTimeoutError(msg) from exc
+        except SqlMemoryError as exc:
+            raise memory_limit_error(self.step_id, self.memory_limit_bytes, exc) from exc
         except duckdb.Error as exc:
             raise self._error(exc) from exc
 

@@ -19,6 +19,7 @@ from typing_extensions import override
 from thalweg_bytewax.errors import SourceError
 from thalweg_bytewax.observability.gate import observe_source_partition
 from thalweg_bytewax.record import KeyedBatch, raw_batch_from_messages, raw_batch_from_native
+from thalweg_bytewax.runtime import admission
 from thalweg_bytewax.runtime.parts import encode_part
 
 from ._config import SourceConfig
@@ -64,6 +65,7 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
         sharing_prefetch: int = 1,
     ) -> None:
         self._key = encode_part(topic, partition)
+        self._flow = admission.flow_of(step_id)
         self._tail = config.tail
         self._columns = config.columns
         self._batch_size = config.batch_size
@@ -231,6 +233,10 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
                 f"from their earliest offset (`fail_on_new_partitions=True`)"
             )
             raise SourceError(msg)
+        wait = admission.ledger().admit(self._flow, self._key)
+        if wait is not None:  # a sink of this process is behind: read nothing yet
+            self._next_awake = wait
+            return []
         if self._native is not None:
             return self._poll_native()
         msgs = self._consumer.consume(self._budget(), timeout=0)
@@ -354,6 +360,7 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
             self._eof = True
         if self._rate is not None:
             self._next_awake = now + timedelta(seconds=batch.num_rows / self._rate)
+        admission.ledger().emitted(self._flow, self._key, last_offset, size)
         return [(self._key, batch)]
 
     def _position(self) -> int:

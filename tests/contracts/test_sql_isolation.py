@@ -1,4 +1,4 @@
-"""Contract SQL is one expression (or one SELECT), isolated per rule set, bounded in time."""
+"""Contract SQL: one expression (or one SELECT), isolated per rule set, bounded in time, memory."""
 
 from __future__ import annotations
 
@@ -255,3 +255,41 @@ def test_the_time_bound_leaves_no_thread_behind():
         assert watchdogs() == 0  # the guard ends with the last query, not at its deadline
     slow = RuleSet([Rule.sql("slow", SLOW)], sql_timeout_seconds=0.2)
     assert evaluate(BATCH.slice(0, 2), slow).any_failed.tolist() == [True, True]
+
+
+# Eight million distinct values: a few hundred MiB of hash table in well under a second.
+GREEDY_METRIC = "SELECT count(DISTINCT i) FROM range(8000000) t(i)"
+
+
+def test_a_rule_past_the_memory_limit_fails_its_rows_with_the_reason(caplog):
+    metric = Rule.batch_metric(
+        "sql", op="mustBeGreaterThan", threshold=0, expression=GREEDY_METRIC, name="greedy"
+    )
+    rs = RuleSet(
+        [metric, Rule.sql("fine", "code IS NOT NULL")],
+        sql_timeout_seconds=None,
+        sql_memory_limit_bytes=32 * 1024 * 1024,
+    )
+    with caplog.at_level("WARNING"):
+        ev = evaluate(BATCH, rs)
+    assert ev.any_failed.tolist() == [True] * 4
+    assert [list(r) for r in ev.failed_rules(rs).to_pylist()] == [[metric.id]] * 4
+    assert rs.sql_failures == {metric.id: 1}
+    assert "ran past the memory limit of 32 MiB (raise `sql_memory_limit_bytes`" in caplog.text
+    assert "Out of Memory Error" in caplog.text
+    # The rule set's database lives on: the next batch is judged again, and counted.
+    assert evaluate(BATCH, rs).any_failed.tolist() == [True] * 4
+    assert rs.sql_failures == {metric.id: 2}
+
+
+def test_the_memory_limit_is_validated_and_defaults_to_256_mib():
+    with pytest.raises(ContractError, match=r"^rule set: expected `sql_memory_limit_bytes`"):
+        RuleSet([], sql_memory_limit_bytes=1024)
+    session = RuleSet([Rule.sql("fine", "code IS NOT NULL")]).session
+    assert session.memory_limit_bytes == 256 * 1024 * 1024
+    ((limit, temp),) = (
+        session.cursor()
+        .execute("SELECT current_setting('memory_limit'), current_setting('temp_directory')")
+        .fetchall()
+    )
+    assert (limit, temp) == ("256.0 MiB", "")

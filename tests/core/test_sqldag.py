@@ -169,6 +169,25 @@ def test_table_references_skip_ctes_and_keep_qualifiers() -> None:
     assert refs == {"a", "d", "main.b"}
 
 
+def test_table_references_bind_cte_names_only_in_their_scope() -> None:
+    # `c` is a CTE inside the subquery only: the outer `c` is a node read.
+    inner = table_references("SELECT * FROM (WITH c AS (SELECT * FROM a) SELECT * FROM c), c")
+    assert inner == {"a", "c"}
+    # A body sees earlier siblings, not later ones nor itself.
+    assert table_references("WITH x AS (SELECT * FROM y), y AS (SELECT 1) SELECT * FROM x") == {"y"}
+    assert table_references(
+        "WITH x AS (SELECT * FROM input), y AS (SELECT * FROM x) SELECT * FROM y"
+    ) == {"input"}
+
+
+@pytest.mark.parametrize(
+    "query", ["SELECT * FROM (SHOW TABLES)", "SELECT * FROM input, (DESCRIBE input)"]
+)
+def test_show_and_describe_are_refused_naming_the_node(query: str) -> None:
+    msg = refusal([{"name": "a", "query": query}])
+    assert msg.startswith("sql dag node `a`: expected reads of `input` and nodes only; got a SHOW")
+
+
 def test_missing_column_is_refused_at_bind_naming_the_node() -> None:
     dag = SqlDag(
         [

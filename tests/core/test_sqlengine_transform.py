@@ -36,6 +36,28 @@ REFUSED = {
     "other_db": "SELECT * FROM other.main.t",
     "two_statements": "SELECT * FROM input; SELECT 1",
     "create": "CREATE TABLE t AS SELECT * FROM input",
+    # A CTE's name is bound only in its own scope: one named for a catalog view inside
+    # a subquery leaves the outer read of that view a read of the catalog.
+    "cte_out_of_scope": (
+        "SELECT * FROM (WITH duckdb_settings AS (SELECT 1 AS x) SELECT x FROM "
+        "duckdb_settings) AS s, duckdb_settings"
+    ),
+    "cte_in_expression_subquery": (
+        "SELECT a, (WITH duckdb_tables AS (SELECT 1 AS n) SELECT n FROM duckdb_tables), "
+        "(SELECT count(*) FROM duckdb_tables) FROM input"
+    ),
+    "cte_body_reads_later_sibling": (
+        "WITH a AS (SELECT * FROM duckdb_settings), duckdb_settings AS (SELECT 1 AS x) "
+        "SELECT * FROM a"
+    ),
+    "cte_body_reads_itself": (
+        "WITH duckdb_settings AS (SELECT * FROM duckdb_settings) SELECT * FROM duckdb_settings"
+    ),
+    "show_subquery": "SELECT * FROM (SHOW TABLES)",
+    "show_all_subquery": "SELECT * FROM input, (SHOW ALL TABLES)",
+    "describe_subquery": "SELECT * FROM (DESCRIBE input)",
+    "summarize_in_cte": "WITH s AS (SUMMARIZE input) SELECT * FROM s",
+    "show_in_expression": "SELECT a, (SELECT count(*) FROM (SHOW TABLES)) AS n FROM input",
 }
 
 
@@ -57,6 +79,38 @@ def batch(n: int = 4) -> pa.RecordBatch:
 def test_each_way_out_is_refused_at_build_naming_the_node(query: str) -> None:
     with pytest.raises(ConfigError, match=r"^sql `enrich_orders`: expected"):
         SqlNode("enrich_orders", query)
+
+
+# Neighbours of the refused CTE shapes that read only the batch: each builds and runs.
+SCOPED_CTES = {
+    "sibling_reads_earlier": (
+        "WITH x AS (SELECT * FROM input), y AS (SELECT * FROM x WHERE a > 1) SELECT * FROM y"
+    ),
+    "subquery_reads_outer_cte": (
+        "WITH x AS (SELECT * FROM input) SELECT * FROM (SELECT * FROM x WHERE a > 1) AS s"
+    ),
+    "expression_reads_outer_cte": (
+        "WITH m AS (SELECT min(a) AS low FROM input) "
+        "SELECT * FROM input WHERE a > (SELECT low FROM m)"
+    ),
+    "nested_with": (
+        "SELECT * FROM (WITH x AS (SELECT * FROM input) SELECT * FROM x) AS s WHERE a > 1"
+    ),
+    "recursive": (
+        "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3) "
+        "SELECT input.* FROM input, r WHERE a > 1 AND r.n = 1"
+    ),
+    "union_under_with": (
+        "WITH x AS (SELECT * FROM input) SELECT * FROM x WHERE a > 2 "
+        "UNION ALL SELECT * FROM x WHERE a = 2"
+    ),
+}
+
+
+@pytest.mark.parametrize("query", SCOPED_CTES.values(), ids=SCOPED_CTES.keys())
+def test_ctes_in_scope_are_read_as_ctes(query: str) -> None:
+    out = SqlNode("scoped", query).run(batch())
+    assert sorted(out.column("a").to_pylist()) == [2, 3, 4]
 
 
 def test_runtime_wall_refuses_file_access_even_past_the_check(tmp_path: Path) -> None:

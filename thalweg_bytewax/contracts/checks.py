@@ -26,6 +26,7 @@ from thalweg_bytewax.sqlengine import (
 
 __all__ = [
     "BATCH_TABLE",
+    "DEFAULT_SQL_MEMORY_LIMIT_BYTES",
     "DEFAULT_SQL_TIMEOUT_SECONDS",
     "binding_session",
     "check_pattern",
@@ -42,9 +43,18 @@ DEFAULT_SQL_TIMEOUT_SECONDS = 1.0
 two orders of magnitude of headroom; a rule over ``range(2e7)`` (~3 s) is cut off."""
 
 
+DEFAULT_SQL_MEMORY_LIMIT_BYTES = 256 * 1024 * 1024
+"""Memory limit of a rule set's DuckDB database (256 MiB), shared by its queries. A rule
+over a 50,000-row batch holds a few MiB; DuckDB's own default would be 80 % of RAM per
+rule set, which one metric such as ``count(DISTINCT ...)`` over ``range(3e8)`` reaches
+well inside its time bound."""
+
+
 def binding_session() -> SqlSession:
     """A fresh session to bind one contract's SQL on (DuckDB opens on its first query)."""
-    return SqlSession(DEFAULT_SQL_TIMEOUT_SECONDS)
+    return SqlSession(
+        DEFAULT_SQL_TIMEOUT_SECONDS, memory_limit_bytes=DEFAULT_SQL_MEMORY_LIMIT_BYTES
+    )
 
 
 def check_pattern(pattern: str) -> None:

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from thalweg_bytewax.contracts.audit import AUDIT_RULESET_VERSION, rules_schema
 from thalweg_bytewax.contracts.checks import (
+    DEFAULT_SQL_MEMORY_LIMIT_BYTES,
     DEFAULT_SQL_TIMEOUT_SECONDS,
     check_pattern,
     check_sql,
@@ -30,9 +31,15 @@ from thalweg_bytewax.contracts.spec import (
     RuleKind,
 )
 from thalweg_bytewax.metadata import MetadataColumns
-from thalweg_bytewax.sqlengine import SqlSession, SqlTimeoutError
+from thalweg_bytewax.sqlengine import (
+    SqlMemoryError,
+    SqlSession,
+    SqlTimeoutError,
+    check_memory_limit,
+    format_bytes,
+)
 
-__all__ = ["DEFAULT_SQL_TIMEOUT_SECONDS", "RuleSet"]
+__all__ = ["DEFAULT_SQL_MEMORY_LIMIT_BYTES", "DEFAULT_SQL_TIMEOUT_SECONDS", "RuleSet"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,21 +55,24 @@ class RuleSet:
 
     Its SQL runs on the rule set's own :class:`~thalweg_bytewax.sqlengine.SqlSession`
     (an isolated DuckDB database, opened on first use), each query bounded by
-    ``sql_timeout_seconds``. A rule whose
-    SQL errs or is interrupted fails every row of that batch (a drop rule drops
-    nothing); each such event is counted in :attr:`sql_failures` and logged once per
-    rule and cause.
+    ``sql_timeout_seconds`` and the database by ``sql_memory_limit_bytes`` (no spill to
+    disk). A rule whose SQL errs, is interrupted or runs past the memory limit fails
+    every row of that batch (a drop rule drops nothing); each such event is counted in
+    :attr:`sql_failures` and logged once per rule and cause.
 
     Args:
         rules: The (already merged) rules.
         drop: Drop rules.
         sql_timeout_seconds: Time bound of each SQL query over one batch (``None``: no
             bound). Default :data:`DEFAULT_SQL_TIMEOUT_SECONDS`.
+        sql_memory_limit_bytes: Memory limit of the rule set's DuckDB database, shared
+            by its queries (at least 16 MiB). Default
+            :data:`DEFAULT_SQL_MEMORY_LIMIT_BYTES`.
 
     Raises:
         ContractError: When a pattern does not compile, a rule's SQL is not exactly one
-            expression (or one ``SELECT`` for a ``sql`` metric), or the bound is not
-            positive.
+            expression (or one ``SELECT`` for a ``sql`` metric), the time bound is not
+            positive or the memory limit is under 16 MiB.
     """
 
     def __init__(
@@ -71,6 +81,7 @@ class RuleSet:
         drop: Sequence[DropRule] = (),
         *,
         sql_timeout_seconds: float | None = DEFAULT_SQL_TIMEOUT_SECONDS,
+        sql_memory_limit_bytes: int = DEFAULT_SQL_MEMORY_LIMIT_BYTES,
     ) -> None:
         self.rules = tuple(rules)
         self.drop = tuple(drop)
@@ -80,7 +91,13 @@ class RuleSet:
                 f"got {sql_timeout_seconds!r}"
             )
             raise ContractError(msg)
-        self.session = SqlSession(sql_timeout_seconds)
+        check_memory_limit(
+            sql_memory_limit_bytes,
+            where="rule set",
+            argument="sql_memory_limit_bytes",
+            error=ContractError,
+        )
+        self.session = SqlSession(sql_timeout_seconds, memory_limit_bytes=sql_memory_limit_bytes)
         """The rule set's own DuckDB session: where its SQL runs."""
         self.sql_failures: dict[str, int] = {}
         """Batches in which a rule's (or drop rule's) SQL erred or timed out, by id."""
@@ -119,23 +136,28 @@ class RuleSet:
         rules: Sequence[Rule] = (),
         drop: Sequence[DropRule] = (),
         sql_timeout_seconds: float | None = DEFAULT_SQL_TIMEOUT_SECONDS,
+        sql_memory_limit_bytes: int = DEFAULT_SQL_MEMORY_LIMIT_BYTES,
     ) -> RuleSet:
         """The rule set a contract and manual rules resolve to (tightest wins).
 
         Manual rules on columns the contract does not declare are refused; without a
         contract, manual rules stand alone. ``sql_timeout_seconds`` bounds each SQL
-        query over one batch (see :class:`RuleSet`).
+        query over one batch and ``sql_memory_limit_bytes`` the rule set's database
+        (see :class:`RuleSet`).
 
         Raises:
             ContractError: On a rule on a missing column, SQL that does not bind, a
                 pattern that does not compile or conflicting rules.
         """
-        if contract is None:
-            return cls(merge_rules((), rules), drop, sql_timeout_seconds=sql_timeout_seconds)
-        obj = contract.object(object_name)
+        obj = None if contract is None else contract.object(object_name)
         ruleset = cls(
-            merge_rules(obj.rules, rules), drop, sql_timeout_seconds=sql_timeout_seconds
+            merge_rules(() if obj is None else obj.rules, rules),
+            drop,
+            sql_timeout_seconds=sql_timeout_seconds,
+            sql_memory_limit_bytes=sql_memory_limit_bytes,
         )
+        if contract is None or obj is None:
+            return ruleset
         # Rules may also look at the metadata columns (e.g. drop test topics).
         meta = [f for f in _DEFAULT_COLUMNS.raw_schema if f.name not in obj.column_names]
         schema = pa.schema([*obj.arrow_schema, *meta])
@@ -205,17 +227,29 @@ class RuleSet:
     def sql_failed(self, rule_id: str, exc: BaseException) -> None:
         """Record that ``rule_id``'s SQL erred or timed out on a batch (count, log once)."""
         self.sql_failures[rule_id] = self.sql_failures.get(rule_id, 0) + 1
-        cause = "timeout" if isinstance(exc, SqlTimeoutError) else type(exc).__name__
+        if isinstance(exc, SqlTimeoutError):
+            cause = "timeout"
+            what = f"ran past {self.session.timeout_seconds} s"
+        elif isinstance(exc, SqlMemoryError):
+            cause = "memory"
+            what = (
+                f"ran past the memory limit of {format_bytes(self.session.memory_limit_bytes)} "
+                f"(raise `sql_memory_limit_bytes`, or make the rule hold less)"
+            )
+        else:
+            cause = type(exc).__name__
+            what = "erred"
         if (rule_id, cause) in self._reported:
             return
         self._reported.add((rule_id, cause))
-        text = str(exc).strip().splitlines()[0] if str(exc).strip() else cause
+        engine = exc.__cause__ if isinstance(exc, SqlMemoryError) and exc.__cause__ else exc
+        text = str(engine).strip().splitlines()[0] if str(engine).strip() else cause
         logger.warning(
             "rule set %s: rule %s failed every row of a batch: its SQL %s (%s); further "
             "batches with this outcome are counted in sql_failures, not logged",
             self.version,
             rule_id,
-            f"ran past {self.session.timeout_seconds} s" if cause == "timeout" else "erred",
+            what,
             text,
         )
 

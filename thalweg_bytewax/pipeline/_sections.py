@@ -130,6 +130,8 @@ class ContractSection(ConfigModel):
     """The ODCS v3 contract, a path or URL; unset = no contract step."""
     mode: Literal["strict", "quarantine", "annotate"] = "quarantine"
     """strict fails the batch, quarantine diverts bad rows to the DLQ, annotate flags them."""
+    sql_memory_limit_mb: int = Field(default=256, ge=16)
+    """The memory limit of the DuckDB database the contract's SQL rules run on, in MiB."""
 
 
 class DedupSection(ConfigModel):
@@ -193,6 +195,8 @@ class SqlSection(ConfigModel):
     """The nodes, as `[[sql.nodes]]` tables; none = no transform step."""
     timeout_s: float | None = Field(default=None, gt=0)
     """A time bound per node and batch; unset = none."""
+    memory_limit_mb: int = Field(default=1024, ge=16)
+    """The memory limit of the DuckDB database the nodes run on, in MiB (no spill to disk)."""
 
 
 WindowKind = Literal["tumbling", "sliding", "session"]

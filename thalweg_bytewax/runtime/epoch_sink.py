@@ -90,10 +90,12 @@ from typing_extensions import override
 from thalweg_bytewax import _faults
 from thalweg_bytewax.coverage import OffsetCoverage
 from thalweg_bytewax.coverage_store import CoverageStore
+from thalweg_bytewax.dlq import DLQ_REASON, DLQ_RULES, DLQ_STEP_ID
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError
 from thalweg_bytewax.input_span import input_span, without_input_span
 from thalweg_bytewax.metadata import MetadataColumns
 from thalweg_bytewax.observability.gate import observe_sink_partition
+from thalweg_bytewax.runtime import admission
 from thalweg_bytewax.runtime._replay_check import Ledger, ReplayCheck
 from thalweg_bytewax.runtime.coverage_recording import CoverageRecorder
 from thalweg_bytewax.runtime.parts import encode_part, route
@@ -234,6 +236,20 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         self._obs: SinkObserver | None = None
         self._observed_as: str | None = None
         self._replay = ReplayCheck(self)
+        self._acknowledge_as: tuple[str, str] | None = None  # (flow, sink step id)
+
+    def acknowledge_as(self, step_id: str) -> None:
+        """Acknowledge each source partition's rows as they are staged, as sink ``step_id``.
+
+        The acknowledgements release the sources' admission budget
+        (:mod:`thalweg_bytewax.runtime.admission`): a source partition of this process
+        waits while more than its budget is emitted and not yet staged by every sink
+        that acknowledges it. Dead-letter batches are not acknowledged (a DLQ sink sees
+        a partition's rejects only, and would hold it back).
+        """
+        flow = admission.flow_of(step_id)
+        self._acknowledge_as = (flow, step_id)
+        admission.ledger().expect_acknowledgements(flow)
 
     def observe_as(self, step_id: str) -> None:
         """Export this partition's counters, commit durations and health under ``step_id``.
@@ -441,6 +457,7 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
                 continue
             span = input_span(given)
             batch = without_input_span(given)
+            ack = self._acknowledge_as if not _is_dead_letter(batch) else None
             for key, topic, partition, group in self._split(batch):
                 ledger = self._ledger(key, topic, partition)
                 # Order first, coverage second: a row that goes back within a run may
@@ -459,6 +476,8 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
                     ledger.pending = _widen(ledger.pending, min(first, span[1]), max(last, span[2]))
                 rows = self._uncovered(ledger, key, group, first, last, covered)
                 if rows.num_rows == 0:
+                    if ack is not None:
+                        admission.ledger().acknowledged(ack[0], key, ack[1], last)
                     continue
                 if rows is not group:
                     bounds = pc.min_max(rows.column(self.columns.source_offset))
@@ -470,6 +489,8 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
                 self.stats.rows_written += rows.num_rows
                 self.stage(key, _stamp(rows, self.columns.emit_ts, now_us))
                 _faults.checkpoint("epoch_sink.mid_write")  # staged, the epoch still open
+                if ack is not None:
+                    admission.ledger().acknowledged(ack[0], key, ack[1], last)
 
     def _write_unlocated(self, batch: pa.RecordBatch, now_us: int) -> None:
         """Stage a batch without a locator whole: nothing to own, order or skip."""
@@ -659,3 +680,8 @@ def _stamp(batch: pa.RecordBatch, name: str, now_us: int) -> pa.RecordBatch:
     if idx >= 0:
         return batch.set_column(idx, batch.schema.field(idx), stamp)
     return batch.append_column(pa.field(name, pa.timestamp("us", tz="UTC")), stamp)
+
+
+def _is_dead_letter(batch: pa.RecordBatch) -> bool:
+    names = set(batch.schema.names)
+    return DLQ_REASON in names and DLQ_RULES in names and DLQ_STEP_ID in names

@@ -82,6 +82,7 @@ class ShardedEpochSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState], Gen
     def build_part(self, step_id: str, for_part: str, resume_state: EpochSinkState | None) -> PartT:
         part = self.build_shard(step_id, shard_of(for_part), resume_state)
         part.observe_as(step_id)
+        part.acknowledge_as(step_id)
         if self.coverage_store is not None:
             part.record_coverage_to(self.coverage_store, self.coverage_sink_id(step_id))
         return part
