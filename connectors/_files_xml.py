@@ -22,7 +22,6 @@ its elements are dropped as they end, so the parse goes on in bounded memory.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ from thalweg_bytewax._deps import require
 from thalweg_bytewax.errors import ConfigError
 
 from ._files_common import Bad, Chunk, Target, cast_rows
-from ._xml_shape import Refused, Shape, conform, raw_record, text_schema, typed_batch
+from ._xml_shape import Plan, Refused, Shape, local, text_schema, typed_batch
 
 __all__ = ["FEED_BYTES", "XmlLimits", "read_xml"]
 
@@ -80,10 +79,6 @@ class XmlLimits:
                 raise ConfigError(msg)
 
 
-def _local(tag: str) -> str:
-    return tag.rsplit("}", 1)[-1] if tag[:1] == "{" else tag
-
-
 def _drop(elem: Any) -> None:
     """Free an element that has ended: its content, and its place in its parent."""
     elem.clear(keep_tail=False)
@@ -112,13 +107,14 @@ class _Records:
         self.where = "/" + "/".join(steps)
         self.limits = limits
         self.text: pa.Schema | None = None
+        self.plan: Plan | None = None
         if schema is not None:
             try:
                 self.text = text_schema(schema, self.where)
             except TypeError as exc:
                 msg = f"file source: XML `{self.name}`: {exc}"
                 raise ConfigError(msg) from None
-        self.strict = schema is None
+            self.plan = Plan(list(self.text), strict=False, where=self.where)
         self.stack: list[str] = []  # open elements outside a record, by local name
         self.rooted = False  # the root element has started
         self.index = 0  # the next record's row index
@@ -131,32 +127,39 @@ class _Records:
         self.over: str | None = None
         self.record_lo = 0  # it started before this many bytes were fed...
         self.record_hi = 0  # ...and after this many
-        # The window: rows (row index, raw record) and refused records.
+        # The window: rows (row index, values), refused records and, until a schema is
+        # inferred from them, the first window's record elements (row index, element).
         self.rows: list[tuple[int, dict[str, Any]]] = []
         self.bad: list[Bad] = []
+        self.held: list[tuple[int, Any]] = []
         self.window_fed = 0
 
     # ------------------------------------------------------------------ events
     def handle(self, events: Any) -> Iterator[Chunk]:
         """Handle parser events; yield a chunk for each full window."""
+        max_depth, max_nodes = self.limits.max_depth, self.limits.max_record_nodes
         for event, elem in events:
-            if self.record is not None:
+            if self.record is None:
                 if event == "start":
-                    self._inner_start(elem)
-                elif self.depth:
-                    self.depth -= 1
-                    if self.over is not None:
-                        _drop(elem)
+                    self.rooted = True
+                    self.stack.append(local(elem.tag))
+                    if self.stack == self.steps:
+                        self._start_record(elem)
                 else:
-                    yield from self._end_record(elem)
-            elif event == "start":
-                self.rooted = True
-                self.stack.append(_local(elem.tag))
-                if self.stack == self.steps:
-                    self._start_record(elem)
+                    self.stack.pop()
+                    _drop(elem)
+            elif event == "start":  # inside the record: count, and check the bounds
+                self.depth += 1
+                attrib = elem.attrib
+                self.nodes += 1 + len(attrib) if attrib else 1
+                if self.over is None and (self.depth > max_depth or self.nodes > max_nodes):
+                    self._refuse_bound()
+            elif self.depth:
+                self.depth -= 1
+                if self.over is not None:
+                    _drop(elem)
             else:
-                self.stack.pop()
-                _drop(elem)
+                yield from self._end_record(elem)
         if self.record is not None and self.over is None:
             spanned = self.fed_before - self.record_lo
             if spanned > self.limits.max_record_bytes:
@@ -170,18 +173,15 @@ class _Records:
         self.over = None
         self.record_hi = self.fed_before
         self.record_lo = self.fed
-        if not self.rows and not self.bad:
+        if not self.rows and not self.bad and not self.held:
             self.window_fed = self.fed_before
 
-    def _inner_start(self, elem: Any) -> None:
-        self.depth += 1
-        self.nodes += 1 + len(elem.attrib)
-        if self.over is not None:
-            return
-        if self.depth > self.limits.max_depth:
-            self._refuse(f"nests deeper than max_depth={self.limits.max_depth} levels")
-        elif self.nodes > self.limits.max_record_nodes:
-            limit = self.limits.max_record_nodes
+    def _refuse_bound(self) -> None:
+        limits = self.limits
+        if self.depth > limits.max_depth:
+            self._refuse(f"nests deeper than max_depth={limits.max_depth} levels")
+        else:
+            limit = limits.max_record_nodes
             self._refuse(f"holds more than max_record_nodes={limit} elements and attributes")
 
     def _refuse(self, why: str) -> None:
@@ -195,79 +195,84 @@ class _Records:
         index = self.index
         self.index += 1
         self.record = None
-        if index >= self.start:
-            self._take(elem, index)
-        _drop(elem)
-        if self.rows or self.bad:
-            n = len(self.rows) + len(self.bad)
+        if index >= self.start and self._take(elem, index):
+            elem.getparent().remove(elem)  # held, whole, until the schema is inferred
+        else:
+            _drop(elem)
+        if self.rows or self.bad or self.held:
+            n = len(self.rows) + len(self.bad) + len(self.held)
             if n >= self.batch_rows or self.fed - self.window_fed >= self.limits.max_window_bytes:
                 yield from self.flush()
 
-    def _take(self, elem: Any, index: int) -> None:
+    def _take(self, elem: Any, index: int) -> bool:
+        """Read one record into the window; ``True`` when its element is to be held."""
         if self.over is None and self.fed - self.record_hi > self.limits.max_record_bytes:
-            etree = require("lxml.etree", extra="files")
-            if len(etree.tostring(elem)) > self.limits.max_record_bytes:
+            if len(_xml_bytes(elem)) > self.limits.max_record_bytes:
                 self.over = f"is larger than max_record_bytes={self.limits.max_record_bytes}"
         if self.over is not None:
             self.bad.append(Bad(index, f"XML record {index} {self.over}; it is not read"))
-            return
+            return False
+        if self.plan is None:
+            self.held.append((index, elem))
+            return True
         try:
-            self.rows.append((index, raw_record(elem, self.where)))
+            self.rows.append((index, self.plan.record(elem)))
         except Refused as exc:
             self.bad.append(Bad(index, f"XML record {index}: {exc}", _xml_bytes(elem)))
+        return False
 
     # ------------------------------------------------------------------ windows
     def flush(self) -> Iterator[Chunk]:
         """The window so far as a chunk (rows cast to the schema, refused records)."""
+        if self.held:
+            yield from self._infer()
         rows, bad = self.rows, self.bad
         self.rows, self.bad = [], []
         if not rows and not bad:
             return
-        next_row = max([i for i, _ in rows] + [b.row for b in bad]) + 1
-        if not rows:
-            yield Chunk(None, np.zeros(0, np.int64), next_row, None, bad)
-            return
-        if self.text is None:
-            shape = Shape()
-            for _, raw in rows:
-                shape.add_fields(raw)
-            fields = shape.count()
-            if fields > self.limits.max_fields:
-                first = min([i for i, _ in rows] + [b.row for b in bad])
-                msg = (
-                    f"XML records at {self.where} hold {fields} distinct fields, more than "
-                    f"max_fields={self.limits.max_fields}; the rest of the file is not read "
-                    "(pass a schema naming the fields to read)"
-                )
-                self.bad = []
-                yield Chunk(None, np.zeros(0, np.int64), first, bad=[Bad(first, msg)])
-                raise _Stop
-            self.text = shape.schema()
-            logger.warning(
-                "file source: `%s` XML schema inferred from its first %d records (pass a "
-                "contract or an Arrow schema to fix it): %s",
-                self.name,
-                len(rows),
-                self.text.to_string(show_schema_metadata=False).replace("\n", "; "),
-            )
-        values: list[dict[str, Any]] = []
-        offsets: list[int] = []
-        for index, raw in rows:
-            try:
-                values.append(conform(raw, self.text, self.strict, self.where))
-                offsets.append(index)
-            except Refused as exc:
-                text = json.dumps(raw, ensure_ascii=False).encode()
-                bad.append(Bad(index, f"XML record {index}: {exc}", text))
-        offs = np.asarray(offsets, dtype=np.int64)
+        next_row = max([i for i, _ in rows[-1:]] + [b.row for b in bad]) + 1
+        offs = np.asarray([i for i, _ in rows], dtype=np.int64)
         good: pa.RecordBatch | None = None
-        if values:
-            good = typed_batch(values, self.text)
+        if rows and self.text is not None:
+            good = typed_batch([v for _, v in rows], self.text)
             if self.schema is not None:
                 good, offs, cast_bad = cast_rows(good, self.schema, 0, offs)
                 bad += cast_bad
         bad.sort(key=lambda b: b.row)
         yield Chunk(good, offs, next_row, None, bad)
+
+    def _infer(self) -> Iterator[Chunk]:
+        """The schema from the held first window, then its records read by it."""
+        held, self.held = self.held, []
+        shape = Shape()
+        for _, elem in held:
+            shape.add_fields(elem)
+        fields = shape.count()
+        if fields > self.limits.max_fields:
+            first = min([i for i, _ in held] + [b.row for b in self.bad])
+            msg = (
+                f"XML records at {self.where} hold {fields} distinct fields, more than "
+                f"max_fields={self.limits.max_fields}; the rest of the file is not read "
+                "(pass a schema naming the fields to read)"
+            )
+            self.bad = []
+            yield Chunk(None, np.zeros(0, np.int64), first, bad=[Bad(first, msg)])
+            raise _Stop
+        self.text = shape.schema()
+        self.plan = Plan(list(self.text), strict=True, where=self.where)
+        logger.warning(
+            "file source: `%s` XML schema inferred from its first %d records (pass a "
+            "contract or an Arrow schema to fix it): %s",
+            self.name,
+            len(held),
+            self.text.to_string(show_schema_metadata=False).replace("\n", "; "),
+        )
+        for index, elem in held:
+            try:
+                self.rows.append((index, self.plan.record(elem)))
+            except Refused as exc:
+                self.bad.append(Bad(index, f"XML record {index}: {exc}", _xml_bytes(elem)))
+        self.rows.sort(key=lambda r: r[0])
 
     def broken(self, exc: Any) -> Iterator[Chunk]:
         """The window so far, then one DLQ row for the rest of a malformed file."""

@@ -21,8 +21,9 @@ whose field is not a list, an element with children whose field is a leaf, text 
 struct has no ``#text``, an unexpanded entity reference, a name an inferred schema does
 not hold) goes to the DLQ with the field's path.
 
-Records are turned into these nested Python values once, then into Arrow by one
-``pa.array`` call per window, and cast columnar.
+Each record element is turned into nested Python values in one walk (a :class:`Plan`
+compiled once from the schema), a window of them into Arrow by one ``pa.array`` call,
+and the window is cast columnar.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.types as pat
 
-__all__ = ["TEXT", "Refused", "Shape", "conform", "raw_record", "text_schema", "typed_batch"]
+__all__ = ["TEXT", "Plan", "Refused", "Shape", "local", "text_schema", "typed_batch"]
 
 TEXT = "#text"
 """The field that holds a complex element's own text."""
@@ -42,53 +43,17 @@ class Refused(Exception):  # noqa: N818 - an outcome, not a fault: the record go
     """A record that the mapping rule or the schema cannot represent."""
 
 
-def _local(tag: str) -> str:
+def local(tag: str) -> str:
+    """An element or attribute name without its namespace."""
     return tag.rsplit("}", 1)[-1] if tag[:1] == "{" else tag
 
 
-def raw_record(elem: Any, where: str) -> dict[str, Any]:
-    """A record element as nested Python values: ``{@attr: str, #text: str, name: [..]}``.
-
-    Every child name maps to the list of its occurrences (simple ones as text or
-    ``None``, complex ones as dicts), whatever the schema later makes of them.
-
-    Raises:
-        Refused: On an unexpanded entity reference, or two attributes sharing a local name.
-    """
-    node = _raw(elem, where)
-    return node if isinstance(node, dict) else ({TEXT: node} if node else {})
-
-
-def _raw(elem: Any, where: str) -> dict[str, Any] | str | None:
-    attrib = elem.attrib
-    children = list(elem)
-    if not attrib and not children:
-        text = elem.text
-        return text or None
-    out: dict[str, Any] = {}
-    for key, value in attrib.items():
-        name = "@" + _local(key)
-        if name in out:
-            msg = f"`{where}` has two attributes named `{name[1:]}` (in different namespaces)"
-            raise Refused(msg)
-        out[name] = value
+def _own_text(elem: Any) -> str | None:
+    """A complex element's text and the text after each child, unless only whitespace."""
     texts = [elem.text] if elem.text else []
-    for child in children:
-        tag = child.tag
-        if not isinstance(tag, str):
-            msg = (
-                f"`{where}` holds the entity reference `{child.text}`, which is not expanded "
-                "(entities are never resolved); replace it by its text"
-            )
-            raise Refused(msg)
-        name = _local(tag)
-        out.setdefault(name, []).append(_raw(child, f"{where}/{name}"))
-        if child.tail:
-            texts.append(child.tail)
+    texts += [c.tail for c in elem if c.tail]
     text = "".join(texts)
-    if text.strip():
-        out[TEXT] = text
-    return out
+    return text if text.strip() else None
 
 
 class Shape:
@@ -101,28 +66,35 @@ class Shape:
         self.repeated = False
         self.fields: dict[str, Shape] | None = None
 
-    def add(self, node: dict[str, Any] | str | None) -> None:
-        """Widen the shape by one occurrence."""
-        if isinstance(node, dict):
-            self.add_fields(node)
-        elif node is not None:
+    def add(self, elem: Any) -> None:
+        """Widen the shape by one occurrence of the element."""
+        if elem.attrib or any(isinstance(c.tag, str) for c in elem):
+            self.add_fields(elem)
+        elif elem.text:
             self.text = True
 
-    def add_fields(self, node: dict[str, Any]) -> None:
-        """Widen the shape by the fields of one complex occurrence (or of a record)."""
+    def add_fields(self, elem: Any) -> None:
+        """Widen the shape by the attributes, children and text of one complex element."""
         if self.fields is None:
             self.fields = {}
-        for name, value in node.items():
-            shape = self.fields.get(name)
+        fields = self.fields
+        for key in elem.attrib:
+            fields.setdefault("@" + local(key), Shape()).text = True
+        seen: set[str] = set()
+        for child in elem:
+            tag = child.tag
+            if not isinstance(tag, str):
+                continue  # an entity reference: the record is refused when it is read
+            name = local(tag)
+            shape = fields.get(name)
             if shape is None:
-                shape = self.fields[name] = Shape()
-            if name[0] in "@#":
-                shape.text = True
-                continue
-            if len(value) > 1:
+                shape = fields[name] = Shape()
+            if name in seen:
                 shape.repeated = True
-            for item in value:
-                shape.add(item)
+            seen.add(name)
+            shape.add(child)
+        if _own_text(elem) is not None:
+            fields.setdefault(TEXT, Shape()).text = True
 
     def count(self) -> int:
         """The number of fields at every level."""
@@ -145,6 +117,137 @@ class Shape:
         return pa.schema(list(record)) if pat.is_struct(record) else pa.schema([])
 
 
+class Plan:
+    """How the elements of one struct (or of the record) become values of a text schema.
+
+    Args:
+        fields: The struct's fields, every leaf a string (:func:`text_schema`).
+        strict: Refuse what the fields do not name (an inferred schema), rather than
+            not read it (a schema given is a projection).
+        where: The element's path, for messages.
+    """
+
+    __slots__ = ("attrs", "kids", "strict", "text", "where")
+
+    def __init__(self, fields: list[pa.Field], strict: bool, where: str) -> None:
+        self.where = where
+        self.strict = strict
+        self.text = False
+        self.attrs: dict[str, str] = {}
+        self.kids: dict[str, tuple[bool, Plan | None, str]] = {}
+        for f in fields:
+            if f.name == TEXT:
+                self.text = True
+            elif f.name.startswith("@"):
+                self.attrs[f.name[1:]] = f.name
+            else:
+                many = pat.is_list(f.type)
+                item = f.type.value_type if many else f.type
+                sub = Plan(list(item), strict, f"{where}/{f.name}") if pat.is_struct(item) else None
+                self.kids[f.name] = (many, sub, str(f.type))
+
+    def record(self, elem: Any) -> dict[str, Any]:
+        """One record element as a row.
+
+        Raises:
+            Refused: What the fields cannot represent, with the element's path.
+        """
+        return self._complex(elem)
+
+    def struct(self, elem: Any) -> dict[str, Any] | None:
+        """One occurrence of a struct-typed element: null when empty."""
+        if elem.attrib or len(elem):
+            return self._complex(elem)
+        text = elem.text
+        if not text:
+            return None
+        if not self.text:
+            msg = f"`{self.where}` holds text but its schema field (a struct) has no `{TEXT}` field"
+            raise Refused(msg)
+        return {TEXT: text}
+
+    def _complex(self, elem: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in elem.attrib.items():
+            bare = local(key)
+            name = self.attrs.get(bare)
+            if name is None:
+                if self.strict:
+                    raise Refused(self._unknown(f"the attribute `{bare}`"))
+                continue
+            if name in out:
+                msg = f"`{self.where}` has two attributes named `{bare}` (in different namespaces)"
+                raise Refused(msg)
+            out[name] = value
+        kids = self.kids
+        for child in elem:
+            tag = child.tag
+            if not isinstance(tag, str):
+                raise Refused(self._entity(child))
+            name = local(tag)
+            spec = kids.get(name)
+            if spec is None:
+                if self.strict:
+                    raise Refused(self._unknown(f"the element `{name}`"))
+                continue
+            many, sub, type_name = spec
+            value = sub.struct(child) if sub is not None else self._leaf(child, name, type_name)
+            if many:
+                items = out.get(name)
+                if items is None:
+                    out[name] = [value]
+                else:
+                    items.append(value)
+            elif name in out:
+                count = sum(1 for c in elem if isinstance(c.tag, str) and local(c.tag) == name)
+                msg = (
+                    f"`{self.where}/{name}` occurs {count} times; its schema field is "
+                    f"{type_name}, not a list (make it a list to read every occurrence)"
+                )
+                raise Refused(msg)
+            else:
+                out[name] = value
+        if self.text or self.strict:
+            text = _own_text(elem)
+            if text is not None:
+                if not self.text:
+                    raise Refused(self._unknown(f"the text {text[:40]!r}"))
+                out[TEXT] = text
+        return out
+
+    def _leaf(self, child: Any, name: str, type_name: str) -> str | None:
+        if len(child):
+            for grand in child:
+                if not isinstance(grand.tag, str):
+                    raise Refused(self._entity(grand))
+            names = ", ".join(dict.fromkeys(local(g.tag) for g in child))
+            msg = (
+                f"`{self.where}/{name}` has child element(s) {names}; its schema field is "
+                f"{type_name}, not a struct (make it a struct to read them)"
+            )
+            raise Refused(msg)
+        if self.strict and child.attrib:
+            msg = (
+                f"`{self.where}/{name}` has attributes; in the schema inferred from the "
+                "first records it is text (pass a schema that makes it a struct)"
+            )
+            raise Refused(msg)
+        text: str | None = child.text
+        return text or None
+
+    def _unknown(self, what: str) -> str:
+        return (
+            f"`{self.where}` holds {what}, not in the schema inferred from the first "
+            "records; pass a schema that names it"
+        )
+
+    def _entity(self, node: Any) -> str:
+        return (
+            f"`{self.where}` holds the entity reference `{node.text}`, which is not expanded "
+            "(entities are never resolved); replace it by its text"
+        )
+
+
 def text_schema(schema: pa.Schema, where: str) -> pa.Schema:
     """``schema`` with every leaf a string: what records are first built as.
 
@@ -163,77 +266,6 @@ def _text_type(t: pa.DataType, where: str) -> pa.DataType:
         msg = f"field `{where}` is {t}; XML records map to structs, lists and scalars"
         raise TypeError(msg)
     return pa.string()
-
-
-def conform(node: dict[str, Any], schema: pa.Schema, strict: bool, where: str) -> dict[str, Any]:
-    """A raw record as the values of ``schema`` (a text schema, every leaf a string).
-
-    Args:
-        node: The record from :func:`raw_record`.
-        schema: The text schema.
-        strict: Refuse names the schema does not hold (an inferred schema), rather than
-            not reading them (a schema given is a projection).
-        where: The record's path, for messages.
-
-    Raises:
-        Refused: What the schema cannot represent, with the field's path.
-    """
-    return _struct(node, list(schema), strict, where)
-
-
-def _struct(
-    node: dict[str, Any] | str | None, fields: list[pa.Field], strict: bool, where: str
-) -> dict[str, Any] | None:
-    if node is None:
-        return None
-    if isinstance(node, str):
-        if not any(f.name == TEXT for f in fields):
-            msg = f"`{where}` holds text but its schema field (a struct) has no `{TEXT}` field"
-            raise Refused(msg)
-        return {TEXT: node}
-    out: dict[str, Any] = {}
-    for f in fields:
-        value = node.get(f.name)
-        if value is None or f.name[0] in "@#":
-            out[f.name] = value
-        else:
-            out[f.name] = _field(value, f.type, strict, f"{where}/{f.name}")
-    if strict and len(node) > len(out):
-        extra = ", ".join(f"`{n}`" for n in node if n not in out)
-        msg = (
-            f"`{where}` holds {extra}, not in the schema inferred from the first records; "
-            "pass a schema that names it"
-        )
-        raise Refused(msg)
-    return out
-
-
-def _field(items: list[Any], t: pa.DataType, strict: bool, where: str) -> Any:
-    if pat.is_list(t):
-        return [_one(item, t.value_type, strict, where) for item in items]
-    if len(items) > 1:
-        msg = (
-            f"`{where}` occurs {len(items)} times; its schema field is {t}, not a list "
-            "(make it a list to read every occurrence)"
-        )
-        raise Refused(msg)
-    return _one(items[0], t, strict, where)
-
-
-def _one(item: Any, t: pa.DataType, strict: bool, where: str) -> Any:
-    if pat.is_struct(t):
-        return _struct(item, list(t), strict, where)
-    if isinstance(item, dict):
-        children = [n for n in item if n[0] not in "@#"]
-        if children or strict:
-            what = f"child element(s) {', '.join(children)}" if children else "attributes"
-            msg = (
-                f"`{where}` has {what}; its schema field is {t}, not a struct "
-                "(make it a struct to read them)"
-            )
-            raise Refused(msg)
-        return item.get(TEXT)
-    return item
 
 
 def typed_batch(records: list[dict[str, Any]], text: pa.Schema) -> pa.RecordBatch:
