@@ -57,6 +57,8 @@ class XmlLimits:
     Attributes:
         max_depth: Element levels below a record element.
         max_record_nodes: Elements and attributes in one record.
+        max_attributes: Attributes of one element of a record (reading an element's
+            attributes costs the square of their number).
         max_record_bytes: Bytes of one record, as serialized.
         max_fields: Fields at every level of a schema inferred with ``schema="infer"``.
         max_window_bytes: File bytes the records of one emitted batch may span; a batch
@@ -66,9 +68,10 @@ class XmlLimits:
 
     max_depth: int = 32
     max_record_nodes: int = 100_000
+    max_attributes: int = 1_000
     max_record_bytes: int = 16 * _MIB
     max_fields: int = 1_024
-    max_window_bytes: int = 64 * _MIB
+    max_window_bytes: int = 16 * _MIB
     max_prolog_bytes: int = _MIB
 
     def __post_init__(self) -> None:
@@ -114,7 +117,7 @@ class _Records:
             except TypeError as exc:
                 msg = f"file source: XML `{self.name}`: {exc}"
                 raise ConfigError(msg) from None
-            self.plan = Plan(list(self.text), strict=False, where=self.where)
+            self.plan = Plan(list(schema), strict=False, where=self.where)
         self.stack: list[str] = []  # open elements outside a record, by local name
         self.rooted = False  # the root element has started
         self.index = 0  # the next record's row index
@@ -138,6 +141,7 @@ class _Records:
     def handle(self, events: Any) -> Iterator[Chunk]:
         """Handle parser events; yield a chunk for each full window."""
         max_depth, max_nodes = self.limits.max_depth, self.limits.max_record_nodes
+        max_attrs = self.limits.max_attributes
         for event, elem in events:
             if self.record is None:
                 if event == "start":
@@ -150,10 +154,12 @@ class _Records:
                     _drop(elem)
             elif event == "start":  # inside the record: count, and check the bounds
                 self.depth += 1
-                attrib = elem.attrib
-                self.nodes += 1 + len(attrib) if attrib else 1
-                if self.over is None and (self.depth > max_depth or self.nodes > max_nodes):
-                    self._refuse_bound()
+                attrs = len(elem.attrib)
+                self.nodes += 1 + attrs
+                if self.over is None and (
+                    self.depth > max_depth or self.nodes > max_nodes or attrs > max_attrs
+                ):
+                    self._refuse_bound(attrs)
             elif self.depth:
                 self.depth -= 1
                 if self.over is not None:
@@ -169,16 +175,23 @@ class _Records:
         self.stack.pop()
         self.record = elem
         self.depth = 0
-        self.nodes = 1 + len(elem.attrib)
+        attrs = len(elem.attrib)
+        self.nodes = 1 + attrs
         self.over = None
+        if attrs > self.limits.max_attributes:
+            self._refuse_bound(attrs)
         self.record_hi = self.fed_before
         self.record_lo = self.fed
         if not self.rows and not self.bad and not self.held:
             self.window_fed = self.fed_before
 
-    def _refuse_bound(self) -> None:
+    def _refuse_bound(self, attrs: int) -> None:
         limits = self.limits
-        if self.depth > limits.max_depth:
+        if attrs > limits.max_attributes:
+            self._refuse(
+                f"has an element with more than max_attributes={limits.max_attributes} attributes"
+            )
+        elif self.depth > limits.max_depth:
             self._refuse(f"nests deeper than max_depth={limits.max_depth} levels")
         else:
             limit = limits.max_record_nodes
@@ -188,8 +201,8 @@ class _Records:
         """Refuse the open record and drop its ended children: memory stays bounded."""
         self.over = why
         record = self.record
-        while len(record) > 1:  # the last child may still be open: keep it
-            del record[0]
+        if len(record) > 1:  # the last child may still be open: keep it
+            del record[:-1]
 
     def _end_record(self, elem: Any) -> Iterator[Chunk]:
         index = self.index

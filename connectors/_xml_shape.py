@@ -121,7 +121,8 @@ class Plan:
     """How the elements of one struct (or of the record) become values of a text schema.
 
     Args:
-        fields: The struct's fields, every leaf a string (:func:`text_schema`).
+        fields: The struct's fields (of the schema given, or of the inferred one); only
+            which are lists and structs matters, leaves are read as text.
         strict: Refuse what the fields do not name (an inferred schema), rather than
             not read it (a schema given is a projection).
         where: The element's path, for messages.
@@ -141,7 +142,7 @@ class Plan:
             elif f.name.startswith("@"):
                 self.attrs[f.name[1:]] = f.name
             else:
-                many = pat.is_list(f.type)
+                many = pat.is_list(f.type) or pat.is_large_list(f.type)
                 item = f.type.value_type if many else f.type
                 sub = Plan(list(item), strict, f"{where}/{f.name}") if pat.is_struct(item) else None
                 self.kids[f.name] = (many, sub, str(f.type))
@@ -269,19 +270,19 @@ def _text_type(t: pa.DataType, where: str) -> pa.DataType:
 
 
 def typed_batch(records: list[dict[str, Any]], text: pa.Schema) -> pa.RecordBatch:
-    """Records (from :func:`conform`) as one batch of ``text``, ready to be cast.
+    """Rows (from :meth:`Plan.record`) as one batch of ``text``, ready to be cast.
 
     Children of a null struct are made null too, so a later cast never parses the
-    placeholders Arrow leaves under a null parent.
+    placeholders Arrow leaves under a null parent. A record without any field is still
+    a row (of no columns).
     """
     arr = pa.array(records, pa.struct(list(text)))
-    arrays = [_clean(c) for c in arr.flatten()]
-    return pa.RecordBatch.from_arrays(arrays, schema=text)
+    return pa.RecordBatch.from_struct_array(_clean(arr))
 
 
 def _clean(arr: pa.Array) -> pa.Array:
     t = arr.type
-    if pat.is_struct(t):
+    if pat.is_struct(t) and t.num_fields:
         mask = arr.is_null() if arr.null_count else None
         return pa.StructArray.from_arrays(
             [_clean(c) for c in arr.flatten()], fields=list(t), mask=mask

@@ -9,6 +9,8 @@ oldest lxml the ``files`` extra allows (``PYTHONPATH`` pointing at lxml 5.0) and
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -202,7 +204,7 @@ def test_malformed_xml_before_the_first_record_says_so(tmp_path: Path) -> None:
     [row] = bad
     assert row["_twg_source_offset"] == 0
     assert "malformed XML before the first record" in row["message"]
-    assert "-1" not in row["message"]
+    assert "record -1" not in row["message"]
 
 
 def test_a_truncated_file_keeps_its_records(tmp_path: Path) -> None:
@@ -407,3 +409,21 @@ def test_a_resume_skips_the_records_before_its_row(tmp_path: Path) -> None:
     assert [r["_twg_source_offset"] for r in rows] == list(range(20, 50))
     assert [r["id"] for r in rows] == [str(i) for i in range(20, 50)]
     assert all(r["tag"] == ["a", "b"] for r in rows)
+
+
+# ---------------------------------------------------------------------- the docs
+
+
+def test_the_docs_example_prints_what_the_docs_show(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, str(root / "docs/examples/files_xml.py"), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    lines = out.stdout.splitlines()
+    assert len(lines) == 5
+    page = (root / "docs/connectors/files.md").read_text()
+    for line in lines:
+        assert f"\n{line}\n" in page, line
