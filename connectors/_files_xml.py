@@ -209,7 +209,9 @@ class _Records:
         self.index += 1
         self.record = None
         if index >= self.start and self._take(elem, index):
-            elem.getparent().remove(elem)  # held, whole, until the schema is inferred
+            parent = elem.getparent()  # held, whole, until the schema is inferred
+            if parent is not None:
+                parent.remove(elem)
         else:
             _drop(elem)
         if self.rows or self.bad or self.held:

@@ -427,3 +427,12 @@ def test_the_docs_example_prints_what_the_docs_show(tmp_path: Path) -> None:
     page = (root / "docs/connectors/files.md").read_text()
     for line in lines:
         assert f"\n{line}\n" in page, line
+
+
+@pytest.mark.parametrize("schema", ["infer", pa.schema([pa.field("id", pa.int64())])])
+def test_the_root_element_can_be_the_record(tmp_path: Path, schema: Any) -> None:
+    path = tmp_path / "o.xml"
+    path.write_text("<order><id>1</id></order>")
+    ok, bad = read(path, schema, record_path="/order")
+    assert bad == []
+    assert [str(r["id"]) for r in ok] == ["1"]
