@@ -384,7 +384,12 @@ def test_limits_are_checked() -> None:
     with pytest.raises(ConfigError, match="max_depth"):
         XmlLimits(max_depth=0)
     with pytest.raises(ConfigError, match="xml_limits"):
-        FileSource("x.xml", schema="infer", record_path=ORDERS, xml_limits={"max_depth": 3})
+        FileSource(
+            "x.xml",
+            schema="infer",
+            record_path=ORDERS,
+            xml_limits={"max_depth": 3},  # type: ignore[arg-type]
+        )
 
 
 # ---------------------------------------------------------------------- resume

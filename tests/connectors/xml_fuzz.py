@@ -15,6 +15,7 @@ writes the large inputs that are not worth committing (deep, wide, long, many).
 
 from __future__ import annotations
 
+import importlib
 import json
 import random
 import resource
@@ -22,6 +23,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
+
+import pyarrow as pa
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "xml_corpus"
 RECORD_PATH = "/orders/order"
@@ -194,13 +197,17 @@ class _File:
     def __init__(self, path: Path) -> None:
         self.path = self.name = str(path)
 
+    def source(self) -> str:
+        return self.path
+
     def open(self) -> IO[bytes]:
         return open(self.path, "rb")  # noqa: SIM115 - the reader closes it
 
+    def stream(self) -> pa.NativeFile:
+        return pa.input_stream(self.path)
+
 
 def _read_one(path: Path) -> dict[str, object]:
-    import pyarrow as pa
-
     from thalweg_bytewax.connectors._files_xml import read_xml
 
     schema = pa.schema([("@id", pa.int64()), ("tag", pa.list_(pa.string())), ("id", pa.string())])
@@ -230,9 +237,9 @@ def main(argv: list[str]) -> None:
         regenerate()
         return
     cap = int(argv[0]) * _MIB
-    import pyarrow as pa  # noqa: F401 - loaded before the cap is measured
-    import pyarrow.compute  # noqa: F401
-    from lxml import etree  # noqa: F401
+    import pyarrow.compute  # noqa: F401 - loaded before the cap is measured
+
+    importlib.import_module("lxml.etree")
 
     from thalweg_bytewax.connectors import _files_xml  # noqa: F401
 
