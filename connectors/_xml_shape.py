@@ -68,7 +68,7 @@ class Shape:
 
     def add(self, elem: Any) -> None:
         """Widen the shape by one occurrence of the element."""
-        if elem.attrib or any(isinstance(c.tag, str) for c in elem):
+        if elem.attrib or (len(elem) and any(isinstance(c.tag, str) for c in elem)):
             self.add_fields(elem)
         elif elem.text:
             self.text = True
@@ -85,7 +85,7 @@ class Shape:
             tag = child.tag
             if not isinstance(tag, str):
                 continue  # an entity reference: the record is refused when it is read
-            name = local(tag)
+            name = tag if tag[0] != "{" else tag.rsplit("}", 1)[1]
             shape = fields.get(name)
             if shape is None:
                 shape = fields[name] = Shape()
@@ -169,30 +169,33 @@ class Plan:
 
     def _complex(self, elem: Any) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for key, value in elem.attrib.items():
-            bare = local(key)
-            name = self.attrs.get(bare)
-            if name is None:
-                if self.strict:
-                    raise Refused(self._unknown(f"the attribute `{bare}`"))
-                continue
-            if name in out:
-                msg = f"`{self.where}` has two attributes named `{bare}` (in different namespaces)"
-                raise Refused(msg)
-            out[name] = value
-        kids = self.kids
+        attrib = elem.attrib
+        if attrib:
+            self._attributes(attrib, out)
+        kids, strict = self.kids, self.strict
+        want_text = self.text or strict
+        texts = [elem.text] if want_text and elem.text else []
         for child in elem:
             tag = child.tag
             if not isinstance(tag, str):
                 raise Refused(self._entity(child))
-            name = local(tag)
+            if want_text:
+                tail = child.tail
+                if tail:
+                    texts.append(tail)
+            name = tag if tag[0] != "{" else tag.rsplit("}", 1)[1]
             spec = kids.get(name)
             if spec is None:
-                if self.strict:
+                if strict:
                     raise Refused(self._unknown(f"the element `{name}`"))
                 continue
             many, sub, type_name = spec
-            value = sub.struct(child) if sub is not None else self._leaf(child, name, type_name)
+            if sub is not None:
+                value = sub.struct(child)
+            elif len(child) or (strict and child.attrib):
+                value = self._leaf(child, name, type_name)
+            else:
+                value = child.text or None
             if many:
                 items = out.get(name)
                 if items is None:
@@ -208,13 +211,26 @@ class Plan:
                 raise Refused(msg)
             else:
                 out[name] = value
-        if self.text or self.strict:
-            text = _own_text(elem)
-            if text is not None:
+        if texts:
+            text = "".join(texts)
+            if text.strip():
                 if not self.text:
                     raise Refused(self._unknown(f"the text {text[:40]!r}"))
                 out[TEXT] = text
         return out
+
+    def _attributes(self, attrib: Any, out: dict[str, Any]) -> None:
+        for key, value in attrib.items():
+            bare = local(key)
+            name = self.attrs.get(bare)
+            if name is None:
+                if self.strict:
+                    raise Refused(self._unknown(f"the attribute `{bare}`"))
+                continue
+            if name in out:
+                msg = f"`{self.where}` has two attributes named `{bare}` (in different namespaces)"
+                raise Refused(msg)
+            out[name] = value
 
     def _leaf(self, child: Any, name: str, type_name: str) -> str | None:
         if len(child):
