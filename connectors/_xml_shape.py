@@ -190,6 +190,7 @@ class Plan:
                     raise Refused(self._unknown(f"the element `{name}`"))
                 continue
             many, sub, type_name = spec
+            value: Any
             if sub is not None:
                 value = sub.struct(child)
             elif len(child) or (strict and child.attrib):
