@@ -1,17 +1,12 @@
-"""Private to :mod:`thalweg_bytewax.connectors.files`: Excel sheets and XML records.
+"""Private to :mod:`thalweg_bytewax.connectors.files`: Excel sheets.
 
-Both formats are read row by row by their parsers (python-calamine, lxml), so values
-reach Arrow through Python lists, one window of rows at a time; the window is then
-cast to the schema columnar, and only on a failed cast row by row.
+The sheet is read row by row by its parser (python-calamine), so values reach Arrow
+through Python lists, one window of rows at a time; the window is then cast to the
+schema columnar, and only on a failed cast row by row.
 
 * Excel: one sheet (``sheet=``, default the first); its first row is the header. A
   header with empty or merged cells cannot name the columns: the sheet goes to the DLQ
   with the merged ranges named.
-* XML: ``record_path`` (``"/orders/order"``) names the record elements; each record's
-  child elements (and its attributes, as ``@name``) are its fields, as text, cast to
-  the schema. Parsing is streaming (``lxml.etree.iterparse``) and each record element
-  is cleared once read. Malformed XML sends the rest of the file, from the first
-  record not read, to the DLQ with the parser's message and line.
 """
 
 from __future__ import annotations
@@ -28,7 +23,7 @@ from ._files_common import Bad, Chunk, Target, cast_rows, chunk_of, whole_file_b
 from ._files_limits import DEFAULT_LIMITS, FileLimits
 from ._files_workbook import check_workbook
 
-__all__ = ["read_excel", "read_xml"]
+__all__ = ["read_excel"]
 
 
 def _window(
@@ -112,71 +107,3 @@ def read_excel(
             yield whole_file_bad(start, "cannot read the Excel workbook", exc)
         else:
             raise
-
-
-def _record(elem: Any) -> dict[str, str | None]:
-    out: dict[str, str | None] = {f"@{k}": v for k, v in elem.attrib.items()}
-    for child in elem:
-        if isinstance(child.tag, str):
-            tag = child.tag.rsplit("}", 1)[-1]
-            out[tag] = child.text
-    return out
-
-
-def _xml_window(
-    rows: list[dict[str, str | None]], first: int, start: int, schema: pa.Schema | None
-) -> Chunk:
-    names = list(schema.names) if schema is not None else list(dict.fromkeys(
-        k for r in rows for k in r
-    ))
-    batch = pa.RecordBatch.from_arrays(
-        [pa.array([r.get(n) for r in rows], pa.string()) for n in names], names=names
-    )
-    chunk = chunk_of(batch, first, start)
-    if schema is None or chunk.rows is None:
-        return chunk
-    good, offsets, bad = cast_rows(chunk.rows, schema, 0, chunk.offsets)
-    return Chunk(good, offsets, chunk.next_row, None, bad)
-
-
-def read_xml(
-    target: Target,
-    start: int,
-    schema: pa.Schema | None,
-    batch_rows: int,
-    record_path: str = "",
-) -> Iterator[Chunk]:
-    """The record elements at ``record_path``, streamed, by windows of rows."""
-    etree = require("lxml.etree", extra="files")
-    steps = [s for s in record_path.split("/") if s]
-    first = 0
-    window: list[dict[str, str | None]] = []
-    with target.open() as f:
-        try:
-            for _, elem in etree.iterparse(f, events=("end",), tag=steps[-1], huge_tree=False):
-                path = [a.tag for a in reversed(list(elem.iterancestors()))] + [elem.tag]
-                if path != steps:
-                    continue
-                window.append(_record(elem))
-                elem.clear()
-                parent = elem.getparent()
-                while elem.getprevious() is not None and parent is not None:
-                    del parent[0]
-                if len(window) == batch_rows:
-                    if first + batch_rows > start:
-                        yield _xml_window(window, first, start, schema)
-                    first += batch_rows
-                    window = []
-        except etree.XMLSyntaxError as exc:
-            if window:
-                yield _xml_window(window, first, start, schema)
-                first += len(window)
-            msg = (
-                f"malformed XML after record {first - 1} (line {exc.lineno}): {exc.msg}; "
-                "the rest of the file is not read"
-            )
-            yield Chunk(None, np.zeros(0, np.int64), max(first, start),
-                        bad=[Bad(max(first, start), msg)])
-            return
-    if window:
-        yield _xml_window(window, first, start, schema)

@@ -81,7 +81,8 @@ from ._files_limits import DEFAULT_LIMITS, FileLimits
 from ._files_lines import read_ndjson
 from ._files_partition import COMPRESSED_SUFFIXES, FilePartition, FileTarget, path_name
 from ._files_paths import expand
-from ._files_sheets import read_excel, read_xml
+from ._files_sheets import read_excel
+from ._files_xml import XmlLimits, read_xml
 
 __all__ = [
     "DEFAULT_BATCH_ROWS",
@@ -90,6 +91,7 @@ __all__ = [
     "FileLimits",
     "FileSource",
     "FilesOut",
+    "XmlLimits",
     "split_rejects",
 ]
 
@@ -166,7 +168,11 @@ class FileSource(FixedPartitionedSource[KeyedBatch, int]):
             (path, partition, row index, record id) or ``"all"``.
         metadata_prefix: Prefix of the metadata columns.
         sheet: Excel: the sheet, by index or name.
-        record_path: XML: the path of the record elements, e.g. ``"/orders/order"``.
+        record_path: XML: the path of the record elements, e.g. ``"/orders/order"``
+            (local names from the root). Repeated child elements become lists, nested
+            ones structs (docs/connectors/files.md, "XML records").
+        xml_limits: XML: the reader's bounds (depth, record size, fields...); a record
+            past one is a DLQ row. Default: :class:`XmlLimits` defaults.
         storage_options: fsspec options for URLs (credentials stay out of messages).
         limits: Bounds on what one file may make the source allocate (line length,
             decompressed bytes, Avro block size and count, Excel cells...); default
@@ -189,6 +195,7 @@ class FileSource(FixedPartitionedSource[KeyedBatch, int]):
         metadata_prefix: str = DEFAULT_PREFIX,
         sheet: str | int = 0,
         record_path: str | None = None,
+        xml_limits: XmlLimits | None = None,
         storage_options: Mapping[str, Any] | None = None,
         limits: FileLimits | None = None,
     ) -> None:
@@ -219,6 +226,10 @@ class FileSource(FixedPartitionedSource[KeyedBatch, int]):
         self.schema: pa.Schema | None = resolved if isinstance(resolved, pa.Schema) else None
         self.sheet = sheet
         self.record_path = record_path
+        if xml_limits is not None and not isinstance(xml_limits, XmlLimits):
+            msg = f"{where}: `xml_limits` expected an XmlLimits; got {type(xml_limits).__name__}"
+            raise ConfigError(msg)
+        self.xml_limits = xml_limits or XmlLimits()
         self.storage_options = dict(storage_options or {})
         if limits is not None and not isinstance(limits, FileLimits):
             msg = f"{where}: `limits` expected a FileLimits; got {type(limits).__name__}"
@@ -319,7 +330,9 @@ class FileSource(FixedPartitionedSource[KeyedBatch, int]):
             FileFormat.AVRO: partial(read_avro, limits=limits),
             FileFormat.IPC: partial(read_ipc, limits=limits),
             FileFormat.EXCEL: partial(read_excel, sheet=self.sheet, limits=limits),
-            FileFormat.XML: partial(read_xml, record_path=self.record_path or ""),
+            FileFormat.XML: partial(
+                read_xml, record_path=self.record_path or "", limits=self.xml_limits
+            ),
         }
         return readers[fmt]
 
