@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
@@ -34,6 +35,7 @@ from thalweg_bytewax.catalog import postgres as pgcat
 from thalweg_bytewax.catalog.reconcile import reconcile
 from thalweg_bytewax.contracts.spec import ContractSpec, ObjectSpec
 from thalweg_bytewax.coverage import replacement_verdicts
+from thalweg_bytewax.coverage_store import CoverageStore
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError, SinkTransientError
 from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataPolicy, metadata_columns
 from thalweg_bytewax.runtime.epoch_sink import (
@@ -43,7 +45,7 @@ from thalweg_bytewax.runtime.epoch_sink import (
     check_locator_mode,
     unlocated_guarantee,
 )
-from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink
+from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink, coverage_store_option
 from thalweg_bytewax.typemap import Conversion, IdentifierMode
 
 from . import _postgres_coverage as cov
@@ -124,9 +126,15 @@ class PostgresSink(ShardedEpochSink[_PostgresPartition]):
         locators: ``"required"`` (rows carry ``_twg_source_*`` locators: exactly once)
             or ``"absent"`` (rows without them: at-least-once appends, effectively-once
             upserts; the locator columns are then refused).
+        coverage_store: Where to record each committed epoch's coverage for the flow
+            (beside the raw lane), under the output's step id: a
+            :class:`~thalweg_bytewax.coverage_store.CoverageStore`, a path (SQLite) or
+            a ``postgresql://`` URL. None records nothing there (the sink's own
+            ``_twg_coverage`` table is kept either way). ``thalweg coverage`` and
+            ``thalweg recover`` read it.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - one documented knob each
         self,
         dsn: str,
         table: str,
@@ -148,6 +156,7 @@ class PostgresSink(ShardedEpochSink[_PostgresPartition]):
         connect_timeout_s: float = 10.0,
         metadata_prefix: str = DEFAULT_PREFIX,
         locators: LocatorMode = "required",
+        coverage_store: CoverageStore | str | os.PathLike[str] | None = None,
     ) -> None:
         if not isinstance(dsn, str) or "://" not in dsn:
             msg = (
@@ -211,6 +220,14 @@ class PostgresSink(ShardedEpochSink[_PostgresPartition]):
         self.max_backoff_s = float(max_backoff_s)
         self.connect_timeout_s = float(connect_timeout_s)
         self.locators: LocatorMode = check_locator_mode(f"postgres sink `{self.target}`", locators)
+        if locators == "absent" and coverage_store is not None:
+            msg = (
+                f"postgres sink `{self.target}`: `coverage_store` records source offsets; "
+                f"expected none with locators='absent' (rows without a locator cover no "
+                f"offsets); got one; drop `coverage_store`, or give the rows a locator"
+            )
+            raise ConfigError(msg)
+        self.coverage_store = coverage_store_option(coverage_store)
         self._announced = False
         self._lock = threading.Lock()
         self._shapes: dict[pa.Schema, TableShape] = {}

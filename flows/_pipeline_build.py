@@ -172,6 +172,7 @@ def _sink(step: str, sink: SinkSection, config: PipelineConfig, base: Path) -> A
             return None
         from thalweg_bytewax.connectors.postgres import PostgresSink  # noqa: PLC0415
 
+        cover = located and sink.coverage and config.raw_lane.enabled
         return PostgresSink(
             dsn,
             sink.table or "",
@@ -179,6 +180,7 @@ def _sink(step: str, sink: SinkSection, config: PipelineConfig, base: Path) -> A
             mode=sink.mode,
             key_columns=sink.key_columns or None,
             locators="required" if located else "absent",
+            coverage_store=raw_lane if cover else None,
             **_shards(sink),
         )
     from thalweg_bytewax.connectors.kafka import KafkaSink  # noqa: PLC0415
