@@ -106,7 +106,49 @@ class _PostgresPartition(EpochSinkPartition):
         except Exception:
             self._drop_connection()
             raise
-        return cov.parse(rows)
+        held = cov.parse(rows)
+        if held and not sink.holds_partition(topic, partition):
+            return self._target_lost_partition(key, topic, partition, held)
+        return held
+
+    def _target_lost_partition(
+        self, key: str, topic: str, partition: int, held: OffsetCoverage
+    ) -> OffsetCoverage:
+        """Coverage of a partition the table no longer holds: refill it, or refuse.
+
+        The table was dropped, truncated or had the partition's rows deleted while its
+        coverage row stayed. Skipping by that coverage would write nothing, silently.
+        Without a resume state for the partition the source replays it from where it
+        starts: the stale coverage row goes (here and in the coverage store) and the
+        table is refilled. With one, the source resumes past the covered offsets and
+        they would never come back: refused, naming the remedy.
+        """
+        sink = self._sink
+        span = f"{held.first}-{held.last} ({held.size:,} offsets)"
+        resumed = self.resumed_offset(key)
+        if resumed:
+            msg = (
+                f"postgres sink `{sink.target}`: the table holds no row of `{key}` (dropped, "
+                f"truncated or deleted), but its coverage row in `{sink.schema}."
+                f"{cov.COVERAGE_TABLE}` (sink `{sink.sink_name}`) claims offsets {span} and "
+                f"the flow resumes `{key}` at offset {resumed}: the source will not replay "
+                f"them, so nothing would refill the table. Nothing was written. To refill "
+                f"it, start the flow without its recovery state (a fresh recovery "
+                f"directory) so the source replays from its start: the sink then drops the "
+                f"stale coverage and writes the table again; or write to a new table"
+            )
+            raise SinkTerminalError(msg)
+        logger.warning(
+            "postgres sink `%s`: the table holds no row of `%s` (dropped, truncated or "
+            "deleted) while its coverage claimed offsets %s; the stale coverage is dropped "
+            "and the table is refilled with what the source replays",
+            sink.target,
+            key,
+            span,
+        )
+        sink.forget_coverage(topic, partition)
+        self.target_lost([key])
+        return OffsetCoverage()
 
     @override
     def stage(self, key: str, rows: pa.RecordBatch) -> None:

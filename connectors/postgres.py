@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
+from psycopg import sql
 from typing_extensions import override
 
 from thalweg_bytewax import _deps
@@ -60,6 +61,9 @@ logger = logging.getLogger(__name__)
 
 WriteMode = Literal["append", "upsert"]
 """``append`` inserts every row; ``upsert`` replaces rows by key."""
+
+TargetState = Literal["missing", "empty", "rows"]
+"""What the sink found of its table at start."""
 
 _EMPTY: Mapping[str, Conversion] = MappingProxyType({})
 
@@ -232,6 +236,7 @@ class PostgresSink(ShardedEpochSink[_PostgresPartition]):
         self._lock = threading.Lock()
         self._shapes: dict[pa.Schema, TableShape] = {}
         self._bookkeeping_ready = False
+        self._target_at_start: TargetState = "rows"
         self.stats: list[EpochSinkStats] = []
 
     @property
@@ -307,7 +312,62 @@ class PostgresSink(ShardedEpochSink[_PostgresPartition]):
                 pgcat.ensure_schema(conn, self.schema)
                 conn.execute(cov.create_coverage_sql(self.schema))
                 conn.commit()
+                self._target_at_start = self._target_state(conn)
             self._bookkeeping_ready = True
+
+    def _target_state(self, conn: Any) -> TargetState:
+        """Whether the table is missing, empty or holds rows (two cheap catalog reads)."""
+        found = conn.execute(
+            "SELECT 1 FROM pg_tables WHERE schemaname = %s AND tablename = %s",
+            (self.schema, self.table),
+        ).fetchone()
+        if found is None:
+            conn.rollback()
+            return "missing"
+        row = conn.execute(
+            sql.SQL("SELECT EXISTS (SELECT 1 FROM {})").format(
+                sql.Identifier(self.schema, self.table)
+            )
+        ).fetchone()
+        conn.rollback()
+        return "rows" if row and row[0] else "empty"
+
+    def holds_partition(self, topic: str, partition: int) -> bool:
+        """Whether the table still holds a row of source partition ``topic:partition``.
+
+        At the sink's start the table is read once: a table that is missing or empty
+        holds nothing. In ``append`` mode every covered partition left a row, so each is
+        then looked up by its locator (an ``EXISTS`` that stops at the first row); an
+        upsert table may have replaced all of a partition's rows by key, so there only
+        the table as a whole is judged.
+        """
+        self.ensure_bookkeeping()
+        if self._target_at_start != "rows":
+            return False
+        cols = self.columns
+        if self.mode != "append" or not self._has_columns(
+            (cols.source_topic, cols.source_partition)
+        ):
+            return True
+        query = sql.SQL("SELECT EXISTS (SELECT 1 FROM {} WHERE {} = %s AND {} = %s)").format(
+            sql.Identifier(self.schema, self.table),
+            sql.Identifier(cols.source_topic),
+            sql.Identifier(cols.source_partition),
+        )
+        with self.connect_control() as conn:
+            row = conn.execute(query, (topic, partition)).fetchone()
+        return bool(row and row[0])
+
+    def forget_coverage(self, topic: str, partition: int) -> None:
+        """Delete the coverage row of a source partition the table no longer holds."""
+        with self.connect_control() as conn:
+            conn.execute(
+                sql.SQL("DELETE FROM {} WHERE sink = %s AND topic = %s AND partition = %s").format(
+                    sql.Identifier(self.schema, cov.COVERAGE_TABLE)
+                ),
+                (self.sink_name, topic, partition),
+            )
+            conn.commit()
 
     def held_record_ids(self, topic: str, partition: int, first: int, last: int) -> pa.Table | None:
         """The ``(offset, record id)`` pairs the table holds for a source range, if it can."""

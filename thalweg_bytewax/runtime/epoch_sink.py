@@ -229,6 +229,7 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         self._failed = False
         self._unlocated_pending = False  # rows without a locator staged since the commit
         self._recorder: CoverageRecorder | None = None
+        self._lost_keys: set[str] = set()  # source partitions whose target was found emptied
         # Counters, commit durations and health when observability is on (else None),
         # registered by `observe_as` once the output step's id is known.
         self._obs: SinkObserver | None = None
@@ -328,6 +329,27 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
             sink_id: The sink's id in the store (its step id, unless configured).
         """
         self._recorder = CoverageRecorder(store, sink_id, self.component)
+        if self._lost_keys:
+            self._recorder.forget(sorted(self._lost_keys))
+
+    def target_lost(self, keys: list[str]) -> None:
+        """Say the target no longer holds what it covered of source partitions ``keys``.
+
+        A sink calls it when its start check finds the target emptied or dropped and it
+        drops the stale coverage it kept there: the coverage store's rows of ``keys``
+        are deleted before anything is recorded again (the store never leads).
+        """
+        self._lost_keys.update(keys)
+        if self._recorder is not None:
+            self._recorder.forget(list(keys))
+
+    def resumed_offset(self, key: str) -> int | None:
+        """The next offset of ``key`` in the state Bytewax resumed this partition with.
+
+        The source resumes at or past it, so offsets below it are never replayed; None
+        when the partition resumed without state for ``key``.
+        """
+        return self._resume.get(key)
 
     @property
     def coverage_recorder(self) -> CoverageRecorder | None:
