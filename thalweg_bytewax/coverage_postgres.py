@@ -181,9 +181,7 @@ class PostgresCoverageStore:
         statement = sql.SQL("DELETE FROM {} WHERE sink=%s AND topic=%s AND partition=%s")
         with self._connect() as conn, conn.transaction():
             for topic, partition in keys:
-                conn.execute(
-                    statement.format(self._ident()), (_check_sink(sink), topic, partition)
-                )
+                conn.execute(statement.format(self._ident()), (_check_sink(sink), topic, partition))
 
     def entries(self, sink: str | None = None) -> list[CoverageEntry]:
         """Every stored row (of ``sink``, or all), sorted by sink, topic and partition."""

@@ -100,9 +100,7 @@ def test_without_resume_state_the_stale_coverage_goes_and_the_rows_come_back(
     elif how == "drop":
         execute(pg_dsn, sql.SQL("DROP TABLE {}").format(target))
     else:  # only partition 0's rows
-        execute(
-            pg_dsn, sql.SQL("DELETE FROM {} WHERE _twg_source_partition = 0").format(target)
-        )
+        execute(pg_dsn, sql.SQL("DELETE FROM {} WHERE _twg_source_partition = 0").format(target))
     # The source no longer has offsets 0-4 of t:0 (retention): the table and both
     # coverages hold 5-11 of it, never the lost 0-4.
     again = part(make_sink(coverage_store=store))
