@@ -146,8 +146,8 @@ class _PostgresPartition(EpochSinkPartition):
             key,
             span,
         )
+        self.target_lost([key])  # the store first: a crash in between leaves it lagging
         sink.forget_coverage(topic, partition)
-        self.target_lost([key])
         return OffsetCoverage()
 
     @override

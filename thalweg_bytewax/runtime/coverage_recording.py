@@ -69,12 +69,30 @@ class CoverageRecorder:
     def forget(self, keys: list[str]) -> None:
         """Note source partitions whose stored rows go: the target no longer holds them.
 
-        Deleted at the next :meth:`flush`, before anything is recorded; what was noted
-        for them before is dropped.
+        Deleted now, before the sink drops its own stale coverage (so a crash in between
+        leaves the store lagging, never leading); when the store is unreachable, at the
+        next :meth:`flush`, before anything is recorded. What was noted for them before
+        is dropped.
+
+        Raises:
+            ThalwegError: A non-transient store error.
         """
         for key in keys:
             self._forget.add(key)
             self._pending.pop(key, None)
+        try:
+            self.store.forget(self.sink_id, [decode_part(k) for k in sorted(self._forget)])
+        except TransientError:
+            logger.warning(
+                "%s: cannot drop the stale coverage of `%s` in %s yet; retried before the "
+                "next record",
+                self.component,
+                self.sink_id,
+                self.store.describe(),
+                exc_info=logger.isEnabledFor(logging.DEBUG),
+            )
+            return
+        self._forget.clear()
 
     def add(self, key: str, coverage: OffsetCoverage) -> None:
         """Note offsets of source partition ``key`` that are durable in the target."""
