@@ -248,7 +248,7 @@ class _IcebergPartition(EpochSinkPartition):
             selected_fields=(cols.source_partition,),
             limit=1,
         ).to_arrow()
-        return found.num_rows > 0
+        return bool(found.num_rows > 0)
 
     def _refuse_lost(self, key: str, what: str, resumed: int) -> None:
         msg = (

@@ -142,7 +142,7 @@ def lane_held_offsets(
 
 
 def _spans_of(offsets: np.ndarray) -> OffsetCoverage:
-    """The offsets of a sorted, de-duplicated int64 array as a coverage (vectorised)."""
+    """The offsets of a sorted int64 array (repeats allowed) as a coverage (vectorised)."""
     if offsets.size == 0:
         return OffsetCoverage()
     breaks = np.flatnonzero(np.diff(offsets) > 1)
@@ -193,7 +193,7 @@ def lane_rows_missing(
                     read = pq.read_table(f, columns=[column]).column(0)
             except (OSError, pa.ArrowException) as exc:
                 raise _io_error(store.root, f"read `{path}`", exc) from exc
-            held = _spans_of(np.unique(read.to_numpy()).astype(np.int64))
+            held = _spans_of(np.sort(read.to_numpy().astype(np.int64, copy=False)))
             absent = OffsetCoverage(
                 gap
                 for a, b in wanted.spans

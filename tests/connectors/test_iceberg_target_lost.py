@@ -23,10 +23,11 @@ from thalweg_bytewax.errors import SinkTerminalError
 
 
 def delete(config: IcebergCatalogConfig, predicate: Any = None) -> None:
-    from pyiceberg.expressions import AlwaysTrue, EqualTo
+    from pyiceberg import expressions
 
+    ex: Any = expressions  # predicates' positional constructors are untyped in the stubs
     table = config.load().load_table("test.orders")
-    table.delete(AlwaysTrue() if predicate is None else EqualTo(*predicate))
+    table.delete(ex.AlwaysTrue() if predicate is None else ex.EqualTo(*predicate))
 
 
 def first_run(factory: IcebergSinkFactory, **options: Any) -> dict[str, int]:

@@ -51,7 +51,7 @@ def part(sink: PostgresSink, resume: dict[str, int] | None = None) -> Any:
     return built
 
 
-def execute(dsn: str, statement: sql.Composable) -> None:
+def execute(dsn: str, statement: sql.Composed | sql.SQL) -> None:
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(statement)
 

@@ -28,6 +28,7 @@ from thalweg_bytewax.coverage_store import SqliteCoverageStore
 from thalweg_bytewax.errors import ConfigError, SourceError
 from thalweg_bytewax.recovery_plan import (
     RecoveryPlan,
+    check_lane_rows,
     check_retention,
     parse_offsets,
     plan_recovery,
@@ -256,3 +257,30 @@ def test_recover_reports_what_the_sinks_coverage_holds_not_what_it_planned(
     assert "recovered 0 offsets" in captured.out
     assert "still lacks 400 of the planned offsets" in captured.err
     assert "`coverage_store=`" in captured.err
+
+
+def test_the_lane_check_finds_offsets_a_file_is_named_for_and_holds_no_row_of(
+    tmp_path: Path,
+) -> None:
+    # One epoch's rows 0-9 and 20-29 of t:0 (10-19 went to another shard and were
+    # refused there): the lane names the file 0-29.
+    from tests.helpers import raw_batch, run_into
+    from thalweg_bytewax.connectors.parquet import ParquetSink
+    from thalweg_bytewax.connectors.raw_lane_source import lane_held_offsets, lane_rows_missing
+
+    run_into(
+        [("t:0", pa.concat_batches([raw_batch("t", 0, range(10)), raw_batch("t", 0, range(20, 30))]))],
+        ParquetSink(tmp_path),
+    )
+    held = lane_held_offsets(tmp_path)
+    assert held == {("t", 0): OffsetCoverage([(0, 29)])}
+    missing = lane_rows_missing(tmp_path, held)
+    [(name, absent)] = missing[("t", 0)]
+    assert name.endswith("00000000000000000029.parquet")
+    assert absent == OffsetCoverage([(10, 19)])
+    assert lane_rows_missing(tmp_path, {("t", 0): OffsetCoverage([(20, 29)])}) == {}
+    plan = RecoveryPlan("f.sink", {("t", 0): OffsetCoverage([(0, 29)])})
+    with pytest.raises(SourceError, match=r"`t:0` 10 offsets \(file `.*` lacks 10\.\.19\)"):
+        check_lane_rows(plan, missing, lane=str(tmp_path))
+    accepted = check_lane_rows(plan, missing, lane=str(tmp_path), allow_holes=True)
+    assert accepted == {("t", 0): OffsetCoverage([(10, 19)])}
