@@ -93,6 +93,7 @@ class _PostgresPartition(EpochSinkPartition):
         sink = self._sink
         sink.ensure_bookkeeping()
         conn = self._connection()
+        holds = sink.target_at_start == "rows"
         try:
             cur = conn.cursor()
             try:
@@ -100,6 +101,12 @@ class _PostgresPartition(EpochSinkPartition):
                     cov.read_sql(sink.schema, dollar=True), (sink.sink_name, topic, partition)
                 )
                 rows = cur.fetchall()
+                check = sink.partition_check_sql()
+                if rows and holds and check is not None:
+                    # Covered: does the table still hold a row of it? (the start check)
+                    cur.execute(check, (topic, partition))
+                    found = cur.fetchone()
+                    holds = bool(found and found[0])
             finally:
                 cur.close()
             conn.rollback()  # end the read's transaction: nothing stays open between epochs
@@ -107,7 +114,7 @@ class _PostgresPartition(EpochSinkPartition):
             self._drop_connection()
             raise
         held = cov.parse(rows)
-        if held and not sink.holds_partition(topic, partition):
+        if held and not holds:
             return self._target_lost_partition(key, topic, partition, held)
         return held
 

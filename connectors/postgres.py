@@ -237,6 +237,7 @@ class PostgresSink(ShardedEpochSink[_PostgresPartition]):
         self._shapes: dict[pa.Schema, TableShape] = {}
         self._bookkeeping_ready = False
         self._target_at_start: TargetState = "rows"
+        self._start_columns: frozenset[str] = frozenset()
         self.stats: list[EpochSinkStats] = []
 
     @property
@@ -316,14 +317,12 @@ class PostgresSink(ShardedEpochSink[_PostgresPartition]):
             self._bookkeeping_ready = True
 
     def _target_state(self, conn: Any) -> TargetState:
-        """Whether the table is missing, empty or holds rows (two cheap catalog reads)."""
-        found = conn.execute(
-            "SELECT 1 FROM pg_tables WHERE schemaname = %s AND tablename = %s",
-            (self.schema, self.table),
-        ).fetchone()
-        if found is None:
+        """Whether the table is missing, empty or holds rows (two cheap reads), and its columns."""
+        shape = pgcat.describe(conn, self.schema, self.table)
+        if shape is None:
             conn.rollback()
             return "missing"
+        self._start_columns = frozenset(c.name for c in shape.columns)
         row = conn.execute(
             sql.SQL("SELECT EXISTS (SELECT 1 FROM {})").format(
                 sql.Identifier(self.schema, self.table)
@@ -332,31 +331,32 @@ class PostgresSink(ShardedEpochSink[_PostgresPartition]):
         conn.rollback()
         return "rows" if row and row[0] else "empty"
 
-    def holds_partition(self, topic: str, partition: int) -> bool:
-        """Whether the table still holds a row of source partition ``topic:partition``.
-
-        At the sink's start the table is read once: a table that is missing or empty
-        holds nothing. In ``append`` mode every covered partition left a row, so each is
-        then looked up by its locator (an ``EXISTS`` that stops at the first row); an
-        upsert table may have replaced all of a partition's rows by key, so there only
-        the table as a whole is judged.
-        """
+    @property
+    def target_at_start(self) -> TargetState:
+        """What the sink found of its table at start: ``missing``, ``empty`` or ``rows``."""
         self.ensure_bookkeeping()
-        if self._target_at_start != "rows":
-            return False
+        return self._target_at_start
+
+    def partition_check_sql(self) -> str | None:
+        """The query whether the table holds a row of a source partition (``$1``, ``$2``).
+
+        Asked once per covered partition at start, through the shard's data
+        connection: in ``append`` mode every covered partition left a row, so an
+        ``EXISTS`` by its locator (stopping at the first row) tells whether the table
+        lost it. None in ``upsert`` mode (a key may have replaced all of a partition's
+        rows) or without the locator columns: then only the table as a whole is judged.
+        """
         cols = self.columns
-        if self.mode != "append" or not self._has_columns(
-            (cols.source_topic, cols.source_partition)
+        if self.mode != "append" or not {cols.source_topic, cols.source_partition} <= (
+            self._start_columns
         ):
-            return True
-        query = sql.SQL("SELECT EXISTS (SELECT 1 FROM {} WHERE {} = %s AND {} = %s)").format(
+            return None
+        query = sql.SQL("SELECT EXISTS (SELECT 1 FROM {} WHERE {} = $1 AND {} = $2)").format(
             sql.Identifier(self.schema, self.table),
             sql.Identifier(cols.source_topic),
             sql.Identifier(cols.source_partition),
         )
-        with self.connect_control() as conn:
-            row = conn.execute(query, (topic, partition)).fetchone()
-        return bool(row and row[0])
+        return query.as_string(None)
 
     def forget_coverage(self, topic: str, partition: int) -> None:
         """Delete the coverage row of a source partition the table no longer holds."""
