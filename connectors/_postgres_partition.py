@@ -134,6 +134,16 @@ class _PostgresPartition(EpochSinkPartition):
         span = f"{held.first}-{held.last} ({held.size:,} offsets)"
         resumed = self.resumed_offset(key)
         if resumed:
+            accept = (
+                sql.SQL("DELETE FROM {} WHERE sink = {} AND topic = {} AND partition = {}")
+                .format(
+                    sql.Identifier(sink.schema, cov.COVERAGE_TABLE),
+                    sql.Literal(sink.sink_name),
+                    sql.Literal(topic),
+                    sql.Literal(partition),
+                )
+                .as_string(None)
+            )
             msg = (
                 f"postgres sink `{sink.target}`: the table holds no row of `{key}` (dropped, "
                 f"truncated or deleted), but its coverage row in `{sink.schema}."
@@ -142,7 +152,9 @@ class _PostgresPartition(EpochSinkPartition):
                 f"them, so nothing would refill the table. Nothing was written. To refill "
                 f"it, start the flow without its recovery state (a fresh recovery "
                 f"directory) so the source replays from its start: the sink then drops the "
-                f"stale coverage and writes the table again; or write to a new table"
+                f"stale coverage and writes the table again; or write to a new table. If "
+                f"the rows were deleted on purpose (retention), accept it by deleting the "
+                f"coverage row: {accept}"
             )
             raise SinkTerminalError(msg)
         logger.warning(

@@ -137,6 +137,15 @@ def test_with_resume_state_an_emptied_table_is_refused_every_time(
         assert "holds no row of `t:0`" in text and "0-9" in text
         assert "fresh recovery directory" in text
     assert ids(pg_dsn, pg_schema) == []
+    # Deleted on purpose: the statement the refusal names accepts it, and the flow
+    # resumes past the covered offsets.
+    statement = text.split("deleting the coverage row: ", 1)[1]
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(statement.encode())
+    accepted = part(make_sink(), state)
+    accepted.write_batch([batch("t", 0, list(range(10, 15)))])
+    accepted.snapshot()
+    assert ids(pg_dsn, pg_schema) == list(range(10, 15))
 
 
 def test_a_dropped_table_with_resume_state_is_refused_and_not_recreated(
