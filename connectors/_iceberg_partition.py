@@ -185,6 +185,9 @@ class _IcebergPartition(EpochSinkPartition):
         self._staged_unlocated = False  # rows without a locator staged this epoch
         # Source partitions the table lost: the next commit of each marks the reset.
         self._reset: set[str] = set()
+        # Whether another writer's snapshot in the ancestry removed rows (read with the
+        # coverage): only then are covered partitions looked up one by one at start.
+        self._foreign_deletes = False
         # Per source partition, the last read for key lookups: (first offset, rows).
         self._key_windows: dict[str, tuple[int, pa.Table]] = {}
 
@@ -222,10 +225,12 @@ class _IcebergPartition(EpochSinkPartition):
         """Whether the table still holds a row of source partition ``topic:partition``.
 
         Cheap: an emptied table says so in its current snapshot's summary
-        (``total-records``); in ``append`` mode, where every covered partition left a
-        row, the partition is looked up by its locator with a one-row scan (files whose
-        statistics exclude it are skipped). An upsert table may have replaced all of a
-        partition's rows by key, so there only the table as a whole is judged.
+        (``total-records``), and a table whose ancestry holds no snapshot of another
+        writer that removed rows (a ``delete`` or ``overwrite`` without this sink's
+        commit id) lost nothing. Otherwise, in ``append`` mode, where every covered
+        partition left a row, the partition is looked up by its locator with a one-row
+        scan. An upsert table may have replaced all of a partition's rows by key, so
+        there only the table as a whole is judged.
         """
         table = self._current_table()
         snapshot = table.current_snapshot() if table is not None else None
@@ -235,6 +240,8 @@ class _IcebergPartition(EpochSinkPartition):
         total = summary.additional_properties.get("total-records") if summary else None
         if total is not None and str(total) == "0":
             return False
+        if not self._foreign_deletes:
+            return True  # no snapshot of another writer ever removed rows: nothing lost
         cols = self.columns
         names = set(table.schema().column_names)
         if self._sink.mode != "append" or not {cols.source_topic, cols.source_partition} <= names:
@@ -417,6 +424,8 @@ class _IcebergPartition(EpochSinkPartition):
         for snapshot in ancestors_of(table.current_snapshot(), table.metadata):
             summary = snapshot.summary
             props = summary.additional_properties if summary is not None else {}
+            if summary is not None and COMMIT_KEY not in props and _removes_rows(summary):
+                self._foreign_deletes = True
             for name, value in props.items():
                 if name.startswith(prefix) and name[len(prefix) :] not in done:
                     key = name[len(prefix) :]
@@ -563,6 +572,13 @@ class _IcebergPartition(EpochSinkPartition):
             if summary is not None and summary.additional_properties.get(COMMIT_KEY) == commit_id:
                 return True
         return False
+
+
+def _removes_rows(summary: Any) -> bool:
+    """Whether a snapshot summary says its commit removed rows (a delete or overwrite)."""
+    operation = getattr(summary.operation, "value", summary.operation)
+    deleted = summary.additional_properties.get("deleted-records")
+    return operation in ("delete", "overwrite") or (deleted is not None and str(deleted) != "0")
 
 
 def _key_verdicts(
