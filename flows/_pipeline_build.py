@@ -192,6 +192,7 @@ def _sink(step: str, sink: SinkSection, config: PipelineConfig, base: Path) -> A
         key=sink.message_key,
         transactional=sink.transactional,
         add_config=sink.librdkafka or None,
+        coverage_store=raw_lane if sink.coverage and config.raw_lane.enabled else None,
         **_shards(sink),
     )
 

@@ -88,7 +88,7 @@ class SinkSection(ConfigModel):
     librdkafka: dict[str, str] = Field(default_factory=dict)
     """kafka: librdkafka producer settings passed through (SASL, SSL, compression)."""
     coverage: bool = True
-    """iceberg / postgres / parquet: record coverage beside the raw lane (append mode only)."""
+    """Record coverage beside the raw lane (iceberg / postgres: append mode only)."""
 
     @model_validator(mode="after")
     def _by_kind(self) -> Self:
