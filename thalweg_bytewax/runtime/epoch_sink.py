@@ -18,6 +18,12 @@ protocol; a sink implements a few hooks:
 - ``replaced_by_key(key, rows)`` — for a target that replaces rows by key (upserts):
   whether it holds a later row of each row's key (optional).
 
+A sink whose ``open_partition`` finds its target lost what its coverage claims (a table
+dropped or emptied by a user) refills it or refuses: it calls
+:meth:`EpochSinkPartition.target_lost` so the coverage store forgets those partitions,
+and reads :meth:`EpochSinkPartition.resumed_offset` to know whether the source will
+replay them.
+
 The base, in order, for each batch: refuses rows without a locator; refuses rows whose
 source partition routes to another shard of the sink (one owner per source partition:
 coverage is per (sink, topic, partition), so two shards writing one partition would
