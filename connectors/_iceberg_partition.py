@@ -199,10 +199,14 @@ class _IcebergPartition(EpochSinkPartition):
             self._held = self._read_coverage()
         held = self._held.get(key, OffsetCoverage())
         resumed = self.resumed_offset(key)
-        if self._current_table() is None and resumed:
-            # The sink committed rows of `key` before the resumed epoch, so the table
-            # existed: it was dropped, and the source resumes past what it held.
-            self._refuse_lost(key, f"offsets below {resumed}", resumed)
+        if self._current_table() is None:
+            if resumed:
+                # The sink committed rows of `key` before the resumed epoch, so the table
+                # existed: it was dropped, and the source resumes past what it held.
+                self._refuse_lost(key, f"offsets below {resumed}", resumed)
+            # No table, no coverage: whatever the coverage store holds of this sink's
+            # partition describes a dropped table (nothing, for a new one).
+            self.target_lost([key])
         if held and not self._holds(topic, partition):
             if resumed:
                 self._refuse_lost(key, f"offsets {held.first}-{held.last}", resumed)

@@ -108,3 +108,20 @@ def test_a_dropped_table_with_resume_state_is_refused(
     with pytest.raises(SinkTerminalError, match=r"holds no row of `orders:0`.*dropped"):
         again.write_batch([orders(0, list(range(10, 12)))])
     again.close()
+
+
+def test_a_dropped_table_is_refilled_and_the_store_forgets_what_it_held(
+    iceberg_sink_factory: IcebergSinkFactory,
+    iceberg_catalog_config: IcebergCatalogConfig,
+    tmp_path: Path,
+) -> None:
+    store = SqliteCoverageStore(tmp_path / "cov.sqlite3")
+    first_run(iceberg_sink_factory, coverage_store=store)
+    iceberg_catalog_config.load().drop_table("test.orders")
+    _, again = part(iceberg_sink_factory, coverage_store=store)
+    again.write_batch([orders(0, list(range(3, 12)))])  # 0-2 left the source's retention
+    again.snapshot()
+    again.close()
+    assert rows_of(iceberg_catalog_config) == [(0, o) for o in range(3, 12)]
+    got = {(e.topic, e.partition): e.coverage.to_list() for e in store.entries()}
+    assert got[("orders", 0)] == [[3, 11]]
