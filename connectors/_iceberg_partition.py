@@ -77,13 +77,24 @@ if TYPE_CHECKING:
 
     from .iceberg import IcebergSink
 
-__all__ = ["COMMIT_KEY", "COVERAGE_PREFIX", "IcebergSinkStats", "decode_spans", "encode_spans"]
+__all__ = [
+    "COMMIT_KEY",
+    "COVERAGE_PREFIX",
+    "RESET_PREFIX",
+    "IcebergSinkStats",
+    "decode_spans",
+    "encode_spans",
+]
 
 logger = logging.getLogger(__name__)
 
 COVERAGE_PREFIX = "thalweg.coverage."
 """Snapshot-summary keys ``thalweg.coverage.<sink id>/<topic>:<partition>`` hold the
 covered offsets of that source partition as ``"first-last,first-last"``."""
+RESET_PREFIX = "thalweg.coverage-reset."
+"""Snapshot-summary keys ``thalweg.coverage-reset.<sink id>/<topic>:<partition>``: the
+commit that refilled a source partition the table had lost; the coverage of that
+partition in older snapshots no longer counts."""
 COMMIT_KEY = "thalweg.commit"
 """Snapshot-summary key: the unique id of the epoch commit that made the snapshot."""
 # How many ancestors a retry searches for its own commit id: other writers' commits
@@ -172,6 +183,11 @@ class _IcebergPartition(EpochSinkPartition):
         self._files: list[DataFile] = []
         self._pending: dict[str, tuple[int, int]] = {}
         self._staged_unlocated = False  # rows without a locator staged this epoch
+        # Source partitions the table lost: the next commit of each marks the reset.
+        self._reset: set[str] = set()
+        # Whether another writer's snapshot in the ancestry removed rows (read with the
+        # coverage): only then are covered partitions looked up one by one at start.
+        self._foreign_deletes = False
         # Per source partition, the last read for key lookups: (first offset, rows).
         self._key_windows: dict[str, tuple[int, pa.Table]] = {}
 
@@ -181,7 +197,81 @@ class _IcebergPartition(EpochSinkPartition):
     def open_partition(self, key: str, topic: str, partition: int) -> OffsetCoverage:
         if self._held is None:
             self._held = self._read_coverage()
-        return self._held.get(key, OffsetCoverage())
+        held = self._held.get(key, OffsetCoverage())
+        resumed = self.resumed_offset(key)
+        if self._current_table() is None:
+            if resumed:
+                # The sink committed rows of `key` before the resumed epoch, so the table
+                # existed: it was dropped, and the source resumes past what it held.
+                self._refuse_lost(key, f"offsets below {resumed}", resumed)
+            # No table, no coverage: whatever the coverage store holds of this sink's
+            # partition describes a dropped table (nothing, for a new one).
+            self.target_lost([key])
+        if held and not self._holds(topic, partition):
+            if resumed:
+                self._refuse_lost(key, f"offsets {held.first}-{held.last}", resumed)
+            logger.warning(
+                "iceberg sink: table `%s` holds no row of `%s` (rows deleted) while its "
+                "snapshots' coverage claimed offsets %s-%s (%s offsets); that coverage is "
+                "dropped and the table is refilled with what the source replays",
+                self._sink.table,
+                key,
+                held.first,
+                held.last,
+                f"{held.size:,}",
+            )
+            self._reset.add(key)
+            self.target_lost([key])
+            return OffsetCoverage()
+        return held
+
+    def _holds(self, topic: str, partition: int) -> bool:
+        """Whether the table still holds a row of source partition ``topic:partition``.
+
+        Cheap: an emptied table says so in its current snapshot's summary
+        (``total-records``), and a table whose ancestry holds no snapshot of another
+        writer that removed rows (a ``delete`` or ``overwrite`` without this sink's
+        commit id) lost nothing. Otherwise, in ``append`` mode, where every covered
+        partition left a row, the partition is looked up by its locator with a one-row
+        scan. An upsert table may have replaced all of a partition's rows by key, so
+        there only the table as a whole is judged.
+        """
+        table = self._current_table()
+        snapshot = table.current_snapshot() if table is not None else None
+        if table is None or snapshot is None:
+            return False
+        summary: Any = snapshot.summary
+        total = summary.additional_properties.get("total-records") if summary else None
+        if total is not None and str(total) == "0":
+            return False
+        if not self._foreign_deletes:
+            return True  # no snapshot of another writer ever removed rows: nothing lost
+        cols = self.columns
+        names = set(table.schema().column_names)
+        if self._sink.mode != "append" or not {cols.source_topic, cols.source_partition} <= names:
+            return True
+        ex: Any = _expressions
+        found = table.scan(
+            row_filter=ex.And(
+                ex.EqualTo(cols.source_topic, topic),
+                ex.EqualTo(cols.source_partition, partition),
+            ),
+            selected_fields=(cols.source_partition,),
+            limit=1,
+        ).to_arrow()
+        return bool(found.num_rows > 0)
+
+    def _refuse_lost(self, key: str, what: str, resumed: int) -> None:
+        msg = (
+            f"iceberg sink: table `{self._sink.table}` holds no row of `{key}` (the table "
+            f"was dropped or its rows deleted), but the flow resumes `{key}` at offset "
+            f"{resumed} and the sink's coverage claims {what}: the source will not replay "
+            f"them, so nothing would refill the table. Nothing was written. To refill it, "
+            f"start the flow without its recovery state (a fresh recovery directory) so "
+            f"the source replays from its start: the sink then drops the stale coverage "
+            f"and writes the rows again; or {self.replay_remedy}"
+        )
+        raise SinkTerminalError(msg)
 
     @override
     def stage(self, key: str, rows: pa.RecordBatch) -> None:
@@ -210,6 +300,7 @@ class _IcebergPartition(EpochSinkPartition):
         _faults.checkpoint("iceberg.before_commit")
         self._commit(rows, self._properties())
         _faults.checkpoint("iceberg.after_commit")
+        self._reset -= self._pending.keys()
         self._files = []
         self._buffer = []
         self._buffer_bytes = 0
@@ -323,20 +414,27 @@ class _IcebergPartition(EpochSinkPartition):
 
         Each commit carries the full coverage of the partitions it touched, so the
         newest snapshot naming a partition holds all of it; the union also survives
-        snapshots expired in between and commits of other writers.
+        snapshots expired in between and commits of other writers. A partition's
+        coverage stops at the newest commit that refilled it after the table lost it
+        (:data:`RESET_PREFIX`): what older snapshots claimed was deleted.
         """
         table = self._current_table()
         held: dict[str, OffsetCoverage] = {}
         if table is None or table.current_snapshot() is None:
             return held
         prefix = f"{COVERAGE_PREFIX}{self._sink_id}/"
+        reset = f"{RESET_PREFIX}{self._sink_id}/"
+        done: set[str] = set()
         for snapshot in ancestors_of(table.current_snapshot(), table.metadata):
             summary = snapshot.summary
             props = summary.additional_properties if summary is not None else {}
+            if summary is not None and COMMIT_KEY not in props and _removes_rows(summary):
+                self._foreign_deletes = True
             for name, value in props.items():
-                if name.startswith(prefix):
+                if name.startswith(prefix) and name[len(prefix) :] not in done:
                     key = name[len(prefix) :]
                     held[key] = held.get(key, OffsetCoverage()) | decode_spans(value)
+            done.update(name[len(reset) :] for name in props if name.startswith(reset))
         return held
 
     def _conform(self, rows: pa.RecordBatch) -> pa.RecordBatch:
@@ -412,6 +510,8 @@ class _IcebergPartition(EpochSinkPartition):
             held = self.coverage(key) or OffsetCoverage()
             name = f"{COVERAGE_PREFIX}{self._sink_id}/{key}"
             props[name] = encode_spans(held.add(first, last))
+            if key in self._reset:
+                props[f"{RESET_PREFIX}{self._sink_id}/{key}"] = "1"
         return props
 
     def _commit(self, rows: pa.Table | None, props: dict[str, str]) -> None:
@@ -476,6 +576,13 @@ class _IcebergPartition(EpochSinkPartition):
             if summary is not None and summary.additional_properties.get(COMMIT_KEY) == commit_id:
                 return True
         return False
+
+
+def _removes_rows(summary: Any) -> bool:
+    """Whether a snapshot summary says its commit removed rows (a delete or overwrite)."""
+    operation = getattr(summary.operation, "value", summary.operation)
+    deleted = summary.additional_properties.get("deleted-records")
+    return operation in ("delete", "overwrite") or (deleted is not None and str(deleted) != "0")
 
 
 def _key_verdicts(

@@ -93,6 +93,7 @@ class _PostgresPartition(EpochSinkPartition):
         sink = self._sink
         sink.ensure_bookkeeping()
         conn = self._connection()
+        holds = sink.target_at_start == "rows"
         try:
             cur = conn.cursor()
             try:
@@ -100,13 +101,73 @@ class _PostgresPartition(EpochSinkPartition):
                     cov.read_sql(sink.schema, dollar=True), (sink.sink_name, topic, partition)
                 )
                 rows = cur.fetchall()
+                check = sink.partition_check_sql()
+                if rows and holds and check is not None:
+                    # Covered: does the table still hold a row of it? (the start check)
+                    cur.execute(check, (topic, partition))
+                    found = cur.fetchone()
+                    holds = bool(found and found[0])
             finally:
                 cur.close()
             conn.rollback()  # end the read's transaction: nothing stays open between epochs
         except Exception:
             self._drop_connection()
             raise
-        return cov.parse(rows)
+        held = cov.parse(rows)
+        if held and not holds:
+            return self._target_lost_partition(key, topic, partition, held)
+        return held
+
+    def _target_lost_partition(
+        self, key: str, topic: str, partition: int, held: OffsetCoverage
+    ) -> OffsetCoverage:
+        """Coverage of a partition the table no longer holds: refill it, or refuse.
+
+        The table was dropped, truncated or had the partition's rows deleted while its
+        coverage row stayed. Skipping by that coverage would write nothing, silently.
+        Without a resume state for the partition the source replays it from where it
+        starts: the stale coverage row goes (here and in the coverage store) and the
+        table is refilled. With one, the source resumes past the covered offsets and
+        they would never come back: refused, naming the remedy.
+        """
+        sink = self._sink
+        span = f"{held.first}-{held.last} ({held.size:,} offsets)"
+        resumed = self.resumed_offset(key)
+        if resumed:
+            accept = (
+                sql.SQL("DELETE FROM {} WHERE sink = {} AND topic = {} AND partition = {}")
+                .format(
+                    sql.Identifier(sink.schema, cov.COVERAGE_TABLE),
+                    sql.Literal(sink.sink_name),
+                    sql.Literal(topic),
+                    sql.Literal(partition),
+                )
+                .as_string(None)
+            )
+            msg = (
+                f"postgres sink `{sink.target}`: the table holds no row of `{key}` (dropped, "
+                f"truncated or deleted), but its coverage row in `{sink.schema}."
+                f"{cov.COVERAGE_TABLE}` (sink `{sink.sink_name}`) claims offsets {span} and "
+                f"the flow resumes `{key}` at offset {resumed}: the source will not replay "
+                f"them, so nothing would refill the table. Nothing was written. To refill "
+                f"it, start the flow without its recovery state (a fresh recovery "
+                f"directory) so the source replays from its start: the sink then drops the "
+                f"stale coverage and writes the table again; or write to a new table. If "
+                f"the rows were deleted on purpose (retention), accept it by deleting the "
+                f"coverage row: {accept}"
+            )
+            raise SinkTerminalError(msg)
+        logger.warning(
+            "postgres sink `%s`: the table holds no row of `%s` (dropped, truncated or "
+            "deleted) while its coverage claimed offsets %s; the stale coverage is dropped "
+            "and the table is refilled with what the source replays",
+            sink.target,
+            key,
+            span,
+        )
+        self.target_lost([key])  # the store first: a crash in between leaves it lagging
+        sink.forget_coverage(topic, partition)
+        return OffsetCoverage()
 
     @override
     def stage(self, key: str, rows: pa.RecordBatch) -> None:

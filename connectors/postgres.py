@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
@@ -25,6 +26,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
+from psycopg import sql
 from typing_extensions import override
 
 from thalweg_bytewax import _deps
@@ -34,6 +36,7 @@ from thalweg_bytewax.catalog import postgres as pgcat
 from thalweg_bytewax.catalog.reconcile import reconcile
 from thalweg_bytewax.contracts.spec import ContractSpec, ObjectSpec
 from thalweg_bytewax.coverage import replacement_verdicts
+from thalweg_bytewax.coverage_store import CoverageStore
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError, SinkTransientError
 from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataPolicy, metadata_columns
 from thalweg_bytewax.runtime.epoch_sink import (
@@ -43,7 +46,7 @@ from thalweg_bytewax.runtime.epoch_sink import (
     check_locator_mode,
     unlocated_guarantee,
 )
-from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink
+from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink, coverage_store_option
 from thalweg_bytewax.typemap import Conversion, IdentifierMode
 
 from . import _postgres_coverage as cov
@@ -58,6 +61,9 @@ logger = logging.getLogger(__name__)
 
 WriteMode = Literal["append", "upsert"]
 """``append`` inserts every row; ``upsert`` replaces rows by key."""
+
+TargetState = Literal["missing", "empty", "rows"]
+"""What the sink found of its table at start."""
 
 _EMPTY: Mapping[str, Conversion] = MappingProxyType({})
 
@@ -124,9 +130,15 @@ class PostgresSink(ShardedEpochSink[_PostgresPartition]):
         locators: ``"required"`` (rows carry ``_twg_source_*`` locators: exactly once)
             or ``"absent"`` (rows without them: at-least-once appends, effectively-once
             upserts; the locator columns are then refused).
+        coverage_store: Where to record each committed epoch's coverage for the flow
+            (beside the raw lane), under the output's step id: a
+            :class:`~thalweg_bytewax.coverage_store.CoverageStore`, a path (SQLite) or
+            a ``postgresql://`` URL. None records nothing there (the sink's own
+            ``_twg_coverage`` table is kept either way). ``thalweg coverage`` and
+            ``thalweg recover`` read it.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - one documented knob each
         self,
         dsn: str,
         table: str,
@@ -148,6 +160,7 @@ class PostgresSink(ShardedEpochSink[_PostgresPartition]):
         connect_timeout_s: float = 10.0,
         metadata_prefix: str = DEFAULT_PREFIX,
         locators: LocatorMode = "required",
+        coverage_store: CoverageStore | str | os.PathLike[str] | None = None,
     ) -> None:
         if not isinstance(dsn, str) or "://" not in dsn:
             msg = (
@@ -211,10 +224,20 @@ class PostgresSink(ShardedEpochSink[_PostgresPartition]):
         self.max_backoff_s = float(max_backoff_s)
         self.connect_timeout_s = float(connect_timeout_s)
         self.locators: LocatorMode = check_locator_mode(f"postgres sink `{self.target}`", locators)
+        if locators == "absent" and coverage_store is not None:
+            msg = (
+                f"postgres sink `{self.target}`: `coverage_store` records source offsets; "
+                f"expected none with locators='absent' (rows without a locator cover no "
+                f"offsets); got one; drop `coverage_store`, or give the rows a locator"
+            )
+            raise ConfigError(msg)
+        self.coverage_store = coverage_store_option(coverage_store)
         self._announced = False
         self._lock = threading.Lock()
         self._shapes: dict[pa.Schema, TableShape] = {}
         self._bookkeeping_ready = False
+        self._target_at_start: TargetState = "rows"
+        self._start_columns: frozenset[str] = frozenset()
         self.stats: list[EpochSinkStats] = []
 
     @property
@@ -290,7 +313,61 @@ class PostgresSink(ShardedEpochSink[_PostgresPartition]):
                 pgcat.ensure_schema(conn, self.schema)
                 conn.execute(cov.create_coverage_sql(self.schema))
                 conn.commit()
+                self._target_at_start = self._target_state(conn)
             self._bookkeeping_ready = True
+
+    def _target_state(self, conn: Any) -> TargetState:
+        """Whether the table is missing, empty or holds rows (two cheap reads), and its columns."""
+        shape = pgcat.describe(conn, self.schema, self.table)
+        if shape is None:
+            conn.rollback()
+            return "missing"
+        self._start_columns = frozenset(c.name for c in shape.columns)
+        row = conn.execute(
+            sql.SQL("SELECT EXISTS (SELECT 1 FROM {})").format(
+                sql.Identifier(self.schema, self.table)
+            )
+        ).fetchone()
+        conn.rollback()
+        return "rows" if row and row[0] else "empty"
+
+    @property
+    def target_at_start(self) -> TargetState:
+        """What the sink found of its table at start: ``missing``, ``empty`` or ``rows``."""
+        self.ensure_bookkeeping()
+        return self._target_at_start
+
+    def partition_check_sql(self) -> str | None:
+        """The query whether the table holds a row of a source partition (``$1``, ``$2``).
+
+        Asked once per covered partition at start, through the shard's data
+        connection: in ``append`` mode every covered partition left a row, so an
+        ``EXISTS`` by its locator (stopping at the first row) tells whether the table
+        lost it. None in ``upsert`` mode (a key may have replaced all of a partition's
+        rows) or without the locator columns: then only the table as a whole is judged.
+        """
+        cols = self.columns
+        if self.mode != "append" or not {cols.source_topic, cols.source_partition} <= (
+            self._start_columns
+        ):
+            return None
+        query = sql.SQL("SELECT EXISTS (SELECT 1 FROM {} WHERE {} = $1 AND {} = $2)").format(
+            sql.Identifier(self.schema, self.table),
+            sql.Identifier(cols.source_topic),
+            sql.Identifier(cols.source_partition),
+        )
+        return query.as_string(None)
+
+    def forget_coverage(self, topic: str, partition: int) -> None:
+        """Delete the coverage row of a source partition the table no longer holds."""
+        with self.connect_control() as conn:
+            conn.execute(
+                sql.SQL("DELETE FROM {} WHERE sink = %s AND topic = %s AND partition = %s").format(
+                    sql.Identifier(self.schema, cov.COVERAGE_TABLE)
+                ),
+                (self.sink_name, topic, partition),
+            )
+            conn.commit()
 
     def held_record_ids(self, topic: str, partition: int, first: int, last: int) -> pa.Table | None:
         """The ``(offset, record id)`` pairs the table holds for a source range, if it can."""

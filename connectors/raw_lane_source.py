@@ -17,7 +17,9 @@ its last completed epoch. The sink skips offsets it already holds, so a replay i
 written once.
 
 :func:`lane_held_offsets` says which offsets a raw lane's files still hold, from their
-names alone (the retention guard of :mod:`thalweg_bytewax.recovery_plan`).
+names alone (the retention guard of :mod:`thalweg_bytewax.recovery_plan`);
+:func:`lane_rows_missing` checks those names against the rows the files hold, from
+their offsets column (the lane check).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
@@ -50,6 +53,7 @@ __all__ = [
     "ProgressCallback",
     "RawLaneSource",
     "lane_held_offsets",
+    "lane_rows_missing",
     "only_output",
 ]
 
@@ -135,6 +139,70 @@ def lane_held_offsets(
     except (OSError, pa.ArrowException) as exc:
         raise _io_error(store.root, "list its files", exc) from exc
     return held
+
+
+def _spans_of(offsets: np.ndarray) -> OffsetCoverage:
+    """The offsets of a sorted int64 array (repeats allowed) as a coverage (vectorised)."""
+    if offsets.size == 0:
+        return OffsetCoverage()
+    breaks = np.flatnonzero(np.diff(offsets) > 1)
+    starts = np.concatenate(([offsets[0]], offsets[breaks + 1]))
+    ends = np.concatenate((offsets[breaks], [offsets[-1]]))
+    return OffsetCoverage(zip(starts.tolist(), ends.tolist(), strict=True))
+
+
+def lane_rows_missing(
+    lane: str | os.PathLike[str],
+    plan: Mapping[tuple[str, int], OffsetCoverage],
+    *,
+    filesystem: pafs.FileSystem | None = None,
+    metadata_prefix: str = DEFAULT_PREFIX,
+) -> dict[tuple[str, int], list[tuple[str, OffsetCoverage]]]:
+    """Planned offsets that a lane file is named for but holds no row of.
+
+    A file's name (``<first>-<last>.parquet``) is what the lane claims; its rows are
+    what a replay can read. Only the offsets column of the files the plan touches is
+    read. Offsets without a record in the source (transaction markers, compacted
+    records) show up here too: only the caller can say whether the topic has them.
+
+    Args:
+        lane: The raw lane directory or URI.
+        plan: Per ``(topic, partition)``, the offsets a recovery replays.
+        filesystem: A ``pyarrow.fs.FileSystem`` for ``lane``.
+        metadata_prefix: Prefix of the metadata columns.
+
+    Returns:
+        Per partition with such offsets, ``(file name, offsets)`` for each file.
+
+    Raises:
+        SourceError: When a file cannot be listed or read.
+    """
+    store = open_store(lane, filesystem)
+    column = MetadataColumns(metadata_prefix).source_offset
+    out: dict[tuple[str, int], list[tuple[str, OffsetCoverage]]] = {}
+    for key, wanted in sorted(plan.items()):
+        try:
+            files = _files(store, *key)
+        except (OSError, pa.ArrowException) as exc:
+            raise _io_error(store.root, f"list `{encode_part(*key)}`", exc) from exc
+        for lo, hi, path in files:
+            if not wanted.overlaps(lo, hi):
+                continue
+            try:
+                with store.fs.open_input_file(path) as f:
+                    read = pq.read_table(f, columns=[column]).column(0)
+            except (OSError, pa.ArrowException) as exc:
+                raise _io_error(store.root, f"read `{path}`", exc) from exc
+            held = _spans_of(np.sort(read.to_numpy().astype(np.int64, copy=False)))
+            absent = OffsetCoverage(
+                gap
+                for a, b in wanted.spans
+                if a <= hi and b >= lo
+                for gap in held.uncovered(max(a, lo), min(b, hi))
+            )
+            if absent:
+                out.setdefault(key, []).append((path.rpartition("/")[2], absent))
+    return out
 
 
 class RawLaneSource(FixedPartitionedSource[KeyedBatch, int]):

@@ -82,6 +82,7 @@ class TableTargets:
                 key_columns=REVENUE_KEY if windowed else None,
                 locators="absent" if windowed else "required",
                 shards=PG_SHARDS,
+                coverage_store=None if windowed else self.coverage_store,
             )
             out.append((f"pg_{_SHORT[table]}", pg))
         return out

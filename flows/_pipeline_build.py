@@ -174,6 +174,7 @@ def _sink(step: str, sink: SinkSection, config: PipelineConfig, base: Path) -> A
             return None
         from thalweg_bytewax.connectors.postgres import PostgresSink  # noqa: PLC0415
 
+        cover = located and sink.coverage and config.raw_lane.enabled
         return PostgresSink(
             dsn,
             sink.table or "",
@@ -181,6 +182,7 @@ def _sink(step: str, sink: SinkSection, config: PipelineConfig, base: Path) -> A
             mode=sink.mode,
             key_columns=sink.key_columns or None,
             locators="required" if located else "absent",
+            coverage_store=raw_lane if cover else None,
             **_shards(sink),
         )
     from thalweg_bytewax.connectors.kafka import KafkaSink  # noqa: PLC0415
@@ -192,6 +194,7 @@ def _sink(step: str, sink: SinkSection, config: PipelineConfig, base: Path) -> A
         key=sink.message_key,
         transactional=sink.transactional,
         add_config=resolve_settings(sink.librdkafka) or None,
+        coverage_store=raw_lane if sink.coverage and config.raw_lane.enabled else None,
         **_shards(sink),
     )
 

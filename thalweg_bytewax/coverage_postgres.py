@@ -7,7 +7,7 @@ lead) and the SQLite store. Needs the ``postgres`` extra.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -164,6 +164,24 @@ class PostgresCoverageStore:
                     ).format(table),
                     (_encode(merged), sink, topic, partition),
                 )
+
+    def forget(self, sink: str, partitions: Iterable[PartitionKey]) -> None:
+        """Delete the sink's rows of ``partitions``, in one transaction.
+
+        Args:
+            sink: The sink's id.
+            partitions: The ``(topic, partition)`` pairs whose rows go.
+
+        Raises:
+            SinkTransientError: When the server is unreachable or the connection drops.
+        """
+        keys = sorted({(t, int(p)) for t, p in partitions})
+        if not keys:
+            return
+        statement = sql.SQL("DELETE FROM {} WHERE sink=%s AND topic=%s AND partition=%s")
+        with self._connect() as conn, conn.transaction():
+            for topic, partition in keys:
+                conn.execute(statement.format(self._ident()), (_check_sink(sink), topic, partition))
 
     def entries(self, sink: str | None = None) -> list[CoverageEntry]:
         """Every stored row (of ``sink``, or all), sorted by sink, topic and partition."""

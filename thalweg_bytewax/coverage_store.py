@@ -25,7 +25,7 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -100,6 +100,18 @@ class CoverageStore(Protocol):
 
     def entries(self, sink: str | None = None) -> list[CoverageEntry]:
         """Every stored row (of one sink, or all), sorted by sink, topic and partition."""
+        ...
+
+    def forget(self, sink: str, partitions: Iterable[PartitionKey]) -> None:
+        """Delete the sink's rows of ``partitions``: its target no longer holds them.
+
+        The one write that is not a union: a sink calls it when it finds its target
+        emptied or dropped at start, before it records anything again, so the store
+        never claims offsets the target lost.
+
+        Raises:
+            SinkTransientError: When the store is busy or unreachable (retry later).
+        """
         ...
 
     def describe(self) -> str:
@@ -265,6 +277,31 @@ class SqliteCoverageStore:
                         "DO UPDATE SET ranges=excluded.ranges, updated_at=excluded.updated_at",
                         (sink, topic, partition, _encode(merged), now),
                     )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def forget(self, sink: str, partitions: Iterable[PartitionKey]) -> None:
+        """Delete the sink's rows of ``partitions``, in one transaction.
+
+        Args:
+            sink: The sink's id.
+            partitions: The ``(topic, partition)`` pairs whose rows go.
+
+        Raises:
+            SinkTransientError: When the file is locked past the busy timeout or unwritable.
+        """
+        keys = sorted({(t, int(p)) for t, p in partitions})
+        if not keys:
+            return
+        with self._connect() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany(
+                    "DELETE FROM coverage WHERE sink=? AND topic=? AND partition=?",
+                    [(_check_sink(sink), t, p) for t, p in keys],
+                )
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")

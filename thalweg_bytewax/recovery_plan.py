@@ -11,6 +11,15 @@ A recovery replays offsets from the raw lane into one sink. Per source partition
    :func:`check_retention` refuses, naming the topic, partition and offsets no longer
    held — nothing is replayed then, so a partial recovery never looks complete.
 
+4. **The lane check**: a file's name says which offsets it holds; its rows are what a
+   replay reads. :func:`check_lane_rows` refuses a plan with offsets a file is named
+   for but holds no row of (a file truncated or rewritten by hand, rows lost), naming
+   the file and the offsets; ``allow_holes`` accepts them for topics whose offsets
+   legitimately carry no record (transaction markers, compaction).
+5. **The report**: after the replay, :func:`recovery_outcome` compares the plan with
+   the sink's coverage as the store now records it: what the sink now holds is what was
+   recovered, and what it still lacks is reported as such, never as recovered.
+
 Nothing here reads Parquet or imports Bytewax: the caller says what the raw lane holds
 (:func:`thalweg_bytewax.connectors.raw_lane_source.lane_held_offsets` reads it from the
 finalized file names).
@@ -36,10 +45,13 @@ from thalweg_bytewax.errors import ConfigError, SourceError
 __all__ = [
     "OffsetBounds",
     "RawLane",
+    "RecoveryOutcome",
     "RecoveryPlan",
+    "check_lane_rows",
     "check_retention",
     "parse_offsets",
     "plan_recovery",
+    "recovery_outcome",
 ]
 
 PartitionKey = tuple[str, int]
@@ -230,3 +242,119 @@ def check_retention(
             f"`--from`/`--to` to what the lane holds, or rebuild the sink from the source"
         )
         raise SourceError(msg)
+
+
+def _spans_text(cov: OffsetCoverage) -> str:
+    spans = ", ".join(f"{lo}..{hi}" for lo, hi in cov.spans[:_MAX_LISTED])
+    more = len(cov.spans) - _MAX_LISTED
+    return spans + (f" (+{more} ranges)" if more > 0 else "")
+
+
+def check_lane_rows(
+    plan: RecoveryPlan,
+    missing_rows: Mapping[PartitionKey, list[tuple[str, OffsetCoverage]]],
+    *,
+    lane: str,
+    allow_holes: bool = False,
+) -> dict[PartitionKey, OffsetCoverage]:
+    """Refuse a plan with offsets a lane file is named for but holds no row of.
+
+    Args:
+        plan: The recovery plan.
+        missing_rows: Per partition, ``(file name, offsets)`` of planned offsets a file
+            is named for and holds no row of (``lane_rows_missing``).
+        lane: The raw lane, for the message.
+        allow_holes: Accept them: the topic has offsets without a record (transaction
+            markers, compaction), so a lane file spans offsets it holds no row of.
+
+    Returns:
+        The accepted holes per partition (empty unless ``allow_holes``): offsets no
+        replay can land, left out of what the recovery must achieve.
+
+    Raises:
+        SourceError: Naming each partition, file and offsets, when not ``allow_holes``.
+    """
+    holes = {
+        key: OffsetCoverage(span for _, cov in files for span in cov.spans)
+        for key, files in sorted(missing_rows.items())
+        if key in plan.missing
+    }
+    holes = {key: cov for key, cov in holes.items() if cov}
+    if not holes or allow_holes:
+        return holes
+    parts = []
+    for key, files in sorted(missing_rows.items()):
+        named = "; ".join(f"file `{name}` lacks {_spans_text(cov)}" for name, cov in files[:3])
+        more = f" (+{len(files) - 3} files)" if len(files) > 3 else ""  # noqa: PLR2004
+        total = holes[key].size
+        parts.append(f"`{key[0]}:{key[1]}` {total:,} offsets ({named}{more})")
+    msg = (
+        f"recover: raw lane `{lane}` claims offsets its files hold no row of: "
+        f"{'; '.join(parts)}; expected each file to hold a row of every planned offset its "
+        f"name `<first>-<last>` covers. Nothing was replayed: a replay would report them "
+        f"recovered while they never land. If the topic has offsets without a record "
+        f"(transaction markers, a compacted topic), pass `--allow-holes`; otherwise the "
+        f"lane lost rows: rebuild the sink from the source for those offsets"
+    )
+    raise SourceError(msg)
+
+
+@dataclass(frozen=True)
+class RecoveryOutcome:
+    """What a recovery achieved, from the sink's coverage after the replay.
+
+    Attributes:
+        recovered: Per partition, the planned offsets the sink's coverage now holds.
+        still_missing: Per partition, the planned offsets it still lacks (holes the
+            caller accepted left out).
+    """
+
+    recovered: dict[PartitionKey, OffsetCoverage]
+    still_missing: dict[PartitionKey, OffsetCoverage]
+
+    @property
+    def recovered_offsets(self) -> int:
+        """How many planned offsets the sink now holds."""
+        return sum(cov.size for cov in self.recovered.values())
+
+    @property
+    def missing_offsets(self) -> int:
+        """How many planned offsets the sink still lacks."""
+        return sum(cov.size for cov in self.still_missing.values())
+
+    def describe_missing(self) -> str:
+        """One line per partition still lacking offsets."""
+        return "\n".join(
+            f"{topic}:{part} {_spans_text(cov)} ({cov.size:,} offsets)"
+            for (topic, part), cov in sorted(self.still_missing.items())
+        )
+
+
+def recovery_outcome(
+    plan: RecoveryPlan,
+    store: CoverageStore,
+    *,
+    holes: Mapping[PartitionKey, OffsetCoverage] | None = None,
+) -> RecoveryOutcome:
+    """Compare the plan with what the store now records for the sink.
+
+    The store may lag the sink by the epoch a crash interrupted, never lead it: on a
+    clean finish every committed epoch is recorded, so what it holds is what landed.
+
+    Args:
+        plan: The recovery plan that was replayed.
+        store: The coverage store the sink records into.
+        holes: Planned offsets accepted as holding no record (left out of the lack).
+    """
+    now = {(e.topic, e.partition): e.coverage for e in store.entries(plan.sink)}
+    recovered: dict[PartitionKey, OffsetCoverage] = {}
+    missing: dict[PartitionKey, OffsetCoverage] = {}
+    for key, wanted in sorted(plan.missing.items()):
+        held = now.get(key, OffsetCoverage())
+        got = _minus(wanted, _minus(wanted, held))
+        lacking = _minus(_minus(wanted, held), (holes or {}).get(key, OffsetCoverage()))
+        if got:
+            recovered[key] = got
+        if lacking:
+            missing[key] = lacking
+    return RecoveryOutcome(recovered, missing)

@@ -16,6 +16,7 @@ transactions fully.
 from __future__ import annotations
 
 import logging
+import os
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
@@ -27,7 +28,7 @@ from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import DEFAULT_PREFIX, metadata_columns
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
 from thalweg_bytewax.runtime.parts import stable_route
-from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink
+from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink, coverage_store_option
 
 from ._args import (
     check_bool,
@@ -42,6 +43,7 @@ from ._sink_records import HEADER_LOCATOR, RESERVED_HEADER_PREFIX, Locator, pars
 
 if TYPE_CHECKING:
     from thalweg_bytewax.codecs.base import Encoder
+    from thalweg_bytewax.coverage_store import CoverageStore
 
 __all__ = [
     "HEADER_LOCATOR",
@@ -131,6 +133,11 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
         queue_max_messages: Most records waiting in the producer's local queue.
         queue_max_bytes: Most bytes waiting in the producer's local queue.
         metadata_prefix: Prefix of the metadata columns.
+        coverage_store: Where to record each committed epoch's coverage for the flow
+            (beside the raw lane), under the output's step id: a
+            :class:`~thalweg_bytewax.coverage_store.CoverageStore`, a path (SQLite) or a
+            ``postgresql://`` URL. None records nothing. ``thalweg coverage`` and
+            ``thalweg recover`` read it.
 
     Raises:
         ConfigError: On an invalid argument.
@@ -155,8 +162,10 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
         queue_max_messages: int = DEFAULT_QUEUE_MAX_MESSAGES,
         queue_max_bytes: int = DEFAULT_QUEUE_MAX_BYTES,
         metadata_prefix: str = DEFAULT_PREFIX,
+        coverage_store: CoverageStore | str | os.PathLike[str] | None = None,
     ) -> None:
         self.brokers = check_names(brokers, "brokers", component=_COMPONENT)
+        self.coverage_store = coverage_store_option(coverage_store)
         if not isinstance(topic, str) or not topic or ":" in topic:
             msg = (
                 f"{_COMPONENT}: `topic` expected a non-empty topic name without ':'; "

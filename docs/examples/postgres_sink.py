@@ -2,7 +2,9 @@
 
 Run it: ``python docs/examples/postgres_sink.py postgresql://user:pass@host/db``
 (or set ``THALWEG_PG_DSN``). The sink creates ``shop.orders`` and its coverage table
-``shop._twg_coverage``; running it again writes nothing new (replays are skipped).
+``shop._twg_coverage``; running it again writes nothing new (replays are skipped), and
+after ``TRUNCATE shop.orders`` or ``DROP TABLE shop.orders`` it writes the 60 rows again
+(the sink finds its table lost what its coverage claims, and refills it).
 """
 
 from __future__ import annotations

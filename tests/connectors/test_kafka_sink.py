@@ -228,3 +228,18 @@ def test_bad_arguments_are_config_errors(kwargs: dict[str, Any], match: str) -> 
 def test_the_repr_never_shows_add_config() -> None:
     sink = KafkaSink(["b:9092"], "t", add_config={"sasl.password": "hunter2"})
     assert "hunter2" not in repr(sink)
+
+
+def test_a_coverage_store_gets_each_committed_epoch_under_the_step_id(
+    kafka_bootstrap: str, make_topic: Any, tmp_path: Any
+) -> None:
+    from thalweg_bytewax.coverage_store import SqliteCoverageStore
+
+    store = SqliteCoverageStore(tmp_path)
+    sink = KafkaSink([kafka_bootstrap], make_topic(), shards=1, coverage_store=store)
+    part = sink.build_part("flow.out", "shard-000", None)
+    part.write_batch([raw("src", 0, list(range(10))), raw("src", 1, [4, 5])])
+    part.snapshot()
+    part.close()
+    got = {(e.sink, e.topic, e.partition): e.coverage.to_list() for e in store.entries()}
+    assert got == {("flow.out", "src", 0): [[0, 9]], ("flow.out", "src", 1): [[4, 5]]}

@@ -334,3 +334,21 @@ def test_an_upsert_row_held_across_a_resume_whose_key_was_not_replaced_is_refuse
     got = read_table(pg_dsn, pg_schema, "orders", order_by="id")
     expected = [0, 1, 2, 4] if "id" in key else [1, 2, 4]
     assert got.column("id").to_pylist() == expected
+
+
+def test_a_coverage_store_gets_each_committed_epoch_under_the_step_id(
+    make_sink: MakeSink, tmp_path: Any
+) -> None:
+    from thalweg_bytewax.coverage_store import SqliteCoverageStore
+
+    store = SqliteCoverageStore(tmp_path)
+    p = part(make_sink(coverage_store=store))
+    p.write_batch([batch("t", 0, [0, 1, 2]), batch("t", 1, [5])])
+    p.snapshot()
+    got = {(e.sink, e.topic, e.partition): e.coverage.to_list() for e in store.entries()}
+    assert got == {("flow.pg", "t", 0): [[0, 2]], ("flow.pg", "t", 1): [[5, 5]]}
+
+
+def test_a_coverage_store_is_refused_for_rows_without_a_locator(make_sink: MakeSink) -> None:
+    with pytest.raises(ConfigError, match=r"coverage_store.*locators='absent'"):
+        make_sink(locators="absent", coverage_store="somewhere")

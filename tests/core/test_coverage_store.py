@@ -204,3 +204,26 @@ def test_postgres_store_never_echoes_the_password() -> None:
         store.record("s", {("t", 0): OffsetCoverage([(0, 0)])})
     assert "hunter2" not in str(info.value)
     assert str(info.value).startswith("coverage store postgres `")
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_forget_deletes_only_the_named_rows_of_the_sink(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # A sink whose target was emptied drops its rows; other sinks and partitions stay.
+    store: CoverageStore
+    if kind == "sqlite":
+        store = SqliteCoverageStore(tmp_path)
+    else:
+        from thalweg_bytewax.coverage_postgres import PostgresCoverageStore
+
+        schema = request.getfixturevalue("pg_schema")
+        store = PostgresCoverageStore(request.getfixturevalue("pg_dsn"), table=f"{schema}.cov")
+    spans = OffsetCoverage([(0, 9)])
+    store.record("a", {("t", 0): spans, ("t", 1): spans})
+    store.record("b", {("t", 0): spans})
+    store.forget("a", [("t", 0)])
+    left = {(e.sink, e.topic, e.partition) for e in store.entries()}
+    assert left == {("a", "t", 1), ("b", "t", 0)}
+    store.record("a", {("t", 0): OffsetCoverage([(3, 4)])})
+    assert stored(store, "a") == OffsetCoverage([(3, 4)])

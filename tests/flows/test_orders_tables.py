@@ -23,7 +23,10 @@ from bytewax.testing import run_main
 from flows._orders_sample import _bad_payload, sample_order_at
 from flows.orders import OrdersSettings, build_flow
 from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
+from thalweg_bytewax.connectors.raw_lane_source import lane_held_offsets
+from thalweg_bytewax.coverage_store import SqliteCoverageStore
 from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.recovery_plan import plan_recovery
 from thalweg_bytewax.samples import encode_order_avro
 
 COLS = MetadataColumns()
@@ -129,6 +132,30 @@ def test_with_a_dsn_the_same_tables_land_in_postgres(
         iceberg(settings, "order_lines"),
         iceberg(settings, "revenue_per_status_minute"),
     )
+    # The PostgreSQL tables record into the flow-wide store as the Iceberg ones do, so
+    # `thalweg coverage` and `thalweg recover` see them; the DLQ lanes (rejects only)
+    # and the windowed tables (no locator) record nothing that could look like lag.
+    entries = SqliteCoverageStore(settings.raw_lane).entries()
+    by_sink: dict[str, dict[tuple[str, int], list[list[int]]]] = defaultdict(dict)
+    for e in entries:
+        by_sink[e.sink][(e.topic, e.partition)] = e.coverage.to_list()
+    assert set(by_sink) == {
+        "orders.raw_lane",
+        "orders.ice_orders",
+        "orders.ice_lines",
+        "orders.pg_orders",
+        "orders.pg_lines",
+    }
+    assert by_sink["orders.pg_orders"] == by_sink["orders.ice_orders"] == by_sink["orders.raw_lane"]
+    assert by_sink["orders.pg_lines"] == by_sink["orders.ice_lines"]
+    # So `thalweg recover --sink pg_orders` has nothing to replay, not the whole lane.
+    plan = plan_recovery(
+        SqliteCoverageStore(settings.raw_lane),
+        "orders.pg_orders",
+        raw_lane="orders.raw_lane",
+        held=lane_held_offsets(settings.raw_lane),
+    )
+    assert plan.missing == {}
 
 
 def drawn_steps() -> set[str]:

@@ -28,6 +28,7 @@ from thalweg_bytewax.coverage_store import SqliteCoverageStore
 from thalweg_bytewax.errors import ConfigError, SourceError
 from thalweg_bytewax.recovery_plan import (
     RecoveryPlan,
+    check_lane_rows,
     check_retention,
     parse_offsets,
     plan_recovery,
@@ -204,3 +205,82 @@ def test_recover_shows_a_progress_bar_on_a_terminal_and_none_otherwise(
     assert quiet.returncode == 0, quiet.stderr[-2000:]
     assert b"%" not in quiet.stderr
     assert b"recovered" in quiet.stdout
+
+
+def test_recover_refuses_a_lane_file_named_for_offsets_its_rows_do_not_hold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import pyarrow.parquet as pq
+
+    data = tmp_path / "data"
+    run_orders_without_its_sink(data, monkeypatch)
+    target = sorted((data / "raw").glob("orders/0/*.parquet"))[1]
+    first, last = (int(x) for x in target.stem.split("-"))
+    rows = pq.read_table(target)
+    kept = rows.filter(pa.compute.less(rows.column("_twg_source_offset"), first + 9))
+    pq.write_table(kept, target)  # the name still claims first..last
+    argv = ["recover", "flows.orders", "--sink", "ice_orders", "--no-progress", "--epoch-s", "0"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"file `{target.name}` lacks {first + 9}..{last}" in err
+    assert "Nothing was replayed" in err and "--allow-holes" in err
+    before = orders_table(data)
+    assert before is None or before.num_rows == 0
+    # Accepted as holes, the rest is replayed and the report is what the table holds.
+    assert main([*argv, "--allow-holes"]) == 0
+    out = capsys.readouterr().out
+    store = SqliteCoverageStore(data / "raw")
+    held = {(e.topic, e.partition): e.coverage for e in store.entries("orders.ice_orders")}
+    raw = {(e.topic, e.partition): e.coverage for e in store.entries("orders.raw_lane")}
+    lost = last - first - 8
+    assert f"{lost:,} of them hold no record in the lane" in out
+    landed = sum(
+        len(offsets_of(held.get(k, OffsetCoverage())) & offsets_of(cov)) for k, cov in raw.items()
+    )
+    assert f"recovered {landed:,} offsets" in out
+    assert landed == sum(cov.size for cov in raw.values()) - lost
+
+
+def test_recover_reports_what_the_sinks_coverage_holds_not_what_it_planned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The plan is read from another store than the one the sink records into: the
+    # replay lands, but nothing says so where recovery looks. Before, it printed
+    # "recovered <plan>" and exited 0, and every rerun did the same.
+    data = tmp_path / "data"
+    run_orders_without_its_sink(data, monkeypatch)
+    elsewhere = tmp_path / "elsewhere.sqlite3"
+    SqliteCoverageStore(elsewhere).record("other", {("x", 0): OffsetCoverage([(0, 0)])})
+    argv = ["recover", "flows.orders", "--sink", "ice_orders", "--no-progress", "--epoch-s", "0"]
+    assert main([*argv, "--store", str(elsewhere)]) == 1
+    captured = capsys.readouterr()
+    assert "recovered 0 offsets" in captured.out
+    assert "still lacks 400 of the planned offsets" in captured.err
+    assert "`coverage_store=`" in captured.err
+
+
+def test_the_lane_check_finds_offsets_a_file_is_named_for_and_holds_no_row_of(
+    tmp_path: Path,
+) -> None:
+    # One epoch's rows 0-9 and 20-29 of t:0 (10-19 went to another shard and were
+    # refused there): the lane names the file 0-29.
+    from tests.helpers import raw_batch, run_into
+    from thalweg_bytewax.connectors.parquet import ParquetSink
+    from thalweg_bytewax.connectors.raw_lane_source import lane_held_offsets, lane_rows_missing
+
+    run_into(
+        [("t:0", pa.concat_batches([raw_batch("t", 0, range(10)), raw_batch("t", 0, range(20, 30))]))],
+        ParquetSink(tmp_path),
+    )
+    held = lane_held_offsets(tmp_path)
+    assert held == {("t", 0): OffsetCoverage([(0, 29)])}
+    missing = lane_rows_missing(tmp_path, held)
+    [(name, absent)] = missing[("t", 0)]
+    assert name.endswith("00000000000000000029.parquet")
+    assert absent == OffsetCoverage([(10, 19)])
+    assert lane_rows_missing(tmp_path, {("t", 0): OffsetCoverage([(20, 29)])}) == {}
+    plan = RecoveryPlan("f.sink", {("t", 0): OffsetCoverage([(0, 29)])})
+    with pytest.raises(SourceError, match=r"`t:0` 10 offsets \(file `.*` lacks 10\.\.19\)"):
+        check_lane_rows(plan, missing, lane=str(tmp_path))
+    accepted = check_lane_rows(plan, missing, lane=str(tmp_path), allow_holes=True)
+    assert accepted == {("t", 0): OffsetCoverage([(10, 19)])}

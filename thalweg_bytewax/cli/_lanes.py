@@ -83,9 +83,20 @@ def _recover(args: argparse.Namespace) -> int:
     import importlib
     from datetime import timedelta
 
-    from thalweg_bytewax.connectors.raw_lane_source import RawLaneSource, lane_held_offsets
+    from thalweg_bytewax.cli import EXIT_FAILED
+    from thalweg_bytewax.connectors.raw_lane_source import (
+        RawLaneSource,
+        lane_held_offsets,
+        lane_rows_missing,
+    )
     from thalweg_bytewax.coverage_store import open_coverage_store
-    from thalweg_bytewax.recovery_plan import check_retention, parse_offsets, plan_recovery
+    from thalweg_bytewax.recovery_plan import (
+        check_lane_rows,
+        check_retention,
+        parse_offsets,
+        plan_recovery,
+        recovery_outcome,
+    )
 
     if args.partition is not None and not args.topic:
         msg = f"recover: `--partition {args.partition}` expected `--topic` beside it"
@@ -108,8 +119,9 @@ def _recover(args: argparse.Namespace) -> int:
     flow = module.recovery_flow(source, args.sink)
     sink_id = output_ids(flow)[0]  # recovery_flow keeps exactly one output
     held = lane_held_offsets(lane_path)
+    store = open_coverage_store(store_at)
     plan = plan_recovery(
-        open_coverage_store(store_at),
+        store,
         sink_id,
         raw_lane=args.raw_lane or lane.sink_id,
         held=held,
@@ -123,8 +135,18 @@ def _recover(args: argparse.Namespace) -> int:
     # Listed again after the store was read: while ingest goes on, an epoch recorded
     # in the store is finalized before it is recorded, so this listing holds it.
     check_retention(plan, lane_held_offsets(lane_path), lane=lane_path)
+    # What the lane's names claim, checked against the rows its files hold.
+    holes = check_lane_rows(
+        plan,
+        lane_rows_missing(lane_path, plan.missing),
+        lane=lane_path,
+        allow_holes=args.allow_holes,
+    )
     print(f"recovering {plan.offsets:,} offsets into `{sink_id}` from `{lane_path}`:")
     print(plan.describe())
+    accepted = sum(cov.size for cov in holes.values())
+    if accepted:
+        print(f"({accepted:,} of them hold no record in the lane: accepted by --allow-holes)")
     source.offsets = plan.missing
     with Progress(plan.offsets, enabled=args.progress and sys.stderr.isatty()) as progress:
         source.progress = progress.update
@@ -134,7 +156,19 @@ def _recover(args: argparse.Namespace) -> int:
         cli_main(  # type: ignore[no-untyped-call]  # bytewax.run is untyped
             flow, workers_per_process=args.workers, epoch_interval=epoch
         )
-    print(f"sink `{sink_id}`: recovered {plan.offsets:,} offsets")
+    # Report what the sink now holds (its coverage in the store), not what was planned.
+    outcome = recovery_outcome(plan, store, holes=holes)
+    print(f"sink `{sink_id}`: recovered {outcome.recovered_offsets:,} offsets")
+    if outcome.still_missing:
+        print(
+            f"sink `{sink_id}`: still lacks {outcome.missing_offsets:,} of the planned "
+            f"offsets (its coverage in {store.describe()} does not hold them):\n"
+            f"{outcome.describe_missing()}\n"
+            f"expected the sink to record its coverage there (`coverage_store=`) and every "
+            f"replayed offset to land; run `thalweg coverage` to see what it holds",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
     return 0
 
 
@@ -191,6 +225,12 @@ def add_commands(sub: Any) -> None:
     rec.add_argument("--epoch-s", type=float, default=5.0, help="seconds per epoch")
     rec.add_argument("--workers", type=int, default=1, help="worker threads")
     rec.add_argument("--no-progress", dest="progress", action="store_false")
+    rec.add_argument(
+        "--allow-holes",
+        action="store_true",
+        help="accept lane files that span offsets without a record (transaction markers, "
+        "compaction); they are left out of what must land",
+    )
     rec.set_defaults(func=_recover)
     gate = sub.add_parser(
         "check",

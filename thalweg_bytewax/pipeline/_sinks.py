@@ -89,7 +89,7 @@ class SinkSection(ConfigModel):
     """kafka: librdkafka producer settings passed through (SASL, SSL, compression); a value
     whose key names a credential (`sasl.password`, ...) is a secret: write a reference."""
     coverage: bool = True
-    """iceberg / parquet: record coverage beside the raw lane (append mode only)."""
+    """Record coverage beside the raw lane (iceberg / postgres: append mode only)."""
 
     @model_validator(mode="after")
     def _by_kind(self) -> Self:

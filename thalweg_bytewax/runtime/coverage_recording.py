@@ -14,6 +14,11 @@ sink, never lead it:
   epoch replays rows the target already holds: the sink skips them, and recording the
   same span again changes nothing (union).
 
+When a sink finds its target emptied or dropped at start and drops the stale coverage
+it kept there (:meth:`CoverageRecorder.forget`), the store's rows of those partitions
+are deleted at the next flush, before anything is recorded again: the store never
+claims offsets the target lost.
+
 A store that is busy or unreachable (a ``TransientError``) does not stop the flow: the
 coverage to record is kept and retried at every following epoch, and a warning is
 logged when recording starts failing and when it recovers. Any other error stops the
@@ -48,7 +53,7 @@ class CoverageRecorder:
         failures: Consecutive flushes that failed with a transient store error.
     """
 
-    __slots__ = ("_pending", "component", "failures", "sink_id", "store")
+    __slots__ = ("_forget", "_pending", "component", "failures", "sink_id", "store")
 
     def __init__(self, store: CoverageStore | str, sink_id: str, component: str) -> None:
         if not isinstance(sink_id, str) or not sink_id:
@@ -59,6 +64,35 @@ class CoverageRecorder:
         self.component = component
         self.failures = 0
         self._pending: dict[str, OffsetCoverage] = {}
+        self._forget: set[str] = set()
+
+    def forget(self, keys: list[str]) -> None:
+        """Note source partitions whose stored rows go: the target no longer holds them.
+
+        Deleted now, before the sink drops its own stale coverage (so a crash in between
+        leaves the store lagging, never leading); when the store is unreachable, at the
+        next :meth:`flush`, before anything is recorded. What was noted for them before
+        is dropped.
+
+        Raises:
+            ThalwegError: A non-transient store error.
+        """
+        for key in keys:
+            self._forget.add(key)
+            self._pending.pop(key, None)
+        try:
+            self.store.forget(self.sink_id, [decode_part(k) for k in sorted(self._forget)])
+        except TransientError:
+            logger.warning(
+                "%s: cannot drop the stale coverage of `%s` in %s yet; retried before the "
+                "next record",
+                self.component,
+                self.sink_id,
+                self.store.describe(),
+                exc_info=logger.isEnabledFor(logging.DEBUG),
+            )
+            return
+        self._forget.clear()
 
     def add(self, key: str, coverage: OffsetCoverage) -> None:
         """Note offsets of source partition ``key`` that are durable in the target."""
@@ -76,11 +110,15 @@ class CoverageRecorder:
         Raises:
             ThalwegError: A non-transient store error (the flow stops; nothing is lost).
         """
-        if not self._pending:
+        if not self._pending and not self._forget:
             return
         _faults.checkpoint("coverage.before_record")
         entries = {decode_part(key): cov for key, cov in self._pending.items()}
         try:
+            if self._forget:
+                # First: a record after a failed delete would be deleted with it.
+                self.store.forget(self.sink_id, [decode_part(k) for k in sorted(self._forget)])
+                self._forget.clear()
             self.store.record(self.sink_id, entries)
         except TransientError as exc:
             self.failures += 1

@@ -18,6 +18,12 @@ protocol; a sink implements a few hooks:
 - ``replaced_by_key(key, rows)`` — for a target that replaces rows by key (upserts):
   whether it holds a later row of each row's key (optional).
 
+A sink whose ``open_partition`` finds its target lost what its coverage claims (a table
+dropped or emptied by a user) refills it or refuses: it calls
+:meth:`EpochSinkPartition.target_lost` so the coverage store forgets those partitions,
+and reads :meth:`EpochSinkPartition.resumed_offset` to know whether the source will
+replay them.
+
 The base, in order, for each batch: refuses rows without a locator; refuses rows whose
 source partition routes to another shard of the sink (one owner per source partition:
 coverage is per (sink, topic, partition), so two shards writing one partition would
@@ -231,6 +237,7 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         self._failed = False
         self._unlocated_pending = False  # rows without a locator staged since the commit
         self._recorder: CoverageRecorder | None = None
+        self._lost_keys: set[str] = set()  # source partitions whose target was found emptied
         # Counters, commit durations and health when observability is on (else None),
         # registered by `observe_as` once the output step's id is known.
         self._obs: SinkObserver | None = None
@@ -344,6 +351,27 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
             sink_id: The sink's id in the store (its step id, unless configured).
         """
         self._recorder = CoverageRecorder(store, sink_id, self.component)
+        if self._lost_keys:
+            self._recorder.forget(sorted(self._lost_keys))
+
+    def target_lost(self, keys: list[str]) -> None:
+        """Say the target no longer holds what it covered of source partitions ``keys``.
+
+        A sink calls it when its start check finds the target emptied or dropped and it
+        drops the stale coverage it kept there: the coverage store's rows of ``keys``
+        are deleted before anything is recorded again (the store never leads).
+        """
+        self._lost_keys.update(keys)
+        if self._recorder is not None:
+            self._recorder.forget(list(keys))
+
+    def resumed_offset(self, key: str) -> int | None:
+        """The next offset of ``key`` in the state Bytewax resumed this partition with.
+
+        The source resumes at or past it, so offsets below it are never replayed; None
+        when the partition resumed without state for ``key``.
+        """
+        return self._resume.get(key)
 
     @property
     def coverage_recorder(self) -> CoverageRecorder | None:
