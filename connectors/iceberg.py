@@ -161,7 +161,7 @@ class IcebergSink(ShardedEpochSink[_IcebergPartition]):
             raise ConfigError(msg)
         keys = (key_columns,) if isinstance(key_columns, str) else tuple(key_columns)
         for key in keys:
-            validate_identifier(key, mode=identifiers, what="key column")
+            validate_identifier(key, mode=identifiers, what="key column", target="iceberg")
         if mode == "upsert" and not keys:
             msg = (
                 f"iceberg sink: table `{self.table}` in mode 'upsert' needs `key_columns`; "
@@ -246,5 +246,5 @@ def _check_table(table: object) -> str:
         msg = f"iceberg sink: `table` expected `namespace.table`; got {table!r}"
         raise ConfigError(msg)
     for part in parts:
-        validate_identifier(part, mode="strict", what="table")
+        validate_identifier(part, mode="strict", what="table", target="iceberg", relaxable=False)
     return ".".join(parts)

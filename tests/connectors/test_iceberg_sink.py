@@ -150,6 +150,28 @@ def test_hostile_identifiers_are_refused_before_anything_is_created(
     assert read_iceberg(iceberg_catalog_config).num_rows == 0
 
 
+def test_a_table_name_refusal_does_not_advise_the_option_already_given(
+    iceberg_sink_factory: IcebergSinkFactory,
+) -> None:
+    with pytest.raises(ConfigError, match="table name 'Orders'") as info:
+        iceberg_sink_factory(table="test.Orders", identifiers="relaxed")
+    assert 'identifiers="relaxed"' not in str(info.value)
+    assert "rename it" in str(info.value)
+
+
+def test_a_long_iceberg_name_is_refused_without_talking_about_another_database(
+    iceberg_sink_factory: IcebergSinkFactory,
+) -> None:
+    with pytest.raises(ConfigError, match="at most 63 UTF-8 bytes") as table_info:
+        iceberg_sink_factory(table="test." + "t" * 64)
+    _, p = part(iceberg_sink_factory)
+    with pytest.raises(SchemaEvolutionError, match="at most 63 UTF-8 bytes") as column_info:
+        p.write_batch([orders(0, [0], extra={"c" * 64: pa.array([1])})])
+    for info in (table_info, column_info):
+        assert "PostgreSQL" not in str(info.value)
+        assert "Iceberg" in str(info.value)
+
+
 def test_upsert_keeps_the_last_row_per_key(
     iceberg_sink_factory: IcebergSinkFactory, iceberg_catalog_config: IcebergCatalogConfig
 ) -> None:

@@ -264,7 +264,7 @@ def plan(
     index = {c.name: i for i, c in enumerate(result)}
     wanted: list[Column] = []
     for f in desired:
-        problem = _check_name(f.name, identifiers)
+        problem = _check_name(f.name, identifiers, target)
         if problem is None:
             try:
                 ctype = canonical_type(f.type, target, conversion=conversions.get(f.name))
@@ -312,9 +312,9 @@ def plan(
     return Plan(table, target, tuple(steps), TableShape(tuple(result)))
 
 
-def _check_name(name: str, mode: IdentifierMode) -> str | None:
+def _check_name(name: str, mode: IdentifierMode, target: Target) -> str | None:
     try:
-        validate_identifier(name, mode=mode)
+        validate_identifier(name, mode=mode, target=target)
     except ConfigError as exc:
         return str(exc)
     return None
