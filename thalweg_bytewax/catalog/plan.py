@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import cached_property
 from types import MappingProxyType
 from typing import TypeAlias
 
@@ -117,6 +118,16 @@ class TableShape:
     def names(self) -> tuple[str, ...]:
         """The column names in order."""
         return tuple(c.name for c in self.columns)
+
+    @cached_property
+    def arrow_schema(self) -> pa.Schema:
+        """The columns as Arrow fields (name, type, nullability), in table order."""
+        return pa.schema([pa.field(c.name, c.type, nullable=c.nullable) for c in self.columns])
+
+    @cached_property
+    def not_null_indexes(self) -> tuple[int, ...]:
+        """The positions of the NOT NULL columns."""
+        return tuple(i for i, c in enumerate(self.columns) if not c.nullable)
 
 
 @dataclass(frozen=True)
