@@ -14,7 +14,7 @@ import resource
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,7 +22,7 @@ SIZE = 2 * 1024 * 1024
 
 
 @contextlib.contextmanager
-def _small_filesystem(tmp_path: Path) -> Iterator[tuple[Path, str, str, object]]:
+def _small_filesystem(tmp_path: Path) -> Iterator[tuple[Path, str, str, Callable[[], None] | None]]:
     """A 2 MiB file system (tmpfs, as root), else a 2 MiB file size limit.
 
     Yields the directory, the sink error and OS reason the writes then fail with, and
