@@ -14,6 +14,13 @@ per epoch and generation time is not counted. Prints rows/s, MB/s (Arrow bytes),
 CPU seconds per row and peak RSS::
 
     .venv/bin/python benchmarks/iceberg_sink.py --epochs 10 --rows-per-epoch 200000
+
+On a shared machine, ``--repeat N`` runs the bare append and the sink N times each,
+alternating which runs first, and prints the medians (``--no-2x`` skips ``sink2x``;
+``--target-file-bytes`` overrides the sink's)::
+
+    .venv/bin/python benchmarks/iceberg_sink.py --epochs 3 --rows-per-epoch 1000000 \
+        --repeat 5 --no-2x
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import argparse
 import hashlib
 import json
 import resource
+import statistics
 import sys
 import tempfile
 import time
@@ -76,7 +84,7 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def child(variant: str, epochs: int, rows: int) -> None:
+def child(variant: str, epochs: int, rows: int, target_file_bytes: int) -> None:
     from pyiceberg.catalog.sql import SqlCatalog
 
     from thalweg_bytewax.connectors.iceberg import IcebergSink
@@ -100,7 +108,8 @@ def child(variant: str, epochs: int, rows: int) -> None:
             cpu += cpu_seconds() - c0
             del data
     else:
-        sink = IcebergSink(str(work), "bench.orders")
+        options = {"target_file_bytes": target_file_bytes} if target_file_bytes else {}
+        sink = IcebergSink(str(work), "bench.orders", **options)
         part = sink.build_part("bench.out", "shard-000", None)
         for e in range(epochs):
             for batch in epoch_batches(e, rows):
@@ -123,9 +132,18 @@ def child(variant: str, epochs: int, rows: int) -> None:
                 "rows_per_s": total / elapsed,
                 "mb_per_s": nbytes / elapsed / 1e6,
                 "cpu_us_per_row": cpu / total * 1e6,
+                "cpu_s": cpu,
                 "peak_rss_mb": peak_rss_mb(),
             }
         )
+    )
+
+
+def _line(name: str, r: dict[str, float]) -> str:
+    return (
+        f"{name:8s} {r['rows']:>9,.0f} rows  {r['rows_per_s']:>10,.0f} rows/s  "
+        f"{r['mb_per_s']:7.1f} MB/s  {r['cpu_us_per_row']:6.2f} CPU us/row  "
+        f"peak RSS {r['peak_rss_mb']:6.0f} MB"
     )
 
 
@@ -133,31 +151,48 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--rows-per-epoch", type=int, default=200_000)
-    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--repeat", type=int, default=1, help="A/B pairs, alternating order")
+    parser.add_argument("--no-2x", dest="twice", action="store_false", help="skip sink2x")
+    parser.add_argument("--target-file-bytes", type=int, default=0, help="0: the default")
+    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child[0], int(args.child[1]), int(args.child[2]))
+        variant, epochs, rows, target = args.child
+        child(variant, int(epochs), int(rows), int(target))
         return
-    variants = [
-        ("append", args.epochs),
-        ("sink", args.epochs),
-        ("sink2x", args.epochs * 2),
+    runs: dict[str, list[dict[str, float]]] = {"append": [], "sink": []}
+    for i in range(args.repeat):
+        order = ["append", "sink"] if i % 2 == 0 else ["sink", "append"]
+        for name in order:
+            r = run_child(
+                __file__,
+                ["--child", name, str(args.epochs), str(args.rows_per_epoch),
+                 str(args.target_file_bytes)],
+                name=name,
+            )  # fmt: skip
+            runs[name].append(r)
+            print(_line(name, r))
+    if args.twice:
+        r = run_child(
+            __file__,
+            ["--child", "sink", str(args.epochs * 2), str(args.rows_per_epoch),
+             str(args.target_file_bytes)],
+            name="sink2x",
+        )  # fmt: skip
+        print(_line("sink2x", r))
+        rss = r["peak_rss_mb"] / statistics.median(x["peak_rss_mb"] for x in runs["sink"])
+        print(f"peak RSS at 2x input: {rss:.2f}x")
+    ratios = [
+        s["rows_per_s"] / a["rows_per_s"] for a, s in zip(runs["append"], runs["sink"], strict=True)
     ]
-    results = {}
-    for name, epochs in variants:
-        variant = "sink" if name.startswith("sink") else name
-        results[name] = run_child(
-            __file__, ["--child", variant, str(epochs), str(args.rows_per_epoch)], name=name
-        )
-        r = results[name]
-        print(
-            f"{name:8s} {r['rows']:>9,.0f} rows  {r['rows_per_s']:>10,.0f} rows/s  "
-            f"{r['mb_per_s']:7.1f} MB/s  {r['cpu_us_per_row']:6.2f} CPU us/row  "
-            f"peak RSS {r['peak_rss_mb']:6.0f} MB"
-        )
-    ratio = results["sink"]["rows_per_s"] / results["append"]["rows_per_s"]
-    rss = results["sink2x"]["peak_rss_mb"] / results["sink"]["peak_rss_mb"]
-    print(f"sink / bare append: {ratio:.2f}x   peak RSS at 2x input: {rss:.2f}x")
+    med = {k: {f: statistics.median(x[f] for x in v) for f in v[0]} for k, v in runs.items()}
+    for name, r in med.items():
+        print(f"median {_line(name, r)}  CPU {r['cpu_s'] / r['rows'] * 1e6:.2f} us/record")
+    print(
+        f"sink / bare append: median of pairs {statistics.median(ratios):.2f}x "
+        f"(pairs {', '.join(f'{x:.2f}' for x in ratios)}); CPU per record "
+        f"{med['sink']['cpu_s'] / med['append']['cpu_s']:.2f}x the bare append's"
+    )
 
 
 if __name__ == "__main__":

@@ -166,7 +166,10 @@ class _ParquetPartition(EpochSinkPartition):
 
     @override
     def release(self) -> None:
-        self._drain()
+        # Every writer thread's job is awaited, failed or not, before this returns: a
+        # full disk fails all of them, and one left pending would raise again later.
+        with lane_io(self.component, self._store.root, "closing the staging files"):
+            self._drain()
 
     @override
     def held_record_ids(self, key: str, first: int, last: int) -> pa.Table | None:
@@ -303,8 +306,15 @@ class _ParquetPartition(EpochSinkPartition):
         self._pending.append(stream.last_write)
 
     def _drain(self) -> None:
+        """Await every pending write; raise the first failure once all have ended."""
+        first: BaseException | None = None
         while self._pending:
-            self._pending.popleft().result()
+            try:
+                self._pending.popleft().result()
+            except BaseException as exc:  # noqa: BLE001 - raised below, after the rest
+                first = first or exc
+        if first is not None:
+            raise first
 
     def _close_current(self, stream: _TopicPartitionStream) -> None:
         if stream.writer is None:

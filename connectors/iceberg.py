@@ -60,9 +60,11 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 # Rows are buffered until this many Arrow bytes, then written as data files while the
-# epoch goes on: bounds memory per sink partition, and 64 MiB of Arrow data makes
-# Parquet files of ~10-30 MB (docs/benchmarks.md "Iceberg sink").
-DEFAULT_TARGET_FILE_BYTES = 64 * 1024 * 1024
+# epoch goes on: bounds memory per sink partition. pyiceberg's own target file size
+# (`write.target-file-size-bytes`, 512 MiB), so an epoch of up to ~4M narrow rows is one
+# data file as a bare `table.append` writes it; 64 MiB wrote three files an epoch of 1M
+# rows and ran at 0.8x the bare append (docs/benchmarks.md "Iceberg sink").
+DEFAULT_TARGET_FILE_BYTES = 512 * 1024 * 1024
 # Commits lost to concurrent writers are retried on the refreshed table this many times.
 DEFAULT_COMMIT_RETRIES = 8
 
@@ -114,7 +116,8 @@ class IcebergSink(ShardedEpochSink[_IcebergPartition]):
             table are retried); 1 gives exactly one commit per epoch.
         sink_id: The name coverage is stored under (default: the output's step id).
             Keep it stable for a table: a new id writes every record again.
-        target_file_bytes: Arrow bytes buffered before data files are written.
+        target_file_bytes: Arrow bytes buffered before data files are written (512 MiB,
+            pyiceberg's target file size: an epoch below it is one data file).
         commit_retries: Retries of a commit that lost a race with another writer.
         metadata_prefix: Prefix of the metadata columns.
         coverage_store: Where to record each committed epoch's coverage (beside the
@@ -161,7 +164,7 @@ class IcebergSink(ShardedEpochSink[_IcebergPartition]):
             raise ConfigError(msg)
         keys = (key_columns,) if isinstance(key_columns, str) else tuple(key_columns)
         for key in keys:
-            validate_identifier(key, mode=identifiers, what="key column")
+            validate_identifier(key, mode=identifiers, what="key column", target="iceberg")
         if mode == "upsert" and not keys:
             msg = (
                 f"iceberg sink: table `{self.table}` in mode 'upsert' needs `key_columns`; "
@@ -246,5 +249,5 @@ def _check_table(table: object) -> str:
         msg = f"iceberg sink: `table` expected `namespace.table`; got {table!r}"
         raise ConfigError(msg)
     for part in parts:
-        validate_identifier(part, mode="strict", what="table")
+        validate_identifier(part, mode="strict", what="table", target="iceberg", relaxable=False)
     return ".".join(parts)

@@ -20,10 +20,13 @@ import pyarrow as pa
 import pytest
 from google.protobuf import message_factory
 
+from tests.fixtures.odcs_schema import odcs_schema_errors
+from thalweg_bytewax._deps import require
 from thalweg_bytewax.codecs import ProtobufCodec
 from thalweg_bytewax.codecs._proto_pool import pool_from_files
 from thalweg_bytewax.protobundle import BundleError, build_bundle, bundle
 from thalweg_bytewax.protobundle._compile import imports_of
+from thalweg_bytewax.schemamodel import LOSS_PROPERTY
 
 ID = """syntax = "proto3";
 package example.common;
@@ -281,4 +284,14 @@ def test_emit_odcs_loads_back_to_the_codec_schema(repo: Path, tmp_path: Path) ->
     text = (out / "repo.odcs.yaml").read_text()
     assert "Payment: amount_cents: uint64" in text
     assert "Order: card: member of oneof `payment`" in text
+    doc = require("yaml", extra="contracts").safe_load(text)
+    assert odcs_schema_errors(doc) == []
+    order = next(o for o in doc["schema"] if o["name"] == "Order")
+    card = next(p for p in order["properties"] if p["name"] == "card")
+    assert card["customProperties"] == [
+        {"property": LOSS_PROPERTY, "value": "member of oneof `payment` (exclusivity lost)"}
+    ]
+    assert order["customProperties"] == [
+        {"property": LOSS_PROPERTY, "value": "field numbers are not kept"}
+    ]
     assert any(r.kind == "allowed_values" for r in spec.rules("Order"))

@@ -65,7 +65,9 @@ class PostgresCoverageStore:
             msg = f"coverage store: `table` expected `table` or `schema.table`; got {table!r}"
             raise ConfigError(msg)
         for part in parts:
-            validate_identifier(part, mode="strict", what="coverage table")
+            validate_identifier(
+                part, mode="strict", what="coverage table", target="postgres", relaxable=False
+            )
         self._dsn = dsn
         self.table = tuple(parts)
         self._ready = False

@@ -31,6 +31,7 @@ __all__ = [
     "DEFAULT_MAX_BATCH_BYTES",
     "DEFAULT_PARTITION_CHECK_INTERVAL",
     "DEFAULT_PREFETCH_BUDGET",
+    "DEFAULT_UNREACHABLE_TIMEOUT",
     "IsolationLevel",
     "SourceConfig",
     "StartingOffset",
@@ -58,6 +59,10 @@ DEFAULT_MAX_BATCH_BYTES = 32 * 1024 * 1024
 # (librdkafka refreshes its own metadata every 5 min by default) and notices a new
 # partition well before anyone would.
 DEFAULT_PARTITION_CHECK_INTERVAL = timedelta(seconds=30)
+# A bounded run fails when a partition has read nothing for this long while the client
+# reports the brokers unreachable: a broker restart or leader election takes seconds,
+# and librdkafka would otherwise retry forever, so the run would never end.
+DEFAULT_UNREACHABLE_TIMEOUT = timedelta(seconds=60)
 
 # librdkafka property names used by this package, in one place.
 BOOTSTRAP_SERVERS = "bootstrap.servers"
@@ -144,6 +149,7 @@ class SourceConfig:
     fail_on_new_partitions: bool
     isolation_level: IsolationLevel = "read_committed"
     prefetch_budget: int | None = DEFAULT_PREFETCH_BUDGET
+    unreachable_timeout_s: float | None = DEFAULT_UNREACHABLE_TIMEOUT.total_seconds()
 
     def consumer_config(self, partitions: int = 1) -> dict[str, Any]:
         """The librdkafka consumer settings of this source (see :func:`consumer_config`).
@@ -182,6 +188,7 @@ def source_config(
     fail_on_new_partitions: object,
     isolation_level: object = "read_committed",
     prefetch_budget: object = DEFAULT_PREFETCH_BUDGET,
+    unreachable_timeout: object = DEFAULT_UNREACHABLE_TIMEOUT,
 ) -> SourceConfig:
     """Check every argument of ``KafkaSource`` by name and build its configuration.
 
@@ -212,6 +219,7 @@ def source_config(
     budget = (
         None if prefetch_budget is None else check_positive_int(prefetch_budget, "prefetch_budget")
     )
+    unreachable = check_optional_interval(unreachable_timeout, "unreachable_timeout")
     return SourceConfig(
         brokers=brokers_,
         topics=topics_,
@@ -227,6 +235,7 @@ def source_config(
         fail_on_new_partitions=fail_on_new,
         isolation_level=isolation_level,  # type: ignore[arg-type]
         prefetch_budget=budget,
+        unreachable_timeout_s=unreachable,
     )
 
 

@@ -8,6 +8,7 @@ snapshots the position after the last record it emitted (``_resume``).
 from __future__ import annotations
 
 import logging
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any, NoReturn, cast
 
@@ -76,6 +77,11 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
         """This partition's counters (shared with ``KafkaSource.stats``)."""
         self._fatal: KafkaError | None = None
         self._degraded = False
+        # Bounded runs only: since when (monotonic) the partition has read nothing while
+        # the client reported errors, the last of them, and how long that may last.
+        self._unreachable_s = None if config.tail else config.unreachable_timeout_s
+        self._failing_since: float | None = None
+        self._last_error = ""
         consumer_settings = config.consumer_config(sharing_prefetch)
         # The data plane: the native batch consume into Arrow buffers when it is built
         # (a librdkafka handle shared with the worker's other partitions of this source,
@@ -200,6 +206,7 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
         if is_fatal(err):
             self._fatal = self._fatal or err
             return
+        self._note_failing(err)
         self.stats.transient_errors += 1
         if not self._degraded:  # log once per state change, not per error
             self._degraded = True
@@ -320,12 +327,34 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
             # Counted and backed off; the good records of this poll are still
             # emitted, since librdkafka's fetch position has moved past them.
             transient = True
+            self._note_failing(err)
             self.stats.transient_errors += 1
             logger.warning("kafka partition %s: transient error %s", self._key, err.name())
         return transient
 
+    def _note_failing(self, err: KafkaError) -> None:
+        if self._failing_since is None:
+            self._failing_since = time.monotonic()
+        self._last_error = str(err.name())
+
+    def _raise_if_unreachable_too_long(self) -> None:
+        """In a bounded run, fail once the brokers have been failing for the bound."""
+        bound, since = self._unreachable_s, self._failing_since
+        if bound is None or since is None or time.monotonic() - since < bound:
+            return
+        msg = (
+            f"kafka source: partition `{self._key}` read nothing for {bound:g} s while the "
+            f"client reported {self._last_error} (the brokers unreachable); a bounded run "
+            f"(tail=False) stopped at offset {self._next_offset}, expected to reach "
+            f"{self._end_offset}; check the brokers and run again (it resumes at offset "
+            f"{self._next_offset}), or raise `unreachable_timeout`"
+        )
+        raise SourceError(msg)
+
     def _pace(self, now: datetime, *, transient: bool, got: bool) -> bool:
         """Set the next wake-up; whether there are records (else StopIteration at the end)."""
+        if got:
+            self._failing_since = None
         if transient:
             self._next_awake = now + self._errors.next()
         elif not got:
@@ -341,6 +370,7 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
             if self._end_offset is not None and self._position() >= self._end_offset:
                 self._eof = True
                 raise StopIteration
+            self._raise_if_unreachable_too_long()
             return False
         return True
 

@@ -25,6 +25,7 @@ from ._config import (
     DEFAULT_MAX_BATCH_BYTES,
     DEFAULT_PARTITION_CHECK_INTERVAL,
     DEFAULT_PREFETCH_BUDGET,
+    DEFAULT_UNREACHABLE_TIMEOUT,
     IsolationLevel,
     StartingOffset,
     source_config,
@@ -95,6 +96,12 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, KafkaPartitionState]):
             between 256 KiB and 4 MiB (256 MiB: up to 64 partitions keep 4 MiB each,
             256 get 1 MiB). ``None`` gives every partition 4 MiB; a
             ``queued.max.messages.kbytes`` in ``add_config`` wins.
+        unreachable_timeout: In a bounded run (``tail=False``), how long a partition
+            short of its end offset may read nothing while the client reports the
+            brokers unreachable before the run fails with a ``SourceError`` naming the
+            partition and offset (default 60 s; librdkafka alone retries forever, so the
+            run would never end). ``None`` waits for the brokers indefinitely. A tailing
+            source always waits (its health turns ``degraded``).
 
     The source's counters are :attr:`stats` (per partition key) and
     :meth:`total_stats`; partitions added while the flow runs are
@@ -124,6 +131,7 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, KafkaPartitionState]):
         fail_on_new_partitions: bool = False,
         isolation_level: IsolationLevel = "read_committed",
         prefetch_budget: int | None = DEFAULT_PREFETCH_BUDGET,
+        unreachable_timeout: timedelta | None = DEFAULT_UNREACHABLE_TIMEOUT,
     ) -> None:
         # Validated once, kept private; no I/O here (partitions are built in build_part).
         self._config = source_config(
@@ -141,6 +149,7 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, KafkaPartitionState]):
             fail_on_new_partitions=fail_on_new_partitions,
             isolation_level=isolation_level,
             prefetch_budget=prefetch_budget,
+            unreachable_timeout=unreachable_timeout,
         )
         self._meta = SourceMetadata(self._config)
         # The topics of which this process built a partition from resume state (the

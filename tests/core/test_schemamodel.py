@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.fixtures.odcs_schema import odcs_schema_errors
 from thalweg_bytewax._deps import require
 from thalweg_bytewax.codecs import AvroCodec, JsonCodec
 from thalweg_bytewax.contracts import load_contract, parse_contract
@@ -108,6 +109,7 @@ def test_avro_to_odcs_loads_back_to_the_codec_schema(fields) -> None:
     except Exception:  # a union the codec refuses (two branches of one kind)
         return
     doc = to_odcs([from_avro(schema)], contract_id="rec")
+    assert odcs_schema_errors(doc) == []
     got = parse_contract(yaml.safe_dump(doc)).arrow_schema()
     lossy = lossy_columns(doc)
     assert got.names == expected.names
@@ -147,7 +149,38 @@ def test_losses_are_stated_on_the_property_and_in_the_limitations() -> None:
     assert "Rec: f: fixed(16)" in limits
     assert "wider than 38 digits" in limits
     assert "Rec: n: the default value None is not kept" in limits
+    assert props["n"]["customProperties"] == [
+        {"property": LOSS_PROPERTY, "value": "the default value None is not kept"}
+    ]
+    assert odcs_schema_errors(doc) == []
     parse_contract(yaml.safe_dump(doc))  # still loads
+
+
+def test_every_source_loss_is_stated_on_the_property_it_concerns() -> None:
+    nested = {"type": "record", "name": "In", "fields": [{"name": "x", "type": "int", "default": 3}]}
+    schema = {"type": "record", "name": "Rec", "fields": [{"name": "r", "type": nested}]}
+    doc = to_odcs([from_avro(schema)], contract_id="rec")
+    (x,) = doc["schema"][0]["properties"][0]["properties"]
+    assert x["customProperties"] == [
+        {"property": LOSS_PROPERTY, "value": "the default value 3 is not kept"}
+    ]
+    doc = to_odcs([from_json_schema(JSON_SCHEMA)], contract_id="events")
+    props = {p["name"]: p for p in doc["schema"][0]["properties"]}
+    assert props["score"]["customProperties"] == [
+        {"property": LOSS_PROPERTY, "value": "minimum not kept"}
+    ]
+    assert odcs_schema_errors(doc) == []
+
+
+def test_an_enum_without_symbols_states_its_loss_and_stays_valid() -> None:
+    doc = to_odcs([from_json_schema(
+        {"title": "T", "type": "object", "properties": {"e": {"enum": [None, "a", "a"]},
+                                                        "z": {"type": "string", "enum": []}}}
+    )], contract_id="t")
+    e, z = doc["schema"][0]["properties"]
+    assert e["enum"] == [{"value": "a"}]
+    assert "enum" not in z and z["customProperties"][0]["property"] == LOSS_PROPERTY
+    assert odcs_schema_errors(doc) == []
 
 
 def test_enums_become_allowed_values_and_nested_records_objects(tmp_path: Path) -> None:
@@ -219,6 +252,7 @@ def test_json_schema_to_odcs_loads_back_to_the_json_codec_schema() -> None:
     got = parse_contract(yaml.safe_dump(doc)).arrow_schema()
     want = JsonCodec(JSON_SCHEMA).arrow_schema
     assert got.equals(want), (got, want)
+    assert odcs_schema_errors(doc) == []
     assert got.field("id").metadata == {b"description": b"the id"}
     assert "Event: score: minimum not kept" in doc["description"]["limitations"]
 

@@ -357,6 +357,16 @@ def test_identifiers_refused_in_every_mode(mode, name):
         validate_identifier(name, mode=mode, what="table")
 
 
+def test_a_long_name_is_refused_with_the_reason_of_its_target():
+    name = "a" * (MAX_IDENTIFIER_BYTES + 1)
+    with pytest.raises(ConfigError, match="PostgreSQL would truncate it silently"):
+        validate_identifier(name, target="postgres")
+    for target in ("iceberg", None):
+        with pytest.raises(ConfigError, match="shorten it") as info:
+            validate_identifier(name, target=target)
+        assert "PostgreSQL" not in str(info.value)
+
+
 def test_identifier_limit_is_bytes_not_characters():
     assert validate_identifier("a" * MAX_IDENTIFIER_BYTES)
     assert validate_identifier("é" * 31, mode="relaxed")

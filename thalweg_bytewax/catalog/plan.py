@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import cached_property
 from types import MappingProxyType
 from typing import TypeAlias
 
@@ -117,6 +118,16 @@ class TableShape:
     def names(self) -> tuple[str, ...]:
         """The column names in order."""
         return tuple(c.name for c in self.columns)
+
+    @cached_property
+    def arrow_schema(self) -> pa.Schema:
+        """The columns as Arrow fields (name, type, nullability), in table order."""
+        return pa.schema([pa.field(c.name, c.type, nullable=c.nullable) for c in self.columns])
+
+    @cached_property
+    def not_null_indexes(self) -> tuple[int, ...]:
+        """The positions of the NOT NULL columns."""
+        return tuple(i for i, c in enumerate(self.columns) if not c.nullable)
 
 
 @dataclass(frozen=True)
@@ -264,7 +275,7 @@ def plan(
     index = {c.name: i for i, c in enumerate(result)}
     wanted: list[Column] = []
     for f in desired:
-        problem = _check_name(f.name, identifiers)
+        problem = _check_name(f.name, identifiers, target)
         if problem is None:
             try:
                 ctype = canonical_type(f.type, target, conversion=conversions.get(f.name))
@@ -312,9 +323,9 @@ def plan(
     return Plan(table, target, tuple(steps), TableShape(tuple(result)))
 
 
-def _check_name(name: str, mode: IdentifierMode) -> str | None:
+def _check_name(name: str, mode: IdentifierMode, target: Target) -> str | None:
     try:
-        validate_identifier(name, mode=mode)
+        validate_identifier(name, mode=mode, target=target)
     except ConfigError as exc:
         return str(exc)
     return None

@@ -104,7 +104,7 @@ def check_identifier(name: object, what: str, mode: IdentifierMode = "relaxed") 
         ConfigError: Naming the identifier and why (see
             :func:`~thalweg_bytewax.typemap.validate_identifier`).
     """
-    return validate_identifier(name, mode=mode, what=what)
+    return validate_identifier(name, mode=mode, what=what, target="postgres")
 
 
 def ensure_schema(conn: psycopg.Connection[Any], schema: str) -> None:

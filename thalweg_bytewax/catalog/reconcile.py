@@ -71,8 +71,14 @@ def reconcile(
             loss, or brings NULLs into a NOT NULL column; the message names it.
     """
     where = f"{target} table `{table}`" if table else f"{target} table"
+    schema = batch.schema  # built anew on each access: read once
+    target_schema = shape.arrow_schema
+    if schema.names == target_schema.names and schema.types == target_schema.types:
+        # The common case, once per batch on the hot path: the batch already has the
+        # table's columns in order and of its types, so nothing converts.
+        return _same_columns(batch, shape, where)
     known = set(shape.names)
-    for name in batch.schema.names:
+    for name in schema.names:
         if name not in known:
             msg = (
                 f"{where}: column `{name}` expected in the table; got a batch column the "
@@ -82,7 +88,7 @@ def reconcile(
     fields: list[pa.Field] = []
     arrays: list[pa.Array] = []
     for col in shape.columns:
-        i = batch.schema.get_field_index(col.name)
+        i = schema.get_field_index(col.name)
         if i < 0:
             if col.has_default:
                 continue
@@ -104,6 +110,22 @@ def reconcile(
         fields.append(pa.field(col.name, col.type, nullable=col.nullable))
         arrays.append(arr)
     return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _same_columns(batch: pa.RecordBatch, shape: TableShape, where: str) -> pa.RecordBatch:
+    """``batch`` under the table's fields, when its columns already are the table's."""
+    for i in shape.not_null_indexes:
+        arr = batch.column(i)
+        if arr.null_count:
+            msg = (
+                f"{where}: column `{shape.columns[i].name}` is NOT NULL; expected no NULLs; "
+                f"got {arr.null_count} of {len(arr)}; filter or fill them upstream"
+            )
+            raise WriteBoundaryError(msg)
+    target_schema = shape.arrow_schema
+    if batch.schema.equals(target_schema, check_metadata=True):
+        return batch  # already exactly what the general path would build
+    return pa.RecordBatch.from_arrays(batch.columns, schema=target_schema)
 
 
 def _convert(  # noqa: PLR0911 - one branch per rule of the module docstring

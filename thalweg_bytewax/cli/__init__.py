@@ -38,9 +38,11 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import traceback
 from collections.abc import Sequence
 
 from thalweg_bytewax import __version__
+from thalweg_bytewax._excepthook import summary_line, thalweg_cause
 from thalweg_bytewax.cli._common import attach_examples
 from thalweg_bytewax.cli._dev import DEV_ADDRESS_FILE
 from thalweg_bytewax.errors import ThalwegError
@@ -100,5 +102,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ThalwegError as exc:
         print(f"thalweg: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except Exception as exc:
+        # A flow run by `batch` or `recover` fails inside Bytewax, which wraps the
+        # thalweg error in its own runtime error after printing a Rust panic: end with
+        # the thalweg error (the traceback too with -v), and keep the run's exit code.
+        err = thalweg_cause(exc)
+        if err is None:
+            raise
+        if args.verbose:
+            traceback.print_exception(exc)
+        print(summary_line(err), file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED

@@ -97,7 +97,7 @@ from thalweg_bytewax import _faults
 from thalweg_bytewax.coverage import OffsetCoverage
 from thalweg_bytewax.coverage_store import CoverageStore
 from thalweg_bytewax.dlq import DLQ_REASON, DLQ_RULES, DLQ_STEP_ID
-from thalweg_bytewax.errors import ConfigError, SinkTerminalError
+from thalweg_bytewax.errors import ConfigError, SinkTerminalError, ThalwegError
 from thalweg_bytewax.input_span import input_span, without_input_span
 from thalweg_bytewax.metadata import MetadataColumns
 from thalweg_bytewax.observability.gate import observe_sink_partition
@@ -435,7 +435,9 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
     @override
     def close(self) -> None:
         # Bytewax also calls close() while unwinding from an error; publishing then
-        # could make rows of a failed epoch visible, and raising would hide the error.
+        # could make rows of a failed epoch visible, and raising would hide the error:
+        # an exception in a destructor during the unwind aborts the process, so the
+        # error that failed the run would never be printed. close() never raises.
         try:
             staged = [k for k, ledger in self._ledgers.items() if ledger.pending is not None]
             if self._unlocated_pending:
@@ -449,7 +451,18 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
                     len(staged),
                 )
         finally:
-            self.release()
+            try:
+                self.release()
+            except Exception as exc:  # noqa: BLE001 - logged: nothing published depends on it
+                # Only thalweg's own messages are secret-free; a client's text may not be.
+                reason = str(exc) if isinstance(exc, ThalwegError) else type(exc).__name__
+                logger.error(  # noqa: TRY400 - the reason is the message; no traceback
+                    "%s: shard %s could not release its files or clients at close: %s; "
+                    "nothing unpublished is lost (it replays on resume)",
+                    self.component,
+                    self.shard,
+                    reason,
+                )
 
     def _refuse_if_failed(self, what: str) -> None:
         if self._failed:

@@ -1,4 +1,4 @@
-"""A neutral schema model, with Avro, JSON Schema and Protobuf in and ODCS v3 out.
+"""A neutral schema model, with Avro, JSON Schema and Protobuf in and ODCS v3.2.0 out.
 
 Every format converts through :class:`SchemaModel` (fields with a type, required flag,
 description, nested objects, enum symbols and logical types), so each format is one
@@ -12,7 +12,7 @@ Example:
     >>> model = from_avro({"type": "record", "name": "Order", "fields": [
     ...     {"name": "id", "type": "long"}]})
     >>> print(to_odcs_yaml([model], contract_id="orders").splitlines()[0])
-    apiVersion: v3.0.2
+    apiVersion: v3.2.0
 """
 
 from __future__ import annotations
@@ -26,11 +26,12 @@ from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.schemamodel._avro import from_avro
 from thalweg_bytewax.schemamodel._json import from_json_schema
 from thalweg_bytewax.schemamodel._model import Kind, SchemaField, SchemaModel, SchemaType
-from thalweg_bytewax.schemamodel._odcs import LOSS_PROPERTY, to_odcs
+from thalweg_bytewax.schemamodel._odcs import LOSS_PROPERTY, ODCS_API_VERSION, to_odcs
 from thalweg_bytewax.schemamodel._protobuf import from_protobuf
 
 __all__ = [
     "LOSS_PROPERTY",
+    "ODCS_API_VERSION",
     "Kind",
     "SchemaField",
     "SchemaModel",

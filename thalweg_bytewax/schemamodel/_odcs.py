@@ -1,4 +1,4 @@
-"""The neutral schema model -> an ODCS v3 data contract, with its losses stated.
+"""The neutral schema model -> an ODCS v3.2.0 data contract, with its losses stated.
 
 Each model becomes one schema object. Types map to what ``load_contract`` resolves
 back to the codec's Arrow type: ``logicalType`` plus a ``physicalType`` the loader
@@ -8,11 +8,14 @@ nested records are ``object`` properties; arrays carry ``items`` and maps ``map`
 with their symbols as allowed values (``enum``), which the loader turns into a rule.
 
 What ODCS cannot say is stated, never silent: on the property (a ``conversionLoss``
-custom property) and all together in ``description.limitations``. Losses: a union of
-several types (an ``object`` with one optional property per branch), ``fixed(n)``
-(bytes, length not kept), ``time-millis`` (loads as microseconds), a decimal wider
-than 38 digits (string), unsigned integers (int64 with ``minimum: 0``), durations
-(int64 microseconds), the ``null`` type (an always-null string).
+custom property) and all together in ``description.limitations``. A loss found by the
+source reader (an Avro default, a JSON Schema keyword, a Protobuf ``oneof``) is stated
+on the property at its path, one of the whole schema (Protobuf field numbers) on the
+schema object. Losses: a union of several types (an ``object`` with one optional
+property per branch), ``fixed(n)`` (bytes, length not kept), ``time-millis`` (loads as
+microseconds), a decimal wider than 38 digits (string), unsigned integers (int64 with
+``minimum: 0``), durations (int64 microseconds), the ``null`` type (an always-null
+string), an enum without symbols (a string without allowed values).
 """
 
 from __future__ import annotations
@@ -21,7 +24,12 @@ from typing import Any
 
 from thalweg_bytewax.schemamodel._model import Kind, SchemaField, SchemaModel, SchemaType
 
-__all__ = ["LOSS_PROPERTY", "to_odcs"]
+__all__ = ["LOSS_PROPERTY", "ODCS_API_VERSION", "to_odcs"]
+
+ODCS_API_VERSION = "v3.2.0"
+"""The ODCS version the contracts declare: the first whose JSON Schema admits the
+``timestamp``, ``time`` and ``map`` logical types and property-level ``enum`` values
+they use."""
 
 LOSS_PROPERTY = "conversionLoss"
 """The custom property that states what a property's ODCS form does not keep."""
@@ -45,16 +53,36 @@ _PLAIN: dict[Kind, tuple[str, str]] = {
 _MAX_DECIMAL128 = 38
 
 
+def _state_loss(element: dict[str, Any], what: str) -> None:
+    element.setdefault("customProperties", []).append({"property": LOSS_PROPERTY, "value": what})
+
+
 class _Writer:
     def __init__(self) -> None:
         self.losses: list[str] = []
+        self.by_path: dict[str, dict[str, Any]] = {}
 
     def lose(self, prop: dict[str, Any], path: str, what: str) -> None:
-        prop.setdefault("customProperties", []).append({"property": LOSS_PROPERTY, "value": what})
+        _state_loss(prop, what)
         self.losses.append(f"{path}: {what}")
+
+    def place(self, obj: dict[str, Any], losses: tuple[str, ...]) -> None:
+        """State each of the model's ``path: what`` losses on the property at its path.
+
+        A loss whose path names no property (``$``, or none at all, such as Protobuf
+        field numbers) is stated on the schema object.
+        """
+        paths = sorted(self.by_path, key=len, reverse=True)
+        for loss in losses:
+            path = next((p for p in paths if loss.startswith(f"{p}: ")), None)
+            if path is None:
+                _state_loss(obj, loss)
+            else:
+                _state_loss(self.by_path[path], loss[len(path) + 2 :])
 
     def prop(self, name: str | None, t: SchemaType, required: bool, path: str) -> dict[str, Any]:
         out: dict[str, Any] = {} if name is None else {"name": name}
+        self.by_path[path] = out
         self.fill(out, t, path)
         out["required"] = required
         return out
@@ -74,7 +102,11 @@ class _Writer:
                        logicalTypeOptions={"format": "uuid"})
         elif k == Kind.ENUM:
             out.update(logicalType="string", physicalType="enum")
-            out["enum"] = [{"value": s} for s in t.symbols]
+            symbols = list(dict.fromkeys(t.symbols))
+            if symbols:
+                out["enum"] = [{"value": s} for s in symbols]
+            else:
+                self.lose(out, path, "an enum without symbols (no value allowed): any string")
         elif k == Kind.DECIMAL:
             p, s = t.precision or 0, t.scale or 0
             if p > _MAX_DECIMAL128:
@@ -129,7 +161,7 @@ def _branch_name(t: SchemaType) -> str:
 def to_odcs(
     models: list[SchemaModel], *, contract_id: str, version: str = "1.0.0"
 ) -> dict[str, Any]:
-    """An ODCS v3 contract (as a mapping) with one schema object per model.
+    """An ODCS contract (as a mapping, ODCS :data:`ODCS_API_VERSION`), one schema object per model.
 
     Args:
         models: The schemas, one schema object each (named by the model's short name).
@@ -151,12 +183,13 @@ def to_odcs(
             "physicalType": "topic",
             "properties": [w.field(f, f.name) for f in m.fields],
         }
+        w.place(obj, m.losses)
         if m.description:
             obj["description"] = m.description
         objects.append(obj)
         limitations += [f"{short}: {loss}" for loss in (*m.losses, *w.losses)]
     doc: dict[str, Any] = {
-        "apiVersion": "v3.0.2",
+        "apiVersion": ODCS_API_VERSION,
         "kind": "DataContract",
         "id": contract_id,
         "version": version,

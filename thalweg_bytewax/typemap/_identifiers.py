@@ -11,6 +11,7 @@ import re
 from typing import Literal
 
 from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.typemap._canonical import Target
 
 __all__ = ["MAX_IDENTIFIER_BYTES", "IdentifierMode", "validate_identifier"]
 
@@ -23,9 +24,22 @@ two long names could collide; they are refused instead."""
 
 _STRICT = re.compile(r"[a-z_][a-z0-9_]*")
 
+_LENGTH_REASON: dict[str | None, str] = {
+    "postgres": "PostgreSQL would truncate it silently",
+    "iceberg": "Iceberg names are kept within the limit every thalweg target shares, so "
+    "a table's names stay valid wherever it is copied",
+    None: "names are kept within the limit every thalweg target shares, so a table's "
+    "names stay valid wherever it is copied",
+}
+
 
 def validate_identifier(
-    name: object, *, mode: IdentifierMode = "strict", what: str = "column"
+    name: object,
+    *,
+    mode: IdentifierMode = "strict",
+    what: str = "column",
+    target: Target | None = None,
+    relaxable: bool = True,
 ) -> str:
     """Return ``name`` when it is an acceptable identifier, else raise naming it.
 
@@ -35,6 +49,10 @@ def validate_identifier(
             anywhere; ``"relaxed"`` accepts any non-empty text without NUL or
             surrogates, which the driver quotes.
         what: What the name is, for the message (``"column"``, ``"table"``).
+        target: The system the name is for, so the message gives that system's reason
+            for the length limit; None for a message that names no system.
+        relaxable: Whether the caller offers ``identifiers="relaxed"`` for this name;
+            when False a strict refusal advises renaming only.
 
     Returns:
         ``name`` unchanged.
@@ -62,15 +80,20 @@ def validate_identifier(
     if size > MAX_IDENTIFIER_BYTES:
         msg = (
             f"identifiers: {what} name {name[:20]!r}... expected at most "
-            f"{MAX_IDENTIFIER_BYTES} UTF-8 bytes; got {size}; shorten it (PostgreSQL "
-            f"would truncate it silently)"
+            f"{MAX_IDENTIFIER_BYTES} UTF-8 bytes; got {size}; shorten it "
+            f"({_LENGTH_REASON[target]})"
         )
         raise ConfigError(msg)
     if mode == "strict" and not _STRICT.fullmatch(name):
+        advice = (
+            'rename it, or pass identifiers="relaxed" to have it quoted'
+            if relaxable
+            else f"rename it ({what} names are always checked strictly, whatever "
+            f"`identifiers` says)"
+        )
         msg = (
             f"identifiers: {what} name {name!r} expected lowercase letters, digits and "
-            f"underscores, not starting with a digit; rename it, or pass "
-            f'identifiers="relaxed" to have it quoted'
+            f"underscores, not starting with a digit; {advice}"
         )
         raise ConfigError(msg)
     return name
