@@ -131,6 +131,23 @@ def test_broken_ndjson_line_is_rejected_with_its_bytes(tmp_path: Path) -> None:
     assert row["_twg_source_value"] == lines[2].encode()
 
 
+@pytest.mark.parametrize("schema", [SCHEMA, "infer"])
+def test_ndjson_lines_that_are_not_utf8_are_rejected_alone_with_their_bytes(
+    tmp_path: Path, schema: pa.Schema | str
+) -> None:
+    path = tmp_path / "o.ndjson"
+    lines = [json.dumps(r).encode() for r in rows()[:8]]
+    lines[2] = lines[2].replace(b'"customer": "', b'"customer": "\xff\xfe')
+    lines[3] = b""  # a blank line consumes its row index
+    lines[5] = lines[5].replace(b'"customer": "', b'"customer": "\xc3(')
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    ok, rejected = read_all(FileSource(str(path), schema=schema))
+    assert offsets(ok) == [0, 1, 4, 6, 7]
+    assert offsets(rejected) == [2, 5]
+    assert [r["_twg_source_value"] for r in rejected.to_pylist()] == [lines[2], lines[5]]
+    assert all("UTF-8" in r["message"] for r in rejected.to_pylist())
+
+
 def test_parquet_cast_to_a_contract_schema(tmp_path: Path) -> None:
     path = tmp_path / "o.parquet"
     table = pa.table({"id": pa.array([1, 2], pa.int32()), "customer": ["a", "b"],
