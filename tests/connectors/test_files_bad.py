@@ -148,6 +148,19 @@ def test_ndjson_lines_that_are_not_utf8_are_rejected_alone_with_their_bytes(
     assert all("UTF-8" in r["message"] for r in rejected.to_pylist())
 
 
+def test_csv_whose_every_row_is_not_utf8_is_all_dlq_rows_with_their_bytes(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "o.csv"
+    path.write_bytes(b"id,customer\r\n1,\xff\r\n\r\n2,b\xfe")  # no newline at the end
+    schema = pa.schema([("id", pa.int64()), ("customer", pa.string())])
+    ok, rejected = read_all(FileSource(str(path), schema=schema))
+    assert ok is None
+    assert [(r["_twg_source_offset"], r["_twg_source_value"]) for r in rejected.to_pylist()] == [
+        (0, b"1,\xff"), (1, b"2,b\xfe")
+    ]
+
+
 def test_parquet_cast_to_a_contract_schema(tmp_path: Path) -> None:
     path = tmp_path / "o.parquet"
     table = pa.table({"id": pa.array([1, 2], pa.int32()), "customer": ["a", "b"],
