@@ -17,7 +17,9 @@ No length or count field is trusted: a header entry or a block larger than the b
 left in the file is a truncated file; a block over ``max_block_bytes`` (stored or
 inflated) or declaring more than ``max_block_records`` records, or more records than
 its bytes can hold at the schema's narrowest record, is one DLQ row and the next block
-is read.
+is read. A writer schema with an array of zero-width items (``null``, a record of
+``null`` fields) has its blocks split by :class:`ItemWalker` instead of fastavro, which
+caps those items at ``max_block_records`` per block before any decoder loops over them.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import pyarrow as pa
 from thalweg_bytewax.codecs.avro import AvroCodec
 from thalweg_bytewax.errors import ThalwegError
 
+from ._files_avro_items import ItemWalker, has_zero_width_items
 from ._files_common import Bad, Chunk, Target, cast_rows, whole_file_bad
 from ._files_limits import DEFAULT_LIMITS, FileLimits, LimitExceeded, over_limit
 
@@ -195,6 +198,10 @@ def read_avro(
             width = min_width(parsed, parsed.get("__named_schemas", {}) if isinstance(
                 parsed, dict) else {})
             codec = AvroCodec(framing="none", schema=writer)
+            walker = (
+                ItemWalker(parsed, limits.max_block_records)
+                if has_zero_width_items(parsed) else None
+            )
         except (EOFError, _Corrupt, KeyError, ValueError, TypeError) as exc:
             yield whole_file_bad(start, "cannot read the Avro container header", exc)
             return
@@ -260,7 +267,8 @@ def read_avro(
                     return
                 continue
             yield from _block(
-                codec, codec_name, parsed, raw, count, first, start, schema, at, limits, width
+                codec, codec_name, parsed, raw, count, first, start, schema, at, limits, width,
+                walker,
             )
             first += count
 
@@ -312,6 +320,7 @@ def _block(
     at: int,
     limits: FileLimits,
     width: int,
+    walker: ItemWalker | None,
 ) -> Iterator[Chunk]:
     bad: list[Bad] = []
     try:
@@ -323,7 +332,7 @@ def _block(
         msg = f"Avro block at byte {at} ({count} records from record {first}): {exc}"
         yield Chunk(None, np.zeros(0, np.int64), first + count, bad=[Bad(first, msg, raw)])
         return
-    bodies, stopped = _split(data, count, parsed)
+    bodies, stopped = walker.split(data, count) if walker else _split(data, count, parsed)
     if stopped is not None:
         lost = first + len(bodies)
         rest = data[sum(len(b) for b in bodies) :]

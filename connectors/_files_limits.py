@@ -36,7 +36,10 @@ class FileLimits:
         max_block_bytes: Avro: bytes of one block, as stored and decompressed. A
             block over it is one DLQ row (its stored bytes when they fit the bound).
         max_block_records: Avro: records one block may declare (a zero-width record
-            costs no bytes, so the byte bounds cannot bound its count).
+            costs no bytes, so the byte bounds cannot bound its count); also the items
+            of arrays of zero-width items (``null``, a record of ``null`` fields) in one
+            block. Past it, the record that passes the bound and the rest of its block
+            are one DLQ row with their bytes.
         max_cells: Excel: cells of a sheet's used range, rows x columns, read from the
             sheet's cell references before the sheet is loaded (xlsx, xlsm).
         max_sheet_bytes: Excel: bytes of one part of the workbook decompressed (a

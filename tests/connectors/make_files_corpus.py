@@ -143,6 +143,27 @@ def varint(n: int) -> bytes:
     return bytes([*out, n])
 
 
+def null_item_attacks() -> dict[str, bytes]:
+    """Arrays and maps of ``null``: a count of 2**40 items over no bytes."""
+
+    def container(kind: str, body: bytes) -> bytes:
+        inner = {"type": "array", "items": "null"} if kind == "array" else {
+            "type": "map", "values": "null"}
+        schema = {"type": "record", "name": "Z", "fields": [{"name": "z", "type": inner}]}
+        buf = io.BytesIO()
+        fastavro.writer(buf, schema, [])
+        head = buf.getvalue()
+        return head + varint(1) + varint(len(body)) + body + head[-16:]
+
+    return {
+        "attack_null_array_2_40.avro": container("array", varint(1 << 40) + varint(0)),
+        "attack_null_array_negative_2_40.avro": container(
+            "array", varint(-(1 << 40)) + varint(0) + varint(0)
+        ),
+        "attack_null_map_2_40.avro": container("map", varint(1 << 40) + b"\x02a" + varint(0)),
+    }
+
+
 def avro_attacks() -> dict[str, bytes]:
     good = avro_bytes("null")
     sync = good[-16:]
@@ -159,6 +180,7 @@ def avro_attacks() -> dict[str, bytes]:
     squeeze = zlib.compressobj(9, zlib.DEFLATED, -15)
     bomb = squeeze.compress(b"\x00" * (80 << 20)) + squeeze.flush()  # past 64 MiB
     return {
+        **null_item_attacks(),
         "attack_size_2_62.avro": header + varint(3) + varint(1 << 62) + b"x" * 40 + sync,
         "attack_zero_width_2_40.avro": e + varint(1 << 40) + varint(0) + e_sync,
         "attack_count_over_bytes.avro": header + varint(1 << 20) + varint(4) + b"\x02" * 4 + sync,

@@ -131,6 +131,36 @@ def test_broken_ndjson_line_is_rejected_with_its_bytes(tmp_path: Path) -> None:
     assert row["_twg_source_value"] == lines[2].encode()
 
 
+@pytest.mark.parametrize("schema", [SCHEMA, "infer"])
+def test_ndjson_lines_that_are_not_utf8_are_rejected_alone_with_their_bytes(
+    tmp_path: Path, schema: pa.Schema | str
+) -> None:
+    path = tmp_path / "o.ndjson"
+    lines = [json.dumps(r).encode() for r in rows()[:8]]
+    lines[2] = lines[2].replace(b'"customer": "', b'"customer": "\xff\xfe')
+    lines[3] = b""  # a blank line consumes its row index
+    lines[5] = lines[5].replace(b'"customer": "', b'"customer": "\xc3(')
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    ok, rejected = read_all(FileSource(str(path), schema=schema))
+    assert offsets(ok) == [0, 1, 4, 6, 7]
+    assert offsets(rejected) == [2, 5]
+    assert [r["_twg_source_value"] for r in rejected.to_pylist()] == [lines[2], lines[5]]
+    assert all("UTF-8" in r["message"] for r in rejected.to_pylist())
+
+
+def test_csv_whose_every_row_is_not_utf8_is_all_dlq_rows_with_their_bytes(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "o.csv"
+    path.write_bytes(b"id,customer\r\n1,\xff\r\n\r\n2,b\xfe")  # no newline at the end
+    schema = pa.schema([("id", pa.int64()), ("customer", pa.string())])
+    ok, rejected = read_all(FileSource(str(path), schema=schema))
+    assert ok is None
+    assert [(r["_twg_source_offset"], r["_twg_source_value"]) for r in rejected.to_pylist()] == [
+        (0, b"1,\xff"), (1, b"2,b\xfe")
+    ]
+
+
 def test_parquet_cast_to_a_contract_schema(tmp_path: Path) -> None:
     path = tmp_path / "o.parquet"
     table = pa.table({"id": pa.array([1, 2], pa.int32()), "customer": ["a", "b"],

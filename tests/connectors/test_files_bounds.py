@@ -263,3 +263,93 @@ def test_an_ipc_batch_with_offsets_past_its_data_is_a_dlq_row(tmp_path: Path) ->
     [row] = rejected.to_pylist()
     assert row["_twg_source_offset"] == 2
     assert "Arrow IPC unreadable from row 2" in row["message"]
+
+
+NULLS = {
+    "type": "record",
+    "name": "N",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "nulls", "type": {"type": "array", "items": "null"}},
+    ],
+}
+
+
+def test_an_avro_array_of_2_40_nulls_is_a_dlq_row_not_an_endless_loop(tmp_path: Path) -> None:
+    data, header = avro_file(NULLS, [{"id": i, "nulls": [None] * 3} for i in range(3)])
+    sync = data[-16:]
+    lying = varint(7) + varint(1 << 40) + varint(0) + varint(8) + varint(0)
+    after = varint(9) + varint(2) + varint(0)  # a good block after the lying one
+    path = tmp_path / "o.avro"
+    path.write_bytes(
+        data + varint(2) + varint(len(lying)) + lying + sync
+        + varint(1) + varint(len(after)) + after + sync
+    )
+    ok, rejected = read_all(FileSource(str(path)))
+    [row] = rejected.to_pylist()
+    assert "limit:max_block_records" in row["message"]
+    assert "zero-width array items" in row["message"]
+    assert row["_twg_source_offset"] == 3
+    assert row["_twg_source_value"] == lying  # the rest of the block, replayable
+    assert offsets(ok) == [0, 1, 2, 5]
+    assert ok.column("nulls").to_pylist() == [[None] * 3] * 3 + [[None] * 2]
+
+
+def test_avro_zero_width_items_count_against_max_block_records(tmp_path: Path) -> None:
+    records = [{"id": i, "nulls": [None] * (150 if i == 4 else 2)} for i in range(10)]
+    data, _ = avro_file(NULLS, records)
+    path = tmp_path / "o.avro"
+    path.write_bytes(data)
+    ok, _ = read_all(FileSource(str(path)))
+    assert offsets(ok) == list(range(10))  # within the default bound: all of them
+    ok, rejected = read_all(FileSource(str(path), limits=FileLimits(max_block_records=100)))
+    [row] = rejected.to_pylist()
+    assert "limit:max_block_records" in row["message"]
+    assert row["_twg_source_offset"] == 4  # the rest of its block, from the record over
+    assert offsets(ok) == [0, 1, 2, 3]
+
+
+def test_avro_bodies_with_zero_width_items_split_as_fastavro_reads_them(
+    tmp_path: Path,
+) -> None:
+    schema = {
+        "type": "record",
+        "name": "W",
+        "namespace": "t",
+        "fields": [
+            {"name": "id", "type": "long"},
+            {"name": "e", "type": {"type": "record", "name": "E0", "fields": [
+                {"name": "n", "type": "null"}]}},
+            {"name": "es", "type": {"type": "array", "items": "t.E0"}},
+            {"name": "deep", "type": {"type": "array", "items": {
+                "type": "array", "items": "null"}}},
+            {"name": "m", "type": {"type": "map", "values": ["null", "string"]}},
+            {"name": "f", "type": {"type": "fixed", "name": "F4", "size": 4}},
+            {"name": "k", "type": {"type": "enum", "name": "K", "symbols": ["A", "B"]}},
+            {"name": "x", "type": ["null", "double", "boolean", "bytes"]},
+            {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+            {"name": "g", "type": "float"},
+        ],
+    }
+    records = [
+        {
+            "id": i, "e": {"n": None}, "es": [{"n": None}] * (i % 3),
+            "deep": [[None] * j for j in range(i % 4)],
+            "m": {"a": None, "b": f"v{i}"} if i % 2 else {},
+            "f": b"abcd", "k": "AB"[i % 2],
+            "x": [None, 1.5, True, b"\x00\xff"][i % 4],
+            "ts": 1_700_000_000_000 + i, "g": i / 4,
+        }
+        for i in range(40)
+    ]
+    buf = io.BytesIO()
+    fastavro.writer(buf, schema, records, sync_interval=300)
+    path = tmp_path / "o.avro"
+    path.write_bytes(buf.getvalue())
+    ok, rejected = read_all(FileSource(str(path)))
+    assert rejected is None
+    assert offsets(ok) == list(range(40))
+    assert ok.column("deep").to_pylist() == [r["deep"] for r in records]
+    assert ok.column("es").to_pylist() == [r["es"] for r in records]
+    assert ok.column("f").to_pylist() == [b"abcd"] * 40
+    assert ok.column("g").to_pylist() == [i / 4 for i in range(40)]

@@ -147,23 +147,80 @@ def test_closing_mid_file_frees_the_read_ahead_slots(tmp_path: Path) -> None:
     assert free == _files_partition.AHEAD_CHUNKS
 
 
-def test_a_block_that_is_not_utf8_is_one_dlq_row_and_the_next_blocks_go_on(
+def test_rows_that_are_not_utf8_are_dlq_rows_with_their_bytes_and_the_rest_lands(
     tmp_path: Path, parses: list[tuple[bool, bool]]
+) -> None:
+    body = lines()
+    # 250 and 252 share a block with a ragged row (251) and blank lines; 400 is alone.
+    body[251] = body[251] + ",extra"
+    path = tmp_path / "o.csv"
+    write(path, body, blank_every=50)
+    data = path.read_bytes()
+    bad = {250: b"250,c\xff\xfe,250.25,false", 252: b"252,\xc3(,252.25,false",
+           400: b"400,c1,400.25,\xe2\x82"}
+    for i, raw in bad.items():
+        good = body[i].encode()
+        assert data.count(good + b"\n") == 1
+        data = data.replace(good + b"\n", raw + b"\r\n")
+    path.write_bytes(data)
+    ok, rejected = read_all(FileSource(str(path), schema=SCHEMA, batch_rows=64))
+    rows = {r["_twg_source_offset"]: r for r in rejected.to_pylist()}
+    assert sorted(rows) == [250, 251, 252, 400]
+    for i, raw in bad.items():
+        assert rows[i]["_twg_source_value"] == raw  # replayable: the row's own bytes
+        assert "not UTF-8" in rows[i]["message"]
+        assert rows[i]["_twg_record_id"] is not None
+    assert "column" in rows[251]["message"]
+    kept = ok.column("_twg_source_offset").to_pylist()
+    assert kept == [i for i in range(ROWS) if i not in rows]  # offsets as without them
+    assert ok.column("id").to_pylist() == kept
+    assert ok.column("customer").to_pylist() == [f"c{i % 7}" for i in kept]
+
+
+def test_rows_that_are_not_utf8_keep_their_offsets_on_resume(tmp_path: Path) -> None:
+    path = tmp_path / "o.csv"
+    write(path, lines(), blank_every=9)
+    data = path.read_bytes()
+    for i in (10, 30):
+        data = data.replace(f"\n{i},c".encode(), f"\n{i},\xff".encode("latin-1"))
+    path.write_bytes(data)
+    source = FileSource(str(path), schema=SCHEMA, batch_rows=50)
+    [key] = source.list_parts()
+    part = source.build_part("s", key, 20)
+    offsets: list[int] = []
+    rejected: list[int] = []
+    try:
+        while True:
+            for _, b in part.next_batch():
+                seen = rejected if "reason" in b.schema.names else offsets
+                seen += b.column("_twg_source_offset").to_pylist()
+    except StopIteration:
+        pass
+    part.close()
+    assert rejected == [30]
+    assert offsets == [i for i in range(20, ROWS) if i != 30]
+
+
+def test_a_block_unreadable_for_another_reason_is_still_one_dlq_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "o.csv"
     write(path, lines())
-    data = path.read_bytes().replace(b"250,c5,250.25", b"250,c\xff\xfe,250.25")
-    assert data != path.read_bytes()
-    path.write_bytes(data)
-    ok, rejected = read_all(FileSource(str(path), schema=SCHEMA, batch_rows=64))
+    real = _files_csv._parse
+
+    def fails_once_utf8_is_fine(block: bytes, names: list[str], convert: Any, *,
+                                threads: bool) -> Any:
+        if b"\n7,c0," in block:
+            raise pa.ArrowInvalid("CSV parse error: something else")
+        return real(block, names, convert, threads=threads)
+
+    monkeypatch.setattr(_files_csv, "CSV_BLOCK_BYTES", 1024)
+    monkeypatch.setattr(_files_csv, "_parse", fails_once_utf8_is_fine)
+    ok, rejected = read_all(FileSource(str(path), schema=SCHEMA))
     [row] = rejected.to_pylist()
-    assert "unreadable as text" in row["message"]
-    lost = [i for i in range(ROWS) if i not in set(ok.column("_twg_source_offset").to_pylist())]
-    assert row["_twg_source_offset"] == lost[0]
-    assert lost == list(range(lost[0], lost[-1] + 1))  # one block, nothing else
-    assert 250 in lost
-    assert 0 < len(lost) < 60
-    assert ok.column("id").to_pylist() == ok.column("_twg_source_offset").to_pylist()
+    assert "unreadable as text: CSV parse error: something else" in row["message"]
+    lost = set(range(ROWS)) - set(ok.column("_twg_source_offset").to_pylist())
+    assert row["_twg_source_offset"] == min(lost) and 7 in lost
 
 
 def test_parquet_row_groups_larger_than_the_limit_stream_in_batches(
