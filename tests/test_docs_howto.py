@@ -183,6 +183,15 @@ def test_two_workers_land_every_record_and_the_endpoints_count_them(
     assert lines[3].startswith("thalweg_step_records_in_total{")
     assert 'step_id="scale_observe.decode"' in lines[3] and lines[3].endswith(" 400.0")
     assert read_lane(tmp_path / "lake" / "orders").num_rows == 400
+    # The module as the guide runs it, on two workers, into another lake.
+    env["THALWEG_DATA_DIR"] = str(tmp_path / "lake2")
+    run(
+        sys.executable, "-m", "bytewax.run", "docs.examples.howto_scale_observe", "-w", "2", env=env
+    )
+    for lane in ("raw", "orders"):
+        table = read_lane(tmp_path / "lake2" / lane)
+        assert table.num_rows == 400
+        assert len(set(table.column("_twg_record_id").to_pylist())) == 400
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,8 @@ with ``THALWEG_HTTP_PORT``::
         python -m bytewax.run docs.examples.howto_scale_observe -w 2
     curl -s localhost:9464/ready; curl -s localhost:9464/metrics | grep ^thalweg_
 
-``THALWEG_TOPICS`` (default ``orders``), ``THALWEG_DATA_DIR`` (default ``lake``).
+``THALWEG_TOPICS`` (default ``orders``), ``THALWEG_DATA_DIR`` (default ``lake``),
+``THALWEG_TAIL`` (default off: the run ends at the topic's end).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ class ExampleSettings(Settings):
     bootstrap_servers: str = "localhost:9092"
     topics: list[str] = Field(default=["orders"], min_length=1)
     data_dir: str = "lake"
+    tail: bool = False  # THALWEG_TAIL=1: follow the topic instead of stopping at its end
 
 
 def build_flow(settings: ExampleSettings) -> Dataflow:
@@ -51,7 +53,7 @@ def build_flow(settings: ExampleSettings) -> Dataflow:
     (schemas / "1.avsc").write_text(json.dumps(ORDER_AVRO_SCHEMA))
     flow = Dataflow("scale_observe")
     raw = op.input("kafka", flow, KafkaSource(settings.bootstrap_servers, settings.topics,
-                                              tail=False))  # fmt: skip
+                                              tail=settings.tail))  # fmt: skip
     op.output("raw_lane", raw, ParquetSink(data / "raw", shards=4))
     decoded = twg.decode("decode", raw, AvroCodec(schemas))
     op.output("orders_lane", decoded.ok, ParquetSink(data / "orders", shards=4))
@@ -66,10 +68,13 @@ def fetch(path: str) -> str:
         return str(resp.read().decode())
 
 
+flow = build_flow(ExampleSettings.load())  # what `python -m bytewax.run` runs
+
+
 def main() -> None:
     """Run on two workers, observed; then print readiness, sink rows and a few metrics."""
-    flow = observe(build_flow(ExampleSettings.load()), port=0)
-    cluster_main(flow, [], 0, worker_count_per_proc=2)  # = python -m bytewax.run -w 2
+    observed = observe(flow, port=0)
+    cluster_main(observed, [], 0, worker_count_per_proc=2)  # = python -m bytewax.run -w 2
     print("ready:", json.loads(fetch("/ready"))["ready"])
     sinks = json.loads(fetch("/health"))["components"]["sink"]
     written: dict[str, int] = {}
