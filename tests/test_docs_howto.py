@@ -32,6 +32,7 @@ def run(*args: str, env: dict[str, str], check: bool = True) -> subprocess.Compl
     )
 
 
+@pytest.mark.slow
 def test_kafka_topic_into_iceberg_and_postgres_ends_by_itself(
     kafka_bootstrap: str, make_topic: Callable[[], str], tmp_path: Path, pg_dsn: str
 ) -> None:
@@ -117,6 +118,7 @@ def test_init_writes_a_valid_starter_and_the_edited_pipeline_runs(tmp_path: Path
     assert f"table shop.big_orders (iceberg {data}/warehouse): {big.num_rows} rows" in out.stdout
 
 
+@pytest.mark.slow
 def test_coverage_shows_the_gap_and_recover_fills_it_once(
     kafka_bootstrap: str, make_topic: Callable[[], str], tmp_path: Path
 ) -> None:
@@ -194,6 +196,7 @@ def test_two_workers_land_every_record_and_the_endpoints_count_them(
         assert len(set(table.column("_twg_record_id").to_pylist())) == 400
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "fault",
     ["epoch_sink.mid_write:3", "epoch_sink.before_commit:3", "epoch_sink.after_commit:3"],
