@@ -1,0 +1,150 @@
+"""``thalweg query`` over a real run of ``flows.orders``: lanes and Iceberg tables as views."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from bytewax.testing import run_main
+
+from flows.orders import OrdersSettings, build_flow
+from thalweg_bytewax.cli import EXIT_OK, EXIT_USAGE, main
+from thalweg_bytewax.cli._lake import open_lake
+from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
+from thalweg_bytewax.dlq import read_dlq
+
+N = 1_000
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data directory ``flows.orders`` landed ``N`` sample orders in."""
+    root = tmp_path_factory.mktemp("lake")
+    run_main(build_flow(OrdersSettings(data_dir=root, sample_orders=N)))
+    return root
+
+
+def _json_rows(capsys: pytest.CaptureFixture[str], *argv: str) -> list[dict]:
+    assert main(["query", "--format", "json", *argv]) == EXIT_OK
+    return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+
+def test_dlq_rows_by_reason_are_what_the_lane_holds(data_dir, capsys):
+    rows = _json_rows(
+        capsys, "--data-dir", str(data_dir), "select reason, count(*) as n from dlq group by 1"
+    )
+    lane = Counter(read_dlq(data_dir / "dlq").column("reason").to_pylist())
+    assert {r["reason"]: r["n"] for r in rows} == lane
+    assert set(lane) == {"decode", "dq"}  # the sample's bad records, both kinds
+
+
+def test_the_readme_dlq_question_reads_every_rejected_record(data_dir, capsys):
+    rows = _json_rows(
+        capsys, "--data-dir", str(data_dir), "select reason, rules, message from dlq"
+    )
+    lane = read_dlq(data_dir / "dlq")
+    assert sorted(r["message"] for r in rows) == sorted(lane.column("message").to_pylist())
+    assert all(r["rules"] for r in rows if r["reason"] == "dq")  # failed rule ids, as lists
+
+
+def test_a_table_joins_its_raw_lane_row_for_row(data_dir, capsys):
+    orders = (
+        IcebergCatalogConfig(warehouse=str(data_dir / "warehouse"))
+        .load()
+        .load_table("sales.orders")
+        .scan()
+        .to_arrow()
+    )
+    rows = _json_rows(
+        capsys,
+        "--data-dir",
+        str(data_dir),
+        "select o.order_id, r._twg_source_partition, r._twg_source_offset "
+        "from sales.orders o join raw r using (_twg_record_id)",
+    )
+    assert len(rows) == orders.num_rows > 0
+    assert sorted(r["order_id"] for r in rows) == sorted(orders.column("order_id").to_pylist())
+    located = set(
+        zip(
+            orders.column("_twg_source_partition").to_pylist(),
+            orders.column("_twg_source_offset").to_pylist(),
+            strict=True,
+        )
+    )
+    assert {(r["_twg_source_partition"], r["_twg_source_offset"]) for r in rows} == located
+
+
+def test_an_unknown_table_lists_the_views(data_dir, capsys):
+    assert main(["query", "--data-dir", str(data_dir), "select * from sales.nope"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "nope" in err
+    for view in ("raw", "dlq", "audit", "rules", "sales.orders", "sales.order_lines"):
+        assert view in err
+
+
+def test_only_the_tables_a_query_names_are_read(data_dir):
+    lake = open_lake(data_dir)
+    try:
+        assert list(lake.lanes) == ["audit", "dlq", "raw", "rules"]  # not the warehouse
+        assert lake.tables == [
+            "sales.order_lines",
+            "sales.orders",
+            "sales.revenue_per_status_minute",
+        ]
+        sql = "with t as (select * from sales.orders) select count(*) from t, rules"
+        assert lake.load_tables_for(sql) == ["sales.orders"]
+    finally:
+        lake.con.close()
+
+
+def test_the_data_dir_comes_from_the_environment_and_memory_is_bounded(
+    data_dir, capsys, monkeypatch
+):
+    monkeypatch.setenv("THALWEG_DATA_DIR", str(data_dir))
+    rows = _json_rows(
+        capsys,
+        "--memory-limit",
+        "256MB",
+        "select current_setting('memory_limit') as m, (select count(*) from raw) as n",
+    )
+    assert rows[0]["n"] == N
+    assert rows[0]["m"].startswith("244") or "256" in rows[0]["m"]  # DuckDB shows MiB
+
+
+def test_a_staging_file_is_not_read(data_dir, capsys):
+    partition = next(p for p in (data_dir / "raw" / "orders").iterdir() if p.is_dir())
+    staged = partition / ".00000000000000999999-00000000000001000000.parquet"
+    staged.write_bytes(b"not yet durable")  # a reader that opened it would fail
+    try:
+        rows = _json_rows(capsys, "--data-dir", str(data_dir), "select count(*) as n from raw")
+    finally:
+        staged.unlink()
+    assert rows == [{"n": N}]
+
+
+def test_the_table_format_says_how_many_rows(data_dir, capsys):
+    assert main(["query", "--data-dir", str(data_dir), "select * from raw limit 3"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "_twg_source_offset" in out
+    assert out.rstrip().endswith("3 rows")
+
+
+def test_csv_prints_every_row(data_dir, capsys):
+    argv = ["query", "--format", "csv", "--data-dir", str(data_dir), "select * from raw"]
+    assert main(argv) == EXIT_OK
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == N + 1  # a header, then every row (more than the table shows)
+
+
+def test_without_sql_it_lists_the_views(data_dir, capsys):
+    assert main(["query", "--data-dir", str(data_dir)]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "dlq  lane" in out
+    assert "sales.revenue_per_status_minute  Iceberg table" in out
+
+
+def test_a_missing_data_dir_says_what_to_do(tmp_path, capsys):
+    assert main(["query", "--data-dir", str(tmp_path / "none"), "select 1"]) == EXIT_USAGE
+    assert "run a flow first" in capsys.readouterr().err

@@ -1,0 +1,179 @@
+"""A data directory as DuckDB views: each lane by its name, each Iceberg table as ``ns.table``.
+
+A flow such as ``flows.orders`` lands Parquet lanes (``raw``, ``dlq``, ``audit``,
+``rules``, …) and an Iceberg warehouse (a SQL catalog on SQLite, ``warehouse/``) under
+one data directory. :func:`open_lake` opens a DuckDB connection, bounded in memory, on
+which each lane is a view over the explicit list of its finalized Parquet files, and
+each Iceberg table a query names is a view ``namespace.table`` over its current
+snapshot, read through pyiceberg into Arrow (DuckDB's iceberg extension is not assumed
+to be installable).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from thalweg_bytewax.errors import ConfigError
+
+if TYPE_CHECKING:
+    import duckdb
+
+__all__ = ["Lake", "lane_files", "open_lake", "referenced_tables"]
+
+WAREHOUSE_DIR = "warehouse"
+"""The Iceberg warehouse's directory under the data directory (as ``flows.orders`` lays it)."""
+CATALOG_NAME = "thalweg"
+"""The name of the SQL catalog thalweg's Iceberg sinks write (``IcebergCatalogConfig.name``)."""
+_CATALOG_DB = "catalog.db"
+
+
+def lane_files(lane: Path) -> list[Path]:
+    """The finalized Parquet files of a lane directory, sorted.
+
+    Staging files and bookkeeping (any path part under the lane that starts with ``.``
+    or ``_``) are left out, so a file is seen only once its epoch is durable.
+    """
+    files = []
+    for path in lane.rglob("*.parquet"):
+        parts = path.relative_to(lane).parts
+        if not any(p.startswith((".", "_")) for p in parts):
+            files.append(path)
+    return sorted(files)
+
+
+def _lanes(data_dir: Path) -> dict[str, list[Path]]:
+    lanes: dict[str, list[Path]] = {}
+    for child in sorted(data_dir.iterdir()):
+        if not child.is_dir() or child.name.startswith((".", "_")):
+            continue
+        if (child / _CATALOG_DB).is_file():  # an Iceberg warehouse: its tables, not a lane
+            continue
+        files = lane_files(child)
+        if files:
+            lanes[child.name] = files
+    return lanes
+
+
+def referenced_tables(con: duckdb.DuckDBPyConnection, sql: str) -> set[tuple[str, str]]:
+    """The ``(schema, table)`` names ``sql`` reads, from DuckDB's own parse tree.
+
+    An unqualified name has schema ``""``. A statement DuckDB cannot serialize (not a
+    single ``SELECT``) yields no names; running it then reports its own error.
+    """
+    rows = con.execute("select json_serialize_sql(?::varchar)", [sql]).fetchall()
+    tree = json.loads(rows[0][0]) if rows else {}
+    names: set[tuple[str, str]] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("type") == "BASE_TABLE" and "table_name" in node:
+                names.add((str(node.get("schema_name") or ""), str(node["table_name"])))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    if not tree.get("error"):
+        walk(tree.get("statements", []))
+    return names
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+@dataclass
+class Lake:
+    """An open data directory: a DuckDB connection and what it can read.
+
+    Attributes:
+        con: The DuckDB connection with the lanes registered as views.
+        data_dir: The data directory.
+        lanes: Lane name to its finalized Parquet files.
+        tables: Iceberg tables of the warehouse as ``namespace.table``.
+        catalog: The pyiceberg catalog of the warehouse (``None`` without one).
+    """
+
+    con: duckdb.DuckDBPyConnection
+    data_dir: Path
+    lanes: dict[str, list[Path]]
+    tables: list[str] = field(default_factory=list)
+    catalog: Any = None
+
+    def views(self) -> list[str]:
+        """Every name a query can read: the lanes, then the Iceberg tables."""
+        return [*self.lanes, *self.tables]
+
+    def load_tables_for(self, sql: str) -> list[str]:
+        """Register as views the Iceberg tables ``sql`` names (and only those).
+
+        Each is read from its current snapshot through pyiceberg into Arrow, in memory.
+
+        Returns:
+            The ``namespace.table`` names registered.
+        """
+        wanted = {f"{s}.{t}" for s, t in referenced_tables(self.con, sql) if s}
+        loaded = []
+        for i, name in enumerate(t for t in self.tables if t in wanted):
+            namespace, _, table = name.rpartition(".")
+            arrow = self.catalog.load_table((namespace, table)).scan().to_arrow()
+            self.con.register(f"_twg_iceberg_{i}", arrow)
+            self.con.execute(f"create schema if not exists {_quote(namespace)}").fetchall()
+            view = f"{_quote(namespace)}.{_quote(table)}"
+            self.con.execute(
+                f"create or replace view {view} as select * from _twg_iceberg_{i}"  # noqa: S608 - quoted names
+            ).fetchall()
+            loaded.append(name)
+        return loaded
+
+
+def open_lake(data_dir: str | os.PathLike[str], *, memory_limit: str = "1GB") -> Lake:
+    """Open ``data_dir`` for SQL: lanes as views, Iceberg tables listed for loading.
+
+    Args:
+        data_dir: The data directory a flow wrote (``thalweg-data`` by default).
+        memory_limit: DuckDB's ``memory_limit`` (``"1GB"``, ``"512MB"``); beyond it
+            DuckDB spills to disk or fails the query with an out-of-memory error.
+
+    Raises:
+        ConfigError: When ``data_dir`` is not a directory.
+    """
+    import duckdb
+
+    root = Path(data_dir)
+    if not root.is_dir():
+        msg = (
+            f"query: no data directory `{root}`; run a flow first "
+            "(`python -m bytewax.run flows.orders`) or pass `--data-dir`"
+        )
+        raise ConfigError(msg)
+    con = duckdb.connect(config={"memory_limit": memory_limit})
+    lanes = _lanes(root)
+    for name, files in lanes.items():
+        paths = ", ".join(_literal(str(f)) for f in files)
+        con.execute(
+            f"create view {_quote(name)} as select * from read_parquet([{paths}], "  # noqa: S608 - quoted names and literals
+            "union_by_name = true, hive_partitioning = false)"
+        ).fetchall()
+    lake = Lake(con, root, lanes)
+    warehouse = root / WAREHOUSE_DIR
+    if (warehouse / _CATALOG_DB).is_file():
+        from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
+
+        catalog = IcebergCatalogConfig(name=CATALOG_NAME, warehouse=str(warehouse)).load()
+        lake.catalog = catalog
+        lake.tables = sorted(
+            ".".join(ident)
+            for namespace in catalog.list_namespaces()
+            for ident in catalog.list_tables(namespace)
+        )
+    return lake
