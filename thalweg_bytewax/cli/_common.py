@@ -58,6 +58,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         'thalweg query "select reason, count(*) from dlq group by 1"',
         'thalweg query --format csv "select * from sales.orders" > orders.csv',
     ),
+    "describe": ("thalweg describe flows.orders > flow.mmd",),
 }
 """Example command lines per command path (``"dev produce"``), shown by its ``--help``."""
 
