@@ -82,10 +82,10 @@ def coverage_svg(
     for i, (kind, text) in enumerate(
         (("covered", "covered"), ("gap", "missing"), ("raw", "raw lane"))
     ):
-        x = legend_x + i * 110
+        legend = legend_x + i * 110
         out.append(
-            f'<rect class="legend" x="{x}" y="{_MARGIN + 4}" width="12" height="12" '
-            f'fill="{_COLOURS[kind]}"/><text x="{x + 16}" y="{_MARGIN + 14}">{text}</text>'
+            f'<rect class="legend" x="{legend}" y="{_MARGIN + 4}" width="12" height="12" '
+            f'fill="{_COLOURS[kind]}"/><text x="{legend + 16}" y="{_MARGIN + 14}">{text}</text>'
         )
     y = _MARGIN + 2 * _HEAD_H
     if not parts:
