@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from collections import Counter
 from pathlib import Path
 
@@ -41,9 +42,7 @@ def test_dlq_rows_by_reason_are_what_the_lane_holds(data_dir, capsys):
 
 
 def test_the_readme_dlq_question_reads_every_rejected_record(data_dir, capsys):
-    rows = _json_rows(
-        capsys, "--data-dir", str(data_dir), "select reason, rules, message from dlq"
-    )
+    rows = _json_rows(capsys, "--data-dir", str(data_dir), "select reason, rules, message from dlq")
     lane = read_dlq(data_dir / "dlq")
     assert sorted(r["message"] for r in rows) == sorted(lane.column("message").to_pylist())
     assert all(r["rules"] for r in rows if r["reason"] == "dq")  # failed rule ids, as lists
@@ -148,3 +147,40 @@ def test_without_sql_it_lists_the_views(data_dir, capsys):
 def test_a_missing_data_dir_says_what_to_do(tmp_path, capsys):
     assert main(["query", "--data-dir", str(tmp_path / "none"), "select 1"]) == EXIT_USAGE
     assert "run a flow first" in capsys.readouterr().err
+
+
+@pytest.mark.postgres
+def test_a_postgres_table_joins_a_lane(data_dir, capsys, monkeypatch, pg_dsn, pg_schema):
+    import psycopg
+
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f'create table "{pg_schema}".reasons (reason text, meaning text)')
+        conn.execute(
+            f'insert into "{pg_schema}".reasons values '
+            "('decode', 'not Avro of a known schema'), ('dq', 'broke a quality rule')"
+        )
+    monkeypatch.setenv("THALWEG_POSTGRES_DSN", pg_dsn)
+    rows = _json_rows(
+        capsys,
+        "--data-dir",
+        str(data_dir),
+        f"select d.reason, p.meaning, count(*) as n from dlq d "
+        f"join pg.{pg_schema}.reasons p using (reason) group by 1, 2",
+    )
+    lane = Counter(read_dlq(data_dir / "dlq").column("reason").to_pylist())
+    assert {r["reason"]: r["n"] for r in rows} == lane
+    assert {r["meaning"] for r in rows} == {"not Avro of a known schema", "broke a quality rule"}
+    assert main(["query", "--data-dir", str(data_dir)]) == EXIT_OK
+    assert f"pg.{pg_schema}.reasons  PostgreSQL table" in capsys.readouterr().out
+
+
+def test_an_unreachable_postgres_is_named_without_its_password(data_dir, capsys):
+    with socket.socket() as s:  # a port nobody listens on once closed
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    dsn = f"postgresql://ada:s3cret-pw@127.0.0.1:{port}/db"
+    argv = ["query", "--data-dir", str(data_dir), "--postgres", dsn, "select 1"]
+    assert main(argv) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "cannot connect to PostgreSQL" in err
+    assert "s3cret-pw" not in err

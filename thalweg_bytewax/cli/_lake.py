@@ -6,7 +6,8 @@ one data directory. :func:`open_lake` opens a DuckDB connection, bounded in memo
 which each lane is a view over the explicit list of its finalized Parquet files, and
 each Iceberg table a query names is a view ``namespace.table`` over its current
 snapshot, read through pyiceberg into Arrow (DuckDB's iceberg extension is not assumed
-to be installable).
+to be installable). With a PostgreSQL DSN, each table of the database a query names is
+a view ``pg.schema.table``, read through ADBC into Arrow.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import SecretStr
+
+from thalweg_bytewax._redact import redact_url
 from thalweg_bytewax.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -28,6 +32,8 @@ WAREHOUSE_DIR = "warehouse"
 """The Iceberg warehouse's directory under the data directory (as ``flows.orders`` lays it)."""
 CATALOG_NAME = "thalweg"
 """The name of the SQL catalog thalweg's Iceberg sinks write (``IcebergCatalogConfig.name``)."""
+PG_CATALOG = "pg"
+"""The DuckDB catalog PostgreSQL tables appear in: ``pg.public.orders``."""
 _CATALOG_DB = "catalog.db"
 
 
@@ -58,20 +64,26 @@ def _lanes(data_dir: Path) -> dict[str, list[Path]]:
     return lanes
 
 
-def referenced_tables(con: duckdb.DuckDBPyConnection, sql: str) -> set[tuple[str, str]]:
-    """The ``(schema, table)`` names ``sql`` reads, from DuckDB's own parse tree.
+def referenced_tables(con: duckdb.DuckDBPyConnection, sql: str) -> set[tuple[str, str, str]]:
+    """The ``(catalog, schema, table)`` names ``sql`` reads, from DuckDB's own parse tree.
 
-    An unqualified name has schema ``""``. A statement DuckDB cannot serialize (not a
+    A part the query leaves out is ``""``. A statement DuckDB cannot serialize (not a
     single ``SELECT``) yields no names; running it then reports its own error.
     """
     rows = con.execute("select json_serialize_sql(?::varchar)", [sql]).fetchall()
     tree = json.loads(rows[0][0]) if rows else {}
-    names: set[tuple[str, str]] = set()
+    names: set[tuple[str, str, str]] = set()
 
     def walk(node: Any) -> None:
         if isinstance(node, dict):
             if node.get("type") == "BASE_TABLE" and "table_name" in node:
-                names.add((str(node.get("schema_name") or ""), str(node["table_name"])))
+                names.add(
+                    (
+                        str(node.get("catalog_name") or ""),
+                        str(node.get("schema_name") or ""),
+                        str(node["table_name"]),
+                    )
+                )
             for value in node.values():
                 walk(value)
         elif isinstance(node, list):
@@ -101,6 +113,8 @@ class Lake:
         lanes: Lane name to its finalized Parquet files.
         tables: Iceberg tables of the warehouse as ``namespace.table``.
         catalog: The pyiceberg catalog of the warehouse (``None`` without one).
+        pg_tables: PostgreSQL tables as ``pg.schema.table`` (with a DSN).
+        postgres_dsn: The PostgreSQL DSN (a secret, never shown).
     """
 
     con: duckdb.DuckDBPyConnection
@@ -108,20 +122,32 @@ class Lake:
     lanes: dict[str, list[Path]]
     tables: list[str] = field(default_factory=list)
     catalog: Any = None
+    pg_tables: list[str] = field(default_factory=list)
+    postgres_dsn: SecretStr | None = None
 
     def views(self) -> list[str]:
-        """Every name a query can read: the lanes, then the Iceberg tables."""
-        return [*self.lanes, *self.tables]
+        """Every name a query can read: the lanes, the Iceberg tables, PostgreSQL's."""
+        return [*self.lanes, *self.tables, *self.pg_tables]
 
     def load_tables_for(self, sql: str) -> list[str]:
-        """Register as views the Iceberg tables ``sql`` names (and only those).
+        """Register as views the Iceberg and PostgreSQL tables ``sql`` names (only those).
 
-        Each is read from its current snapshot through pyiceberg into Arrow, in memory.
+        Each is read whole into Arrow, in memory: an Iceberg table from its current
+        snapshot through pyiceberg, a PostgreSQL table through ADBC.
 
         Returns:
-            The ``namespace.table`` names registered.
+            The ``namespace.table`` and ``pg.schema.table`` names registered.
         """
-        wanted = {f"{s}.{t}" for s, t in referenced_tables(self.con, sql) if s}
+        named = referenced_tables(self.con, sql)
+        wanted = {f"{s}.{t}" for c, s, t in named if s and not c}
+        wanted |= {f"{c}.{s}.{t}" for c, s, t in named if c == PG_CATALOG and s}
+        loaded = self._load_iceberg(wanted)
+        pg = [t for t in self.pg_tables if t in wanted]
+        if pg:
+            loaded += self._load_postgres(pg)
+        return loaded
+
+    def _load_iceberg(self, wanted: set[str]) -> list[str]:
         loaded = []
         for i, name in enumerate(t for t in self.tables if t in wanted):
             namespace, _, table = name.rpartition(".")
@@ -135,14 +161,72 @@ class Lake:
             loaded.append(name)
         return loaded
 
+    def _load_postgres(self, names: list[str]) -> list[str]:
+        assert self.postgres_dsn is not None  # noqa: S101 - pg_tables come only with a DSN
+        self.con.execute(f"attach if not exists ':memory:' as {PG_CATALOG}").fetchall()
+        with _pg_connect(self.postgres_dsn) as conn, conn.cursor() as cur:
+            for i, name in enumerate(names):
+                _, schema, table = name.split(".", 2)
+                try:
+                    cur.execute(f"select * from {_quote(schema)}.{_quote(table)}")  # noqa: S608 - quoted names
+                    arrow = cur.fetch_arrow_table()
+                except Exception as exc:  # the driver's text may hold the DSN: not echoed
+                    msg = f"query: reading PostgreSQL table `{name}` failed ({type(exc).__name__})"
+                    raise ConfigError(msg) from None
+                self.con.register(f"_twg_pg_{i}", arrow)
+                target = f"{PG_CATALOG}.{_quote(schema)}"
+                self.con.execute(f"create schema if not exists {target}").fetchall()
+                self.con.execute(
+                    f"create or replace view {target}.{_quote(table)} as select * from _twg_pg_{i}"  # noqa: S608 - quoted names
+                ).fetchall()
+        return names
 
-def open_lake(data_dir: str | os.PathLike[str], *, memory_limit: str = "1GB") -> Lake:
+
+def _pg_connect(dsn: SecretStr) -> Any:
+    """An ADBC connection to PostgreSQL; a failure names the redacted DSN only."""
+    from thalweg_bytewax._deps import require
+
+    adbc = require("adbc_driver_postgresql.dbapi", extra="postgres")
+    try:
+        return adbc.connect(dsn.get_secret_value())
+    except Exception as exc:  # the driver's text may hold the DSN: not echoed
+        where = redact_url(dsn.get_secret_value()) if "://" in dsn.get_secret_value() else "***"
+        msg = (
+            f"query: cannot connect to PostgreSQL at `{where}` ({type(exc).__name__}); "
+            "check `--postgres` / THALWEG_POSTGRES_DSN"
+        )
+        raise ConfigError(msg) from None
+
+
+def _pg_tables(dsn: SecretStr) -> list[str]:
+    """The database's tables and views outside the system schemas, as ``pg.schema.table``."""
+    with _pg_connect(dsn) as conn, conn.cursor() as cur:
+        try:
+            cur.execute(
+                "select table_schema, table_name from information_schema.tables "
+                "where table_schema not in ('pg_catalog', 'information_schema') "
+                "order by 1, 2"
+            )
+            rows = cur.fetchall()
+        except Exception as exc:  # the driver's text may hold the DSN: not echoed
+            msg = f"query: listing PostgreSQL tables failed ({type(exc).__name__})"
+            raise ConfigError(msg) from None
+    return [f"{PG_CATALOG}.{schema}.{table}" for schema, table in rows]
+
+
+def open_lake(
+    data_dir: str | os.PathLike[str],
+    *,
+    memory_limit: str = "1GB",
+    postgres_dsn: SecretStr | None = None,
+) -> Lake:
     """Open ``data_dir`` for SQL: lanes as views, Iceberg tables listed for loading.
 
     Args:
         data_dir: The data directory a flow wrote (``thalweg-data`` by default).
         memory_limit: DuckDB's ``memory_limit`` (``"1GB"``, ``"512MB"``); beyond it
             DuckDB spills to disk or fails the query with an out-of-memory error.
+        postgres_dsn: A PostgreSQL DSN whose tables are listed for loading too.
 
     Raises:
         ConfigError: When ``data_dir`` is not a directory.
@@ -164,7 +248,9 @@ def open_lake(data_dir: str | os.PathLike[str], *, memory_limit: str = "1GB") ->
             f"create view {_quote(name)} as select * from read_parquet([{paths}], "  # noqa: S608 - quoted names and literals
             "union_by_name = true, hive_partitioning = false)"
         ).fetchall()
-    lake = Lake(con, root, lanes)
+    lake = Lake(con, root, lanes, postgres_dsn=postgres_dsn)
+    if postgres_dsn is not None:
+        lake.pg_tables = _pg_tables(postgres_dsn)
     warehouse = root / WAREHOUSE_DIR
     if (warehouse / _CATALOG_DB).is_file():
         from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pydantic import SecretStr
+
 from thalweg_bytewax.errors import ConfigError
 
 __all__ = ["add_commands", "run_query"]
@@ -21,8 +23,10 @@ _MAX_WIDTH = 4_000
 """At most this many rows in ``--format table``; the rest are counted, never dropped silently."""
 
 
-def run_query(data_dir: Path, sql: str, *, memory_limit: str = "1GB") -> Any:
-    """Run ``sql`` over the lanes and Iceberg tables of ``data_dir``.
+def run_query(
+    data_dir: Path, sql: str, *, memory_limit: str = "1GB", postgres_dsn: SecretStr | None = None
+) -> Any:
+    """Run ``sql`` over the lanes and Iceberg tables of ``data_dir`` (and PostgreSQL's).
 
     Returns:
         The result as a ``pyarrow.Table``.
@@ -35,7 +39,7 @@ def run_query(data_dir: Path, sql: str, *, memory_limit: str = "1GB") -> Any:
 
     from thalweg_bytewax.cli._lake import open_lake
 
-    lake = open_lake(data_dir, memory_limit=memory_limit)
+    lake = open_lake(data_dir, memory_limit=memory_limit, postgres_dsn=postgres_dsn)
     try:
         lake.load_tables_for(sql)
         relation = lake.con.sql(sql)
@@ -90,17 +94,21 @@ def _query(args: argparse.Namespace) -> int:
     from thalweg_bytewax.cli._lake import open_lake
 
     data_dir = Path(args.data_dir or os.environ.get("THALWEG_DATA_DIR") or DEFAULT_DATA_DIR)
+    dsn = args.postgres or os.environ.get("THALWEG_POSTGRES_DSN")
+    postgres_dsn = SecretStr(dsn) if dsn else None
     if not args.sql:
-        lake = open_lake(data_dir, memory_limit=args.memory_limit)
+        lake = open_lake(data_dir, memory_limit=args.memory_limit, postgres_dsn=postgres_dsn)
         lake.con.close()
         for name, files in lake.lanes.items():
             print(f"{name}  lane, {len(files):,} Parquet files")
         for name in lake.tables:
             print(f"{name}  Iceberg table")
+        for name in lake.pg_tables:
+            print(f"{name}  PostgreSQL table")
         if not lake.views():
             print(f"no lane or table under `{data_dir}`")
         return 0
-    table = run_query(data_dir, args.sql, memory_limit=args.memory_limit)
+    table = run_query(data_dir, args.sql, memory_limit=args.memory_limit, postgres_dsn=postgres_dsn)
     if args.format == "table":
         _print_table(table)
     elif args.format == "csv":
@@ -121,14 +129,20 @@ def add_commands(sub: Any) -> None:
         help="SQL over the lanes and Iceberg tables a flow landed",
         description="Run one SQL query (DuckDB) over a data directory: each lane "
         "(`raw`, `dlq`, `audit`, `rules`, ...) is a view by its name, each Iceberg table "
-        "of the warehouse a view `namespace.table` (e.g. `sales.orders`). Without SQL, "
-        "list the views.",
+        "of the warehouse a view `namespace.table` (e.g. `sales.orders`), and with a DSN each "
+        "PostgreSQL table a view `pg.schema.table`. Without SQL, list the views.",
     )
     query.add_argument("sql", nargs="?", help="the query; omit it to list the views")
     query.add_argument(
         "--data-dir",
         type=Path,
         help=f"the data directory (default: $THALWEG_DATA_DIR or {DEFAULT_DATA_DIR})",
+    )
+    query.add_argument(
+        "--postgres",
+        metavar="DSN",
+        help="also PostgreSQL's tables, as views `pg.schema.table` "
+        "(default: $THALWEG_POSTGRES_DSN; prefer the variable, a command line is visible)",
     )
     query.add_argument(
         "--format",
