@@ -12,7 +12,7 @@ from bytewax.testing import run_main
 
 from flows.orders import OrdersSettings, build_flow
 from thalweg_bytewax.cli import EXIT_OK, EXIT_USAGE, main
-from thalweg_bytewax.cli._lake import open_lake
+from thalweg_bytewax.cli._lake import lane_files, open_lake
 from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
 from thalweg_bytewax.dlq import read_dlq
 
@@ -184,3 +184,29 @@ def test_an_unreachable_postgres_is_named_without_its_password(data_dir, capsys)
     err = capsys.readouterr().err
     assert "cannot connect to PostgreSQL" in err
     assert "s3cret-pw" not in err
+
+
+def test_a_lane_nothing_landed_in_is_named(tmp_path, capsys):
+    clean = tmp_path / "clean"
+    run_main(build_flow(OrdersSettings(data_dir=clean, sample_orders=100)))  # no bad record
+    assert main(["query", "--data-dir", str(clean), "select * from dlq"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "nothing landed in `dlq` yet" in err and "sales.orders" in err
+    assert main(["query", "--data-dir", str(clean)]) == EXIT_OK
+    assert "dlq  nothing landed yet (no view)" in capsys.readouterr().out
+
+
+def test_a_lane_whose_files_are_gone_reads_as_no_rows_of_its_schema(data_dir, tmp_path, capsys):
+    import shutil
+
+    lane = tmp_path / "lake" / "dlq"
+    shutil.copytree(data_dir / "dlq", lane)
+    for file in lane_files(lane):  # as retention would remove them
+        file.unlink()
+    rows = _json_rows(
+        capsys,
+        "--data-dir",
+        str(lane.parent),
+        "select count(*) as n, count(reason) as r, count(message) as m from dlq",
+    )
+    assert rows == [{"n": 0, "r": 0, "m": 0}]

@@ -35,6 +35,7 @@ CATALOG_NAME = "thalweg"
 PG_CATALOG = "pg"
 """The DuckDB catalog PostgreSQL tables appear in: ``pg.public.orders``."""
 _CATALOG_DB = "catalog.db"
+_MAX_SCHEMA_RECORD = 4 * 1024 * 1024
 
 
 def lane_files(lane: Path) -> list[Path]:
@@ -51,8 +52,11 @@ def lane_files(lane: Path) -> list[Path]:
     return sorted(files)
 
 
-def _lanes(data_dir: Path) -> dict[str, list[Path]]:
+def _lanes(data_dir: Path) -> tuple[dict[str, list[Path]], dict[str, Any], list[str]]:
+    """Lanes with files; lanes without but with a recorded schema; directories with neither."""
     lanes: dict[str, list[Path]] = {}
+    empty: dict[str, Any] = {}
+    bare: list[str] = []
     for child in sorted(data_dir.iterdir()):
         if not child.is_dir() or child.name.startswith((".", "_")):
             continue
@@ -61,7 +65,40 @@ def _lanes(data_dir: Path) -> dict[str, list[Path]]:
         files = lane_files(child)
         if files:
             lanes[child.name] = files
-    return lanes
+        elif (schema := _recorded_schema(child)) is not None:
+            empty[child.name] = schema
+        else:
+            bare.append(child.name)
+    return lanes, empty, bare
+
+
+def _recorded_schema(lane: Path) -> Any:
+    """The schema a lane without files recorded (``.thalweg-schema-<n>.arrow``), or None.
+
+    A lane of sub-lanes (``dlq/decode``, ``dlq/contract``) joins their newest schemas.
+    """
+    import pyarrow as pa
+
+    newest: dict[Path, Path] = {}
+    for record in sorted(lane.rglob(".thalweg-schema-*.arrow")):
+        newest[record.parent] = record  # sorted: the highest version wins
+    schemas = []
+    for record in newest.values():
+        if record.stat().st_size > _MAX_SCHEMA_RECORD:
+            msg = (
+                f"query: lane schema record `{record}` is {record.stat().st_size:,} bytes; "
+                f"expected at most {_MAX_SCHEMA_RECORD:,} (not written by a thalweg lane?)"
+            )
+            raise ConfigError(msg)
+        try:
+            with pa.ipc.open_stream(record.read_bytes()) as reader:
+                schemas.append(reader.schema)
+        except pa.ArrowInvalid as exc:
+            msg = f"query: lane schema record `{record}` does not read as Arrow ({exc})"
+            raise ConfigError(msg) from None
+    if not schemas:
+        return None
+    return pa.unify_schemas(schemas, promote_options="permissive")
 
 
 def referenced_tables(con: duckdb.DuckDBPyConnection, sql: str) -> set[tuple[str, str, str]]:
@@ -111,6 +148,9 @@ class Lake:
         con: The DuckDB connection with the lanes registered as views.
         data_dir: The data directory.
         lanes: Lane name to its finalized Parquet files.
+        empty_lanes: Lanes that hold no file but recorded their schema: views without rows.
+        unlanded: Directories that hold neither a file nor a schema yet (a lane nothing
+            landed in, e.g. ``dlq`` of a run without rejects): no view.
         tables: Iceberg tables of the warehouse as ``namespace.table``.
         catalog: The pyiceberg catalog of the warehouse (``None`` without one).
         pg_tables: PostgreSQL tables as ``pg.schema.table`` (with a DSN).
@@ -120,6 +160,8 @@ class Lake:
     con: duckdb.DuckDBPyConnection
     data_dir: Path
     lanes: dict[str, list[Path]]
+    empty_lanes: list[str] = field(default_factory=list)
+    unlanded: list[str] = field(default_factory=list)
     tables: list[str] = field(default_factory=list)
     catalog: Any = None
     pg_tables: list[str] = field(default_factory=list)
@@ -127,7 +169,7 @@ class Lake:
 
     def views(self) -> list[str]:
         """Every name a query can read: the lanes, the Iceberg tables, PostgreSQL's."""
-        return [*self.lanes, *self.tables, *self.pg_tables]
+        return sorted([*self.lanes, *self.empty_lanes]) + [*self.tables, *self.pg_tables]
 
     def load_tables_for(self, sql: str) -> list[str]:
         """Register as views the Iceberg and PostgreSQL tables ``sql`` names (only those).
@@ -241,14 +283,19 @@ def open_lake(
         )
         raise ConfigError(msg)
     con = duckdb.connect(config={"memory_limit": memory_limit})
-    lanes = _lanes(root)
+    lanes, empty, bare = _lanes(root)
+    for name, schema in empty.items():  # no file yet: its recorded schema, no rows
+        con.register(f"_twg_empty_{name}", schema.empty_table())
+        con.execute(
+            f"create view {_quote(name)} as select * from {_quote(f'_twg_empty_{name}')}"  # noqa: S608 - quoted names
+        ).fetchall()
     for name, files in lanes.items():
         paths = ", ".join(_literal(str(f)) for f in files)
         con.execute(
             f"create view {_quote(name)} as select * from read_parquet([{paths}], "  # noqa: S608 - quoted names and literals
             "union_by_name = true, hive_partitioning = false)"
         ).fetchall()
-    lake = Lake(con, root, lanes, postgres_dsn=postgres_dsn)
+    lake = Lake(con, root, lanes, sorted(empty), bare, postgres_dsn=postgres_dsn)
     if postgres_dsn is not None:
         lake.pg_tables = _pg_tables(postgres_dsn)
     warehouse = root / WAREHOUSE_DIR

@@ -51,7 +51,9 @@ def run_query(
     except duckdb.CatalogException as exc:
         views = ", ".join(lake.views()) or f"none: no lane or table under `{data_dir}`"
         first = str(exc).splitlines()[0]
-        msg = f"query: {first}; the views in `{data_dir}` are: {views}"
+        unlanded = ", ".join(f"`{name}`" for name in lake.unlanded)
+        note = f"; nothing landed in {unlanded} yet, so no view" if unlanded else ""
+        msg = f"query: {first}{note}; the views in `{data_dir}` are: {views}"
         raise ConfigError(msg) from None
     except duckdb.Error as exc:
         msg = f"query: {exc}"
@@ -99,12 +101,15 @@ def _query(args: argparse.Namespace) -> int:
     if not args.sql:
         lake = open_lake(data_dir, memory_limit=args.memory_limit, postgres_dsn=postgres_dsn)
         lake.con.close()
-        for name, files in lake.lanes.items():
-            print(f"{name}  lane, {len(files):,} Parquet files")
+        for name in sorted([*lake.lanes, *lake.empty_lanes]):
+            files = len(lake.lanes.get(name, []))
+            print(f"{name}  lane, {files:,} Parquet files")
         for name in lake.tables:
             print(f"{name}  Iceberg table")
         for name in lake.pg_tables:
             print(f"{name}  PostgreSQL table")
+        for name in lake.unlanded:
+            print(f"{name}  nothing landed yet (no view)")
         if not lake.views():
             print(f"no lane or table under `{data_dir}`")
         return 0
