@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -210,3 +212,19 @@ def test_a_lane_whose_files_are_gone_reads_as_no_rows_of_its_schema(data_dir, tm
         "select count(*) as n, count(reason) as r, count(message) as m from dlq",
     )
     assert rows == [{"n": 0, "r": 0, "m": 0}]
+
+
+def test_a_query_over_lanes_alone_does_not_open_the_iceberg_catalog(data_dir):
+    """Listing the tables reads the catalog's SQLite file; pyiceberg loads for a table only."""
+    probe = (
+        "import sys\n"
+        "from thalweg_bytewax.cli._query import run_query\n"
+        f"lanes = run_query({str(data_dir)!r}, 'select count(*) from dlq')\n"
+        "print('pyiceberg.catalog.sql' in sys.modules)\n"
+        f"table = run_query({str(data_dir)!r}, 'select count(*) as n from sales.orders')\n"
+        "print('pyiceberg.catalog.sql' in sys.modules, table.column('n')[0].as_py() > 0)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.splitlines() == ["False", "True True"]

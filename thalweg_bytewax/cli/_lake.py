@@ -12,6 +12,7 @@ a view ``pg.schema.table``, read through ADBC into Arrow.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -152,7 +153,7 @@ class Lake:
         unlanded: Directories that hold neither a file nor a schema yet (a lane nothing
             landed in, e.g. ``dlq`` of a run without rejects): no view.
         tables: Iceberg tables of the warehouse as ``namespace.table``.
-        catalog: The pyiceberg catalog of the warehouse (``None`` without one).
+        warehouse: The Iceberg warehouse directory (``None`` without one).
         pg_tables: PostgreSQL tables as ``pg.schema.table`` (with a DSN).
         postgres_dsn: The PostgreSQL DSN (a secret, never shown).
     """
@@ -163,9 +164,10 @@ class Lake:
     empty_lanes: list[str] = field(default_factory=list)
     unlanded: list[str] = field(default_factory=list)
     tables: list[str] = field(default_factory=list)
-    catalog: Any = None
+    warehouse: Path | None = None
     pg_tables: list[str] = field(default_factory=list)
     postgres_dsn: SecretStr | None = None
+    _catalog: Any = field(default=None, repr=False)
 
     def views(self) -> list[str]:
         """Every name a query can read: the lanes, the Iceberg tables, PostgreSQL's."""
@@ -189,11 +191,20 @@ class Lake:
             loaded += self._load_postgres(pg)
         return loaded
 
+    def iceberg_catalog(self) -> Any:
+        """The warehouse's pyiceberg SQL catalog, opened on first use."""
+        if self._catalog is None:
+            from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
+
+            config = IcebergCatalogConfig(name=CATALOG_NAME, warehouse=str(self.warehouse))
+            self._catalog = config.load()
+        return self._catalog
+
     def _load_iceberg(self, wanted: set[str]) -> list[str]:
         loaded = []
         for i, name in enumerate(t for t in self.tables if t in wanted):
             namespace, _, table = name.rpartition(".")
-            arrow = self.catalog.load_table((namespace, table)).scan().to_arrow()
+            arrow = self.iceberg_catalog().load_table((namespace, table)).scan().to_arrow()
             self.con.register(f"_twg_iceberg_{i}", arrow)
             self.con.execute(f"create schema if not exists {_quote(namespace)}").fetchall()
             view = f"{_quote(namespace)}.{_quote(table)}"
@@ -300,13 +311,37 @@ def open_lake(
         lake.pg_tables = _pg_tables(postgres_dsn)
     warehouse = root / WAREHOUSE_DIR
     if (warehouse / _CATALOG_DB).is_file():
-        from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
-
-        catalog = IcebergCatalogConfig(name=CATALOG_NAME, warehouse=str(warehouse)).load()
-        lake.catalog = catalog
-        lake.tables = sorted(
-            ".".join(ident)
-            for namespace in catalog.list_namespaces()
-            for ident in catalog.list_tables(namespace)
-        )
+        lake.warehouse = warehouse
+        listed = _listed_tables(warehouse / _CATALOG_DB)
+        if listed is None:  # not the layout this pyiceberg writes: ask pyiceberg
+            catalog = lake.iceberg_catalog()
+            listed = [
+                ".".join(ident)
+                for namespace in catalog.list_namespaces()
+                for ident in catalog.list_tables(namespace)
+            ]
+        lake.tables = sorted(listed)
     return lake
+
+
+def _listed_tables(catalog_db: Path) -> list[str] | None:
+    """The tables of the SQL catalog's SQLite file, read as such (no pyiceberg import).
+
+    Listing is most of what a query over lanes alone needs of the catalog, and opening
+    pyiceberg's SQL catalog costs seconds of imports. None when the file does not hold
+    the ``iceberg_tables`` table pyiceberg's SQL catalog keeps.
+    """
+    import sqlite3
+
+    try:
+        with contextlib.closing(
+            sqlite3.connect(f"{catalog_db.resolve().as_uri()}?mode=ro", uri=True)
+        ) as db:
+            rows = db.execute(
+                "select table_namespace, table_name from iceberg_tables "
+                "where catalog_name = ? and (iceberg_type is null or iceberg_type = 'TABLE')",
+                [CATALOG_NAME],
+            ).fetchall()
+    except sqlite3.Error:
+        return None
+    return [f"{namespace}.{table}" for namespace, table in rows]
