@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import socket
 import subprocess
@@ -137,6 +139,14 @@ def test_csv_prints_every_row(data_dir, capsys):
     assert main(argv) == EXIT_OK
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == N + 1  # a header, then every row (more than the table shows)
+
+
+def test_csv_writes_lists_as_json(data_dir, capsys):
+    argv = ["query", "--format", "csv", "--data-dir", str(data_dir)]
+    assert main([*argv, "select rules from dlq where reason = 'dq' limit 1"]) == EXIT_OK
+    header, row = list(csv.reader(io.StringIO(capsys.readouterr().out)))
+    assert header == ["rules"]
+    assert json.loads(row[0])[0].rsplit("@", 1)[0] in {"total_range", "currency_pattern"}
 
 
 def test_without_sql_it_lists_the_views(data_dir, capsys):

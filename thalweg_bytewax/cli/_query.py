@@ -63,10 +63,13 @@ def run_query(
 
 
 def _cell(value: Any) -> str:
+    """One value as text: bytes as hex, lists and structs as JSON, NULL as nothing."""
     if value is None:
         return ""
     if isinstance(value, bytes):
         return value.hex()
+    if isinstance(value, list | dict):
+        return json.dumps(value, default=_cell)
     return str(value)
 
 
