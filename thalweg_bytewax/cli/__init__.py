@@ -31,6 +31,8 @@ Commands:
 * ``thalweg describe-schema ...`` — print the exact Arrow schema a source decodes to
   (from a registry subject or id, an ``.avsc``, a ``.pb`` + message, or a JSON Schema),
   with the metadata columns a policy appends and DuckDB type hints.
+* ``thalweg query [SQL]`` — SQL (DuckDB) over a data directory's lanes and Iceberg
+  tables; ``thalweg describe MODULE[:FLOW]`` — a flow's steps as a Mermaid flowchart.
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ _EXIT_CODES = "exit codes: 0 ok, 1 failed (reported), 2 usage or configuration, 
 
 
 def _parser() -> argparse.ArgumentParser:
-    from thalweg_bytewax.cli import _batch, _dev, _lanes, _schema
+    from thalweg_bytewax.cli import _batch, _describe, _dev, _lanes, _query, _schema
     from thalweg_bytewax.config._cli import add_commands as add_config
     from thalweg_bytewax.protobundle._cli import add_commands as add_proto
     from thalweg_bytewax.schemamodel._cli import add_commands as add_schema
@@ -78,6 +80,8 @@ def _parser() -> argparse.ArgumentParser:
         _lanes.add_commands,  # lane stats, recovery check, coverage, recover, check
         _schema.add_commands,  # describe-schema
         _batch.add_commands,  # batch
+        _query.add_commands,  # query
+        _describe.add_commands,  # describe
         add_config,  # config validate|show|secrets, init
         add_proto,  # proto bundle
         add_schema,  # schema to-odcs

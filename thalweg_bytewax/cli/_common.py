@@ -54,6 +54,11 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "proto bundle": ("thalweg proto bundle protos/ --out-dir bundle --emit odcs",),
     "schema": ("thalweg schema to-odcs flows/schemas/1.avsc",),
     "schema to-odcs": ("thalweg schema to-odcs flows/schemas/1.avsc",),
+    "query": (
+        'thalweg query "select reason, count(*) from dlq group by 1"',
+        'thalweg query --format csv "select * from sales.orders" > orders.csv',
+    ),
+    "describe": ("thalweg describe flows.orders > flow.mmd",),
 }
 """Example command lines per command path (``"dev produce"``), shown by its ``--help``."""
 

@@ -23,6 +23,7 @@ def _dev_broker(args: argparse.Namespace) -> int:
     print(f"its address goes to `{args.address_file}`, e.g. for $(cat {args.address_file})")
     sys.stdout.flush()
     argv = ["--brokers", str(args.brokers), "--address-file", str(args.address_file)]
+    argv += ["--port", str(args.port)] if args.port is not None else []
     return _mock_broker.main(argv)
 
 
@@ -81,6 +82,11 @@ def add_commands(sub: Any) -> None:
     )
     broker = dev.add_parser("broker", help="start a local development Kafka broker")
     broker.add_argument("--brokers", type=int, default=1)
+    broker.add_argument(
+        "--port",
+        type=int,
+        help="bootstrap on 127.0.0.1:PORT, the same every run (default: a free port)",
+    )
     broker.add_argument(
         "--address-file",
         type=Path,

@@ -58,6 +58,10 @@ def _coverage(args: argparse.Namespace) -> int:
         keys = [(e.topic, e.partition) for e in store.entries(args.sink)]
         watermarks = kafka_watermarks(args.bootstrap, keys)
     rows = coverage_report(store, sink=args.sink, raw_lane=args.raw_lane, watermarks=watermarks)
+    if args.plot is not None:
+        from thalweg_bytewax.cli._coverage_plot import write_coverage_plot
+
+        write_coverage_plot(args.plot, store, sink=args.sink, raw_lane=args.raw_lane)
     if args.json:
         print(json.dumps({"store": store.describe(), "partitions": rows}, indent=2))
         return 0
@@ -203,6 +207,7 @@ def add_commands(sub: Any) -> None:
     cov.add_argument("--raw-lane", help="the raw lane's sink id, to show lag against it")
     cov.add_argument("--bootstrap", help="Kafka brokers, to show lag against the source")
     cov.add_argument("--json", action="store_true", help="machine-readable output")
+    cov.add_argument("--plot", type=Path, metavar="FILE.svg", help="also draw it as an SVG")
     cov.set_defaults(func=_coverage)
 
     rec = sub.add_parser(
