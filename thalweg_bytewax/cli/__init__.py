@@ -26,6 +26,8 @@ Commands:
   with many ``src/main/proto`` roots) to a FileDescriptorSet, ``.proto`` files and a
   message manifest; ``--emit odcs`` adds an ODCS contract (docs/schemas.md).
 * ``thalweg schema to-odcs FILE...`` — an ODCS v3 contract from Avro or JSON Schema.
+* ``thalweg run NAME`` — run a flow that ships with the package (``orders``, the
+  flagship) under Bytewax's runner; options after the name go to the runner.
 * ``thalweg batch CONFIG`` — run a pipeline configuration over files, exactly once per
   file and row (a rerun resumes), with a progress bar and a summary.
 * ``thalweg describe-schema ...`` — print the exact Arrow schema a source decodes to
@@ -62,7 +64,7 @@ _EXIT_CODES = "exit codes: 0 ok, 1 failed (reported), 2 usage or configuration, 
 
 
 def _parser() -> argparse.ArgumentParser:
-    from thalweg_bytewax.cli import _batch, _dev, _lanes, _schema
+    from thalweg_bytewax.cli import _batch, _dev, _lanes, _run, _schema
     from thalweg_bytewax.config._cli import add_commands as add_config
     from thalweg_bytewax.protobundle._cli import add_commands as add_proto
     from thalweg_bytewax.schemamodel._cli import add_commands as add_schema
@@ -76,6 +78,7 @@ def _parser() -> argparse.ArgumentParser:
         _lanes.add_commands,  # lane stats, recovery check, coverage, recover, check
         _schema.add_commands,  # describe-schema
         _batch.add_commands,  # batch
+        _run.add_commands,  # run
         add_config,  # config validate|show|secrets, init
         add_proto,  # proto bundle
         add_schema,  # schema to-odcs

@@ -1,8 +1,11 @@
 """The flagship flow: orders from Kafka (or the embedded sample) into tables.
 
-Run it with no configuration and no external service::
+Run it with no configuration and no external service, from any installation::
 
-    python -m bytewax.run flows.orders
+    thalweg run orders
+
+(``python -m bytewax.run thalweg_bytewax.flows.orders``; from a checkout,
+``python -m bytewax.run flows.orders`` runs the example that re-exports it).
 
 By default it reads bundled, deterministic sample orders — Confluent-framed Avro,
 exactly as a real topic carries them — and lands them under ``thalweg-data``: Parquet
@@ -27,14 +30,14 @@ their step ids (the summary steps aside)::
 
 * ``raw_lane`` — every record, envelope intact (``thalweg-data/raw``);
 * ``decode`` / ``dedup`` / ``contract`` — Avro to Arrow, replays dropped by record id,
-  the ODCS contract ``flows/contracts/orders.odcs.yaml`` in quarantine mode;
+  the bundled ODCS contract ``contracts/orders.odcs.yaml`` in quarantine mode;
 * ``dlq_decode`` / ``dlq_contract`` — one dead-letter lane (``thalweg-data/dlq``, read
   back as one dataset) for records that failed to decode (reason ``decode``) or broke
   the contract (``contract`` / ``dq``, with the failed rule ids); the sample holds a few
   of each on purpose;
 * ``audit_lane`` / ``rule_registry`` — one row per validated record: its verdict, the
   failed rule ids and the rule-set version, resolved by ``rules/<version>.parquet``;
-* ``transform`` — the SQL DAG of ``flows/_orders_sql.py`` on DuckDB: ``enriched``
+* ``transform`` — the SQL DAG of ``_orders_sql.py`` on DuckDB: ``enriched``
   (``amount_eur`` from a fixed rate table) feeds ``orders`` and ``order_lines`` (the
   ``items`` array unnested, each line with its order's locator and
   ``_twg_derived_ordinal``);
@@ -44,30 +47,31 @@ their step ids (the summary steps aside)::
   source offset; coverage recorded beside the raw lane), ``revenue_per_status_minute``
   upserted on (``status``, ``window_start``).
 
-The flow is a pipeline configuration: ``flows/orders.toml`` holds these steps as one
-TOML file (``THALWEG_CONFIG=flows/orders.toml python -m bytewax.run flows.pipeline``
-lands the same lanes and tables), and :meth:`OrdersSettings.pipeline` is that file with
-the settings below applied; ``flows.pipeline`` builds both.
+The flow is a pipeline configuration: the bundled ``orders.toml`` holds these steps as
+one TOML file (from a checkout, ``THALWEG_CONFIG=thalweg_bytewax/flows/orders.toml
+python -m bytewax.run flows.pipeline`` lands the same lanes and tables), and
+:meth:`OrdersSettings.pipeline` is that file with the settings below applied;
+:func:`~thalweg_bytewax.pipeline.build.build_pipeline` builds both.
 
 When the run ends it prints each table with its row count, the rejects by reason and
 the records per second; a run that landed nothing new says so in one line.
 ``docs/flows/orders.md`` describes the tables.
 
-The writer schema comes from the bundled schema directory ``flows/schemas`` (schema id
-1 is ``1.avsc``, also the reader schema every writer schema resolves to), so the
-default needs no registry. Point it at Kafka by environment alone::
+The writer schema comes from the bundled schema directory ``schemas/`` beside this
+module (schema id 1 is ``1.avsc``, also the reader schema every writer schema resolves
+to), so the default needs no registry. Point it at Kafka by environment alone::
 
-    THALWEG_BOOTSTRAP_SERVERS=localhost:9092 python -m bytewax.run flows.orders
+    THALWEG_BOOTSTRAP_SERVERS=localhost:9092 thalweg run orders
 
 | variable | meaning | default |
 |---|---|---|
 | ``THALWEG_BOOTSTRAP_SERVERS`` | Kafka brokers; unset = embedded sample | unset |
-| ``THALWEG_SCHEMA_REGISTRY_URL`` | schema registry (writer schemas) | ``flows/schemas`` |
+| ``THALWEG_SCHEMA_REGISTRY_URL`` | schema registry (writer schemas) | the bundled ``schemas/`` |
 | ``THALWEG_TOPIC`` | topic to read | ``orders`` |
 | ``THALWEG_DATA_DIR`` | local lake directory (lanes and Iceberg warehouse) | ``thalweg-data`` |
 | ``THALWEG_SAMPLE_ORDERS`` | number of sample orders | ``20000`` |
 | ``THALWEG_TAIL`` | with Kafka: ``1`` follow new records, ``0`` stop at the end | ``1`` |
-| ``THALWEG_CONTRACT`` | ODCS contract (path or URL) | ``flows/contracts/orders.odcs.yaml`` |
+| ``THALWEG_CONTRACT`` | ODCS contract (path or URL) | the bundled ``contracts/orders.odcs.yaml`` |
 | ``THALWEG_DEDUP_WINDOW_S`` | how long a record id is remembered | ``3600`` |
 | ``THALWEG_ICEBERG_NAMESPACE`` | Iceberg namespace of the tables | ``sales`` |
 | ``THALWEG_POSTGRES_DSN`` | PostgreSQL to land the tables in too (a secret) | unset |
@@ -92,7 +96,11 @@ from bytewax.inputs import Source
 from bytewax.outputs import Sink
 from pydantic import Field
 
-from flows._orders_sql import (
+from thalweg_bytewax.codecs import AvroCodec
+from thalweg_bytewax.config import SecretRef, Settings
+from thalweg_bytewax.connectors.raw_lane_source import only_output
+from thalweg_bytewax.flows import ORDERS_CONTRACT, ORDERS_SCHEMAS
+from thalweg_bytewax.flows._orders_sql import (
     ORDERS_DAG,
     REVENUE_AGGS,
     REVENUE_GROUP_BY,
@@ -100,13 +108,10 @@ from flows._orders_sql import (
     REVENUE_TIME_COLUMN,
     REVENUE_WINDOW,
 )
-from flows._orders_tables import PG_SHARDS, TableTargets
-from flows._pipeline_build import build_pipeline
-from thalweg_bytewax.codecs import AvroCodec
-from thalweg_bytewax.config import SecretRef, Settings
-from thalweg_bytewax.connectors.raw_lane_source import only_output
+from thalweg_bytewax.flows._orders_tables import PG_SHARDS, TableTargets
 from thalweg_bytewax.observability.settings import ObservabilitySection
 from thalweg_bytewax.pipeline import PipelineConfig
+from thalweg_bytewax.pipeline.build import build_pipeline
 from thalweg_bytewax.recovery_plan import RawLane
 from thalweg_bytewax.registry import DirectorySchemaSource
 
@@ -120,9 +125,9 @@ __all__ = [
     "recovery_lane",
 ]
 
-SCHEMA_DIR = Path(__file__).parent / "schemas"
+SCHEMA_DIR = ORDERS_SCHEMAS
 """The bundled schema directory: the sample orders' writer schema as id 1 (``1.avsc``)."""
-CONTRACT = Path(__file__).parent / "contracts" / "orders.odcs.yaml"
+CONTRACT = ORDERS_CONTRACT
 """The bundled ODCS contract of the orders."""
 
 
@@ -140,7 +145,7 @@ class OrdersSettings(Settings):
     """Kafka brokers; unset = the embedded sample."""
     # The URL may carry credentials: a `${env:…}` reference, or a value masked everywhere.
     schema_registry_url: SecretRef | None = None
-    """Schema registry for writer schemas; unset = the bundled `flows/schemas`."""
+    """Schema registry for writer schemas; unset = the bundled `thalweg_bytewax/flows/schemas`."""
     topic: str = "orders"
     """The topic to read."""
     data_dir: Path = Path("thalweg-data")
@@ -208,10 +213,10 @@ class OrdersSettings(Settings):
         )
 
     def pipeline(self) -> PipelineConfig:
-        """These settings as a pipeline configuration (``flows/orders.toml`` at the defaults).
+        """These settings as a pipeline configuration (the bundled ``orders.toml`` as is).
 
-        The SQL DAG and the window come from ``flows/_orders_sql.py``; the PostgreSQL
-        sinks are there when ``postgres_dsn`` is set.
+        The SQL DAG and the window come from ``_orders_sql.py``; the PostgreSQL sinks are
+        there when ``postgres_dsn`` is set.
         """
         sinks: dict[str, dict[str, Any]] = {}
         short = {"orders": "orders", "order_lines": "lines", "revenue": "revenue"}
@@ -290,8 +295,9 @@ def build_flow(
 ) -> Dataflow:
     """Build the orders dataflow: raw lane; decode, dedup, validate; SQL and tables.
 
-    It is the pipeline :meth:`OrdersSettings.pipeline` describes (``flows/orders.toml``
-    with the defaults), built by ``flows.pipeline.build_pipeline``.
+    It is the pipeline :meth:`OrdersSettings.pipeline` describes (the bundled
+    ``orders.toml`` with the defaults), built by
+    :func:`thalweg_bytewax.pipeline.build.build_pipeline`.
 
     Args:
         settings: Flow settings (see :meth:`OrdersSettings.load`).
