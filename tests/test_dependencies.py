@@ -68,3 +68,19 @@ def test_a_missing_module_names_what_installs_it(extra: str, hint: str) -> None:
         require("thalweg_no_such_module", extra=extra)
     assert hint in str(caught.value)
     assert "`thalweg_no_such_module` is not installed" in str(caught.value)
+
+
+def test_ci_runs_the_suite_on_every_python_the_project_names() -> None:
+    versions = [
+        c.rsplit(" :: ", 1)[1]
+        for c in PROJECT["classifiers"]
+        if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)
+    ]
+    assert versions, "pyproject names no Python version"
+    ci = (ROOT / ".ci" / "run").read_text()
+    readme = (ROOT / "README.md").read_text()
+    for version in versions:
+        assert f"python{version}" in ci, f"CI does not run the tests on Python {version}"
+        assert version in readme, f"the README does not name Python {version}"
+    # The oldest releases are resolved from pyproject's own bounds, each run.
+    assert "--resolution lowest-direct" in ci
