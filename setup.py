@@ -1,8 +1,28 @@
-"""Build of the native extensions; everything else is configured in pyproject.toml."""
+"""The package list and the native extensions; everything else is in pyproject.toml."""
 
-from setuptools import Extension, setup
+from setuptools import Extension, find_packages, setup
+
+# The repository's top-level `connectors/` and `operators/` are installed inside the
+# package, as thalweg_bytewax.connectors and thalweg_bytewax.operators.
+MAPPED = ("connectors", "operators")
+
+
+def packages() -> list[str]:
+    """Every package of the distribution, found, never listed by hand.
+
+    `flows/` (the examples of a checkout) is not one: a top-level `flows` package in
+    site-packages would shadow a user's own.
+    """
+    found = find_packages(include=["thalweg_bytewax", "thalweg_bytewax.*"])
+    for folder in MAPPED:
+        found += [f"thalweg_bytewax.{folder}"]
+        found += [f"thalweg_bytewax.{folder}.{sub}" for sub in find_packages(folder)]
+    return found
+
 
 setup(
+    packages=packages(),
+    package_dir={f"thalweg_bytewax.{folder}": folder for folder in MAPPED},
     ext_modules=[
         # Optional: without a C compiler the JSON codec falls back to pyarrow.json
         # (slower) and says so in a warning.

@@ -11,8 +11,8 @@ runs second):
   ``ParentBased(ALWAYS_ON)`` sampler, so every batch is traced; batch span processor into
   an exporter that counts the spans and drops them, as a real exporter does once they
   are sent), the Prometheus reader, the health tree, and a thread scraping ``/metrics``
-  and ``/stats`` every second during the run. ``observe()`` freezes the objects alive
-  at its call (``gc.freeze()``, its default);
+  and ``/stats`` every second during the run. ``observe(freeze_gc=True)`` freezes the
+  objects alive at its call (``gc.freeze()``);
 * ``off+freeze`` (with ``--freeze-reference``) — observability off, ``gc.freeze()``
   called where ``on`` calls ``observe()``: what the freeze alone saves, so that ``on``
   against it is the cost of observability without that saving.
@@ -142,7 +142,7 @@ def _variant(bootstrap: str, topic: str, data_dir: str, mode: str, opts: str) ->
         exporter = Counting()
         provider = TracerProvider()
         provider.add_span_processor(BatchSpanProcessor(exporter))
-        observe(port=0, tracing_provider=provider)
+        observe(port=0, tracing_provider=provider, freeze_gc=True)
         server = running_server()
         assert server is not None
 
@@ -156,7 +156,7 @@ def _variant(bootstrap: str, topic: str, data_dir: str, mode: str, opts: str) ->
 
         threading.Thread(target=scrape, daemon=True).start()
     elif mode == "off+freeze":
-        gc.freeze()  # where `on` calls observe(), which freezes
+        gc.freeze()  # where `on` calls observe(freeze_gc=True), which freezes
     settings = OrdersSettings(
         bootstrap_servers=bootstrap, topic=topic, tail=False, data_dir=Path(data_dir)
     )

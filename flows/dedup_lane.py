@@ -20,7 +20,7 @@ Configured by environment, so it runs unchanged under ``python -m bytewax.run``:
 | variable | meaning | default |
 |---|---|---|
 | ``THALWEG_DATA_DIR`` | lake directory holding the four lanes | ``thalweg-data`` |
-| ``THALWEG_CONTRACT`` | ODCS contract with the natural key | ``flows/contracts/orders.odcs.yaml`` |
+| ``THALWEG_CONTRACT`` | ODCS contract with the natural key | the bundled orders contract |
 | ``THALWEG_DEDUP_WINDOW_S`` | how long a key is remembered (event time), seconds | ``3600`` |
 | ``THALWEG_SAMPLE_PARTITIONS`` | source partitions | ``4`` |
 | ``THALWEG_SAMPLE_PER_PARTITION`` | records per partition, retries included | ``5000`` |
@@ -52,12 +52,13 @@ from pydantic import Field
 from typing_extensions import override
 
 import thalweg_bytewax.operators as twg
-from flows._generated import GeneratedPartition
 from thalweg_bytewax.config import Settings
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.connectors.rules import RuleRegistrySink
 from thalweg_bytewax.contracts import ContractSpec, load_contract
+from thalweg_bytewax.dev._generated import GeneratedPartition
 from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.flows import ORDERS_CONTRACT
 from thalweg_bytewax.metadata import MetadataColumns, record_ids
 from thalweg_bytewax.record import KeyedBatch
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
@@ -72,7 +73,7 @@ __all__ = [
     "planned_order",
 ]
 
-DEFAULT_CONTRACT = Path(__file__).resolve().parent / "contracts" / "orders.odcs.yaml"
+DEFAULT_CONTRACT = ORDERS_CONTRACT
 _COLS = MetadataColumns()
 _TOPIC = "orders"
 # Offsets between an order and its retry: immediate, same poll, a few polls, many

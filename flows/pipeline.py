@@ -3,7 +3,8 @@
     THALWEG_CONFIG=pipeline.toml python -m bytewax.run flows.pipeline
 
 The file is a :class:`~thalweg_bytewax.pipeline.PipelineConfig` (``thalweg init``
-writes a commented starter; ``flows/orders.toml`` is the orders flow as one). Layers,
+writes a commented starter; ``thalweg_bytewax/flows/orders.toml`` is the orders flow as
+one). Layers,
 later wins: the file < ``THALWEG_*`` variables (``THALWEG_SOURCE__BOOTSTRAP_SERVERS``)
 < nothing else here (``thalweg config show --model thalweg_bytewax.pipeline:PipelineConfig``
 shows the merged result). Resource paths in the file (schemas, contract) are relative
@@ -20,9 +21,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from flows._pipeline_build import build_pipeline, pipeline_source
 from thalweg_bytewax.config import CONFIG_ENV
 from thalweg_bytewax.pipeline import PipelineConfig
+from thalweg_bytewax.pipeline.build import build_pipeline, pipeline_source
 
 __all__ = ["build_pipeline", "flow", "load_pipeline", "pipeline_source"]
 

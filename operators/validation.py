@@ -324,7 +324,7 @@ def validate(
     import thalweg_bytewax.operators as twg
     from thalweg_bytewax.contracts import DropRule, Rule, load_contract
 
-    contract = load_contract("flows/contracts/orders.odcs.yaml")
+    contract = load_contract("thalweg_bytewax/flows/contracts/orders.odcs.yaml")
     out = twg.validate(
         "validate", orders, contract, mode="quarantine",
         rules=[Rule.le("total", 100_000)],

@@ -12,10 +12,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from flows._orders_sample import sample_order_at
 from flows.orders import SCHEMA_DIR
 from thalweg_bytewax.codecs import AvroCodec
 from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
+from thalweg_bytewax.dev._orders_sample import sample_order_at
 from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.registry import DirectorySchemaSource
 from thalweg_bytewax.samples import encode_order_avro
@@ -36,7 +36,7 @@ def _write_file(path: Path, first: int) -> None:
 def _batch(files: Path, data: Path) -> list[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("THALWEG_")}
     argv = [
-        sys.executable, "-m", "thalweg_bytewax.cli", "batch", str(REPO / "flows" / "orders.toml"),
+        sys.executable, "-m", "thalweg_bytewax.cli", "batch", str(REPO / "thalweg_bytewax" / "flows" / "orders.toml"),
         "--files", str(files / "*.parquet"), "--set", f"data_dir={data}",
         "--set", "sinks.lines_lane.kind=parquet", "--set", "sinks.lines_lane.from=order_lines",
         "--set", "sinks.lines_lane.path=lines", "--no-progress",

@@ -8,8 +8,8 @@ from confluent_kafka import Consumer, TopicPartition
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flows._orders_sample import SampleOrdersSource, sample_payload_at
 from thalweg_bytewax.cli import main
+from thalweg_bytewax.dev._orders_sample import SampleOrdersSource, sample_payload_at
 from thalweg_bytewax.samples import (
     encode_order_avro,
     order_key,

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from flows._pipeline_build import _sink, pipeline_source
 from thalweg_bytewax.connectors.files import FileSource
 from thalweg_bytewax.connectors.kafka import KafkaSink, KafkaSource
 from thalweg_bytewax.pipeline import PipelineConfig
+from thalweg_bytewax.pipeline.build import _sink, pipeline_source
 
 KAFKA_SECRETS = {
     "sasl.password": "kafkaPw1Zq",

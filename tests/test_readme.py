@@ -40,7 +40,7 @@ def test_the_quickstart_commands_are_all_found() -> None:
     commands = quickstart_commands()
     assert any("thalweg dev broker &" in c for c in commands)
     assert any("thalweg dev postgres &" in c for c in commands)
-    assert commands[0].startswith(".venv/bin/python -m bytewax.run flows.orders")
+    assert commands[0].startswith(".venv/bin/thalweg run orders")
     assert not any("PORT" in c for c in commands), "a placeholder the user must replace"
 
 

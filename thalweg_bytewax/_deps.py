@@ -12,6 +12,10 @@ from thalweg_bytewax.errors import MissingDependencyError
 __all__ = ["log_fallback_once", "require"]
 
 _LOGGED: set[str] = set()
+
+# Extras of earlier releases whose packages are now plain dependencies: a module of one
+# missing means a broken environment, which the plain install repairs.
+_PLAIN = frozenset({"contracts", "fast", "iceberg", "observability", "postgres", "sql"})
 _LOGGED_LOCK = threading.Lock()
 
 
@@ -29,7 +33,9 @@ def require(module: str, *, extra: str) -> ModuleType:
 
     Args:
         module: The importable module name, e.g. ``"pyiceberg"``.
-        extra: The thalweg-bytewax extra that installs it, e.g. ``"iceberg"``.
+        extra: The thalweg-bytewax extra that installs it, e.g. ``"files"``; an extra
+            whose packages are now plain dependencies (``"iceberg"``) names the plain
+            install.
 
     Returns:
         The imported module.
@@ -40,8 +46,9 @@ def require(module: str, *, extra: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
+        target = "thalweg-bytewax" if extra in _PLAIN else f"thalweg-bytewax[{extra}]"
         msg = (
             f"`{module}` is not installed; it is needed for this feature. "
-            f'Install it with: pip install "thalweg-bytewax[{extra}]"'
+            f'Install it with: pip install "{target}"'
         )
         raise MissingDependencyError(msg) from exc

@@ -11,7 +11,7 @@ from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.registry import DirectorySchemaSource
 from thalweg_bytewax.samples import ORDER_JSON_SCHEMA, ORDER_MESSAGE_TYPE, order_descriptor_set
 
-SCHEMAS = Path(__file__).resolve().parents[2] / "flows" / "schemas"
+SCHEMAS = Path(__file__).resolve().parents[2] / "thalweg_bytewax" / "flows" / "schemas"
 
 
 @pytest.mark.parametrize(

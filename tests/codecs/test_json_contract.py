@@ -20,7 +20,7 @@ from thalweg_bytewax.samples import sample_orders
 # Every test runs on each columnar reader (tests/codecs/conftest.py).
 pytestmark = pytest.mark.usefixtures("json_engine")
 
-CONTRACT = Path(__file__).parents[2] / "flows" / "contracts" / "orders.odcs.yaml"
+CONTRACT = Path(__file__).parents[2] / "thalweg_bytewax" / "flows" / "contracts" / "orders.odcs.yaml"
 ORDERS = list(sample_orders(64))
 
 

@@ -12,7 +12,7 @@ from thalweg_bytewax.metadata import MetadataColumns, record_ids
 from thalweg_bytewax.samples import encode_order_avro, sample_orders
 
 ROOT = Path(__file__).resolve().parents[2]
-ORDERS_CONTRACT = ROOT / "flows" / "contracts" / "orders.odcs.yaml"
+ORDERS_CONTRACT = ROOT / "thalweg_bytewax" / "flows" / "contracts" / "orders.odcs.yaml"
 COLS = MetadataColumns()
 
 

@@ -22,4 +22,4 @@ def test_docs_example_runs(monkeypatch):
     lines = out.getvalue().splitlines()
     assert lines[0] == "7 clean; 2 in the DLQ"
     assert lines[1].endswith("record x rule verdicts")
-    assert os.path.exists(ROOT / "flows" / "contracts" / "orders.odcs.yaml")
+    assert os.path.exists(ROOT / "thalweg_bytewax" / "flows" / "contracts" / "orders.odcs.yaml")

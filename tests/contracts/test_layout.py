@@ -36,7 +36,7 @@ NO_SQL = (
 def test_the_odcs_loader_parses_a_contract_without_the_engine():
     loaded = _loaded_after(
         "from thalweg_bytewax.contracts import load_contract\n"
-        "load_contract('flows/contracts/orders.odcs.yaml')"
+        "load_contract('thalweg_bytewax/flows/contracts/orders.odcs.yaml')"
     )
     assert "thalweg_bytewax.contracts.odcs" in loaded
     assert not loaded & set(ENGINE[1:])

@@ -16,7 +16,7 @@ from thalweg_bytewax.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 FLOWS = {
-    "flows.orders": "OrdersSettings",
+    "thalweg_bytewax.flows.orders": "OrdersSettings",
     "flows.raw_lane": "RawLaneSettings",
     "flows.dedup_lane": "DedupLaneSettings",
 }
@@ -50,7 +50,8 @@ def test_the_brokers_have_one_name_everywhere() -> None:
         cls = settings_class(module)
         if "bootstrap_servers" in cls.model_fields or module != "flows.dedup_lane":
             assert cls.env_name("bootstrap_servers") == "THALWEG_BOOTSTRAP_SERVERS"
-    for path in [*REPO.glob("flows/*.py"), *REPO.glob("docs/examples/*.py"), REPO / "README.md"]:
+    bundled = REPO.glob("thalweg_bytewax/flows/*.py")
+    for path in [*REPO.glob("flows/*.py"), *bundled, *REPO.glob("docs/examples/*.py"), REPO / "README.md"]:
         text = path.read_text()
         for stale in ("THALWEG_BROKERS", "KAFKA_BOOTSTRAP", "THALWEG_LAKE", "LANE_PATH"):
             assert stale not in text, f"{path.name} still names {stale}"
@@ -63,8 +64,8 @@ def test_the_brokers_have_one_name_everywhere() -> None:
         ("flows.dedup_lane", {"THALWEG_RETRY_RATE": "2"}, "THALWEG_RETRY_RATE"),
         ("flows.raw_lane", {**KAFKA, "THALWEG_BATCH_SIZE": "1e3x"}, "THALWEG_BATCH_SIZE"),
         ("flows.raw_lane", {"THALWEG_TOPICS": "orders"}, "THALWEG_BOOTSTRAP_SERVERS"),
-        ("flows.orders", {"THALWEG_SAMPLE_ORDERS": "0"}, "THALWEG_SAMPLE_ORDERS"),
-        ("flows.orders", {"THALWEG_TAIL": "sometimes"}, "THALWEG_TAIL"),
+        ("thalweg_bytewax.flows.orders", {"THALWEG_SAMPLE_ORDERS": "0"}, "THALWEG_SAMPLE_ORDERS"),
+        ("thalweg_bytewax.flows.orders", {"THALWEG_TAIL": "sometimes"}, "THALWEG_TAIL"),
     ],
 )
 def test_importing_a_flow_with_a_bad_value_raises_config_error_naming_it(
@@ -90,7 +91,8 @@ def test_importing_a_flow_with_a_bad_value_raises_config_error_naming_it(
         check=False,
     )
     assert out.returncode == 3, out.stderr[-2000:]
-    assert out.stdout.startswith(f"ConfigError `{module}` settings: `{variable}`"), out.stdout
+    component = settings_class(module).component  # the module a user runs
+    assert out.stdout.startswith(f"ConfigError `{component}` settings: `{variable}`"), out.stdout
 
 
 def test_raw_lane_reads_topics_as_a_list() -> None:

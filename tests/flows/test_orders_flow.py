@@ -13,10 +13,10 @@ import pyarrow as pa
 import pyarrow.compute  # noqa: F401 - pa.compute below
 from bytewax.testing import run_main
 
-from flows._orders_sample import _bad_payload, sample_order_at
 from flows.orders import SCHEMA_DIR, OrdersSettings, build_flow
 from tests.helpers import locator_of
 from thalweg_bytewax.contracts import explode_audit, read_audit, read_rule_registry
+from thalweg_bytewax.dev._orders_sample import _bad_payload, sample_order_at
 from thalweg_bytewax.dlq import rejected_from_dlq_batch
 from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.metadata import MetadataColumns
@@ -251,7 +251,7 @@ def test_settings_from_environment():
     assert s.schema_registry_url.get_secret_value() == "mock://orders-settings"
     assert s.warehouse == Path("/x/warehouse") and s.dlq_lane == Path("/x/dlq")
     assert "mock://orders-settings" in repr(s.codec())
-    assert "flows/schemas" in repr(OrdersSettings().codec())
+    assert "thalweg_bytewax/flows/schemas" in repr(OrdersSettings().codec())
 
 
 def test_settings_never_show_the_registry_credentials():

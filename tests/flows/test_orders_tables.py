@@ -20,11 +20,11 @@ import pyarrow as pa
 import pytest
 from bytewax.testing import run_main
 
-from flows._orders_sample import _bad_payload, sample_order_at
 from flows.orders import OrdersSettings, build_flow
 from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
 from thalweg_bytewax.connectors.raw_lane_source import lane_held_offsets
 from thalweg_bytewax.coverage_store import SqliteCoverageStore
+from thalweg_bytewax.dev._orders_sample import _bad_payload, sample_order_at
 from thalweg_bytewax.metadata import MetadataColumns
 from thalweg_bytewax.recovery_plan import plan_recovery
 from thalweg_bytewax.samples import encode_order_avro
@@ -160,7 +160,7 @@ def test_with_a_dsn_the_same_tables_land_in_postgres(
 
 def drawn_steps() -> set[str]:
     """The step names the module docstring's drawing shows."""
-    doc = sys.modules["flows.orders"].__doc__ or ""
+    doc = sys.modules["thalweg_bytewax.flows.orders"].__doc__ or ""
     drawing = doc.split("(the summary steps aside)::", 1)[1].split("\n\n", 2)[1]
     return set(re.findall(r"[a-z_]+", drawing))
 

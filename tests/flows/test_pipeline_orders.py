@@ -1,4 +1,4 @@
-"""The pipeline of ``flows/orders.toml`` lands what ``flows.orders`` lands, row for row."""
+"""The pipeline of ``thalweg_bytewax/flows/orders.toml`` lands what ``flows.orders`` lands, row for row."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import pyarrow as pa
 import pytest
 from bytewax.testing import run_main
 
-from flows._summary import RunReport
 from flows.orders import OrdersSettings, build_flow
 from flows.pipeline import build_pipeline, load_pipeline
 from tests.connectors.kafka_sink_helpers import read_topic
@@ -21,9 +20,10 @@ from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.pipeline import PipelineConfig
+from thalweg_bytewax.pipeline._summary import RunReport
 
 REPO = Path(__file__).resolve().parents[2]
-ORDERS_TOML = REPO / "flows" / "orders.toml"
+ORDERS_TOML = REPO / "thalweg_bytewax" / "flows" / "orders.toml"
 N = 3_000
 # Stamped when a record is read or landed: they differ between any two runs.
 STAMPS = ("_twg_ingest_ts", "_twg_emit_ts", "rejected_at", "evaluated_at")
@@ -102,7 +102,8 @@ def test_a_sink_reading_an_unknown_stream_is_refused():
 
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("THALWEG_")}
-    return {**env, **extra}
+    # `python -m bytewax.run flows.pipeline` finds the example in the checkout.
+    return {**env, "PYTHONPATH": str(REPO), **extra}
 
 
 def test_python_m_bytewax_run_flows_pipeline_runs_the_file(tmp_path):
@@ -231,8 +232,8 @@ def test_kafka_sink_sections_are_checked_at_load(extra, named):
 
 
 def test_a_kafka_source_section_passes_its_prefetch_budget():
-    from flows._pipeline_build import pipeline_source
     from thalweg_bytewax.connectors.kafka import KafkaSource
+    from thalweg_bytewax.pipeline.build import pipeline_source
 
     extra = [
         "source.kind=kafka",

@@ -15,17 +15,17 @@ from bytewax.dataflow import Dataflow
 from bytewax.testing import run_main
 
 import thalweg_bytewax.operators as twg
-from flows._orders_sample import SampleOrdersSource
-from flows._pipeline_build import SAMPLE_SCHEMAS
 from flows.pipeline import build_pipeline
 from thalweg_bytewax.codecs import AvroCodec
 from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig, IcebergSink
 from thalweg_bytewax.connectors.parquet import ParquetSink
+from thalweg_bytewax.dev._orders_sample import SampleOrdersSource
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.metadata import DEFAULT_COLUMNS
 from thalweg_bytewax.operators.sql_dag import sql_dag
 from thalweg_bytewax.pipeline import PipelineConfig
+from thalweg_bytewax.pipeline.build import SAMPLE_SCHEMAS
 from thalweg_bytewax.registry import DirectorySchemaSource
 from thalweg_bytewax.sqldag import SqlDag
 from thalweg_bytewax.window_agg import WindowSpec
@@ -147,6 +147,8 @@ def test_python_m_bytewax_run_runs_the_session_example(tmp_path):
         "THALWEG_CONFIG": str(_example("session")),
         "THALWEG_DATA_DIR": str(tmp_path),
         "THALWEG_SOURCE__COUNT": "600",
+        # `python -m bytewax.run flows.pipeline` finds the example in the checkout.
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
     }
     done = subprocess.run(
         [sys.executable, "-m", "bytewax.run", "flows.pipeline"],

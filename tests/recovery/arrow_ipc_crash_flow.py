@@ -14,9 +14,9 @@ from pathlib import Path
 import bytewax.operators as op
 from bytewax.dataflow import Dataflow
 
-from flows._orders_sample import SampleOrdersSource
 from thalweg_bytewax.connectors.arrow_ipc import ArrowIPCSink, ArrowIPCSource
 from thalweg_bytewax.connectors.parquet import ParquetSink
+from thalweg_bytewax.dev._orders_sample import SampleOrdersSource
 
 __all__ = ["ORDERS", "build_flow", "read_flow"]
 

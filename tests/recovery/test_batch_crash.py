@@ -12,10 +12,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from flows._orders_sample import sample_order_at
 from flows.orders import SCHEMA_DIR
 from thalweg_bytewax.codecs import AvroCodec
 from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
+from thalweg_bytewax.dev._orders_sample import sample_order_at
 from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.registry import DirectorySchemaSource
 from thalweg_bytewax.samples import encode_order_avro
@@ -46,7 +46,7 @@ def batch(files: Path, data: Path, fault: str | None = None) -> subprocess.Compl
     if fault:
         env["THALWEG_FAULT"] = fault
     argv = [
-        sys.executable, "-m", "thalweg_bytewax.cli", "batch", str(REPO / "flows" / "orders.toml"),
+        sys.executable, "-m", "thalweg_bytewax.cli", "batch", str(REPO / "thalweg_bytewax" / "flows" / "orders.toml"),
         "--files", str(files / "orders-*.parquet"), "--set", f"data_dir={data}",
         "--set", "source.batch_rows=200", "--epoch-s", "0.1", "--no-progress",
     ]  # fmt: skip

@@ -119,8 +119,8 @@ def run_orders_without_its_sink(data: Path, monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("THALWEG_DATA_DIR", str(data))
     monkeypatch.setenv("THALWEG_SAMPLE_ORDERS", "400")
     monkeypatch.delenv("THALWEG_BOOTSTRAP_SERVERS", raising=False)
-    from flows._orders_sample import SampleOrdersSource
     from flows.orders import OrdersSettings, build_flow
+    from thalweg_bytewax.dev._orders_sample import SampleOrdersSource
 
     source = SampleOrdersSource(400, topic="orders", batch_size=25)  # 4 files a partition
     flow = build_flow(OrdersSettings.load(), source=source)

@@ -19,8 +19,8 @@ import bytewax.operators as op
 import pyarrow as pa
 from bytewax.dataflow import Dataflow
 
-from flows._orders_sample import SampleOrdersSource
 from thalweg_bytewax.connectors.parquet import ParquetSink
+from thalweg_bytewax.dev._orders_sample import SampleOrdersSource
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
 
 __all__ = ["build_flow"]

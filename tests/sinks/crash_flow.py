@@ -24,9 +24,9 @@ from bytewax.dataflow import Dataflow
 from bytewax.outputs import Sink
 
 import thalweg_bytewax.operators as twg
-from flows._orders_sample import SampleOrdersSource
 from thalweg_bytewax.codecs import AvroCodec
 from thalweg_bytewax.connectors.parquet import ParquetSink
+from thalweg_bytewax.dev._orders_sample import SampleOrdersSource
 from thalweg_bytewax.registry import DirectorySchemaSource
 
 __all__ = [
@@ -46,7 +46,7 @@ PARTITIONS = 4
 BATCH = 100
 """Records per source batch: 3 batches (and epochs) per partition."""
 SHARDS = 2
-SCHEMAS = Path(__file__).resolve().parents[2] / "flows" / "schemas"
+SCHEMAS = Path(__file__).resolve().parents[2] / "thalweg_bytewax" / "flows" / "schemas"
 """The orders flow's bundled writer schemas (its codec without a registry)."""
 
 

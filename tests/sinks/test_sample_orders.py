@@ -1,6 +1,6 @@
 """The orders flow's decoded orders, landed in Iceberg and PostgreSQL, read back equal.
 
-``flows/orders.py`` writes the bundled sample orders to its raw Parquet lane and the
+``thalweg_bytewax/flows/orders.py`` writes the bundled sample orders to its raw Parquet lane and the
 decoded, validated orders to the ``orders`` table in Iceberg and (with a DSN) in
 PostgreSQL. The reference here is the decoded lane: the raw lane's payloads decoded
 with the flow's own codec, keyed by record id. Each table, read back, holds exactly the

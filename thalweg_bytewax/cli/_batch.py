@@ -7,8 +7,8 @@ is killed resumes where its last completed epoch stopped when the same command r
 again, and the sinks skip what they already hold (coverage by file and row), so every
 row lands once. A finished file stays finished: a rerun reads only new files.
 
-The run ends with the flows' own summary (``flows._summary.RunReport``): rows read,
-rejects by reason, audit verdicts, then per sink the rows its table or lane holds and
+The run ends with the flows' own summary (``thalweg_bytewax.pipeline._summary.RunReport``):
+rows read, rejects by reason, audit verdicts, then per sink the rows its table or lane holds and
 the rows this run added, the dead-letter lane likewise; a rerun with nothing new says so
 in one line.
 """
@@ -80,9 +80,9 @@ def _batch(args: argparse.Namespace) -> int:  # noqa: PLR0914 - one command, rea
     from bytewax.recovery import RecoveryConfig, init_db_dir
     from bytewax.run import cli_main
 
-    from flows._pipeline_build import build_pipeline
-    from flows._summary import RunReport
     from thalweg_bytewax.pipeline import PipelineConfig
+    from thalweg_bytewax.pipeline._summary import RunReport
+    from thalweg_bytewax.pipeline.build import build_pipeline
 
     overrides = list(args.set)
     if args.files:

@@ -33,13 +33,14 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "recover": ("thalweg recover flows.orders --sink ice_orders",),
     "check": ("thalweg check flows.orders",),
     "describe-schema": (
-        "thalweg describe-schema --avsc flows/schemas/1.avsc",
+        "thalweg describe-schema --avsc thalweg_bytewax/flows/schemas/1.avsc",
         "thalweg describe-schema --registry http://localhost:8081 --subject orders-value",
     ),
     "batch": (
         "thalweg batch pipeline.toml --files 'exports/*.parquet'",
-        "thalweg batch flows/orders.toml --files orders.ndjson --format ndjson",
+        "thalweg batch thalweg_bytewax/flows/orders.toml --files orders.ndjson --format ndjson",
     ),
+    "run": ("thalweg run orders", "THALWEG_SAMPLE_ORDERS=1000 thalweg run orders -w 2"),
     "config": ("thalweg config validate pipeline.toml",),
     "config validate": (
         "thalweg config validate orders.toml --model flows.orders:OrdersSettings",
@@ -52,8 +53,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "proto": ("thalweg proto bundle protos/ --out-dir bundle",),
     "proto bundle": ("thalweg proto bundle protos/ --out-dir bundle --emit odcs",),
-    "schema": ("thalweg schema to-odcs flows/schemas/1.avsc",),
-    "schema to-odcs": ("thalweg schema to-odcs flows/schemas/1.avsc",),
+    "schema": ("thalweg schema to-odcs thalweg_bytewax/flows/schemas/1.avsc",),
+    "schema to-odcs": ("thalweg schema to-odcs thalweg_bytewax/flows/schemas/1.avsc",),
     "query": (
         'thalweg query "select reason, count(*) from dlq group by 1"',
         'thalweg query --format csv "select * from sales.orders" > orders.csv',
@@ -82,12 +83,17 @@ def attach_examples(parser: argparse.ArgumentParser, path: str = "") -> None:
 def load_flow(what: str, spec: str) -> Any:
     """The ``Dataflow`` at ``MODULE[:ATTR]`` (default attribute ``flow``).
 
+    A bundled flow may be named as ``thalweg run`` names it (``orders``).
+
     Raises:
         ConfigError: When the module does not import or holds no dataflow there.
     """
     from bytewax.dataflow import Dataflow
 
+    from thalweg_bytewax.flows import BUNDLED
+
     module_name, _, attr = spec.partition(":")
+    module_name = BUNDLED.get(module_name, module_name)
     sys.path.insert(0, str(Path.cwd()))  # as `python -m bytewax.run` finds a flow module
     try:
         module = importlib.import_module(module_name)

@@ -14,6 +14,8 @@ import numpy as np
 import pyarrow as pa
 from typing_extensions import Buffer
 
+from thalweg_bytewax.codecs._json_values import numpy_dtype
+
 try:
     from thalweg_bytewax.codecs import _json_native
 except ImportError:  # built without a C compiler: the codec falls back to pyarrow.json
@@ -75,7 +77,7 @@ def _plan(t: pa.DataType, strict: bool) -> tuple[tuple[Any, ...], pa.DataType]:
     if pa.types.is_boolean(t):
         return (_BOOL,), pa.bool_()
     if pa.types.is_integer(t):
-        info = np.iinfo(t.to_pandas_dtype())
+        info = np.iinfo(numpy_dtype(t))
         return (_INT, int(info.min), min(int(info.max), _INT64_MAX)), pa.int64()
     if pa.types.is_float32(t) or pa.types.is_float64(t):
         return (_FLOAT,), pa.float64()

@@ -19,7 +19,14 @@ import pyarrow as pa
 from thalweg_bytewax.codecs.base import FailureKind
 from thalweg_bytewax.errors import DecodeError, SchemaError
 
-__all__ = ["Converter", "JsonDecodeError", "compile_record", "mismatch", "parse_type"]
+__all__ = [
+    "Converter",
+    "JsonDecodeError",
+    "compile_record",
+    "mismatch",
+    "numpy_dtype",
+    "parse_type",
+]
 
 Converter = Callable[[Any], Any]
 """Checks and converts one decoded JSON value."""
@@ -57,6 +64,16 @@ def mismatch(path: str, expected: str, got: Any) -> JsonDecodeError:
     return JsonDecodeError(f"json field `{path}`: expected {expected}; got {shown}")
 
 
+def numpy_dtype(t: pa.DataType) -> np.dtype[Any]:
+    """The NumPy dtype of an Arrow integer or float type.
+
+    ``DataType.to_pandas_dtype()`` is not used: some pyarrow releases import pandas
+    for it, which is not a dependency.
+    """
+    kind = "f" if pa.types.is_floating(t) else "u" if pa.types.is_unsigned_integer(t) else "i"
+    return np.dtype(f"{kind}{t.bit_width // 8}")
+
+
 def _compile(t: pa.DataType, path: str, strict: bool) -> Converter:  # noqa: PLR0911
     if pa.types.is_null(t):
 
@@ -65,7 +82,7 @@ def _compile(t: pa.DataType, path: str, strict: bool) -> Converter:  # noqa: PLR
 
         return conv_null
     if pa.types.is_integer(t):
-        info = np.iinfo(t.to_pandas_dtype())
+        info = np.iinfo(numpy_dtype(t))
         low, high, what = int(info.min), int(info.max), f"an integer ({t})"
 
         def conv_int(v: Any) -> Any:
@@ -75,7 +92,7 @@ def _compile(t: pa.DataType, path: str, strict: bool) -> Converter:  # noqa: PLR
 
         return conv_int
     if pa.types.is_floating(t):
-        narrow = t.to_pandas_dtype() if t.bit_width < 64 else None  # noqa: PLR2004
+        narrow = numpy_dtype(t).type if t.bit_width < 64 else None  # noqa: PLR2004
         what = f"a number within float{t.bit_width} range" if narrow is not None else "a number"
 
         def conv_float(v: Any) -> Any:

@@ -75,7 +75,7 @@ def observe(
     metrics: bool = True,
     tracing_provider: TracerProvider | None = None,
     metric_readers: tuple[MetricReader, ...] = (),
-    freeze_gc: bool = True,
+    freeze_gc: bool = False,
 ) -> T | None:
     """Turn metrics, traces and health on for the partitions this process builds.
 
@@ -88,12 +88,14 @@ def observe(
     one is given) or a global OpenTelemetry tracer provider is set. Calling it again
     is harmless (the first server stays; metric readers count on the first call only).
 
-    The first call also moves every object the process tracks at that moment — the
-    OpenTelemetry SDK and server modules it imported, the providers and instruments,
-    and what was built before it (the flow's modules) — into the garbage collector's
-    permanent generation (:func:`gc.freeze`), once per process: they live as long as
-    the process, so no later full collection walks them again. Reference counting still
-    frees them; only a reference cycle that is garbage already at that moment is kept.
+    With ``freeze_gc=True`` the first such call also moves every object the process
+    tracks at that moment — the OpenTelemetry SDK and server modules it imported, the
+    providers and instruments, and what was built before it (the flow's modules) — into
+    the garbage collector's permanent generation (:func:`gc.freeze`), once per process:
+    they live as long as the process, so no later full collection walks them again.
+    Reference counting still frees them; only a reference cycle that is garbage already
+    at that moment is kept. It is off by default: the collector is the whole process's,
+    and the application that owns it decides (docs/operations.md).
 
     Args:
         flow: Returned unchanged, for chaining.
@@ -103,7 +105,7 @@ def observe(
         tracing_provider: The tracer provider for batch spans.
         metric_readers: Further OpenTelemetry metric readers (OTLP, in-memory).
         freeze_gc: Freeze the objects alive at this call (:func:`gc.freeze`, once per
-            process); ``False`` leaves the garbage collector as it is.
+            process); ``False`` (the default) leaves the garbage collector as it is.
 
     Returns:
         ``flow``.

@@ -1,6 +1,7 @@
 """A whole flow from one TOML file: the :class:`PipelineConfig` model (no bytewax here).
 
-``flows.pipeline.build_pipeline(config)`` turns it into a dataflow; run one with::
+``thalweg_bytewax.pipeline.build.build_pipeline(config)`` turns it into a dataflow; run
+one with::
 
     THALWEG_CONFIG=pipeline.toml python -m bytewax.run flows.pipeline
 

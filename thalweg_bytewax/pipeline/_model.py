@@ -33,9 +33,9 @@ class PipelineConfig(ConfigModel):
     """A whole flow: source, codec, contract, dedup, SQL DAG, windows, sinks and lanes.
 
     Load it with :meth:`load` (TOML < ``THALWEG_*`` < ``--set``); build it with
-    ``flows.pipeline.build_pipeline``. Relative paths are under ``data_dir``. Checks
-    that need no I/O run at load: every sink and window reads a stream that exists,
-    step ids are unique.
+    ``thalweg_bytewax.pipeline.build.build_pipeline``. Relative paths are under
+    ``data_dir``. Checks that need no I/O run at load: every sink and window reads a
+    stream that exists, step ids are unique.
     """
 
     component: ClassVar[str] = "pipeline"

@@ -11,15 +11,15 @@ window results, which have no locator: it is upserted on (``status``,
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from bytewax.outputs import Sink
 
-from flows._orders_sql import REVENUE_KEY, TABLES
-from flows._summary import TableCount
 from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig, IcebergSink
+from thalweg_bytewax.flows._orders_sql import REVENUE_KEY, TABLES
+from thalweg_bytewax.pipeline._summary import TableCount, iceberg_rows, postgres_rows
 
 __all__ = ["PG_SHARDS", "TableTargets"]
 
@@ -93,10 +93,10 @@ class TableTargets:
         out = []
         for t in TABLES:
             name = f"{self.namespace}.{t}"
-            out.append(TableCount(name, where, _iceberg_rows(self.catalog, name)))
+            out.append(TableCount(name, where, iceberg_rows(self.catalog, name)))
         if self._dsn:
             for t in TABLES:
-                rows = _pg_rows(self._dsn, self.postgres_schema, t)
+                rows = postgres_rows(self._dsn, self.postgres_schema, t)
                 out.append(TableCount(f"{self.postgres_schema}.{t}", "postgres", rows))
         return out
 
@@ -106,40 +106,3 @@ class TableTargets:
         if self._dsn:
             where.append(f"postgres (schema {self.postgres_schema})")
         return where
-
-
-def _iceberg_rows(catalog: IcebergCatalogConfig, name: str) -> Callable[[], int | None]:
-    def count() -> int | None:
-        from pyiceberg.exceptions import (  # noqa: PLC0415 - at run time only
-            NoSuchNamespaceError,
-            NoSuchTableError,
-        )
-
-        try:
-            table = catalog.load().load_table(name)
-        except (NoSuchTableError, NoSuchNamespaceError):
-            return None
-        snapshot = table.current_snapshot()
-        if snapshot is None:
-            return 0
-        total = snapshot.summary.get("total-records") if snapshot.summary else None
-        return int(total) if total is not None else len(table.scan().to_arrow())
-
-    return count
-
-
-def _pg_rows(dsn: str, schema: str, table: str) -> Callable[[], int | None]:
-    def count() -> int | None:
-        import psycopg  # noqa: PLC0415 - the postgres extra, at run time only
-        from psycopg import sql  # noqa: PLC0415
-
-        with psycopg.connect(dsn, connect_timeout=10) as conn:
-            name = sql.Identifier(schema, table).as_string(conn)
-            row = conn.execute("SELECT to_regclass(%s)", (name,)).fetchone()
-            if row is None or row[0] is None:
-                return None
-            query = sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(schema, table))
-            found = conn.execute(query).fetchone()
-            return int(found[0]) if found is not None else 0
-
-    return count

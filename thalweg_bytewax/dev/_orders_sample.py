@@ -23,9 +23,9 @@ import pyarrow as pa
 from bytewax.inputs import FixedPartitionedSource
 from typing_extensions import override
 
-from flows._generated import GeneratedPartition
 from thalweg_bytewax import samples
 from thalweg_bytewax._sample_columns import SAMPLE_START
+from thalweg_bytewax.dev._generated import GeneratedPartition
 from thalweg_bytewax.metadata import MetadataColumns
 from thalweg_bytewax.record import KeyedBatch, raw_batch_from_columns
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part

@@ -33,6 +33,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -40,7 +41,10 @@ import pyarrow.dataset as ds
 from bytewax.outputs import DynamicSink, StatelessSinkPartition
 from typing_extensions import override
 
-__all__ = ["RunReport", "SummarySink", "TableCount"]
+if TYPE_CHECKING:
+    from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
+
+__all__ = ["RunReport", "SummarySink", "TableCount", "iceberg_rows", "postgres_rows"]
 
 logger = logging.getLogger(__name__)
 
@@ -279,3 +283,44 @@ class SummarySink(DynamicSink[tuple[str, pa.RecordBatch]]):
     @override
     def build(self, step_id: str, worker_index: int, worker_count: int) -> _SummaryPartition:
         return _SummaryPartition(self._report, self._title)
+
+
+def iceberg_rows(catalog: IcebergCatalogConfig, name: str) -> Callable[[], int | None]:
+    """A reader of an Iceberg table's row count (None while the table is absent)."""
+
+    def count() -> int | None:
+        from pyiceberg.exceptions import (  # noqa: PLC0415 - at run time only
+            NoSuchNamespaceError,
+            NoSuchTableError,
+        )
+
+        try:
+            table = catalog.load().load_table(name)
+        except (NoSuchTableError, NoSuchNamespaceError):
+            return None
+        snapshot = table.current_snapshot()
+        if snapshot is None:
+            return 0
+        total = snapshot.summary.get("total-records") if snapshot.summary else None
+        return int(total) if total is not None else len(table.scan().to_arrow())
+
+    return count
+
+
+def postgres_rows(dsn: str, schema: str, table: str) -> Callable[[], int | None]:
+    """A reader of a PostgreSQL table's row count (None while the table is absent)."""
+
+    def count() -> int | None:
+        import psycopg  # noqa: PLC0415 - at run time only
+        from psycopg import sql  # noqa: PLC0415
+
+        with psycopg.connect(dsn, connect_timeout=10) as conn:
+            name = sql.Identifier(schema, table).as_string(conn)
+            row = conn.execute("SELECT to_regclass(%s)", (name,)).fetchone()
+            if row is None or row[0] is None:
+                return None
+            query = sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(schema, table))
+            found = conn.execute(query).fetchone()
+            return int(found[0]) if found is not None else 0
+
+    return count

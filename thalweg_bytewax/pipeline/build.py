@@ -31,19 +31,25 @@ from bytewax.inputs import Source
 from bytewax.outputs import Sink
 
 import thalweg_bytewax.operators as twg
-from flows._orders_sample import SampleOrdersSource
-from flows._summary import RunReport, TableCount, lane_records
 from thalweg_bytewax._redact import redact_url, redact_value
 from thalweg_bytewax.codecs import AvroCodec, JsonCodec, ProtobufCodec
 from thalweg_bytewax.config import resolve_settings
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.connectors.rules import RuleRegistrySink
 from thalweg_bytewax.contracts import ContractSpec, load_contract
+from thalweg_bytewax.dev._orders_sample import SampleOrdersSource
 from thalweg_bytewax.errors import ConfigError, SchemaError
 from thalweg_bytewax.metadata import DEFAULT_COLUMNS
 from thalweg_bytewax.observability import otlp
 from thalweg_bytewax.operators.sql_dag import sql_dag
 from thalweg_bytewax.pipeline import CLEAN, PipelineConfig, SinkSection
+from thalweg_bytewax.pipeline._summary import (
+    RunReport,
+    TableCount,
+    iceberg_rows,
+    lane_records,
+    postgres_rows,
+)
 from thalweg_bytewax.registry import DirectorySchemaSource
 from thalweg_bytewax.runtime.gates import check_second_sink
 from thalweg_bytewax.sqldag import SqlDag
@@ -52,8 +58,9 @@ __all__ = ["SAMPLE_SCHEMAS", "build_pipeline", "pipeline_source"]
 
 logger = logging.getLogger(__name__)
 
-SAMPLE_SCHEMAS = Path(__file__).parent / "schemas"
-"""The bundled schema directory of the sample orders (id 1 is ``1.avsc``)."""
+SAMPLE_SCHEMAS = Path(__file__).parents[1] / "flows" / "schemas"
+"""The bundled schema directory of the sample orders (id 1 is ``1.avsc``): package data
+of the flagship flow, whose orders the sample source generates."""
 
 AnySource = Source[tuple[str, object]]
 """A dataflow input of keyed batches."""
@@ -222,9 +229,6 @@ def _shards(sink: SinkSection) -> dict[str, Any]:
 
 def _counts(config: PipelineConfig, built: Mapping[str, SinkSection]) -> list[TableCount]:
     """What the summary reads back per sink: tables (Iceberg, PostgreSQL), Parquet lanes."""
-    from flows._orders_tables import _iceberg_rows as iceberg_rows  # noqa: PLC0415
-    from flows._orders_tables import _pg_rows as postgres_rows  # noqa: PLC0415
-
     out: list[TableCount] = []
     for s in built.values():
         if s.kind == "iceberg" and s.table:
@@ -318,8 +322,8 @@ def build_pipeline(  # noqa: PLR0912, PLR0913, PLR0915 - one flow, drawn in the 
         dlq_sink: Replace the two dead-letter sinks with one (step ``dlq_lane``).
         audit_sink: Replace the audit sink.
         summary: Print the end-of-run summary when the process exits after a clean
-            finish; or the :class:`~flows._summary.RunReport` to count into (``thalweg
-            batch`` prints its lines itself): records read, rejects by reason, audit
+            finish; or the :class:`~thalweg_bytewax.pipeline._summary.RunReport` to count
+            into (``thalweg batch`` prints its lines itself): records read, rejects by reason, audit
             verdicts, late records, and per table or Parquet sink the rows it holds
             (read back) and the rows this run added.
         taps: Extra outputs by role, each a factory called once per stream:

@@ -1,0 +1,358 @@
+"""The flagship flow: orders from Kafka (or the embedded sample) into tables.
+
+Run it with no configuration and no external service, from any installation::
+
+    thalweg run orders
+
+(``python -m bytewax.run thalweg_bytewax.flows.orders``; from a checkout,
+``python -m bytewax.run flows.orders`` runs the example that re-exports it).
+
+By default it reads bundled, deterministic sample orders — Confluent-framed Avro,
+exactly as a real topic carries them — and lands them under ``thalweg-data``: Parquet
+lanes for the raw records, the rejects and the audit, and three Iceberg tables in a
+local SQLite catalog (``thalweg-data/warehouse``, namespace ``sales``). With
+``THALWEG_POSTGRES_DSN`` the same three tables go to PostgreSQL too. The steps, by
+their step ids (the summary steps aside)::
+
+    orders_in ─┬─ raw_lane
+               └─ decode ─┬─ dlq_decode
+                          └─ dedup ─ contract ─┬─ audit_lane
+                                               ├─ rule_registry
+                                               ├─ dlq_contract
+                                               └─ transform ─┐
+        ┌────────────────────────────────────────────────────┘
+        ├─ transform_orders ─┬─ ice_orders
+        │                    ├─ pg_orders
+        │                    └─ revenue ─┬─ ice_revenue
+        │                                └─ pg_revenue
+        └─ transform_order_lines ─┬─ ice_lines
+                                  └─ pg_lines
+
+* ``raw_lane`` — every record, envelope intact (``thalweg-data/raw``);
+* ``decode`` / ``dedup`` / ``contract`` — Avro to Arrow, replays dropped by record id,
+  the bundled ODCS contract ``contracts/orders.odcs.yaml`` in quarantine mode;
+* ``dlq_decode`` / ``dlq_contract`` — one dead-letter lane (``thalweg-data/dlq``, read
+  back as one dataset) for records that failed to decode (reason ``decode``) or broke
+  the contract (``contract`` / ``dq``, with the failed rule ids); the sample holds a few
+  of each on purpose;
+* ``audit_lane`` / ``rule_registry`` — one row per validated record: its verdict, the
+  failed rule ids and the rule-set version, resolved by ``rules/<version>.parquet``;
+* ``transform`` — the SQL DAG of ``_orders_sql.py`` on DuckDB: ``enriched``
+  (``amount_eur`` from a fixed rate table) feeds ``orders`` and ``order_lines`` (the
+  ``items`` array unnested, each line with its order's locator and
+  ``_twg_derived_ordinal``);
+* ``revenue`` — revenue in EUR and order count per ``status`` per minute of
+  ``created_at`` (tumbling event-time windows);
+* ``ice_*`` / ``pg_*`` — the tables ``orders`` and ``order_lines`` exactly once (by
+  source offset; coverage recorded beside the raw lane), ``revenue_per_status_minute``
+  upserted on (``status``, ``window_start``).
+
+The flow is a pipeline configuration: the bundled ``orders.toml`` holds these steps as
+one TOML file (from a checkout, ``THALWEG_CONFIG=thalweg_bytewax/flows/orders.toml
+python -m bytewax.run flows.pipeline`` lands the same lanes and tables), and
+:meth:`OrdersSettings.pipeline` is that file with the settings below applied;
+:func:`~thalweg_bytewax.pipeline.build.build_pipeline` builds both.
+
+When the run ends it prints each table with its row count, the rejects by reason and
+the records per second; a run that landed nothing new says so in one line.
+``docs/flows/orders.md`` describes the tables.
+
+The writer schema comes from the bundled schema directory ``schemas/`` beside this
+module (schema id 1 is ``1.avsc``, also the reader schema every writer schema resolves
+to), so the default needs no registry. Point it at Kafka by environment alone::
+
+    THALWEG_BOOTSTRAP_SERVERS=localhost:9092 thalweg run orders
+
+| variable | meaning | default |
+|---|---|---|
+| ``THALWEG_BOOTSTRAP_SERVERS`` | Kafka brokers; unset = embedded sample | unset |
+| ``THALWEG_SCHEMA_REGISTRY_URL`` | schema registry (writer schemas) | the bundled ``schemas/`` |
+| ``THALWEG_TOPIC`` | topic to read | ``orders`` |
+| ``THALWEG_DATA_DIR`` | local lake directory (lanes and Iceberg warehouse) | ``thalweg-data`` |
+| ``THALWEG_SAMPLE_ORDERS`` | number of sample orders | ``20000`` |
+| ``THALWEG_TAIL`` | with Kafka: ``1`` follow new records, ``0`` stop at the end | ``1`` |
+| ``THALWEG_CONTRACT`` | ODCS contract (path or URL) | the bundled ``contracts/orders.odcs.yaml`` |
+| ``THALWEG_DEDUP_WINDOW_S`` | how long a record id is remembered | ``3600`` |
+| ``THALWEG_ICEBERG_NAMESPACE`` | Iceberg namespace of the tables | ``sales`` |
+| ``THALWEG_POSTGRES_DSN`` | PostgreSQL to land the tables in too (a secret) | unset |
+| ``THALWEG_POSTGRES_SCHEMA`` | PostgreSQL schema of the tables | ``public`` |
+| ``THALWEG_WINDOW_LATENESS_S`` | how long a revenue window waits for late orders | ``3600`` |
+| ``THALWEG_OBSERVABILITY`` | OTLP export: ``THALWEG_OBSERVABILITY__OTLP__<KEY>`` | off |
+
+A bad value raises ``ConfigError`` naming the variable. Importing this module reads the
+environment and the contract and builds the dataflow; it starts no thread or process and
+touches no network or disk — unless ``THALWEG_CONTRACT`` is a URL, which is fetched
+then, because the contract shapes the dataflow. Kafka, the registry, the catalog and
+PostgreSQL are reached only when the dataflow runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bytewax.dataflow import Dataflow
+from bytewax.inputs import Source
+from bytewax.outputs import Sink
+from pydantic import Field
+
+from thalweg_bytewax.codecs import AvroCodec
+from thalweg_bytewax.config import SecretRef, Settings
+from thalweg_bytewax.connectors.raw_lane_source import only_output
+from thalweg_bytewax.flows import ORDERS_CONTRACT, ORDERS_SCHEMAS
+from thalweg_bytewax.flows._orders_sql import (
+    ORDERS_DAG,
+    REVENUE_AGGS,
+    REVENUE_GROUP_BY,
+    REVENUE_KEY,
+    REVENUE_TIME_COLUMN,
+    REVENUE_WINDOW,
+)
+from thalweg_bytewax.flows._orders_tables import PG_SHARDS, TableTargets
+from thalweg_bytewax.observability.settings import ObservabilitySection
+from thalweg_bytewax.pipeline import PipelineConfig
+from thalweg_bytewax.pipeline.build import build_pipeline
+from thalweg_bytewax.recovery_plan import RawLane
+from thalweg_bytewax.registry import DirectorySchemaSource
+
+__all__ = [
+    "CONTRACT",
+    "SCHEMA_DIR",
+    "OrdersSettings",
+    "build_flow",
+    "flow",
+    "recovery_flow",
+    "recovery_lane",
+]
+
+SCHEMA_DIR = ORDERS_SCHEMAS
+"""The bundled schema directory: the sample orders' writer schema as id 1 (``1.avsc``)."""
+CONTRACT = ORDERS_CONTRACT
+"""The bundled ODCS contract of the orders."""
+
+
+class OrdersSettings(Settings):
+    """Settings of the orders flow, read from ``THALWEG_*`` variables by :meth:`load`.
+
+    Every field has a working default: the embedded sample, the bundled schemas and
+    contract, and a local lake (Parquet lanes and an Iceberg warehouse) under
+    ``thalweg-data``.
+    """
+
+    component = "flows.orders"
+
+    bootstrap_servers: str | None = None
+    """Kafka brokers; unset = the embedded sample."""
+    # The URL may carry credentials: a `${env:…}` reference, or a value masked everywhere.
+    schema_registry_url: SecretRef | None = None
+    """Schema registry for writer schemas; unset = the bundled `thalweg_bytewax/flows/schemas`."""
+    topic: str = "orders"
+    """The topic to read."""
+    data_dir: Path = Path("thalweg-data")
+    """The local lake directory (raw, dlq and audit lanes, the Iceberg warehouse)."""
+    sample_orders: int = Field(default=20_000, ge=1)
+    """How many sample orders the embedded source generates."""
+    tail: bool = True
+    """With Kafka: follow new records (true) or stop at the end (false)."""
+    contract: str = str(CONTRACT)
+    """The ODCS contract (path or URL)."""
+    dedup_window_s: float = Field(default=3600.0, gt=0)
+    """How long a record id is remembered for deduplication, in seconds."""
+    iceberg_namespace: str = Field(default="sales", pattern=r"^[a-z_][a-z0-9_]*$")
+    """The Iceberg namespace of the tables (in the warehouse under `data_dir`)."""
+    # A DSN carries a password: a `${env:…}` / `${file:…}` reference, or a masked value.
+    postgres_dsn: SecretRef | None = None
+    """A PostgreSQL DSN to land the tables in too; unset = Iceberg only."""
+    postgres_schema: str = Field(default="public", pattern=r"^[a-z_][a-z0-9_]*$")
+    """The PostgreSQL schema of the tables."""
+    window_lateness_s: float = Field(default=3600.0, ge=0)
+    """How long a revenue window waits for late orders, in seconds of event time."""
+    observability: ObservabilitySection = Field(default_factory=ObservabilitySection)
+    """OTLP export of traces and metrics (`[observability.otlp]`), as in a pipeline file."""
+
+    @property
+    def raw_lane(self) -> Path:
+        """Where the raw lane lives (and the coverage store beside it)."""
+        return self.data_dir / "raw"
+
+    @property
+    def dlq_lane(self) -> Path:
+        """Where rejected records live (decode, contract and data-quality failures)."""
+        return self.data_dir / "dlq"
+
+    @property
+    def audit_lane(self) -> Path:
+        """Where each validated record's verdict lives."""
+        return self.data_dir / "audit"
+
+    @property
+    def warehouse(self) -> Path:
+        """The Iceberg warehouse (a SQL catalog on SQLite in it)."""
+        return self.data_dir / "warehouse"
+
+    def codec(self) -> AvroCodec:
+        """The orders codec: Confluent-framed Avro, resolved to the bundled schema.
+
+        Writer schemas come from the registry, or from the bundled schemas; every one
+        resolves to ``1.avsc`` (the reader schema), so the SQL sees one shape.
+        """
+        reader = (SCHEMA_DIR / "1.avsc").read_text(encoding="utf-8")
+        if self.schema_registry_url is not None and (url := self.schema_registry_url.resolve()):
+            return AvroCodec(url, reader_schema=reader)
+        return AvroCodec(DirectorySchemaSource(SCHEMA_DIR), reader_schema=reader)
+
+    def tables(self) -> TableTargets:
+        """Where the tables go: the Iceberg warehouse, and PostgreSQL when a DSN is set."""
+        dsn = self.postgres_dsn.resolve() if self.postgres_dsn is not None else None
+        return TableTargets(
+            self.warehouse,
+            self.iceberg_namespace,
+            coverage_store=self.raw_lane,
+            postgres_dsn=dsn or None,
+            postgres_schema=self.postgres_schema,
+        )
+
+    def pipeline(self) -> PipelineConfig:
+        """These settings as a pipeline configuration (the bundled ``orders.toml`` as is).
+
+        The SQL DAG and the window come from ``_orders_sql.py``; the PostgreSQL sinks are
+        there when ``postgres_dsn`` is set.
+        """
+        sinks: dict[str, dict[str, Any]] = {}
+        short = {"orders": "orders", "order_lines": "lines", "revenue": "revenue"}
+        for stream, table in (
+            ("orders", "orders"),
+            ("order_lines", "order_lines"),
+            ("revenue", "revenue_per_status_minute"),
+        ):
+            upsert: dict[str, Any] = (
+                {"mode": "upsert", "key_columns": list(REVENUE_KEY)} if stream == "revenue" else {}
+            )
+            sinks[f"ice_{short[stream]}"] = {
+                "kind": "iceberg",
+                "from": stream,
+                "table": f"{self.iceberg_namespace}.{table}",
+                **upsert,
+            }
+            if self.postgres_dsn is not None:
+                sinks[f"pg_{short[stream]}"] = {
+                    "kind": "postgres",
+                    "from": stream,
+                    "table": table,
+                    "dsn": self.postgres_dsn,
+                    "optional": True,
+                    "db_schema": self.postgres_schema,
+                    "shards": PG_SHARDS,
+                    **upsert,
+                }
+        sinks = dict(sorted(sinks.items(), key=lambda kv: list(short).index(kv[1]["from"])))
+        registry = self.schema_registry_url
+        return PipelineConfig.model_validate(
+            {
+                "name": "orders",
+                "data_dir": self.data_dir,
+                "source": {
+                    "kind": "kafka" if self.bootstrap_servers else "sample",
+                    "bootstrap_servers": self.bootstrap_servers,
+                    "topics": [self.topic],
+                    "tail": self.tail,
+                    "count": self.sample_orders,
+                },
+                "codec": {
+                    "kind": "avro",
+                    "registry": registry,
+                    "schema_dir": None if registry is not None else str(SCHEMA_DIR),
+                    "reader_schema": str(SCHEMA_DIR / "1.avsc"),
+                },
+                "contract": {"path": self.contract, "mode": "quarantine"},
+                "dedup": {"by": "record_id", "window_s": self.dedup_window_s},
+                "sql": {"nodes": ORDERS_DAG},
+                "windows": [
+                    {
+                        "name": "revenue",
+                        "from": "orders",
+                        "size_s": REVENUE_WINDOW.total_seconds(),
+                        "time_column": REVENUE_TIME_COLUMN,
+                        "group_by": list(REVENUE_GROUP_BY),
+                        "aggs": {k: list(v) for k, v in REVENUE_AGGS.items()},
+                        "allowed_lateness_s": self.window_lateness_s,
+                    }
+                ],
+                "sinks": sinks,
+                "observability": self.observability,
+            }
+        )
+
+
+def build_flow(
+    settings: OrdersSettings,
+    *,
+    source: Source[tuple[str, object]] | None = None,
+    raw_sink: Sink[tuple[str, object]] | None = None,
+    dlq_sink: Sink[tuple[str, object]] | None = None,
+    audit_sink: Sink[tuple[str, object]] | None = None,
+    summary: bool = False,
+) -> Dataflow:
+    """Build the orders dataflow: raw lane; decode, dedup, validate; SQL and tables.
+
+    It is the pipeline :meth:`OrdersSettings.pipeline` describes (the bundled
+    ``orders.toml`` with the defaults), built by
+    :func:`thalweg_bytewax.pipeline.build.build_pipeline`.
+
+    Args:
+        settings: Flow settings (see :meth:`OrdersSettings.load`).
+        source: Replace the input (tests inject ``TestingSource``).
+        raw_sink: Replace the raw-lane sink.
+        dlq_sink: Replace the two dead-letter sinks with one.
+        audit_sink: Replace the audit sink.
+        summary: Print the end-of-run summary when the process exits after a clean
+            finish (what ``python -m bytewax.run flows.orders`` does).
+
+    Returns:
+        The dataflow, ready for ``python -m bytewax.run`` or ``bytewax.testing.run_main``.
+    """
+    return build_pipeline(
+        settings.pipeline(),
+        source=source,
+        raw_sink=raw_sink,
+        dlq_sink=dlq_sink,
+        audit_sink=audit_sink,
+        summary=summary,
+    )
+
+
+def recovery_lane(settings: OrdersSettings | None = None) -> RawLane:
+    """Where this flow's raw lane and coverage store are (the ``thalweg recover`` hook).
+
+    Args:
+        settings: Flow settings (default: :meth:`OrdersSettings.load`).
+    """
+    settings = settings or OrdersSettings.load()
+    return RawLane(str(settings.raw_lane), "orders.raw_lane", str(settings.raw_lane))
+
+
+def recovery_flow(
+    source: Source[tuple[str, object]],
+    sink: str,
+    *,
+    settings: OrdersSettings | None = None,
+) -> Dataflow:
+    """This flow reading ``source`` (the raw lane) into the one output ``sink`` (the hook).
+
+    ``thalweg recover flows.orders --sink ice_orders`` calls it with a
+    ``RawLaneSource``: the same decode, dedup, contract and SQL path as live, under the
+    same flow and step ids, so the sink finds its target, skips what it holds and
+    records its coverage under its own id. No other output is written and Kafka is not
+    read.
+
+    Args:
+        source: The replay source (a ``RawLaneSource``).
+        sink: The output step to recover, e.g. ``"ice_orders"`` or
+            ``"orders.ice_lines"``.
+        settings: Flow settings (default: :meth:`OrdersSettings.load`).
+    """
+    built = build_flow(settings or OrdersSettings.load(), source=source)
+    return only_output(built, sink)
+
+
+flow = build_flow(OrdersSettings.load(), summary=True)
