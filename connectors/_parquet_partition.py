@@ -74,6 +74,10 @@ class _TopicPartitionStream:
     sink_file: pa.NativeFile | None = None
     current: StagedFile | None = None
     current_rows: int = 0
+    # The offsets of the open file (its rows and the buffer's): always inside one span
+    # of the epoch's pending coverage, so the name never spans a hole the base does
+    # not claim (rows refused on another shard).
+    open_span: tuple[int, int] | None = None
     buffer: list[pa.RecordBatch] = field(default_factory=list)
     buffer_rows: int = 0
     buffer_bytes: int = 0
@@ -144,7 +148,10 @@ class _ParquetPartition(EpochSinkPartition):
         with lane_io(self.component, self._store.root, "reading the lane's schema"):
             rows = self._schema.conform(rows)
         with lane_io(self.component, self._store.root, "writing a staging file"):
-            self._append(self._streams[key], key, rows)
+            stream = self._streams[key]
+            for lo, hi, part in self._within_pending(key, rows):
+                self._start_file_if_apart(stream, key, lo, hi)
+                self._append(stream, key, part, lo, hi)
 
     @override
     def commit_epoch(self) -> None:
@@ -162,6 +169,7 @@ class _ParquetPartition(EpochSinkPartition):
             stream.buffer.clear()
             stream.buffer_rows = 0
             stream.buffer_bytes = 0
+            stream.open_span = None
         self._buffered = 0
 
     @override
@@ -192,11 +200,61 @@ class _ParquetPartition(EpochSinkPartition):
 
     # -- staging ---------------------------------------------------------------------
 
-    def _append(self, stream: _TopicPartitionStream, key: str, batch: pa.RecordBatch) -> None:
+    def _within_pending(
+        self, key: str, rows: pa.RecordBatch
+    ) -> list[tuple[int, int, pa.RecordBatch]]:
+        """``rows`` cut at the holes of the pending coverage: (first, last, rows) each.
+
+        One piece unless the batch straddles offsets the base does not claim (rows a
+        replay skipped as covered by another file): a name never spans them.
+        """
+        offsets = rows.column(self.columns.source_offset)
+        bounds = pc.min_max(offsets)
+        first, last = bounds["min"].as_py(), bounds["max"].as_py()
+        pending = self.pending_coverage(key)
+        if pending is None or not pending.uncovered(first, last):
+            return [(first, last, rows)]
+        pieces = []
+        for a, b in pending.spans:
+            lo, hi = max(a, first), min(b, last)
+            if lo > hi:
+                continue
+            mask = pc.and_(pc.greater_equal(offsets, lo), pc.less_equal(offsets, hi))
+            part = rows.filter(mask)
+            if part.num_rows:
+                piece = pc.min_max(part.column(self.columns.source_offset))
+                pieces.append((piece["min"].as_py(), piece["max"].as_py(), part))
+        return pieces
+
+    def _start_file_if_apart(
+        self, stream: _TopicPartitionStream, key: str, first: int, last: int
+    ) -> None:
+        """Close the open file unless it and ``first..last`` lie in one pending span.
+
+        A file is named ``<first>-<last>`` for the offsets between its first and last
+        row. Where the epoch's pending coverage has a hole between them (offsets this
+        shard never received: a batch refused on another shard), one file would be
+        named for offsets it does not hold, and a resume would skip them as written.
+        """
+        if stream.open_span is None:
+            return
+        lo, hi = min(stream.open_span[0], first), max(stream.open_span[1], last)
+        pending = self.pending_coverage(key)
+        if pending is not None and pending.uncovered(lo, hi):
+            self._flush_buffer(stream, key)
+            self._close_current(stream)
+
+    def _append(
+        self, stream: _TopicPartitionStream, key: str, batch: pa.RecordBatch, first: int, last: int
+    ) -> None:
         if stream.buffer and stream.buffer[0].schema != batch.schema:
             # The lane's schema evolved (LaneSchema): a new file, one file, one schema.
             self._flush_buffer(stream, key)
             self._close_current(stream)
+        held = stream.open_span
+        stream.open_span = (
+            (first, last) if held is None else (min(held[0], first), max(held[1], last))
+        )
         stream.buffer.append(batch)
         stream.buffer_rows += batch.num_rows
         stream.buffer_bytes += batch.nbytes
@@ -307,6 +365,7 @@ class _ParquetPartition(EpochSinkPartition):
             self._pending.popleft().result()
 
     def _close_current(self, stream: _TopicPartitionStream) -> None:
+        stream.open_span = None
         if stream.writer is None:
             return
         assert stream.current is not None
