@@ -27,8 +27,10 @@ from typing_extensions import override
 
 from thalweg_bytewax import _faults
 from thalweg_bytewax.coverage import OffsetCoverage
+from thalweg_bytewax.errors import SinkTerminalError
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState
 
+from ._lane_claim import claim_metadata, claim_problem
 from ._lane_sink import LaneSinkStats, StagedFile, lane_io
 from ._lane_store import (
     FINAL_NAME,
@@ -373,7 +375,14 @@ class _ParquetPartition(EpochSinkPartition):
         # parallel (a file closed mid-epoch, while the flow still polls) instead of one
         # after another in the snapshot, which then only links them under their names.
         self._submit(
-            stream, _close_writer, stream.writer, stream.sink_file, self._store, stream.current.path
+            stream,
+            _close_writer,
+            stream.writer,
+            stream.sink_file,
+            self._store,
+            stream.current,
+            stream.current_rows,
+            self.columns.source_offset,
         )
         stream.closed.append(stream.current)
         stream.writer = None
@@ -449,9 +458,30 @@ def _io_pool() -> ThreadPoolExecutor:
 
 
 def _close_writer(
-    writer: pq.ParquetWriter, sink_file: pa.NativeFile | None, store: LaneStore, path: str
+    writer: pq.ParquetWriter,
+    sink_file: pa.NativeFile | None,
+    store: LaneStore,
+    staged: StagedFile,
+    rows: int,
+    offset_column: str,
 ) -> None:
+    """Close a staging file with its claim in the footer, check the footer, fsync it.
+
+    The file gets the name ``<first>-<last>`` only if its footer, read back, holds the
+    rows and the offsets that name and the claim say (never a name for rows it lacks).
+    """
+    writer.add_key_value_metadata(claim_metadata(staged.first, staged.last, rows))
     writer.close()
     if sink_file is not None:
         sink_file.close()
-    store.sync_file(path)
+    with store.fs.open_input_file(staged.path) as f:
+        problem = claim_problem(pq.read_metadata(f), staged.first, staged.last, rows, offset_column)
+    if problem is not None:
+        msg = (
+            f"parquet sink `{store.root}`: staging file `{staged.path}` is not finalized as "
+            f"`{final_name(staged.first, staged.last)}`: {problem}. The epoch fails and "
+            f"replays on resume; if it fails again, the file system or pyarrow wrote "
+            f"something else than was staged: check the disk and the pyarrow version"
+        )
+        raise SinkTerminalError(msg)
+    store.sync_file(staged.path)
