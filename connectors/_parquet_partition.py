@@ -151,7 +151,7 @@ class _ParquetPartition(EpochSinkPartition):
             rows = self._schema.conform(rows)
         with lane_io(self.component, self._store.root, "writing a staging file"):
             stream = self._streams[key]
-            for lo, hi, part in self._within_pending(key, rows):
+            for lo, hi, part in self.pending_pieces(key, rows):
                 self._start_file_if_apart(stream, key, lo, hi)
                 self._append(stream, key, part, lo, hi)
 
@@ -202,32 +202,6 @@ class _ParquetPartition(EpochSinkPartition):
 
     # -- staging ---------------------------------------------------------------------
 
-    def _within_pending(
-        self, key: str, rows: pa.RecordBatch
-    ) -> list[tuple[int, int, pa.RecordBatch]]:
-        """``rows`` cut at the holes of the pending coverage: (first, last, rows) each.
-
-        One piece unless the batch straddles offsets the base does not claim (rows a
-        replay skipped as covered by another file): a name never spans them.
-        """
-        offsets = rows.column(self.columns.source_offset)
-        bounds = pc.min_max(offsets)
-        first, last = bounds["min"].as_py(), bounds["max"].as_py()
-        pending = self.pending_coverage(key)
-        if pending is None or not pending.uncovered(first, last):
-            return [(first, last, rows)]
-        pieces = []
-        for a, b in pending.spans:
-            lo, hi = max(a, first), min(b, last)
-            if lo > hi:
-                continue
-            mask = pc.and_(pc.greater_equal(offsets, lo), pc.less_equal(offsets, hi))
-            part = rows.filter(mask)
-            if part.num_rows:
-                piece = pc.min_max(part.column(self.columns.source_offset))
-                pieces.append((piece["min"].as_py(), piece["max"].as_py(), part))
-        return pieces
-
     def _start_file_if_apart(
         self, stream: _TopicPartitionStream, key: str, first: int, last: int
     ) -> None:
@@ -241,8 +215,7 @@ class _ParquetPartition(EpochSinkPartition):
         if stream.open_span is None:
             return
         lo, hi = min(stream.open_span[0], first), max(stream.open_span[1], last)
-        pending = self.pending_coverage(key)
-        if pending is not None and pending.uncovered(lo, hi):
+        if not self.in_one_pending_span(key, lo, hi):
             self._flush_buffer(stream, key)
             self._close_current(stream)
 

@@ -400,6 +400,41 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         ledger = self._ledgers.get(key)
         return ledger.pending if ledger is not None else None
 
+    def in_one_pending_span(self, key: str, first: int, last: int) -> bool:
+        """Whether ``first..last`` lies inside one span of ``key``'s pending coverage.
+
+        A sink names a file or a range only across such offsets; where this is False,
+        it starts a new file (``stage()`` of the lane sinks).
+        """
+        pending = self.pending_coverage(key)
+        return pending is not None and not pending.uncovered(first, last)
+
+    def pending_pieces(
+        self, key: str, rows: pa.RecordBatch
+    ) -> list[tuple[int, int, pa.RecordBatch]]:
+        """``rows`` cut at the holes of ``key``'s pending coverage: ``(first, last, rows)``.
+
+        One piece unless the batch straddles offsets the commit will not claim (rows a
+        replay skipped because the target holds them elsewhere): a file named for one
+        piece never spans them.
+        """
+        offsets = rows.column(self.columns.source_offset)
+        bounds = pc.min_max(offsets)
+        first, last = bounds["min"].as_py(), bounds["max"].as_py()
+        pending = self.pending_coverage(key)
+        if pending is None or not pending.uncovered(first, last):
+            return [(first, last, rows)]
+        pieces = []
+        for a, b in pending.spans:
+            lo, hi = max(a, first), min(b, last)
+            if lo > hi:
+                continue
+            part = rows.filter(pc.and_(pc.greater_equal(offsets, lo), pc.less_equal(offsets, hi)))
+            if part.num_rows:
+                got = pc.min_max(part.column(self.columns.source_offset))
+                pieces.append((got["min"].as_py(), got["max"].as_py(), part))
+        return pieces
+
     def coverage(self, key: str) -> OffsetCoverage | None:
         """The committed coverage of a source partition this run has met, else None."""
         ledger = self._ledgers.get(key)
