@@ -136,7 +136,16 @@ class _ArrowIPCPartition(EpochSinkPartition):
     @override
     def stage(self, key: str, rows: pa.RecordBatch) -> None:
         with lane_io(self.component, self._store.root, "writing a staging file"):
-            self._append(self._streams[key], rows)
+            stream = self._streams[key]
+            for first, last, part in self.pending_pieces(key, rows):
+                current = stream.current
+                if current is not None and not self.in_one_pending_span(
+                    key, min(current.first, first), max(current.last, last)
+                ):
+                    # Offsets between the open file and these rows were never received
+                    # here (refused on another shard): a name must not span them.
+                    self._close_current(stream)
+                self._append(stream, part)
 
     @override
     def commit_epoch(self) -> None:

@@ -181,7 +181,9 @@ class _IcebergPartition(EpochSinkPartition):
         self._buffer: list[pa.RecordBatch] = []
         self._buffer_bytes = 0
         self._files: list[DataFile] = []
-        self._pending: dict[str, tuple[int, int]] = {}
+        # Per source partition, the offsets staged since the last commit: each staged
+        # group's span, never a hole between two (rows refused on another shard).
+        self._pending: dict[str, OffsetCoverage] = {}
         self._staged_unlocated = False  # rows without a locator staged this epoch
         # Source partitions the table lost: the next commit of each marks the reset.
         self._reset: set[str] = set()
@@ -281,7 +283,8 @@ class _IcebergPartition(EpochSinkPartition):
             bounds = pc.min_max(rows.column(self.columns.source_offset))
             first, last = bounds["min"].as_py(), bounds["max"].as_py()
             pending = self._pending.get(key)
-            self._pending[key] = (first, last) if pending is None else (pending[0], last)
+            staged = OffsetCoverage([(first, last)])
+            self._pending[key] = staged if pending is None else pending.union(staged)
         rows = self._conform(rows)
         self._buffer.append(rows)
         self._buffer_bytes += rows.nbytes
@@ -506,10 +509,10 @@ class _IcebergPartition(EpochSinkPartition):
 
     def _properties(self) -> dict[str, str]:
         props = {COMMIT_KEY: uuid.uuid4().hex}
-        for key, (first, last) in self._pending.items():
+        for key, staged in self._pending.items():
             held = self.coverage(key) or OffsetCoverage()
             name = f"{COVERAGE_PREFIX}{self._sink_id}/{key}"
-            props[name] = encode_spans(held.add(first, last))
+            props[name] = encode_spans(held.union(staged))
             if key in self._reset:
                 props[f"{RESET_PREFIX}{self._sink_id}/{key}"] = "1"
         return props

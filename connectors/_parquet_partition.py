@@ -27,8 +27,10 @@ from typing_extensions import override
 
 from thalweg_bytewax import _faults
 from thalweg_bytewax.coverage import OffsetCoverage
+from thalweg_bytewax.errors import SinkTerminalError
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState
 
+from ._lane_claim import claim_metadata, claim_problem
 from ._lane_sink import LaneSinkStats, StagedFile, lane_io
 from ._lane_store import (
     FINAL_NAME,
@@ -74,6 +76,10 @@ class _TopicPartitionStream:
     sink_file: pa.NativeFile | None = None
     current: StagedFile | None = None
     current_rows: int = 0
+    # The offsets of the open file (its rows and the buffer's): always inside one span
+    # of the epoch's pending coverage, so the name never spans a hole the base does
+    # not claim (rows refused on another shard).
+    open_span: tuple[int, int] | None = None
     buffer: list[pa.RecordBatch] = field(default_factory=list)
     buffer_rows: int = 0
     buffer_bytes: int = 0
@@ -144,7 +150,10 @@ class _ParquetPartition(EpochSinkPartition):
         with lane_io(self.component, self._store.root, "reading the lane's schema"):
             rows = self._schema.conform(rows)
         with lane_io(self.component, self._store.root, "writing a staging file"):
-            self._append(self._streams[key], key, rows)
+            stream = self._streams[key]
+            for lo, hi, part in self.pending_pieces(key, rows):
+                self._start_file_if_apart(stream, key, lo, hi)
+                self._append(stream, key, part, lo, hi)
 
     @override
     def commit_epoch(self) -> None:
@@ -162,6 +171,7 @@ class _ParquetPartition(EpochSinkPartition):
             stream.buffer.clear()
             stream.buffer_rows = 0
             stream.buffer_bytes = 0
+            stream.open_span = None
         self._buffered = 0
 
     @override
@@ -195,11 +205,34 @@ class _ParquetPartition(EpochSinkPartition):
 
     # -- staging ---------------------------------------------------------------------
 
-    def _append(self, stream: _TopicPartitionStream, key: str, batch: pa.RecordBatch) -> None:
+    def _start_file_if_apart(
+        self, stream: _TopicPartitionStream, key: str, first: int, last: int
+    ) -> None:
+        """Close the open file unless it and ``first..last`` lie in one pending span.
+
+        A file is named ``<first>-<last>`` for the offsets between its first and last
+        row. Where the epoch's pending coverage has a hole between them (offsets this
+        shard never received: a batch refused on another shard), one file would be
+        named for offsets it does not hold, and a resume would skip them as written.
+        """
+        if stream.open_span is None:
+            return
+        lo, hi = min(stream.open_span[0], first), max(stream.open_span[1], last)
+        if not self.in_one_pending_span(key, lo, hi):
+            self._flush_buffer(stream, key)
+            self._close_current(stream)
+
+    def _append(
+        self, stream: _TopicPartitionStream, key: str, batch: pa.RecordBatch, first: int, last: int
+    ) -> None:
         if stream.buffer and stream.buffer[0].schema != batch.schema:
             # The lane's schema evolved (LaneSchema): a new file, one file, one schema.
             self._flush_buffer(stream, key)
             self._close_current(stream)
+        held = stream.open_span
+        stream.open_span = (
+            (first, last) if held is None else (min(held[0], first), max(held[1], last))
+        )
         stream.buffer.append(batch)
         stream.buffer_rows += batch.num_rows
         stream.buffer_bytes += batch.nbytes
@@ -317,6 +350,7 @@ class _ParquetPartition(EpochSinkPartition):
             raise first
 
     def _close_current(self, stream: _TopicPartitionStream) -> None:
+        stream.open_span = None
         if stream.writer is None:
             return
         assert stream.current is not None
@@ -324,7 +358,14 @@ class _ParquetPartition(EpochSinkPartition):
         # parallel (a file closed mid-epoch, while the flow still polls) instead of one
         # after another in the snapshot, which then only links them under their names.
         self._submit(
-            stream, _close_writer, stream.writer, stream.sink_file, self._store, stream.current.path
+            stream,
+            _close_writer,
+            stream.writer,
+            stream.sink_file,
+            self._store,
+            stream.current,
+            stream.current_rows,
+            self.columns.source_offset,
         )
         stream.closed.append(stream.current)
         stream.writer = None
@@ -400,9 +441,30 @@ def _io_pool() -> ThreadPoolExecutor:
 
 
 def _close_writer(
-    writer: pq.ParquetWriter, sink_file: pa.NativeFile | None, store: LaneStore, path: str
+    writer: pq.ParquetWriter,
+    sink_file: pa.NativeFile | None,
+    store: LaneStore,
+    staged: StagedFile,
+    rows: int,
+    offset_column: str,
 ) -> None:
+    """Close a staging file with its claim in the footer, check the footer, fsync it.
+
+    The file gets the name ``<first>-<last>`` only if its footer, read back, holds the
+    rows and the offsets that name and the claim say (never a name for rows it lacks).
+    """
+    writer.add_key_value_metadata(claim_metadata(staged.first, staged.last, rows))
     writer.close()
     if sink_file is not None:
         sink_file.close()
-    store.sync_file(path)
+    with store.fs.open_input_file(staged.path) as f:
+        problem = claim_problem(pq.read_metadata(f), staged.first, staged.last, rows, offset_column)
+    if problem is not None:
+        msg = (
+            f"parquet sink `{store.root}`: staging file `{staged.path}` is not finalized as "
+            f"`{final_name(staged.first, staged.last)}`: {problem}. The epoch fails and "
+            f"replays on resume; if it fails again, the file system or pyarrow wrote "
+            f"something else than was staged: check the disk and the pyarrow version"
+        )
+        raise SinkTerminalError(msg)
+    store.sync_file(staged.path)

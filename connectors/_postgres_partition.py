@@ -48,13 +48,18 @@ logger = logging.getLogger(__name__)
 class _Pending:
     """What one source partition staged since the last commit."""
 
-    __slots__ = ("first", "last", "partition", "topic")
+    __slots__ = ("partition", "staged", "topic")
 
     def __init__(self, topic: str, partition: int, first: int, last: int) -> None:
         self.topic = topic
         self.partition = partition
-        self.first = first
-        self.last = last
+        # Each staged group's span, never a hole between two (rows refused on another
+        # shard): the coverage row claims only these.
+        self.staged = OffsetCoverage([(first, last)])
+
+    def add(self, first: int, last: int) -> None:
+        """Note a further staged group at ``first..last``."""
+        self.staged = self.staged.add(first, last)
 
 
 class _PostgresPartition(EpochSinkPartition):
@@ -186,7 +191,7 @@ class _PostgresPartition(EpochSinkPartition):
         if pending is None:
             self._pending[key] = _Pending(topic, part, first, last)
         else:
-            pending.last = max(pending.last, last)
+            pending.add(first, last)
         self._staged.append(table)
 
     @override
@@ -305,8 +310,8 @@ class _PostgresPartition(EpochSinkPartition):
             for p in self._pending.values():
                 cur.execute(read, (sink.sink_name, p.topic, p.partition))
                 held = cov.parse(cur.fetchall())
-                if held.uncovered(p.first, p.last):
-                    updates.append((p, held.add(p.first, p.last)))
+                if any(held.uncovered(lo, hi) for lo, hi in p.staged.spans):
+                    updates.append((p, held.union(p.staged)))
                 else:
                     # The epoch committed before, but its answer was lost: the coverage
                     # commits with the rows, so they are in the table already.

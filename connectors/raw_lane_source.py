@@ -46,6 +46,7 @@ from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataColumns
 from thalweg_bytewax.record import KeyedBatch
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 
+from ._lane_claim import read_claim
 from ._lane_store import FINAL_NAME, LaneStore, open_store, topic_dir_name
 
 __all__ = [
@@ -157,19 +158,27 @@ def lane_rows_missing(
     *,
     filesystem: pafs.FileSystem | None = None,
     metadata_prefix: str = DEFAULT_PREFIX,
+    written_holes: dict[tuple[str, int], list[tuple[str, OffsetCoverage]]] | None = None,
 ) -> dict[tuple[str, int], list[tuple[str, OffsetCoverage]]]:
     """Planned offsets that a lane file is named for but holds no row of.
 
     A file's name (``<first>-<last>.parquet``) is what the lane claims; its rows are
-    what a replay can read. Only the offsets column of the files the plan touches is
-    read. Offsets without a record in the source (transaction markers, compacted
-    records) show up here too: only the caller can say whether the topic has them.
+    what a replay can read. Only the footer and the offsets column of the files the plan
+    touches are read. Offsets without a record in the source (transaction markers,
+    compacted records) show up here too, unless the file's footer tells them apart: a
+    file whose footer claim (``thalweg.first_offset``/``last_offset``/``rows``, written
+    by the sink) matches its name and its row count holds what the sink wrote, so the
+    offsets missing inside it never reached the sink. With ``written_holes`` given,
+    those go there instead; files without a claim (written before it existed) or whose
+    rows no longer match it are always returned.
 
     Args:
         lane: The raw lane directory or URI.
         plan: Per ``(topic, partition)``, the offsets a recovery replays.
         filesystem: A ``pyarrow.fs.FileSystem`` for ``lane``.
         metadata_prefix: Prefix of the metadata columns.
+        written_holes: Receives, per partition, ``(file name, offsets)`` of offsets
+            missing from files whose footer vouches they were missing when written.
 
     Returns:
         Per partition with such offsets, ``(file name, offsets)`` for each file.
@@ -190,7 +199,9 @@ def lane_rows_missing(
                 continue
             try:
                 with store.fs.open_input_file(path) as f:
-                    read = pq.read_table(f, columns=[column]).column(0)
+                    opened = pq.ParquetFile(f)
+                    claim = read_claim(opened.metadata)
+                    read = opened.read(columns=[column]).column(0)
             except (OSError, pa.ArrowException) as exc:
                 raise _io_error(store.root, f"read `{path}`", exc) from exc
             held = _spans_of(np.sort(read.to_numpy().astype(np.int64, copy=False)))
@@ -201,7 +212,13 @@ def lane_rows_missing(
                 for gap in held.uncovered(max(a, lo), min(b, hi))
             )
             if absent:
-                out.setdefault(key, []).append((path.rpartition("/")[2], absent))
+                vouched = (
+                    written_holes is not None
+                    and claim == (lo, hi, len(read))
+                    and (held.first, held.last) == (lo, hi)
+                )
+                into = written_holes if vouched and written_holes is not None else out
+                into.setdefault(key, []).append((path.rpartition("/")[2], absent))
     return out
 
 

@@ -256,6 +256,7 @@ def check_lane_rows(
     *,
     lane: str,
     allow_holes: bool = False,
+    written_holes: Mapping[PartitionKey, list[tuple[str, OffsetCoverage]]] | None = None,
 ) -> dict[PartitionKey, OffsetCoverage]:
     """Refuse a plan with offsets a lane file is named for but holds no row of.
 
@@ -266,10 +267,15 @@ def check_lane_rows(
         lane: The raw lane, for the message.
         allow_holes: Accept them: the topic has offsets without a record (transaction
             markers, compaction), so a lane file spans offsets it holds no row of.
+        written_holes: Offsets missing from files whose footer vouches they were
+            missing when the sink wrote them (``lane_rows_missing(written_holes=...)``):
+            the source had no record there, so they are accepted without
+            ``allow_holes``.
 
     Returns:
-        The accepted holes per partition (empty unless ``allow_holes``): offsets no
-        replay can land, left out of what the recovery must achieve.
+        The accepted holes per partition (``written_holes``, and the rest only with
+        ``allow_holes``): offsets no replay can land, left out of what the recovery
+        must achieve.
 
     Raises:
         SourceError: Naming each partition, file and offsets, when not ``allow_holes``.
@@ -280,8 +286,15 @@ def check_lane_rows(
         if key in plan.missing
     }
     holes = {key: cov for key, cov in holes.items() if cov}
+    written = {
+        key: OffsetCoverage(span for _, cov in files for span in cov.spans)
+        for key, files in sorted((written_holes or {}).items())
+        if key in plan.missing
+    }
     if not holes or allow_holes:
-        return holes
+        for key, cov in written.items():
+            holes[key] = holes[key].union(cov) if key in holes else cov
+        return {key: cov for key, cov in holes.items() if cov}
     parts = []
     for key, files in sorted(missing_rows.items()):
         named = "; ".join(f"file `{name}` lacks {_spans_text(cov)}" for name, cov in files[:3])

@@ -93,6 +93,7 @@ def _recover(args: argparse.Namespace) -> int:
         lane_held_offsets,
         lane_rows_missing,
     )
+    from thalweg_bytewax.coverage import OffsetCoverage
     from thalweg_bytewax.coverage_store import open_coverage_store
     from thalweg_bytewax.recovery_plan import (
         check_lane_rows,
@@ -140,15 +141,23 @@ def _recover(args: argparse.Namespace) -> int:
     # in the store is finalized before it is recorded, so this listing holds it.
     check_retention(plan, lane_held_offsets(lane_path), lane=lane_path)
     # What the lane's names claim, checked against the rows its files hold.
+    written: dict[tuple[str, int], list[tuple[str, OffsetCoverage]]] = {}
     holes = check_lane_rows(
         plan,
-        lane_rows_missing(lane_path, plan.missing),
+        lane_rows_missing(lane_path, plan.missing, written_holes=written),
         lane=lane_path,
         allow_holes=args.allow_holes,
+        written_holes=written,
     )
     print(f"recovering {plan.offsets:,} offsets into `{sink_id}` from `{lane_path}`:")
     print(plan.describe())
-    accepted = sum(cov.size for cov in holes.values())
+    sourced = sum(cov.size for files in written.values() for _, cov in files)
+    accepted = sum(cov.size for cov in holes.values()) - sourced
+    if sourced:
+        print(
+            f"({sourced:,} of them never had a record: missing from their files when the "
+            f"sink wrote them, as the files' footers record)"
+        )
     if accepted:
         print(f"({accepted:,} of them hold no record in the lane: accepted by --allow-holes)")
     source.offsets = plan.missing

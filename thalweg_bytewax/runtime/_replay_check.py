@@ -71,7 +71,10 @@ class Ledger:
         # The last read of the target: (first, last, what it holds there or None).
         self.held: tuple[int, int, pa.Table | None] | None = None
         self.accepted_last: int | None = None  # the highest offset accepted this run
-        self.pending: tuple[int, int] | None = None  # staged since the last commit
+        # The offsets staged since the last commit: each group's span and each input
+        # span accounted for whole, never the holes between them (rows of a hole may
+        # have gone to another shard and been refused there).
+        self.pending: OffsetCoverage | None = None
         self.verified = False  # the first skipped rows were checked by record id
         # Why covered rows after a resume could not be checked, each warned about once.
         self.warned_unchecked: set[str] = set()

@@ -34,7 +34,11 @@ source never replays below them: a step upstream held such rows across epochs), 
 names with a warning the replayed rows above them that the target does not hold;
 skips rows whose offsets are covered, checking the first skipped rows of each partition
 by record id against the target; stamps ``<prefix>emit_ts``; stages the rest. Every
-group of a batch is checked before any is staged.
+group of a batch is checked before any is staged. What a commit records as covered
+(:meth:`EpochSinkPartition.pending_coverage`) is each staged group's span and each
+input span accounted for whole, never the hole between two groups: the rows of such a
+hole may have reached another shard and been refused there, so a sink names what it
+writes (a file, a lineage range) within one pending span.
 
 **Rows without a locator** (a stock Bytewax source, window results): a partition built
 with ``locators="absent"`` takes batches that carry none of the locator columns (and
@@ -129,6 +133,7 @@ LocatorMode = Literal["required", "absent"]
 
 UNLOCATED: Final = ""
 """The key :meth:`EpochSinkPartition.stage` gets for rows without a locator."""
+
 
 def check_locator_mode(component: str, locators: object) -> LocatorMode:
     """Validate a sink's ``locators`` option.
@@ -383,6 +388,53 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         """Whether a write or commit failed; the partition then never publishes again."""
         return self._failed
 
+    def pending_coverage(self, key: str) -> OffsetCoverage | None:
+        """The offsets of ``key`` staged since the last commit, else None.
+
+        What the next commit records as covered: each staged group's span and each
+        input span accounted for whole, merged where adjacent, never the holes between
+        them. ``stage()`` names what it writes within one of these spans: rows of a hole
+        may have reached another shard and been refused there, and a file or table
+        lineage named across it would claim them.
+        """
+        ledger = self._ledgers.get(key)
+        return ledger.pending if ledger is not None else None
+
+    def in_one_pending_span(self, key: str, first: int, last: int) -> bool:
+        """Whether ``first..last`` lies inside one span of ``key``'s pending coverage.
+
+        A sink names a file or a range only across such offsets; where this is False,
+        it starts a new file (``stage()`` of the lane sinks).
+        """
+        pending = self.pending_coverage(key)
+        return pending is not None and not pending.uncovered(first, last)
+
+    def pending_pieces(
+        self, key: str, rows: pa.RecordBatch
+    ) -> list[tuple[int, int, pa.RecordBatch]]:
+        """``rows`` cut at the holes of ``key``'s pending coverage: ``(first, last, rows)``.
+
+        One piece unless the batch straddles offsets the commit will not claim (rows a
+        replay skipped because the target holds them elsewhere): a file named for one
+        piece never spans them.
+        """
+        offsets = rows.column(self.columns.source_offset)
+        bounds = pc.min_max(offsets)
+        first, last = bounds["min"].as_py(), bounds["max"].as_py()
+        pending = self.pending_coverage(key)
+        if pending is None or not pending.uncovered(first, last):
+            return [(first, last, rows)]
+        pieces = []
+        for a, b in pending.spans:
+            lo, hi = max(a, first), min(b, last)
+            if lo > hi:
+                continue
+            part = rows.filter(pc.and_(pc.greater_equal(offsets, lo), pc.less_equal(offsets, hi)))
+            if part.num_rows:
+                got = pc.min_max(part.column(self.columns.source_offset))
+                pieces.append((got["min"].as_py(), got["max"].as_py(), part))
+        return pieces
+
     def coverage(self, key: str) -> OffsetCoverage | None:
         """The committed coverage of a source partition this run has met, else None."""
         ledger = self._ledgers.get(key)
@@ -420,13 +472,13 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         self._unlocated_pending = False
         recorder = self._recorder
         for key, ledger in self._ledgers.items():
-            if ledger.pending is not None:
-                first, last = ledger.pending
-                ledger.coverage = ledger.coverage.add(first, last)
-                ledger.next_offset = max(ledger.next_offset, last + 1)
+            pending = ledger.pending
+            if pending is not None and pending.last is not None:
+                ledger.coverage = ledger.coverage.union(pending)
+                ledger.next_offset = max(ledger.next_offset, pending.last + 1)
                 ledger.pending = None
                 if recorder is not None:
-                    recorder.add_span(key, first, last)
+                    recorder.add(key, pending)
         if recorder is not None:
             recorder.flush()  # after the durable commit, before the state: lags, never leads
         self.stats.epochs_committed += 1
@@ -514,19 +566,24 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
                 if span is not None and span[0] == key:
                     # The whole input batch is accounted for: rows here, the rest
                     # rejected upstream. Committed with this epoch, never before.
-                    ledger.pending = _widen(ledger.pending, min(first, span[1]), max(last, span[2]))
+                    ledger.pending = _widen(
+                        ledger.pending, [(min(first, span[1]), max(last, span[2]))]
+                    )
                 rows = self._uncovered(ledger, key, group, first, last, covered)
                 if rows.num_rows == 0:
                     if ack is not None:
                         admission.ledger().acknowledged(ack[0], key, ack[1], last)
                     continue
+                staged = [(first, last)]
                 if rows is not group:
+                    # Only what is not covered yet: never named for rows the target
+                    # already holds elsewhere.
                     bounds = pc.min_max(rows.column(self.columns.source_offset))
                     first, last = bounds["min"].as_py(), bounds["max"].as_py()
-                pending = ledger.pending
-                ledger.pending = (
-                    (first, last) if pending is None else (pending[0], max(pending[1], last))
-                )
+                    staged = ledger.coverage.uncovered(first, last) or [(first, last)]
+                # The group's span, not a span from the last commit's rows: a hole
+                # between two groups (rows refused by another shard) is not claimed.
+                ledger.pending = _widen(ledger.pending, staged)
                 self.stats.rows_written += rows.num_rows
                 self.stage(key, _stamp(rows, self.columns.emit_ts, now_us))
                 _faults.checkpoint("epoch_sink.mid_write")  # staged, the epoch still open
@@ -705,11 +762,10 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         return rows.filter(keep)
 
 
-def _widen(pending: tuple[int, int] | None, first: int, last: int) -> tuple[int, int]:
-    """The pending span grown to include ``first..last``."""
-    if pending is None:
-        return first, last
-    return min(pending[0], first), max(pending[1], last)
+def _widen(pending: OffsetCoverage | None, spans: list[tuple[int, int]]) -> OffsetCoverage:
+    """The pending offsets with ``spans`` added (merged where adjacent)."""
+    added = OffsetCoverage(spans)
+    return added if pending is None else pending.union(added)
 
 
 def _stamp(batch: pa.RecordBatch, name: str, now_us: int) -> pa.RecordBatch:
