@@ -44,7 +44,9 @@ class ConfigModel(BaseModel):
         for key, value in super().__repr_args__():
             yield key, redact_value(value)
 
-    @model_serializer(mode="wrap")
+    # The return type given here, not read from the annotation: pydantic 2.10 cannot
+    # resolve that string for a subclass defined in another module ("not fully defined").
+    @model_serializer(mode="wrap", return_type=Any)
     def _redacted(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
         """JSON-mode dumps (what is shown) redacted; Python-mode dumps as written."""
         data = handler(self)
