@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from thalweg_bytewax.coverage import OffsetCoverage
 from thalweg_bytewax.errors import SinkTerminalError, SinkTransientError
@@ -37,6 +37,8 @@ __all__ = ["Written", "end_offsets", "read_written"]
 logger = logging.getLogger(__name__)
 
 _BATCH = 10_000
+_RETRY_S = 0.2
+"""Pause between attempts at a watermark read that failed transiently."""
 
 
 @dataclass
@@ -96,6 +98,33 @@ def end_offsets(
     return out
 
 
+def _watermarks(
+    consumer: Consumer, topic: str, p: int, deadline: float, timeout_s: float, component: str
+) -> tuple[int, int]:
+    """The low and high watermarks of ``topic:p``, retrying transient errors until ``deadline``.
+
+    A just-created topic answers NOT_LEADER_FOR_PARTITION (or LEADER_NOT_AVAILABLE) until
+    its leaders are elected, and a leader moves while a broker restarts: both pass.
+    """
+    while True:
+        left = max(deadline - time.monotonic(), 0.1)
+        try:
+            low, high = consumer.get_watermark_offsets(
+                TopicPartition(topic, p), timeout=left, cached=False
+            )
+            return low, high
+        except KafkaException as exc:
+            err: KafkaError = exc.args[0]
+            if is_fatal(err) or time.monotonic() + _RETRY_S >= deadline:
+                msg = (
+                    f"{component}: could not read the watermarks of `{topic}:{p}` within "
+                    f"{timeout_s:g} s to reconcile on resume ({err.name()}); check that the "
+                    f"brokers are reachable"
+                )
+                raise SinkTransientError(msg) from exc
+            time.sleep(_RETRY_S)
+
+
 def _header(headers: list[tuple[str, bytes | None]] | None) -> Locator | None:
     """The locator of a record (its first header), or None if it has none."""
     if not headers or headers[0][0] != HEADER_LOCATOR:
@@ -129,18 +158,10 @@ def read_written(
         SinkTransientError: When the read does not finish in time.
         SinkTerminalError: On a fatal consumer error.
     """
-    watermarks: dict[int, tuple[int, int]] = {}
-    for p in starts:
-        try:
-            watermarks[p] = consumer.get_watermark_offsets(
-                TopicPartition(topic, p), timeout=timeout_s, cached=False
-            )
-        except Exception as exc:  # KafkaException
-            msg = (
-                f"{component}: could not read the watermarks of `{topic}:{p}` within "
-                f"{timeout_s:g} s to reconcile on resume; check that the brokers are reachable"
-            )
-            raise SinkTransientError(msg) from exc
+    deadline = time.monotonic() + timeout_s
+    watermarks = {
+        p: _watermarks(consumer, topic, p, deadline, timeout_s, component) for p in starts
+    }
     assign: list[TopicPartition] = []
     ends: dict[int, int] = {}
     for p, start in starts.items():
