@@ -58,6 +58,8 @@ DEFAULT_MAX_BATCH_BYTES = 32 * 1024 * 1024
 # (librdkafka refreshes its own metadata every 5 min by default) and notices a new
 # partition well before anyone would.
 DEFAULT_PARTITION_CHECK_INTERVAL = timedelta(seconds=30)
+DEFAULT_STALL_TIMEOUT = timedelta(seconds=60)
+"""How long a bounded run's partition may receive nothing before its end (brokers gone)."""
 
 # librdkafka property names used by this package, in one place.
 BOOTSTRAP_SERVERS = "bootstrap.servers"
@@ -144,6 +146,7 @@ class SourceConfig:
     fail_on_new_partitions: bool
     isolation_level: IsolationLevel = "read_committed"
     prefetch_budget: int | None = DEFAULT_PREFETCH_BUDGET
+    stall_timeout_s: float | None = DEFAULT_STALL_TIMEOUT.total_seconds()
 
     def consumer_config(self, partitions: int = 1) -> dict[str, Any]:
         """The librdkafka consumer settings of this source (see :func:`consumer_config`).
@@ -182,6 +185,7 @@ def source_config(
     fail_on_new_partitions: object,
     isolation_level: object = "read_committed",
     prefetch_budget: object = DEFAULT_PREFETCH_BUDGET,
+    stall_timeout: object = DEFAULT_STALL_TIMEOUT,
 ) -> SourceConfig:
     """Check every argument of ``KafkaSource`` by name and build its configuration.
 
@@ -212,6 +216,7 @@ def source_config(
     budget = (
         None if prefetch_budget is None else check_positive_int(prefetch_budget, "prefetch_budget")
     )
+    stall = check_optional_interval(stall_timeout, "stall_timeout")
     return SourceConfig(
         brokers=brokers_,
         topics=topics_,
@@ -227,6 +232,7 @@ def source_config(
         fail_on_new_partitions=fail_on_new,
         isolation_level=isolation_level,  # type: ignore[arg-type]
         prefetch_budget=budget,
+        stall_timeout_s=stall,
     )
 
 

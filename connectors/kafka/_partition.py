@@ -74,6 +74,12 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
         """This partition's counters (shared with ``KafkaSource.stats``)."""
         self._fatal: KafkaError | None = None
         self._degraded = False
+        # A bounded run's guard against brokers that are gone for good: since when the
+        # partition has received nothing while records remain, and the last error seen.
+        self._stall_s = None if config.tail else config.stall_timeout_s
+        self._stalled_since: datetime | None = None
+        self._errors_at_stall = 0
+        self._last_error = "none reported"
         consumer_settings = config.consumer_config(sharing_prefetch)
         # The data plane: the native batch consume into Arrow buffers when it is built
         # (a librdkafka handle shared with the worker's other partitions of this source,
@@ -199,6 +205,7 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
             self._fatal = self._fatal or err
             return
         self.stats.transient_errors += 1
+        self._last_error = err.name()
         if not self._degraded:  # log once per state change, not per error
             self._degraded = True
             logger.warning("kafka partition %s: client error %s, retrying", self._key, err.name())
@@ -315,6 +322,7 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
             # emitted, since librdkafka's fetch position has moved past them.
             transient = True
             self.stats.transient_errors += 1
+            self._last_error = err.name()
             logger.warning("kafka partition %s: transient error %s", self._key, err.name())
         return transient
 
@@ -335,8 +343,32 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
             if self._end_offset is not None and self._position() >= self._end_offset:
                 self._eof = True
                 raise StopIteration
+            self._check_stall(now)
             return False
+        self._stalled_since = None
         return True
+
+    def _check_stall(self, now: datetime) -> None:
+        """Fail a bounded partition that got nothing, amid client errors, for `stall_timeout`."""
+        if self._stall_s is None or self._end_offset is None:
+            return
+        if self._stalled_since is None:
+            self._stalled_since = now
+            self._errors_at_stall = self.stats.transient_errors
+            return
+        stalled = (now - self._stalled_since).total_seconds()
+        # Only brokers that fail to answer count: a healthy broker holding the records
+        # back (read_committed at a transaction still open) delays the end, as documented.
+        if stalled <= self._stall_s or self.stats.transient_errors == self._errors_at_stall:
+            return
+        msg = (
+            f"kafka source: partition `{self._key}` received nothing for {stalled:.0f} s at "
+            f"offset {self._next_offset}, {self._end_offset - self._next_offset} records "
+            f"before the end of this bounded run (last error: {self._last_error}); expected "
+            f"the brokers to answer within `stall_timeout` ({self._stall_s:g} s): check that "
+            f"they are up, then run the flow again (it resumes from its last snapshot)"
+        )
+        raise SourceError(msg)
 
     def _emitted(
         self, batch: pa.RecordBatch, last_offset: int, leader_epoch: int | None, now: datetime

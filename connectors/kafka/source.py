@@ -25,6 +25,7 @@ from ._config import (
     DEFAULT_MAX_BATCH_BYTES,
     DEFAULT_PARTITION_CHECK_INTERVAL,
     DEFAULT_PREFETCH_BUDGET,
+    DEFAULT_STALL_TIMEOUT,
     IsolationLevel,
     StartingOffset,
     source_config,
@@ -95,6 +96,11 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, KafkaPartitionState]):
             between 256 KiB and 4 MiB (256 MiB: up to 64 partitions keep 4 MiB each,
             256 get 1 MiB). ``None`` gives every partition 4 MiB; a
             ``queued.max.messages.kbytes`` in ``add_config`` wins.
+        stall_timeout: A bounded run (``tail=False``) fails with ``SourceError`` when a
+            partition receives nothing for this long while records remain before its
+            end offset and its client reports errors (its brokers are gone); ``None``
+            waits for them forever. A tail run always waits for its brokers, and a
+            transaction still open on a healthy broker only delays the end.
 
     The source's counters are :attr:`stats` (per partition key) and
     :meth:`total_stats`; partitions added while the flow runs are
@@ -124,6 +130,7 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, KafkaPartitionState]):
         fail_on_new_partitions: bool = False,
         isolation_level: IsolationLevel = "read_committed",
         prefetch_budget: int | None = DEFAULT_PREFETCH_BUDGET,
+        stall_timeout: timedelta | None = DEFAULT_STALL_TIMEOUT,
     ) -> None:
         # Validated once, kept private; no I/O here (partitions are built in build_part).
         self._config = source_config(
@@ -141,6 +148,7 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, KafkaPartitionState]):
             fail_on_new_partitions=fail_on_new_partitions,
             isolation_level=isolation_level,
             prefetch_budget=prefetch_budget,
+            stall_timeout=stall_timeout,
         )
         self._meta = SourceMetadata(self._config)
         # The topics of which this process built a partition from resume state (the

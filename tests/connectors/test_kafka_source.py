@@ -205,6 +205,44 @@ def test_broker_outage_is_counted_and_retried_not_fatal(make_topic: Any) -> None
         part.close()
 
 
+def test_a_bounded_run_whose_broker_is_gone_fails_after_the_stall_timeout(
+    make_topic: Any,
+) -> None:
+    # Before: a bounded partition with records left before its end offset retried a
+    # vanished broker forever, so the run never ended.
+    from thalweg_bytewax.testing import MockCluster
+
+    cluster = MockCluster().start()
+    topic = make_topic()
+    try:
+        for _ in range(20):  # one producer batch each: a fetch returns one of them
+            produce(cluster.bootstrap, topic, [{"value": b"x" * 100_000, "partition": 0}])
+        source = KafkaSource(
+            [cluster.bootstrap],
+            [topic],
+            tail=False,
+            batch_size=1,
+            stall_timeout=timedelta(seconds=1),
+            add_config={"max.partition.fetch.bytes": 1, "queued.max.messages.kbytes": 1},
+        )
+        part = source.build_part("in", f"{topic}:0", None)
+        assert sum(b.num_rows for _, b in poll_until(part, 1)) >= 1
+    finally:
+        cluster.stop()
+    try:
+        deadline = time.monotonic() + 30
+        with pytest.raises(
+            SourceError,
+            match=rf"partition `{topic}:0` received nothing for \d+ s at offset \d+, \d+ "
+            r"records before the end of this bounded run \(last error: ",
+        ):
+            while time.monotonic() < deadline:
+                part.next_batch()
+                time.sleep(0.05)
+    finally:
+        part.close()
+
+
 def test_resume_position_the_broker_no_longer_has_fails_loudly(
     kafka_bootstrap: str, make_topic: Any
 ) -> None:
