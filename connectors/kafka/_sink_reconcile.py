@@ -75,27 +75,39 @@ class Written:
 def end_offsets(
     consumer: Consumer, topic: str, partitions: list[int], timeout_s: float, component: str
 ) -> dict[int, int]:
-    """The current end offset of each output partition, in one request per broker."""
-    try:
-        found = consumer.offsets_for_times(
-            [TopicPartition(topic, p, -1) for p in partitions], timeout=timeout_s
-        )
-    except Exception as exc:  # KafkaException: a timeout or an unreachable cluster
-        msg = (
-            f"{component}: could not read the end offsets of topic `{topic}` within "
-            f"{timeout_s:g} s; check that the brokers are reachable"
-        )
-        raise SinkTransientError(msg) from exc
-    out: dict[int, int] = {}
-    for tp in found:
-        if tp.error is not None or tp.offset < 0:
+    """The current end offset of each output partition, in one request per broker.
+
+    Transient errors (a leader moving while a broker restarts) are retried until
+    ``timeout_s``; the last one is named if they outlast it.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = max(deadline - time.monotonic(), 0.1)
+        try:
+            found = consumer.offsets_for_times(
+                [TopicPartition(topic, p, -1) for p in partitions], timeout=left
+            )
+        except KafkaException as exc:  # a timeout or an unreachable cluster
+            err: KafkaError = exc.args[0]
+            if is_fatal(err) or time.monotonic() + _RETRY_S >= deadline:
+                msg = (
+                    f"{component}: could not read the end offsets of topic `{topic}` within "
+                    f"{timeout_s:g} s ({err.name()}); check that the brokers are reachable"
+                )
+                raise SinkTransientError(msg) from exc
+            time.sleep(_RETRY_S)
+            continue
+        failed = next((tp for tp in found if tp.error is not None or tp.offset < 0), None)
+        if failed is None:
+            return {tp.partition: tp.offset for tp in found}
+        transient = failed.error is not None and not is_fatal(failed.error)
+        if not transient or time.monotonic() + _RETRY_S >= deadline:
             msg = (
-                f"{component}: could not read the end offset of `{topic}:{tp.partition}` "
-                f"({tp.error.name() if tp.error else tp.offset}); check the brokers"
+                f"{component}: could not read the end offset of `{topic}:{failed.partition}` "
+                f"({failed.error.name() if failed.error else failed.offset}); check the brokers"
             )
             raise SinkTransientError(msg)
-        out[tp.partition] = tp.offset
-    return out
+        time.sleep(_RETRY_S)
 
 
 def _watermarks(
