@@ -50,7 +50,21 @@ def run_child(script: str, args: Sequence[str], *, name: str) -> dict[str, float
 
 @contextlib.contextmanager
 def broker(bootstrap: str) -> Iterator[str]:
-    """Yield ``bootstrap``, or the address of a local mock cluster started for the run."""
+    """Yield ``bootstrap``, or the address of a local broker started for the run.
+
+    ``--bootstrap apache`` starts Apache Kafka (one KRaft node; needs Java, and Maven
+    the first time); an empty value starts librdkafka's mock cluster.
+    """
+    if bootstrap == "apache":
+        import tempfile
+        from pathlib import Path
+
+        from thalweg_bytewax._apache_kafka import ApacheKafka, default_cache_dir, fetch_jars
+
+        jars = fetch_jars(default_cache_dir())
+        with tempfile.TemporaryDirectory() as home, ApacheKafka(jars, Path(home)) as kafka:
+            yield kafka.bootstrap
+        return
     if bootstrap:
         yield bootstrap
         return

@@ -42,7 +42,8 @@ with ``PYTHONDONTWRITEBYTECODE`` set recompiles every thalweg module from source
 each variant process (~0.2 s of CPU), a start-up cost no installed user pays, while
 the stock variant's dependencies come precompiled from ``site-packages``.
 
-It starts librdkafka's mock cluster unless ``--bootstrap`` names a broker. The mock
+It starts librdkafka's mock cluster unless ``--bootstrap`` names a broker (``apache``:
+an Apache Kafka node started for the run). The mock
 keeps ~5 MB of record batches per partition, as stored, so records are spread over
 several 4-partition topics. ``--partitions N`` fixes their number instead, and
 ``--compression zstd`` has the producer compress its batches (2-6x the records fit a

@@ -47,7 +47,8 @@ Usage::
     python benchmarks/raw_lane.py --records 240000 --repeat 5 --double \
         --variants raw-lane,raw-lane-w2,raw-lane-2p
 
-It starts librdkafka's mock cluster unless ``--bootstrap`` names a broker. The mock
+It starts librdkafka's mock cluster unless ``--bootstrap`` names a broker (``apache``:
+an Apache Kafka node started for the run). The mock
 keeps ~5 MB of (LZ4-compressed) record batches per partition, so records are spread over
 several 4-partition topics, ``--per-partition`` records each (15,000 by default, ~1.5 MB;
 up to ~45,000 sample orders fit). Memory is flat when the 1x run already reaches the

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -25,6 +26,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 FIXTURE_MARKERS: dict[str, str] = {
     "kafka_bootstrap": "kafka",
     "make_topic": "kafka",
+    "apache_kafka": "apache_kafka",
+    "apache_kafka_factory": "apache_kafka",
+    "apache_kafka_jars": "apache_kafka",
     "pg_dsn": "postgres",
     "pg_schema": "postgres",
 }
@@ -38,3 +42,40 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         used = set(getattr(item, "fixturenames", ()))
         for name in sorted({m for f, m in FIXTURE_MARKERS.items() if f in used}):
             item.add_marker(name)
+            if name == "apache_kafka":
+                item.add_marker("kafka")
+
+
+APACHE_OUTCOMES: Counter[str] = Counter()
+"""Outcomes of the tests that ran on Apache Kafka, for the summary line CI greps."""
+
+
+def _on_apache_kafka(item: pytest.Item) -> bool:
+    if item.get_closest_marker("apache_kafka") is not None:
+        return True
+    from tests.fixtures.kafka import BROKER_ENV
+
+    apache = os.environ.get(BROKER_ENV) == "apache" and not os.environ.get("THALWEG_TEST_KAFKA")
+    return apache and item.get_closest_marker("kafka") is not None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> object:
+    """Count each Apache Kafka test once: its call's outcome, or its setup's if it skipped."""
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()  # type: ignore[attr-defined]
+    if not _on_apache_kafka(item):
+        return None
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        APACHE_OUTCOMES[report.outcome] += 1
+    return None
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line CI logs show: how many tests ran on Apache Kafka, and how many skipped."""
+    from thalweg_bytewax._apache_kafka import KAFKA_VERSION
+
+    if not APACHE_OUTCOMES:
+        return
+    counts = ", ".join(f"{APACHE_OUTCOMES[k]} {k}" for k in ("passed", "failed", "skipped"))
+    terminalreporter.write_line(f"Apache Kafka {KAFKA_VERSION} tests: {counts}")

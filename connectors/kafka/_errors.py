@@ -26,6 +26,9 @@ _TRANSIENT_CODES = frozenset(
         KafkaError._NODE_UPDATE,  # noqa: SLF001
         KafkaError._WAIT_COORD,  # noqa: SLF001
         KafkaError._INTR,  # noqa: SLF001
+        # A request in flight to a broker that left the cluster's metadata (a node
+        # stopped): the partition's new leader answers the retry.
+        KafkaError._DESTROY_BROKER,  # noqa: SLF001
         KafkaError.NOT_LEADER_FOR_PARTITION,
         KafkaError.LEADER_NOT_AVAILABLE,
         KafkaError.BROKER_NOT_AVAILABLE,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
@@ -315,7 +316,14 @@ class _KafkaSinkPartition(EpochSinkPartition):
             # its threads stop reconnecting to brokers that are gone.
             self._producer.purge(in_queue=True, in_flight=True)
             self._producer.poll(0)
-            self._producer.close()
+            # A producer fenced by a newer one (same transactional.id) warns on close
+            # that it could not abort its transaction; the epoch has already failed
+            # loudly, so the warning is logged rather than raised from close().
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                self._producer.close()
+            for warning in caught:
+                logger.warning("%s: closing the producer: %s", self.component, warning.message)
 
     def _check_source_partition(self, key: str, partition: int) -> None:
         if partition not in self._partitions:

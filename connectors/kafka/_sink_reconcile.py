@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from thalweg_bytewax.coverage import OffsetCoverage
 from thalweg_bytewax.errors import SinkTerminalError, SinkTransientError
@@ -37,6 +37,8 @@ __all__ = ["Written", "end_offsets", "read_written"]
 logger = logging.getLogger(__name__)
 
 _BATCH = 10_000
+_RETRY_S = 0.2
+"""Pause between attempts at a watermark read that failed transiently."""
 
 
 @dataclass
@@ -73,27 +75,66 @@ class Written:
 def end_offsets(
     consumer: Consumer, topic: str, partitions: list[int], timeout_s: float, component: str
 ) -> dict[int, int]:
-    """The current end offset of each output partition, in one request per broker."""
-    try:
-        found = consumer.offsets_for_times(
-            [TopicPartition(topic, p, -1) for p in partitions], timeout=timeout_s
-        )
-    except Exception as exc:  # KafkaException: a timeout or an unreachable cluster
-        msg = (
-            f"{component}: could not read the end offsets of topic `{topic}` within "
-            f"{timeout_s:g} s; check that the brokers are reachable"
-        )
-        raise SinkTransientError(msg) from exc
-    out: dict[int, int] = {}
-    for tp in found:
-        if tp.error is not None or tp.offset < 0:
+    """The current end offset of each output partition, in one request per broker.
+
+    Transient errors (a leader moving while a broker restarts) are retried until
+    ``timeout_s``; the last one is named if they outlast it.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = max(deadline - time.monotonic(), 0.1)
+        try:
+            found = consumer.offsets_for_times(
+                [TopicPartition(topic, p, -1) for p in partitions], timeout=left
+            )
+        except KafkaException as exc:  # a timeout or an unreachable cluster
+            err: KafkaError = exc.args[0]
+            if is_fatal(err) or time.monotonic() + _RETRY_S >= deadline:
+                msg = (
+                    f"{component}: could not read the end offsets of topic `{topic}` within "
+                    f"{timeout_s:g} s ({err.name()}); check that the brokers are reachable"
+                )
+                raise SinkTransientError(msg) from exc
+            time.sleep(_RETRY_S)
+            continue
+        failed = next((tp for tp in found if tp.error is not None or tp.offset < 0), None)
+        if failed is None:
+            return {tp.partition: tp.offset for tp in found}
+        transient = failed.error is not None and not is_fatal(failed.error)
+        if not transient or time.monotonic() + _RETRY_S >= deadline:
             msg = (
-                f"{component}: could not read the end offset of `{topic}:{tp.partition}` "
-                f"({tp.error.name() if tp.error else tp.offset}); check the brokers"
+                f"{component}: could not read the end offset of `{topic}:{failed.partition}` "
+                f"({failed.error.name() if failed.error else failed.offset}); check the brokers"
             )
             raise SinkTransientError(msg)
-        out[tp.partition] = tp.offset
-    return out
+        time.sleep(_RETRY_S)
+
+
+def _watermarks(
+    consumer: Consumer, topic: str, p: int, deadline: float, timeout_s: float, component: str
+) -> tuple[int, int]:
+    """The low and high watermarks of ``topic:p``, retrying transient errors until ``deadline``.
+
+    A just-created topic answers NOT_LEADER_FOR_PARTITION (or LEADER_NOT_AVAILABLE) until
+    its leaders are elected, and a leader moves while a broker restarts: both pass.
+    """
+    while True:
+        left = max(deadline - time.monotonic(), 0.1)
+        try:
+            low, high = consumer.get_watermark_offsets(
+                TopicPartition(topic, p), timeout=left, cached=False
+            )
+            return low, high
+        except KafkaException as exc:
+            err: KafkaError = exc.args[0]
+            if is_fatal(err) or time.monotonic() + _RETRY_S >= deadline:
+                msg = (
+                    f"{component}: could not read the watermarks of `{topic}:{p}` within "
+                    f"{timeout_s:g} s to reconcile on resume ({err.name()}); check that the "
+                    f"brokers are reachable"
+                )
+                raise SinkTransientError(msg) from exc
+            time.sleep(_RETRY_S)
 
 
 def _header(headers: list[tuple[str, bytes | None]] | None) -> Locator | None:
@@ -129,18 +170,10 @@ def read_written(
         SinkTransientError: When the read does not finish in time.
         SinkTerminalError: On a fatal consumer error.
     """
-    watermarks: dict[int, tuple[int, int]] = {}
-    for p in starts:
-        try:
-            watermarks[p] = consumer.get_watermark_offsets(
-                TopicPartition(topic, p), timeout=timeout_s, cached=False
-            )
-        except Exception as exc:  # KafkaException
-            msg = (
-                f"{component}: could not read the watermarks of `{topic}:{p}` within "
-                f"{timeout_s:g} s to reconcile on resume; check that the brokers are reachable"
-            )
-            raise SinkTransientError(msg) from exc
+    deadline = time.monotonic() + timeout_s
+    watermarks = {
+        p: _watermarks(consumer, topic, p, deadline, timeout_s, component) for p in starts
+    }
     assign: list[TopicPartition] = []
     ends: dict[int, int] = {}
     for p, start in starts.items():

@@ -12,7 +12,6 @@ fidelity suite then runs with the native path forced.
 from __future__ import annotations
 
 import logging
-import os
 import time
 import uuid
 from datetime import UTC, datetime
@@ -24,7 +23,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 import tests.connectors.test_kafka_fidelity as fidelity
-from tests.fixtures.kafka import create_topic
+from tests.fixtures.kafka import create_topic, real_broker
 from thalweg_bytewax.connectors.kafka import _native
 from thalweg_bytewax.connectors.kafka._config import consumer_config
 from thalweg_bytewax.errors import ConfigError
@@ -100,8 +99,8 @@ def _assert_same(pure: pa.Table, native: pa.Table) -> None:
 @pytest.fixture(scope="module")
 def corpus_topic(kafka_bootstrap: str) -> tuple[str, dict[int, int]]:
     topic = f"native-fidelity-{uuid.uuid4().hex[:8]}"
-    if os.environ.get("THALWEG_TEST_KAFKA"):
-        create_topic(kafka_bootstrap, topic)
+    if real_broker():
+        create_topic(kafka_bootstrap, topic, config=fidelity.TOPIC_CONFIG)
     recs = fidelity.corpus()
     produce(kafka_bootstrap, topic, recs)
     counts = {p: sum(1 for r in recs if r["partition"] == p) for p in (0, 1)}

@@ -2,7 +2,8 @@
 
 Run by ``tests/recovery/test_kafka_sink_crash.py`` under ``python -m bytewax.run`` with
 ``THALWEG_BOOTSTRAP_SERVERS``, ``THALWEG_TOPICS`` (the input), ``THALWEG_OUTPUT_TOPIC``,
-``THALWEG_BATCH_SIZE`` and ``THALWEG_MAX_RECORDS_PER_S``.
+``THALWEG_BATCH_SIZE``, ``THALWEG_MAX_RECORDS_PER_S`` and ``THALWEG_TRANSACTIONAL`` (``1``: one
+Kafka transaction per epoch).
 """
 
 from __future__ import annotations
@@ -36,8 +37,14 @@ def build_flow() -> Dataflow:
     flow = Dataflow("kafka_sink_crash")
     raw = op.input("kafka", flow, source)
     decoded = twg.decode("decode", raw, JsonCodec(SCHEMA))
-    sink = KafkaSink(brokers, os.environ["THALWEG_OUTPUT_TOPIC"], encoder=BytesEncoder("id"),
-                     key="n", shards=4)
+    sink = KafkaSink(
+        brokers,
+        os.environ["THALWEG_OUTPUT_TOPIC"],
+        encoder=BytesEncoder("id"),
+        key="n",
+        shards=4,
+        transactional=os.environ.get("THALWEG_TRANSACTIONAL") == "1",
+    )
     op.output("out", decoded.ok, sink)
     return flow
 

@@ -18,6 +18,16 @@ DEV_ADDRESS_FILE = Path(".thalweg") / "broker"
 def _dev_broker(args: argparse.Namespace) -> int:
     from thalweg_bytewax import _mock_broker
 
+    if args.kafka:
+        from thalweg_bytewax import _apache_kafka
+
+        print("starting Apache Kafka (KRaft) from Maven Central's jars; Ctrl-C stops it")
+        print(f"its address goes to `{args.address_file}`, e.g. for $(cat {args.address_file})")
+        sys.stdout.flush()
+        return _apache_kafka.serve(
+            args.brokers, args.address_file, data_dir=args.data_dir, port=args.port
+        )
+
     print("starting a local development broker (librdkafka mock cluster); Ctrl-C stops it")
     print("topics auto-create with 4 partitions; it keeps about 5 MB per partition")
     print(f"its address goes to `{args.address_file}`, e.g. for $(cat {args.address_file})")
@@ -92,6 +102,18 @@ def add_commands(sub: Any) -> None:
         type=Path,
         default=DEV_ADDRESS_FILE,
         help=f"write the broker address here while it runs (default: {DEV_ADDRESS_FILE})",
+    )
+    broker.add_argument(
+        "--kafka",
+        action="store_true",
+        help="run Apache Kafka (needs Java 17+; Maven fetches its jars once) instead of "
+        "librdkafka's mock cluster",
+    )
+    broker.add_argument(
+        "--data-dir",
+        type=Path,
+        default=Path(".thalweg") / "kafka",
+        help="with --kafka: where the brokers keep their data (default: .thalweg/kafka)",
     )
     broker.set_defaults(func=_dev_broker)
     prod = dev.add_parser("produce", help="write sample orders to a broker")

@@ -1,0 +1,175 @@
+"""Brokers restarted under a running flow, on Apache Kafka: nothing lost, nothing doubled.
+
+A Kafka -> decode -> KafkaSink flow runs under ``python -m bytewax.run`` while one node
+of a 3-node cluster is SIGKILLed and started again with its data, or while a single
+node is: the flow carries on, or, when a partition stays without a leader for longer
+than ``metadata_timeout``, its epoch fails loudly naming the brokers and the resumed
+run completes; either way the output topic holds every input record exactly once. A bounded raw-lane
+run whose only broker is gone for good fails in bounded time (``unreachable_timeout``),
+naming the partition and the brokers. Each test starts a private cluster
+(``apache_kafka_factory``) so that the shared one stays up.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from tests.connectors.kafka_sink_helpers import read_topic
+from tests.fixtures.kafka import create_topic, topic_name
+from tests.recovery.test_kafka_sink_crash import (
+    ROOT,
+    assert_exactly_once,
+    cmd,
+    fill,
+    flow_env,
+    init_recovery,
+    run,
+)
+from thalweg_bytewax._apache_kafka import ApacheKafka
+from thalweg_bytewax.testing import produce
+
+pytestmark = pytest.mark.slow
+
+
+def written(bootstrap: str, topic: str) -> int:
+    """How many records ``topic`` holds (the sum of its partitions' high watermarks)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "probe", "log_level": 0})
+    try:
+        parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        tps = [TopicPartition(topic, p) for p in parts]
+        return sum(consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in tps)
+    finally:
+        consumer.close()
+
+
+def run_through_a_restart(
+    kafka: ApacheKafka,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    node: int,
+    *,
+    may_fail_transiently: bool = False,
+) -> None:
+    src, out = topic_name(request), topic_name(request)
+    create_topic(kafka.bootstrap, src)
+    create_topic(kafka.bootstrap, out)
+    expected = fill(kafka.bootstrap, src)
+    recovery = init_recovery(tmp_path / "recovery")
+    # 200 records/s per partition: about 7.5 s of reading, so the restart falls mid-run.
+    env = flow_env(kafka.bootstrap, src, out, THALWEG_MAX_RECORDS_PER_S="200")
+    # stderr to a file: a pipe nobody reads while the broker restarts would fill with
+    # the client's connection errors and stall the flow on its writes.
+    log = tmp_path / "flow.stderr"
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(
+            cmd(recovery), env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=sink
+        )
+    try:
+        # Restarted once the flow has committed output, so that it falls mid-run.
+        deadline = time.monotonic() + 120
+        while not written(kafka.bootstrap, out):
+            assert time.monotonic() < deadline and proc.poll() is None, "no output yet"
+            time.sleep(0.2)
+        assert proc.poll() is None, "the flow ended before the broker restart"
+        kafka.stop_node(node, kill=True)
+        time.sleep(2.0)
+        kafka.start_node(node)
+        proc.wait(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = log.read_text(errors="replace")
+    if proc.returncode != 0 and may_fail_transiently:
+        # A partition without a leader for longer than `metadata_timeout`: the epoch
+        # fails loudly, naming the brokers, and the run resumed from its last snapshot
+        # completes.
+        # (an end-offset read, a delivery or a shard's start timed out; each names them)
+        pattern = r"SinkTransientError: kafka sink `[^`]+`: [^\n]*(check|reach) (that )?the brokers"
+        assert re.search(pattern, text), text[-3000:]
+        resumed = run(cmd(recovery), env)
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+    else:
+        assert proc.returncode == 0, text[-3000:]
+    assert_exactly_once(read_topic(kafka.bootstrap, out, timeout=60), src, expected)
+
+
+def test_one_of_three_brokers_restarted_mid_run_loses_and_doubles_nothing(
+    apache_kafka_factory: Callable[..., ApacheKafka],
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+) -> None:
+    kafka = apache_kafka_factory(nodes=3, heap_mb=320)
+    # The killed node's partitions have no leader until the controller notices (about
+    # 10 s): an epoch's read of them may outlast `metadata_timeout` and fail loudly.
+    run_through_a_restart(kafka, request, tmp_path, node=1, may_fail_transiently=True)
+
+
+def test_the_single_broker_restarted_mid_run_pauses_the_flow_and_loses_nothing(
+    apache_kafka_factory: Callable[..., ApacheKafka],
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+) -> None:
+    kafka = apache_kafka_factory(nodes=1)
+    run_through_a_restart(kafka, request, tmp_path, node=0, may_fail_transiently=True)
+
+
+def test_a_bounded_run_whose_brokers_are_all_gone_fails_in_bounded_time(
+    apache_kafka_factory: Callable[..., ApacheKafka],
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+) -> None:
+    kafka = apache_kafka_factory(nodes=1)
+    topic = topic_name(request)
+    # One partition of 30 MB: far more than librdkafka prefetches (4 MiB), so records
+    # remain unfetched when the broker goes.
+    create_topic(kafka.bootstrap, topic, partitions=1)
+    for _ in range(6):
+        produce(kafka.bootstrap, topic, [{"value": b"x" * 10_000, "partition": 0}] * 500)
+    recovery = init_recovery(tmp_path / "recovery")
+    env = {k: v for k, v in os.environ.items() if k != "THALWEG_FAULT"}
+    env.update(
+        {
+            "THALWEG_BOOTSTRAP_SERVERS": kafka.bootstrap,
+            "THALWEG_TOPICS": topic,
+            "THALWEG_RAW_LANE": str(tmp_path / "lane"),
+            "THALWEG_TAIL": "0",
+            "THALWEG_BATCH_SIZE": "100",
+            "THALWEG_MAX_RECORDS_PER_S": "200",
+        }
+    )
+    command = [sys.executable, "-m", "bytewax.run", "flows.raw_lane"]
+    command += ["-r", str(recovery), "-s", "1", "-b", "0"]
+    log = tmp_path / "flow.stderr"
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=sink)
+    try:
+        # The broker goes once the run has committed an epoch to the lane: mid-run.
+        deadline = time.monotonic() + 120
+        while not list((tmp_path / "lane").rglob("*.parquet")):
+            assert time.monotonic() < deadline and proc.poll() is None, "no lane file yet"
+            time.sleep(0.2)
+        assert proc.poll() is None, "the run ended before the broker went away"
+        kafka.stop_node(0, kill=True)
+        t0 = time.monotonic()
+        proc.wait(timeout=240)
+        took = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+    text = log.read_text(errors="replace")
+    assert proc.returncode != 0
+    assert "SourceError" in text and f"`{topic}:" in text, text[-3000:]
+    assert "brokers" in text, text[-3000:]
+    assert took < 200

@@ -1,0 +1,144 @@
+"""KafkaSink(transactional=True) on Apache Kafka: exactly once for read_committed, zombies fenced.
+
+librdkafka's mock cluster accepts transactions but neither filters aborted records for
+``read_committed`` consumers nor fences an older producer of the same transactional id,
+so these tests run on Apache Kafka only (``apache_kafka``). A Kafka -> decode ->
+``KafkaSink(transactional=True)`` flow is SIGKILLed at seeded random moments and resumed;
+the output topic read with ``read_committed`` then holds every input record exactly
+once, while a ``read_uncommitted`` reader may see the aborted attempts too. A zombie (an
+older producer of the same shard that resumes after a new one took over) is fenced:
+its commit fails and none of its records becomes visible to ``read_committed``.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.connectors.kafka_sink_helpers import read_topic
+from tests.fixtures.kafka import create_topic, topic_name
+from tests.recovery.test_kafka_sink_crash import (
+    ROOT,
+    _batch,
+    assert_exactly_once,
+    cmd,
+    fill,
+    flow_env,
+    init_recovery,
+    run,
+)
+from thalweg_bytewax._apache_kafka import ApacheKafka
+from thalweg_bytewax.connectors.kafka import KafkaSink
+from thalweg_bytewax.errors import SinkError
+
+pytestmark = pytest.mark.slow
+
+
+def topics(kafka: ApacheKafka, request: pytest.FixtureRequest) -> tuple[str, str]:
+    src, out = topic_name(request), topic_name(request)
+    create_topic(kafka.bootstrap, src)
+    create_topic(kafka.bootstrap, out)
+    return src, out
+
+
+def test_sigkill_at_random_moments_then_resume_is_exactly_once_for_read_committed(
+    apache_kafka: ApacheKafka, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    bootstrap = apache_kafka.bootstrap
+    src, out = topics(apache_kafka, request)
+    expected = fill(bootstrap, src)
+    recovery = init_recovery(tmp_path / "recovery")
+    # 200 records/s per partition: about 7.5 s of reading, so each kill falls mid-run.
+    env = flow_env(bootstrap, src, out, THALWEG_TRANSACTIONAL="1", THALWEG_MAX_RECORDS_PER_S="200")
+    rng = random.Random(20)
+    for _ in range(2):
+        proc = subprocess.Popen(
+            cmd(recovery), env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        time.sleep(rng.uniform(2.5, 4.5))  # past start-up, inside some epoch's transaction
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=30)
+        assert proc.returncode == -signal.SIGKILL
+        killed_with = len(read_topic(bootstrap, out, isolation="read_committed"))
+        assert killed_with < len(expected), "the kill should fall mid-run"
+    done = run(cmd(recovery), env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    committed = read_topic(bootstrap, out, isolation="read_committed")
+    assert_exactly_once(committed, src, expected)
+    # The killed runs' open transactions were aborted (by the next run's
+    # init_transactions): their records are in the log, visible to read_uncommitted only.
+    everything = read_topic(bootstrap, out, isolation="read_uncommitted")
+    assert len(everything) >= len(committed)
+
+
+def test_a_zombie_producer_is_fenced_and_cannot_commit(
+    apache_kafka: ApacheKafka, request: pytest.FixtureRequest
+) -> None:
+    bootstrap = apache_kafka.bootstrap
+    _, out = topics(apache_kafka, request)
+    sink = KafkaSink([bootstrap], out, shards=1, transactional=True)
+    first = sink.build_part("flow.out", "shard-000", None)
+    first.write_batch([_batch(0, range(500))])
+    state = first.snapshot()  # epoch 1 committed
+    assert first.stats.transactions_committed == 1
+    first.write_batch([_batch(0, range(500, 800))])  # epoch 2 open... then the process stalls
+
+    # A new process takes over the shard from the last snapshot (same transactional id).
+    second = sink.build_part("flow.out", "shard-000", state)
+    second.write_batch([_batch(0, range(500, 1000))])
+    second.snapshot()
+
+    # The stalled process wakes up and tries to finish its epoch: fenced.
+    with pytest.raises(SinkError, match=r"(?i)fenc"):
+        first.write_batch([_batch(0, range(800, 900))])
+        first.snapshot()
+    first.abort()
+    first.close()
+    second.close()
+
+    committed = Counter(r.locator for r in read_topic(bootstrap, out, isolation="read_committed"))
+    assert max(committed.values()) == 1
+    assert set(committed) == {("src", 0, o) for o in range(1000)}
+    # The zombie's epoch reached the log (read_uncommitted sees it) but was never committed.
+    everything = Counter(r.locator for r in read_topic(bootstrap, out))
+    assert everything[("src", 0, 600)] == 2
+
+
+def test_a_zombie_flow_process_resumed_after_a_new_one_took_over_is_fenced(
+    apache_kafka: ApacheKafka, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    bootstrap = apache_kafka.bootstrap
+    src, out = topics(apache_kafka, request)
+    expected = fill(bootstrap, src)
+    recovery = init_recovery(tmp_path / "recovery")
+    # 200 records/s per partition: about 7.5 s of reading, so the freeze falls mid-run.
+    env = flow_env(bootstrap, src, out, THALWEG_TRANSACTIONAL="1", THALWEG_MAX_RECORDS_PER_S="200")
+    zombie = subprocess.Popen(
+        cmd(recovery), env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        # Frozen mid-run once it has committed an epoch: its producer is initialised and
+        # the next epoch's transaction open (a freeze before that would leave no zombie,
+        # only a late starter that finds everything written and skips it).
+        deadline = time.monotonic() + 60
+        while not read_topic(bootstrap, out, isolation="read_committed", timeout=10):
+            assert time.monotonic() < deadline and zombie.poll() is None
+            time.sleep(0.2)
+        zombie.send_signal(signal.SIGSTOP)
+        successor = run(cmd(recovery), env)
+        assert successor.returncode == 0, successor.stderr[-3000:]
+    finally:
+        zombie.send_signal(signal.SIGCONT)
+    _, stderr = zombie.communicate(timeout=120)
+    err = stderr.decode(errors="replace")
+    # The zombie cannot commit: the broker refuses its transaction as fenced by the newer
+    # instance, and it fails.
+    assert zombie.returncode != 0, err[-5000:]
+    assert "fenced by a newer instance (_FENCED)" in err, err[-3000:]
+    assert_exactly_once(read_topic(bootstrap, out, isolation="read_committed"), src, expected)
