@@ -235,8 +235,9 @@ class _ParquetPartition(EpochSinkPartition):
         )
         stream.buffer.append(batch)
         stream.buffer_rows += batch.num_rows
-        stream.buffer_bytes += batch.nbytes
-        self._buffered += batch.nbytes
+        size = _buffered_size(batch)
+        stream.buffer_bytes += size
+        self._buffered += size
         if (
             stream.buffer_rows >= self._sink.row_group_rows
             or stream.buffer_bytes >= self._sink.row_group_bytes
@@ -468,3 +469,15 @@ def _close_writer(
         )
         raise SinkTerminalError(msg)
     store.sync_file(staged.path)
+
+
+def _buffered_size(batch: pa.RecordBatch) -> int:
+    """The bytes ``batch`` holds: its slice's, or its whole buffers' where Arrow cannot tell.
+
+    pyarrow 22 and earlier cannot measure the byte range of a sliced ``string_view`` column
+    (``ArrowTypeError``); its buffers' total size then stands in (an overcount, never 0).
+    """
+    try:
+        return int(batch.nbytes)
+    except pa.ArrowTypeError:
+        return int(batch.get_total_buffer_size())
