@@ -76,6 +76,8 @@ def test_the_quickstart_runs_verbatim(open_dir: Path) -> None:
     assert f"  table sales.revenue_per_status_minute {ice}: " in out
     assert "total: 20,000 records" in out
     assert "reason" in out and "decode" in out and "dq" in out
+    # `thalweg query`: every order of the table joined to its record in the raw lane.
+    assert re.search(r"│ 19960\s+│ 19960\s+│", out), out[-3000:]
     # The local PostgreSQL: the same run fills its tables, the Iceberg ones hold already.
     assert "DSN postgresql://" in out
     assert f"  table sales.orders {ice}: 19,960 rows (+0)" in out
