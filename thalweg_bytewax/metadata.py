@@ -504,9 +504,9 @@ def record_ids_array(
         ids = record_ids(cluster, topic, partition, offsets.to_pylist(), values.to_pylist())
         return pa.array(ids, id_type)
     if _native_ids is None:
-        log_fallback_once(
+        log_fallback_once(  # a warning: shown without any logging set up, as documented
             logger,
-            logging.INFO,
+            logging.WARNING,
             "record ids: the native hasher is not built (no OpenSSL headers at install); "
             "hashing with hashlib, about 3x slower per record",
         )

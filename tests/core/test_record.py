@@ -316,6 +316,7 @@ def test_the_hashlib_fallback_is_logged_once(
     assert got.to_pylist() == [record_id("c", "t", 0, 0, b"a")]
     noted = [r for r in caplog.records if "native hasher is not built" in r.getMessage()]
     assert len(noted) == 1
+    assert noted[0].levelname == "WARNING"  # seen without any logging configured
 
 
 def test_a_small_batch_after_a_large_one_pickles_small_and_holds_its_own_values() -> None:
