@@ -54,7 +54,7 @@ def test_python_m_bytewax_run_ends_with_the_thalweg_error(tmp_path: Path, worker
 def test_a_thalweg_command_running_a_flow_ends_with_the_thalweg_error(tmp_path: Path) -> None:
     missing = tmp_path / "none.ndjson"
     argv = [
-        "-m", "thalweg_bytewax.cli", "batch", str(ROOT / "flows" / "orders.toml"),
+        "-m", "thalweg_bytewax.cli", "batch", str(ROOT / "thalweg_bytewax" / "flows" / "orders.toml"),
         "--files", str(missing), "--format", "ndjson", "--set", f"data_dir={tmp_path / 'd'}",
         "--no-progress",
     ]  # fmt: skip
