@@ -27,7 +27,7 @@ def _example() -> tuple[list[str], str]:
 @pytest.mark.slow
 def test_the_query_page_example_runs_and_prints_what_it_shows(tmp_path: Path) -> None:
     commands, shown = _example()
-    assert commands[0].endswith("python -m bytewax.run flows.orders")
+    assert commands[0].endswith("thalweg run orders")
     env = {k: v for k, v in os.environ.items() if not k.startswith("THALWEG_")}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     outputs = []
