@@ -1,0 +1,65 @@
+"""Old module names that keep working for one release after their module moved.
+
+When a module moves to another folder, its old dotted name goes into :data:`MOVED`
+beside the new one. Importing the old name then warns with a
+:class:`DeprecationWarning` that says where the module lives now, and gives the
+module at its new home (the same module object, so ``isinstance`` and ``is`` hold).
+
+This also keeps users' data readable across the move: Bytewax pickles source, sink
+and operator state into its recovery store by module and class name, and a store
+written before a move names the old module. Unpickling imports that name, which
+resolves here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+import warnings
+from collections.abc import Sequence
+from types import ModuleType
+
+__all__ = ["MOVED", "install"]
+
+#: Old dotted module name -> the dotted name of the module's new home.
+MOVED: dict[str, str] = {}
+
+
+class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds a moved module's old name and loads the module from its new home."""
+
+    def find_spec(
+        self,
+        fullname: str,
+        path: Sequence[str] | None = None,
+        target: ModuleType | None = None,
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in MOVED:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        new_name = MOVED[spec.name]
+        warnings.warn(
+            f"`{spec.name}` moved to `{new_name}`: import it from there "
+            "(the old name will be removed in the next release)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return importlib.import_module(new_name)
+
+    def exec_module(self, module: ModuleType) -> None:
+        """Nothing to run: the module was loaded at its new home."""
+
+
+def install() -> None:
+    """Make the old names in :data:`MOVED` importable (idempotent).
+
+    The finder goes last on ``sys.meta_path``, so it only answers for names no file
+    provides any more.
+    """
+    if not any(isinstance(finder, _MovedModuleFinder) for finder in sys.meta_path):
+        sys.meta_path.append(_MovedModuleFinder())
