@@ -28,7 +28,7 @@ from typing_extensions import override
 from thalweg_bytewax import _faults
 from thalweg_bytewax.coverage import OffsetCoverage
 from thalweg_bytewax.errors import SinkTerminalError
-from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState
+from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState, buffered_size
 
 from ._lane_claim import claim_metadata, claim_problem
 from ._lane_sink import LaneSinkStats, StagedFile, lane_io
@@ -235,7 +235,7 @@ class _ParquetPartition(EpochSinkPartition):
         )
         stream.buffer.append(batch)
         stream.buffer_rows += batch.num_rows
-        size = _buffered_size(batch)
+        size = buffered_size(batch)
         stream.buffer_bytes += size
         self._buffered += size
         if (
@@ -469,15 +469,3 @@ def _close_writer(
         )
         raise SinkTerminalError(msg)
     store.sync_file(staged.path)
-
-
-def _buffered_size(batch: pa.RecordBatch) -> int:
-    """The bytes ``batch`` holds: its slice's, or its whole buffers' where Arrow cannot tell.
-
-    pyarrow 22 and earlier cannot measure the byte range of a sliced ``string_view`` column
-    (``ArrowTypeError``); its buffers' total size then stands in (an overcount, never 0).
-    """
-    try:
-        return int(batch.nbytes)
-    except pa.ArrowTypeError:
-        return int(batch.get_total_buffer_size())

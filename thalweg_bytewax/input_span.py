@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.runtime.uniform import all_equal
 
 __all__ = [
     "INPUT_SPAN_KEY",
@@ -97,7 +98,7 @@ def input_span_metadata(raw: pa.RecordBatch, columns: MetadataColumns) -> dict[b
     if topics.null_count or parts.null_count or offsets.null_count:
         return None
     t0, p0 = topics[0].as_py(), parts[0].as_py()
-    if not pc.all(pc.and_(pc.equal(topics, t0), pc.equal(parts, p0))).as_py():
+    if not (all_equal(parts) and all_equal(topics)):
         return None
     bounds = pc.min_max(offsets)
     first, last = bounds["min"].as_py(), bounds["max"].as_py()

@@ -109,6 +109,7 @@ from thalweg_bytewax.runtime import admission
 from thalweg_bytewax.runtime._replay_check import Ledger, ReplayCheck
 from thalweg_bytewax.runtime.coverage_recording import CoverageRecorder
 from thalweg_bytewax.runtime.parts import encode_part, route
+from thalweg_bytewax.runtime.uniform import all_equal
 
 if TYPE_CHECKING:
     from thalweg_bytewax.observability.hooks import SinkObserver
@@ -118,6 +119,7 @@ __all__ = [
     "EpochSinkPartition",
     "EpochSinkState",
     "EpochSinkStats",
+    "buffered_size",
     "LocatorMode",
     "check_locator_mode",
     "unlocated_guarantee",
@@ -551,12 +553,13 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
             span = input_span(given)
             batch = without_input_span(given)
             ack = self._acknowledge_as if not _is_dead_letter(batch) else None
-            for key, topic, partition, group in self._split(batch):
+            for key, topic, partition, group, group_first, group_last in self._split(batch):
+                first, last = group_first, group_last
                 ledger = self._ledger(key, topic, partition)
                 # Order first, coverage second: a row that goes back within a run may
                 # fall inside a span this run committed, and skipping it as a replay
                 # would lose it silently.
-                first, last = self._check_order(ledger, key, group)
+                self._check_order(ledger, key, first, last)
                 covered = None  # the coverage mask of the rows, where already computed
                 if ledger.replay_end is not None:
                     if first < ledger.replay_end:
@@ -609,8 +612,11 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         self._unlocated_pending = True
         self.stage(UNLOCATED, _stamp(batch, cols.emit_ts, now_us))
 
-    def _split(self, batch: pa.RecordBatch) -> list[tuple[str, str, int, pa.RecordBatch]]:
-        """Group a batch by source partition, checking every group before any is staged."""
+    def _split(self, batch: pa.RecordBatch) -> list[tuple[str, str, int, pa.RecordBatch, int, int]]:
+        """Group a batch by source partition, checking every group before any is staged.
+
+        Returns ``(key, topic, partition, rows, first offset, last offset)`` per group.
+        """
         cols = self.columns
         names = batch.schema.names
         for required in (cols.source_topic, cols.source_partition, cols.source_offset):
@@ -634,19 +640,23 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
             )
             raise ConfigError(msg)
         t0, p0 = topics[0].as_py(), parts[0].as_py()
-        if pc.all(pc.and_(pc.equal(topics, t0), pc.equal(parts, p0))).as_py():
-            out = [(encode_part(t0, p0), t0, p0, batch)]
+        if all_equal(parts) and all_equal(topics):
+            groups = [(encode_part(t0, p0), t0, p0, batch)]
         else:
             table = pa.Table.from_batches([batch])
-            groups = table.group_by([cols.source_topic, cols.source_partition]).aggregate([])
-            out = []
-            pairs = zip(groups.column(0).to_pylist(), groups.column(1).to_pylist(), strict=True)
+            grouped = table.group_by([cols.source_topic, cols.source_partition]).aggregate([])
+            groups = []
+            pairs = zip(grouped.column(0).to_pylist(), grouped.column(1).to_pylist(), strict=True)
             for t, p in pairs:
                 mask = pc.and_(pc.equal(topics, t), pc.equal(parts, p))
-                out.append((encode_part(t, p), t, p, batch.filter(mask)))
-        for key, _, _, rows in out:
+                groups.append((encode_part(t, p), t, p, batch.filter(mask)))
+        out = []
+        for key, t, p, rows in groups:
             self._check_owner(key)
-            self._check_offsets(key, rows)
+            bounds = pc.min_max(rows.column(cols.source_offset))
+            first, last = bounds["min"].as_py(), bounds["max"].as_py()
+            self._check_offsets(key, first)
+            out.append((key, t, p, rows, first, last))
         return out
 
     def _check_owner(self, key: str) -> None:
@@ -676,10 +686,9 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         """The shard that owns source partition ``key``: the sink's ``part_fn`` routing."""
         return route(key, self.shards)
 
-    def _check_offsets(self, key: str, rows: pa.RecordBatch) -> None:
+    def _check_offsets(self, key: str, low: int) -> None:
         """Refuse negative offsets: coverage is kept over source offsets, from 0."""
-        low = pc.min(rows.column(self.columns.source_offset)).as_py()
-        if low is not None and low < 0:
+        if low < 0:
             msg = (
                 f"{self.component}: rows of `{key}` have offset {low}; expected offsets >= 0 "
                 f"(coverage and replay skipping work on source offsets, which start at 0). "
@@ -704,9 +713,7 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         replay_end = None
         if resumed:
             replay_end = max(resumed, held_last + 1 if held_last is not None else 0)
-        ledger = Ledger(
-            coverage, next_offset, resumed if resumed else None, replay_end, held_first
-        )
+        ledger = Ledger(coverage, next_offset, resumed if resumed else None, replay_end, held_first)
         self._ledgers[key] = ledger
         if coverage:
             logger.info(
@@ -717,16 +724,14 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
             )
         return ledger
 
-    def _check_order(self, ledger: Ledger, key: str, rows: pa.RecordBatch) -> tuple[int, int]:
-        """Refuse rows that go back in offset order within a run; return their bounds.
+    def _check_order(self, ledger: Ledger, key: str, first: int, last: int) -> None:
+        """Refuse rows (offsets ``first``..``last``) that go back in offset order within a run.
 
         Coverage is skipped by range, which is exact only if each source partition's
         rows arrive in offset order, as they do along one path from a source (derived
         rows may share their origin's offset). Two streams merged into one sink
         interleave, and skipping by range would then drop rows: fail loudly instead.
         """
-        bounds = pc.min_max(rows.column(self.columns.source_offset))
-        first, last = bounds["min"].as_py(), bounds["max"].as_py()
         if ledger.accepted_last is not None and first <= ledger.accepted_last:
             msg = (
                 f"{self.component}: rows of `{key}` arrived out of offset order (offset "
@@ -735,7 +740,6 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
             )
             raise ConfigError(msg)
         ledger.accepted_last = last
-        return first, last
 
     def _uncovered(
         self,
@@ -768,15 +772,29 @@ def _widen(pending: OffsetCoverage | None, spans: list[tuple[int, int]]) -> Offs
     return added if pending is None else pending.union(added)
 
 
+_EMIT_TS: Final = pa.timestamp("us", tz="UTC")
+
+
 def _stamp(batch: pa.RecordBatch, name: str, now_us: int) -> pa.RecordBatch:
     """Set ``name`` to the write time on every row (``_twg_emit_ts``)."""
-    stamp = pa.array(np.full(batch.num_rows, now_us, dtype="datetime64[us]")).cast(
-        pa.timestamp("us", tz="UTC")
-    )
+    values = np.full(batch.num_rows, now_us, dtype=np.int64)
+    stamp = pa.Array.from_buffers(_EMIT_TS, batch.num_rows, [None, pa.py_buffer(values)])
     idx = batch.schema.get_field_index(name)
     if idx >= 0:
         return batch.set_column(idx, batch.schema.field(idx), stamp)
-    return batch.append_column(pa.field(name, pa.timestamp("us", tz="UTC")), stamp)
+    return batch.append_column(pa.field(name, _EMIT_TS), stamp)
+
+
+def buffered_size(batch: pa.RecordBatch) -> int:
+    """The bytes ``batch`` holds: its slice's, or its whole buffers' where Arrow cannot tell.
+
+    pyarrow 22 and earlier cannot measure the byte range of a sliced ``string_view`` column
+    (``ArrowTypeError``); its buffers' total size then stands in (an overcount, never 0).
+    """
+    try:
+        return int(batch.nbytes)
+    except pa.ArrowTypeError:
+        return int(batch.get_total_buffer_size())
 
 
 def _is_dead_letter(batch: pa.RecordBatch) -> bool:
