@@ -141,6 +141,19 @@ def test_csv_prints_every_row(data_dir, capsys):
     assert len(lines) == N + 1  # a header, then every row (more than the table shows)
 
 
+def test_json_lines_stay_valid_json_with_nan_and_infinities(data_dir, capsys):
+    assert main(["query", "--format", "json", "--data-dir", str(data_dir),
+                 "select 'nan'::double as n, 'inf'::double as p, ['-inf'::double, 1.5] as l"]) == EXIT_OK  # fmt: skip
+    line = capsys.readouterr().out.strip()
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"not JSON: {constant} in {line}")
+
+    assert json.loads(line, parse_constant=refuse) == {
+        "n": "NaN", "p": "Infinity", "l": ["-Infinity", 1.5]
+    }  # fmt: skip
+
+
 def test_csv_writes_lists_as_json(data_dir, capsys):
     argv = ["query", "--format", "csv", "--data-dir", str(data_dir)]
     assert main([*argv, "select rules from dlq where reason = 'dq' limit 1"]) == EXIT_OK
