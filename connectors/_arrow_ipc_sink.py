@@ -23,6 +23,7 @@ from typing_extensions import override
 
 from thalweg_bytewax import _faults
 from thalweg_bytewax.coverage import OffsetCoverage
+from thalweg_bytewax.metadata import RECORD_ID_BYTES
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState
 
 from ._lane_sink import LaneSinkStats, StagedFile, lane_io
@@ -182,8 +183,12 @@ class _ArrowIPCPartition(EpochSinkPartition):
                 path = self._store.child(stream.directory, name)
                 with self._store.fs.open_input_file(path) as f:
                     table = read_ipc_table(f)
-                if off not in table.schema.names or rid not in table.schema.names:
+                if off not in table.schema.names:
                     return None
+                if rid not in table.schema.names:  # checked by offset only
+                    table = table.append_column(
+                        rid, pa.nulls(table.num_rows, pa.binary(RECORD_ID_BYTES))
+                    )
                 table = table.select([off, rid])
                 offsets = table.column(off)
                 keep = pc.and_(pc.greater_equal(offsets, first), pc.less_equal(offsets, last))
@@ -256,4 +261,3 @@ class _ArrowIPCPartition(EpochSinkPartition):
             self._store.sync_dir(directory)
         if touched:
             _faults.checkpoint("arrow_ipc.after_finalize")
-

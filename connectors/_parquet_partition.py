@@ -28,6 +28,7 @@ from typing_extensions import override
 from thalweg_bytewax import _faults
 from thalweg_bytewax.coverage import OffsetCoverage
 from thalweg_bytewax.errors import SinkTerminalError
+from thalweg_bytewax.metadata import RECORD_ID_BYTES
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState, buffered_size
 
 from ._lane_claim import claim_metadata, claim_problem
@@ -188,15 +189,23 @@ class _ParquetPartition(EpochSinkPartition):
         names = [name for lo, hi, name in stream.files if lo <= last and hi >= first]
         if not names:
             return None  # covered by the resume state only (files removed by retention)
-        tables = [
-            pq.read_table(
-                self._store.child(stream.directory, name),
-                columns=[off, rid],
+        tables = []
+        for name in names:
+            path = self._store.child(stream.directory, name)
+            held = pq.read_schema(path, filesystem=self._store.fs).names
+            # Rows written without a record id are checked by offset only.
+            columns = [off, rid] if rid in held else [off]
+            table = pq.read_table(
+                path,
+                columns=columns,
                 filesystem=self._store.fs,
                 filters=[(off, ">=", first), (off, "<=", last)],
             )
-            for name in names
-        ]
+            if rid not in held:
+                table = table.append_column(
+                    rid, pa.nulls(table.num_rows, pa.binary(RECORD_ID_BYTES))
+                )
+            tables.append(table)
         return pa.concat_tables(tables)
 
     @override
