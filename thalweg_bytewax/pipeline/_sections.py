@@ -174,7 +174,7 @@ class AuditSection(ConfigModel):
 
 
 class SqlNodeSection(ConfigModel):
-    """One node of the SQL DAG (the `[[nodes]]` shape of `thalweg_bytewax.sqldag`)."""
+    """One node of the SQL DAG (the `[[nodes]]` shape of `thalweg_bytewax.sql.dag`)."""
 
     name: str
     """A snake_case identifier; other nodes read its rows under it."""
