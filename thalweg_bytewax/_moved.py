@@ -36,6 +36,10 @@ MOVED: dict[str, str] = {
     "thalweg_bytewax._sqlwatchdog": "thalweg_bytewax.sql._watchdog",
     "thalweg_bytewax._sqlfunctions": "thalweg_bytewax.sql._functions",
     "thalweg_bytewax._sqlreads": "thalweg_bytewax.sql._reads",
+    # Windows: one folder. `thalweg_bytewax.windows`, dedup's key memory before, is
+    # that folder's package now; it resolves the key memory's names itself.
+    "thalweg_bytewax.window_agg": "thalweg_bytewax.windows.aggregate",
+    "thalweg_bytewax.window_fold": "thalweg_bytewax.windows.fold",
 }
 
 

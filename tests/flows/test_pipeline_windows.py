@@ -28,7 +28,7 @@ from thalweg_bytewax.pipeline import PipelineConfig
 from thalweg_bytewax.pipeline.build import SAMPLE_SCHEMAS
 from thalweg_bytewax.registry import DirectorySchemaSource
 from thalweg_bytewax.sql.dag import SqlDag
-from thalweg_bytewax.window_agg import WindowSpec
+from thalweg_bytewax.windows.aggregate import WindowSpec
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "docs" / "examples"
