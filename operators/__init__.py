@@ -45,7 +45,7 @@ if TYPE_CHECKING:
         window_agg,
     )
     from thalweg_bytewax.record import RawRecord
-    from thalweg_bytewax.windows import DEFAULT_ALLOWED_SKEW
+    from thalweg_bytewax.windows.event_time import DEFAULT_ALLOWED_SKEW
 
 # Public name -> the module that defines it, imported on first access.
 _LAZY = {
@@ -64,7 +64,7 @@ _LAZY = {
     "DropRule": "thalweg_bytewax.contracts.spec",
     "Rule": "thalweg_bytewax.contracts.spec",
     "RuleSet": "thalweg_bytewax.contracts.ruleset",
-    "DEFAULT_ALLOWED_SKEW": "thalweg_bytewax.windows",
+    "DEFAULT_ALLOWED_SKEW": "thalweg_bytewax.windows.event_time",
     "MetadataColumns": "thalweg_bytewax.metadata",
     "MetadataPolicy": "thalweg_bytewax.metadata",
     "RawRecord": "thalweg_bytewax.record",

@@ -21,6 +21,7 @@ from typing_extensions import override
 
 from thalweg_bytewax.contracts.kernels import duplicate_mask
 from thalweg_bytewax.contracts.spec import ContractSpec
+from thalweg_bytewax.dedup.key_memory import SeenWindow, key_values
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import (
     DEFAULT_COLUMNS,
@@ -28,13 +29,7 @@ from thalweg_bytewax.metadata import (
     MetadataColumns,
     metadata_columns,
 )
-from thalweg_bytewax.windows import (
-    DEFAULT_ALLOWED_SKEW,
-    EventClock,
-    SeenWindow,
-    check_allowed_skew,
-    key_values,
-)
+from thalweg_bytewax.windows.event_time import DEFAULT_ALLOWED_SKEW, EventClock, check_allowed_skew
 
 __all__ = ["dedup"]
 

@@ -3,7 +3,7 @@
 Users write one ``SELECT`` over the batch (filter, project, enrich, unnest, aggregate
 within the batch); DuckDB runs it per batch in-process, over the batch read
 zero-copy as a named relation. The engine half is
-:class:`thalweg_bytewax.sqlnode.SqlNode`; see ``docs/sql.md`` for the functions shipped
+:class:`thalweg_bytewax.sql.node.SqlNode`; see ``docs/sql.md`` for the functions shipped
 with the engine, the sandbox and the lineage rules.
 """
 
@@ -17,7 +17,7 @@ from bytewax.dataflow import operator
 from bytewax.operators import KeyedStream
 
 from thalweg_bytewax.metadata import DEFAULT_COLUMNS, MetadataColumns
-from thalweg_bytewax.sqlnode import (
+from thalweg_bytewax.sql.node import (
     DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
     DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
     SqlNode,

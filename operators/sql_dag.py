@@ -3,7 +3,7 @@
 The whole DAG runs per input batch inside one Bytewax step: each node runs once, in
 topological order, on the process's sandboxed transform database (the engine of
 ``twg.sql``, so rows keep their lineage), and its rows are kept for its dependents (see
-:mod:`thalweg_bytewax.sqldag`). A node with several dependents is therefore computed
+:mod:`thalweg_bytewax.sql.dag`). A node with several dependents is therefore computed
 once per batch. The results then split into one keyed stream per node, so a sink
 attaches to an interior node as easily as to a leaf. Streams keep the input's key (the
 source partition, ``"topic:N"``), so the epoch sinks keep one owner per source partition.
@@ -24,8 +24,10 @@ from bytewax.operators import KeyedStream
 from bytewax.outputs import DynamicSink, FixedPartitionedSink
 
 from thalweg_bytewax.metadata import DEFAULT_PREFIX, metadata_columns
-from thalweg_bytewax.sqldag import DagRunner, SqlDag, SqlDagError
-from thalweg_bytewax.sqlnode import (
+from thalweg_bytewax.sql.dag import SqlDag
+from thalweg_bytewax.sql.dag_nodes import SqlDagError
+from thalweg_bytewax.sql.dag_runner import DagPlan, DagRunner
+from thalweg_bytewax.sql.node import (
     DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
     DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
 )
@@ -76,7 +78,7 @@ class SqlDagOut:
         return self._streams[name]
 
 
-def _check_output(dag: SqlDag, name: str) -> None:
+def _check_output(dag: DagPlan, name: str) -> None:
     if name not in dag.nodes:
         msg = f"sql dag: expected one of the nodes {sorted(dag.nodes)!r}; got {name!r}"
         raise SqlDagError(msg)
@@ -128,7 +130,7 @@ def sql_dag(
     Every query is checked against ``schema`` when the flow is built
     (:meth:`SqlDag.bind`): an unknown relation, a cycle, a missing column, a duplicate
     node name or a sink on an unknown node fails here, naming the node. A query that
-    fails on a batch at run time raises :class:`~thalweg_bytewax.sqldag.SqlDagRunError`
+    fails on a batch at run time raises :class:`~thalweg_bytewax.sql.dag_runner.SqlDagRunError`
     naming the node.
 
     Sub-steps (recovery keys): ``run``; per sink in ``sinks``, ``node_<node>`` and

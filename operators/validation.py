@@ -42,6 +42,7 @@ from thalweg_bytewax.contracts.spec import (
     Rule,
     RuleKind,
 )
+from thalweg_bytewax.dedup.key_memory import SeenWindow, key_values
 from thalweg_bytewax.dlq import RejectReason, dlq_batch_from_rows
 from thalweg_bytewax.metadata import (
     DEFAULT_COLUMNS,
@@ -50,7 +51,7 @@ from thalweg_bytewax.metadata import (
     metadata_columns,
 )
 from thalweg_bytewax.observability.gate import observe_step
-from thalweg_bytewax.windows import SeenWindow, batch_time, key_values
+from thalweg_bytewax.windows.event_time import batch_time
 
 __all__ = ["ValidateOut", "failed_rules_column", "validate"]
 
@@ -95,9 +96,7 @@ class _Verdict:
     audit: pa.RecordBatch | None
 
 
-def _row_json(
-    batch: pa.RecordBatch, idx: np.ndarray | None, columns: MetadataColumns
-) -> pa.Array:
+def _row_json(batch: pa.RecordBatch, idx: np.ndarray | None, columns: MetadataColumns) -> pa.Array:
     """The payload of the rows ``idx`` (default all) as JSON objects (see :mod:`.row_json`)."""
     payload = [n for n in batch.schema.names if not columns.is_reserved(n)]
     return rows_as_json(batch.select(payload), idx)

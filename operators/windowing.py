@@ -1,8 +1,8 @@
 """``window_agg``: event-time tumbling, sliding and session windows over keyed Arrow batches.
 
 Each batch is pre-aggregated columnar into mergeable partials per (group key, pane)
-(:mod:`thalweg_bytewax.window_agg`); the partials are re-keyed by group key and folded
-in Bytewax keyed state (:class:`~thalweg_bytewax.window_fold.WindowFolder`), so open
+(:mod:`thalweg_bytewax.windows.aggregate`); the partials are re-keyed by group key and folded
+in Bytewax keyed state (:class:`~thalweg_bytewax.windows.fold.WindowFolder`), so open
 windows and watermarks survive recovery and Python touches one object per (group key,
 pane) of a batch, never one per record.
 """
@@ -24,7 +24,7 @@ from typing_extensions import override
 
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import DEFAULT_PREFIX, metadata_columns
-from thalweg_bytewax.window_agg import (
+from thalweg_bytewax.windows.aggregate import (
     SOURCE,
     Session,
     Sliding,
@@ -34,8 +34,8 @@ from thalweg_bytewax.window_agg import (
     pre_aggregate,
     split_by_key,
 )
-from thalweg_bytewax.window_fold import WindowFolder
-from thalweg_bytewax.windows import DEFAULT_ALLOWED_SKEW, EventClock, check_allowed_skew
+from thalweg_bytewax.windows.event_time import DEFAULT_ALLOWED_SKEW, EventClock, check_allowed_skew
+from thalweg_bytewax.windows.fold import WindowFolder
 
 __all__ = ["Session", "Sliding", "Tumbling", "WindowAggOut", "WindowAggStats", "window_agg"]
 

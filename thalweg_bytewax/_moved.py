@@ -25,7 +25,22 @@ from types import ModuleType
 __all__ = ["MOVED", "install"]
 
 #: Old dotted module name -> the dotted name of the module's new home.
-MOVED: dict[str, str] = {}
+MOVED: dict[str, str] = {
+    # SQL: one folder; the two modules split along their seams resolve to the package,
+    # which exports every name they did.
+    "thalweg_bytewax.sqlengine": "thalweg_bytewax.sql",
+    "thalweg_bytewax.sqldag": "thalweg_bytewax.sql",
+    "thalweg_bytewax.sqlnode": "thalweg_bytewax.sql.node",
+    "thalweg_bytewax.lineage": "thalweg_bytewax.sql.lineage",
+    "thalweg_bytewax._sqltransform": "thalweg_bytewax.sql._transform",
+    "thalweg_bytewax._sqlwatchdog": "thalweg_bytewax.sql._watchdog",
+    "thalweg_bytewax._sqlfunctions": "thalweg_bytewax.sql._functions",
+    "thalweg_bytewax._sqlreads": "thalweg_bytewax.sql._reads",
+    # Windows: one folder. `thalweg_bytewax.windows`, dedup's key memory before, is
+    # that folder's package now; it resolves the key memory's names itself.
+    "thalweg_bytewax.window_agg": "thalweg_bytewax.windows.aggregate",
+    "thalweg_bytewax.window_fold": "thalweg_bytewax.windows.fold",
+}
 
 
 class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):

@@ -27,8 +27,8 @@ from thalweg_bytewax.operators.sql_dag import sql_dag
 from thalweg_bytewax.pipeline import PipelineConfig
 from thalweg_bytewax.pipeline.build import SAMPLE_SCHEMAS
 from thalweg_bytewax.registry import DirectorySchemaSource
-from thalweg_bytewax.sqldag import SqlDag
-from thalweg_bytewax.window_agg import WindowSpec
+from thalweg_bytewax.sql.dag import SqlDag
+from thalweg_bytewax.windows.aggregate import WindowSpec
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "docs" / "examples"

@@ -26,7 +26,8 @@ import pyarrow as pa
 
 from thalweg_bytewax.catalog.plan import Column, TableShape
 from thalweg_bytewax.errors import ConfigError, SchemaError
-from thalweg_bytewax.sqlengine import quote_ident, shared_cursor
+from thalweg_bytewax.sql.engine import shared_cursor
+from thalweg_bytewax.sql.syntax import quote_ident
 from thalweg_bytewax.typemap import Conversion, Target, canonical_type, fits, is_nested, same_type
 
 __all__ = ["WriteBoundaryError", "reconcile", "to_json_text"]

@@ -21,13 +21,8 @@ import pyarrow.compute as pc
 from thalweg_bytewax.contracts.checks import BATCH_TABLE
 from thalweg_bytewax.contracts.ruleset import RuleSet
 from thalweg_bytewax.contracts.spec import MetricOp, Rule, RuleKind
-from thalweg_bytewax.sqlengine import (
-    duckdb_type,
-    engine_errors,
-    predicate_sql,
-    quote_ident,
-    scalar_sql,
-)
+from thalweg_bytewax.sql.bounds import engine_errors
+from thalweg_bytewax.sql.syntax import duckdb_type, predicate_sql, quote_ident, scalar_sql
 
 try:
     from thalweg_bytewax.contracts import _native

@@ -36,7 +36,7 @@ from thalweg_bytewax.contracts.spec import (
 )
 
 if TYPE_CHECKING:
-    from thalweg_bytewax.sqlengine import SqlSession
+    from thalweg_bytewax.sql.engine import SqlSession
 
 __all__ = ["LOGICAL_TYPES", "load_contract", "parse_contract"]
 
@@ -367,9 +367,7 @@ def _resolve_object(  # noqa: C901
     )
 
 
-def _check_rule(
-    origin: str, path: str, rule: Rule, schema: pa.Schema, session: SqlSession
-) -> None:
+def _check_rule(origin: str, path: str, rule: Rule, schema: pa.Schema, session: SqlSession) -> None:
     try:
         if rule.pattern is not None:
             check_pattern(rule.pattern)
@@ -579,8 +577,7 @@ def _bind_names(query: str, names: tuple[str, ...]) -> str:
     used = [
         n
         for n in names
-        if re.search(_NAME_IN_SQL.format(re.escape(n)), query, re.IGNORECASE)
-        or _ident(n) in query
+        if re.search(_NAME_IN_SQL.format(re.escape(n)), query, re.IGNORECASE) or _ident(n) in query
     ]
     if not used:
         return query

@@ -52,7 +52,7 @@ from thalweg_bytewax.pipeline._summary import (
 )
 from thalweg_bytewax.registry import DirectorySchemaSource
 from thalweg_bytewax.runtime.gates import check_second_sink
-from thalweg_bytewax.sqldag import SqlDag
+from thalweg_bytewax.sql.dag import SqlDag
 
 __all__ = ["SAMPLE_SCHEMAS", "build_pipeline", "pipeline_source"]
 

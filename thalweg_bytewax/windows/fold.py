@@ -1,9 +1,10 @@
 """Folding window partials per group key: open windows, the watermark, closing, lateness.
 
 :class:`WindowFolder` is the state of one group key in ``window_agg``: it folds the
-partials :func:`~thalweg_bytewax.window_agg.pre_aggregate` computed for the key's panes
-into its open windows, keeps the key's watermark, emits the windows the watermark has
-passed and reports late partials (see :mod:`thalweg_bytewax.window_agg` for the rules).
+partials :func:`~thalweg_bytewax.windows.aggregate.pre_aggregate` computed for the key's
+panes into its open windows, keeps the key's watermark, emits the windows the watermark
+has passed and reports late partials (see :mod:`thalweg_bytewax.windows.aggregate` for
+the rules).
 It touches one Python object per (group key, pane) of a batch, never one per record,
 and its state is plain and picklable (:meth:`WindowFolder.snapshot`).
 """
@@ -18,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 
 from thalweg_bytewax.errors import ThalwegError
-from thalweg_bytewax.window_agg import COUNT, PANE, SOURCE, TMAX, TMIN, WindowPlan
+from thalweg_bytewax.windows.aggregate import COUNT, PANE, SOURCE, TMAX, TMIN, WindowPlan
 
 __all__ = ["LATE_KEY", "WindowFolder", "late_schema"]
 

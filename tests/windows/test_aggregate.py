@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.window_agg import (
+from thalweg_bytewax.windows.aggregate import (
     SOURCE,
     Session,
     Sliding,
@@ -24,7 +24,7 @@ from thalweg_bytewax.window_agg import (
     pre_aggregate,
     split_by_key,
 )
-from thalweg_bytewax.window_fold import WindowFolder
+from thalweg_bytewax.windows.fold import WindowFolder
 
 S = 1_000_000  # µs per second
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -14,10 +14,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.lineage import derived_ordinals
 from thalweg_bytewax.metadata import DEFAULT_COLUMNS as C
-from thalweg_bytewax.sqlengine import FUNCTION_NAMES, SqlSession
-from thalweg_bytewax.sqlnode import SqlNode, SqlNodeError
+from thalweg_bytewax.sql._functions import FUNCTION_NAMES
+from thalweg_bytewax.sql.engine import SqlSession
+from thalweg_bytewax.sql.lineage import derived_ordinals
+from thalweg_bytewax.sql.node import SqlNode, SqlNodeError
 
 REFUSED = {
     "read_csv": "SELECT * FROM read_csv('/etc/passwd')",

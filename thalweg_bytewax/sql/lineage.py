@@ -2,7 +2,7 @@
 
 A SQL node's output is attached to the records it came from, columnar (one ``take``
 per locator column, no loop per row), from the hidden row numbers the query carried
-through (see ``_sqltransform``):
+through (see ``sql._transform``):
 
 * **row-preserving and filtering** queries: each output row gets the topic, partition,
   offset and record id of its input row;

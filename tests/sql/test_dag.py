@@ -13,14 +13,9 @@ from hypothesis import strategies as st
 
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import DEFAULT_COLUMNS
-from thalweg_bytewax.sqldag import (
-    DagRunner,
-    SqlDag,
-    SqlDagError,
-    SqlDagRunError,
-    SqlNode,
-    table_references,
-)
+from thalweg_bytewax.sql.dag import SqlDag, table_references
+from thalweg_bytewax.sql.dag_nodes import SqlDagError, SqlNode
+from thalweg_bytewax.sql.dag_runner import DagRunner, SqlDagRunError
 
 SCHEMA = pa.schema([("id", pa.int64()), ("amount", pa.float64()), ("tags", pa.list_(pa.string()))])
 BATCH = pa.record_batch(

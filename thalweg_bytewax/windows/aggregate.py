@@ -6,7 +6,7 @@ The work is split the way a streaming engine splits it:
    pane) with mergeable partial aggregates (count, sum, min, max; an average is a
    (sum, count) pair), the pane's record count and its earliest and latest event time.
    It is columnar (``pyarrow`` ``group_by``), never a Python loop over rows.
-2. :class:`~thalweg_bytewax.window_fold.WindowFolder` folds the partials of one group
+2. :class:`~thalweg_bytewax.windows.fold.WindowFolder` folds the partials of one group
    key into its open windows, keeps that key's watermark, closes windows the watermark
    has passed and reports late partials. It touches one Python object per (group key,
    pane) of a batch, not per record. Its state is plain and picklable.

@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import DEFAULT_COLUMNS as C
-from thalweg_bytewax.sqlengine import SqlSession, SqlTimeoutError
-from thalweg_bytewax.sqlnode import SqlNode, transform_session
+from thalweg_bytewax.sql.bounds import SqlTimeoutError
+from thalweg_bytewax.sql.engine import SqlSession
+from thalweg_bytewax.sql.node import SqlNode, transform_session
 
 SLOW = "SELECT count(*) AS n FROM t, range(100000000) AS r(i) WHERE i % 7 = a"
 

@@ -9,9 +9,11 @@ import pytest
 
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import DEFAULT_COLUMNS as C
-from thalweg_bytewax.sqldag import DagRunner, SqlDag, SqlDagRunError
-from thalweg_bytewax.sqlengine import SqlMemoryError, SqlSession
-from thalweg_bytewax.sqlnode import SqlNode, transform_session
+from thalweg_bytewax.sql.bounds import SqlMemoryError
+from thalweg_bytewax.sql.dag import SqlDag
+from thalweg_bytewax.sql.dag_runner import DagRunner, SqlDagRunError
+from thalweg_bytewax.sql.engine import SqlSession
+from thalweg_bytewax.sql.node import SqlNode, transform_session
 
 MiB = 1024 * 1024
 

@@ -1,7 +1,7 @@
 """The ``transform`` query shape: one ``SELECT`` over one named batch, checked and planned.
 
 A transform query is checked in two walls. At build time (here) it must be exactly one
-``SELECT`` (:func:`~thalweg_bytewax.sqlengine.check_query`), and its parse tree (DuckDB's
+``SELECT`` (:func:`~thalweg_bytewax.sql.syntax.check_query`), and its parse tree (DuckDB's
 own, through ``json_serialize_sql``) may read only the batch relation, its own CTEs and
 the row generators ``unnest``, ``range`` and ``generate_series``: ``read_csv``,
 ``read_parquet``, ``'file.csv'``, ``query_table``, ``duckdb_settings()`` or another
@@ -32,8 +32,8 @@ from enum import StrEnum
 from typing import Any
 
 from thalweg_bytewax._deps import require
-from thalweg_bytewax._sqlreads import relation_reads
-from thalweg_bytewax.sqlengine import SqlError, check_query, first_line, quote_ident
+from thalweg_bytewax.sql._reads import relation_reads
+from thalweg_bytewax.sql.syntax import SqlError, check_query, first_line, quote_ident
 
 __all__ = ["ROW", "ROWS", "LineageMode", "TransformPlan", "plan_transform"]
 

@@ -1,6 +1,6 @@
 """The time bound of SQL sessions: one thread interrupting cursors past their deadline.
 
-Private to :mod:`thalweg_bytewax.sqlengine`, which arms it around every session query.
+Private to :mod:`thalweg_bytewax.sql.bounds`, which arms it around every session query.
 """
 
 from __future__ import annotations

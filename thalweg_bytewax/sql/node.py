@@ -2,15 +2,15 @@
 
 :class:`SqlNode` is the engine-side half of the ``sql`` operator (and of each node of a
 SQL DAG): built once, when the flow is built, it checks the query (exactly one
-``SELECT`` reading only its batch, see ``_sqltransform``) and plans how lineage is kept;
+``SELECT`` reading only its batch, see ``sql._transform``) and plans how lineage is kept;
 :meth:`SqlNode.run` then runs it over one batch on the process's transform database (one
 sandboxed in-memory DuckDB per process, shared by every SQL node, separate from any
 contract's), bounded in time, and re-attaches the locator of each output row's origin
-(:mod:`thalweg_bytewax.lineage`).
+(:mod:`thalweg_bytewax.sql.lineage`).
 
 Nothing that does not depend on the batch is redone per batch: the query is parsed,
 checked and rewritten once, at build; it is prepared once per thread
-(:meth:`~thalweg_bytewax.sqlengine.SqlSession.prepare`: the batch relation registered
+(:meth:`~thalweg_bytewax.sql.engine.SqlSession.prepare`: the batch relation registered
 once, zero-copy, and re-pointed per run); the hidden row numbers are a slice of one
 cached array. A run is one DuckDB execution plus a ``take`` per locator column.
 """
@@ -27,20 +27,19 @@ import numpy as np
 import pyarrow as pa
 
 from thalweg_bytewax._deps import require
-from thalweg_bytewax._sqltransform import ROW, ROWS, LineageMode, TransformPlan, plan_transform
 from thalweg_bytewax.errors import ConfigError, ThalwegError
-from thalweg_bytewax.lineage import attach_aggregate_lineage, attach_row_lineage, drop_hidden
 from thalweg_bytewax.metadata import DEFAULT_COLUMNS, MetadataColumns
-from thalweg_bytewax.sqlengine import (
-    PreparedQuery,
-    SqlError,
+from thalweg_bytewax.sql._transform import ROW, ROWS, LineageMode, TransformPlan, plan_transform
+from thalweg_bytewax.sql.bounds import (
     SqlMemoryError,
-    SqlSession,
     SqlTimeoutError,
     check_memory_limit,
-    first_line,
     format_bytes,
 )
+from thalweg_bytewax.sql.engine import SqlSession
+from thalweg_bytewax.sql.lineage import attach_aggregate_lineage, attach_row_lineage, drop_hidden
+from thalweg_bytewax.sql.prepared import PreparedQuery
+from thalweg_bytewax.sql.syntax import SqlError, first_line
 
 __all__ = [
     "DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES",
@@ -131,7 +130,7 @@ class SqlNode:
         memory_limit_bytes: The memory limit of the transform database the node runs
             on, shared with the process's other nodes of the same limit (DuckDB's
             ``memory_limit``; no spill to disk). A run past it raises
-            :class:`~thalweg_bytewax.sqlengine.SqlMemoryError` naming the node.
+            :class:`~thalweg_bytewax.sql.bounds.SqlMemoryError` naming the node.
 
     Raises:
         ConfigError: When the query is not one ``SELECT``, reads anything else (files,
