@@ -122,4 +122,6 @@ def test_the_site_builds_in_strict_mode(tmp_path: Path) -> None:
     }
     assert {page: roles for page, roles in literal.items() if roles} == {}
     contracts = (tmp_path / "reference" / "contracts" / "index.html").read_text()
-    assert re.search(r'<a class="autorefs autorefs-internal"[^>]*><code>ContractSpec</code></a>', contracts)
+    assert re.search(
+        r'<a class="autorefs autorefs-internal"[^>]*><code>ContractSpec</code></a>', contracts
+    )

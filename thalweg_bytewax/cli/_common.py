@@ -40,7 +40,11 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "thalweg batch pipeline.toml --files 'exports/*.parquet'",
         "thalweg batch thalweg_bytewax/flows/orders.toml --files orders.ndjson --format ndjson",
     ),
-    "run": ("thalweg run orders", "THALWEG_SAMPLE_ORDERS=1000 thalweg run orders -w 2"),
+    "run": (
+        "thalweg run orders",
+        "THALWEG_SAMPLE_ORDERS=1000 thalweg run orders -w 2",
+        "THALWEG_CONFIG=pipeline.toml thalweg run pipeline",
+    ),
     "config": ("thalweg config validate pipeline.toml",),
     "config validate": (
         "thalweg config validate orders.toml --model flows.orders:OrdersSettings",
