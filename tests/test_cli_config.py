@@ -135,7 +135,7 @@ def test_init_writes_a_pipeline_starter_by_default(
     for name in [n for n in os.environ if n.startswith("THALWEG_")]:
         monkeypatch.delenv(name)
     code, out, _ = run(capsys, "init")
-    assert code == 0 and "python -m bytewax.run flows.pipeline" in out
+    assert code == 0 and "THALWEG_CONFIG=pipeline.toml thalweg run pipeline" in out
     text = (tmp_path / "pipeline.toml").read_text()
     assert "`pipeline`" in text and "[source]" in text and '# kind = "sample"' in text
     # The tables of many are there as commented examples, keys as the file spells them.

@@ -154,7 +154,7 @@ def _init(args: argparse.Namespace) -> int:
     path.write_text(render_starter(model, title=f"`{_name(model)}` ({spec})"))
     flag = "" if spec in (PIPELINE_MODEL, DEFAULT_MODEL) else f" --model {spec}"
     run = (
-        f"; run it with `THALWEG_CONFIG={path} python -m bytewax.run flows.pipeline` or "
+        f"; run it with `THALWEG_CONFIG={path} thalweg run pipeline` or "
         f"`thalweg batch {path} --files ...`"
         if spec == PIPELINE_MODEL
         else ""
