@@ -6,6 +6,8 @@ import json
 import logging
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -179,6 +181,25 @@ def test_orders_settings_files_still_validate_as_orders_settings(
     assert '# topic = "orders"' in (tmp_path / "orders.toml").read_text()
     code, out, _ = run(capsys, "config", "validate", "orders.toml")
     assert code == 0 and "valid `flows.orders` settings" in out
+
+
+def test_an_orders_settings_file_validates_outside_a_checkout(tmp_path: Path) -> None:
+    # An installation has no top-level `flows`: the default model is the bundled flow's.
+    (tmp_path / "orders.toml").write_text('topic = "payments"\nsample_orders = 10\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("THALWEG_")}
+    env.pop("PYTHONPATH", None)
+    thalweg = Path(sys.executable).with_name("thalweg")
+    done = subprocess.run(
+        [str(thalweg), "config", "validate", "orders.toml"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "`orders.toml`: valid `flows.orders` settings" in done.stdout
 
 
 def test_a_bad_model_or_override_is_a_config_error(

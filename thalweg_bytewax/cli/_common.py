@@ -47,13 +47,13 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "config": ("thalweg config validate pipeline.toml",),
     "config validate": (
-        "thalweg config validate orders.toml --model flows.orders:OrdersSettings",
+        "thalweg config validate orders.toml --model thalweg_bytewax.flows.orders:OrdersSettings",
     ),
     "config show": ("thalweg config show --set topic=payments",),
     "config secrets": ("thalweg config secrets pipeline.toml --format names",),
     "init": (
         "thalweg init pipeline.toml",
-        "thalweg init orders.toml --model flows.orders:OrdersSettings",
+        "thalweg init orders.toml --model thalweg_bytewax.flows.orders:OrdersSettings",
     ),
     "proto": ("thalweg proto bundle protos/ --out-dir bundle",),
     "proto bundle": ("thalweg proto bundle protos/ --out-dir bundle --emit odcs",),

@@ -26,7 +26,7 @@ from thalweg_bytewax.errors import ConfigError
 
 __all__ = ["DEFAULT_MODEL", "PIPELINE_MODEL", "add_commands"]
 
-DEFAULT_MODEL = "flows.orders:OrdersSettings"
+DEFAULT_MODEL = "thalweg_bytewax.flows.orders:OrdersSettings"
 """The model ``config`` loads without ``--model`` for a file that is not a pipeline's."""
 PIPELINE_MODEL = "thalweg_bytewax.pipeline:PipelineConfig"
 """The model of a pipeline file (``flows.pipeline``, ``thalweg batch``), and ``init``'s."""
