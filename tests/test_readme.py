@@ -16,6 +16,7 @@ varies: times, versions). Every link of the README leads to a file, and an ancho
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import signal
@@ -223,3 +224,15 @@ def test_every_link_of_the_readme_leads_to_a_file_and_anchor() -> None:
             if anchor not in {_slug(h) for h in headings}:
                 broken.append(link)
     assert broken == []
+
+
+def test_the_readme_counts_the_c_extensions_setup_py_builds() -> None:
+    setup = ast.parse((ROOT / "setup.py").read_text())
+    built = [
+        node
+        for node in ast.walk(setup)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Extension"
+    ]
+    words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
+    text = (ROOT / "README.md").read_text().lower()
+    assert set(re.findall(r"(\w+) small c extensions", text)) == {words[len(built)]}
