@@ -204,7 +204,7 @@ def test_the_hacking_commands_are_the_ones_ci_runs_and_collect_tests() -> None:
 
 def _slug(heading: str) -> str:
     """GitHub's anchor of a Markdown heading (as mkdocs.yml's toc slugify makes them)."""
-    text = re.sub(r"[`*_\[\]()]", "", heading.strip().lower())
+    text = re.sub(r"[`*\[\]()]", "", heading.strip().lower())
     return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
 
 
