@@ -110,7 +110,7 @@ def test_init_writes_a_valid_starter_and_the_edited_pipeline_runs(tmp_path: Path
     run(THALWEG, "config", "validate", str(edited), env=clean_env())
     data = tmp_path / "data"
     env = clean_env(THALWEG_CONFIG=str(edited), THALWEG_DATA_DIR=str(data))
-    out = run(sys.executable, "-m", "bytewax.run", "flows.pipeline", env=env)
+    out = run(THALWEG, "run", "pipeline", env=env)  # as the page runs it
     assert f"raw lane {data}/raw: 400 records (+400)" in out.stdout
     big = read_lane(data / "big_orders")
     assert 0 < big.num_rows < 400

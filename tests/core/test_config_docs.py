@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from flows.orders import OrdersSettings
 from thalweg_bytewax.config import render_reference
+from thalweg_bytewax.flows.orders import OrdersSettings
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "configuration.md"
@@ -15,7 +15,8 @@ DOC = REPO / "docs" / "configuration.md"
 def test_the_settings_reference_is_the_one_generated_from_the_model() -> None:
     text = DOC.read_text()
     block = re.search(
-        r"<!-- settings-reference: flows.orders:OrdersSettings -->\n(.*?)<!-- /settings-reference -->",
+        r"<!-- settings-reference: thalweg_bytewax.flows.orders:OrdersSettings -->\n"
+        r"(.*?)<!-- /settings-reference -->",
         text,
         flags=re.DOTALL,
     )
