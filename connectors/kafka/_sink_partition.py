@@ -25,6 +25,7 @@ from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkStat
 from thalweg_bytewax.runtime.parts import stable_route
 
 from ._errors import is_fatal
+from ._retry import retried
 from ._sink_produce import produce_all
 from ._sink_reconcile import Written, end_offsets, read_written
 from ._sink_records import prepare, trace_headers
@@ -134,7 +135,13 @@ class _KafkaSinkPartition(EpochSinkPartition):
         self._clients_closed = False
         self._in_txn = False
         try:
-            md = self._producer.list_topics(self._topic, timeout=sink.metadata_timeout_s)
+            # A broker restarting (no node answers, or a node is gone from the metadata)
+            # is waited for until `unreachable_timeout`.
+            md = retried(
+                lambda t: self._producer.list_topics(self._topic, timeout=t),
+                wait_s=sink.wait_s,
+                request_s=sink.metadata_timeout_s,
+            )
             meta = md.topics.get(self._topic)
             if meta is None or meta.error is not None or not meta.partitions:
                 msg = (
@@ -147,13 +154,17 @@ class _KafkaSinkPartition(EpochSinkPartition):
             if sink.transactional:
                 # Fences an earlier producer with this transactional.id and aborts its
                 # open transaction, so its unflushed epoch never becomes visible.
-                self._producer.init_transactions(sink.metadata_timeout_s)
+                retried(
+                    self._producer.init_transactions,
+                    wait_s=sink.wait_s,
+                    request_s=sink.metadata_timeout_s,
+                )
         except KafkaException as exc:
             self._close_clients()
             msg = (
                 f"{self.component}: could not reach the brokers within "
-                f"{sink.metadata_timeout_s:g} s ({exc.args[0].name()}); check `brokers` "
-                f"and the security settings in `add_config`"
+                f"{sink.wait_s:g} s ({exc.args[0].name()}); check `brokers` and the "
+                f"security settings in `add_config`, or raise `unreachable_timeout`"
             )
             raise SinkTransientError(msg) from exc
         except BaseException:
@@ -184,7 +195,7 @@ class _KafkaSinkPartition(EpochSinkPartition):
                 self._topic,
                 todo,
                 mine=self._mine,
-                timeout_s=self._sink.metadata_timeout_s,
+                timeout_s=self._sink.wait_s,
                 component=self.component,
             )
             self._read.update(todo)
@@ -244,10 +255,16 @@ class _KafkaSinkPartition(EpochSinkPartition):
     @override
     def commit_epoch(self) -> None:
         sink = self._sink
-        timeout = sink.delivery_timeout_s
+        timeout = sink.acknowledge_s
         if self._in_txn:
-            # commit_transaction flushes first and fails if any delivery failed.
-            self._call("commit the epoch's transaction", self._producer.commit_transaction, timeout)
+            # commit_transaction flushes first and fails if any delivery failed; one
+            # that failed transiently (the coordinator restarting) is committed again.
+            self._call(
+                "commit the epoch's transaction",
+                lambda: retried(
+                    self._producer.commit_transaction, wait_s=timeout, request_s=timeout
+                ),
+            )
             self._in_txn = False
             self.stats.transactions_committed += 1
         else:
@@ -258,14 +275,13 @@ class _KafkaSinkPartition(EpochSinkPartition):
             if remaining:
                 msg = (
                     f"{self.component}: {remaining} records were not delivered within "
-                    f"{timeout:g} s (`delivery_timeout`); expected every record of the "
-                    f"epoch acknowledged; check the brokers: the epoch replays on resume"
+                    f"{timeout:g} s (`delivery_timeout` + `unreachable_timeout`); expected "
+                    f"every record of the epoch acknowledged; check the brokers: the epoch "
+                    f"replays on resume"
                 )
                 raise SinkTransientError(msg)
         self._raise_errors()
-        ends = end_offsets(
-            self._reader, self._topic, self._partitions, sink.metadata_timeout_s, self.component
-        )
+        ends = end_offsets(self._reader, self._topic, self._partitions, sink.wait_s, self.component)
         self._starts.update(ends)
 
     @override
@@ -372,7 +388,8 @@ class _KafkaSinkPartition(EpochSinkPartition):
     def _wait_for_room(self, args: tuple[Any, ...]) -> None:
         """Poll until the full local queue takes the record, or fail after the timeout."""
         self.stats.queue_full_waits += 1
-        deadline = time.monotonic() + self._sink.delivery_timeout_s
+        wait_s = self._sink.acknowledge_s
+        deadline = time.monotonic() + wait_s
         while True:
             self._producer.poll(_QUEUE_POLL_S)
             self._raise_errors()
@@ -382,9 +399,9 @@ class _KafkaSinkPartition(EpochSinkPartition):
                 if time.monotonic() > deadline:
                     msg = (
                         f"{self.component}: the local producer queue stayed full for "
-                        f"{self._sink.delivery_timeout_s:g} s ({len(self._producer)} records "
-                        f"waiting); expected the brokers to take records; check the brokers "
-                        f"or raise `delivery_timeout`"
+                        f"{wait_s:g} s ({len(self._producer)} records waiting); expected "
+                        f"the brokers to take records; check the brokers or raise "
+                        f"`delivery_timeout`"
                     )
                     raise SinkTransientError(msg) from None
                 continue
