@@ -54,6 +54,16 @@ _TRANSIENT_DELIVERY = frozenset(
 )
 
 
+# A newer producer took over the transactional id: this one is a zombie.
+_FENCED = frozenset(
+    {
+        KafkaError._FENCED,  # noqa: SLF001 - librdkafka's public local error code
+        KafkaError.PRODUCER_FENCED,
+        KafkaError.INVALID_PRODUCER_EPOCH,
+    }
+)
+
+
 def _terminal(err: KafkaError) -> bool:
     """Whether a delivery error needs a person (vs. the epoch replaying on resume)."""
     if err.fatal():
@@ -128,6 +138,8 @@ class _KafkaSinkPartition(EpochSinkPartition):
         self._errors: list[tuple[KafkaError, int | None]] = []
         self._fatal: KafkaError | None = None
         settings = sink.producer_config(step_id, shard)
+        self._transactional_id: str | None = settings.get("transactional.id")
+        self._fenced = False
         settings["on_delivery"] = self._on_delivery
         settings["error_cb"] = self._on_client_error
         self._producer = Producer(settings)
@@ -297,6 +309,10 @@ class _KafkaSinkPartition(EpochSinkPartition):
         if self._in_txn:
             self._in_txn = False
             self.stats.transactions_aborted += 1
+            if self._fenced:
+                # The newer producer's init_transactions aborted this transaction on
+                # the broker; this one can no longer talk to the coordinator.
+                return
             self._producer.abort_transaction(self._sink.delivery_timeout_s)
         else:
             # Records still queued locally are dropped; those already sent may land
@@ -330,16 +346,40 @@ class _KafkaSinkPartition(EpochSinkPartition):
             # and in-flight records are purged (those already sent may still land and are
             # found by the reconciliation on resume), then the client is closed so that
             # its threads stop reconnecting to brokers that are gone.
-            self._producer.purge(in_queue=True, in_flight=True)
-            self._producer.poll(0)
+            try:
+                if not self._fenced:
+                    self._producer.purge(in_queue=True, in_flight=True)
+                    self._producer.poll(0)
+            except KafkaException as exc:
+                self._log_fatal_at_close(exc)
             # A producer fenced by a newer one (same transactional.id) warns on close
             # that it could not abort its transaction; the epoch has already failed
             # loudly, so the warning is logged rather than raised from close().
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                self._producer.close()
+                try:
+                    self._producer.close()
+                except KafkaException as exc:
+                    self._log_fatal_at_close(exc)
             for warning in caught:
                 logger.warning("%s: closing the producer: %s", self.component, warning.message)
+
+    def _log_fatal_at_close(self, exc: KafkaException) -> None:
+        """Log a producer's fatal error met while closing it; raise any other error.
+
+        A producer in a fatal state (fenced by a newer instance of its transactional id,
+        most often) refuses to purge or to abort: nothing it holds can become visible
+        any more, and the failure that ended the run has already been raised.
+        """
+        err = exc.args[0] if exc.args else None
+        if not isinstance(err, KafkaError) or not err.fatal():
+            raise exc
+        logger.info(
+            "%s: shard %s closed its producer after a fatal error (%s)",
+            self.component,
+            self.shard,
+            err.name(),
+        )
 
     def _check_source_partition(self, key: str, partition: int) -> None:
         if partition not in self._partitions:
@@ -359,9 +399,24 @@ class _KafkaSinkPartition(EpochSinkPartition):
         if err.fatal():
             self._fatal = self._fatal or err
 
+    def _fenced_error(self, err: KafkaError) -> SinkTerminalError:
+        """The error of a zombie: what happened and what to do, for the run's last line."""
+        self._fenced = True
+        msg = (
+            f"{self.component}: shard {self.shard} was fenced: a newer producer took over "
+            f"its transactional id `{self._transactional_id}` ({err.name()}), so this "
+            f"process is a zombie (another run of this flow took over while it was "
+            f"stalled or cut off); its open transaction is aborted and none of its epoch "
+            f"is visible to `read_committed` consumers; stop this process and keep the "
+            f"newer run, which owns the output (expected one running process per flow)"
+        )
+        return SinkTerminalError(msg)
+
     def _raise_errors(self) -> None:
         if self._fatal is not None:
             err = self._fatal
+            if err.code() in _FENCED:
+                raise self._fenced_error(err)
             msg = (
                 f"{self.component}: the producer failed fatally ({err.name()}); expected "
                 f"a healthy idempotent producer; restart the flow (the epoch replays)"
@@ -371,6 +426,9 @@ class _KafkaSinkPartition(EpochSinkPartition):
             return
         failed = self._errors
         self._errors = []
+        fenced = next((e for e, _ in failed if e.code() in _FENCED), None)
+        if fenced is not None:
+            raise self._fenced_error(fenced)
         err, partition = failed[0]
         where = f"`{self._topic}:{partition}`" if partition is not None else f"`{self._topic}`"
         terminal = any(_terminal(e) for e, _ in failed)
@@ -412,6 +470,8 @@ class _KafkaSinkPartition(EpochSinkPartition):
             fn(*args)
         except KafkaException as exc:
             err: KafkaError = exc.args[0]
+            if err.code() in _FENCED:
+                raise self._fenced_error(err) from exc
             cls: type[SinkError] = (
                 SinkTransientError if err.retriable() and not err.fatal() else SinkTerminalError
             )
