@@ -1,7 +1,7 @@
 """Private: what one process of a ``KafkaSource`` knows about its topics.
 
-Cluster id and partitions per topic, the watermarks prefetched while listing, the
-partitions listed at start, and the watch for partitions added later. Bytewax lists the
+Cluster id, partitions and topic id per topic, the watermarks prefetched while listing,
+the partitions listed at start, and the watch for partitions added later. Bytewax lists the
 partitions on every worker and the workers of a process share the source object, so
 this view is shared too: building a partition costs no extra metadata round trip.
 """
@@ -18,6 +18,7 @@ from confluent_kafka.admin import ClusterMetadata  # type: ignore[attr-defined]
 from thalweg_bytewax.errors import SourceError
 
 from ._config import SourceConfig
+from ._topic_ids import describe_topic_ids
 from ._watch import PartitionWatch
 
 __all__ = ["SourceMetadata", "fetch_metadata"]
@@ -68,6 +69,9 @@ class SourceMetadata:
     def __init__(self, config: SourceConfig) -> None:
         self._config = config
         self._metadata: dict[str, tuple[str | None, frozenset[int]]] = {}
+        self._topic_ids: dict[str, str | None] = {}
+        # The last metadata answer: names the controller that topic ids are asked of.
+        self._last_md: ClusterMetadata | None = None
         # Partitions of each topic as listed at start.
         self.listed: dict[str, frozenset[int]] = {}
         # (topic, partition) -> (low, high, when fetched): filled by list_parts, each
@@ -85,10 +89,12 @@ class SourceMetadata:
         try:
             for topic in cfg.topics:
                 self._metadata.pop(topic, None)  # always fresh when listing
+                self._topic_ids.pop(topic, None)
             if len(cfg.topics) > 1:
                 # One metadata request for every topic; a topic missing from it is asked
                 # for alone below, which names it in the error.
                 md = fetch_metadata(consumer, cfg.brokers, None, cfg.metadata_timeout_s)
+                self._last_md = md
                 for topic in cfg.topics:
                     tmd = md.topics.get(topic)
                     if tmd is not None and tmd.error is None:
@@ -98,6 +104,7 @@ class SourceMetadata:
                 _, partitions = self.topic_metadata(topic, consumer)
                 self.listed[topic] = partitions
                 pairs.extend((topic, p) for p in sorted(partitions))
+            self._describe_topic_ids(cfg.topics)
             self._prefetch_watermarks(consumer, pairs)
         finally:
             consumer.close()
@@ -113,9 +120,28 @@ class SourceMetadata:
         if cached is None:
             cfg = self._config
             md = fetch_metadata(consumer, cfg.brokers, topic, cfg.metadata_timeout_s)
+            self._last_md = md
             cached = (md.cluster_id, frozenset(md.topics[topic].partitions))
             self._metadata[topic] = cached
         return cached
+
+    def topic_id(self, topic: str, consumer: Consumer) -> str | None:
+        """The id of ``topic`` (None where the cluster gives none), asked once per listing."""
+        if topic not in self._topic_ids:
+            self.topic_metadata(topic, consumer)
+            self._describe_topic_ids([topic])
+        return self._topic_ids[topic]
+
+    def _describe_topic_ids(self, topics: Sequence[str]) -> None:
+        cfg = self._config
+        if self._last_md is None:  # not reached: listing and topic_metadata set it
+            self._topic_ids.update(dict.fromkeys(topics))
+            return
+        self._topic_ids.update(
+            describe_topic_ids(
+                cfg.brokers, cfg.add_config, topics, self._last_md, cfg.metadata_timeout_s
+            )
+        )
 
     def watermarks(self, tp: TopicPartition, consumer: Consumer) -> tuple[int, int]:
         """Low and high watermark of ``tp``: prefetched by the listing or asked now.

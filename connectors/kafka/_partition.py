@@ -119,13 +119,15 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
                 self._leader_epoch = resume["leader_epoch"]
                 self._assign(topic, partition, resume["next_offset"])
             self._cluster, partitions = meta.topic_metadata(topic, self._consumer)
+            # Stored with each snapshot: a topic recreated under the same name has another.
+            self._topic_id = meta.topic_id(topic, self._consumer)
             if partition not in partitions:
                 msg = f"kafka source: partition `{self._key}` does not exist"
                 raise SourceError(msg)
             tp = TopicPartition(topic, partition)
             low, high = meta.watermarks(tp, self._consumer)
             if resume is not None:
-                check_resume(self._key, resume, low, high, self._cluster)
+                check_resume(self._key, resume, low, high, self._cluster, self._topic_id)
                 start = resume["next_offset"]
             else:
                 # A partition that appeared after the flow's first run starts at its
@@ -406,7 +408,7 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
 
     @override
     def snapshot(self) -> KafkaPartitionState:
-        return make_state(self._next_offset, self._leader_epoch, self._cluster)
+        return make_state(self._next_offset, self._leader_epoch, self._cluster, self._topic_id)
 
     @override
     def close(self) -> None:

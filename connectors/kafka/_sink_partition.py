@@ -25,6 +25,7 @@ from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkStat
 from thalweg_bytewax.runtime.parts import stable_route
 
 from ._errors import is_fatal
+from ._retry import retried
 from ._sink_produce import produce_all
 from ._sink_reconcile import Written, end_offsets, read_written
 from ._sink_records import prepare, trace_headers
@@ -49,6 +50,16 @@ _TRANSIENT_DELIVERY = frozenset(
         KafkaError._MSG_TIMED_OUT,  # noqa: SLF001 - librdkafka's public local error codes
         KafkaError._PURGE_QUEUE,  # noqa: SLF001
         KafkaError._PURGE_INFLIGHT,  # noqa: SLF001
+    }
+)
+
+
+# A newer producer took over the transactional id: this one is a zombie.
+_FENCED = frozenset(
+    {
+        KafkaError._FENCED,  # noqa: SLF001 - librdkafka's public local error code
+        KafkaError.PRODUCER_FENCED,
+        KafkaError.INVALID_PRODUCER_EPOCH,
     }
 )
 
@@ -127,6 +138,8 @@ class _KafkaSinkPartition(EpochSinkPartition):
         self._errors: list[tuple[KafkaError, int | None]] = []
         self._fatal: KafkaError | None = None
         settings = sink.producer_config(step_id, shard)
+        self._transactional_id: str | None = settings.get("transactional.id")
+        self._fenced = False
         settings["on_delivery"] = self._on_delivery
         settings["error_cb"] = self._on_client_error
         self._producer = Producer(settings)
@@ -134,7 +147,13 @@ class _KafkaSinkPartition(EpochSinkPartition):
         self._clients_closed = False
         self._in_txn = False
         try:
-            md = self._producer.list_topics(self._topic, timeout=sink.metadata_timeout_s)
+            # A broker restarting (no node answers, or a node is gone from the metadata)
+            # is waited for until `unreachable_timeout`.
+            md = retried(
+                lambda t: self._producer.list_topics(self._topic, timeout=t),
+                wait_s=sink.wait_s,
+                request_s=sink.metadata_timeout_s,
+            )
             meta = md.topics.get(self._topic)
             if meta is None or meta.error is not None or not meta.partitions:
                 msg = (
@@ -147,13 +166,17 @@ class _KafkaSinkPartition(EpochSinkPartition):
             if sink.transactional:
                 # Fences an earlier producer with this transactional.id and aborts its
                 # open transaction, so its unflushed epoch never becomes visible.
-                self._producer.init_transactions(sink.metadata_timeout_s)
+                retried(
+                    self._producer.init_transactions,
+                    wait_s=sink.wait_s,
+                    request_s=sink.metadata_timeout_s,
+                )
         except KafkaException as exc:
             self._close_clients()
             msg = (
                 f"{self.component}: could not reach the brokers within "
-                f"{sink.metadata_timeout_s:g} s ({exc.args[0].name()}); check `brokers` "
-                f"and the security settings in `add_config`"
+                f"{sink.wait_s:g} s ({exc.args[0].name()}); check `brokers` and the "
+                f"security settings in `add_config`, or raise `unreachable_timeout`"
             )
             raise SinkTransientError(msg) from exc
         except BaseException:
@@ -184,7 +207,7 @@ class _KafkaSinkPartition(EpochSinkPartition):
                 self._topic,
                 todo,
                 mine=self._mine,
-                timeout_s=self._sink.metadata_timeout_s,
+                timeout_s=self._sink.wait_s,
                 component=self.component,
             )
             self._read.update(todo)
@@ -244,10 +267,16 @@ class _KafkaSinkPartition(EpochSinkPartition):
     @override
     def commit_epoch(self) -> None:
         sink = self._sink
-        timeout = sink.delivery_timeout_s
+        timeout = sink.acknowledge_s
         if self._in_txn:
-            # commit_transaction flushes first and fails if any delivery failed.
-            self._call("commit the epoch's transaction", self._producer.commit_transaction, timeout)
+            # commit_transaction flushes first and fails if any delivery failed; one
+            # that failed transiently (the coordinator restarting) is committed again.
+            self._call(
+                "commit the epoch's transaction",
+                lambda: retried(
+                    self._producer.commit_transaction, wait_s=timeout, request_s=timeout
+                ),
+            )
             self._in_txn = False
             self.stats.transactions_committed += 1
         else:
@@ -258,14 +287,13 @@ class _KafkaSinkPartition(EpochSinkPartition):
             if remaining:
                 msg = (
                     f"{self.component}: {remaining} records were not delivered within "
-                    f"{timeout:g} s (`delivery_timeout`); expected every record of the "
-                    f"epoch acknowledged; check the brokers: the epoch replays on resume"
+                    f"{timeout:g} s (`delivery_timeout` + `unreachable_timeout`); expected "
+                    f"every record of the epoch acknowledged; check the brokers: the epoch "
+                    f"replays on resume"
                 )
                 raise SinkTransientError(msg)
         self._raise_errors()
-        ends = end_offsets(
-            self._reader, self._topic, self._partitions, sink.metadata_timeout_s, self.component
-        )
+        ends = end_offsets(self._reader, self._topic, self._partitions, sink.wait_s, self.component)
         self._starts.update(ends)
 
     @override
@@ -281,6 +309,10 @@ class _KafkaSinkPartition(EpochSinkPartition):
         if self._in_txn:
             self._in_txn = False
             self.stats.transactions_aborted += 1
+            if self._fenced:
+                # The newer producer's init_transactions aborted this transaction on
+                # the broker; this one can no longer talk to the coordinator.
+                return
             self._producer.abort_transaction(self._sink.delivery_timeout_s)
         else:
             # Records still queued locally are dropped; those already sent may land
@@ -314,16 +346,40 @@ class _KafkaSinkPartition(EpochSinkPartition):
             # and in-flight records are purged (those already sent may still land and are
             # found by the reconciliation on resume), then the client is closed so that
             # its threads stop reconnecting to brokers that are gone.
-            self._producer.purge(in_queue=True, in_flight=True)
-            self._producer.poll(0)
+            try:
+                if not self._fenced:
+                    self._producer.purge(in_queue=True, in_flight=True)
+                    self._producer.poll(0)
+            except KafkaException as exc:
+                self._log_fatal_at_close(exc)
             # A producer fenced by a newer one (same transactional.id) warns on close
             # that it could not abort its transaction; the epoch has already failed
             # loudly, so the warning is logged rather than raised from close().
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                self._producer.close()
+                try:
+                    self._producer.close()
+                except KafkaException as exc:
+                    self._log_fatal_at_close(exc)
             for warning in caught:
                 logger.warning("%s: closing the producer: %s", self.component, warning.message)
+
+    def _log_fatal_at_close(self, exc: KafkaException) -> None:
+        """Log a producer's fatal error met while closing it; raise any other error.
+
+        A producer in a fatal state (fenced by a newer instance of its transactional id,
+        most often) refuses to purge or to abort: nothing it holds can become visible
+        any more, and the failure that ended the run has already been raised.
+        """
+        err = exc.args[0] if exc.args else None
+        if not isinstance(err, KafkaError) or not err.fatal():
+            raise exc
+        logger.info(
+            "%s: shard %s closed its producer after a fatal error (%s)",
+            self.component,
+            self.shard,
+            err.name(),
+        )
 
     def _check_source_partition(self, key: str, partition: int) -> None:
         if partition not in self._partitions:
@@ -343,9 +399,24 @@ class _KafkaSinkPartition(EpochSinkPartition):
         if err.fatal():
             self._fatal = self._fatal or err
 
+    def _fenced_error(self, err: KafkaError) -> SinkTerminalError:
+        """The error of a zombie: what happened and what to do, for the run's last line."""
+        self._fenced = True
+        msg = (
+            f"{self.component}: shard {self.shard} was fenced: a newer producer took over "
+            f"its transactional id `{self._transactional_id}` ({err.name()}), so this "
+            f"process is a zombie (another run of this flow took over while it was "
+            f"stalled or cut off); its open transaction is aborted and none of its epoch "
+            f"is visible to `read_committed` consumers; stop this process and keep the "
+            f"newer run, which owns the output (expected one running process per flow)"
+        )
+        return SinkTerminalError(msg)
+
     def _raise_errors(self) -> None:
         if self._fatal is not None:
             err = self._fatal
+            if err.code() in _FENCED:
+                raise self._fenced_error(err)
             msg = (
                 f"{self.component}: the producer failed fatally ({err.name()}); expected "
                 f"a healthy idempotent producer; restart the flow (the epoch replays)"
@@ -355,6 +426,9 @@ class _KafkaSinkPartition(EpochSinkPartition):
             return
         failed = self._errors
         self._errors = []
+        fenced = next((e for e, _ in failed if e.code() in _FENCED), None)
+        if fenced is not None:
+            raise self._fenced_error(fenced)
         err, partition = failed[0]
         where = f"`{self._topic}:{partition}`" if partition is not None else f"`{self._topic}`"
         terminal = any(_terminal(e) for e, _ in failed)
@@ -372,7 +446,8 @@ class _KafkaSinkPartition(EpochSinkPartition):
     def _wait_for_room(self, args: tuple[Any, ...]) -> None:
         """Poll until the full local queue takes the record, or fail after the timeout."""
         self.stats.queue_full_waits += 1
-        deadline = time.monotonic() + self._sink.delivery_timeout_s
+        wait_s = self._sink.acknowledge_s
+        deadline = time.monotonic() + wait_s
         while True:
             self._producer.poll(_QUEUE_POLL_S)
             self._raise_errors()
@@ -382,9 +457,9 @@ class _KafkaSinkPartition(EpochSinkPartition):
                 if time.monotonic() > deadline:
                     msg = (
                         f"{self.component}: the local producer queue stayed full for "
-                        f"{self._sink.delivery_timeout_s:g} s ({len(self._producer)} records "
-                        f"waiting); expected the brokers to take records; check the brokers "
-                        f"or raise `delivery_timeout`"
+                        f"{wait_s:g} s ({len(self._producer)} records waiting); expected "
+                        f"the brokers to take records; check the brokers or raise "
+                        f"`delivery_timeout`"
                     )
                     raise SinkTransientError(msg) from None
                 continue
@@ -395,6 +470,8 @@ class _KafkaSinkPartition(EpochSinkPartition):
             fn(*args)
         except KafkaException as exc:
             err: KafkaError = exc.args[0]
+            if err.code() in _FENCED:
+                raise self._fenced_error(err) from exc
             cls: type[SinkError] = (
                 SinkTransientError if err.retriable() and not err.fatal() else SinkTerminalError
             )

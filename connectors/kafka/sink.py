@@ -37,7 +37,7 @@ from ._args import (
     check_names,
     check_positive_int,
 )
-from ._config import BOOTSTRAP_SERVERS, GROUP_ID, LOG_LEVEL
+from ._config import BOOTSTRAP_SERVERS, DEFAULT_UNREACHABLE_TIMEOUT, GROUP_ID, LOG_LEVEL
 from ._sink_partition import KafkaSinkStats, _KafkaSinkPartition
 from ._sink_records import HEADER_LOCATOR, RESERVED_HEADER_PREFIX, Locator, parse_locator
 
@@ -128,8 +128,16 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
         add_config: librdkafka producer settings passed through (SASL/SSL,
             compression); they override thalweg's defaults.
         delivery_timeout: How long an epoch's records may take to be acknowledged, and
-            how long a full local queue may block, before the sink fails loudly.
-        metadata_timeout: How long metadata requests and the read-back on resume may take.
+            how long a full local queue may block, before the sink fails loudly
+            (``unreachable_timeout`` is added while the brokers are unreachable).
+        metadata_timeout: How long one metadata request may take.
+        unreachable_timeout: How long the sink waits for brokers that are unreachable
+            or partitions without a leader (a broker restarting) before the epoch fails
+            with ``SinkTransientError``: requests answered with a transient error are
+            retried until then, records may wait this long on top of
+            ``delivery_timeout`` (librdkafka cannot tell a slow broker from a gone
+            one), and the read-back on resume may take this long. Default 60 s, as
+            the source's.
         queue_max_messages: Most records waiting in the producer's local queue.
         queue_max_bytes: Most bytes waiting in the producer's local queue.
         metadata_prefix: Prefix of the metadata columns.
@@ -159,6 +167,7 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
         add_config: Mapping[str, Any] | None = None,
         delivery_timeout: timedelta = timedelta(seconds=30),
         metadata_timeout: timedelta = timedelta(seconds=10),
+        unreachable_timeout: timedelta = DEFAULT_UNREACHABLE_TIMEOUT,
         queue_max_messages: int = DEFAULT_QUEUE_MAX_MESSAGES,
         queue_max_bytes: int = DEFAULT_QUEUE_MAX_BYTES,
         metadata_prefix: str = DEFAULT_PREFIX,
@@ -224,6 +233,9 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
         self.metadata_timeout_s = check_interval(
             metadata_timeout, "metadata_timeout", component=_COMPONENT
         )
+        self.unreachable_timeout_s = check_interval(
+            unreachable_timeout, "unreachable_timeout", component=_COMPONENT
+        )
         self.queue_max_messages = check_positive_int(
             queue_max_messages, "queue_max_messages", component=_COMPONENT
         )
@@ -240,6 +252,20 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
             f"shards={self.shards!r})"
         )
 
+    @property
+    def acknowledge_s(self) -> float:
+        """How long a record may wait for its acknowledgement, in seconds.
+
+        ``delivery_timeout`` plus ``unreachable_timeout``: a broker restarting holds
+        records that long.
+        """
+        return self.delivery_timeout_s + self.unreachable_timeout_s
+
+    @property
+    def wait_s(self) -> float:
+        """How long requests answered with a transient error are retried."""
+        return max(self.metadata_timeout_s, self.unreachable_timeout_s)
+
     def producer_config(self, step_id: str, shard: int) -> dict[str, Any]:
         """The librdkafka producer settings of one shard: our defaults, then ``add_config``."""
         config: dict[str, Any] = {
@@ -250,7 +276,7 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
             # Success reports would cost a Python callback per record; failures are
             # what the epoch's check needs (flush() returning 0 means the rest landed).
             DELIVERY_REPORT_ONLY_ERROR: True,
-            MESSAGE_TIMEOUT_MS: int(self.delivery_timeout_s * 1000),
+            MESSAGE_TIMEOUT_MS: int(self.acknowledge_s * 1000),
             QUEUE_MAX_MESSAGES: self.queue_max_messages,
             QUEUE_MAX_KBYTES: max(1, self.queue_max_bytes // 1024),
             LINGER_MS: 5,
@@ -259,8 +285,11 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
         if self.transactional:
             prefix = self.transactional_id or f"thalweg-{self.topic}-{step_id}"
             config[TRANSACTIONAL_ID] = f"{prefix}-{shard}"
-            # A transaction spans at most one epoch plus its flush.
-            config[TRANSACTION_TIMEOUT_MS] = max(60_000, int(self.delivery_timeout_s * 2000))
+            # A transaction spans at most one epoch plus its flush (librdkafka refuses a
+            # message timeout longer than the transaction's).
+            config[TRANSACTION_TIMEOUT_MS] = max(
+                60_000, int(self.delivery_timeout_s * 2000), int(self.acknowledge_s * 1000)
+            )
         config.update(self.add_config)
         return config
 

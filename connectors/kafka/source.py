@@ -43,9 +43,10 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, KafkaPartitionState]):
 
     Topic-partitions are the unit of parallelism: each becomes one Bytewax partition,
     keyed ``"<topic>:<partition>"``, whose resume state is the next offset to read (with
-    the leader epoch of the last record read and the cluster id, see
+    the leader epoch of the last record read, the cluster id and the topic id, see
     :class:`KafkaPartitionState`). A resume position the partition no longer has (past
-    its end, before its start, truncated under it, on another cluster) fails loudly; a
+    its end, before its start, truncated under it, on another cluster, in a topic
+    deleted and recreated under the same name) fails loudly; a
     partition without state in a flow that resumed other partitions of its topic (one
     added while the flow was down) starts at its earliest offset, so nothing written to
     it is skipped.

@@ -181,8 +181,17 @@ def test_an_encoder_a_key_column_and_header_columns(
 
 
 def test_unreachable_brokers_fail_loudly_after_the_timeout() -> None:
-    sink = KafkaSink(["127.0.0.1:1"], "nowhere", metadata_timeout=timedelta(seconds=1))
-    with pytest.raises(SinkTransientError, match=r"kafka sink `nowhere`: could not reach"):
+    sink = KafkaSink(
+        ["127.0.0.1:1"],
+        "nowhere",
+        metadata_timeout=timedelta(seconds=1),
+        unreachable_timeout=timedelta(seconds=2),
+    )
+    with pytest.raises(
+        SinkTransientError,
+        match=r"kafka sink `nowhere`: could not reach the brokers within 2 s \(_TRANSPORT\); "
+        r"check `brokers` .* or raise `unreachable_timeout`",
+    ):
         sink.build_part("flow.out", "shard-000", None)
 
 
@@ -216,6 +225,10 @@ def test_trace_context_goes_into_the_headers_when_a_span_is_active(
         ({"encoder": object()}, r"`encoder` expected an encoder"),
         ({"headers": {"_twg.source.offset": "x"}}, r"which the sink writes itself"),
         ({"delivery_timeout": 5}, r"`delivery_timeout` expected a positive datetime.timedelta"),
+        (
+            {"unreachable_timeout": None},
+            r"`unreachable_timeout` expected a positive datetime.timedelta",
+        ),
         ({"add_config": {1: "secret"}}, r"`add_config` expected a mapping"),
     ],
 )

@@ -178,11 +178,18 @@ def test_a_stalled_broker_fails_loudly_with_a_bounded_queue_and_loses_nothing(
             queue_max_messages=500,
             delivery_timeout=timedelta(seconds=3),
             metadata_timeout=timedelta(seconds=5),
+            unreachable_timeout=timedelta(seconds=1),
         )
         part = sink.build_part("flow.out", "shard-000", None)
         part.write_batch([_batch(0, range(300))])
         state = part.snapshot()
-        other = KafkaSink([bootstrap], "out", shards=2, delivery_timeout=timedelta(seconds=2))
+        other = KafkaSink(
+            [bootstrap],
+            "out",
+            shards=2,
+            delivery_timeout=timedelta(seconds=2),
+            unreachable_timeout=timedelta(seconds=1),
+        )
         shard1 = other.build_part("flow.out", "shard-001", None)
         p1 = next(p for p in range(50) if other.part_fn(f"two:{p}") == 1)
         shard1.write_batch([_batch(p1, range(10), "two")])
