@@ -21,7 +21,7 @@ from mkdocs.plugins import event_priority
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "thalweg_bytewax"
-MAPPED = {"connectors": ROOT / "connectors", "operators": ROOT / "operators"}
+MAPPED = {name: ROOT / PACKAGE / name for name in ("connectors", "operators")}
 
 _tree: tempfile.TemporaryDirectory[str] | None = None
 
