@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from thalweg_bytewax.metadata import DEFAULT_COLUMNS as C
+from thalweg_bytewax.records.metadata import DEFAULT_COLUMNS as C
 from thalweg_bytewax.sqlengine import SqlSession
 from thalweg_bytewax.sqlnode import SqlNode
 

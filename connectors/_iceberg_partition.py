@@ -73,7 +73,7 @@ if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile
     from pyiceberg.table import Table
 
-    from thalweg_bytewax.metadata import MetadataColumns
+    from thalweg_bytewax.records.metadata import MetadataColumns
 
     from .iceberg import IcebergSink
 

@@ -65,12 +65,8 @@ from thalweg_bytewax._choices import parse_enum
 from thalweg_bytewax._redact import redact_url
 from thalweg_bytewax.dlq import dlq_schema
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import (
-    DEFAULT_PREFIX,
-    MetadataPolicy,
-    metadata_columns,
-)
-from thalweg_bytewax.record import KeyedBatch
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataPolicy, metadata_columns
+from thalweg_bytewax.records.model import KeyedBatch
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 
 from ._files_avro import read_avro

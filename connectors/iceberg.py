@@ -26,7 +26,7 @@ from thalweg_bytewax._deps import require
 from thalweg_bytewax.catalog.iceberg import PartitionField, parse_partition_spec
 from thalweg_bytewax.coverage_store import CoverageStore
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import DEFAULT_PREFIX, metadata_columns
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, metadata_columns
 from thalweg_bytewax.runtime.epoch_sink import (
     EpochSinkState,
     LocatorMode,

@@ -38,7 +38,7 @@ from thalweg_bytewax.contracts.spec import ContractSpec, ObjectSpec
 from thalweg_bytewax.coverage import replacement_verdicts
 from thalweg_bytewax.coverage_store import CoverageStore
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError, SinkTransientError
-from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataPolicy, metadata_columns
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataPolicy, metadata_columns
 from thalweg_bytewax.runtime.epoch_sink import (
     EpochSinkState,
     EpochSinkStats,

@@ -42,8 +42,8 @@ from typing_extensions import override
 
 from thalweg_bytewax.coverage import OffsetCoverage
 from thalweg_bytewax.errors import ConfigError, SourceError
-from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataColumns
-from thalweg_bytewax.record import KeyedBatch
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns
+from thalweg_bytewax.records.model import KeyedBatch
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 
 from ._lane_claim import read_claim

@@ -28,8 +28,8 @@ from bytewax.operators import KeyedStream, StatefulBatchLogic
 from typing_extensions import override
 
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import DEFAULT_PREFIX, metadata_columns
 from thalweg_bytewax.operators._batch_convert import Converted, RowConverter
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, metadata_columns
 from thalweg_bytewax.runtime.parts import encode_part, stable_route
 
 __all__ = ["ToBatchesOut", "to_batches"]

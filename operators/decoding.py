@@ -27,13 +27,13 @@ from thalweg_bytewax.codecs.base import Codec, DecodeFailure, FailureKind
 from thalweg_bytewax.dlq import RejectReason, dlq_batch_from_rows
 from thalweg_bytewax.errors import ConfigError, SchemaError
 from thalweg_bytewax.input_span import input_span_metadata
-from thalweg_bytewax.metadata import (
+from thalweg_bytewax.observability.gate import observe_step
+from thalweg_bytewax.records.metadata import (
     DEFAULT_PREFIX,
     MetadataColumns,
     MetadataPolicy,
     metadata_columns,
 )
-from thalweg_bytewax.observability.gate import observe_step
 
 __all__ = ["DecodeOut", "decode"]
 

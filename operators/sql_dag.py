@@ -23,7 +23,7 @@ from bytewax.dataflow import operator
 from bytewax.operators import KeyedStream
 from bytewax.outputs import DynamicSink, FixedPartitionedSink
 
-from thalweg_bytewax.metadata import DEFAULT_PREFIX, metadata_columns
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, metadata_columns
 from thalweg_bytewax.sqldag import DagRunner, SqlDag, SqlDagError
 from thalweg_bytewax.sqlnode import (
     DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,

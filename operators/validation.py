@@ -43,13 +43,13 @@ from thalweg_bytewax.contracts.spec import (
     RuleKind,
 )
 from thalweg_bytewax.dlq import RejectReason, dlq_batch_from_rows
-from thalweg_bytewax.metadata import (
+from thalweg_bytewax.observability.gate import observe_step
+from thalweg_bytewax.records.metadata import (
     DEFAULT_COLUMNS,
     DEFAULT_PREFIX,
     MetadataColumns,
     metadata_columns,
 )
-from thalweg_bytewax.observability.gate import observe_step
 from thalweg_bytewax.windows import SeenWindow, batch_time, key_values
 
 __all__ = ["ValidateOut", "failed_rules_column", "validate"]

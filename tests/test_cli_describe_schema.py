@@ -15,7 +15,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from thalweg_bytewax.cli import main
 from thalweg_bytewax.codecs import AvroCodec, JsonCodec, ProtobufCodec
-from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.records.metadata import MetadataColumns
 from thalweg_bytewax.registry import registry_client
 from thalweg_bytewax.samples import (
     ORDER_AVRO_SCHEMA,

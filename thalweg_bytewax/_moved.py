@@ -25,7 +25,12 @@ from types import ModuleType
 __all__ = ["MOVED", "install"]
 
 #: Old dotted module name -> the dotted name of the module's new home.
-MOVED: dict[str, str] = {}
+MOVED: dict[str, str] = {
+    # the record model and the metadata columns, split into the records/ folder; the
+    # package exposes every public name the old modules had (Locator, MetadataColumns...)
+    "thalweg_bytewax.metadata": "thalweg_bytewax.records",
+    "thalweg_bytewax.record": "thalweg_bytewax.records",
+}
 
 
 class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):

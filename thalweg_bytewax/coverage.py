@@ -31,7 +31,7 @@ from thalweg_bytewax.errors import ConfigError
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-    from thalweg_bytewax.metadata import MetadataColumns
+    from thalweg_bytewax.records.metadata import MetadataColumns
 
 __all__ = ["OffsetCoverage", "Span", "find_replay_conflict", "replacement_verdicts"]
 

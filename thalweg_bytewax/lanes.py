@@ -42,7 +42,7 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
 from thalweg_bytewax._lane_schema import file_schemas, unify_file_schemas
-from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.records.metadata import MetadataColumns
 
 if TYPE_CHECKING:
     # Resolved lazily by __getattr__ below: each typed reader lives next to its lane's

@@ -48,7 +48,7 @@ from pydantic import BaseModel, ConfigDict
 
 from thalweg_bytewax._sqlreads import relation_reads
 from thalweg_bytewax.errors import ConfigError, ThalwegError
-from thalweg_bytewax.metadata import DEFAULT_COLUMNS, MetadataColumns
+from thalweg_bytewax.records.metadata import DEFAULT_COLUMNS, MetadataColumns
 from thalweg_bytewax.sqlengine import (
     SqlError,
     SqlMemoryError,

@@ -30,7 +30,7 @@ from thalweg_bytewax._deps import require
 from thalweg_bytewax._sqltransform import ROW, ROWS, LineageMode, TransformPlan, plan_transform
 from thalweg_bytewax.errors import ConfigError, ThalwegError
 from thalweg_bytewax.lineage import attach_aggregate_lineage, attach_row_lineage, drop_hidden
-from thalweg_bytewax.metadata import DEFAULT_COLUMNS, MetadataColumns
+from thalweg_bytewax.records.metadata import DEFAULT_COLUMNS, MetadataColumns
 from thalweg_bytewax.sqlengine import (
     PreparedQuery,
     SqlError,

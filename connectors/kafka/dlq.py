@@ -51,7 +51,7 @@ from thalweg_bytewax.dlq import (
     DLQ_RULES,
     DLQ_STEP_ID,
 )
-from thalweg_bytewax.metadata import DEFAULT_PREFIX, metadata_columns
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, metadata_columns
 
 __all__ = [
     "CONNECT_CLASS",

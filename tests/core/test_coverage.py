@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from thalweg_bytewax.coverage import OffsetCoverage, find_replay_conflict, replacement_verdicts
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.records.metadata import MetadataColumns
 
 LIMIT = 200
 offsets = st.integers(0, LIMIT)

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import DEFAULT_COLUMNS as C
+from thalweg_bytewax.records.metadata import DEFAULT_COLUMNS as C
 from thalweg_bytewax.sqldag import DagRunner, SqlDag, SqlDagRunError
 from thalweg_bytewax.sqlengine import SqlMemoryError, SqlSession
 from thalweg_bytewax.sqlnode import SqlNode, transform_session

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import DEFAULT_COLUMNS as C
+from thalweg_bytewax.records.metadata import DEFAULT_COLUMNS as C
 from thalweg_bytewax.sqlengine import SqlSession, SqlTimeoutError
 from thalweg_bytewax.sqlnode import SqlNode, transform_session
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.lineage import derived_ordinals
-from thalweg_bytewax.metadata import DEFAULT_COLUMNS as C
+from thalweg_bytewax.records.metadata import DEFAULT_COLUMNS as C
 from thalweg_bytewax.sqlengine import FUNCTION_NAMES, SqlSession
 from thalweg_bytewax.sqlnode import SqlNode, SqlNodeError
 

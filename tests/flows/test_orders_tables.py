@@ -25,7 +25,7 @@ from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
 from thalweg_bytewax.connectors.raw_lane_source import lane_held_offsets
 from thalweg_bytewax.coverage_store import SqliteCoverageStore
 from thalweg_bytewax.dev._orders_sample import _bad_payload, sample_order_at
-from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.records.metadata import MetadataColumns
 from thalweg_bytewax.recovery_plan import plan_recovery
 from thalweg_bytewax.samples import encode_order_avro
 

@@ -26,8 +26,8 @@ from thalweg_bytewax.codecs.framing import encode_confluent
 from thalweg_bytewax.connectors.kafka import KafkaSource
 from thalweg_bytewax.dlq import dlq_schema, rejected_from_dlq_batch
 from thalweg_bytewax.errors import ConfigError, SchemaError
-from thalweg_bytewax.metadata import MetadataColumns, MetadataPolicy
-from thalweg_bytewax.record import RawRecord
+from thalweg_bytewax.records.metadata import MetadataColumns, MetadataPolicy
+from thalweg_bytewax.records.model import RawRecord
 from thalweg_bytewax.registry import RegistrySchemaSource, RegistryUnavailableError
 from thalweg_bytewax.samples import (
     ORDER_AVRO_SCHEMA,

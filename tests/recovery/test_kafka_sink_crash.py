@@ -28,7 +28,7 @@ import pytest
 from tests.connectors.kafka_sink_helpers import Out, read_topic
 from thalweg_bytewax.connectors.kafka import KafkaSink
 from thalweg_bytewax.errors import SinkTransientError
-from thalweg_bytewax.metadata import record_ids_array
+from thalweg_bytewax.records.ids import record_ids_array
 from thalweg_bytewax.testing import produce
 
 pytestmark = pytest.mark.slow

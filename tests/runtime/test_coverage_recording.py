@@ -34,7 +34,8 @@ from thalweg_bytewax.coverage_store import DEFAULT_FILE_NAME, SqliteCoverageStor
 from thalweg_bytewax.errors import SinkTransientError
 from thalweg_bytewax.input_span import with_input_span
 from thalweg_bytewax.lanes import read_lane
-from thalweg_bytewax.record import Locator, RawRecord, raw_batch_from_records
+from thalweg_bytewax.records.batches import raw_batch_from_records
+from thalweg_bytewax.records.model import Locator, RawRecord
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -63,7 +63,7 @@ from thalweg_bytewax.codecs.base import (
 )
 from thalweg_bytewax.codecs.framing import FramingError, SchemaRef, peel
 from thalweg_bytewax.errors import ConfigError, SchemaError
-from thalweg_bytewax.metadata import DEFAULT_PREFIX
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from thalweg_bytewax.coverage import OffsetCoverage, find_replay_conflict
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError
-from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.records.metadata import MetadataColumns
 
 __all__ = ["Ledger", "ReplayCheck"]
 

@@ -103,8 +103,8 @@ from thalweg_bytewax.coverage_store import CoverageStore
 from thalweg_bytewax.dlq import DLQ_REASON, DLQ_RULES, DLQ_STEP_ID
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError, ThalwegError
 from thalweg_bytewax.input_span import input_span, without_input_span
-from thalweg_bytewax.metadata import MetadataColumns
 from thalweg_bytewax.observability.gate import observe_sink_partition
+from thalweg_bytewax.records.metadata import MetadataColumns
 from thalweg_bytewax.runtime import admission
 from thalweg_bytewax.runtime._replay_check import Ledger, ReplayCheck
 from thalweg_bytewax.runtime.coverage_recording import CoverageRecorder

@@ -13,8 +13,8 @@ import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
-import thalweg_bytewax.metadata as metadata_mod
-from thalweg_bytewax.metadata import record_id, record_ids_array
+import thalweg_bytewax.records.ids as ids_mod
+from thalweg_bytewax.records.ids import record_id, record_ids_array
 
 
 @given(
@@ -35,15 +35,15 @@ def test_ids_hashed_in_slices_equal_single_record_ids(
     values = pa.array([v for _, v in rows], pa.binary()).slice(k)
     expected = [record_id(None, topic, 0, o, v) for o, v in rows[k:]]
     with (
-        mock.patch.object(metadata_mod, "_HASH_SPLIT_ROWS", split),
-        mock.patch.object(metadata_mod, "_HASH_THREADS", threads),
+        mock.patch.object(ids_mod, "_HASH_SPLIT_ROWS", split),
+        mock.patch.object(ids_mod, "_HASH_THREADS", threads),
     ):
         got = record_ids_array(None, topic, 0, offsets, values)
     assert got.to_pylist() == expected
 
 
 def test_a_large_batch_without_payloads_hashes_in_slices() -> None:
-    n = 4 * metadata_mod._HASH_SPLIT_ROWS + 3
+    n = 4 * ids_mod._HASH_SPLIT_ROWS + 3
     offsets = pa.array(range(n), pa.int64())
     got = record_ids_array(None, "/data/x.parquet", 0, offsets, pa.nulls(n, pa.binary()))
     picks = [0, 1, n // 2, n - 1]

@@ -12,23 +12,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import thalweg_bytewax.metadata as metadata_mod
+import thalweg_bytewax.records.ids as ids_mod
 from thalweg_bytewax.errors import ConfigError, SourceError, ThalwegError
-from thalweg_bytewax.metadata import (
-    MetadataColumns,
-    MetadataPolicy,
-    record_id,
-    record_ids,
-    record_ids_array,
-)
-from thalweg_bytewax.record import (
-    Locator,
-    RawRecord,
-    TimestampType,
+from thalweg_bytewax.records.batches import (
     raw_batch_from_columns,
     raw_batch_from_records,
     records_from_raw_batch,
 )
+from thalweg_bytewax.records.ids import record_id, record_ids, record_ids_array
+from thalweg_bytewax.records.metadata import MetadataColumns, MetadataPolicy
+from thalweg_bytewax.records.model import Locator, RawRecord, TimestampType
 
 
 class RecordIdInputs(TypedDict):
@@ -134,12 +127,12 @@ def test_record_ids_of_arrow_columns_equal_single_record_ids(
     expected = [record_id(cluster, topic, partition, o, v) for o, v in rows[min(cut, len(rows)) :]]
     if native:
         # `_native_ids` is a private import of the module, read from its namespace.
-        native_ids = vars(metadata_mod)["_native_ids"]
+        native_ids = vars(ids_mod)["_native_ids"]
         assert native_ids is not None, "built without OpenSSL's headers"
         got = record_ids_array(cluster, topic, partition, offsets, values)
     else:
         # What a build without OpenSSL's headers runs.
-        with mock.patch.object(metadata_mod, "_native_ids", None):
+        with mock.patch.object(ids_mod, "_native_ids", None):
             got = record_ids_array(cluster, topic, partition, offsets, values)
     assert got.type == pa.binary(16)
     assert got.to_pylist() == expected
@@ -153,7 +146,7 @@ def test_record_id_is_stable_in_a_fresh_interpreter() -> None:
         [
             sys.executable,
             "-c",
-            "from thalweg_bytewax.metadata import record_id;"
+            "from thalweg_bytewax.records import record_id;"
             "print(record_id('c1','orders',3,42,b'payload').hex())",
         ],
         capture_output=True,
@@ -259,7 +252,7 @@ def test_messages_with_bytes_like_payloads_keep_every_byte() -> None:
 
     from confluent_kafka import Message
 
-    from thalweg_bytewax.record import raw_batch_from_messages
+    from thalweg_bytewax.records.kafka_batches import raw_batch_from_messages
 
     class Msg:
         def __init__(self, offset: int, value: object) -> None:
@@ -308,9 +301,9 @@ def test_the_hashlib_fallback_is_logged_once(
     import thalweg_bytewax._deps as deps
 
     monkeypatch.setattr(deps, "_LOGGED", set())
-    monkeypatch.setattr(metadata_mod, "_native_ids", None)
+    monkeypatch.setattr(ids_mod, "_native_ids", None)
     values, offsets = pa.array([b"a"], pa.binary()), pa.array([0], pa.int64())
-    with caplog.at_level("INFO", logger="thalweg_bytewax.metadata"):
+    with caplog.at_level("INFO", logger="thalweg_bytewax.records.ids"):
         for _ in range(2):
             got = record_ids_array("c", "t", 0, offsets, values)
     assert got.to_pylist() == [record_id("c", "t", 0, 0, b"a")]
