@@ -24,7 +24,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from thalweg_bytewax.dlq import RejectReason, dlq_batch_from_rows
+from thalweg_bytewax.lanes.dlq import RejectReason, dlq_batch_from_rows
 from thalweg_bytewax.records.ids import record_ids_array
 from thalweg_bytewax.records.metadata import MetadataColumns
 

@@ -42,7 +42,7 @@ from thalweg_bytewax.contracts.spec import (
     Rule,
     RuleKind,
 )
-from thalweg_bytewax.dlq import RejectReason, dlq_batch_from_rows
+from thalweg_bytewax.lanes.dlq import RejectReason, dlq_batch_from_rows
 from thalweg_bytewax.observability.gate import observe_step
 from thalweg_bytewax.records.metadata import (
     DEFAULT_COLUMNS,
@@ -73,7 +73,7 @@ class ValidateOut:
     Attributes:
         clean: Rows that passed (quarantine), or every row (annotate, with the failed
             rules column), or every row of passing batches (strict).
-        rejected: DLQ batches (:func:`thalweg_bytewax.dlq.dlq_schema`) of quarantined rows.
+        rejected: DLQ batches (:func:`thalweg_bytewax.lanes.dlq.dlq_schema`) of quarantined rows.
         audit: Compact audit batches (:func:`thalweg_bytewax.contracts.audit_schema`):
             one row per judged (or audited dropped) record.
         ruleset: The rule set the step enforces (merged, checked, versioned). Its

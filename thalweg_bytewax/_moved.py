@@ -26,8 +26,10 @@ __all__ = ["MOVED", "install"]
 
 #: Old dotted module name -> the dotted name of the module's new home.
 MOVED: dict[str, str] = {
-    # the record model and the metadata columns, split into the records/ folder; the
-    # package exposes every public name the old modules had (Locator, MetadataColumns...)
+    "thalweg_bytewax._lane_schema": "thalweg_bytewax.lanes._schema",
+    "thalweg_bytewax.dlq": "thalweg_bytewax.lanes.dlq",
+    # Split into several modules of records/: the package exposes every public name the
+    # old modules had (Locator, RawRecord, MetadataColumns, record_ids_array, ...).
     "thalweg_bytewax.metadata": "thalweg_bytewax.records",
     "thalweg_bytewax.record": "thalweg_bytewax.records",
 }

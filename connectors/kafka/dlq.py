@@ -43,7 +43,7 @@ from typing import Any
 import pyarrow as pa
 
 from thalweg_bytewax.codecs.base import EncodedValues, EncodeError
-from thalweg_bytewax.dlq import (
+from thalweg_bytewax.lanes.dlq import (
     DLQ_MESSAGE,
     DLQ_REASON,
     DLQ_REJECTED_AT,

@@ -27,7 +27,7 @@ from tests.helpers import locator_of, raw_values, run_flow
 from thalweg_bytewax.codecs.avro import AvroCodec, AvroDecodeError, AvroEngine
 from thalweg_bytewax.codecs.base import DecodeResult, FailureKind
 from thalweg_bytewax.codecs.framing import encode_confluent
-from thalweg_bytewax.dlq import rejected_from_dlq_batch
+from thalweg_bytewax.lanes.dlq import rejected_from_dlq_batch
 from thalweg_bytewax.registry import registry_client
 from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA, sample_orders
 

@@ -17,8 +17,8 @@ from flows.orders import SCHEMA_DIR, OrdersSettings, build_flow
 from tests.helpers import locator_of
 from thalweg_bytewax.contracts import explode_audit, read_audit, read_rule_registry
 from thalweg_bytewax.dev._orders_sample import _bad_payload, sample_order_at
-from thalweg_bytewax.dlq import rejected_from_dlq_batch
 from thalweg_bytewax.lanes import read_lane
+from thalweg_bytewax.lanes.dlq import rejected_from_dlq_batch
 from thalweg_bytewax.records.metadata import MetadataColumns
 from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA, encode_order_avro
 from thalweg_bytewax.testing import produce, produce_sample_orders

@@ -30,8 +30,8 @@ from tests.helpers import (
 )
 from thalweg_bytewax.codecs import AvroCodec, ProtobufCodec
 from thalweg_bytewax.codecs.base import Codec
-from thalweg_bytewax.dlq import rejected_from_dlq_batch
 from thalweg_bytewax.errors import TransientError
+from thalweg_bytewax.lanes.dlq import rejected_from_dlq_batch
 from thalweg_bytewax.registry import RegistrySchemaSource, RegistryUnavailableError
 from thalweg_bytewax.samples import (
     ORDER_AVRO_SCHEMA,

@@ -15,7 +15,7 @@ __all__ = ["add_commands"]
 
 
 def _lane_stats(args: argparse.Namespace) -> int:
-    from thalweg_bytewax.lanes import lane_stats
+    from thalweg_bytewax.lanes.read import lane_stats
 
     stats = lane_stats(args.path)
     for r in stats.to_pylist():

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
-from thalweg_bytewax.lanes import read_lane
+from thalweg_bytewax.lanes.read import read_lane
 from thalweg_bytewax.records.ids import RECORD_ID_BYTES
 from thalweg_bytewax.records.metadata import MetadataColumns
 from thalweg_bytewax.sqlengine import shared_cursor

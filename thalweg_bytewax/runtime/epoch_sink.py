@@ -100,9 +100,9 @@ from typing_extensions import override
 from thalweg_bytewax import _faults
 from thalweg_bytewax.coverage import OffsetCoverage
 from thalweg_bytewax.coverage_store import CoverageStore
-from thalweg_bytewax.dlq import DLQ_REASON, DLQ_RULES, DLQ_STEP_ID
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError, ThalwegError
 from thalweg_bytewax.input_span import input_span, without_input_span
+from thalweg_bytewax.lanes.dlq import DLQ_REASON, DLQ_RULES, DLQ_STEP_ID
 from thalweg_bytewax.observability.gate import observe_sink_partition
 from thalweg_bytewax.records.metadata import MetadataColumns
 from thalweg_bytewax.runtime import admission

@@ -29,8 +29,8 @@ from thalweg_bytewax.contracts import (
     read_audit,
     read_rule_registry,
 )
-from thalweg_bytewax.dlq import dlq_schema, read_dlq, rejected_from_dlq_batch
 from thalweg_bytewax.lanes import read_lane
+from thalweg_bytewax.lanes.dlq import dlq_schema, read_dlq, rejected_from_dlq_batch
 
 PER_BATCH = 40
 BATCHES = 3  # per partition

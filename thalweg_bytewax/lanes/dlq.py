@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
-from thalweg_bytewax.lanes import read_lane
+from thalweg_bytewax.lanes.read import read_lane
 from thalweg_bytewax.records.ids import RECORD_ID_BYTES
 from thalweg_bytewax.records.metadata import MetadataColumns
 from thalweg_bytewax.records.model import Locator
@@ -251,7 +251,7 @@ def read_dlq(
     """Read a DLQ lane back, e.g. one written by ``ParquetSink`` from ``validate(...).rejected``.
 
     ```python
-    from thalweg_bytewax.dlq import read_dlq, rejected_from_dlq_batch
+    from thalweg_bytewax.lanes.dlq import read_dlq, rejected_from_dlq_batch
 
     bad = read_dlq("lake/dlq", reason="dq")
     for rejected in rejected_from_dlq_batch(bad.to_batches()[0]):

@@ -1,24 +1,11 @@
-"""Read every lane back: raw, decoded, DLQ, audit and the rule registry.
+"""Read a lane back: one table of its finalized files, and its records per partition.
 
 A lane is a directory of finalized Parquet files, as ``ParquetSink`` writes them
 (``<lane>/<topic>/<partition>/<first>-<last>.parquet``). Staging files start with ``.``,
 so neither these readers nor DuckDB globs ever see a file before its epoch is durable.
-
-```python
-from thalweg_bytewax.lanes import lane_stats, read_audit, read_dlq, read_lane
-
-raw = read_lane("thalweg-data/raw")                  # every record, envelope intact
-orders = read_lane("thalweg-data/orders")            # decoded rows + locator columns
-bad = read_dlq("thalweg-data/dlq", reason="dq")      # DLQ rows of one reason
-failed = read_audit("thalweg-data/audit", verdict="fail")
-print(lane_stats("thalweg-data/raw").to_pylist())    # records and offsets per partition
-```
-
-:func:`read_lane` is the one reader. ``read_dlq`` (``thalweg_bytewax.dlq``), ``read_audit``
-and ``read_rule_registry`` (``thalweg_bytewax.contracts.audit``) live next to their lane's
-schema, read through it, and are importable from here. Every reader takes a lane
-directory (a local path or a URI, with an optional ``filesystem=``) or a
-``pyarrow.dataset.Dataset``. A lane directory that exists but holds
+:func:`read_lane` is the one reader; the typed readers of the DLQ and audit lanes read
+through it. Every reader takes a lane directory (a local path or a URI, with an optional
+``filesystem=``) or a ``pyarrow.dataset.Dataset``. A lane directory that exists but holds
 no file yet reads as an empty table of the lane's schema; a missing one raises
 ``FileNotFoundError``.
 
@@ -31,52 +18,24 @@ schema joins (written by an earlier version of the sink, or another writer) rais
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TypeAlias
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
-from thalweg_bytewax._lane_schema import file_schemas, unify_file_schemas
+from thalweg_bytewax.lanes._schema import file_schemas, unify_file_schemas
 from thalweg_bytewax.records.metadata import MetadataColumns
 
-if TYPE_CHECKING:
-    # Resolved lazily by __getattr__ below: each typed reader lives next to its lane's
-    # schema, and those modules read through `read_lane`.
-    from thalweg_bytewax.contracts.audit import read_audit, read_rule_registry
-    from thalweg_bytewax.dlq import read_dlq
-
-__all__ = [
-    "LaneSource",
-    "lane_stats",
-    "lane_stats_schema",
-    "read_audit",
-    "read_dlq",
-    "read_lane",
-    "read_rule_registry",
-]
+__all__ = ["LaneSource", "lane_stats", "lane_stats_schema", "read_lane"]
 
 LaneSource: TypeAlias = str | os.PathLike[str] | ds.Dataset
 """A lane directory (local path or URI) or an already opened ``pyarrow.dataset.Dataset``."""
 
 _DEFAULT_COLUMNS = MetadataColumns()
-_TYPED_READERS = {
-    "read_audit": "thalweg_bytewax.contracts.audit",
-    "read_dlq": "thalweg_bytewax.dlq",
-    "read_rule_registry": "thalweg_bytewax.contracts.audit",
-}
-
-
-def __getattr__(name: str) -> object:
-    """Resolve the typed lane readers (DLQ, audit, rule registry) on first use."""
-    if name in _TYPED_READERS:
-        return getattr(importlib.import_module(_TYPED_READERS[name]), name)
-    msg = f"module {__name__!r} has no attribute {name!r}"
-    raise AttributeError(msg)
 
 
 def read_lane(
