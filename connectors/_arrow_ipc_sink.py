@@ -22,7 +22,7 @@ import pyarrow.ipc as ipc
 from typing_extensions import override
 
 from thalweg_bytewax import _faults
-from thalweg_bytewax.coverage import OffsetCoverage
+from thalweg_bytewax.coverage.spans import OffsetCoverage
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState
 
 from ._lane_sink import LaneSinkStats, StagedFile, lane_io

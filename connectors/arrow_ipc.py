@@ -42,7 +42,7 @@ from bytewax.inputs import FixedPartitionedSource
 from typing_extensions import override
 
 from thalweg_bytewax._redact import redact_url
-from thalweg_bytewax.coverage_store import CoverageStore
+from thalweg_bytewax.coverage.store import CoverageStore
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns
 from thalweg_bytewax.records.model import KeyedBatch

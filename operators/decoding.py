@@ -24,8 +24,8 @@ from bytewax.dataflow import operator
 from bytewax.operators import KeyedStream
 
 from thalweg_bytewax.codecs.base import Codec, DecodeFailure, FailureKind
+from thalweg_bytewax.coverage.input_span import input_span_metadata
 from thalweg_bytewax.errors import ConfigError, SchemaError
-from thalweg_bytewax.input_span import input_span_metadata
 from thalweg_bytewax.lanes.dlq import RejectReason, dlq_batch_from_rows
 from thalweg_bytewax.observability.gate import observe_step
 from thalweg_bytewax.records.metadata import (
@@ -169,7 +169,7 @@ class _Decoder:
         if len(idx) != raw.num_rows:
             meta = meta.take(pa.array(idx, pa.int64()))
             # Rows went to the DLQ: the batch stands for its whole input, so a sink
-            # covers the rejected offsets too (thalweg_bytewax.input_span).
+            # covers the rejected offsets too (thalweg_bytewax.coverage.input_span).
             span = input_span_metadata(raw, self.columns)
         return pa.RecordBatch.from_arrays(
             [*payload.columns, *meta.columns],

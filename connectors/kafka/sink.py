@@ -43,7 +43,7 @@ from ._sink_records import HEADER_LOCATOR, RESERVED_HEADER_PREFIX, Locator, pars
 
 if TYPE_CHECKING:
     from thalweg_bytewax.codecs.base import Encoder
-    from thalweg_bytewax.coverage_store import CoverageStore
+    from thalweg_bytewax.coverage.store import CoverageStore
 
 __all__ = [
     "HEADER_LOCATOR",
@@ -135,7 +135,7 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
         metadata_prefix: Prefix of the metadata columns.
         coverage_store: Where to record each committed epoch's coverage for the flow
             (beside the raw lane), under the output's step id: a
-            :class:`~thalweg_bytewax.coverage_store.CoverageStore`, a path (SQLite) or a
+            :class:`~thalweg_bytewax.coverage.store.CoverageStore`, a path (SQLite) or a
             ``postgresql://`` URL. None records nothing. ``thalweg coverage`` and
             ``thalweg recover`` read it.
 

@@ -19,7 +19,7 @@ import pytest
 
 from thalweg_bytewax import Locator, MetadataColumns, MetadataPolicy, RawRecord
 from thalweg_bytewax.coverage import OffsetCoverage
-from thalweg_bytewax.coverage_store import CoverageEntry
+from thalweg_bytewax.coverage.store import CoverageEntry
 from thalweg_bytewax.lanes.dlq import Rejected, RejectReason
 from thalweg_bytewax.records.model import OffsetSpan, TimestampType
 

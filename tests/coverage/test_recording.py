@@ -30,9 +30,9 @@ from tests.runtime.jsonl_sink import JsonlPartition, JsonlSink, rows
 from thalweg_bytewax.codecs import JsonCodec
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.coverage import OffsetCoverage
-from thalweg_bytewax.coverage_store import DEFAULT_FILE_NAME, SqliteCoverageStore
+from thalweg_bytewax.coverage.input_span import with_input_span
+from thalweg_bytewax.coverage.store import DEFAULT_FILE_NAME, SqliteCoverageStore
 from thalweg_bytewax.errors import SinkTransientError
-from thalweg_bytewax.input_span import with_input_span
 from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.records.batches import raw_batch_from_records
 from thalweg_bytewax.records.model import Locator, RawRecord
@@ -62,7 +62,7 @@ def run_flow(lane: Path, store: Path, recovery: Path, fault: str | None) -> subp
     if fault:
         env["THALWEG_FAULT"] = fault
     return subprocess.run(
-        [sys.executable, "-m", "tests.runtime.coverage_flow", str(lane), str(store), str(recovery)],
+        [sys.executable, "-m", "tests.coverage.coverage_flow", str(lane), str(store), str(recovery)],
         env=env,
         cwd=ROOT,
         capture_output=True,
@@ -128,7 +128,7 @@ def test_a_busy_store_lags_and_catches_up_without_stopping_the_sink(
 ) -> None:
     store = SqliteCoverageStore(tmp_path / "c.sqlite3")
     store.record("other", {("t", 9): OffsetCoverage([(0, 0)])})  # create the file
-    monkeypatch.setattr("thalweg_bytewax.coverage_store._BUSY_TIMEOUT_S", 0.05)
+    monkeypatch.setattr("thalweg_bytewax.coverage.store._BUSY_TIMEOUT_S", 0.05)
     sink = _RecordingJsonl(tmp_path / "out", store)
     part = sink.build_part("flow.out", "0", None)
     holder = sqlite3.connect(store.path, isolation_level=None)

@@ -1,6 +1,6 @@
 """A coverage store in PostgreSQL, for flows whose workers run on several hosts.
 
-See :mod:`thalweg_bytewax.coverage_store` for the model (union-merged, may lag, never
+See :mod:`thalweg_bytewax.coverage.store` for the model (union-merged, may lag, never
 lead) and the SQLite store. Needs the ``postgres`` extra.
 """
 
@@ -19,8 +19,8 @@ import psycopg  # noqa: E402 - after the install hint
 from psycopg import sql  # noqa: E402
 
 from thalweg_bytewax._redact import redact_origins_in, redact_url  # noqa: E402
-from thalweg_bytewax.coverage import OffsetCoverage  # noqa: E402
-from thalweg_bytewax.coverage_store import (  # noqa: E402
+from thalweg_bytewax.coverage.spans import OffsetCoverage  # noqa: E402
+from thalweg_bytewax.coverage.store import (  # noqa: E402
     CoverageEntry,
     PartitionKey,
     _check_sink,

@@ -38,8 +38,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from thalweg_bytewax.coverage import OffsetCoverage
-from thalweg_bytewax.coverage_store import CoverageStore
+from thalweg_bytewax.coverage.spans import OffsetCoverage
+from thalweg_bytewax.coverage.store import CoverageStore
 from thalweg_bytewax.errors import ConfigError, SourceError
 
 __all__ = [

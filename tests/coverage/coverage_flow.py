@@ -1,6 +1,6 @@
 """A flow for the coverage-recording crash tests: a Parquet lane recording into a store.
 
-``python -m tests.runtime.coverage_flow LANE STORE RECOVERY_DIR`` runs ``items()``
+``python -m tests.coverage.coverage_flow LANE STORE RECOVERY_DIR`` runs ``items()``
 (two source partitions, eight batches of five rows each) into a ``ParquetSink`` with
 ``coverage_store=STORE``, one epoch per batch, with recovery. Crash tests set
 ``THALWEG_FAULT`` to kill it at a fault point.

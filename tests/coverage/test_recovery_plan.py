@@ -24,15 +24,15 @@ from hypothesis import strategies as st
 
 from thalweg_bytewax.cli import main
 from thalweg_bytewax.coverage import OffsetCoverage
-from thalweg_bytewax.coverage_store import SqliteCoverageStore
-from thalweg_bytewax.errors import ConfigError, SourceError
-from thalweg_bytewax.recovery_plan import (
+from thalweg_bytewax.coverage.recovery_plan import (
     RecoveryPlan,
     check_lane_rows,
     check_retention,
     parse_offsets,
     plan_recovery,
 )
+from thalweg_bytewax.coverage.store import SqliteCoverageStore
+from thalweg_bytewax.errors import ConfigError, SourceError
 
 RAW, SINK = "f.raw", "f.sink"
 spans = st.lists(

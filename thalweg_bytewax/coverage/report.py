@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from thalweg_bytewax.coverage import OffsetCoverage, Span
-from thalweg_bytewax.coverage_store import CoverageEntry, CoverageStore
+from thalweg_bytewax.coverage.spans import OffsetCoverage, Span
+from thalweg_bytewax.coverage.store import CoverageEntry, CoverageStore
 from thalweg_bytewax.errors import ConfigError, SourceError
 
 __all__ = ["coverage_report", "kafka_watermarks"]

@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from thalweg_bytewax.coverage import OffsetCoverage
-from thalweg_bytewax.coverage_store import (
+from thalweg_bytewax.coverage.store import (
     DEFAULT_FILE_NAME,
     CoverageStore,
     SqliteCoverageStore,
@@ -131,7 +131,7 @@ def test_concurrent_processes_and_threads_leave_the_union(tmp_path: Path) -> Non
 def test_a_locked_store_is_a_transient_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = SqliteCoverageStore(tmp_path / "c.sqlite3")
     store.record("s", {("t", 0): OffsetCoverage([(0, 0)])})
-    monkeypatch.setattr("thalweg_bytewax.coverage_store._BUSY_TIMEOUT_S", 0.05)
+    monkeypatch.setattr("thalweg_bytewax.coverage.store._BUSY_TIMEOUT_S", 0.05)
     holder = sqlite3.connect(store.path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     try:
@@ -166,7 +166,7 @@ def test_bad_arguments_are_config_errors(tmp_path: Path) -> None:
 
 
 def test_postgres_store_merges_concurrent_writers(pg_dsn: str, pg_schema: str) -> None:
-    from thalweg_bytewax.coverage_postgres import PostgresCoverageStore
+    from thalweg_bytewax.coverage.postgres import PostgresCoverageStore
 
     store = PostgresCoverageStore(pg_dsn, table=f"{pg_schema}.coverage")
     errors: list[BaseException] = []
@@ -196,7 +196,7 @@ def test_postgres_store_merges_concurrent_writers(pg_dsn: str, pg_schema: str) -
 
 def test_postgres_store_never_echoes_the_password() -> None:
     pytest.importorskip("psycopg")
-    from thalweg_bytewax.coverage_postgres import PostgresCoverageStore
+    from thalweg_bytewax.coverage.postgres import PostgresCoverageStore
 
     store = PostgresCoverageStore("postgresql://u:hunter2@127.0.0.1:1/db?connect_timeout=1")
     assert "hunter2" not in repr(store)
@@ -215,7 +215,7 @@ def test_forget_deletes_only_the_named_rows_of_the_sink(
     if kind == "sqlite":
         store = SqliteCoverageStore(tmp_path)
     else:
-        from thalweg_bytewax.coverage_postgres import PostgresCoverageStore
+        from thalweg_bytewax.coverage.postgres import PostgresCoverageStore
 
         schema = request.getfixturevalue("pg_schema")
         store = PostgresCoverageStore(request.getfixturevalue("pg_dsn"), table=f"{schema}.cov")

@@ -30,8 +30,8 @@ from __future__ import annotations
 import logging
 
 from thalweg_bytewax import _faults
-from thalweg_bytewax.coverage import OffsetCoverage
-from thalweg_bytewax.coverage_store import CoverageStore, open_coverage_store
+from thalweg_bytewax.coverage.spans import OffsetCoverage
+from thalweg_bytewax.coverage.store import CoverageStore, open_coverage_store
 from thalweg_bytewax.errors import ConfigError, TransientError
 from thalweg_bytewax.runtime.parts import decode_part
 
@@ -44,7 +44,7 @@ class CoverageRecorder:
     """Collect one sink partition's committed coverage and merge it into a store.
 
     Args:
-        store: The coverage store (or what :func:`~thalweg_bytewax.coverage_store.
+        store: The coverage store (or what :func:`~thalweg_bytewax.coverage.store.
             open_coverage_store` takes: a path or a ``postgresql://`` URL).
         sink_id: The id the sink's rows are stored under (its step id by default).
         component: The sink's name in messages.

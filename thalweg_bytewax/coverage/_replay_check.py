@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from thalweg_bytewax.coverage import OffsetCoverage, find_replay_conflict
+from thalweg_bytewax.coverage.spans import OffsetCoverage, find_replay_conflict
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError
 from thalweg_bytewax.records.metadata import MetadataColumns
 

@@ -10,7 +10,7 @@ start with ``_`` are skipped by pyarrow datasets and DuckDB globs), never inside
 sink it describes.
 
 - :class:`SqliteCoverageStore` — a local file, WAL mode, ``BEGIN IMMEDIATE``.
-- :class:`~thalweg_bytewax.coverage_postgres.PostgresCoverageStore` — a table in
+- :class:`~thalweg_bytewax.coverage.postgres.PostgresCoverageStore` — a table in
   PostgreSQL (extra ``postgres``): the row is created with ``INSERT … ON CONFLICT DO
   NOTHING`` and merged under ``SELECT … FOR UPDATE``.
 
@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from thalweg_bytewax.coverage import OffsetCoverage
+from thalweg_bytewax.coverage.spans import OffsetCoverage
 from thalweg_bytewax.errors import (
     ConfigError,
     SinkTerminalError,
@@ -353,7 +353,7 @@ def open_coverage_store(
     if isinstance(where, CoverageStore):
         return where
     if isinstance(where, str) and where.startswith(("postgresql://", "postgres://")):
-        from thalweg_bytewax.coverage_postgres import (  # noqa: PLC0415 - extra `postgres`
+        from thalweg_bytewax.coverage.postgres import (  # noqa: PLC0415 - extra `postgres`
             PostgresCoverageStore,
         )
 
