@@ -26,7 +26,12 @@ __all__ = ["MOVED", "install"]
 
 #: Old dotted module name -> the dotted name of the module's new home.
 MOVED: dict[str, str] = {
+    "thalweg_bytewax._apache_kafka": "thalweg_bytewax.dev._apache_kafka",
+    "thalweg_bytewax._dev_postgres": "thalweg_bytewax.dev._postgres",
+    "thalweg_bytewax._fixed_port": "thalweg_bytewax.dev._fixed_port",
     "thalweg_bytewax._lane_schema": "thalweg_bytewax.lanes._schema",
+    "thalweg_bytewax._mock_broker": "thalweg_bytewax.dev._mock_broker",
+    "thalweg_bytewax._sample_columns": "thalweg_bytewax.dev._sample_columns",
     "thalweg_bytewax.coverage_postgres": "thalweg_bytewax.coverage.postgres",
     "thalweg_bytewax.coverage_report": "thalweg_bytewax.coverage.report",
     "thalweg_bytewax.coverage_store": "thalweg_bytewax.coverage.store",
@@ -39,6 +44,7 @@ MOVED: dict[str, str] = {
     "thalweg_bytewax.recovery_plan": "thalweg_bytewax.coverage.recovery_plan",
     "thalweg_bytewax.runtime._replay_check": "thalweg_bytewax.coverage._replay_check",
     "thalweg_bytewax.runtime.coverage_recording": "thalweg_bytewax.coverage.recording",
+    "thalweg_bytewax.samples": "thalweg_bytewax.dev.samples",
 }
 
 

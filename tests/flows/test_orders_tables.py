@@ -26,8 +26,8 @@ from thalweg_bytewax.connectors.raw_lane_source import lane_held_offsets
 from thalweg_bytewax.coverage.recovery_plan import plan_recovery
 from thalweg_bytewax.coverage.store import SqliteCoverageStore
 from thalweg_bytewax.dev._orders_sample import _bad_payload, sample_order_at
+from thalweg_bytewax.dev.samples import encode_order_avro
 from thalweg_bytewax.records.metadata import MetadataColumns
-from thalweg_bytewax.samples import encode_order_avro
 
 COLS = MetadataColumns()
 N = 3_000

@@ -162,7 +162,7 @@ def test_a_stalled_broker_fails_loudly_with_a_bounded_queue_and_loses_nothing(
 ) -> None:
     # A broker of our own, so that it can be frozen (SIGSTOP) without the shared one.
     broker = subprocess.Popen(
-        [sys.executable, "-m", "thalweg_bytewax._mock_broker", "--wait-stdin"],
+        [sys.executable, "-m", "thalweg_bytewax.dev._mock_broker", "--wait-stdin"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

@@ -1,7 +1,7 @@
 """Apache Kafka brokers (KRaft) on loopback ports, for tests and ``thalweg dev broker --kafka``.
 
-The broker's jars come from Maven Central through Maven (``apache_kafka_pom.xml`` beside
-this module pins the version) and are cached in a directory of your choice; each node is
+The broker's jars come from Maven Central through Maven and are cached in a directory of
+your choice (:mod:`~thalweg_bytewax.dev._kafka_jars`); each node is
 a combined broker + controller JVM started from them. :class:`ApacheKafka` runs one node
 or a small cluster, waits until every node answers a metadata request, and stops, kills
 or restarts single nodes with their data, which is what tests of broker failures need.
@@ -11,8 +11,6 @@ It needs ``java`` (17+) on the ``PATH`` and, the first time, ``mvn``.
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -25,21 +23,15 @@ from types import TracebackType
 from confluent_kafka.admin import AdminClient
 
 from thalweg_bytewax._published import publish_line, withdraw_line
+from thalweg_bytewax.dev._kafka_jars import (
+    KAFKA_VERSION,
+    cache_dir_or_default,
+    fetch_jars,
+    missing_tools,
+)
 from thalweg_bytewax.errors import ConfigError
 
-__all__ = [
-    "KAFKA_VERSION",
-    "POM",
-    "ApacheKafka",
-    "fetch_jars",
-    "missing_tools",
-]
-
-KAFKA_VERSION = "4.1.1"
-"""The Apache Kafka version ``apache_kafka_pom.xml`` pins."""
-
-POM = Path(__file__).with_name("apache_kafka_pom.xml")
-"""The Maven project whose dependencies are the broker's jars."""
+__all__ = ["ApacheKafka", "free_port", "serve"]
 
 _LOG4J2 = """\
 status = warn
@@ -53,68 +45,6 @@ rootLogger.appenderRef.file.ref = file
 logger.started.name = kafka.server.KafkaRaftServer
 logger.started.level = INFO
 """
-
-
-def missing_tools(*, need_maven: bool = True) -> str | None:
-    """What is missing to run the broker (``None`` when nothing is), naming the tool."""
-    missing = [tool for tool in ("java", "mvn") if shutil.which(tool) is None]
-    if not need_maven and "mvn" in missing:
-        missing.remove("mvn")
-    if not missing:
-        return None
-    return (
-        f"Apache Kafka {KAFKA_VERSION} needs {' and '.join(missing)} on the PATH "
-        "(Java 17+ runs the broker; Maven fetches its jars from Maven Central once)"
-    )
-
-
-def fetch_jars(cache_dir: Path, *, timeout_s: float = 600.0) -> Path:
-    """The directory of the broker's jars under ``cache_dir``, fetched with Maven if absent.
-
-    The jars land in ``cache_dir/<version>/jars``; a ``complete`` marker is written last,
-    so an interrupted fetch is redone, never half used.
-
-    Raises:
-        ConfigError: Maven is missing or failed (its output is in the message).
-    """
-    root = cache_dir.resolve() / KAFKA_VERSION
-    jars = root / "jars"
-    if (root / "complete").is_file():
-        return jars
-    if shutil.which("mvn") is None:
-        msg = (
-            f"the Apache Kafka {KAFKA_VERSION} jars are not in `{jars}` and `mvn` is not on "
-            "the PATH to fetch them; install Maven or copy the jars there"
-        )
-        raise ConfigError(msg)
-    staging = root / "jars.partial"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    proc = subprocess.run(
-        [
-            "mvn",
-            "-q",
-            "-B",
-            "-f",
-            str(POM),
-            "dependency:copy-dependencies",
-            f"-DoutputDirectory={staging}",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        check=False,
-    )
-    if proc.returncode != 0:
-        msg = (
-            f"fetching the Apache Kafka {KAFKA_VERSION} jars with Maven failed "
-            f"(exit {proc.returncode}); Maven said:\n{(proc.stdout + proc.stderr)[-3000:]}"
-        )
-        raise ConfigError(msg)
-    shutil.rmtree(jars, ignore_errors=True)
-    staging.rename(jars)
-    (root / "complete").write_text(f"{len(list(jars.glob('*.jar')))} jars\n")
-    return jars
 
 
 def free_port() -> int:
@@ -385,11 +315,6 @@ class ApacheKafka:
         self.stop()
 
 
-def default_cache_dir() -> Path:
-    """Where the jars are cached: ``THALWEG_KAFKA_CACHE`` or ``.thalweg/apache-kafka``."""
-    return Path(os.environ.get("THALWEG_KAFKA_CACHE", str(Path(".thalweg") / "apache-kafka")))
-
-
 def serve(
     nodes: int,
     address_file: Path,
@@ -404,12 +329,12 @@ def serve(
     ``data_dir`` between runs (a second start reuses it; ports may change unless ``port``
     fixes the first node's client port).
     """
-    cached = (_cache(cache_dir) / KAFKA_VERSION / "complete").is_file()
+    cached = (cache_dir_or_default(cache_dir) / KAFKA_VERSION / "complete").is_file()
     missing = missing_tools(need_maven=not cached)
     if missing is not None:
         msg = f"dev broker --kafka: {missing}; or run `thalweg dev broker` (no Java needed)"
         raise ConfigError(msg)
-    jars = fetch_jars(_cache(cache_dir))
+    jars = fetch_jars(cache_dir_or_default(cache_dir))
     kafka = ApacheKafka(jars, data_dir, nodes=nodes, port=port)
     stop = False
 
@@ -432,7 +357,3 @@ def serve(
         withdraw_line(address_file, kafka.bootstrap)
         kafka.stop()
     return 0
-
-
-def _cache(cache_dir: Path | None) -> Path:
-    return cache_dir if cache_dir is not None else default_cache_dir()

@@ -5,7 +5,7 @@ Prints ``BOOTSTRAP <host:port,...>`` on the first line of stdout and, with
 it removes again when it stops. The mock cluster is a real Kafka wire-protocol broker
 implemented inside librdkafka; it lives as long as the client that created it, so it
 runs in its own process. Its brokers listen on ports the system picks; ``--port N``
-bootstraps on ``127.0.0.1:N`` instead, through a relay (``thalweg_bytewax._fixed_port``).
+bootstraps on ``127.0.0.1:N`` instead, through a relay (``thalweg_bytewax.dev._fixed_port``).
 """
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from thalweg_bytewax import _fixed_port
 from thalweg_bytewax._published import publish_line, withdraw_line
+from thalweg_bytewax.dev import _fixed_port
 
 __all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> int:
     """Start the mock cluster, print its bootstrap address and wait."""
-    parser = argparse.ArgumentParser(prog="python -m thalweg_bytewax._mock_broker")
+    parser = argparse.ArgumentParser(prog="python -m thalweg_bytewax.dev._mock_broker")
     parser.add_argument("--brokers", type=int, default=1)
     parser.add_argument("--wait-stdin", action="store_true", help="stop when stdin closes")
     parser.add_argument("--address-file", type=Path, help="write the address to this file")

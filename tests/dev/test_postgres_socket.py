@@ -18,7 +18,7 @@ from pathlib import Path
 import platformdirs
 import pytest
 
-from thalweg_bytewax._dev_postgres import check_no_widening
+from thalweg_bytewax.dev._postgres import check_no_widening
 from thalweg_bytewax.errors import ConfigError
 
 THALWEG = [sys.executable, "-m", "thalweg_bytewax.cli"]
