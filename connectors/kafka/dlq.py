@@ -1,6 +1,6 @@
 """The DLQ as Kafka records: rejects to a topic, with the error headers Kafka Connect uses.
 
-:class:`DlqEncoder` turns DLQ batches (:func:`thalweg_bytewax.dlq.dlq_schema`, the one
+:class:`DlqEncoder` turns DLQ batches (:func:`thalweg_bytewax.lanes.dlq.dlq_schema`, the one
 reject shape of every stage) into one Kafka record per reject for a
 :class:`~thalweg_bytewax.connectors.kafka.KafkaSink`, so rejects can go to Kafka
 instead of, or as well as, a Parquet DLQ lane::
@@ -123,7 +123,7 @@ class DlqEncoder:
                 msg = (
                     f"dlq encoder: batches for `{topic}` need the DLQ column `{required}`; "
                     f"got columns {batch.schema.names}; feed it a DLQ stream "
-                    f"(`thalweg_bytewax.dlq.dlq_schema`)"
+                    f"(`thalweg_bytewax.lanes.dlq.dlq_schema`)"
                 )
                 raise EncodeError(msg, column=required)
         n = batch.num_rows
