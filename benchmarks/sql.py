@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from thalweg_bytewax.metadata import DEFAULT_COLUMNS as C
+from thalweg_bytewax.records import DEFAULT_COLUMNS as C
 from thalweg_bytewax.sql.engine import SqlSession
 from thalweg_bytewax.sql.node import SqlNode
 

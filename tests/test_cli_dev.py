@@ -14,7 +14,7 @@ from bytewax.testing import TestingSource, run_main
 from thalweg_bytewax.cli import main
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.lanes import lane_stats
-from thalweg_bytewax.record import raw_batch_from_columns
+from thalweg_bytewax.records.batches import raw_batch_from_columns
 
 
 def write_lane(path: Path, offsets: dict[int, list[int]]) -> None:

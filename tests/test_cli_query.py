@@ -18,7 +18,7 @@ from flows.orders import OrdersSettings, build_flow
 from thalweg_bytewax.cli import EXIT_OK, EXIT_USAGE, main
 from thalweg_bytewax.cli._lake import lane_files, open_lake
 from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
-from thalweg_bytewax.dlq import read_dlq
+from thalweg_bytewax.lanes.dlq import read_dlq
 
 N = 1_000
 

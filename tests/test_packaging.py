@@ -79,6 +79,7 @@ def test_the_wheel_holds_every_module_and_the_bundled_data_and_no_flows(
         "thalweg_bytewax/flows/schemas/1.avsc",
         "thalweg_bytewax/flows/contracts/orders.odcs.yaml",
         "thalweg_bytewax/codecs/_json_native.pyi",
+        "thalweg_bytewax/dev/apache_kafka_pom.xml",
     ):
         assert data in names, data
     assert any(n.startswith("thalweg_bytewax/_record_ids.") and n.endswith(".so") for n in names)

@@ -21,8 +21,8 @@ from thalweg_bytewax.errors import (
     ThalwegError,
     TransientError,
 )
-from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataColumns, MetadataPolicy
-from thalweg_bytewax.record import Locator, RawRecord
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns, MetadataPolicy
+from thalweg_bytewax.records.model import Locator, RawRecord
 
 __version__ = "0.1.0"
 

@@ -26,6 +26,25 @@ __all__ = ["MOVED", "install"]
 
 #: Old dotted module name -> the dotted name of the module's new home.
 MOVED: dict[str, str] = {
+    "thalweg_bytewax._apache_kafka": "thalweg_bytewax.dev._apache_kafka",
+    "thalweg_bytewax._dev_postgres": "thalweg_bytewax.dev._postgres",
+    "thalweg_bytewax._fixed_port": "thalweg_bytewax.dev._fixed_port",
+    "thalweg_bytewax._lane_schema": "thalweg_bytewax.lanes._schema",
+    "thalweg_bytewax._mock_broker": "thalweg_bytewax.dev._mock_broker",
+    "thalweg_bytewax._sample_columns": "thalweg_bytewax.dev._sample_columns",
+    "thalweg_bytewax.coverage_postgres": "thalweg_bytewax.coverage.postgres",
+    "thalweg_bytewax.coverage_report": "thalweg_bytewax.coverage.report",
+    "thalweg_bytewax.coverage_store": "thalweg_bytewax.coverage.store",
+    "thalweg_bytewax.dlq": "thalweg_bytewax.lanes.dlq",
+    "thalweg_bytewax.input_span": "thalweg_bytewax.coverage.input_span",
+    # Split into several modules of records/: the package exposes every public name the
+    # old modules had (Locator, RawRecord, MetadataColumns, record_ids_array, ...).
+    "thalweg_bytewax.metadata": "thalweg_bytewax.records",
+    "thalweg_bytewax.record": "thalweg_bytewax.records",
+    "thalweg_bytewax.recovery_plan": "thalweg_bytewax.coverage.recovery_plan",
+    "thalweg_bytewax.runtime._replay_check": "thalweg_bytewax.coverage._replay_check",
+    "thalweg_bytewax.runtime.coverage_recording": "thalweg_bytewax.coverage.recording",
+    "thalweg_bytewax.samples": "thalweg_bytewax.dev.samples",
     # SQL: one folder; the two modules split along their seams resolve to the package,
     # which exports every name they did.
     "thalweg_bytewax.sqlengine": "thalweg_bytewax.sql",

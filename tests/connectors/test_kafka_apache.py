@@ -27,8 +27,8 @@ from tests.connectors.test_kafka_fidelity import run_raw_lane
 from tests.connectors.test_kafka_resume import drain
 from tests.connectors.test_kafka_sink_isolation import transactions
 from tests.fixtures.kafka import create_topic, topic_name
-from thalweg_bytewax._apache_kafka import ApacheKafka
 from thalweg_bytewax.connectors.kafka import KafkaSource
+from thalweg_bytewax.dev._apache_kafka import ApacheKafka
 from thalweg_bytewax.errors import SourceError
 from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.testing import produce

@@ -21,7 +21,7 @@ from thalweg_bytewax.codecs import BytesEncoder
 from thalweg_bytewax.connectors.kafka import KafkaSink, KafkaSource
 from thalweg_bytewax.connectors.kafka._sink_partition import out_state_key
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError, SinkTransientError
-from thalweg_bytewax.metadata import record_ids_array
+from thalweg_bytewax.records.ids import record_ids_array
 from thalweg_bytewax.testing import produce
 
 
@@ -246,7 +246,7 @@ def test_the_repr_never_shows_add_config() -> None:
 def test_a_coverage_store_gets_each_committed_epoch_under_the_step_id(
     kafka_bootstrap: str, make_topic: Any, tmp_path: Any
 ) -> None:
-    from thalweg_bytewax.coverage_store import SqliteCoverageStore
+    from thalweg_bytewax.coverage.store import SqliteCoverageStore
 
     store = SqliteCoverageStore(tmp_path)
     sink = KafkaSink([kafka_bootstrap], make_topic(), shards=1, coverage_store=store)

@@ -23,7 +23,7 @@ from thalweg_bytewax.connectors.kafka import KafkaSource, _native
 from thalweg_bytewax.connectors.kafka._config import consumer_config
 from thalweg_bytewax.connectors.kafka._resume import make_state
 from thalweg_bytewax.errors import SourceError
-from thalweg_bytewax.record import raw_batch_from_native
+from thalweg_bytewax.records.kafka_batches import raw_batch_from_native
 
 pytestmark = pytest.mark.skipif(
     _native._load()[0] is None,  # noqa: SLF001 - tests of the private module

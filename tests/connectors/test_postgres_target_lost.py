@@ -22,7 +22,7 @@ from psycopg import sql
 
 from tests.connectors.postgres_helpers import batch, read_table, table_exists
 from thalweg_bytewax.connectors.postgres import PostgresSink
-from thalweg_bytewax.coverage_store import SqliteCoverageStore
+from thalweg_bytewax.coverage.store import SqliteCoverageStore
 from thalweg_bytewax.errors import SinkTerminalError
 
 pytestmark = pytest.mark.postgres

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from thalweg_bytewax.contracts import Rule, RuleSet, row_json
 from thalweg_bytewax.contracts.evaluate import Evaluation, _messages_from_lists, messages
-from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.records.metadata import MetadataColumns
 
 COLS = MetadataColumns()
 RULES = RuleSet(

@@ -17,10 +17,10 @@ from flows.orders import SCHEMA_DIR, OrdersSettings, build_flow
 from tests.helpers import locator_of
 from thalweg_bytewax.contracts import explode_audit, read_audit, read_rule_registry
 from thalweg_bytewax.dev._orders_sample import _bad_payload, sample_order_at
-from thalweg_bytewax.dlq import rejected_from_dlq_batch
+from thalweg_bytewax.dev.samples import ORDER_AVRO_SCHEMA, encode_order_avro
 from thalweg_bytewax.lanes import read_lane
-from thalweg_bytewax.metadata import MetadataColumns
-from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA, encode_order_avro
+from thalweg_bytewax.lanes.dlq import rejected_from_dlq_batch
+from thalweg_bytewax.records.metadata import MetadataColumns
 from thalweg_bytewax.testing import produce, produce_sample_orders
 
 COLS = MetadataColumns()
@@ -301,7 +301,7 @@ def test_decode_and_contract_rejects_of_one_partition_all_reach_the_dlq(
     # them must land in the DLQ (a range-skipping sink fed by a merge would drop some).
     from decimal import Decimal
 
-    from thalweg_bytewax.samples import sample_orders
+    from thalweg_bytewax.dev.samples import sample_orders
 
     orders = list(sample_orders(8, seed=11))
     values = [encode_order_avro(o) for o in orders]

@@ -204,7 +204,7 @@ def test_a_kafka_sink_in_a_pipeline_file_writes_each_order_once_as_json(
     run_main(build_pipeline(config, base_dir=ORDERS_TOML.parent))
     assert len(read_topic(bootstrap, topic)) == len(out)
     # It records its coverage beside the raw lane as the table sinks do.
-    from thalweg_bytewax.coverage_store import SqliteCoverageStore
+    from thalweg_bytewax.coverage.store import SqliteCoverageStore
 
     entries = SqliteCoverageStore(data / "raw").entries()
     stored = {(e.topic, e.partition): e.coverage for e in entries if e.sink == "orders.out"}

@@ -22,10 +22,10 @@ from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.dev._orders_sample import SampleOrdersSource
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.lanes import read_lane
-from thalweg_bytewax.metadata import DEFAULT_COLUMNS
 from thalweg_bytewax.operators.sql_dag import sql_dag
 from thalweg_bytewax.pipeline import PipelineConfig
 from thalweg_bytewax.pipeline.build import SAMPLE_SCHEMAS
+from thalweg_bytewax.records.metadata import DEFAULT_COLUMNS
 from thalweg_bytewax.registry import DirectorySchemaSource
 from thalweg_bytewax.sql.dag import SqlDag
 from thalweg_bytewax.windows.aggregate import WindowSpec

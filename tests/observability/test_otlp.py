@@ -28,11 +28,11 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from tests.observability.conftest import produce_traced_orders
 from thalweg_bytewax.config import SecretRef
+from thalweg_bytewax.dev.samples import ORDER_AVRO_SCHEMA
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.observability import instruments, otlp
 from thalweg_bytewax.observability.settings import OtlpSection
 from thalweg_bytewax.pipeline import PipelineConfig
-from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "otlp-token-3f9c1b7e5d"  # noqa: S105 - a test value, grepped for in every output

@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 import thalweg_bytewax.operators as twg
 from tests.fixtures.flows import EntryPoint
 from tests.helpers import run_flow
-from thalweg_bytewax.metadata import MetadataColumns
 from thalweg_bytewax.operators.deduplication import _DedupLogic
+from thalweg_bytewax.records.metadata import MetadataColumns
 
 COLS = MetadataColumns()
 MINUTE = timedelta(minutes=1)

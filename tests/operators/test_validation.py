@@ -26,8 +26,8 @@ from thalweg_bytewax.contracts import (
 from thalweg_bytewax.contracts.evaluate import drop_masks, evaluate
 from thalweg_bytewax.contracts.spec import ContractMode
 from thalweg_bytewax.dedup.key_memory import SeenWindow
-from thalweg_bytewax.dlq import dlq_schema, rejected_from_dlq_batch
-from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.lanes.dlq import dlq_schema, rejected_from_dlq_batch
+from thalweg_bytewax.records import MetadataColumns
 from thalweg_bytewax.operators.validation import _Validator, failed_rules_column
 
 CONTRACT = orders_contract()

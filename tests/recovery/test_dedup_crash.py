@@ -28,7 +28,7 @@ import pytest
 from flows.dedup_lane import origins, planned_order
 from tests.helpers import located
 from thalweg_bytewax.contracts import read_audit
-from thalweg_bytewax.dlq import read_dlq
+from thalweg_bytewax.lanes.dlq import read_dlq
 
 pytestmark = [pytest.mark.slow]
 

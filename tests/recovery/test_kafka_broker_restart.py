@@ -33,7 +33,7 @@ from tests.recovery.test_kafka_sink_crash import (
     flow_env,
     init_recovery,
 )
-from thalweg_bytewax._apache_kafka import ApacheKafka
+from thalweg_bytewax.dev._apache_kafka import ApacheKafka
 from thalweg_bytewax.testing import produce
 
 pytestmark = pytest.mark.slow

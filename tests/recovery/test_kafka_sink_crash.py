@@ -28,7 +28,7 @@ import pytest
 from tests.connectors.kafka_sink_helpers import Out, read_topic
 from thalweg_bytewax.connectors.kafka import KafkaSink
 from thalweg_bytewax.errors import SinkTransientError
-from thalweg_bytewax.metadata import record_ids_array
+from thalweg_bytewax.records.ids import record_ids_array
 from thalweg_bytewax.testing import produce
 
 pytestmark = pytest.mark.slow
@@ -162,7 +162,7 @@ def test_a_stalled_broker_fails_loudly_with_a_bounded_queue_and_loses_nothing(
 ) -> None:
     # A broker of our own, so that it can be frozen (SIGSTOP) without the shared one.
     broker = subprocess.Popen(
-        [sys.executable, "-m", "thalweg_bytewax._mock_broker", "--wait-stdin"],
+        [sys.executable, "-m", "thalweg_bytewax.dev._mock_broker", "--wait-stdin"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

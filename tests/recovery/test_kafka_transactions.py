@@ -34,8 +34,8 @@ from tests.recovery.test_kafka_sink_crash import (
     init_recovery,
     run,
 )
-from thalweg_bytewax._apache_kafka import ApacheKafka
 from thalweg_bytewax.connectors.kafka import KafkaSink
+from thalweg_bytewax.dev._apache_kafka import ApacheKafka
 from thalweg_bytewax.errors import SinkError
 
 pytestmark = pytest.mark.slow

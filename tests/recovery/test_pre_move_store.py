@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.recovery.pre_move_flow import ABORT_AT, ROWS, run
-from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.records import MetadataColumns
 
 STORE = Path(__file__).resolve().parents[1] / "fixtures" / "pre_move_recovery"
 COLS = MetadataColumns()

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import DEFAULT_COLUMNS
+from thalweg_bytewax.records import DEFAULT_COLUMNS
 from thalweg_bytewax.sql.dag import SqlDag, table_references
 from thalweg_bytewax.sql.dag_nodes import SqlDagError, SqlNode
 from thalweg_bytewax.sql.dag_runner import DagRunner, SqlDagRunError

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import DEFAULT_COLUMNS as C
+from thalweg_bytewax.records import DEFAULT_COLUMNS as C
 from thalweg_bytewax.sql.bounds import SqlMemoryError
 from thalweg_bytewax.sql.dag import SqlDag
 from thalweg_bytewax.sql.dag_runner import DagRunner, SqlDagRunError

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import DEFAULT_COLUMNS as C
+from thalweg_bytewax.records import DEFAULT_COLUMNS as C
 from thalweg_bytewax.sql.bounds import SqlTimeoutError
 from thalweg_bytewax.sql.engine import SqlSession
 from thalweg_bytewax.sql.node import SqlNode, transform_session

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import DEFAULT_COLUMNS as C
+from thalweg_bytewax.records import DEFAULT_COLUMNS as C
 from thalweg_bytewax.sql._functions import FUNCTION_NAMES
 from thalweg_bytewax.sql.engine import SqlSession
 from thalweg_bytewax.sql.lineage import derived_ordinals

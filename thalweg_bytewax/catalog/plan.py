@@ -34,7 +34,7 @@ from typing import TypeAlias
 import pyarrow as pa
 
 from thalweg_bytewax.errors import ConfigError, SchemaError
-from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataColumns
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns
 from thalweg_bytewax.typemap import (
     Conversion,
     IdentifierMode,

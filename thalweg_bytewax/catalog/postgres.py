@@ -33,7 +33,7 @@ from thalweg_bytewax.catalog.plan import (
     plan,
 )
 from thalweg_bytewax.errors import ConfigError, SchemaError, SinkTerminalError
-from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataColumns
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns
 from thalweg_bytewax.typemap import (
     Conversion,
     IdentifierMode,

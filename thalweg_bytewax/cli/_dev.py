@@ -16,10 +16,10 @@ DEV_ADDRESS_FILE = Path(".thalweg") / "broker"
 
 
 def _dev_broker(args: argparse.Namespace) -> int:
-    from thalweg_bytewax import _mock_broker
+    from thalweg_bytewax.dev import _mock_broker
 
     if args.kafka:
-        from thalweg_bytewax import _apache_kafka
+        from thalweg_bytewax.dev import _apache_kafka
 
         print("starting Apache Kafka (KRaft) from Maven Central's jars; Ctrl-C stops it")
         print(f"its address goes to `{args.address_file}`, e.g. for $(cat {args.address_file})")
@@ -38,12 +38,12 @@ def _dev_broker(args: argparse.Namespace) -> int:
 
 
 def _dev_postgres(args: argparse.Namespace) -> int:
-    from thalweg_bytewax import _dev_postgres
+    from thalweg_bytewax.dev import _postgres
 
     if args.print_dsn:
-        print(_dev_postgres.published_dsn(args.dsn_file, args.wait_s))
+        print(_postgres.published_dsn(args.dsn_file, args.wait_s))
         return 0
-    return _dev_postgres.serve(args.data_dir, args.dsn_file)
+    return _postgres.serve(args.data_dir, args.dsn_file)
 
 
 def _broker_address(path: Path, wait_s: float) -> str:

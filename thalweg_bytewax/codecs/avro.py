@@ -74,7 +74,7 @@ from thalweg_bytewax.codecs.base import (
 )
 from thalweg_bytewax.codecs.framing import peel
 from thalweg_bytewax.errors import ConfigError, SchemaError
-from thalweg_bytewax.metadata import DEFAULT_PREFIX
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX
 from thalweg_bytewax.registry import (
     SchemaKey,
     SchemaSource,

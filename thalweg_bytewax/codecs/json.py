@@ -80,7 +80,7 @@ from thalweg_bytewax.codecs.base import (
 )
 from thalweg_bytewax.codecs.framing import peel_confluent_batch
 from thalweg_bytewax.errors import ConfigError, SchemaError, ThalwegError
-from thalweg_bytewax.metadata import DEFAULT_PREFIX
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX
 
 if TYPE_CHECKING:
     from thalweg_bytewax.contracts import ContractSpec

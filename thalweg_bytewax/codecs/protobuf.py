@@ -8,9 +8,9 @@ Arrow columns are then built field by field over the parsed messages (see
 :mod:`thalweg_bytewax.codecs._proto_arrow` for the type mapping).
 
 Example:
-    >>> from thalweg_bytewax.samples import encode_order_proto
-    >>> from thalweg_bytewax.samples import order_descriptor_set
-    >>> from thalweg_bytewax.samples import sample_orders
+    >>> from thalweg_bytewax.dev.samples import encode_order_proto
+    >>> from thalweg_bytewax.dev.samples import order_descriptor_set
+    >>> from thalweg_bytewax.dev.samples import sample_orders
     >>> codec = ProtobufCodec(descriptor_set=order_descriptor_set(),
     ...                       message_type="thalweg.samples.Order")
     >>> result = codec.decode_batch([encode_order_proto(o) for o in sample_orders(3)])
@@ -63,7 +63,7 @@ from thalweg_bytewax.codecs.base import (
 )
 from thalweg_bytewax.codecs.framing import FramingError, SchemaRef, peel
 from thalweg_bytewax.errors import ConfigError, SchemaError
-from thalweg_bytewax.metadata import DEFAULT_PREFIX
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",

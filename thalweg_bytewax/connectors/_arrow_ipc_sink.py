@@ -23,7 +23,7 @@ from typing_extensions import override
 
 from thalweg_bytewax import _faults
 from thalweg_bytewax.coverage import OffsetCoverage
-from thalweg_bytewax.metadata import RECORD_ID_BYTES
+from thalweg_bytewax.records import RECORD_ID_BYTES
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState
 
 from ._lane_sink import LaneSinkStats, StagedFile, lane_io

@@ -24,8 +24,8 @@ from bytewax.inputs import StatefulSourcePartition
 from typing_extensions import override
 
 from thalweg_bytewax.errors import SourceError
-from thalweg_bytewax.metadata import MetadataColumns
-from thalweg_bytewax.record import KeyedBatch
+from thalweg_bytewax.records.metadata import MetadataColumns
+from thalweg_bytewax.records.model import KeyedBatch
 from thalweg_bytewax.runtime.parts import encode_part
 
 __all__ = ["FileWatch", "IPCDirectoryPartition", "IPCFiles", "by_directory", "read_order"]

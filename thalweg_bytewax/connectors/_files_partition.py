@@ -34,11 +34,12 @@ from typing_extensions import override
 
 from thalweg_bytewax._deps import require
 from thalweg_bytewax._redact import redact_origins_in, redact_url
-from thalweg_bytewax.dlq import RejectReason, dlq_batch_from_rows
+from thalweg_bytewax.coverage.input_span import with_input_span
 from thalweg_bytewax.errors import SourceError
-from thalweg_bytewax.input_span import with_input_span
-from thalweg_bytewax.metadata import MetadataColumns, record_ids_array
-from thalweg_bytewax.record import KeyedBatch
+from thalweg_bytewax.lanes.dlq import RejectReason, dlq_batch_from_rows
+from thalweg_bytewax.records.ids import record_ids_array
+from thalweg_bytewax.records.metadata import MetadataColumns
+from thalweg_bytewax.records.model import KeyedBatch
 from thalweg_bytewax.runtime import admission
 
 from ._files_common import Bad, Chunk

@@ -59,7 +59,7 @@ from pyiceberg.table.snapshots import ancestors_of  # noqa: E402
 from thalweg_bytewax.catalog.iceberg import describe, provision  # noqa: E402
 from thalweg_bytewax.catalog.plan import TableShape  # noqa: E402
 from thalweg_bytewax.catalog.reconcile import reconcile  # noqa: E402
-from thalweg_bytewax.coverage import OffsetCoverage, replacement_verdicts  # noqa: E402
+from thalweg_bytewax.coverage.spans import OffsetCoverage, replacement_verdicts  # noqa: E402
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError  # noqa: E402
 from thalweg_bytewax.runtime.epoch_sink import (  # noqa: E402
     UNLOCATED,
@@ -74,7 +74,7 @@ if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile
     from pyiceberg.table import Table
 
-    from thalweg_bytewax.metadata import MetadataColumns
+    from thalweg_bytewax.records.metadata import MetadataColumns
 
     from .iceberg import IcebergSink
 

@@ -26,9 +26,9 @@ import pyarrow.parquet as pq
 from typing_extensions import override
 
 from thalweg_bytewax import _faults
-from thalweg_bytewax.coverage import OffsetCoverage
+from thalweg_bytewax.coverage.spans import OffsetCoverage
 from thalweg_bytewax.errors import SinkTerminalError
-from thalweg_bytewax.metadata import RECORD_ID_BYTES
+from thalweg_bytewax.records import RECORD_ID_BYTES
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState, buffered_size
 
 from ._lane_claim import claim_metadata, claim_problem

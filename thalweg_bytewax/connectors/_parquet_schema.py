@@ -3,7 +3,7 @@
 The lane remembers its schema in versions, ``.thalweg-schema-<n>.arrow`` at its root
 (hidden from readers; :meth:`LaneStore.record_schema`), each holding the one before it:
 columns are only added (nullable) or, with ``allow_widening=True``, widened losslessly
-(:mod:`thalweg_bytewax._lane_schema`). A partition checks each batch whose schema is not
+(:mod:`thalweg_bytewax.lanes._schema`). A partition checks each batch whose schema is not
 the lane's against the newest version before staging it, and refuses a change that
 cannot evolve (``SchemaEvolutionError``, naming the lane, the column, the old and the new
 type) before any row of it is staged: the epoch fails and nothing of it becomes
@@ -25,9 +25,9 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from thalweg_bytewax import _faults
-from thalweg_bytewax._lane_schema import conform, evolve, file_schemas, unify_file_schemas
 from thalweg_bytewax.catalog.plan import SchemaEvolutionError
 from thalweg_bytewax.errors import SinkTerminalError
+from thalweg_bytewax.lanes._schema import conform, evolve, file_schemas, unify_file_schemas
 
 from ._lane_store import LaneStore
 

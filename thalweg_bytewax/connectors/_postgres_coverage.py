@@ -19,7 +19,7 @@ from typing import Any
 
 from psycopg import sql
 
-from thalweg_bytewax.coverage import OffsetCoverage
+from thalweg_bytewax.coverage.spans import OffsetCoverage
 
 __all__ = ["COVERAGE_TABLE", "create_coverage_sql", "dump", "parse", "read_sql", "write_sql"]
 

@@ -30,7 +30,7 @@ from psycopg import sql
 from typing_extensions import override
 
 from thalweg_bytewax import _faults
-from thalweg_bytewax.coverage import OffsetCoverage
+from thalweg_bytewax.coverage.spans import OffsetCoverage
 from thalweg_bytewax.errors import SinkTerminalError
 from thalweg_bytewax.runtime.epoch_sink import UNLOCATED, EpochSinkPartition, EpochSinkState
 

@@ -42,10 +42,10 @@ from bytewax.inputs import FixedPartitionedSource
 from typing_extensions import override
 
 from thalweg_bytewax._redact import redact_url
-from thalweg_bytewax.coverage_store import CoverageStore
+from thalweg_bytewax.coverage.store import CoverageStore
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataColumns
-from thalweg_bytewax.record import KeyedBatch
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns
+from thalweg_bytewax.records.model import KeyedBatch
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink, coverage_store_option

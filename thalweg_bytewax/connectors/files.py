@@ -11,7 +11,7 @@ blocks before it are read but not parsed). A finished file stays finished.
 
 The source emits two kinds of keyed batches on its one output: the rows that read
 well (payload columns, then the metadata columns ``metadata=`` selects) and DLQ
-batches (:func:`thalweg_bytewax.dlq.dlq_schema`, reason ``decode``) for the rows and
+batches (:func:`thalweg_bytewax.lanes.dlq.dlq_schema`, reason ``decode``) for the rows and
 pieces of a file that did not: a ragged CSV row, an NDJSON line or Avro record that
 does not decode, a value that does not fit the schema, an Avro block whose sync marker
 is wrong, a truncated Parquet file, an Excel header with merged cells, malformed XML.
@@ -63,14 +63,10 @@ from typing_extensions import override
 
 from thalweg_bytewax._choices import parse_enum
 from thalweg_bytewax._redact import redact_url
-from thalweg_bytewax.dlq import dlq_schema
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import (
-    DEFAULT_PREFIX,
-    MetadataPolicy,
-    metadata_columns,
-)
-from thalweg_bytewax.record import KeyedBatch
+from thalweg_bytewax.lanes.dlq import dlq_schema
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataPolicy, metadata_columns
+from thalweg_bytewax.records.model import KeyedBatch
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 
 from ._files_avro import read_avro
@@ -363,7 +359,7 @@ class FilesOut:
 
     Attributes:
         ok: Batches of rows that read well: payload columns, then metadata columns.
-        rejected: DLQ batches (:func:`thalweg_bytewax.dlq.dlq_schema`), reason
+        rejected: DLQ batches (:func:`thalweg_bytewax.lanes.dlq.dlq_schema`), reason
             ``decode``, one row per unreadable row or piece of a file.
     """
 
@@ -378,7 +374,7 @@ def split_rejects(
     """Split a :class:`FileSource`'s output into good rows and DLQ batches.
 
     A DLQ batch is recognised by its schema (exactly
-    :func:`thalweg_bytewax.dlq.dlq_schema`, whose ``_twg_`` columns no payload may
+    :func:`thalweg_bytewax.lanes.dlq.dlq_schema`, whose ``_twg_`` columns no payload may
     carry), so nothing is tagged and nothing is copied.
 
     Args:

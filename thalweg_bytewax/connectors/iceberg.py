@@ -24,9 +24,9 @@ from typing_extensions import override
 
 from thalweg_bytewax._deps import require
 from thalweg_bytewax.catalog.iceberg import PartitionField, parse_partition_spec
-from thalweg_bytewax.coverage_store import CoverageStore
+from thalweg_bytewax.coverage.store import CoverageStore
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import DEFAULT_PREFIX, metadata_columns
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, metadata_columns
 from thalweg_bytewax.runtime.epoch_sink import (
     EpochSinkState,
     LocatorMode,
@@ -122,7 +122,7 @@ class IcebergSink(ShardedEpochSink[_IcebergPartition]):
         metadata_prefix: Prefix of the metadata columns.
         coverage_store: Where to record each committed epoch's coverage (beside the
             raw lane, never in the table), under ``sink_id``: a
-            :class:`~thalweg_bytewax.coverage_store.CoverageStore`, a path (SQLite) or a
+            :class:`~thalweg_bytewax.coverage.store.CoverageStore`, a path (SQLite) or a
             ``postgresql://`` URL. None records nothing. ``thalweg coverage`` reads it.
         locators: ``"required"`` (rows carry ``_twg_source_*`` locators: exactly once)
             or ``"absent"`` (rows without them: at-least-once appends, effectively-once

@@ -23,9 +23,9 @@ from typing import ClassVar
 import pyarrow.fs as pafs
 from typing_extensions import override
 
-from thalweg_bytewax.coverage_store import CoverageStore
+from thalweg_bytewax.coverage.store import CoverageStore
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataColumns
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
 from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink, coverage_store_option
 
@@ -96,7 +96,7 @@ class ParquetSink(ShardedEpochSink[_ParquetPartition]):
             at the epoch's snapshot).
         metadata_prefix: Prefix of the metadata columns.
         coverage_store: Where to record each committed epoch's coverage, under the
-            output's step id: a :class:`~thalweg_bytewax.coverage_store.CoverageStore`,
+            output's step id: a :class:`~thalweg_bytewax.coverage.store.CoverageStore`,
             a path (SQLite; a directory holds ``_coverage.sqlite3``) or a
             ``postgresql://`` URL. None records nothing. ``thalweg coverage`` reads it.
         allow_widening: Let a batch widen a column losslessly (``int32`` to ``int64``,

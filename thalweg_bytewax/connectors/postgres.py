@@ -35,10 +35,10 @@ from thalweg_bytewax.catalog import TableShape
 from thalweg_bytewax.catalog import postgres as pgcat
 from thalweg_bytewax.catalog.reconcile import reconcile
 from thalweg_bytewax.contracts.spec import ContractSpec, ObjectSpec
-from thalweg_bytewax.coverage import replacement_verdicts
-from thalweg_bytewax.coverage_store import CoverageStore
+from thalweg_bytewax.coverage.spans import replacement_verdicts
+from thalweg_bytewax.coverage.store import CoverageStore
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError, SinkTransientError
-from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataPolicy, metadata_columns
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataPolicy, metadata_columns
 from thalweg_bytewax.runtime.epoch_sink import (
     EpochSinkState,
     EpochSinkStats,
@@ -132,7 +132,7 @@ class PostgresSink(ShardedEpochSink[_PostgresPartition]):
             upserts; the locator columns are then refused).
         coverage_store: Where to record each committed epoch's coverage for the flow
             (beside the raw lane), under the output's step id: a
-            :class:`~thalweg_bytewax.coverage_store.CoverageStore`, a path (SQLite) or
+            :class:`~thalweg_bytewax.coverage.store.CoverageStore`, a path (SQLite) or
             a ``postgresql://`` URL. None records nothing there (the sink's own
             ``_twg_coverage`` table is kept either way). ``thalweg coverage`` and
             ``thalweg recover`` read it.

@@ -17,7 +17,7 @@ its last completed epoch. The sink skips offsets it already holds, so a replay i
 written once.
 
 :func:`lane_held_offsets` says which offsets a raw lane's files still hold, from their
-names alone (the retention guard of :mod:`thalweg_bytewax.recovery_plan`);
+names alone (the retention guard of :mod:`thalweg_bytewax.coverage.recovery_plan`);
 :func:`lane_rows_missing` checks those names against the rows the files hold, from
 their offsets column (the lane check).
 """
@@ -40,10 +40,10 @@ from bytewax.dataflow import Dataflow
 from bytewax.inputs import FixedPartitionedSource, StatefulSourcePartition
 from typing_extensions import override
 
-from thalweg_bytewax.coverage import OffsetCoverage
+from thalweg_bytewax.coverage.spans import OffsetCoverage
 from thalweg_bytewax.errors import ConfigError, SourceError
-from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataColumns
-from thalweg_bytewax.record import KeyedBatch
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns
+from thalweg_bytewax.records.model import KeyedBatch
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 
 from ._lane_claim import read_claim

@@ -30,7 +30,7 @@ from thalweg_bytewax.contracts.spec import (
     Rule,
     RuleKind,
 )
-from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.records import MetadataColumns
 from thalweg_bytewax.sql.bounds import (
     SqlMemoryError,
     SqlTimeoutError,

@@ -34,8 +34,8 @@ from opentelemetry import trace
 from opentelemetry.sdk.metrics.export import MetricReader
 from opentelemetry.trace import Span, TracerProvider
 
-from thalweg_bytewax.dlq import DLQ_REASON
 from thalweg_bytewax.errors import ConfigError, ThalwegError
+from thalweg_bytewax.lanes.dlq import DLQ_REASON
 
 from . import gate, tracing
 from .gate import HTTP_HOST_ENV, HTTP_PORT_ENV

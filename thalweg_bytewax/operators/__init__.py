@@ -30,7 +30,6 @@ from thalweg_bytewax.operators.sql import sql
 if TYPE_CHECKING:
     from thalweg_bytewax.contracts.ruleset import RuleSet
     from thalweg_bytewax.contracts.spec import ContractMode, ContractSpec, DropRule, Rule
-    from thalweg_bytewax.metadata import MetadataColumns, MetadataPolicy
     from thalweg_bytewax.operators.batching import ToBatchesOut, to_batches
     from thalweg_bytewax.operators.decoding import DecodeOut, decode
     from thalweg_bytewax.operators.deduplication import dedup
@@ -44,7 +43,7 @@ if TYPE_CHECKING:
         WindowAggStats,
         window_agg,
     )
-    from thalweg_bytewax.record import RawRecord
+    from thalweg_bytewax.records import RawRecord
     from thalweg_bytewax.windows.event_time import DEFAULT_ALLOWED_SKEW
 
 # Public name -> the module that defines it, imported on first access.
@@ -65,9 +64,9 @@ _LAZY = {
     "Rule": "thalweg_bytewax.contracts.spec",
     "RuleSet": "thalweg_bytewax.contracts.ruleset",
     "DEFAULT_ALLOWED_SKEW": "thalweg_bytewax.windows.event_time",
-    "MetadataColumns": "thalweg_bytewax.metadata",
-    "MetadataPolicy": "thalweg_bytewax.metadata",
-    "RawRecord": "thalweg_bytewax.record",
+    "MetadataColumns": "thalweg_bytewax.records",
+    "MetadataPolicy": "thalweg_bytewax.records",
+    "RawRecord": "thalweg_bytewax.records",
     "Session": "thalweg_bytewax.operators.windowing",
     "Sliding": "thalweg_bytewax.operators.windowing",
     "Tumbling": "thalweg_bytewax.operators.windowing",

@@ -24,8 +24,9 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from thalweg_bytewax.dlq import RejectReason, dlq_batch_from_rows
-from thalweg_bytewax.metadata import MetadataColumns, record_ids_array
+from thalweg_bytewax.lanes.dlq import RejectReason, dlq_batch_from_rows
+from thalweg_bytewax.records.ids import record_ids_array
+from thalweg_bytewax.records.metadata import MetadataColumns
 
 __all__ = ["Converted", "RowConverter"]
 

@@ -28,8 +28,8 @@ from bytewax.operators import KeyedStream, StatefulBatchLogic
 from typing_extensions import override
 
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import DEFAULT_PREFIX, metadata_columns
 from thalweg_bytewax.operators._batch_convert import Converted, RowConverter
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, metadata_columns
 from thalweg_bytewax.runtime.parts import encode_part, stable_route
 
 __all__ = ["ToBatchesOut", "to_batches"]
@@ -47,7 +47,7 @@ class ToBatchesOut:
     Attributes:
         batches: Arrow batches with the schema's columns, followed by the locator
             columns with ``locator="counter"``. At most ``max_rows`` rows each.
-        rejected: DLQ batches (:func:`thalweg_bytewax.dlq.dlq_schema`), reason
+        rejected: DLQ batches (:func:`thalweg_bytewax.lanes.dlq.dlq_schema`), reason
             ``contract``, of the rows that do not fit the schema: the message says what
             is wrong, ``row_json`` and the raw value hold the row as JSON, and the
             locator columns are set with ``locator="counter"``.

@@ -4,7 +4,7 @@ Each RawBatch's payload column goes through the codec's columnar ``decode_batch`
 one call (headers included, so header framing works). The rows that decode become
 ``ok`` batches: the payload's own columns followed by the metadata columns the policy
 selects, taken columnar from the RawBatch. The rows that do not become DLQ batches
-(:func:`thalweg_bytewax.dlq.dlq_schema`) with reason ``decode``, the codec's message,
+(:func:`thalweg_bytewax.lanes.dlq.dlq_schema`) with reason ``decode``, the codec's message,
 the locator, the record id and the raw key and value bytes. Bad data never stops the
 flow; an unreachable schema registry does, loudly, because an outage is not bad data.
 """
@@ -24,16 +24,16 @@ from bytewax.dataflow import operator
 from bytewax.operators import KeyedStream
 
 from thalweg_bytewax.codecs.base import Codec, DecodeFailure, FailureKind
-from thalweg_bytewax.dlq import RejectReason, dlq_batch_from_rows
+from thalweg_bytewax.coverage.input_span import input_span_metadata
 from thalweg_bytewax.errors import ConfigError, SchemaError
-from thalweg_bytewax.input_span import input_span_metadata
-from thalweg_bytewax.metadata import (
+from thalweg_bytewax.lanes.dlq import RejectReason, dlq_batch_from_rows
+from thalweg_bytewax.observability.gate import observe_step
+from thalweg_bytewax.records.metadata import (
     DEFAULT_PREFIX,
     MetadataColumns,
     MetadataPolicy,
     metadata_columns,
 )
-from thalweg_bytewax.observability.gate import observe_step
 
 __all__ = ["DecodeOut", "decode"]
 
@@ -47,7 +47,7 @@ class DecodeOut:
     Attributes:
         ok: Decoded batches: payload columns, then the metadata columns the policy
             selects. One batch per input batch with at least one good record.
-        rejected: DLQ batches (:func:`thalweg_bytewax.dlq.dlq_schema`) of the records
+        rejected: DLQ batches (:func:`thalweg_bytewax.lanes.dlq.dlq_schema`) of the records
             that failed to decode, reason ``decode``. One batch per input batch with at
             least one bad record.
     """
@@ -169,7 +169,7 @@ class _Decoder:
         if len(idx) != raw.num_rows:
             meta = meta.take(pa.array(idx, pa.int64()))
             # Rows went to the DLQ: the batch stands for its whole input, so a sink
-            # covers the rejected offsets too (thalweg_bytewax.input_span).
+            # covers the rejected offsets too (thalweg_bytewax.coverage.input_span).
             span = input_span_metadata(raw, self.columns)
         return pa.RecordBatch.from_arrays(
             [*payload.columns, *meta.columns],

@@ -23,7 +23,7 @@ from thalweg_bytewax.contracts.kernels import duplicate_mask
 from thalweg_bytewax.contracts.spec import ContractSpec
 from thalweg_bytewax.dedup.key_memory import SeenWindow, key_values
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import (
+from thalweg_bytewax.records.metadata import (
     DEFAULT_COLUMNS,
     DEFAULT_PREFIX,
     MetadataColumns,

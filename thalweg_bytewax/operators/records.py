@@ -2,7 +2,7 @@
 
 Columnar flows are faster; these operators exist for code that is simpler with one
 record at a time (ADR-0001): ``to_raw_records`` turns RawBatches into
-:class:`~thalweg_bytewax.record.RawRecord` objects, ``to_dicts`` turns decoded batches
+:class:`~thalweg_bytewax.records.model.RawRecord` objects, ``to_dicts`` turns decoded batches
 into one ``dict`` per row. Both keep the stream key (the source partition).
 """
 
@@ -16,8 +16,9 @@ from bytewax.dataflow import operator
 from bytewax.operators import KeyedStream
 
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataPolicy, metadata_columns
-from thalweg_bytewax.record import RawRecord, records_from_raw_batch
+from thalweg_bytewax.records.batches import records_from_raw_batch
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataPolicy, metadata_columns
+from thalweg_bytewax.records.model import RawRecord
 
 __all__ = ["to_dicts", "to_raw_records"]
 

@@ -16,7 +16,7 @@ import pyarrow as pa
 from bytewax.dataflow import operator
 from bytewax.operators import KeyedStream
 
-from thalweg_bytewax.metadata import DEFAULT_COLUMNS, MetadataColumns
+from thalweg_bytewax.records import DEFAULT_COLUMNS, MetadataColumns
 from thalweg_bytewax.sql.node import (
     DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
     DEFAULT_SQL_NODE_TIMEOUT_SECONDS,

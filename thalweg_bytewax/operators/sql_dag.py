@@ -23,7 +23,7 @@ from bytewax.dataflow import operator
 from bytewax.operators import KeyedStream
 from bytewax.outputs import DynamicSink, FixedPartitionedSink
 
-from thalweg_bytewax.metadata import DEFAULT_PREFIX, metadata_columns
+from thalweg_bytewax.records import DEFAULT_PREFIX, metadata_columns
 from thalweg_bytewax.sql.dag import SqlDag
 from thalweg_bytewax.sql.dag_nodes import SqlDagError
 from thalweg_bytewax.sql.dag_runner import DagPlan, DagRunner

@@ -43,8 +43,8 @@ from thalweg_bytewax.contracts.spec import (
     RuleKind,
 )
 from thalweg_bytewax.dedup.key_memory import SeenWindow, key_values
-from thalweg_bytewax.dlq import RejectReason, dlq_batch_from_rows
-from thalweg_bytewax.metadata import (
+from thalweg_bytewax.lanes.dlq import RejectReason, dlq_batch_from_rows
+from thalweg_bytewax.records import (
     DEFAULT_COLUMNS,
     DEFAULT_PREFIX,
     MetadataColumns,
@@ -74,7 +74,7 @@ class ValidateOut:
     Attributes:
         clean: Rows that passed (quarantine), or every row (annotate, with the failed
             rules column), or every row of passing batches (strict).
-        rejected: DLQ batches (:func:`thalweg_bytewax.dlq.dlq_schema`) of quarantined rows.
+        rejected: DLQ batches (:func:`thalweg_bytewax.lanes.dlq.dlq_schema`) of quarantined rows.
         audit: Compact audit batches (:func:`thalweg_bytewax.contracts.audit_schema`):
             one row per judged (or audited dropped) record.
         ruleset: The rule set the step enforces (merged, checked, versioned). Its

@@ -23,7 +23,7 @@ from bytewax.operators import KeyedStream, StatefulLogic
 from typing_extensions import override
 
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import DEFAULT_PREFIX, metadata_columns
+from thalweg_bytewax.records import DEFAULT_PREFIX, metadata_columns
 from thalweg_bytewax.windows.aggregate import (
     SOURCE,
     Session,

@@ -39,7 +39,6 @@ from thalweg_bytewax.connectors.rules import RuleRegistrySink
 from thalweg_bytewax.contracts import ContractSpec, load_contract
 from thalweg_bytewax.dev._orders_sample import SampleOrdersSource
 from thalweg_bytewax.errors import ConfigError, SchemaError
-from thalweg_bytewax.metadata import DEFAULT_COLUMNS
 from thalweg_bytewax.observability import otlp
 from thalweg_bytewax.operators.sql_dag import sql_dag
 from thalweg_bytewax.pipeline import CLEAN, PipelineConfig, SinkSection
@@ -50,6 +49,7 @@ from thalweg_bytewax.pipeline._summary import (
     lane_records,
     postgres_rows,
 )
+from thalweg_bytewax.records.metadata import DEFAULT_COLUMNS
 from thalweg_bytewax.registry import DirectorySchemaSource
 from thalweg_bytewax.runtime.gates import check_second_sink
 from thalweg_bytewax.sql.dag import SqlDag

@@ -76,10 +76,10 @@ SIGKILL a flow at the fault points ``epoch_sink.mid_write`` (rows of the epoch s
 
 **Coverage store.** After :meth:`EpochSinkPartition.record_coverage_to`, each snapshot
 merges what the epoch committed (and, once per source partition and run, what
-``open_partition`` reported) into a :mod:`~thalweg_bytewax.coverage_store`, after
+``open_partition`` reported) into a :mod:`~thalweg_bytewax.coverage.store`, after
 ``commit_epoch()`` returns and before the state goes back to Bytewax: the store may lag,
-never lead (:mod:`thalweg_bytewax.runtime.coverage_recording`). A batch that carries an
-input span (:mod:`thalweg_bytewax.input_span`) covers that whole span, so offsets
+never lead (:mod:`thalweg_bytewax.coverage.recording`). A batch that carries an
+input span (:mod:`thalweg_bytewax.coverage.input_span`) covers that whole span, so offsets
 rejected upstream are not gaps.
 """
 
@@ -98,16 +98,16 @@ from bytewax.outputs import StatefulSinkPartition
 from typing_extensions import override
 
 from thalweg_bytewax import _faults
-from thalweg_bytewax.coverage import OffsetCoverage
-from thalweg_bytewax.coverage_store import CoverageStore
-from thalweg_bytewax.dlq import DLQ_REASON, DLQ_RULES, DLQ_STEP_ID
+from thalweg_bytewax.coverage._replay_check import Ledger, ReplayCheck
+from thalweg_bytewax.coverage.input_span import input_span, without_input_span
+from thalweg_bytewax.coverage.recording import CoverageRecorder
+from thalweg_bytewax.coverage.spans import OffsetCoverage
+from thalweg_bytewax.coverage.store import CoverageStore
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError, ThalwegError
-from thalweg_bytewax.input_span import input_span, without_input_span
-from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.lanes.dlq import DLQ_REASON, DLQ_RULES, DLQ_STEP_ID
 from thalweg_bytewax.observability.gate import observe_sink_partition
+from thalweg_bytewax.records.metadata import MetadataColumns
 from thalweg_bytewax.runtime import admission
-from thalweg_bytewax.runtime._replay_check import Ledger, ReplayCheck
-from thalweg_bytewax.runtime.coverage_recording import CoverageRecorder
 from thalweg_bytewax.runtime.parts import encode_part, route
 from thalweg_bytewax.runtime.uniform import all_equal
 

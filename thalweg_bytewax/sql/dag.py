@@ -44,7 +44,7 @@ import orjson
 import pyarrow as pa
 
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import DEFAULT_COLUMNS, MetadataColumns
+from thalweg_bytewax.records import DEFAULT_COLUMNS, MetadataColumns
 from thalweg_bytewax.sql._reads import relation_reads
 from thalweg_bytewax.sql.bounds import engine_errors
 from thalweg_bytewax.sql.dag_nodes import (

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from thalweg_bytewax.errors import ConfigError, ThalwegError
-from thalweg_bytewax.metadata import DEFAULT_COLUMNS, MetadataColumns
+from thalweg_bytewax.records import DEFAULT_COLUMNS, MetadataColumns
 from thalweg_bytewax.sql.bounds import SqlMemoryError, engine_errors
 from thalweg_bytewax.sql.dag_nodes import INPUT, SqlNode, dag_error
 from thalweg_bytewax.sql.node import (

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from thalweg_bytewax.metadata import DEFAULT_COLUMNS, MetadataColumns
+from thalweg_bytewax.records.metadata import DEFAULT_COLUMNS, MetadataColumns
 
 __all__ = [
     "attach_aggregate_lineage",

@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from thalweg_bytewax._deps import require
 from thalweg_bytewax.errors import ConfigError, ThalwegError
-from thalweg_bytewax.metadata import DEFAULT_COLUMNS, MetadataColumns
+from thalweg_bytewax.records import DEFAULT_COLUMNS, MetadataColumns
 from thalweg_bytewax.sql._transform import ROW, ROWS, LineageMode, TransformPlan, plan_transform
 from thalweg_bytewax.sql.bounds import (
     SqlMemoryError,

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.records.metadata import MetadataColumns
 
 __all__ = [
     "DEFAULT_ALLOWED_SKEW",

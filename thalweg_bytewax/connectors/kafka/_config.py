@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import MetadataColumns, metadata_columns
+from thalweg_bytewax.records.metadata import MetadataColumns, metadata_columns
 
 from ._args import (
     check_bool,

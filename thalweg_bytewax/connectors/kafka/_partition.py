@@ -19,7 +19,8 @@ from typing_extensions import override
 
 from thalweg_bytewax.errors import SourceError
 from thalweg_bytewax.observability.gate import observe_source_partition
-from thalweg_bytewax.record import KeyedBatch, raw_batch_from_messages, raw_batch_from_native
+from thalweg_bytewax.records.kafka_batches import raw_batch_from_messages, raw_batch_from_native
+from thalweg_bytewax.records.model import KeyedBatch
 from thalweg_bytewax.runtime import admission
 from thalweg_bytewax.runtime.parts import encode_part
 

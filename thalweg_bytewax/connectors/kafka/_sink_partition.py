@@ -19,7 +19,7 @@ import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from typing_extensions import override
 
-from thalweg_bytewax.coverage import OffsetCoverage
+from thalweg_bytewax.coverage.spans import OffsetCoverage
 from thalweg_bytewax.errors import SinkError, SinkTerminalError, SinkTransientError
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState, EpochSinkStats
 from thalweg_bytewax.runtime.parts import stable_route

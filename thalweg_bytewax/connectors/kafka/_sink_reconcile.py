@@ -24,9 +24,9 @@ import numpy as np
 import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from thalweg_bytewax.coverage import OffsetCoverage
+from thalweg_bytewax.coverage.spans import OffsetCoverage
 from thalweg_bytewax.errors import SinkTerminalError, SinkTransientError
-from thalweg_bytewax.metadata import RECORD_ID_BYTES
+from thalweg_bytewax.records.ids import RECORD_ID_BYTES
 from thalweg_bytewax.runtime.parts import encode_part
 
 from ._errors import is_fatal

@@ -28,7 +28,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import RECORD_ID_BYTES, MetadataColumns
+from thalweg_bytewax.records.ids import RECORD_ID_BYTES
+from thalweg_bytewax.records.metadata import MetadataColumns
 
 try:  # the observability extra is optional: without it no trace context is sent
     from opentelemetry import propagate, trace

@@ -1,6 +1,6 @@
 """The DLQ as Kafka records: rejects to a topic, with the error headers Kafka Connect uses.
 
-:class:`DlqEncoder` turns DLQ batches (:func:`thalweg_bytewax.dlq.dlq_schema`, the one
+:class:`DlqEncoder` turns DLQ batches (:func:`thalweg_bytewax.lanes.dlq.dlq_schema`, the one
 reject shape of every stage) into one Kafka record per reject for a
 :class:`~thalweg_bytewax.connectors.kafka.KafkaSink`, so rejects can go to Kafka
 instead of, or as well as, a Parquet DLQ lane::
@@ -43,7 +43,7 @@ from typing import Any
 import pyarrow as pa
 
 from thalweg_bytewax.codecs.base import EncodedValues, EncodeError
-from thalweg_bytewax.dlq import (
+from thalweg_bytewax.lanes.dlq import (
     DLQ_MESSAGE,
     DLQ_REASON,
     DLQ_REJECTED_AT,
@@ -51,7 +51,7 @@ from thalweg_bytewax.dlq import (
     DLQ_RULES,
     DLQ_STEP_ID,
 )
-from thalweg_bytewax.metadata import DEFAULT_PREFIX, metadata_columns
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, metadata_columns
 
 __all__ = [
     "CONNECT_CLASS",
@@ -123,7 +123,7 @@ class DlqEncoder:
                 msg = (
                     f"dlq encoder: batches for `{topic}` need the DLQ column `{required}`; "
                     f"got columns {batch.schema.names}; feed it a DLQ stream "
-                    f"(`thalweg_bytewax.dlq.dlq_schema`)"
+                    f"(`thalweg_bytewax.lanes.dlq.dlq_schema`)"
                 )
                 raise EncodeError(msg, column=required)
         n = batch.num_rows

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from typing_extensions import override
 
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import DEFAULT_PREFIX, metadata_columns
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, metadata_columns
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
 from thalweg_bytewax.runtime.parts import stable_route
 from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink, coverage_store_option
@@ -43,7 +43,7 @@ from ._sink_records import HEADER_LOCATOR, RESERVED_HEADER_PREFIX, Locator, pars
 
 if TYPE_CHECKING:
     from thalweg_bytewax.codecs.base import Encoder
-    from thalweg_bytewax.coverage_store import CoverageStore
+    from thalweg_bytewax.coverage.store import CoverageStore
 
 __all__ = [
     "HEADER_LOCATOR",
@@ -143,7 +143,7 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
         metadata_prefix: Prefix of the metadata columns.
         coverage_store: Where to record each committed epoch's coverage for the flow
             (beside the raw lane), under the output's step id: a
-            :class:`~thalweg_bytewax.coverage_store.CoverageStore`, a path (SQLite) or a
+            :class:`~thalweg_bytewax.coverage.store.CoverageStore`, a path (SQLite) or a
             ``postgresql://`` URL. None records nothing. ``thalweg coverage`` and
             ``thalweg recover`` read it.
 

@@ -16,8 +16,8 @@ from bytewax.inputs import FixedPartitionedSource
 from typing_extensions import override
 
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import DEFAULT_PREFIX
-from thalweg_bytewax.record import KeyedBatch
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX
+from thalweg_bytewax.records.model import KeyedBatch
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 
 from ._config import (
