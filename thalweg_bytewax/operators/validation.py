@@ -44,13 +44,13 @@ from thalweg_bytewax.contracts.spec import (
 )
 from thalweg_bytewax.dedup.key_memory import SeenWindow, key_values
 from thalweg_bytewax.lanes.dlq import RejectReason, dlq_batch_from_rows
+from thalweg_bytewax.observability.gate import observe_step
 from thalweg_bytewax.records import (
     DEFAULT_COLUMNS,
     DEFAULT_PREFIX,
     MetadataColumns,
     metadata_columns,
 )
-from thalweg_bytewax.observability.gate import observe_step
 from thalweg_bytewax.windows.event_time import batch_time
 
 __all__ = ["ValidateOut", "failed_rules_column", "validate"]
