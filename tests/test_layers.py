@@ -46,9 +46,10 @@ def starts(name: str, prefixes: tuple[str, ...]) -> bool:
 
 PACKAGE = ROOT / "thalweg_bytewax"
 # Above connectors and operators: the pipeline compiler and its run summary, the sample
-# sources of development, the bundled flows, the command line.
+# sources of development, the bundled flows, the command line and the cluster entry point
+# (which runs them under Bytewax's runner).
 PIPELINE = [PACKAGE / "pipeline" / "build.py", PACKAGE / "pipeline" / "_summary.py"]
-ABOVE = ("cli", "dev", "flows")
+ABOVE = ("cli", "cluster", "dev", "flows")
 CORE = [
     p
     for p in PACKAGE.rglob("*.py")
@@ -81,6 +82,8 @@ LAYERS = [
     ],
     *[(p, ("flows", "thalweg_bytewax.cli")) for p in (PACKAGE / "flows").rglob("*.py")],
     *[(p, ("flows",)) for p in (PACKAGE / "cli").rglob("*.py")],
+    # The cluster entry point runs a flow; the command line sits on it, not the reverse.
+    *[(p, ("flows", "thalweg_bytewax.cli")) for p in (PACKAGE / "cluster").rglob("*.py")],
 ]
 
 
