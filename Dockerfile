@@ -42,8 +42,9 @@ RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
     python -m venv /opt/venv \
     && /opt/venv/bin/python -m pip install --no-index --find-links /wheels "thalweg-bytewax[${THALWEG_EXTRAS}]" \
     && /opt/venv/bin/python -c "import thalweg_bytewax._record_ids, thalweg_bytewax._kafka_native, thalweg_bytewax.codecs._json_native, thalweg_bytewax.contracts._native" \
-    && useradd --system --uid 10001 --gid 0 --home-dir /data --create-home thalweg
-USER 10001
+    && groupadd --system --gid 10001 thalweg \
+    && useradd --system --uid 10001 --gid 10001 --home-dir /data --create-home thalweg
+USER 10001:10001
 WORKDIR /data
 # 2101: the cluster's peers (thalweg cluster); 9464: /live, /ready, /metrics when the
 # flow serves them. Kubernetes probes them itself (deploy/kubernetes/), so no HEALTHCHECK.
