@@ -66,6 +66,8 @@ def test_the_statefulset_forms_the_cluster_the_entry_point_derives() -> None:
     sts, service = load("StatefulSet"), load("Service")
     env = plain_env()
     assert sts["spec"]["podManagementPolicy"] == "Parallel"
+    # One pod at a time would join a cluster of the other version.
+    assert sts["spec"]["updateStrategy"] == {"type": "OnDelete"}
     assert sts["spec"]["serviceName"] == service["metadata"]["name"]
     assert service["spec"]["clusterIP"] == "None"
     assert service["spec"]["publishNotReadyAddresses"] is True
