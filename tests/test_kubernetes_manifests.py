@@ -37,12 +37,12 @@ def load(kind: str) -> dict[str, Any]:
         if doc and doc["kind"] == kind
     ]
     assert len(found) == 1, f"{len(found)} {kind} objects in deploy/kubernetes"
-    return found[0]
+    return dict(found[0])
 
 
 def container() -> dict[str, Any]:
     (only,) = load("StatefulSet")["spec"]["template"]["spec"]["containers"]
-    return only
+    return dict(only)
 
 
 def plain_env() -> dict[str, str]:

@@ -66,7 +66,7 @@ def ensure_recovery_partitions(directory: Path, count: int, *, process_id: int) 
     staging = directory / _STAGING
     shutil.rmtree(staging, ignore_errors=True)  # a start that crashed while creating
     staging.mkdir()
-    init_db_dir(staging, count)
+    init_db_dir(staging, count)  # type: ignore[no-untyped-call]  # bytewax is untyped
     for part in partition_files(staging):
         part.rename(directory / part.name)
     staging.rmdir()
