@@ -11,6 +11,7 @@ must be a variable the pods get from a key the Secret has.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tomllib
@@ -21,7 +22,10 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from tests.helpers import cluster_addresses
 from thalweg_bytewax.cluster import topology_from_env
+from thalweg_bytewax.cluster.recovery_init import partition_files
+from thalweg_bytewax.lanes import read_lane
 
 ROOT = Path(__file__).resolve().parents[1]
 MANIFESTS = ROOT / "deploy" / "kubernetes"
@@ -151,3 +155,47 @@ def test_the_configmaps_pipeline_validates_and_its_secrets_come_from_the_secret(
         ref = from_secret.get(use["target"])
         assert ref is not None, f"{use['key']} needs {use['target']}, which no pod variable sets"
         assert ref["name"] == secret["metadata"]["name"] and ref["key"] in keys, ref
+
+
+@pytest.mark.slow
+def test_the_pods_command_and_environment_run_a_pipeline_as_a_cluster(tmp_path: Path) -> None:
+    # The container's command and variables as the manifest gives them, on two local
+    # "pods": only the addresses, the paths and the HTTP ports are this machine's, and the
+    # pipeline is the starter's embedded sample (no broker, no credentials).
+    starter = tmp_path / "pipeline.toml"
+    subprocess.run([str(THALWEG), "init", str(starter)], check=True, capture_output=True)
+    addresses = cluster_addresses(2).replace("127.0.0.1", "localhost")
+    http_ports = [int(a.rsplit(":", 1)[1]) for a in cluster_addresses(2).split(";")]
+    procs = []
+    for i in range(2):
+        pod = tmp_path / f"pod-{i}"
+        pod.mkdir()
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("THALWEG_")},
+            **plain_env(),
+            "THALWEG_CONFIG": str(starter),
+            "THALWEG_SOURCE__COUNT": "400",
+            "THALWEG_DATA_DIR": str(pod / "lake"),
+            "THALWEG_RECOVERY_DIR": str(pod / "recovery"),
+            "THALWEG_HTTP_PORT": str(http_ports[i]),
+            "THALWEG_HTTP_HOST": "127.0.0.1",
+            "THALWEG_CLUSTER_ADDRESSES": addresses,
+            "THALWEG_PROCESS_ID": str(i),
+        }
+        procs.append(
+            subprocess.Popen(
+                [str(THALWEG), *container()["args"]],
+                cwd=pod,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )  # fmt: skip
+        )
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err[-3000:] for _, err in outs]
+    lanes = [tmp_path / f"pod-{i}" / "lake" / "raw" for i in range(2)]
+    assert all(lane.is_dir() for lane in lanes), "each process writes its own shards"
+    rows = sum(read_lane(lane).num_rows for lane in lanes)
+    assert rows == 400
+    assert len(partition_files(tmp_path / "pod-0" / "recovery")) == 8
