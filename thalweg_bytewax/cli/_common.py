@@ -45,6 +45,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "THALWEG_SAMPLE_ORDERS=1000 thalweg run orders -w 2",
         "THALWEG_CONFIG=pipeline.toml thalweg run pipeline",
     ),
+    "cluster": (
+        "thalweg cluster -r /data/recovery pipeline",
+        "thalweg cluster -r recovery/ -s 10 orders -w 2",
+    ),
     "config": ("thalweg config validate pipeline.toml",),
     "config validate": (
         "thalweg config validate orders.toml --model thalweg_bytewax.flows.orders:OrdersSettings",
