@@ -58,7 +58,8 @@ from thalweg_bytewax.codecs._avro_resolve import (
     _ref_docs,
     _Writer,
 )
-from thalweg_bytewax.codecs._avro_types import AvroNode, compile_schema, reserved_fields
+from thalweg_bytewax.codecs._avro_compile import compile_schema, reserved_fields
+from thalweg_bytewax.codecs._avro_types import AvroNode
 from thalweg_bytewax.codecs._gc import gc_paused
 from thalweg_bytewax.codecs.base import (
     DecodeFailure,
