@@ -47,7 +47,11 @@ def starts(name: str, prefixes: tuple[str, ...]) -> bool:
 PACKAGE = ROOT / "thalweg_bytewax"
 # Above connectors and operators: the pipeline compiler and its run summary, the sample
 # sources of development, the bundled flows, the command line.
-PIPELINE = [PACKAGE / "pipeline" / "build.py", PACKAGE / "pipeline" / "_summary.py"]
+PIPELINE = [
+    PACKAGE / "pipeline" / "build.py",
+    PACKAGE / "pipeline" / "_endpoints.py",
+    PACKAGE / "pipeline" / "_summary.py",
+]
 ABOVE = ("cli", "dev", "flows")
 CORE = [
     p
