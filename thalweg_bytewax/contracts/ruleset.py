@@ -22,8 +22,8 @@ from thalweg_bytewax.contracts.checks import (
     check_sql_shape,
 )
 from thalweg_bytewax.contracts.merge import merge_rules
+from thalweg_bytewax.contracts.rule_spec import RULE_VERSION_CHARS
 from thalweg_bytewax.contracts.spec import (
-    RULE_VERSION_CHARS,
     ContractError,
     ContractSpec,
     DropRule,
