@@ -34,7 +34,7 @@ _ORDINAL = re.compile(r"^(?P<name>[a-z0-9]([-a-z0-9]*[a-z0-9])?)-(?P<ordinal>[0-
 class ClusterError(ConfigError):
     """The cluster cannot be formed as configured; the message says what to set or fix."""
 
-    __module__ = "thalweg_bytewax"
+    __module__ = "thalweg_bytewax.cluster"
 
 
 @dataclass(frozen=True)
