@@ -198,6 +198,7 @@ def test_invalid_arguments_are_config_errors(kwargs: dict[str, Any], match: str)
         KafkaSource(args.pop("brokers"), args.pop("topics"), **args)
 
 
+@pytest.mark.slow
 def test_broker_outage_is_counted_and_retried_not_fatal(make_topic: Any) -> None:
     from thalweg_bytewax.testing import MockCluster
 
