@@ -13,6 +13,7 @@ pytest_plugins = [
     "tests.fixtures.iceberg",
     "tests.fixtures.kafka",
     "tests.fixtures.postgres",
+    "tests.fixtures.processes",
     "tests.fixtures.proxy",
 ]
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from flows.orders import SCHEMA_DIR
 from thalweg_bytewax.codecs import AvroCodec
@@ -79,6 +80,7 @@ def _rejected(lines: list[str]) -> Counter[str]:
     return Counter({r: int(n.replace(",", "")) for r, n in (p.split(" ") for p in by.split(", "))})
 
 
+@pytest.mark.slow
 def test_the_batch_summary_prints_the_rows_each_sink_landed(tmp_path: Path) -> None:
     files, data = tmp_path / "files", tmp_path / "data"
     files.mkdir()

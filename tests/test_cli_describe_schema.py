@@ -153,6 +153,7 @@ def test_errors_print_thalweg_prefix_and_exit_2(capsys, tmp_path, args, message)
     assert out == ""
 
 
+@pytest.mark.slow
 def test_console_entry_point(avsc):
     out = subprocess.run(
         [

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import bytewax.operators as op
+import pytest
 from bytewax.dataflow import Dataflow
 from bytewax.testing import TestingSource, run_main
 
@@ -77,6 +78,7 @@ def test_produce_refuses_a_stale_address(tmp_path: Path, capsys) -> None:
     assert f"no broker answers at `127.0.0.1:{port}`" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_broker_publishes_its_address_and_produce_finds_it(tmp_path: Path) -> None:
     thalweg = [sys.executable, "-m", "thalweg_bytewax.cli"]
     broker = subprocess.Popen(

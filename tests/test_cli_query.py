@@ -237,6 +237,7 @@ def test_a_lane_whose_files_are_gone_reads_as_no_rows_of_its_schema(data_dir, tm
     assert rows == [{"n": 0, "r": 0, "m": 0}]
 
 
+@pytest.mark.slow
 def test_a_query_over_lanes_alone_does_not_open_the_iceberg_catalog(data_dir):
     """Listing the tables reads the catalog's SQLite file; pyiceberg loads for a table only."""
     probe = (

@@ -100,6 +100,7 @@ def test_the_getting_started_commands_are_the_tested_quickstart() -> None:
     assert [c for c in commands if c not in readme] == []
 
 
+@pytest.mark.slow
 def test_the_site_builds_in_strict_mode(tmp_path: Path) -> None:
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     done = subprocess.run(

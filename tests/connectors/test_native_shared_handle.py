@@ -182,6 +182,7 @@ def test_records_fetched_before_a_queue_is_taken_are_neither_lost_nor_reordered(
 
 
 
+@pytest.mark.slow
 def test_a_broker_outage_reaches_every_partition_of_the_handle(make_topic: Any) -> None:
     # Client errors come once per handle; each partition must still see them (its
     # stats and health), not only the one that happened to poll.

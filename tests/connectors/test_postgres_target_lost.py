@@ -73,6 +73,7 @@ def run_example(dsn: str) -> str:
     return out.stdout
 
 
+@pytest.mark.slow
 def test_the_example_refills_a_truncated_and_a_dropped_table(pg_dsn: str) -> None:
     try:
         assert run_example(pg_dsn).startswith("60 rows")

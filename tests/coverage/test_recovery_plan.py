@@ -170,6 +170,7 @@ def test_recover_refuses_a_range_the_raw_lane_no_longer_holds_then_replays_a_hel
     assert min(table.column(1).to_pylist()) > last
 
 
+@pytest.mark.slow
 def test_recover_shows_a_progress_bar_on_a_terminal_and_none_otherwise(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401 - pa.compute below
+import pytest
 from bytewax.testing import run_main
 
 from flows.orders import SCHEMA_DIR, OrdersSettings, build_flow
@@ -165,6 +166,7 @@ def run_orders_flow(data_dir: Path, orders: int, *args: str) -> subprocess.Compl
     return out
 
 
+@pytest.mark.slow
 def test_python_m_bytewax_run_prints_the_summary(tmp_path):
     out = run_orders_flow(tmp_path, 3000)
     lines = out.stdout.splitlines()
@@ -198,6 +200,7 @@ def test_python_m_bytewax_run_prints_the_summary(tmp_path):
     assert len(again) == len([x for x in again if not x.startswith("  ")])
 
 
+@pytest.mark.slow
 def test_importing_the_flow_starts_nothing_and_connects_nowhere(tmp_path):
     probe = textwrap.dedent(
         """
@@ -280,6 +283,7 @@ def test_kafka_mode_decodes_with_the_bundled_schemas(kafka_bootstrap, make_topic
     assert "(unknown_schema)" in r.message and r.raw_key == b"x"
 
 
+@pytest.mark.slow
 def test_two_workers_fill_every_lane_exactly_once(tmp_path):
     run_orders_flow(tmp_path, N, "-w", "2")
     lanes = {name: read_lane(tmp_path / name) for name in ("raw", "dlq", "audit")}
@@ -320,6 +324,7 @@ def test_decode_and_contract_rejects_of_one_partition_all_reach_the_dlq(
     assert read_table(settings, "orders").num_rows == 5
 
 
+@pytest.mark.slow
 def test_a_resumed_run_with_nothing_new_prints_one_line(tmp_path):
     recovery = tmp_path / "recovery"
     recovery.mkdir()

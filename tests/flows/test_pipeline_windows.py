@@ -141,6 +141,7 @@ def test_a_pipeline_window_lands_the_rows_the_python_api_lands(tmp_path, kind):
         assert late
 
 
+@pytest.mark.slow
 def test_python_m_bytewax_run_runs_the_session_example(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("THALWEG_")}
     env |= {

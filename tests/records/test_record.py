@@ -138,6 +138,7 @@ def test_record_ids_of_arrow_columns_equal_single_record_ids(
     assert got.to_pylist() == expected
 
 
+@pytest.mark.slow
 def test_record_id_is_stable_in_a_fresh_interpreter() -> None:
     import subprocess
     import sys

@@ -162,9 +162,7 @@ def test_a_bounded_run_whose_brokers_are_all_gone_fails_in_bounded_time(
             time.sleep(0.2)
         assert proc.poll() is None, "the run ended before the broker went away"
         kafka.stop_node(0, kill=True)
-        t0 = time.monotonic()
-        proc.wait(timeout=240)
-        took = time.monotonic() - t0
+        proc.wait(timeout=240)  # a run that never gave up fails the test here
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
@@ -172,5 +170,6 @@ def test_a_bounded_run_whose_brokers_are_all_gone_fails_in_bounded_time(
     text = log.read_text(errors="replace")
     assert proc.returncode != 0
     assert "SourceError" in text and f"`{topic}:" in text, text[-3000:]
-    assert "brokers" in text, text[-3000:]
-    assert took < 200
+    # It gave up at the `unreachable_timeout` bound, which the error names.
+    assert "(the brokers unreachable)" in text, text[-3000:]
+    assert "raise `unreachable_timeout`" in text, text[-3000:]

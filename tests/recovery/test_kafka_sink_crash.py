@@ -196,10 +196,12 @@ def test_a_stalled_broker_fails_loudly_with_a_bounded_queue_and_loses_nothing(
         state1 = shard1.snapshot()
         os.kill(broker.pid, signal.SIGSTOP)  # the broker stops answering
 
-        t0 = time.monotonic()
-        with pytest.raises(SinkTransientError, match=r"kafka sink `out`: the local producer queue"):
+        # The write waits for room up to `delivery_timeout`, then fails naming that bound.
+        with pytest.raises(
+            SinkTransientError,
+            match=r"kafka sink `out`: the local producer queue stayed full for 3 s",
+        ):
             part.write_batch([_batch(0, range(300, 3300))])  # more than the queue holds
-        assert 2.5 < time.monotonic() - t0 < 20
         assert part.stats.queue_full_waits == 1 and part.failed
         part.close()
 

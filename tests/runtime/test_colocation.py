@@ -102,6 +102,7 @@ def _moved_keys(root: Path) -> set[str]:
     return {key for key, where in staged.items() if where != {read[key]}}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("workers", "processes", "partitions", "shards"),
     [(2, 1, 6, 4), (1, 2, 5, 2), (2, 2, 9, 8)],
@@ -115,6 +116,7 @@ def test_no_batch_changes_worker_when_shards_are_a_multiple_of_the_workers(
     assert read_lane(tmp_path / "lane").num_rows == 40 * partitions
 
 
+@pytest.mark.slow
 def test_shards_not_a_multiple_of_the_workers_hand_some_batches_over(tmp_path: Path) -> None:
     # Index 3 of 6 partitions is read on the second worker and routes to shard 0,
     # which sits on the first: the detector above sees batches that change worker.
