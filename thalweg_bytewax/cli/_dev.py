@@ -91,7 +91,9 @@ def add_commands(sub: Any) -> None:
         dest="dev", required=True
     )
     broker = dev.add_parser("broker", help="start a local development Kafka broker")
-    broker.add_argument("--brokers", type=int, default=1)
+    broker.add_argument(
+        "--brokers", type=int, default=1, help="how many brokers the cluster has (default: 1)"
+    )
     broker.add_argument(
         "--port",
         type=int,
@@ -133,9 +135,11 @@ def add_commands(sub: Any) -> None:
         default=30.0,
         help="how long to wait for a just-started broker's address (default: 30)",
     )
-    prod.add_argument("--topic", default="orders")
-    prod.add_argument("--count", type=int, default=10_000)
-    prod.add_argument("--seed", type=int, default=7)
+    prod.add_argument("--topic", default="orders", help="the topic to write (default: orders)")
+    prod.add_argument("--count", type=int, default=10_000, help="how many orders (default: 10000)")
+    prod.add_argument(
+        "--seed", type=int, default=7, help="the same seed writes the same orders (default: 7)"
+    )
     prod.set_defaults(func=_dev_produce)
     pg = dev.add_parser("postgres", help="start a local PostgreSQL (pgserver) and print its DSN")
     pg.add_argument(

@@ -191,7 +191,7 @@ def add_commands(sub: Any) -> None:
         dest="lane", required=True
     )
     stats = lane.add_parser("stats", help="records per topic-partition")
-    stats.add_argument("path")
+    stats.add_argument("path", help="the lane directory (a local path or URI)")
     stats.set_defaults(func=_lane_stats)
 
     recovery = sub.add_parser("recovery", help="inspect a Bytewax recovery directory")
@@ -238,7 +238,9 @@ def add_commands(sub: Any) -> None:
     rec.add_argument("--batch-size", type=int, default=10_000, help="rows per batch")
     rec.add_argument("--epoch-s", type=float, default=5.0, help="seconds per epoch")
     rec.add_argument("--workers", type=int, default=1, help="worker threads")
-    rec.add_argument("--no-progress", dest="progress", action="store_false")
+    rec.add_argument(
+        "--no-progress", dest="progress", action="store_false", help="print no progress line"
+    )
     rec.add_argument(
         "--allow-holes",
         action="store_true",

@@ -217,7 +217,12 @@ def add_commands(sub: Any) -> None:
         f"now; never prints a value. Exits {UNRESOLVED_EXIT} when one does not resolve.",
     )
     _common(secrets)
-    secrets.add_argument("--format", choices=["text", "json", "names"], default="text")
+    secrets.add_argument(
+        "--format",
+        choices=["text", "json", "names"],
+        default="text",
+        help="text (a table), json, or names (one reference a line)",
+    )
     secrets.set_defaults(func=_secrets)
 
     init = sub.add_parser(
