@@ -31,6 +31,7 @@ MOVED: dict[str, str] = {
     "thalweg_bytewax._fixed_port": "thalweg_bytewax.dev._fixed_port",
     "thalweg_bytewax._lane_schema": "thalweg_bytewax.lanes._schema",
     "thalweg_bytewax._mock_broker": "thalweg_bytewax.dev._mock_broker",
+    "thalweg_bytewax._published": "thalweg_bytewax.dev._published",
     "thalweg_bytewax._sample_columns": "thalweg_bytewax.dev._sample_columns",
     "thalweg_bytewax.coverage_postgres": "thalweg_bytewax.coverage.postgres",
     "thalweg_bytewax.coverage_report": "thalweg_bytewax.coverage.report",

@@ -22,13 +22,13 @@ from types import TracebackType
 
 from confluent_kafka.admin import AdminClient
 
-from thalweg_bytewax._published import publish_line, withdraw_line
 from thalweg_bytewax.dev._kafka_jars import (
     KAFKA_VERSION,
     cache_dir_or_default,
     fetch_jars,
     missing_tools,
 )
+from thalweg_bytewax.dev._published import publish_line, withdraw_line
 from thalweg_bytewax.errors import ConfigError
 
 __all__ = ["ApacheKafka", "free_port", "serve"]

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from thalweg_bytewax._published import publish_line, withdraw_line
 from thalweg_bytewax.dev import _fixed_port
+from thalweg_bytewax.dev._published import publish_line, withdraw_line
 
 __all__ = ["main"]
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from thalweg_bytewax._deps import require
-from thalweg_bytewax._published import publish_line, withdraw_line
+from thalweg_bytewax.dev._published import publish_line, withdraw_line
 from thalweg_bytewax.errors import ConfigError
 
 __all__ = ["DEV_DSN_FILE", "DEV_POSTGRES_DIR", "published_dsn", "serve"]
