@@ -11,6 +11,10 @@ checks them by record id, exactly as the Parquet lane does from its file names.
 Without a stored position (the first run, or a crash before the first snapshot) the
 whole partition is read from its earliest offset, since an attempt that never reached a
 snapshot may still have written.
+
+A transactional sink reads with ``read_committed``, which stops at another producer's
+open transaction (the last stable offset); it then goes on up to the marks noted when
+the shard started, as ``_sink_stable`` explains.
 """
 
 from __future__ import annotations
@@ -368,13 +372,14 @@ def _check_deadlines(topic: str, tails: dict[int, _Tail], timeout_s: float, comp
     late = sorted(p for p, tail in tails.items() if now > tail.deadline)
     if not late:
         return
-    waiting = [p for p in late if tails[p].until is not None]
-    if waiting:
-        p = waiting[0]
+    for p in late:
+        until = tails[p].until
+        if until is None:
+            continue
         msg = (
             f"{component}: reading back `{topic}:{p}` to reconcile: a transaction open at "
             f"offset {tails[p].pos} (another producer's, left by a run that stopped) hides "
-            f"this shard's committed records up to offset {tails[p].until - 1} from "
+            f"this shard's committed records up to offset {until - 1} from "
             f"read_committed and was not aborted in time; start the flow again (every "
             f"shard aborts its own open transaction when it starts, the broker one older "
             f"than `transaction.timeout.ms`), or abort it with the Kafka admin tools "

@@ -38,7 +38,7 @@ from thalweg_bytewax.errors import SinkTerminalError, SinkTransientError
 from thalweg_bytewax.runtime.parts import encode_part
 
 from ._errors import is_fatal
-from ._sink_records import HEADER_LOCATOR, parse_locator
+from ._sink_records import HEADER_LOCATOR, Locator, parse_locator
 
 __all__ = ["BROKER_ABORT_CHECK_S", "last_own_offset", "uncommitted_config"]
 
@@ -52,6 +52,13 @@ _BATCH = 10_000
 def uncommitted_config(reader_config: dict[str, Any]) -> dict[str, Any]:
     """The read-back consumer's settings, reading uncommitted records too."""
     return {**reader_config, "isolation.level": "read_uncommitted"}
+
+
+def _locator(headers: list[tuple[str, bytes | None]] | None) -> Locator | None:
+    """The locator of a record (its first header), or None if it has none."""
+    if not headers or headers[0][0] != HEADER_LOCATOR:
+        return None
+    return parse_locator(headers[0][1])
 
 
 def last_own_offset(
@@ -112,11 +119,9 @@ def last_own_offset(
                     continue
                 if offset >= mark:
                     return last
-                headers = m.headers()
-                if headers and headers[0][0] == HEADER_LOCATOR:
-                    loc = parse_locator(headers[0][1])  # type: ignore[arg-type]
-                    if mine(encode_part(loc.topic, loc.partition)):
-                        last = offset
+                loc = _locator(m.headers())  # type: ignore[arg-type]  # a list as consumed
+                if loc is not None and mine(encode_part(loc.topic, loc.partition)):
+                    last = offset
                 if offset + 1 >= mark:
                     return last
     finally:
