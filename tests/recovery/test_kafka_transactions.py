@@ -38,7 +38,7 @@ from tests.recovery.test_kafka_sink_crash import (
 )
 from thalweg_bytewax._apache_kafka import ApacheKafka
 from thalweg_bytewax.connectors.kafka import KafkaSink
-from thalweg_bytewax.errors import SinkError
+from thalweg_bytewax.errors import SinkError, SinkTransientError
 from thalweg_bytewax.runtime.parts import encode_part, stable_route
 from thalweg_bytewax.runtime.sharded_sink import shard_name
 
@@ -248,3 +248,48 @@ def test_a_transaction_the_current_run_opened_does_not_hold_up_another_shards_re
         ("src", other_src, o) for o in range(200)
     }
     assert max(committed.values()) == 1
+
+
+def test_a_transaction_left_open_past_the_wait_fails_the_read_back_naming_it(
+    apache_kafka: ApacheKafka, request: pytest.FixtureRequest
+) -> None:
+    # The other shard's open transaction outlives the wait (its producer's timeout is
+    # a minute, the sink's own five seconds): the resume fails loudly, naming the
+    # partition, the transaction's offset and how to end it, and writes nothing.
+    bootstrap = apache_kafka.bootstrap
+    out = topic_name(request)
+    create_topic(bootstrap, out, partitions=1)
+    sink = KafkaSink(
+        [bootstrap],
+        out,
+        shards=2,
+        transactional=True,
+        unreachable_timeout=timedelta(seconds=2),
+        add_config={"transaction.timeout.ms": 5000, "message.timeout.ms": 5000},
+    )
+    mine = _shard_of_source(0, 2)
+    first = sink.build_part("flow.out", shard_name(mine), None)
+    first.write_batch([_batch(0, range(100))])
+    resume = first.snapshot()
+    dangling = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": f"other-{out}", "log_level": 0}
+    )
+    dangling.init_transactions(30)
+    dangling.begin_transaction()
+    dangling.produce(out, b"an open transaction", partition=0)
+    assert dangling.flush(30) == 0
+    first.write_batch([_batch(0, range(100, 200))])
+    first.snapshot()
+    first.close()
+
+    resumed = sink.build_part("flow.out", shard_name(mine), resume)
+    with pytest.raises(
+        SinkTransientError,
+        match=rf"reading back `{out}:0` to reconcile: a transaction open at offset 101 .*"
+        r"hides this shard's committed records up to offset 201 .*start the flow again",
+    ):
+        resumed.write_batch([_batch(0, range(100, 200))])
+    resumed.abort()
+    resumed.close()
+    assert resumed.stats.records_produced == 0
+    dangling.abort_transaction(30)
