@@ -173,6 +173,9 @@ class _KafkaSinkPartition(EpochSinkPartition):
                     wait_s=sink.wait_s,
                     request_s=sink.metadata_timeout_s,
                 )
+                # After the fence, so that this shard's previous run wrote everything
+                # below the marks; the read-back waits only behind those records, which
+                # no transaction of this run precedes (no deadlock: see _sink_stable).
                 self._stable = self._take_marks(settings)
         except KafkaException as exc:
             self._close_clients()
