@@ -27,8 +27,9 @@ from thalweg_bytewax.runtime.parts import stable_route
 from ._errors import is_fatal
 from ._retry import retried
 from ._sink_produce import produce_all
-from ._sink_reconcile import Written, end_offsets, read_written
+from ._sink_reconcile import Stable, Written, end_offsets, read_written
 from ._sink_records import prepare, trace_headers
+from ._sink_stable import BROKER_ABORT_CHECK_S, uncommitted_config
 
 if TYPE_CHECKING:
     from .sink import KafkaSink
@@ -146,6 +147,7 @@ class _KafkaSinkPartition(EpochSinkPartition):
         self._reader = Consumer(sink.reader_config())
         self._clients_closed = False
         self._in_txn = False
+        self._stable: Stable | None = None
         try:
             # A broker restarting (no node answers, or a node is gone from the metadata)
             # is waited for until `unreachable_timeout`.
@@ -171,6 +173,10 @@ class _KafkaSinkPartition(EpochSinkPartition):
                     wait_s=sink.wait_s,
                     request_s=sink.metadata_timeout_s,
                 )
+                # After the fence, so that this shard's previous run wrote everything
+                # below the marks; the read-back waits only behind those records, which
+                # no transaction of this run precedes (no deadlock: see _sink_stable).
+                self._stable = self._take_marks(settings)
         except KafkaException as exc:
             self._close_clients()
             msg = (
@@ -209,6 +215,7 @@ class _KafkaSinkPartition(EpochSinkPartition):
                 mine=self._mine,
                 timeout_s=self._sink.wait_s,
                 component=self.component,
+                stable=self._stable,
             )
             self._read.update(todo)
             self.stats.records_read_back += read
@@ -335,6 +342,33 @@ class _KafkaSinkPartition(EpochSinkPartition):
     def _mine(self, key: str) -> bool:
         return self.owner_of(key) == self.shard
 
+    def _take_marks(self, settings: dict[str, Any]) -> Stable:
+        """Note each output partition's end as ``read_uncommitted`` sees it (the marks).
+
+        Taken right after ``init_transactions``: what the previous run wrote lies below.
+
+        The read-back on resume goes on past another producer's open transaction up to
+        this shard's records below the mark (see ``_sink_stable``, which also says why
+        it never waits for a transaction of this run). Such a transaction is aborted by
+        its shard's ``init_transactions`` or by the broker once ``transaction.timeout.ms``
+        has passed (it checks every 10 s): the wait may last that long.
+        """
+        sink = self._sink
+        config = uncommitted_config(sink.reader_config())
+        uncommitted = Consumer(config)
+        try:
+            marks = end_offsets(
+                uncommitted, self._topic, self._partitions, sink.wait_s, self.component
+            )
+        finally:
+            uncommitted.close()
+        txn_timeout_s = float(settings.get("transaction.timeout.ms", 60_000)) / 1000
+        return Stable(
+            marks=marks,
+            uncommitted_config=config,
+            wait_s=max(sink.wait_s, txn_timeout_s + BROKER_ABORT_CHECK_S),
+        )
+
     def _close_clients(self) -> None:
         if self._clients_closed:  # a second close(), as every sink partition allows
             return
@@ -384,10 +418,10 @@ class _KafkaSinkPartition(EpochSinkPartition):
     def _check_source_partition(self, key: str, partition: int) -> None:
         if partition not in self._partitions:
             msg = (
-                f"{self.component}: `partitioner=\"source\"` writes `{key}` to partition "
+                f'{self.component}: `partitioner="source"` writes `{key}` to partition '
                 f"{partition}; expected one of the topic's {len(self._partitions)} "
                 f"partitions; add partitions to `{self._topic}` or use "
-                f"`partitioner=\"key\"`"
+                f'`partitioner="key"`'
             )
             raise SinkTerminalError(msg)
 

@@ -136,8 +136,10 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
             with ``SinkTransientError``: requests answered with a transient error are
             retried until then, records may wait this long on top of
             ``delivery_timeout`` (librdkafka cannot tell a slow broker from a gone
-            one), and the read-back on resume may take this long. Default 60 s, as
-            the source's.
+            one), and the read-back on resume may take this long (with
+            ``transactional=True``, its wait for another shard's transaction left open
+            by a killed run up to ``transaction.timeout.ms`` + 10 s when that is
+            longer). Default 60 s, as the source's.
         queue_max_messages: Most records waiting in the producer's local queue.
         queue_max_bytes: Most bytes waiting in the producer's local queue.
         metadata_prefix: Prefix of the metadata columns.
