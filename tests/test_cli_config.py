@@ -183,6 +183,7 @@ def test_orders_settings_files_still_validate_as_orders_settings(
     assert code == 0 and "valid `flows.orders` settings" in out
 
 
+@pytest.mark.slow
 def test_an_orders_settings_file_validates_outside_a_checkout(tmp_path: Path) -> None:
     # An installation has no top-level `flows`: the default model is the bundled flow's.
     (tmp_path / "orders.toml").write_text('topic = "payments"\nsample_orders = 10\n')

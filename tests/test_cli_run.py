@@ -27,6 +27,7 @@ def test_a_bundled_flow_is_a_flow_module_by_its_name_too() -> None:
     assert load_flow("check", "orders").flow_id == "orders"
 
 
+@pytest.mark.slow
 def test_thalweg_run_pipeline_runs_the_toml_file_outside_a_checkout(tmp_path: Path) -> None:
     # The starter `thalweg init` writes, its sample's size set by a variable: no checkout.
     thalweg = Path(sys.executable).with_name("thalweg")

@@ -66,6 +66,7 @@ def arg_defaults() -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 def test_hadolint_finds_nothing() -> None:
     hadolint = Path(sys.executable).with_name("hadolint")
     done = subprocess.run(

@@ -123,6 +123,7 @@ def test_each_pod_mounts_its_recovery_and_lake_volumes_and_the_pipeline() -> Non
     assert mounts[data_dir] in claims, "the lanes must be on a volume that outlives the pod"
 
 
+@pytest.mark.slow
 def test_the_configmaps_pipeline_validates_and_its_secrets_come_from_the_secret(
     tmp_path: Path,
 ) -> None:

@@ -25,6 +25,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 INSTALL = re.compile(r"-m venv |pip install ")
 
@@ -144,6 +146,7 @@ def test_the_quickstart_runs_verbatim(open_dir: Path) -> None:
     assert not (tmp_path / ".thalweg" / "broker").exists(), "the stopped broker left its address"
 
 
+@pytest.mark.slow
 def test_your_own_flow_runs_verbatim_and_ends_by_itself(tmp_path: Path) -> None:
     [code] = blocks("Use it in your own flow", "python")
     commands = quickstart_commands("Use it in your own flow")
@@ -163,6 +166,7 @@ def test_your_own_flow_runs_verbatim_and_ends_by_itself(tmp_path: Path) -> None:
     assert not (tmp_path / ".thalweg" / "broker").exists(), "the broker was not stopped"
 
 
+@pytest.mark.slow
 def test_the_toml_file_is_written_edited_checked_and_run(tmp_path: Path) -> None:
     commands = quickstart_commands("From a TOML file")
     assert commands[0] == ".venv/bin/thalweg init pipeline.toml"
@@ -176,6 +180,7 @@ def test_the_toml_file_is_written_edited_checked_and_run(tmp_path: Path) -> None
     assert_prints(out, "From a TOML file")
 
 
+@pytest.mark.slow
 def test_the_hacking_commands_are_the_ones_ci_runs_and_collect_tests() -> None:
     commands = quickstart_commands("Hacking")
     ci = (ROOT / ".ci" / "run").read_text()

@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_a_bare_checkout_imports_its_connectors_and_operators() -> None:
     # `python -m bytewax.run flows.orders` from the root of a checkout imports the package
     # from the working directory. -S: no site hooks (so not this checkout's editable
