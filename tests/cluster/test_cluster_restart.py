@@ -35,12 +35,13 @@ THALWEG = Path(sys.executable).with_name("thalweg")
 
 
 def start_pod(
-    pod: Path, process_id: int, addresses: str, env: dict[str, str]
+    pod: Path, process_id: int, addresses: str, env: dict[str, str], lane: Path | None = None
 ) -> subprocess.Popen[str]:
+    """One pod; its lane on its own volume unless ``lane`` names storage all pods share."""
     pod.mkdir(exist_ok=True)
     env = {
         **env,
-        "THALWEG_RAW_LANE": str(pod / "lane"),
+        "THALWEG_RAW_LANE": str(lane or pod / "lane"),
         "THALWEG_PROCESS_ID": str(process_id),
         "THALWEG_CLUSTER_ADDRESSES": addresses.replace("127.0.0.1", "localhost"),
         "THALWEG_RECOVERY_DIR": str(pod / "recovery"),
@@ -57,19 +58,28 @@ def start_pod(
     )
 
 
-def lane_rows(pods: list[Path]) -> pa.Table:
-    lanes = [p / "lane" for p in pods if any((p / "lane").rglob("*.parquet"))]
+def lane_rows(pods: list[Path], shared: Path | None = None) -> pa.Table:
+    """The lane rows of every pod (or of the lane they share), finalized files only."""
+    candidates = [shared] if shared is not None else [p / "lane" for p in pods]
+    lanes = [lane for lane in candidates if lane_files(lane)]
     columns = ["_twg_source_partition", "_twg_source_offset"]
     tables = [read_lane(lane, columns) for lane in lanes]
     return pa.concat_tables(tables) if tables else pa.table({c: [] for c in columns})
 
 
-def kill_pod_1_mid_stream(pods: list[Path], env: dict[str, str]) -> list[subprocess.Popen[str]]:
+def lane_files(lane: Path) -> list[Path]:
+    """The finalized files of a lane (not the staging files a write in progress holds)."""
+    return [f for f in lane.rglob("*.parquet") if not f.name.startswith(".")]
+
+
+def kill_pod_1_mid_stream(
+    pods: list[Path], env: dict[str, str], lane: Path | None = None
+) -> list[subprocess.Popen[str]]:
     """Start two pods, SIGKILL pod 1 once rows land; return both (pod 0 still ending)."""
     addresses = cluster_addresses(2)
-    procs = [start_pod(pods[i], i, addresses, env) for i in range(2)]
+    procs = [start_pod(pods[i], i, addresses, env, lane) for i in range(2)]
     deadline = time.monotonic() + 120
-    while lane_rows(pods).num_rows == 0:
+    while lane_rows(pods, lane).num_rows == 0:
         assert time.monotonic() < deadline, "the cluster wrote nothing"
         assert all(p.poll() is None for p in procs), [p.communicate()[1] for p in procs]
         time.sleep(0.2)
@@ -77,8 +87,10 @@ def kill_pod_1_mid_stream(pods: list[Path], env: dict[str, str]) -> list[subproc
     return procs
 
 
-def assert_exactly_once(pods: list[Path], expected: set[tuple[int, int]]) -> None:
-    table = lane_rows(pods)
+def assert_exactly_once(
+    pods: list[Path], expected: set[tuple[int, int]], lane: Path | None = None
+) -> None:
+    table = lane_rows(pods, lane)
     seen = list(zip(table.column(0).to_pylist(), table.column(1).to_pylist(), strict=True))
     assert len(seen) == len(set(seen)), f"{len(seen) - len(set(seen))} duplicate rows"
     assert set(seen) == expected
@@ -122,19 +134,23 @@ def test_a_cluster_of_two_resumes_as_four_with_its_recovery_store(
     expected = fill(kafka_bootstrap, topic)
     env = flow_env(kafka_bootstrap, topic, tmp_path / "unused")
     pods = [tmp_path / f"pod-{i}" for i in range(4)]
+    # A rescale moves source partitions between processes: the lane must be where every
+    # pod reaches it (a ReadWriteMany volume, an object store), or the process that takes
+    # a partition over cannot see the files its old reader finalized after the last
+    # committed epoch, and writes them again (docs/deploy.md).
+    lake = tmp_path / "shared-lane"
 
-    for proc in kill_pod_1_mid_stream(pods[:2], env):
+    for proc in kill_pod_1_mid_stream(pods[:2], env, lake):
         proc.communicate(timeout=60)
-    assert 0 < lane_rows(pods).num_rows < len(expected)
+    assert 0 < lane_rows(pods, lake).num_rows < len(expected)
 
-    # Scaled to four replicas: pods 2 and 3 start with empty volumes, the store stays
-    # process 0's (two partitions, made for two processes), every source partition
+    # Scaled to four replicas: pods 2 and 3 start with empty recovery volumes, the store
+    # stays process 0's (two partitions, made for two processes), every source partition
     # resumes where it stopped, whichever process now reads it.
     addresses = cluster_addresses(4)
-    procs = [start_pod(pods[i], i, addresses, env) for i in range(4)]
+    procs = [start_pod(pods[i], i, addresses, env, lake) for i in range(4)]
     errs = [p.communicate(timeout=180)[1] for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0, 0], [e[-3000:] for e in errs]
     assert len(partition_files(pods[0] / "recovery")) == 2
     assert all(partition_files(p / "recovery") == [] for p in pods[1:])
-    assert_exactly_once(pods, expected)
-    assert all((p / "lane").exists() for p in pods[2:]), "the new pods read nothing"
+    assert_exactly_once(pods, expected, lake)
