@@ -196,10 +196,11 @@ def test_a_stalled_broker_fails_loudly_with_a_bounded_queue_and_loses_nothing(
         state1 = shard1.snapshot()
         os.kill(broker.pid, signal.SIGSTOP)  # the broker stops answering
 
-        # The write waits for room up to `delivery_timeout`, then fails naming that bound.
+        # The write waits for room as long as a record may wait for its acknowledgement
+        # (`delivery_timeout` + `unreachable_timeout`), then fails naming that bound.
         with pytest.raises(
             SinkTransientError,
-            match=r"kafka sink `out`: the local producer queue stayed full for 3 s",
+            match=r"kafka sink `out`: the local producer queue stayed full for 4 s",
         ):
             part.write_batch([_batch(0, range(300, 3300))])  # more than the queue holds
         assert part.stats.queue_full_waits == 1 and part.failed
