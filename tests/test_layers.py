@@ -7,6 +7,7 @@ each contract fails on the import it forbids.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import subprocess
@@ -63,7 +64,14 @@ def test_the_layering_contracts_are_kept(capsys: pytest.CaptureFixture[str]) -> 
     # contracts of this checkout's pyproject.toml.
     from importlinter.cli import lint_imports as run_lint_imports
 
-    code = run_lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True)
+    # import-linter configures logging with `disable_existing_loggers`: keep ours as they are
+    loggers = [lg for lg in logging.root.manager.loggerDict.values() if isinstance(lg, logging.Logger)]
+    disabled = [lg.disabled for lg in loggers]
+    try:
+        code = run_lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True)
+    finally:
+        for lg, was in zip(loggers, disabled, strict=True):
+            lg.disabled = was
     out = capsys.readouterr().out
     assert code == 0, out[-5000:]
     assert f"Contracts: {len(CONTRACT_IDS)} kept, 0 broken." in out, out
