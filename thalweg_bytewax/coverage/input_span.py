@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from thalweg_bytewax.records import MetadataColumns
-from thalweg_bytewax.runtime.uniform import all_equal
+from thalweg_bytewax.records.uniform import all_equal
 
 __all__ = [
     "INPUT_SPAN_KEY",

@@ -19,8 +19,8 @@ import pyarrow.compute as pc
 from thalweg_bytewax.coverage._replay_check import Ledger, ReplayCheck
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.records import MetadataColumns
+from thalweg_bytewax.records.uniform import all_equal
 from thalweg_bytewax.runtime.parts import encode_part, route
-from thalweg_bytewax.runtime.uniform import all_equal
 
 if TYPE_CHECKING:
     from thalweg_bytewax.runtime.epoch_sink import EpochSinkStats

@@ -7,7 +7,7 @@ import pyarrow.compute as pc
 from hypothesis import given
 from hypothesis import strategies as st
 
-from thalweg_bytewax.runtime.uniform import all_equal
+from thalweg_bytewax.records.uniform import all_equal
 
 _TEXT = st.text(alphabet="ab\u00e9", max_size=3)
 
