@@ -51,11 +51,9 @@ def extension_modules() -> set[str]:
     return found
 
 
-def _source(module: str, graph: grimp.ImportGraph) -> Path:
-    parts = module.split(".")[1:]
-    if graph.find_children(module):
-        return ROOT.joinpath(*parts, "__init__.py")
-    return ROOT.joinpath(*parts).with_suffix(".py")
+def _source(module: str) -> Path:
+    package = ROOT.joinpath(*module.split(".")[1:])
+    return package / "__init__.py" if package.is_dir() else package.with_suffix(".py")
 
 
 @cache
@@ -75,7 +73,7 @@ def import_graph() -> dict[str, set[str]]:
                 edges[importer].add(imported)
                 continue
             # `from pkg import name`: an extension module if `pkg.name` is one, else pkg
-            statements = _statements(_source(importer, graph))
+            statements = _statements(_source(importer))
             for detail in graph.get_import_details(importer=importer, imported=imported):
                 node = statements.get(detail["line_number"])
                 names = [f"{imported}.{a.name}" for a in node.names] if node else [imported]
