@@ -66,7 +66,7 @@ def import_graph() -> dict[str, set[str]]:
     """Per module of the package, the modules of the package it imports."""
     graph = grimp.build_graph(PACKAGE, cache_dir=None)
     extensions = extension_modules()
-    edges: dict[str, set[str]] = {m: set() for m in graph.modules} | {e: set() for e in extensions}
+    edges: dict[str, set[str]] = {m: set() for m in (*graph.modules, *extensions)}
     for importer in graph.modules:
         for imported in graph.find_modules_directly_imported_by(importer):
             if not any(e.rpartition(".")[0] == imported for e in extensions):
