@@ -161,3 +161,18 @@ def test_registry_errors_and_config() -> None:
         ProtobufEncoder(url, tp.descriptor_set(), message_type="nope.X")
     with pytest.raises(ConfigError, match="framing 'none' needs descriptor_set"):
         ProtobufEncoder(framing="none")
+
+
+def test_the_codec_and_the_encoder_find_a_message_type_alike() -> None:
+    # One lookup: the same default message, the same refusal of an unknown name.
+    enc = ProtobufEncoder(descriptor_set=tp.descriptor_set(), framing="none")
+    codec = ProtobufCodec(descriptor_set=tp.descriptor_set(), framing="none")
+    assert enc._desc is not None  # noqa: SLF001 - the message the encoder writes
+    assert codec.arrow_schema.names == [f.name for f in enc._desc.fields]  # noqa: SLF001
+    with pytest.raises(ConfigError) as by_encoder:
+        ProtobufEncoder(descriptor_set=tp.descriptor_set(), message_type="nope.X", framing="none")
+    with pytest.raises(ConfigError) as by_codec:
+        ProtobufCodec(descriptor_set=tp.descriptor_set(), message_type="nope.X")
+    said = str(by_codec.value).removeprefix("protobuf codec")
+    assert said == str(by_encoder.value).removeprefix("protobuf encoder")
+    assert "expected a fully qualified name, e.g. `package.Message`" in said

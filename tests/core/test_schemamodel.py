@@ -20,6 +20,7 @@ from tests.fixtures.odcs_schema import odcs_schema_errors
 from thalweg_bytewax._deps import require
 from thalweg_bytewax.codecs import AvroCodec, JsonCodec
 from thalweg_bytewax.contracts import load_contract, parse_contract
+from thalweg_bytewax.errors import SchemaError
 from thalweg_bytewax.schemamodel import (
     LOSS_PROPERTY,
     from_avro,
@@ -283,3 +284,27 @@ def test_array_items_and_map_values_keep_their_nullability(kind: str) -> None:
     assert child.nullable is False
     assert t == AvroCodec(framing="none", schema=schema).arrow_schema.field("x").type
     assert isinstance(t, pa.ListType | pa.MapType)
+
+
+@pytest.mark.parametrize(
+    ("ref", "says"),
+    [
+        ("other.json#/defs/a", "expected a local `$ref`"),
+        ("#/defs/missing", "does not resolve"),
+        ("#/defs/loop", "`$ref` cycle"),
+    ],
+)
+def test_json_schema_references_are_refused_as_the_json_codec_refuses_them(
+    ref: str, says: str
+) -> None:
+    doc = {
+        "type": "object",
+        "properties": {"a": {"$ref": ref}},
+        "defs": {"loop": {"$ref": "#/defs/loop"}},
+    }
+    with pytest.raises(SchemaError) as by_model:
+        from_json_schema(doc)
+    with pytest.raises(SchemaError) as by_codec:
+        JsonCodec(doc)
+    assert says in str(by_model.value)
+    assert str(by_model.value) == str(by_codec.value)

@@ -375,3 +375,26 @@ def test_a_rejected_rows_json_keeps_its_dates_and_times_exact():
     assert row[DLQ_ROW_JSON] == (
         '{"id":null,"name":"a","at":"01:02:03.016000","on":"2024-05-01"}'
     )
+
+
+def test_the_first_rejected_row_is_logged_once_whichever_thread_rejects_it(caplog):
+    from concurrent.futures import ThreadPoolExecutor
+
+    schema = pa.schema([("n", pa.int32())])
+    conv = RowConverter(
+        "orders_in",
+        schema,
+        topic=None,
+        columns=COLS,
+        missing_fields="reject",
+        extra_fields="reject",
+    )
+    with caplog.at_level(logging.WARNING, logger="thalweg_bytewax.operators._batch_convert"):
+        with ThreadPoolExecutor(4) as pool:
+            outs = list(pool.map(lambda _: conv.convert([{"n": "x"}], 0, 0), range(16)))
+    assert all(o.rejected is not None and o.rejected.num_rows == 1 for o in outs)
+    warned = [r for r in caplog.records if "sent to the DLQ" in r.getMessage()]
+    assert len(warned) == 1
+    assert warned[0].name == "thalweg_bytewax.operators._batch_convert"
+    said = warned[0].getMessage()
+    assert said.startswith("to_batches orders_in: first row(s) that do not fit the schema, ")

@@ -50,22 +50,17 @@ from collections.abc import Sequence
 
 from thalweg_bytewax import __version__
 from thalweg_bytewax._excepthook import summary_line, thalweg_cause
-from thalweg_bytewax.cli._common import attach_examples
+from thalweg_bytewax.cli._common import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    attach_examples,
+)
 from thalweg_bytewax.cli._dev import DEV_ADDRESS_FILE
 from thalweg_bytewax.errors import ThalwegError
 
 __all__ = ["DEV_ADDRESS_FILE", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
-
-EXIT_OK = 0
-"""The command did what it was asked."""
-EXIT_FAILED = 1
-"""The command ran and found a problem it reports (a secret reference that does not
-resolve, a batch run whose files were rejected)."""
-EXIT_USAGE = 2
-"""Bad arguments or configuration: a ``ThalwegError`` (one line on stderr) or argparse."""
-EXIT_INTERRUPTED = 130
-"""Interrupted (Ctrl-C)."""
-
 
 _EXIT_CODES = "exit codes: 0 ok, 1 failed (reported), 2 usage or configuration, 130 interrupted"
 

@@ -1,4 +1,4 @@
-"""What the command modules share: examples on every ``--help``, flows by name, progress."""
+"""What the command modules share: exit codes, examples on each ``--help``, flows, progress."""
 
 from __future__ import annotations
 
@@ -10,7 +10,27 @@ from typing import Any
 
 from thalweg_bytewax.errors import ConfigError
 
-__all__ = ["EXAMPLES", "Progress", "attach_examples", "load_flow", "output_ids"]
+__all__ = [
+    "EXAMPLES",
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "Progress",
+    "attach_examples",
+    "load_flow",
+    "output_ids",
+]
+
+EXIT_OK = 0
+"""The command did what it was asked."""
+EXIT_FAILED = 1
+"""The command ran and found a problem it reports (a secret reference that does not
+resolve, a batch run whose files were rejected)."""
+EXIT_USAGE = 2
+"""Bad arguments or configuration: a ``ThalwegError`` (one line on stderr) or argparse."""
+EXIT_INTERRUPTED = 130
+"""Interrupted (Ctrl-C)."""
 
 EXAMPLES: dict[str, tuple[str, ...]] = {
     "": (

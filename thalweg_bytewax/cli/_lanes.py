@@ -87,7 +87,7 @@ def _recover(args: argparse.Namespace) -> int:
     import importlib
     from datetime import timedelta
 
-    from thalweg_bytewax.cli import EXIT_FAILED
+    from thalweg_bytewax.cli._common import EXIT_FAILED
     from thalweg_bytewax.connectors.raw_lane_source import (
         RawLaneSource,
         lane_held_offsets,

@@ -5,6 +5,7 @@ Private to :mod:`thalweg_bytewax.codecs.avro`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
 
@@ -88,15 +89,29 @@ def _peel(
     return groups, offsets
 
 
+@dataclass(frozen=True, slots=True)
+class _Group:
+    """What every path decoding one writer schema's rows reads: who wrote, as what.
+
+    Attributes:
+        reader: The reader schema, or None (rows are read as written).
+        w: The writer schema of the group.
+        plan: How writer fields map to the output columns.
+        schema: The output schema.
+        failures: Where the rows that do not decode are appended.
+    """
+
+    reader: _Writer | None
+    w: _Writer
+    plan: _Plan
+    schema: pa.Schema
+    failures: list[DecodeFailure]
+
+
 def _decode_exact_rows(
-    reader: _Writer | None,
-    w: _Writer,
-    plan: _Plan,
-    bodies: pa.BinaryArray,
-    idx: np.ndarray,
-    schema: pa.Schema,
-    failures: list[DecodeFailure],
+    g: _Group, bodies: pa.BinaryArray, idx: np.ndarray
 ) -> tuple[np.ndarray, pa.RecordBatch]:
+    reader, w, plan, schema, failures = g.reader, g.w, g.plan, g.schema, g.failures
     records: list[dict[str, Any]] = []
     good: list[int] = []
     for pos, body in enumerate(bodies.to_pylist()):

@@ -13,6 +13,7 @@ from thalweg_bytewax.codecs import _avro_fast, _avro_scan
 from thalweg_bytewax.codecs._avro_decode import (
     _decode_exact_rows,
     _empty,
+    _Group,
     _project,
     _structural_failures,
 )
@@ -54,26 +55,21 @@ def decode_group(
             # Some body broke the block: find the structurally bad ones columnar
             # rather than reading every body with fastavro (a flood of bad rows
             # must cost about what good ones do; see docs/benchmarks.md).
-            return _decode_scanned(reader, w, plan, bodies, idx, schema, failures)
-    return _decode_exact(reader, w, plan, bodies, idx, schema, failures)
+            return _decode_scanned(_Group(reader, w, plan, schema, failures), bodies, idx)
+    return _decode_exact(_Group(reader, w, plan, schema, failures), bodies, idx)
 
 
 def _decode_scanned(
-    reader: _Writer | None,
-    w: _Writer,
-    plan: _Plan,
-    bodies: pa.BinaryArray,
-    idx: np.ndarray,
-    schema: pa.Schema,
-    failures: list[DecodeFailure],
+    g: _Group, bodies: pa.BinaryArray, idx: np.ndarray
 ) -> tuple[np.ndarray, pa.RecordBatch]:
     """A group the fast path refused: proven-bad rows rejected, the rest decoded.
 
     Rows whose record ends exactly at their body's end go to the fast path again
     (then the exact path); rows the scan cannot decide go to the exact path.
     """
+    w = g.w
     status, read = _avro_scan.scan(w.node, bodies)
-    failures.extend(_structural_failures(w.label, idx, status, read, bodies))
+    g.failures.extend(_structural_failures(w.label, idx, status, read, bodies))
     parts: list[tuple[np.ndarray, pa.RecordBatch]] = []
     good = np.flatnonzero(status == _avro_scan.OK)
     if len(good):
@@ -83,15 +79,15 @@ def _decode_scanned(
             assert w.header is not None  # noqa: S101 - set before the first block
             decoded = _avro_fast.decode_block(w.header, w.node, sub)
         if decoded is not None:
-            parts.append((idx[good], _project(decoded, plan, schema)))
+            parts.append((idx[good], _project(decoded, g.plan, g.schema)))
         else:
-            parts.append(_decode_exact(reader, w, plan, sub, idx[good], schema, failures))
+            parts.append(_decode_exact(g, sub, idx[good]))
     unsure = np.flatnonzero(status == _avro_scan.UNSURE)
     if len(unsure):
         sub = bodies.take(pa.array(unsure, pa.int64()))
-        parts.append(_decode_exact(reader, w, plan, sub, idx[unsure], schema, failures))
+        parts.append(_decode_exact(g, sub, idx[unsure]))
     if not parts:
-        return idx[:0], _empty(schema)
+        return idx[:0], _empty(g.schema)
     if len(parts) == 1:
         return parts[0]
     rows = np.concatenate([r for r, _ in parts])
@@ -99,13 +95,7 @@ def _decode_scanned(
 
 
 def _decode_exact(
-    reader: _Writer | None,
-    w: _Writer,
-    plan: _Plan,
-    bodies: pa.BinaryArray,
-    idx: np.ndarray,
-    schema: pa.Schema,
-    failures: list[DecodeFailure],
+    g: _Group, bodies: pa.BinaryArray, idx: np.ndarray
 ) -> tuple[np.ndarray, pa.RecordBatch]:
     with gc_paused():  # a dict per record, freed by refcount: see codecs._gc
-        return _decode_exact_rows(reader, w, plan, bodies, idx, schema, failures)
+        return _decode_exact_rows(g, bodies, idx)

@@ -7,30 +7,24 @@ path and the batch row of the first offending value.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from thalweg_bytewax.codecs._encode_errors import type_error, value_error
 from thalweg_bytewax.codecs._wire import binary, fixed_width, join, zigzag
 from thalweg_bytewax.codecs.base import EncodeError
 
 __all__ = ["fail", "first_bad", "first_cast", "ints", "write_decimal", "wrong_type"]
 
 
-def fail(path: str, rows: np.ndarray, index: int, what: str) -> EncodeError:
-    row = int(rows[index]) if len(rows) else index
-    msg = f"avro encoder: column `{path}` row {row}: {what}; fix the value or the schema"
-    return EncodeError(msg, column=path, row=row)
-
-
-def wrong_type(path: str, expected: str, arr: pa.Array) -> EncodeError:
-    msg = (
-        f"avro encoder: column `{path}`: expected {expected}; got `{arr.type}`; cast the "
-        f"column or fix the schema"
-    )
-    return EncodeError(msg, column=path)
+fail = partial(value_error, "avro encoder")
+"""An :class:`EncodeError` for a bad value: ``fail(path, rows, index, what)``."""
+wrong_type = partial(type_error, "avro encoder")
+"""An :class:`EncodeError` for a column type: ``wrong_type(path, expected, arr)``."""
 
 
 def ints(arr: pa.Array, target: pa.DataType, path: str, rows: np.ndarray) -> np.ndarray:

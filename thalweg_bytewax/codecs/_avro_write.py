@@ -34,6 +34,7 @@ from thalweg_bytewax.codecs._avro_scalars import (
     write_decimal,
     wrong_type,
 )
+from thalweg_bytewax.codecs._encode_errors import check_known_columns
 from thalweg_bytewax.codecs._wire import (
     EMPTY,
     body_slices,
@@ -69,14 +70,14 @@ class _Writer:
         names = {arr.type.field(i).name: i for i in range(arr.type.num_fields)}
         fields = arr.flatten() if arr.type.num_fields else []
         known = {f["name"] for f in node["fields"]}
-        extra = [n for n in names if n not in known]
-        if extra:
-            where = f"`{path}`" if path else "the batch"
-            msg = (
-                f"avro encoder: {where} has column `{extra[0]}` the schema `{node['name']}` "
-                f"lacks; expected only {sorted(known)}; drop the column or evolve the schema"
-            )
-            raise EncodeError(msg, column=f"{path}.{extra[0]}" if path else extra[0])
+        check_known_columns(
+            "avro encoder",
+            path,
+            names,
+            known,
+            lacked_by=f"the schema `{node['name']}`",
+            remedy="drop the column or evolve the schema",
+        )
         parts = []
         for f in node["fields"]:
             sub = f"{path}.{f['name']}" if path else f["name"]

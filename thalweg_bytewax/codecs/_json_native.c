@@ -1192,33 +1192,26 @@ static PyObject *take_block(Buf *b, size_t len) {
     return (PyObject *)block;
 }
 
+/* take_block(b, len) when the column has this buffer, else a new reference to None. */
+static PyObject *take_block_if(int present, Buf *b, size_t len) {
+    if (present) return take_block(b, len);
+    Py_INCREF(Py_None);
+    return Py_None;
+}
+
 /* (length, null_count, validity | None, data | None, offsets | None, children) */
 static PyObject *col_export(const Node *n, Col *cols) {
     Col *c = &cols[n->id];
     PyObject *valid = NULL, *data = NULL, *offs = NULL, *children = NULL;
     size_t bits = (size_t)((c->length + 7) / 8);
-    if (c->nulls) {
-        valid = take_block(&c->valid, bits);
-    } else {
-        valid = Py_None;
-        Py_INCREF(valid);
-    }
+    valid = take_block_if(c->nulls != 0, &c->valid, bits);
     if (valid == NULL) goto fail;
-    if (n->kind == K_INT || n->kind == K_FLOAT || n->kind == K_STRING) {
-        data = take_block(&c->data, c->data.len);
-    } else if (n->kind == K_BOOL) {
-        data = take_block(&c->data, bits);
-    } else {
-        data = Py_None;
-        Py_INCREF(data);
-    }
+    data = take_block_if(n->kind == K_INT || n->kind == K_FLOAT || n->kind == K_STRING ||
+                             n->kind == K_BOOL,
+                         &c->data, n->kind == K_BOOL ? bits : c->data.len);
     if (data == NULL) goto fail;
-    if (n->kind == K_STRING || n->kind == K_LIST || n->kind == K_MAP) {
-        offs = take_block(&c->offs, c->offs.len);
-    } else {
-        offs = Py_None;
-        Py_INCREF(offs);
-    }
+    offs = take_block_if(n->kind == K_STRING || n->kind == K_LIST || n->kind == K_MAP, &c->offs,
+                         c->offs.len);
     if (offs == NULL) goto fail;
     Py_ssize_t nchild = n->kind == K_STRUCT ? n->nfields : (n->kind == K_LIST ? 1 : n->kind == K_MAP ? 2 : 0);
     children = PyTuple_New(nchild);

@@ -28,6 +28,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from thalweg_bytewax._json_schema_doc import json_type, resolve_ref, root_object
 from thalweg_bytewax.errors import SchemaError
 
 __all__ = ["TIMESTAMP_TYPE", "JsonShape", "shape_from_arrow", "shape_from_json_schema"]
@@ -53,34 +54,14 @@ class JsonShape:
     """``additionalProperties: false`` at the top: unknown keys at any level fail."""
 
 
-def _resolve(node: Mapping[str, Any], root: Mapping[str, Any], path: str) -> Mapping[str, Any]:
-    seen = 0
-    while "$ref" in node:
-        ref = node["$ref"]
-        if not isinstance(ref, str) or not ref.startswith("#/"):
-            msg = f"json schema `{path}`: expected a local `$ref` (`#/...`); got {ref!r}"
-            raise SchemaError(msg)
-        target: Any = root
-        for part in ref[2:].split("/"):
-            target = target.get(part) if isinstance(target, Mapping) else None
-        if not isinstance(target, Mapping):
-            msg = f"json schema `{path}`: `$ref` {ref!r} does not resolve"
-            raise SchemaError(msg)
-        node, seen = target, seen + 1
-        if seen > 32:  # noqa: PLR2004 - a ref chain this long is a cycle
-            msg = f"json schema `{path}`: `$ref` cycle through {ref!r}"
-            raise SchemaError(msg)
-    return node
-
-
 def _type_of(
     node: Mapping[str, Any], root: Mapping[str, Any], path: str
 ) -> tuple[pa.DataType, bool]:
     """Arrow type of ``node`` and whether it admits null."""
-    node = _resolve(node, root, path)
+    node = resolve_ref(node, root, path)
     for key in ("anyOf", "oneOf"):
         if key in node:
-            options = [_resolve(o, root, path) for o in node[key]]
+            options = [resolve_ref(o, root, path) for o in node[key]]
             real = [o for o in options if o.get("type") != "null"]
             if len(real) != 1:
                 msg = (
@@ -92,9 +73,9 @@ def _type_of(
             return t, len(real) != len(options)
     types = node.get("type")
     if types is None and "enum" in node:
-        types = sorted({_json_type(v) for v in node["enum"]})
+        types = sorted({json_type(v) for v in node["enum"]})
     if types is None and "const" in node:
-        types = _json_type(node["const"])
+        types = json_type(node["const"])
     if types is None:
         types = "object" if "properties" in node else None
     if types is None:
@@ -140,18 +121,6 @@ def _type_of(
     raise SchemaError(msg)
 
 
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    return "string"
-
-
 def _fields(node: Mapping[str, Any], root: Mapping[str, Any], path: str) -> list[pa.Field]:
     required = set(node.get("required", ()))
     out = []
@@ -167,10 +136,7 @@ def shape_from_json_schema(doc: Mapping[str, Any]) -> JsonShape:
     Raises:
         SchemaError: On a construct with no faithful Arrow type, naming its path.
     """
-    top = _resolve(doc, doc, "$")
-    if top.get("type", "object") != "object" or not top.get("properties"):
-        msg = "json schema: expected a top-level `object` with `properties`"
-        raise SchemaError(msg)
+    top = root_object(doc)
     return JsonShape(pa.schema(_fields(top, doc, "")), top.get("additionalProperties") is False)
 
 

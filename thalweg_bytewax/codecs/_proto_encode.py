@@ -27,7 +27,7 @@ from thalweg_bytewax.codecs._proto_pool import (
     DescriptorSetInput,
     RegistryDescriptors,
     load_descriptor_set,
-    pool_from_files,
+    message_in_set,
 )
 from thalweg_bytewax.codecs._proto_write import write_messages
 from thalweg_bytewax.codecs.base import EncodedValues, Framing
@@ -154,7 +154,9 @@ class ProtobufEncoder(RegistryEncoder["_Bound"]):
         self._message_type = message_type
         self._desc: Descriptor | None = None
         if descriptor_set is not None:
-            self._desc = self._find(load_descriptor_set(descriptor_set))
+            self._desc = message_in_set(
+                load_descriptor_set(descriptor_set), message_type, "protobuf encoder"
+            )
         if self._framing is Framing.NONE:
             if self._desc is None:
                 msg = "protobuf encoder: framing 'none' needs descriptor_set= (the message type)"
@@ -163,23 +165,6 @@ class ProtobufEncoder(RegistryEncoder["_Bound"]):
             self._open_registry(registry)
             named = self._desc is not None or message_type is not None
             self._require_record_name(named, subject, "`descriptor_set=` or `message_type=`")
-
-    def _find(self, fds: Any) -> Descriptor:
-        pool = pool_from_files(fds.file)
-        if self._message_type is None:
-            last = pool.FindFileByName(fds.file[-1].name)
-            if not last.message_types_by_name:
-                msg = f"protobuf encoder: `{last.name}` declares no message; pass `message_type`"
-                raise ConfigError(msg)
-            return next(iter(last.message_types_by_name.values()))
-        try:
-            return pool.FindMessageTypeByName(self._message_type)
-        except KeyError as exc:
-            msg = (
-                f"protobuf encoder: message type `{self._message_type}` is not in the "
-                f"descriptor set; expected a fully qualified name, e.g. `package.Message`"
-            )
-            raise ConfigError(msg) from exc
 
     def __repr__(self) -> str:
         where = self._registry_description()

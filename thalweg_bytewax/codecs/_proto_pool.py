@@ -43,6 +43,7 @@ __all__ = [
     "SchemaLookupError",
     "load_descriptor_set",
     "message_by_indexes",
+    "message_in_set",
     "pool_from_files",
 ]
 
@@ -148,6 +149,38 @@ def pool_from_files(
             msg = f"protobuf codec: file `{f.name}` does not build: {exc}"
             raise SchemaError(msg) from exc
     return pool
+
+
+def message_in_set(
+    fds: descriptor_pb2.FileDescriptorSet, message_type: str | None, who: str
+) -> Descriptor:
+    """The message ``message_type`` names in ``fds``, or the first of its last file.
+
+    Args:
+        fds: The descriptor set (its last file is the one a ``.pb`` was compiled for).
+        message_type: A fully qualified message name, or None for the default.
+        who: Who asks, as messages name it (``"protobuf codec"``).
+
+    Raises:
+        ConfigError: When the last file declares no message, or ``message_type`` is
+            not in the set.
+        SchemaError: When a file of the set does not build.
+    """
+    pool = pool_from_files(fds.file)
+    if message_type is None:
+        last = pool.FindFileByName(fds.file[-1].name)
+        if not last.message_types_by_name:
+            msg = f"{who}: `{last.name}` declares no message; pass `message_type`"
+            raise ConfigError(msg)
+        return next(iter(last.message_types_by_name.values()))
+    try:
+        return pool.FindMessageTypeByName(message_type)
+    except KeyError as exc:
+        msg = (
+            f"{who}: message type `{message_type}` is not in the descriptor set; expected "
+            f"a fully qualified name, e.g. `package.Message`"
+        )
+        raise ConfigError(msg) from exc
 
 
 def message_by_indexes(file: FileDescriptor, indexes: Sequence[int]) -> Descriptor:

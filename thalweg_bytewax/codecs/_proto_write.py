@@ -12,6 +12,7 @@ renders as JSON text, are parsed back one value at a time with ``json_format``.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ import pyarrow.compute as pc
 from google.protobuf import json_format, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
+from thalweg_bytewax.codecs._encode_errors import check_known_columns, type_error, value_error
 from thalweg_bytewax.codecs._wire import (
     EMPTY,
     body_slices,
@@ -63,18 +65,8 @@ def _tag(fd: FieldDescriptor, wire: int) -> bytes:
     return varint((fd.number << 3) | wire)
 
 
-def _fail(path: str, rows: np.ndarray, i: int, what: str) -> EncodeError:
-    row = int(rows[i])
-    msg = f"protobuf encoder: column `{path}` row {row}: {what}; fix the value or the schema"
-    return EncodeError(msg, column=path, row=row)
-
-
-def _wrong(path: str, expected: str, arr: pa.Array) -> EncodeError:
-    msg = (
-        f"protobuf encoder: column `{path}`: expected {expected}; got `{arr.type}`; cast "
-        f"the column or fix the schema"
-    )
-    return EncodeError(msg, column=path)
+_fail = partial(value_error, "protobuf encoder")
+_wrong = partial(type_error, "protobuf encoder")
 
 
 def _mask(arr: pa.Array) -> np.ndarray:
@@ -108,14 +100,14 @@ class _Writer:
         t = arr.type
         names = {t.field(i).name: i for i in range(t.num_fields)}
         known = {fd.name for fd in desc.fields}
-        extra = [n for n in names if n not in known]
-        if extra:
-            where = f"`{path}`" if path else "the batch"
-            msg = (
-                f"protobuf encoder: {where} has column `{extra[0]}` the message "
-                f"`{desc.full_name}` lacks; expected only {sorted(known)}; drop the column"
-            )
-            raise EncodeError(msg, column=f"{path}.{extra[0]}" if path else extra[0])
+        check_known_columns(
+            "protobuf encoder",
+            path,
+            names,
+            known,
+            lacked_by=f"the message `{desc.full_name}`",
+            remedy="drop the column",
+        )
         children = arr.flatten() if t.num_fields else []
         parts: list[pa.Array] = []
         for oneof in desc.oneofs:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from thalweg_bytewax.codecs._wire import varint
 from thalweg_bytewax.codecs.base import FailureKind
 from thalweg_bytewax.errors import DecodeError
 
@@ -229,18 +230,7 @@ def encode_message_indexes(indexes: Sequence[int]) -> bytes:
     """Encode a Protobuf message-index array (``[0]`` encodes as the single byte 0)."""
     if list(indexes) == [0]:
         return b"\x00"
-    out = bytearray()
-    for v in (len(indexes), *indexes):
-        z = (v << 1) ^ (v >> 63)
-        while True:
-            b = z & 0x7F
-            z >>= 7
-            if z:
-                out.append(b | 0x80)
-            else:
-                out.append(b)
-                break
-    return bytes(out)
+    return b"".join(varint((v << 1) ^ (v >> 63)) for v in (len(indexes), *indexes))  # zigzag
 
 
 def encode_confluent(

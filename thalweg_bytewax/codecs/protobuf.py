@@ -39,7 +39,7 @@ from thalweg_bytewax.codecs._proto_pool import (
     RegistryDescriptors,
     SchemaLookupError,
     load_descriptor_set,
-    pool_from_files,
+    message_in_set,
 )
 from thalweg_bytewax.codecs._proto_resolve import (
     ProtobufDecodeError,
@@ -147,23 +147,7 @@ class ProtobufCodec(WriterTypes):
             self._init_descriptor_set(descriptor_set)
 
     def _init_descriptor_set(self, source: DescriptorSetInput) -> None:
-        fds = load_descriptor_set(source)
-        pool = pool_from_files(fds.file)
-        if self._message_type is None:
-            last = pool.FindFileByName(fds.file[-1].name)
-            if not last.message_types_by_name:
-                msg = f"protobuf codec: `{last.name}` declares no message; pass `message_type`"
-                raise ConfigError(msg)
-            desc = next(iter(last.message_types_by_name.values()))
-        else:
-            try:
-                desc = pool.FindMessageTypeByName(self._message_type)
-            except KeyError as exc:
-                msg = (
-                    f"protobuf codec: message type `{self._message_type}` is not in the "
-                    f"descriptor set (hint: fully-qualified, e.g. `package.Message`)"
-                )
-                raise ConfigError(msg) from exc
+        desc = message_in_set(load_descriptor_set(source), self._message_type, "protobuf codec")
         self._root_file = desc.file
         self._target = _Resolved(desc, self._max_depth, self._prefix, "descriptor set")
 

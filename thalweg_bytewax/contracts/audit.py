@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
-from thalweg_bytewax.lanes import read_lane
+from thalweg_bytewax.lanes.read import read_lane
 from thalweg_bytewax.records import RECORD_ID_BYTES, MetadataColumns
 from thalweg_bytewax.sql.engine import shared_cursor
 

@@ -19,8 +19,7 @@ import psycopg  # noqa: E402 - after the install hint
 from psycopg import sql  # noqa: E402
 
 from thalweg_bytewax._redact import redact_origins_in, redact_url  # noqa: E402
-from thalweg_bytewax.coverage.spans import OffsetCoverage  # noqa: E402
-from thalweg_bytewax.coverage.store import (  # noqa: E402
+from thalweg_bytewax.coverage._store_rows import (  # noqa: E402
     CoverageEntry,
     PartitionKey,
     _check_sink,
@@ -29,6 +28,7 @@ from thalweg_bytewax.coverage.store import (  # noqa: E402
     _merge_plan,
     _parse_ts,
 )
+from thalweg_bytewax.coverage.spans import OffsetCoverage  # noqa: E402
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError, SinkTransientError  # noqa: E402
 from thalweg_bytewax.typemap import validate_identifier  # noqa: E402
 

@@ -20,18 +20,25 @@ Both keep one row per ``(sink, topic, partition)``: ``ranges`` (the spans as JSO
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import closing, contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from thalweg_bytewax.coverage._store_rows import (
+    CoverageEntry,
+    PartitionKey,
+    _check_sink,
+    _decode,
+    _encode,
+    _merge_plan,
+    _parse_ts,
+)
 from thalweg_bytewax.coverage.spans import OffsetCoverage
 from thalweg_bytewax.errors import (
     ConfigError,
@@ -56,29 +63,6 @@ DEFAULT_FILE_NAME = "_coverage.sqlite3"
 # How long a writer waits for another writer's transaction: epochs are seconds apart and
 # each merge holds the lock for well under a millisecond, so 30 s only bites on a hung peer.
 _BUSY_TIMEOUT_S = 30.0
-
-PartitionKey = tuple[str, int]
-"""A source partition: ``(topic, partition)``."""
-
-
-@dataclass(frozen=True, slots=True)
-class CoverageEntry:
-    """What one sink holds of one source partition, as stored.
-
-    Attributes:
-        sink: The sink's id (its step id, e.g. ``"orders.raw_lane"``).
-        topic: The source topic (file sources: the path).
-        partition: The source partition.
-        coverage: The covered offsets, merged by union.
-        updated_at: When the row was last merged into (UTC); None in a report row for a
-            partition the sink never recorded.
-    """
-
-    sink: str
-    topic: str
-    partition: int
-    coverage: OffsetCoverage
-    updated_at: datetime | None
 
 
 @runtime_checkable
@@ -117,46 +101,6 @@ class CoverageStore(Protocol):
     def describe(self) -> str:
         """Where the store is, for messages (credentials redacted)."""
         ...
-
-
-def _check_sink(sink: object) -> str:
-    if not isinstance(sink, str) or not sink:
-        msg = f"coverage store: `sink` expected a non-empty sink id; got {sink!r}"
-        raise ConfigError(msg)
-    return sink
-
-
-def _decode(where: str, sink: str, topic: str, partition: int, text: object) -> OffsetCoverage:
-    try:
-        data = json.loads(text) if isinstance(text, str | bytes) else text
-        return OffsetCoverage.from_list(data)  # type: ignore[arg-type]
-    except (ValueError, ConfigError) as exc:
-        msg = (
-            f"coverage store {where}: row `{sink}` `{topic}:{partition}` expected ranges as "
-            f"`[[first, last], ...]`; got {str(text)[:80]!r} (the row was not written by "
-            f"thalweg; move it aside)"
-        )
-        raise SinkTerminalError(msg) from exc
-
-
-def _encode(coverage: OffsetCoverage) -> str:
-    return json.dumps(coverage.to_list(), separators=(",", ":"))
-
-
-def _merge_plan(
-    sink: str, coverage: Mapping[PartitionKey, OffsetCoverage]
-) -> list[tuple[str, int, OffsetCoverage]]:
-    plan = []
-    for key, cov in sorted(coverage.items()):
-        if not isinstance(cov, OffsetCoverage):
-            msg = (
-                f"coverage store: `{sink}` `{key}` expected an OffsetCoverage; got "
-                f"{type(cov).__name__}"
-            )
-            raise ConfigError(msg)
-        if cov:
-            plan.append((key[0], int(key[1]), cov))
-    return plan  # sorted: concurrent multi-row writers lock rows in one order (PostgreSQL)
 
 
 class SqliteCoverageStore:
@@ -329,12 +273,6 @@ class SqliteCoverageStore:
             CoverageEntry(s, t, int(p), _decode(self.describe(), s, t, p, r), _parse_ts(u))
             for s, t, p, r, u in rows
         ]
-
-
-def _parse_ts(value: object) -> datetime:
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    return datetime.fromisoformat(str(value))
 
 
 def open_coverage_store(

@@ -5,24 +5,25 @@ Connectors and operators import only this module, so a flow without the
 default) each ``observe_*`` call is one flag check returning None. It turns on with
 :func:`thalweg_bytewax.observability.observe`, or when ``THALWEG_HTTP_PORT`` is set or
 a configuration armed OTLP export (:func:`arm`) at the moment a source or sink
-partition is built.
+partition is built. The switch itself (on or off, the armed export) is in
+:mod:`._switch`; this module answers its names too.
 """
 
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from thalweg_bytewax import _deps
 
+from ._switch import HTTP_HOST_ENV, HTTP_PORT_ENV, arm, is_armed, is_on, set_on, take_armed
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from .hooks import SinkObserver, SourceObserver, StepBatch
     from .metrics import SinkCounters, SourceCounters
-    from .otlp import OtlpExport
+    from .observers import SinkObserver, SourceObserver, StepBatch
 
 __all__ = [
     "HTTP_HOST_ENV",
@@ -36,51 +37,11 @@ __all__ = [
     "take_armed",
 ]
 
-HTTP_PORT_ENV = "THALWEG_HTTP_PORT"
-"""The environment variable that turns observability on and names the server's port."""
-HTTP_HOST_ENV = "THALWEG_HTTP_HOST"
-"""The environment variable naming the interface to bind (``127.0.0.1`` by default)."""
-
-_on = False
-_armed: OtlpExport | None = None
-_arm_lock = threading.Lock()
-
-
-def is_on() -> bool:
-    """Whether the hooks are on in this process."""
-    return _on
-
-
-def set_on(on: bool) -> None:
-    """Turn the hooks on or off (``observe()`` and ``reset()`` call it; off disarms)."""
-    global _on, _armed
-    _on = on
-    if not on:
-        _armed = None
-
-
-def arm(export: OtlpExport) -> None:
-    """Turn observability on, with OTLP export, when the first partition is built.
-
-    :func:`thalweg_bytewax.observability.otlp.arm` calls it for a flow built from a
-    configuration that asks for OTLP export; :func:`~.hooks.observe` takes it.
-    """
-    global _armed
-    _armed = export
-
-
-def take_armed() -> OtlpExport | None:
-    """The armed OTLP export, once (``observe()`` builds its exporters), else None."""
-    global _armed
-    with _arm_lock:
-        export, _armed = _armed, None
-    return export
-
 
 def _on_or_env() -> bool:
-    if _on:
+    if is_on():
         return True
-    if _armed is None and not os.environ.get(HTTP_PORT_ENV):
+    if not is_armed() and not os.environ.get(HTTP_PORT_ENV):
         return False
     _deps.require("opentelemetry.sdk", extra="observability")
     from .hooks import observe  # noqa: PLC0415 - OpenTelemetry only once it is asked for
@@ -110,7 +71,7 @@ def observe_source_partition(
     """
     if not _on_or_env():
         return None
-    from .hooks import SourceObserver  # noqa: PLC0415 - see _on_or_env
+    from .observers import SourceObserver  # noqa: PLC0415 - see _on_or_env
 
     return SourceObserver(
         step_id, topic, partition, stats, headers_column=headers_column, watermarks=watermarks
@@ -136,7 +97,7 @@ def observe_sink_partition(
     """
     if not _on_or_env():
         return None
-    from .hooks import SinkObserver  # noqa: PLC0415 - see _on_or_env
+    from .observers import SinkObserver  # noqa: PLC0415 - see _on_or_env
 
     return SinkObserver(step_id, name, stats, committed, critical=critical)
 
@@ -152,8 +113,8 @@ def observe_step(name: str, step_id: str, batch: pa.RecordBatch) -> StepBatch | 
         step_id: The step's id.
         batch: The input batch.
     """
-    if not _on:
+    if not is_on():
         return None
-    from .hooks import StepBatch  # noqa: PLC0415 - see _on_or_env
+    from .observers import StepBatch  # noqa: PLC0415 - see _on_or_env
 
     return StepBatch(name, step_id, batch)

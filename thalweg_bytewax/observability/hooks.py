@@ -34,8 +34,8 @@ from opentelemetry.trace import TracerProvider
 
 from thalweg_bytewax.errors import ConfigError
 
-from . import gate, tracing
-from .gate import HTTP_HOST_ENV, HTTP_PORT_ENV
+from . import _switch, tracing
+from ._switch import HTTP_HOST_ENV, HTTP_PORT_ENV
 from .health import registry
 from .metrics import enable_metrics
 from .observers import (
@@ -116,7 +116,7 @@ def observe(
     global _server, _gc_frozen
     with _lock:
         resource = None
-        export = gate.take_armed()
+        export = _switch.take_armed()
         if export is not None:
             from .metrics import metrics as current_metrics  # noqa: PLC0415 - `metrics` is an arg
             from .otlp import exporters  # noqa: PLC0415 - the OTLP extra only when armed
@@ -138,7 +138,7 @@ def observe(
         provider = tracing_provider if tracing_provider is not None else trace.get_tracer_provider()
         if not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
             tracing.enable_tracing(provider)
-        gate.set_on(True)
+        _switch.set_on(True)
         if port is None and (env := os.environ.get(HTTP_PORT_ENV)):
             try:
                 port = int(env)
@@ -170,7 +170,7 @@ def reset() -> None:
     """
     global _server
     with _lock:
-        gate.set_on(False)
+        _switch.set_on(False)
         tracing.disable_tracing()
         if _server is not None:
             _server.close()

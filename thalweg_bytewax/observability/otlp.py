@@ -3,7 +3,7 @@
 A flow built from a configuration (``flows.pipeline``, ``flows.orders``) calls
 :func:`arm` with its section. Arming checks what can be checked without a thread or a
 socket — the ``otlp`` extra is installed, the protocol is one we speak, each header's
-secret reference resolves — and leaves the section with :mod:`.gate`. Observability
+secret reference resolves — and leaves the section with the gate (:mod:`._switch`). Observability
 then turns on when the first source or sink partition is built (or when
 :func:`~thalweg_bytewax.observability.observe` runs), and only then are the exporters
 made: a ``BatchSpanProcessor`` with an ``OTLPSpanExporter`` on a tracer provider of
@@ -23,14 +23,13 @@ import importlib.util
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from thalweg_bytewax._redact import redact_url
 from thalweg_bytewax.errors import ConfigError
 
-from . import gate
-from .settings import OtlpSection
+from ._switch import arm as arm_export
+from .settings import OtlpExport, OtlpSection
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.metrics.export import MetricReader
@@ -137,22 +136,8 @@ def arm(section: OtlpSection, *, flow_id: str) -> bool:
     if not is_enabled(section):
         return False
     check(section)
-    gate.arm(OtlpExport(section, f"thalweg-{flow_id}"))
+    arm_export(OtlpExport(section, f"thalweg-{flow_id}"))
     return True
-
-
-@dataclass(frozen=True)
-class OtlpExport:
-    """An OTLP section armed for a flow: what :func:`exporters` builds from.
-
-    Attributes:
-        section: The ``[observability.otlp]`` section.
-        default_service: The ``service.name`` when neither the section nor the
-            environment names one.
-    """
-
-    section: OtlpSection
-    default_service: str
 
 
 def _endpoint(base: str | None, signal: str) -> str | None:

@@ -10,13 +10,14 @@ defaults. See ``docs/operations.md``, "OTLP export".
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import Field
 
 from thalweg_bytewax.config import ConfigModel, SecretRef
 
-__all__ = ["ObservabilitySection", "OtlpSection"]
+__all__ = ["ObservabilitySection", "OtlpExport", "OtlpSection"]
 
 
 class OtlpSection(ConfigModel):
@@ -62,3 +63,17 @@ class ObservabilitySection(ConfigModel):
 
     otlp: OtlpSection = Field(default_factory=OtlpSection)
     """OTLP export (`[observability.otlp]`)."""
+
+
+@dataclass(frozen=True)
+class OtlpExport:
+    """An OTLP section armed for a flow: what :func:`exporters` builds from.
+
+    Attributes:
+        section: The ``[observability.otlp]`` section.
+        default_service: The ``service.name`` when neither the section nor the
+            environment names one.
+    """
+
+    section: OtlpSection
+    default_service: str

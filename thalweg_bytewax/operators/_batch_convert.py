@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import threading
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime, time
 from operator import methodcaller
@@ -25,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from thalweg_bytewax.lanes.dlq import RejectReason, dlq_batch_from_rows
+from thalweg_bytewax.operators._first_rejects import FirstRejects
 from thalweg_bytewax.records.ids import record_ids_array
 from thalweg_bytewax.records.metadata import MetadataColumns
 
@@ -117,8 +117,9 @@ class RowConverter:
         self._reject_missing = missing_fields == "reject"
         self._reject_extra = extra_fields == "reject"
         self._lossy = [(f, c) for f in schema if (c := _lossy_check(f.type)) is not None]
-        self._warned = False
-        self._lock = threading.Lock()
+        self._first_rejects = FirstRejects(
+            logger, "to_batches", "row(s) that do not fit the schema"
+        )
 
     def convert(self, items: Sequence[Any], partition: int, first_offset: int) -> Converted:
         """Convert rows whose offsets (with a counter locator) start at ``first_offset``."""
@@ -297,14 +298,7 @@ class RowConverter:
                 None, self.topic, partition, offsets, arrays[cols.source_value]
             )
         source = pa.RecordBatch.from_pydict(arrays)
-        with self._lock:
-            first, self._warned = not self._warned, True
-        if first:
-            logger.warning(
-                "to_batches %s: first row(s) that do not fit the schema, sent to the DLQ: %s",
-                self.step_id,
-                messages[0],
-            )
+        self._first_rejects.log(self.step_id, messages[0])
         return dlq_batch_from_rows(
             source,
             range(len(idx)),

@@ -28,6 +28,7 @@ from thalweg_bytewax.coverage.input_span import input_span_metadata
 from thalweg_bytewax.errors import ConfigError, SchemaError
 from thalweg_bytewax.lanes.dlq import RejectReason, dlq_batch_from_rows
 from thalweg_bytewax.observability.gate import observe_step
+from thalweg_bytewax.operators._first_rejects import FirstRejects
 from thalweg_bytewax.records.metadata import (
     DEFAULT_PREFIX,
     MetadataColumns,
@@ -74,8 +75,7 @@ class _Decoder:
         raw_schema = columns.raw_schema
         self.meta_fields = [raw_schema.field(n) for n in columns.policy_columns(policy)]
         self.meta_names = [f.name for f in self.meta_fields]
-        self._warned = False
-        self._warn_lock = threading.Lock()  # batches may decode on several threads
+        self._first_rejects = FirstRejects(logger, "decode", "undecodable record(s)")
 
     def run_many(
         self, items: list[tuple[str, pa.RecordBatch]]
@@ -189,14 +189,7 @@ class _Decoder:
             f"{self.codec.name} decode failed at `{t}:{p}@{o}` ({e.kind}): {e.message}"
             for e, t, p, o in zip(errors, topics, parts, offsets, strict=True)
         ]
-        with self._warn_lock:
-            first, self._warned = not self._warned, True
-        if first:
-            logger.warning(
-                "decode %s: first undecodable record(s), sent to the DLQ: %s",
-                self.step_id,
-                messages[0],
-            )
+        self._first_rejects.log(self.step_id, messages[0])
         return dlq_batch_from_rows(
             raw,
             idx,

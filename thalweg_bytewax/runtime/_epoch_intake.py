@@ -10,7 +10,7 @@ non-negative and go forward within a run; rows the committed coverage holds are 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import ClassVar, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -22,10 +22,13 @@ from thalweg_bytewax.records import MetadataColumns
 from thalweg_bytewax.records.uniform import all_equal
 from thalweg_bytewax.runtime.parts import encode_part, route
 
-if TYPE_CHECKING:
-    from thalweg_bytewax.runtime.epoch_sink import EpochSinkStats
-
 __all__ = ["EpochIntake"]
+
+
+class _ReplaySkips(Protocol):
+    """The counter the intake checks update (``EpochSinkStats`` has it)."""
+
+    rows_skipped_replay: int
 
 
 class _Partition(Protocol):
@@ -37,9 +40,11 @@ class _Partition(Protocol):
     columns: MetadataColumns
     shard: int
     shards: int
-    stats: EpochSinkStats
     _ledgers: dict[str, Ledger]
     _replay: ReplayCheck
+
+    @property
+    def stats(self) -> _ReplaySkips: ...
 
     def owner_of(self, key: str) -> int: ...
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from thalweg_bytewax._json_schema_doc import json_type, resolve_ref, root_object
 from thalweg_bytewax.errors import SchemaError
 from thalweg_bytewax.schemamodel._model import Kind, SchemaField, SchemaModel, SchemaType
 
@@ -32,45 +33,19 @@ _KEPT = frozenset(
 )
 
 
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    return "number" if isinstance(value, float) else "string"
-
-
-def _resolve(node: Mapping[str, Any], root: Mapping[str, Any], path: str) -> Mapping[str, Any]:
-    for _ in range(33):
-        ref = node.get("$ref")
-        if ref is None:
-            return node
-        target: Any = root
-        for part in str(ref).removeprefix("#/").split("/"):
-            target = target.get(part) if isinstance(target, Mapping) else None
-        if not str(ref).startswith("#/") or not isinstance(target, Mapping):
-            msg = f"json schema `{path}`: expected a local `$ref` that resolves; got {ref!r}"
-            raise SchemaError(msg)
-        node = target
-    msg = f"json schema `{path}`: `$ref` cycle"
-    raise SchemaError(msg)
-
-
 class _Reader:
     def __init__(self, root: Mapping[str, Any]) -> None:
         self.root = root
         self.losses: list[str] = []
 
     def type_of(self, node: Mapping[str, Any], path: str) -> tuple[SchemaType, bool]:  # noqa: C901
-        node = _resolve(node, self.root, path)
+        node = resolve_ref(node, self.root, path)
         extra = sorted(k for k in node if k not in _KEPT)
         if extra:
             self.losses.append(f"{path or '$'}: {', '.join(extra)} not kept")
         for key in ("anyOf", "oneOf"):
             if key in node:
-                options = [_resolve(o, self.root, path) for o in node[key]]
+                options = [resolve_ref(o, self.root, path) for o in node[key]]
                 real = [o for o in options if o.get("type") != "null"]
                 if len(real) != 1:
                     msg = f"json schema `{path}`: expected `{key}` of one type and null"
@@ -81,7 +56,7 @@ class _Reader:
         values = node.get("enum", [node["const"]] if "const" in node else None)
         symbolic = values is not None and all(isinstance(v, str) or v is None for v in values)
         if types is None and values is not None:
-            types = sorted({_json_type(v) for v in values})
+            types = sorted({json_type(v) for v in values})
         if types is None and "properties" in node:
             types = "object"
         names = [types] if isinstance(types, str) else list(types or [])
@@ -121,7 +96,7 @@ class _Reader:
         out = []
         for name, sub in node["properties"].items():
             t, null = self.type_of(sub, f"{path}.{name}" if path else name)
-            desc = _resolve(sub, self.root, path).get("description")
+            desc = resolve_ref(sub, self.root, path).get("description")
             out.append(SchemaField(name, t, required=name in required and not null,
                                    description=desc))
         return tuple(out)
@@ -133,10 +108,7 @@ def from_json_schema(doc: Mapping[str, Any]) -> SchemaModel:
     Raises:
         SchemaError: On a construct the JSON codec cannot decode, naming its path.
     """
-    top = _resolve(doc, doc, "$")
-    if top.get("type", "object") != "object" or not top.get("properties"):
-        msg = "json schema: expected a top-level `object` with `properties`"
-        raise SchemaError(msg)
+    top = root_object(doc)
     reader = _Reader(doc)
     fields = reader.fields(top, "")
     return SchemaModel(

@@ -24,9 +24,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Read", "relation_reads"]
+__all__ = ["ROW_GENERATORS", "Read", "relation_reads"]
 
 _READS = frozenset({"BASE_TABLE", "TABLE_FUNCTION", "SHOW_REF"})
+
+ROW_GENERATORS = frozenset({"unnest", "range", "generate_series"})
+"""The table functions transform SQL may read: they only generate rows."""
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from enum import StrEnum
 from typing import Any
 
 from thalweg_bytewax._deps import require
-from thalweg_bytewax.sql._reads import relation_reads
+from thalweg_bytewax.sql._reads import ROW_GENERATORS, relation_reads
 from thalweg_bytewax.sql.syntax import SqlError, check_query, first_line, quote_ident
 
 __all__ = ["ROW", "ROWS", "LineageMode", "TransformPlan", "plan_transform"]
@@ -42,7 +42,6 @@ ROW = "__twg_row"
 ROWS = "__twg_rows"
 """The output column of an aggregate query listing its contributing row numbers."""
 
-_ROW_GENERATORS = frozenset({"unnest", "range", "generate_series"})
 _MULTIPLIERS = frozenset({"unnest", "range", "generate_series"})
 
 
@@ -131,7 +130,7 @@ def _walk(node: Any) -> Iterator[dict[str, Any]]:
 def _check_reads(tree: dict[str, Any], query: str, name: str) -> None:
     """Refuse every relation but the batch, the CTEs in scope and the row generators."""
     for read in relation_reads(tree):
-        if read.kind == "TABLE_FUNCTION" and read.name not in _ROW_GENERATORS:
+        if read.kind == "TABLE_FUNCTION" and read.name not in ROW_GENERATORS:
             msg = (
                 f"expected the query to read only the batch `{name}`; got the table "
                 f"function `{read.name}` (files, other databases and settings are out of "

@@ -45,7 +45,7 @@ import pyarrow as pa
 
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.records import DEFAULT_COLUMNS, MetadataColumns
-from thalweg_bytewax.sql._reads import relation_reads
+from thalweg_bytewax.sql._reads import ROW_GENERATORS, relation_reads
 from thalweg_bytewax.sql.bounds import engine_errors
 from thalweg_bytewax.sql.dag_nodes import (
     INPUT,
@@ -71,9 +71,6 @@ logger = logging.getLogger(__name__)
 # recovery keys), so they are plain snake_case identifiers.
 _NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
-# The table functions that only generate rows (the `twg.sql` engine allows the same).
-_ROW_GENERATORS = frozenset({"unnest", "range", "generate_series"})
-
 
 def table_references(query: str) -> set[str]:
     """The relations ``query`` reads, from DuckDB's parse tree (CTEs in scope excluded).
@@ -93,7 +90,7 @@ def table_references(query: str) -> set[str]:
         raise SqlError(msg)
     refs: set[str] = set()
     for read in relation_reads(tree):
-        if read.kind == "TABLE_FUNCTION" and read.name not in _ROW_GENERATORS:
+        if read.kind == "TABLE_FUNCTION" and read.name not in ROW_GENERATORS:
             msg = (
                 f"expected reads of `input` and nodes only; got the table function "
                 f"`{read.name}` (files, databases and settings are out of reach) in {query!r}"

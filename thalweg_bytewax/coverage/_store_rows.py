@@ -1,0 +1,87 @@
+"""What both coverage stores keep a row as: an entry, its spans as JSON, the checks on a write.
+
+:mod:`~thalweg_bytewax.coverage.store` (SQLite) and
+:mod:`~thalweg_bytewax.coverage.postgres` (PostgreSQL) store the same rows, one per
+``(sink, topic, partition)``; what they share lives here so that neither imports the other.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from thalweg_bytewax.coverage.spans import OffsetCoverage
+from thalweg_bytewax.errors import ConfigError, SinkTerminalError
+
+__all__ = ["CoverageEntry", "PartitionKey"]
+
+PartitionKey = tuple[str, int]
+"""A source partition: ``(topic, partition)``."""
+
+
+@dataclass(frozen=True, slots=True)
+class CoverageEntry:
+    """What one sink holds of one source partition, as stored.
+
+    Attributes:
+        sink: The sink's id (its step id, e.g. ``"orders.raw_lane"``).
+        topic: The source topic (file sources: the path).
+        partition: The source partition.
+        coverage: The covered offsets, merged by union.
+        updated_at: When the row was last merged into (UTC); None in a report row for a
+            partition the sink never recorded.
+    """
+
+    sink: str
+    topic: str
+    partition: int
+    coverage: OffsetCoverage
+    updated_at: datetime | None
+
+
+def _check_sink(sink: object) -> str:
+    if not isinstance(sink, str) or not sink:
+        msg = f"coverage store: `sink` expected a non-empty sink id; got {sink!r}"
+        raise ConfigError(msg)
+    return sink
+
+
+def _decode(where: str, sink: str, topic: str, partition: int, text: object) -> OffsetCoverage:
+    try:
+        data = json.loads(text) if isinstance(text, str | bytes) else text
+        return OffsetCoverage.from_list(data)  # type: ignore[arg-type]
+    except (ValueError, ConfigError) as exc:
+        msg = (
+            f"coverage store {where}: row `{sink}` `{topic}:{partition}` expected ranges as "
+            f"`[[first, last], ...]`; got {str(text)[:80]!r} (the row was not written by "
+            f"thalweg; move it aside)"
+        )
+        raise SinkTerminalError(msg) from exc
+
+
+def _encode(coverage: OffsetCoverage) -> str:
+    return json.dumps(coverage.to_list(), separators=(",", ":"))
+
+
+def _merge_plan(
+    sink: str, coverage: Mapping[PartitionKey, OffsetCoverage]
+) -> list[tuple[str, int, OffsetCoverage]]:
+    plan = []
+    for key, cov in sorted(coverage.items()):
+        if not isinstance(cov, OffsetCoverage):
+            msg = (
+                f"coverage store: `{sink}` `{key}` expected an OffsetCoverage; got "
+                f"{type(cov).__name__}"
+            )
+            raise ConfigError(msg)
+        if cov:
+            plan.append((key[0], int(key[1]), cov))
+    return plan  # sorted: concurrent multi-row writers lock rows in one order (PostgreSQL)
+
+
+def _parse_ts(value: object) -> datetime:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    return datetime.fromisoformat(str(value))
