@@ -98,7 +98,7 @@ from pydantic import Field
 
 from thalweg_bytewax.codecs import AvroCodec
 from thalweg_bytewax.config import SecretRef, Settings
-from thalweg_bytewax.connectors.raw_lane_source import only_output
+from thalweg_bytewax.connectors.raw_lane import only_output
 from thalweg_bytewax.coverage.recovery_plan import RawLane
 from thalweg_bytewax.flows import ORDERS_CONTRACT, ORDERS_SCHEMAS
 from thalweg_bytewax.flows._orders_sql import (

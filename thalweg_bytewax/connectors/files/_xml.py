@@ -33,7 +33,7 @@ import pyarrow as pa
 from thalweg_bytewax._deps import require
 from thalweg_bytewax.errors import ConfigError
 
-from ._files_common import Bad, Chunk, Target, cast_rows
+from ._common import Bad, Chunk, Target, cast_rows
 from ._xml_shape import Plan, Refused, Shape, local, text_schema, typed_batch
 
 __all__ = ["FEED_BYTES", "XmlLimits", "read_xml"]

@@ -69,16 +69,16 @@ from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataPolicy, met
 from thalweg_bytewax.records.model import KeyedBatch
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 
-from ._files_avro import read_avro
-from ._files_columnar import read_ipc, read_parquet
-from ._files_common import INFER, Reader
-from ._files_csv import read_csv
-from ._files_limits import DEFAULT_LIMITS, FileLimits
-from ._files_lines import read_ndjson
-from ._files_partition import COMPRESSED_SUFFIXES, FilePartition, FileTarget, path_name
-from ._files_paths import expand
-from ._files_sheets import read_excel
-from ._files_xml import XmlLimits, read_xml
+from ._avro import read_avro
+from ._columnar import read_ipc, read_parquet
+from ._common import INFER, Reader
+from ._csv import read_csv
+from ._limits import DEFAULT_LIMITS, FileLimits
+from ._lines import read_ndjson
+from ._partition import COMPRESSED_SUFFIXES, FilePartition, FileTarget, path_name
+from ._paths import expand
+from ._sheets import read_excel
+from ._xml import XmlLimits, read_xml
 
 __all__ = [
     "DEFAULT_BATCH_ROWS",

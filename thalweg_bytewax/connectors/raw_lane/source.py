@@ -46,8 +46,8 @@ from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns
 from thalweg_bytewax.records.model import KeyedBatch
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 
-from ._lane_claim import read_claim
-from ._lane_store import FINAL_NAME, LaneStore, open_store, topic_dir_name
+from ._claim import read_claim
+from ._store import FINAL_NAME, LaneStore, open_store, topic_dir_name
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",

@@ -1,0 +1,36 @@
+"""Files as a source: Parquet, CSV, NDJSON, Avro, Arrow IPC, Excel and XML, as batches.
+
+``from thalweg_bytewax.connectors.files import FileSource`` is the public import path.
+:class:`FileSource` (module ``source``) reads files into keyed batches, one partition per
+file; :class:`FileSourceConfig` (module ``config``) is its settings, the one object a
+constructor's keywords, a pipeline's ``[source]`` table (``kind = "files"``) and the
+``THALWEG_SOURCE__*`` variables all build; :func:`split_rejects` separates its DLQ
+batches. The private modules behind them are one reader per format (``_csv``,
+``_lines`` for NDJSON, ``_avro``, ``_columnar`` for Parquet and IPC, ``_sheets`` for
+Excel, ``_xml``), the partition of one file (``_partition``) and the bounds every reader
+checks (``_limits``).
+"""
+
+from __future__ import annotations
+
+from .source import (
+    DEFAULT_BATCH_ROWS,
+    DEFAULT_LIMITS,
+    FileFormat,
+    FileLimits,
+    FileSource,
+    FilesOut,
+    XmlLimits,
+    split_rejects,
+)
+
+__all__ = [
+    "DEFAULT_BATCH_ROWS",
+    "DEFAULT_LIMITS",
+    "FileFormat",
+    "FileLimits",
+    "FileSource",
+    "FilesOut",
+    "XmlLimits",
+    "split_rejects",
+]

@@ -1,0 +1,32 @@
+"""The raw lane as a source: replay the records a Parquet raw lane holds, in offset order.
+
+``from thalweg_bytewax.connectors.raw_lane import RawLaneSource`` is the public import
+path (``thalweg_bytewax.connectors.raw_lane_source``, its earlier name, still resolves,
+with a ``DeprecationWarning``). :class:`RawLaneSource` (module ``source``) is what
+``thalweg recover`` reads instead of Kafka; :func:`lane_held_offsets` and
+:func:`lane_rows_missing` say what a lane's files hold; :func:`only_output` prunes a flow
+to the one sink a recovery writes. The private modules behind them are the lane's
+storage (``_store``: local or remote directories, names, staging), the footer claim a
+lane file carries (``_claim``) and the staging and shard settings the lane sinks share
+(``_shards``).
+"""
+
+from __future__ import annotations
+
+from .source import (
+    DEFAULT_BATCH_SIZE,
+    ProgressCallback,
+    RawLaneSource,
+    lane_held_offsets,
+    lane_rows_missing,
+    only_output,
+)
+
+__all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "ProgressCallback",
+    "RawLaneSource",
+    "lane_held_offsets",
+    "lane_rows_missing",
+    "only_output",
+]
