@@ -97,7 +97,7 @@ def pipeline_source(config: PipelineConfig, *, schema: Any = None) -> AnySource:
             s.topics,
             tail=s.tail,
             starting_offset=s.starting_offset,
-            add_config=extra,
+            librdkafka=extra,
             **sized,
         )
     if s.kind == "files":
