@@ -8,7 +8,8 @@ constructor's keywords, a pipeline's ``[source]`` table (``kind = "files"``) and
 batches. The private modules behind them are one reader per format (``_csv``,
 ``_lines`` for NDJSON, ``_avro``, ``_columnar`` for Parquet and IPC, ``_sheets`` for
 Excel, ``_xml``), the partition of one file (``_partition``) and the bounds every reader
-checks (``_limits``).
+checks (``_limits``), a file's format from its name (``_formats``) and
+:func:`split_rejects` (``_split``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from .source import (
     FileFormat,
     FileLimits,
     FileSource,
+    FileSourceConfig,
     FilesOut,
     XmlLimits,
     split_rejects,
@@ -30,6 +32,7 @@ __all__ = [
     "FileFormat",
     "FileLimits",
     "FileSource",
+    "FileSourceConfig",
     "FilesOut",
     "XmlLimits",
     "split_rejects",
