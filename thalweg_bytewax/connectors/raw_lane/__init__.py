@@ -3,12 +3,16 @@
 ``from thalweg_bytewax.connectors.raw_lane import RawLaneSource`` is the public import
 path (``thalweg_bytewax.connectors.raw_lane_source``, its earlier name, still resolves,
 with a ``DeprecationWarning``). :class:`RawLaneSource` (module ``source``) is what
-``thalweg recover`` reads instead of Kafka; :func:`lane_held_offsets` and
-:func:`lane_rows_missing` say what a lane's files hold; :func:`only_output` prunes a flow
-to the one sink a recovery writes. The private modules behind them are the lane's
-storage (``_store``: local or remote directories, names, staging), the footer claim a
-lane file carries (``_claim``) and the staging and shard settings the lane sinks share
-(``_shards``).
+``thalweg recover`` reads instead of Kafka; :class:`RawLaneSourceConfig` (module
+``config``) is its settings, what a pipeline's ``[source]`` with ``kind = "raw_lane"``
+loads. :func:`lane_held_offsets` and :func:`lane_rows_missing` say what a lane's files
+hold; :func:`only_output` prunes a flow to the one sink a recovery writes.
+
+The private modules behind them: the lane's storage (``_store``: local or remote
+directories, staging, finalize) and the names in it (``_names``), the footer claim a
+lane file carries (``_claim``), what a lane's files hold (``_contents``), the partition
+of one topic-partition (``_partition``), the flow pruning (``_only_output``) and the
+staging and shard settings the lane sinks share (``_shards``).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from .source import (
     DEFAULT_BATCH_SIZE,
     ProgressCallback,
     RawLaneSource,
+    RawLaneSourceConfig,
     lane_held_offsets,
     lane_rows_missing,
     only_output,
@@ -26,6 +31,7 @@ __all__ = [
     "DEFAULT_BATCH_SIZE",
     "ProgressCallback",
     "RawLaneSource",
+    "RawLaneSourceConfig",
     "lane_held_offsets",
     "lane_rows_missing",
     "only_output",
