@@ -14,17 +14,29 @@ checks (``_limits``), a file's format from its name (``_formats``) and
 
 from __future__ import annotations
 
-from .source import (
-    DEFAULT_BATCH_ROWS,
-    DEFAULT_LIMITS,
-    FileFormat,
-    FileLimits,
-    FileSource,
-    FileSourceConfig,
-    FilesOut,
-    XmlLimits,
-    split_rejects,
-)
+from typing import TYPE_CHECKING, Any
+
+from thalweg_bytewax._lazy import lazy_dir, load_lazy
+
+if TYPE_CHECKING:
+    from ._limits import DEFAULT_LIMITS, FileLimits, XmlLimits
+    from ._split import FilesOut, split_rejects
+    from .config import DEFAULT_BATCH_ROWS, FileFormat, FileSourceConfig
+    from .source import FileSource
+
+# Public name -> the submodule that defines it, imported on first access (reading a
+# configuration loads no reader).
+_LAZY = {
+    "DEFAULT_BATCH_ROWS": ".config",
+    "DEFAULT_LIMITS": "._limits",
+    "FileFormat": ".config",
+    "FileLimits": "._limits",
+    "FileSource": ".source",
+    "FileSourceConfig": ".config",
+    "FilesOut": "._split",
+    "XmlLimits": "._limits",
+    "split_rejects": "._split",
+}
 
 __all__ = [
     "DEFAULT_BATCH_ROWS",
@@ -37,3 +49,12 @@ __all__ = [
     "XmlLimits",
     "split_rejects",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name from its module on first access."""
+    return load_lazy(__name__, _LAZY, globals(), name)
+
+
+def __dir__() -> list[str]:
+    return lazy_dir(globals())

@@ -17,15 +17,28 @@ staging and shard settings the lane sinks share (``_shards``).
 
 from __future__ import annotations
 
-from .source import (
-    DEFAULT_BATCH_SIZE,
-    ProgressCallback,
-    RawLaneSource,
-    RawLaneSourceConfig,
-    lane_held_offsets,
-    lane_rows_missing,
-    only_output,
-)
+from typing import TYPE_CHECKING, Any
+
+from thalweg_bytewax._lazy import lazy_dir, load_lazy
+
+if TYPE_CHECKING:
+    from ._contents import lane_held_offsets, lane_rows_missing
+    from ._only_output import only_output
+    from ._partition import ProgressCallback
+    from .config import DEFAULT_BATCH_SIZE, RawLaneSourceConfig
+    from .source import RawLaneSource
+
+# Public name -> the submodule that defines it, imported on first access (reading a
+# configuration loads no reader).
+_LAZY = {
+    "DEFAULT_BATCH_SIZE": ".config",
+    "ProgressCallback": "._partition",
+    "RawLaneSource": ".source",
+    "RawLaneSourceConfig": ".config",
+    "lane_held_offsets": "._contents",
+    "lane_rows_missing": "._contents",
+    "only_output": "._only_output",
+}
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -36,3 +49,12 @@ __all__ = [
     "lane_rows_missing",
     "only_output",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name from its module on first access."""
+    return load_lazy(__name__, _LAZY, globals(), name)
+
+
+def __dir__() -> list[str]:
+    return lazy_dir(globals())
