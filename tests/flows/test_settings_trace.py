@@ -19,7 +19,7 @@ import pytest
 import thalweg_bytewax.operators as twg
 from thalweg_bytewax.cli import main
 from thalweg_bytewax.config import SecretRef
-from thalweg_bytewax.connectors.kafka import KafkaSource
+from thalweg_bytewax.connectors.kafka import KafkaSource, KafkaSourceConfig
 from thalweg_bytewax.pipeline import PipelineConfig
 from thalweg_bytewax.pipeline.build import build_pipeline, pipeline_source
 
@@ -98,7 +98,7 @@ def test_the_sasl_password_is_a_secret_resolved_only_for_the_consumer(
     file.write_text("\n".join(lines) + "\n")
 
     config = PipelineConfig.load(file, env=env, overrides=overrides)
-    assert isinstance(config.source, type(KafkaSource.from_config(config.source).config))
+    assert isinstance(config.source, KafkaSourceConfig)
     assert config.source.password == SecretRef(reference)
     source = pipeline_source(config)
     assert isinstance(source, KafkaSource) and source.config is config.source

@@ -297,11 +297,11 @@ def render_reference(model: type[BaseModel]) -> str:
             _rows(member, prefix, env=env)
             kind = _kind_of(member)
             for i in range(before, len(rows)):
-                key, kind_type, default, var, text = rows[i].split(" | ", 4)
+                key, kind_type, value, var, text = rows[i].split(" | ", 4)
                 if key == f"| `{dotted}`":
                     rows[i] = ""
                     continue
-                rows[i] = f"{key} | {kind_type} | {default} | {var} | {kind}: {text}"
+                rows[i] = f"{key} | {kind_type} | {value} | {var} | {kind}: {text}"
         rows[:] = [r for r in rows if r]
 
     _rows(model, ())
