@@ -120,7 +120,8 @@ class KafkaSourceConfig(ConfigModel):
     kind: Literal["kafka"] = "kafka"
     """The source kind, as a pipeline's `[source]` table names it."""
     brokers: Names
-    """The bootstrap servers, `host:port`, as a list or one comma-separated string."""
+    """The bootstrap servers, `host:port`, as a list or one comma-separated string
+    (`bootstrap_servers` is its old name)."""
     topics: Annotated[Names, AfterValidator(_no_colon)] = Field(default_factory=lambda: ["orders"])
     """The topics to read, every partition of each."""
     tail: bool = True
