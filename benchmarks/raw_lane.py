@@ -247,7 +247,7 @@ def _flow(
     flow = Dataflow("bench_raw_lane")
     # lowmem: per-partition bounds (~1 MiB in all) below the bench's partitions (~2 MB
     # at 1x; the mock broker keeps ~5 MB a partition), so peak RSS shows the bound.
-    add_config = (
+    librdkafka = (
         {"queued.max.messages.kbytes": 256, "max.partition.fetch.bytes": 256 * 1024}
         if lowmem
         else None
@@ -257,7 +257,7 @@ def _flow(
         topics,
         tail=False,
         starting_offset=start or "earliest",
-        add_config=add_config,
+        librdkafka=librdkafka,
         batch_size=1_000 if lowmem else 10_000,
     )
     raw = op.input("in", flow, source)

@@ -21,7 +21,7 @@ Configured by environment, so it runs unchanged under ``python -m bytewax.run``:
 |---|---|---|
 | ``THALWEG_DATA_DIR`` | lake directory holding the four lanes | ``thalweg-data`` |
 | ``THALWEG_CONTRACT`` | ODCS contract with the natural key | the bundled orders contract |
-| ``THALWEG_DEDUP_WINDOW_S`` | how long a key is remembered (event time), seconds | ``3600`` |
+| ``THALWEG_DEDUP_WINDOW`` | how long a key is remembered: seconds or ISO 8601 | ``3600`` |
 | ``THALWEG_SAMPLE_PARTITIONS`` | source partitions | ``4`` |
 | ``THALWEG_SAMPLE_PER_PARTITION`` | records per partition, retries included | ``5000`` |
 | ``THALWEG_BATCH_SIZE`` | new records per poll | ``500`` |
@@ -48,11 +48,11 @@ import bytewax.operators as op
 import pyarrow as pa
 from bytewax.dataflow import Dataflow
 from bytewax.inputs import FixedPartitionedSource
-from pydantic import Field
+from pydantic import Field, model_validator
 from typing_extensions import override
 
 import thalweg_bytewax.operators as twg
-from thalweg_bytewax.config import Settings
+from thalweg_bytewax.config import PositiveDuration, Settings, renamed_keys
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.connectors.rules import RuleRegistrySink
 from thalweg_bytewax.contracts import ContractSpec, load_contract
@@ -233,7 +233,7 @@ class DedupLaneSettings(Settings):
 
     data_dir: Path = Path("thalweg-data")
     contract: str = str(DEFAULT_CONTRACT)
-    dedup_window_s: float = Field(default=3600.0, gt=0)
+    dedup_window: PositiveDuration = timedelta(hours=1)
     sample_partitions: int = Field(default=4, ge=1)
     sample_per_partition: int = Field(default=5_000, ge=0)
     batch_size: int = Field(default=500, ge=1)
@@ -241,6 +241,11 @@ class DedupLaneSettings(Settings):
     retry_rate: float = Field(default=0.2, ge=0, le=1)
     max_records_per_s: float | None = Field(default=None, gt=0)
     shards: int = Field(default=16, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return renamed_keys(data, {"dedup_window_s": "dedup_window"}, where="flows.dedup_lane")
 
 
 def build_flow(settings: DedupLaneSettings) -> Dataflow:
@@ -254,7 +259,7 @@ def build_flow(settings: DedupLaneSettings) -> Dataflow:
     """
     lake = settings.data_dir
     contract = load_contract(settings.contract)
-    window = timedelta(seconds=settings.dedup_window_s)
+    window = settings.dedup_window
     shards = settings.shards
     source = RetryingOrdersSource(
         contract,

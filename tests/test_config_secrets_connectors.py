@@ -69,7 +69,7 @@ def _config(source: dict[str, Any]) -> PipelineConfig:
 
 KAFKA_SOURCE = {
     "kind": "kafka",
-    "bootstrap_servers": "localhost:9092",
+    "brokers": "localhost:9092",
     "librdkafka": KAFKA_SECRETS,
     "password": "saslPw10Zq",
 }

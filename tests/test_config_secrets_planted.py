@@ -14,6 +14,7 @@ every log record emitted meanwhile.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import types
@@ -21,15 +22,20 @@ import typing
 from collections.abc import Iterator
 from copy import deepcopy
 from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import Enum
 from pathlib import Path, PurePath
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import AwareDatetime, BaseModel
 
 from flows.orders import OrdersSettings
 from thalweg_bytewax.cli import main
 from thalweg_bytewax.config import SecretRef, load_config
+from thalweg_bytewax.connectors.files import FileSourceConfig
+from thalweg_bytewax.connectors.kafka import KafkaSourceConfig
+from thalweg_bytewax.connectors.raw_lane import RawLaneSourceConfig
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.pipeline import PipelineConfig
 
@@ -49,7 +55,7 @@ CREDENTIAL_KEYS = (
 # every list or table of sections non-empty, so the walk reaches every model's fields.
 PIPELINE_BASE: dict[str, Any] = {
     "name": "planted",
-    "source": {"kind": "kafka", "bootstrap_servers": "localhost:9092", "topics": ["orders"]},
+    "source": {"kind": "kafka", "brokers": "localhost:9092", "topics": ["orders"]},
     "codec": {"kind": "json"},
     "contract": {"path": "contract.yaml"},
     "sql": {"nodes": [{"name": "orders", "query": "SELECT * FROM input", "sink": "out"}]},
@@ -79,6 +85,16 @@ PIPELINE_BASE: dict[str, Any] = {
 MODELS: dict[str, tuple[type[BaseModel], dict[str, Any]]] = {
     "thalweg_bytewax.pipeline:PipelineConfig": (PipelineConfig, PIPELINE_BASE),
     "flows.orders:OrdersSettings": (OrdersSettings, {}),
+    # Each source's own model, whole (the pipeline walk reaches the Kafka one only).
+    "thalweg_bytewax.connectors.kafka:KafkaSourceConfig": (
+        KafkaSourceConfig,
+        {"brokers": "localhost:9092"},
+    ),
+    "thalweg_bytewax.connectors.files:FileSourceConfig": (FileSourceConfig, {"paths": ["x.csv"]}),
+    "thalweg_bytewax.connectors.raw_lane:RawLaneSourceConfig": (
+        RawLaneSourceConfig,
+        {"path": "raw"},
+    ),
 }
 # Fewer planted fields than this means the walk lost its way (it finds about 120).
 MIN_PLANTED_FIELDS = 100
@@ -229,7 +245,6 @@ def test_the_walk_finds_every_section_and_enough_fields() -> None:
     for expected in (
         "PipelineConfig:source.librdkafka",
         "PipelineConfig:source.password",
-        "PipelineConfig:source.paths",
         "PipelineConfig:contract.path",
         "PipelineConfig:codec.registry",
         "PipelineConfig:sinks.topic.librdkafka",
@@ -243,15 +258,37 @@ def test_the_walk_finds_every_section_and_enough_fields() -> None:
         "OrdersSettings:postgres_dsn",
         "OrdersSettings:contract",
         "OrdersSettings:data_dir",
+        "KafkaSourceConfig:password",
+        "KafkaSourceConfig:librdkafka",
+        "FileSourceConfig:paths",
+        "FileSourceConfig:storage_options",
+        "FileSourceConfig:record_path",
+        "RawLaneSourceConfig:path",
     ):
         assert expected in dotted, expected
-    # A field left unplanted holds no text: a number, a flag or a fixed choice.
+    # A field left unplanted holds no text: a number, a flag, a fixed choice, a time or
+    # duration, or bounds (a dataclass of integers).
     for f in FIELDS:
         if f not in PLANTED:
             assert all(
-                typing.get_origin(m) is typing.Literal or m in (int, float, bool)
-                for m in _members(f.annotation)
+                typing.get_origin(m) is typing.Literal
+                or m in (int, float, bool, datetime, timedelta, AwareDatetime)
+                or (isinstance(m, type) and issubclass(m, Enum | datetime))
+                or (dataclasses.is_dataclass(m) and _only_numbers(m))
+                for m in map(_bare, _members(f.annotation))
             ), f"{f.spec}:{f.dotted} ({f.annotation}) holds text but is not planted"
+
+
+def _bare(annotation: Any) -> Any:
+    """``Annotated[int, Ge(0)]`` as ``int``."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        return typing.get_args(annotation)[0]
+    return annotation
+
+
+def _only_numbers(cls: Any) -> bool:
+    hints = typing.get_type_hints(cls)
+    return all(hints[f.name] in (int, float) for f in dataclasses.fields(cls))
 
 
 def _outputs(

@@ -58,6 +58,25 @@ MOVED: dict[str, str] = {
     "thalweg_bytewax._sqlreads": "thalweg_bytewax.sql._reads",
     # Windows: one folder. `thalweg_bytewax.windows`, dedup's key memory before, is
     # that folder's package now; it resolves the key memory's names itself.
+    # Connectors: the file source and the raw lane source each in a folder of their own;
+    # their private modules keep one name per reader or job there.
+    "thalweg_bytewax.connectors.raw_lane_source": "thalweg_bytewax.connectors.raw_lane",
+    "thalweg_bytewax.connectors._lane_claim": "thalweg_bytewax.connectors.raw_lane._claim",
+    "thalweg_bytewax.connectors._lane_sink": "thalweg_bytewax.connectors.raw_lane._shards",
+    "thalweg_bytewax.connectors._lane_store": "thalweg_bytewax.connectors.raw_lane._store",
+    "thalweg_bytewax.connectors._xml_shape": "thalweg_bytewax.connectors.files._xml_shape",
+    "thalweg_bytewax.connectors._files_avro": "thalweg_bytewax.connectors.files._avro",
+    "thalweg_bytewax.connectors._files_avro_items": "thalweg_bytewax.connectors.files._avro_items",
+    "thalweg_bytewax.connectors._files_columnar": "thalweg_bytewax.connectors.files._columnar",
+    "thalweg_bytewax.connectors._files_common": "thalweg_bytewax.connectors.files._common",
+    "thalweg_bytewax.connectors._files_csv": "thalweg_bytewax.connectors.files._csv",
+    "thalweg_bytewax.connectors._files_limits": "thalweg_bytewax.connectors.files._limits",
+    "thalweg_bytewax.connectors._files_lines": "thalweg_bytewax.connectors.files._lines",
+    "thalweg_bytewax.connectors._files_partition": "thalweg_bytewax.connectors.files._partition",
+    "thalweg_bytewax.connectors._files_paths": "thalweg_bytewax.connectors.files._paths",
+    "thalweg_bytewax.connectors._files_sheets": "thalweg_bytewax.connectors.files._sheets",
+    "thalweg_bytewax.connectors._files_workbook": "thalweg_bytewax.connectors.files._workbook",
+    "thalweg_bytewax.connectors._files_xml": "thalweg_bytewax.connectors.files._xml",
     "thalweg_bytewax.window_agg": "thalweg_bytewax.windows.aggregate",
     "thalweg_bytewax.window_fold": "thalweg_bytewax.windows.fold",
 }

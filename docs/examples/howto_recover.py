@@ -31,7 +31,7 @@ from thalweg_bytewax.codecs import AvroCodec
 from thalweg_bytewax.config import Settings
 from thalweg_bytewax.connectors.kafka import KafkaSource
 from thalweg_bytewax.connectors.parquet import ParquetSink
-from thalweg_bytewax.connectors.raw_lane_source import only_output
+from thalweg_bytewax.connectors.raw_lane import only_output
 from thalweg_bytewax.coverage.recovery_plan import RawLane
 from thalweg_bytewax.dev.samples import ORDER_AVRO_SCHEMA
 

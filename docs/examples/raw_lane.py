@@ -34,7 +34,7 @@ source = KafkaSource(
     tail=settings.tail,
     starting_offset="earliest",
     # Any librdkafka setting passes through, e.g. SASL:
-    # add_config={"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", ...},
+    # librdkafka={"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", ...},
 )
 
 flow = Dataflow("raw_lane")

@@ -234,7 +234,7 @@ def test_an_xlsx_part_past_its_bound_is_not_decompressed(tmp_path: Path) -> None
 
 
 def test_limits_are_checked_when_given() -> None:
-    assert FileSource("x.csv", schema=SCHEMA).limits == DEFAULT_LIMITS
+    assert FileSource("x.csv", schema=SCHEMA).config.limits == DEFAULT_LIMITS
     with pytest.raises(ConfigError, match="max_line_bytes"):
         FileLimits(max_line_bytes=0)
     with pytest.raises(ConfigError, match="expected a FileLimits"):

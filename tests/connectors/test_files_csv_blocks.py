@@ -15,8 +15,9 @@ import pyarrow as pa
 import pytest
 
 from tests.connectors.test_files_formats import SCHEMA, read_all
-from thalweg_bytewax.connectors import _files_csv, _files_partition
 from thalweg_bytewax.connectors.files import FileSource
+from thalweg_bytewax.connectors.files import _csv as _files_csv
+from thalweg_bytewax.connectors.files import _partition as _files_partition
 
 ROWS = 500
 
@@ -228,7 +229,7 @@ def test_parquet_row_groups_larger_than_the_limit_stream_in_batches(
 ) -> None:
     import pyarrow.parquet as pq
 
-    from thalweg_bytewax.connectors import _files_columnar
+    from thalweg_bytewax.connectors.files import _columnar as _files_columnar
 
     path = tmp_path / "o.parquet"
     pq.write_table(pa.table({"id": list(range(ROWS))}), path, row_group_size=200)

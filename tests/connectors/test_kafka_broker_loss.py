@@ -43,7 +43,7 @@ def test_a_bounded_run_fails_when_the_brokers_stay_unreachable() -> None:
             [cluster.bootstrap],
             ["orders"],
             tail=False,
-            add_config=SMALL_FETCHES,
+            librdkafka=SMALL_FETCHES,
             unreachable_timeout=timedelta(seconds=1),
         )
         part = source.build_part("in", "orders:0", None)

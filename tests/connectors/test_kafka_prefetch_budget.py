@@ -3,7 +3,7 @@
 Each partition has its own librdkafka consumer, whose prefetch queue
 (``queued.max.messages.kbytes``) is the largest term of its memory; the source gives
 each the even share of ``prefetch_budget`` over the partitions it listed, between
-256 KiB and 4 MiB, unless ``add_config`` sets it.
+256 KiB and 4 MiB, unless ``librdkafka`` sets it.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def test_each_partition_consumer_gets_its_share_of_the_listing(
     assert [s[QUEUED] for s in settings] == [512] * 4  # 2 MiB over 4 partitions
 
 
-def test_add_config_wins_over_the_budget(
+def test_librdkafka_settings_win_over_the_budget(
     kafka_bootstrap: str, make_topic: Callable[[], str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     topic = make_topic()
@@ -83,7 +83,7 @@ def test_add_config_wins_over_the_budget(
         [topic],
         tail=False,
         prefetch_budget=2 * MiB,
-        add_config={QUEUED: 300},
+        librdkafka={QUEUED: 300},
     )
     assert [s[QUEUED] for s in _built_settings(monkeypatch, source)] == [300] * 4
 
@@ -119,7 +119,7 @@ def test_a_partition_prefetches_about_one_poll_of_small_records_not_4_mib(
     # One poll of 1,000 records, plus the rest of the fetch that crossed it (~1 MiB).
     assert 0 < queued < 15_000  # noqa: PLR2004
     unbounded = _queued_after_first_poll(
-        kafka_bootstrap, topic, add_config={"queued.min.messages": 100_000}
+        kafka_bootstrap, topic, librdkafka={"queued.min.messages": 100_000}
     )
     assert unbounded > 35_000  # noqa: PLR2004 - the check can fail: the records bound it
 
@@ -139,6 +139,6 @@ def test_the_prefetch_in_records_is_one_poll_and_at_least_1000(
     source = KafkaSource([kafka_bootstrap], [topic], tail=False, batch_size=batch_size)
     assert {s["queued.min.messages"] for s in _built_settings(monkeypatch, source)} == {records}
     custom = KafkaSource(
-        [kafka_bootstrap], [topic], tail=False, add_config={"queued.min.messages": 7}
+        [kafka_bootstrap], [topic], tail=False, librdkafka={"queued.min.messages": 7}
     )
     assert {s["queued.min.messages"] for s in _built_settings(monkeypatch, custom)} == {7}

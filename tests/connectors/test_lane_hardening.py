@@ -13,8 +13,8 @@ from fsspec.implementations.memory import MemoryFileSystem
 from pyarrow.fs import FSSpecHandler, LocalFileSystem, PyFileSystem
 
 from tests.helpers import raw_batch, run_into
-from thalweg_bytewax.connectors._lane_store import open_store
 from thalweg_bytewax.connectors.parquet import ParquetSink
+from thalweg_bytewax.connectors.raw_lane._store import open_store
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.lanes import read_lane
 

@@ -17,9 +17,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.helpers import raw_batch
-from thalweg_bytewax.connectors._lane_claim import claim_metadata, claim_problem, read_claim
 from thalweg_bytewax.connectors.parquet import ParquetSink
-from thalweg_bytewax.connectors.raw_lane_source import lane_rows_missing
+from thalweg_bytewax.connectors.raw_lane import lane_rows_missing
+from thalweg_bytewax.connectors.raw_lane._claim import claim_metadata, claim_problem, read_claim
 from thalweg_bytewax.coverage import OffsetCoverage
 from thalweg_bytewax.coverage.recovery_plan import RecoveryPlan, check_lane_rows
 from thalweg_bytewax.errors import SourceError

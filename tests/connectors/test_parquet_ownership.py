@@ -21,8 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import error_chain, raw_batch, run_into
-from thalweg_bytewax.connectors._lane_store import open_store
 from thalweg_bytewax.connectors.parquet import ParquetSink
+from thalweg_bytewax.connectors.raw_lane._store import open_store
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError
 from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.records.batches import raw_batch_from_records

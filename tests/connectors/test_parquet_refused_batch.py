@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.helpers import raw_batch
-from thalweg_bytewax.connectors._lane_store import FINAL_NAME
 from thalweg_bytewax.connectors.parquet import ParquetSink
+from thalweg_bytewax.connectors.raw_lane._store import FINAL_NAME
 from thalweg_bytewax.coverage import OffsetCoverage
 from thalweg_bytewax.coverage.store import SqliteCoverageStore
 from thalweg_bytewax.errors import ConfigError

@@ -18,7 +18,7 @@ from bytewax.testing import TestingSink, TestingSource, run_main
 
 from tests.helpers import raw_batch, run_into
 from thalweg_bytewax.connectors.parquet import ParquetSink
-from thalweg_bytewax.connectors.raw_lane_source import (
+from thalweg_bytewax.connectors.raw_lane import (
     RawLaneSource,
     lane_held_offsets,
     only_output,

@@ -208,7 +208,7 @@ class _File:
 
 
 def _read_one(path: Path) -> dict[str, object]:
-    from thalweg_bytewax.connectors._files_xml import read_xml
+    from thalweg_bytewax.connectors.files._xml import read_xml
 
     schema = pa.schema([("@id", pa.int64()), ("tag", pa.list_(pa.string())), ("id", pa.string())])
     rows = bad = 0
@@ -241,7 +241,7 @@ def main(argv: list[str]) -> None:
 
     importlib.import_module("lxml.etree")
 
-    from thalweg_bytewax.connectors import _files_xml  # noqa: F401
+    from thalweg_bytewax.connectors.files import _xml  # noqa: F401
 
     limit = _vm_size() + cap
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))

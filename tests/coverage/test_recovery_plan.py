@@ -267,7 +267,7 @@ def test_the_lane_check_finds_offsets_a_file_is_named_for_and_holds_no_row_of(
     # refused there): the lane names the file 0-29.
     from tests.helpers import raw_batch, run_into
     from thalweg_bytewax.connectors.parquet import ParquetSink
-    from thalweg_bytewax.connectors.raw_lane_source import lane_held_offsets, lane_rows_missing
+    from thalweg_bytewax.connectors.raw_lane import lane_held_offsets, lane_rows_missing
 
     run_into(
         [("t:0", pa.concat_batches([raw_batch("t", 0, range(10)), raw_batch("t", 0, range(20, 30))]))],

@@ -22,7 +22,7 @@ from bytewax.testing import run_main
 
 from flows.orders import OrdersSettings, build_flow
 from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
-from thalweg_bytewax.connectors.raw_lane_source import lane_held_offsets
+from thalweg_bytewax.connectors.raw_lane import lane_held_offsets
 from thalweg_bytewax.coverage.recovery_plan import plan_recovery
 from thalweg_bytewax.coverage.store import SqliteCoverageStore
 from thalweg_bytewax.dev._orders_sample import _bad_payload, sample_order_at

@@ -85,7 +85,7 @@ def test_load_pipeline_reads_thalweg_config_relative_to_the_file(monkeypatch, tm
     ("override", "named"),
     [
         ("sinks.x.kind=iceberg", "sinks"),
-        ("source.kind=kafka", "source.bootstrap_servers"),
+        ("source.kind=kafka", "source.brokers"),
         ("source.kind=files", "source.paths"),
     ],
 )
@@ -146,7 +146,7 @@ def test_importing_flows_pipeline_for_kafka_starts_nothing_and_connects_nowhere(
         THALWEG_CONFIG=str(ORDERS_TOML),
         THALWEG_DATA_DIR=str(tmp_path),
         THALWEG_SOURCE__KIND="kafka",
-        THALWEG_SOURCE__BOOTSTRAP_SERVERS="127.0.0.1:1",
+        THALWEG_SOURCE__BROKERS="127.0.0.1:1",
     )
     done = subprocess.run(
         [sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True,
@@ -239,7 +239,7 @@ def test_a_kafka_source_section_passes_its_prefetch_budget():
 
     extra = [
         "source.kind=kafka",
-        "source.bootstrap_servers=localhost:9",
+        "source.brokers=localhost:9",
         "source.topics=[\"orders\"]",
         "source.prefetch_budget=1048576",
     ]

@@ -88,7 +88,7 @@ def _recover(args: argparse.Namespace) -> int:
     from datetime import timedelta
 
     from thalweg_bytewax.cli._common import EXIT_FAILED
-    from thalweg_bytewax.connectors.raw_lane_source import (
+    from thalweg_bytewax.connectors.raw_lane import (
         RawLaneSource,
         lane_held_offsets,
         lane_rows_missing,

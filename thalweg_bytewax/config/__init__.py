@@ -44,6 +44,13 @@ Example:
 from __future__ import annotations
 
 from thalweg_bytewax.config._client import ClientSettings, resolve_settings
+from thalweg_bytewax.config._fields import (
+    Duration,
+    PositiveDuration,
+    as_duration,
+    build_model,
+    renamed_keys,
+)
 from thalweg_bytewax.config._layers import CONFIG_ENV, ENV_PREFIX
 from thalweg_bytewax.config._load import SecretUse, load_config, secret_uses
 from thalweg_bytewax.config._model import ConfigModel, Settings
@@ -55,13 +62,18 @@ __all__ = [
     "ClientSettings",
     "ENV_PREFIX",
     "ConfigModel",
+    "Duration",
     "SecretRef",
     "SecretReference",
     "SecretUse",
     "Settings",
+    "PositiveDuration",
+    "as_duration",
+    "build_model",
     "load_config",
     "render_reference",
     "render_starter",
+    "renamed_keys",
     "resolve_settings",
     "secret_uses",
     "to_toml",

@@ -32,6 +32,7 @@ __all__ = [
     "merge",
     "override_layer",
     "submodel",
+    "submodels",
 ]
 
 ENV_PREFIX = "THALWEG_"
@@ -76,6 +77,20 @@ def submodel(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
+def submodels(annotation: Any) -> list[type[BaseModel]]:
+    """Every model class ``annotation`` may be: one, or the members of a union of models.
+
+    A discriminated union (a pipeline's ``[source]``: Kafka, files, ...) has several.
+    """
+    if typing.get_origin(annotation) is typing.Annotated:
+        return submodels(typing.get_args(annotation)[0])
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return [m for a in typing.get_args(annotation) for m in submodels(a)]
+    return []
+
+
 def element(annotation: Any) -> Any:
     """The item annotation of a list or the value annotation of a table, else ``None``.
 
@@ -103,8 +118,15 @@ def annotation_at(model: type[BaseModel], path: Iterable[str | int]) -> Any:
     current: type[BaseModel] | None = model
     annotation: Any = None
     for part in path:
+        members = submodels(annotation) if current is None else []
         if current is not None and isinstance(part, str) and part in current.model_fields:
             annotation = current.model_fields[part].annotation
+        elif len(members) > 1 and isinstance(part, str):
+            # A union of models: the key as the first member that has it declares it.
+            having = [m for m in members if part in m.model_fields]
+            if not having:
+                return None
+            annotation = having[0].model_fields[part].annotation
         elif current is None and (inner := element(annotation)) is not None:
             annotation = inner
         else:

@@ -23,6 +23,7 @@ from thalweg_bytewax.config._layers import (
     merge,
     override_layer,
     submodel,
+    submodels,
 )
 from thalweg_bytewax.config._secret import SecretRef, SecretReference, _parse
 from thalweg_bytewax.errors import ConfigError
@@ -207,9 +208,10 @@ def _message(
 ) -> str:
     problems = []
     for error in exc.errors():
-        path = _known_prefix(model, tuple(error["loc"]))
+        loc, chosen = _untagged(model, tuple(error["loc"]))
+        path = _known_prefix(model, loc)
         if error["type"] == "extra_forbidden":
-            path = (*path, *error["loc"][len(path) : len(path) + 1])
+            path = (*path, *loc[len(path) : len(path) + 1])
         where = _where(layers, _names(path))
         if not path:
             problems.append(_expectation(error))
@@ -223,7 +225,9 @@ def _message(
                 dotted = _dotted(path)
                 problems.append(f"`{dotted}` is required; add it to `{file}` or set `{var}`")
         elif error["type"] == "extra_forbidden":
-            parent = submodel(annotation_at(model, path[:-1])) if path[:-1] else model
+            parent = chosen.get(path[:-1]) or (
+                submodel(annotation_at(model, path[:-1])) if path[:-1] else model
+            )
             fields = parent.model_fields.items() if parent else ()
             known = ", ".join(f"`{info.alias or k}`" for k, info in fields)
             problems.append(f"{_subject(path, where)}: unknown key; expected one of {known}")
@@ -236,6 +240,33 @@ def _message(
     joined = "; ".join(problems)
     remedy = "fix each value named, or remove it for the default"
     return f"`{_component(model)}` settings: {joined}; {remedy}"
+
+
+def _untagged(
+    model: type[BaseModel], loc: tuple[Any, ...]
+) -> tuple[tuple[Any, ...], dict[tuple[Any, ...], type[BaseModel]]]:
+    """``loc`` without the tags pydantic puts after a union of models (``source.kafka.x``).
+
+    Returns:
+        The location as keys, and per union's path the member its tag chose.
+    """
+    kept: list[Any] = []
+    chosen: dict[tuple[Any, ...], type[BaseModel]] = {}
+    for part in loc:
+        members = submodels(annotation_at(model, kept)) if kept else []
+        if len(members) > 1 and isinstance(part, str):
+            tagged = [m for m in members if _tag(m) == part]
+            if tagged:
+                chosen[tuple(kept)] = tagged[0]
+                continue
+        kept.append(part)
+    return tuple(kept), chosen
+
+
+def _tag(member: type[BaseModel]) -> Any:
+    """The ``kind`` a member of a union of models is chosen by (its default)."""
+    field = member.model_fields.get("kind")
+    return None if field is None else field.default
 
 
 def _known_prefix(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[str | int, ...]:

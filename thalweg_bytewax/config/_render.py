@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter
 from pydantic.fields import FieldInfo
 
-from thalweg_bytewax.config._layers import env_name, submodel
+from thalweg_bytewax.config._layers import env_name, submodel, submodels
 from thalweg_bytewax.config._secret import SecretRef
 from thalweg_bytewax.errors import ConfigError
 
@@ -104,7 +104,18 @@ def _default(info: FieldInfo) -> tuple[bool, Any]:
 def _fields(model: type[BaseModel]) -> Iterator[tuple[str, FieldInfo, type[BaseModel] | None]]:
     for name, info in model.model_fields.items():
         # A key is written as the file spells it: its alias (`from`) where it has one.
-        yield info.alias or name, info, submodel(info.annotation)
+        # A union of models (a `[source]` of several kinds) is written as its default's
+        # table; the reference lists every member's keys (`_union_rows`).
+        sub = submodel(info.annotation)
+        if sub is None and len(submodels(info.annotation)) > 1 and not info.is_required():
+            sub = type(info.get_default(call_default_factory=True, validated_data={}))
+        yield info.alias or name, info, sub
+
+
+def _kind_of(member: type[BaseModel]) -> str:
+    """The ``kind`` that picks ``member`` in a union of models."""
+    field = member.model_fields.get("kind")
+    return str(field.default) if field is not None else member.__name__
 
 
 def _collection(annotation: Any) -> tuple[str, type[BaseModel]] | None:
@@ -198,6 +209,13 @@ def render_starter(model: type[BaseModel], *, title: str) -> str:
             out.extend(["", f"{inner}[" + ".".join(path) + "]"])
             if text := _describe(info):
                 out.append(f"# {text}" + (" (unset by default)" if optional else ""))
+            members = submodels(info.annotation)
+            if len(members) > 1:
+                kinds = ", ".join(f'"{_kind_of(m)}"' for m in members if m is not sub)
+                out.append(
+                    f"# Other kinds: {kinds}; each takes its own keys (the configuration "
+                    "reference lists them)."
+                )
             _block(sub, path, inner, env=env)
         # Tables of many (`[[windows]]`, `[sinks.<name>]`): one commented example each,
         # with every key of an item; none by default.
@@ -245,7 +263,10 @@ def render_reference(model: type[BaseModel]) -> str:
             variable = f"`{env_name(path)}`" if env else "—"
             key = ".".join(path).replace(".[]", "[]")
             rows.append(f"| `{key}` | {kind} | {default} | {variable} | {text} |")
-            if sub is not None:
+            members = submodels(info.annotation)
+            if len(members) > 1:
+                _union_rows(members, path, sub, env=env)
+            elif sub is not None:
                 _rows(sub, path, env=env)
             elif collection is not None:
                 # One item's keys: `sinks.<name>.kind` (a table per name), `windows[].name`.
@@ -254,6 +275,34 @@ def render_reference(model: type[BaseModel]) -> str:
                     _rows(item, (*path, "<name>"), env=env)
                 else:
                     _rows(item, (*path, "[]"), env=False)
+
+    def _union_rows(
+        members: list[type[BaseModel]],
+        prefix: tuple[str, ...],
+        default: type[BaseModel] | None,
+        *,
+        env: bool,
+    ) -> None:
+        """One ``kind`` row, then each member's keys, said to be that kind's."""
+        kinds = " \\| ".join(json.dumps(_kind_of(m)) for m in members)
+        variable = f"`{env_name((*prefix, 'kind'))}`" if env else "—"
+        dotted = ".".join((*prefix, "kind"))
+        shown = f"`{json.dumps(_kind_of(default))}`" if default is not None else "required"
+        rows.append(
+            f"| `{dotted}` | {kinds} | {shown} | {variable} | Which kind of {prefix[-1]}; "
+            "the rows below say which kind takes each key. |"
+        )
+        for member in members:
+            before = len(rows)
+            _rows(member, prefix, env=env)
+            kind = _kind_of(member)
+            for i in range(before, len(rows)):
+                key, kind_type, value, var, text = rows[i].split(" | ", 4)
+                if key == f"| `{dotted}`":
+                    rows[i] = ""
+                    continue
+                rows[i] = f"{key} | {kind_type} | {value} | {var} | {kind}: {text}"
+        rows[:] = [r for r in rows if r]
 
     _rows(model, ())
     return "\n".join(rows) + "\n"

@@ -26,8 +26,8 @@ from thalweg_bytewax.coverage import OffsetCoverage
 from thalweg_bytewax.records import RECORD_ID_BYTES
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState
 
-from ._lane_sink import LaneSinkStats, StagedFile, lane_io
-from ._lane_store import LaneStore, staging_prefix, topic_dir_name
+from .raw_lane._shards import LaneSinkStats, StagedFile, lane_io
+from .raw_lane._store import LaneStore, staging_prefix, topic_dir_name
 
 if TYPE_CHECKING:
     from .arrow_ipc import ArrowIPCSink

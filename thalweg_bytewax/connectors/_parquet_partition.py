@@ -31,9 +31,11 @@ from thalweg_bytewax.errors import SinkTerminalError
 from thalweg_bytewax.records import RECORD_ID_BYTES
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState, buffered_size
 
-from ._lane_claim import claim_metadata, claim_problem
-from ._lane_sink import LaneSinkStats, StagedFile, lane_io
-from ._lane_store import (
+from ._parquet_encoding import column_options
+from ._parquet_schema import LaneSchema
+from .raw_lane._claim import claim_metadata, claim_problem
+from .raw_lane._shards import LaneSinkStats, StagedFile, lane_io
+from .raw_lane._store import (
     FINAL_NAME,
     STAGING_PREFIX,
     LaneStore,
@@ -41,8 +43,6 @@ from ._lane_store import (
     staging_prefix,
     topic_dir_name,
 )
-from ._parquet_encoding import column_options
-from ._parquet_schema import LaneSchema
 
 if TYPE_CHECKING:
     from .parquet import ParquetSink

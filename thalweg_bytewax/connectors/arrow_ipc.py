@@ -58,7 +58,7 @@ from ._arrow_ipc_source import (
     by_directory,
     split_glob,
 )
-from ._lane_sink import LaneShards
+from .raw_lane._shards import LaneShards
 
 __all__ = ["ArrowIPCSink", "ArrowIPCSinkStats", "ArrowIPCSource"]
 

@@ -21,7 +21,7 @@ A recovery replays offsets from the raw lane into one sink. Per source partition
    recovered, and what it still lacks is reported as such, never as recovered.
 
 Nothing here reads Parquet or imports Bytewax: the caller says what the raw lane holds
-(:func:`thalweg_bytewax.connectors.raw_lane_source.lane_held_offsets` reads it from the
+(:func:`thalweg_bytewax.connectors.raw_lane.lane_held_offsets` reads it from the
 finalized file names).
 
 Example::

@@ -72,7 +72,7 @@ to), so the default needs no registry. Point it at Kafka by environment alone::
 | ``THALWEG_SAMPLE_ORDERS`` | number of sample orders | ``20000`` |
 | ``THALWEG_TAIL`` | with Kafka: ``1`` follow new records, ``0`` stop at the end | ``1`` |
 | ``THALWEG_CONTRACT`` | ODCS contract (path or URL) | the bundled ``contracts/orders.odcs.yaml`` |
-| ``THALWEG_DEDUP_WINDOW_S`` | how long a record id is remembered | ``3600`` |
+| ``THALWEG_DEDUP_WINDOW`` | how long a record id is remembered (seconds or ISO 8601) | ``3600`` |
 | ``THALWEG_ICEBERG_NAMESPACE`` | Iceberg namespace of the tables | ``sales`` |
 | ``THALWEG_POSTGRES_DSN`` | PostgreSQL to land the tables in too (a secret) | unset |
 | ``THALWEG_POSTGRES_SCHEMA`` | PostgreSQL schema of the tables | ``public`` |
@@ -88,17 +88,18 @@ PostgreSQL are reached only when the dataflow runs.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from bytewax.dataflow import Dataflow
 from bytewax.inputs import Source
 from bytewax.outputs import Sink
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from thalweg_bytewax.codecs import AvroCodec
-from thalweg_bytewax.config import SecretRef, Settings
-from thalweg_bytewax.connectors.raw_lane_source import only_output
+from thalweg_bytewax.config import PositiveDuration, SecretRef, Settings, renamed_keys
+from thalweg_bytewax.connectors.raw_lane import only_output
 from thalweg_bytewax.coverage.recovery_plan import RawLane
 from thalweg_bytewax.flows import ORDERS_CONTRACT, ORDERS_SCHEMAS
 from thalweg_bytewax.flows._orders_sql import (
@@ -156,8 +157,9 @@ class OrdersSettings(Settings):
     """With Kafka: follow new records (true) or stop at the end (false)."""
     contract: str = str(CONTRACT)
     """The ODCS contract (path or URL)."""
-    dedup_window_s: float = Field(default=3600.0, gt=0)
-    """How long a record id is remembered for deduplication, in seconds."""
+    dedup_window: PositiveDuration = timedelta(hours=1)
+    """How long a record id is remembered for deduplication: seconds or ISO 8601 (`3600`,
+    `"PT1H"`); `dedup_window_s` is its old name."""
     iceberg_namespace: str = Field(default="sales", pattern=r"^[a-z_][a-z0-9_]*$")
     """The Iceberg namespace of the tables (in the warehouse under `data_dir`)."""
     # A DSN carries a password: a `${env:…}` / `${file:…}` reference, or a masked value.
@@ -212,6 +214,11 @@ class OrdersSettings(Settings):
             postgres_schema=self.postgres_schema,
         )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return renamed_keys(data, {"dedup_window_s": "dedup_window"}, where="flows.orders")
+
     def pipeline(self) -> PipelineConfig:
         """These settings as a pipeline configuration (the bundled ``orders.toml`` as is).
 
@@ -251,13 +258,16 @@ class OrdersSettings(Settings):
             {
                 "name": "orders",
                 "data_dir": self.data_dir,
-                "source": {
-                    "kind": "kafka" if self.bootstrap_servers else "sample",
-                    "bootstrap_servers": self.bootstrap_servers,
-                    "topics": [self.topic],
-                    "tail": self.tail,
-                    "count": self.sample_orders,
-                },
+                "source": (
+                    {
+                        "kind": "kafka",
+                        "brokers": self.bootstrap_servers,
+                        "topics": [self.topic],
+                        "tail": self.tail,
+                    }
+                    if self.bootstrap_servers
+                    else {"kind": "sample", "topics": [self.topic], "count": self.sample_orders}
+                ),
                 "codec": {
                     "kind": "avro",
                     "registry": registry,
@@ -265,7 +275,7 @@ class OrdersSettings(Settings):
                     "reader_schema": str(SCHEMA_DIR / "1.avsc"),
                 },
                 "contract": {"path": self.contract, "mode": "quarantine"},
-                "dedup": {"by": "record_id", "window_s": self.dedup_window_s},
+                "dedup": {"by": "record_id", "window": self.dedup_window},
                 "sql": {"nodes": ORDERS_DAG},
                 "windows": [
                     {

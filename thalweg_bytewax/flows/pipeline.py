@@ -6,7 +6,7 @@
 The file is a :class:`~thalweg_bytewax.pipeline.PipelineConfig` (``thalweg init``
 writes a commented starter; ``thalweg_bytewax/flows/orders.toml`` is the orders flow as
 one). Layers, later wins: the file < ``THALWEG_*`` variables
-(``THALWEG_SOURCE__BOOTSTRAP_SERVERS``); ``thalweg config show FILE`` shows the merged
+(``THALWEG_SOURCE__BROKERS``); ``thalweg config show FILE`` shows the merged
 result. Resource paths in the file (schemas, contract) are relative to the file's
 directory; lanes and the warehouse are under ``data_dir``.
 

@@ -76,7 +76,10 @@ def build_codec(config: PipelineConfig, base: Path) -> Any:
 
 
 def pipeline_source(config: PipelineConfig, *, schema: Any = None) -> AnySource:
-    """The input a configuration names (Kafka, files or the embedded sample).
+    """The input a configuration names: Kafka, files, a raw lane or the embedded sample.
+
+    The ``[source]`` section is the connector's own configuration model, passed whole
+    (``KafkaSource.from_config``, ...): no setting is copied key by key.
 
     Args:
         config: The pipeline configuration.
@@ -86,36 +89,21 @@ def pipeline_source(config: PipelineConfig, *, schema: Any = None) -> AnySource:
     if s.kind == "kafka":
         from thalweg_bytewax.connectors.kafka import KafkaSource  # noqa: PLC0415
 
-        extra: dict[str, Any] = resolve_settings(s.librdkafka)
-        if s.password is not None:
-            extra["sasl.password"] = s.password.resolve()
-        sized: dict[str, Any] = {"batch_size": s.batch_size} if s.batch_size else {}
-        if s.prefetch_budget:
-            sized["prefetch_budget"] = s.prefetch_budget
-        return KafkaSource(
-            s.bootstrap_servers or "",
-            s.topics,
-            tail=s.tail,
-            starting_offset=s.starting_offset,
-            add_config=extra,
-            **sized,
-        )
+        return KafkaSource.from_config(s)
     if s.kind == "files":
         from thalweg_bytewax.connectors.files import FileSource  # noqa: PLC0415
 
-        return FileSource(
-            s.paths,
-            format=s.format,
-            schema=schema if schema is not None else "infer",
-            batch_rows=s.batch_rows,
-            metadata=config.codec.metadata,
-        )
+        if "metadata" not in s.model_fields_set:  # the codec's, as before the source had one
+            s = s.model_copy(update={"metadata": config.codec.metadata})
+        infer = schema is None and not s.infer_schema
+        files = s.model_copy(update={"infer_schema": True}) if infer else s
+        return FileSource.from_config(files, schema=schema)
+    if s.kind == "raw_lane":
+        from thalweg_bytewax.connectors.raw_lane import RawLaneSource  # noqa: PLC0415
+
+        return RawLaneSource.from_config(s.model_copy(update={"path": config.location(s.path)}))
     return SampleOrdersSource(
-        s.count,
-        topic=s.topics[0],
-        partitions=s.partitions,
-        batch_size=s.batch_size or 2_000,
-        seed=s.seed,
+        s.count, topic=s.topics[0], partitions=s.partitions, batch_size=s.batch_size, seed=s.seed
     )
 
 

@@ -17,6 +17,7 @@ from thalweg_bytewax.pipeline._sections import (
     DedupSection,
     DlqSection,
     RawLaneSection,
+    SampleSourceSection,
     SourceSection,
     SqlSection,
     WindowSection,
@@ -45,8 +46,9 @@ class PipelineConfig(ConfigModel):
     """The flow id; the input step is `<name>_in`."""
     data_dir: Path = Path("thalweg-data")
     """The local lake directory: lanes, warehouse, coverage (relative paths live here)."""
-    source: SourceSection = Field(default_factory=SourceSection)
-    """Where the records come from."""
+    source: SourceSection = Field(default_factory=SampleSourceSection)
+    """Where the records come from: `kind` = kafka, files, raw_lane or sample (the
+    embedded orders, the default); each kind takes its connector's keys."""
     codec: CodecSection = Field(default_factory=CodecSection)
     """How payloads decode (not used by a files source)."""
     contract: ContractSection = Field(default_factory=ContractSection)

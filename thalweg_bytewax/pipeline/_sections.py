@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
-from typing import TYPE_CHECKING, Literal, Self
+from typing import TYPE_CHECKING, Annotated, Literal, Self
 
-from pydantic import Field, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 
-from thalweg_bytewax.config import ClientSettings, ConfigModel, SecretRef
+from thalweg_bytewax.config import ConfigModel, PositiveDuration, SecretRef, renamed_keys
+from thalweg_bytewax.connectors.files.config import FileSourceConfig
+from thalweg_bytewax.connectors.kafka.config import KafkaSourceConfig
+from thalweg_bytewax.connectors.raw_lane.config import RawLaneSourceConfig
 from thalweg_bytewax.errors import ConfigError
 
 if TYPE_CHECKING:
     from thalweg_bytewax.windows.aggregate import WindowSpec
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "AuditSection",
@@ -20,6 +26,8 @@ __all__ = [
     "DedupSection",
     "DlqSection",
     "RawLaneSection",
+    "SampleSourceSection",
+    "SourceKind",
     "SourceSection",
     "SqlNodeSection",
     "SqlSection",
@@ -27,8 +35,8 @@ __all__ = [
     "WindowSection",
 ]
 
-SourceKind = Literal["kafka", "files", "sample"]
-"""Where a pipeline reads: a Kafka topic, files, or the embedded sample orders."""
+SourceKind = Literal["kafka", "files", "raw_lane", "sample"]
+"""Where a pipeline reads: a Kafka topic, files, a raw lane, or the embedded sample orders."""
 
 
 def _need(section: str, kind: str, missing: list[str]) -> None:
@@ -41,55 +49,65 @@ def _need(section: str, kind: str, missing: list[str]) -> None:
         raise ConfigError(msg)
 
 
-class SourceSection(ConfigModel):
-    """Where the records come from: ``kind`` picks the keys that apply."""
+class SampleSourceSection(ConfigModel):
+    """The embedded sample orders (``kind = "sample"``, the default): no broker needed."""
 
-    kind: SourceKind = "sample"
-    """`kafka` (a topic), `files` (FileSource over paths or globs) or `sample` (embedded orders)."""
-    # kafka
-    bootstrap_servers: str | None = None
-    """kafka: the brokers, `host:port[,host:port]`."""
-    topics: list[str] = Field(default_factory=lambda: ["orders"])
-    """kafka: the topics to read (sample: the first names the sample's topic)."""
-    tail: bool = True
-    """kafka: follow new records (true) or stop at the end (false)."""
-    starting_offset: Literal["earliest", "latest"] = "earliest"
-    """kafka: where a partition with no stored position starts."""
-    librdkafka: ClientSettings = Field(default_factory=dict)
-    """kafka: librdkafka settings passed through (SASL, SSL); last wins. A value whose key
-    names a credential (`sasl.password`, `ssl.key.password`, `sasl.oauthbearer.client.secret`,
-    ...) is a secret: write a reference (`${env:KAFKA_PASSWORD}`); it is never shown."""
-    password: SecretRef | None = None
-    """kafka: the SASL password (`sasl.password`), as a secret reference."""
-    # files
-    paths: list[str] = Field(default_factory=list)
-    """files: paths, globs or URLs; one partition per file."""
-    format: str | None = None
-    """files: parquet, csv, ndjson, avro, ipc, excel or xml (default: by suffix)."""
-    batch_rows: int = Field(default=65_536, ge=1)
-    """files: rows per batch at most."""
-    # sample
+    kind: Literal["sample"] = "sample"
+    """The source kind, as the `[source]` table names it."""
+    topics: list[str] = Field(default_factory=lambda: ["orders"], min_length=1)
+    """The first names the sample's topic (its partition keys, `<topic>:<n>`)."""
     count: int = Field(default=20_000, ge=1)
-    """sample: how many orders the embedded source generates."""
+    """How many orders the embedded source generates."""
     partitions: int = Field(default=4, ge=1)
-    """sample: how many partitions they spread over."""
-    batch_size: int | None = Field(default=None, ge=1)
-    """kafka / sample: records per batch at most (default: the source's own; sample 2000)."""
-    prefetch_budget: int | None = Field(default=None, ge=1)
-    """kafka: bytes librdkafka may prefetch for all partitions of a process, shared out
-    evenly (default: the source's own, 256 MiB)."""
+    """How many partitions they spread over."""
+    batch_size: int = Field(default=2_000, ge=1)
+    """Records per batch at most."""
     seed: int = 7
-    """sample: the seed (same seed, same orders)."""
+    """The seed (same seed, same orders)."""
 
-    @model_validator(mode="after")
-    def _by_kind(self) -> Self:
-        if self.kind == "kafka":
-            _need("source", self.kind, [] if self.bootstrap_servers else ["bootstrap_servers"])
-        if self.kind == "files":
-            _need("source", self.kind, [] if self.paths else ["paths"])
-        if not self.topics:
-            _need("source", self.kind, ["topics"])
-        return self
+
+_SOURCES: dict[str, type[ConfigModel]] = {
+    "kafka": KafkaSourceConfig,
+    "files": FileSourceConfig,
+    "raw_lane": RawLaneSourceConfig,
+    "sample": SampleSourceSection,
+}
+# Keys a kind takes under an old name (the model renames them, with a warning).
+_OLD_KEYS = {"kafka": {"bootstrap_servers"}}
+
+
+def _source_table(data: object) -> object:
+    """The ``[source]`` table with its kind set and the keys of other kinds left out.
+
+    Layers may switch the kind (``--set source.kind=kafka`` over a file of the sample
+    source): a key only another kind takes is then not used, and logged; a key no kind
+    takes is refused by name.
+    """
+    if not isinstance(data, dict):
+        return data
+    kind = data.get("kind", "sample")
+    if kind not in _SOURCES:
+        msg = f"pipeline `[source]`: `kind` expected one of {list(_SOURCES)}; got {kind!r}"
+        raise ConfigError(msg)
+    own = set(_SOURCES[kind].model_fields) | _OLD_KEYS.get(kind, set())
+    others = {k for name, m in _SOURCES.items() if name != kind for k in m.model_fields}
+    others |= {k for name, keys in _OLD_KEYS.items() if name != kind for k in keys}
+    stray = sorted(k for k in data if k not in own and k in others)
+    if stray:
+        logger.info("pipeline [source] kind %s: keys of other kinds not used: %s", kind, stray)
+    return {"kind": kind, **{k: v for k, v in data.items() if k not in stray and k != "kind"}}
+
+
+SourceSection = Annotated[
+    KafkaSourceConfig | FileSourceConfig | RawLaneSourceConfig | SampleSourceSection,
+    Field(discriminator="kind"),
+    BeforeValidator(_source_table),
+]
+"""Where the records come from: ``kind`` picks the model, and the keys are that model's
+(:class:`~thalweg_bytewax.connectors.kafka.KafkaSourceConfig`,
+:class:`~thalweg_bytewax.connectors.files.FileSourceConfig`,
+:class:`~thalweg_bytewax.connectors.raw_lane.RawLaneSourceConfig` or
+:class:`SampleSourceSection`), under the names their Python keywords have."""
 
 
 class CodecSection(ConfigModel):
@@ -141,8 +159,14 @@ class DedupSection(ConfigModel):
     """Drop records already seen (a restart, a redelivery)."""
     by: Literal["record_id", "natural_key"] = "record_id"
     """What a duplicate shares: the record id, or the contract's natural key."""
-    window_s: float = Field(default=3600.0, gt=0)
-    """How long a key is remembered, in seconds."""
+    window: PositiveDuration = timedelta(hours=1)
+    """How long a key is remembered: seconds or ISO 8601 (`3600`, `"PT1H"`); `window_s`
+    is its old name."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: object) -> object:
+        return renamed_keys(data, {"window_s": "window"}, where="pipeline [dedup]")
 
 
 class RawLaneSection(ConfigModel):

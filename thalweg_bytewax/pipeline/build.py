@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from datetime import timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -194,7 +193,11 @@ def build_pipeline(  # noqa: PLR0912, PLR0913, PLR0915 - one flow, drawn in the 
     flow = Dataflow(config.name)
     raw = op.input(f"{config.name}_in", flow, source)
     raw_lane = config.under(config.raw_lane.path)
-    if config.raw_lane.enabled or raw_sink is not None:
+    # A raw lane source reads the lane back: the flow does not write it again.
+    rereads = config.source.kind == "raw_lane" and (
+        config.location(config.source.path) == config.location(str(raw_lane))
+    )
+    if (config.raw_lane.enabled and not rereads) or raw_sink is not None:
         lane = raw_sink or ParquetSink(raw_lane, coverage_store=raw_lane)
         op.output("raw_lane", raw, lane)
     if files:
@@ -208,8 +211,9 @@ def build_pipeline(  # noqa: PLR0912, PLR0913, PLR0915 - one flow, drawn in the 
         ok, decode_rejects = decoded.ok, decoded.rejected
     stream = ok
     if config.dedup.enabled:
-        window = timedelta(seconds=config.dedup.window_s)
-        stream = twg.dedup("dedup", stream, by=config.dedup.by, window=window, contract=contract)
+        stream = twg.dedup(
+            "dedup", stream, by=config.dedup.by, window=config.dedup.window, contract=contract
+        )
     dlq = config.under(config.dlq.path)
     contract_rejects = None
     if contract is not None:

@@ -7,7 +7,9 @@ partition, resume and error-classification modules) may move.
 :class:`KafkaSource` reads topics as keyed RawBatches, one Bytewax partition per
 topic-partition, resuming exactly after the last record emitted; its counters are
 :class:`KafkaSourceStats`, and :class:`KafkaPartitionState` is the resume state it keeps
-in Bytewax recovery.
+in Bytewax recovery. :class:`KafkaSourceConfig` (module ``config``) is its settings as
+one frozen model: what its keywords build, and what a pipeline's ``[source]`` table with
+``kind = "kafka"`` loads.
 
 :class:`KafkaSink` writes keyed Arrow batches (or raw records) to a topic, each input
 record exactly once across crashes (see :mod:`.sink`); its counters are
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from thalweg_bytewax._lazy import lazy_dir, load_lazy
 
 if TYPE_CHECKING:
+    from .config import KafkaSourceConfig
     from .sink import KafkaSink, KafkaSinkStats
     from .source import KafkaPartitionState, KafkaSource, StartingOffset
     from .stats import KafkaSourceStats
@@ -34,6 +37,7 @@ _LAZY = {
     "KafkaSink": ".sink",
     "KafkaSinkStats": ".sink",
     "KafkaSource": ".source",
+    "KafkaSourceConfig": ".config",
     "KafkaSourceStats": ".stats",
     "StartingOffset": ".source",
 }
@@ -43,6 +47,7 @@ __all__ = [
     "KafkaSink",
     "KafkaSinkStats",
     "KafkaSource",
+    "KafkaSourceConfig",
     "KafkaSourceStats",
     "StartingOffset",
 ]

@@ -1,30 +1,15 @@
-"""Private: the validated configuration of a ``KafkaSource`` and its librdkafka settings.
+"""Private: the defaults of a ``KafkaSource`` and the librdkafka settings thalweg sets.
 
-``KafkaSource`` checks its arguments once, by name (``_args``), into a frozen
-:class:`SourceConfig`; partitions and the metadata view read only that object. The
-librdkafka property names thalweg sets live here as constants, in one place.
+The settings themselves are :class:`~thalweg_bytewax.connectors.kafka.config.KafkaSourceConfig`
+(module ``config``); the librdkafka property names thalweg sets live here as constants,
+in one place.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
-
-from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.records.metadata import MetadataColumns, metadata_columns
-
-from ._args import (
-    check_bool,
-    check_config,
-    check_interval,
-    check_names,
-    check_optional_interval,
-    check_positive_int,
-    check_rate,
-    check_starting_offset,
-)
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -33,10 +18,9 @@ __all__ = [
     "DEFAULT_PREFETCH_BUDGET",
     "DEFAULT_UNREACHABLE_TIMEOUT",
     "IsolationLevel",
-    "SourceConfig",
     "StartingOffset",
     "consumer_config",
-    "source_config",
+    "partition_prefetch_kbytes",
 ]
 
 StartingOffset = Literal["earliest", "latest"] | int | datetime
@@ -47,7 +31,6 @@ IsolationLevel = Literal["read_committed", "read_uncommitted"]
 """Which records of transactional producers a source reads: only committed ones (records
 of aborted transactions are skipped, and reading waits at the first open transaction)
 or every record as written."""
-_ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
 
 # 10k records per poll amortises the per-batch cost (Arrow assembly, Bytewax step
 # overhead) while one poll of small records stays a few MiB; see docs/benchmarks.md.
@@ -74,6 +57,7 @@ FETCH_QUEUE_BACKOFF_MS = "fetch.queue.backoff.ms"
 QUEUED_MAX_MESSAGES_KBYTES = "queued.max.messages.kbytes"
 QUEUED_MIN_MESSAGES = "queued.min.messages"
 LOG_LEVEL = "log_level"
+SASL_PASSWORD = "sasl.password"  # noqa: S105 - a property name, not a password
 ISOLATION_LEVEL = "isolation.level"
 
 # With librdkafka's default of 1000 ms a fast consumer stalls for a second whenever its
@@ -126,117 +110,6 @@ def partition_prefetch_kbytes(budget: int | None, partitions: int) -> int:
         return DEFAULT_QUEUED_MAX_MESSAGES_KBYTES
     share = budget // max(1, partitions) // 1024
     return max(MIN_PARTITION_PREFETCH_KBYTES, min(DEFAULT_QUEUED_MAX_MESSAGES_KBYTES, share))
-
-
-@dataclass(frozen=True, slots=True)
-class SourceConfig:
-    """A ``KafkaSource``'s arguments, checked and normalised (times in seconds).
-
-    ``add_config`` may hold credentials: it is left out of the repr.
-    """
-
-    brokers: list[str]
-    topics: list[str]
-    tail: bool
-    starting_offset: StartingOffset
-    add_config: dict[str, Any] = field(repr=False)
-    batch_size: int
-    max_batch_bytes: int
-    columns: MetadataColumns
-    metadata_timeout_s: float
-    max_records_per_s: float | None
-    partition_check_interval_s: float | None
-    fail_on_new_partitions: bool
-    isolation_level: IsolationLevel = "read_committed"
-    prefetch_budget: int | None = DEFAULT_PREFETCH_BUDGET
-    unreachable_timeout_s: float | None = DEFAULT_UNREACHABLE_TIMEOUT.total_seconds()
-
-    def consumer_config(self, partitions: int = 1) -> dict[str, Any]:
-        """The librdkafka consumer settings of this source (see :func:`consumer_config`).
-
-        Args:
-            partitions: How many partitions share :attr:`prefetch_budget` (the source's
-                listing); each consumer's ``queued.max.messages.kbytes`` is their share
-                unless ``add_config`` sets it.
-        """
-        prefetch = partition_prefetch_kbytes(self.prefetch_budget, partitions)
-        config = consumer_config(
-            self.brokers,
-            {
-                ISOLATION_LEVEL: self.isolation_level,
-                QUEUED_MAX_MESSAGES_KBYTES: prefetch,
-                QUEUED_MIN_MESSAGES: max(self.batch_size, MIN_PREFETCH_RECORDS),
-            },
-        )
-        config.update(self.add_config)
-        return config
-
-
-def source_config(
-    brokers: object,
-    topics: object,
-    *,
-    tail: object,
-    starting_offset: object,
-    add_config: object,
-    batch_size: object,
-    max_batch_bytes: object,
-    metadata_prefix: object,
-    metadata_timeout: object,
-    max_records_per_s: object,
-    partition_check_interval: object,
-    fail_on_new_partitions: object,
-    isolation_level: object = "read_committed",
-    prefetch_budget: object = DEFAULT_PREFETCH_BUDGET,
-    unreachable_timeout: object = DEFAULT_UNREACHABLE_TIMEOUT,
-) -> SourceConfig:
-    """Check every argument of ``KafkaSource`` by name and build its configuration.
-
-    A wrong type must not surface as a raw ``TypeError`` later, nor be read as another
-    value (``True`` as offset 1).
-
-    Raises:
-        ConfigError: On an invalid argument, naming it.
-    """
-    # Checked in the order of the signature, so the first wrong argument is named.
-    brokers_ = check_names(brokers, "brokers")
-    # ":" separates topic and partition in partition keys; Kafka refuses it anyway.
-    topics_ = check_names(topics, "topics", forbid=":")
-    tail_ = check_bool(tail, "tail")
-    start = check_starting_offset(starting_offset, "starting_offset")
-    add_config_ = check_config(add_config, "add_config")
-    batch_size_ = check_positive_int(batch_size, "batch_size")
-    max_batch_bytes_ = check_positive_int(max_batch_bytes, "max_batch_bytes")
-    columns = metadata_columns(metadata_prefix, "kafka source")
-    partition_check = check_optional_interval(partition_check_interval, "partition_check_interval")
-    fail_on_new = check_bool(fail_on_new_partitions, "fail_on_new_partitions")
-    if isolation_level not in _ISOLATION_LEVELS:
-        msg = (
-            f"kafka source: `isolation_level` expected one of {', '.join(_ISOLATION_LEVELS)}; "
-            f"got {isolation_level!r}"
-        )
-        raise ConfigError(msg)
-    budget = (
-        None if prefetch_budget is None else check_positive_int(prefetch_budget, "prefetch_budget")
-    )
-    unreachable = check_optional_interval(unreachable_timeout, "unreachable_timeout")
-    return SourceConfig(
-        brokers=brokers_,
-        topics=topics_,
-        tail=tail_,
-        starting_offset=start,  # type: ignore[arg-type]
-        add_config=add_config_,
-        batch_size=batch_size_,
-        max_batch_bytes=max_batch_bytes_,
-        columns=columns,
-        metadata_timeout_s=check_interval(metadata_timeout, "metadata_timeout"),
-        max_records_per_s=check_rate(max_records_per_s, "max_records_per_s"),
-        partition_check_interval_s=partition_check,
-        fail_on_new_partitions=fail_on_new,
-        isolation_level=isolation_level,  # type: ignore[arg-type]
-        prefetch_budget=budget,
-        unreachable_timeout_s=unreachable,
-    )
 
 
 def consumer_config(brokers: Sequence[str], add_config: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -17,9 +17,9 @@ from confluent_kafka.admin import ClusterMetadata  # type: ignore[attr-defined]
 
 from thalweg_bytewax.errors import SourceError
 
-from ._config import SourceConfig
 from ._topic_ids import describe_topic_ids
 from ._watch import PartitionWatch
+from .config import KafkaSourceConfig as SourceConfig
 
 __all__ = ["SourceMetadata", "fetch_metadata"]
 
@@ -48,7 +48,7 @@ def fetch_metadata(
         msg = (
             f"kafka source: cannot reach brokers `{','.join(brokers)}` within "
             f"{timeout_s:g} s ({code}); check `brokers`, the network and the security "
-            f"settings in `add_config`"
+            f"settings in `librdkafka`"
         )
         raise SourceError(msg) from exc
     if topic is not None:

@@ -151,7 +151,7 @@ def open_native(settings: Mapping[str, Any], *, resumes_epoch: bool = False) -> 
             except ValueError as exc:
                 msg = (
                     f"kafka source: librdkafka refused the consumer setting {exc} of the "
-                    f"native consume; fix it in `add_config` or set `{CONSUME_ENV}=pure`"
+                    f"native consume; fix it in `librdkafka` or set `{CONSUME_ENV}=pure`"
                 )
                 raise ConfigError(msg) from exc
             # Drop handles closed since (their key may differ: another thread's).

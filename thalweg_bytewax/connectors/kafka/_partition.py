@@ -24,12 +24,12 @@ from thalweg_bytewax.records.model import KeyedBatch
 from thalweg_bytewax.runtime import admission
 from thalweg_bytewax.runtime.parts import encode_part
 
-from ._config import SourceConfig
 from ._errors import is_fatal, is_truncation
 from ._lazy_consumer import LazyConsumer
 from ._metadata import SourceMetadata
 from ._native import CONSUME_ENV, open_native, use_native
 from ._resume import KafkaPartitionState, check_resume, make_state, truncation_message
+from .config import KafkaSourceConfig as SourceConfig
 from .stats import KafkaSourceStats
 
 logger = logging.getLogger(__name__)
@@ -308,7 +308,7 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
         msg = (
             f"kafka source: partition `{self._key}` failed at offset {self._next_offset}: "
             f"{self._fatal.str()} ({self._fatal.name()}); check the brokers and the "
-            f"security settings in `add_config`"
+            f"security settings in `librdkafka`"
         )
         raise SourceError(msg)
 

@@ -8,13 +8,15 @@ that position no longer exists (see ``_resume``).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from bytewax.inputs import FixedPartitionedSource
 from typing_extensions import override
 
+from thalweg_bytewax.config import SecretRef
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX
 from thalweg_bytewax.records.model import KeyedBatch
@@ -28,14 +30,20 @@ from ._config import (
     DEFAULT_UNREACHABLE_TIMEOUT,
     IsolationLevel,
     StartingOffset,
-    source_config,
 )
 from ._metadata import SourceMetadata
 from ._partition import _KafkaPartition
 from ._resume import KafkaPartitionState, read_state
+from .config import DEFAULT_METADATA_TIMEOUT, KafkaSourceConfig, source_config
 from .stats import KafkaSourceStats
 
-__all__ = ["KafkaPartitionState", "KafkaSource", "KafkaSourceStats", "StartingOffset"]
+__all__ = [
+    "KafkaPartitionState",
+    "KafkaSource",
+    "KafkaSourceConfig",
+    "KafkaSourceStats",
+    "StartingOffset",
+]
 
 
 class KafkaSource(FixedPartitionedSource[KeyedBatch, KafkaPartitionState]):
@@ -73,8 +81,14 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, KafkaPartitionState]):
             seen when each partition starts (``False``, for bounded runs).
         starting_offset: Where partitions start on a flow's first run: ``"earliest"``,
             ``"latest"``, an absolute offset or a timezone-aware ``datetime``.
-        add_config: librdkafka settings passed through as-is (SASL/SSL, fetch tuning);
-            they override thalweg's defaults.
+        librdkafka: librdkafka settings passed through (SASL/SSL, fetch tuning); they
+            override thalweg's defaults. A value whose key names a credential
+            (``sasl.password``, ``ssl.key.password``, ...) is kept as a
+            :class:`~thalweg_bytewax.config.SecretRef`: a ``${env:NAME}`` reference, or
+            a value never shown.
+        password: The SASL password (``sasl.password``): a string or a ``SecretRef``,
+            resolved only when a consumer is built.
+        add_config: The old name of ``librdkafka`` (deprecated).
         batch_size: Most records per emitted batch.
         max_batch_bytes: Byte budget per emitted batch (adapts to the record size seen).
         metadata_prefix: Prefix of the metadata columns.
@@ -122,11 +136,13 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, KafkaPartitionState]):
         *,
         tail: bool = True,
         starting_offset: StartingOffset = "earliest",
+        librdkafka: Mapping[str, Any] | None = None,
+        password: str | SecretRef | None = None,
         add_config: Mapping[str, Any] | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
         max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
         metadata_prefix: str = DEFAULT_PREFIX,
-        metadata_timeout: timedelta = timedelta(seconds=10),
+        metadata_timeout: timedelta = DEFAULT_METADATA_TIMEOUT,
         max_records_per_s: float | None = None,
         partition_check_interval: timedelta | None = DEFAULT_PARTITION_CHECK_INTERVAL,
         fail_on_new_partitions: bool = False,
@@ -134,13 +150,25 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, KafkaPartitionState]):
         prefetch_budget: int | None = DEFAULT_PREFETCH_BUDGET,
         unreachable_timeout: timedelta | None = DEFAULT_UNREACHABLE_TIMEOUT,
     ) -> None:
-        # Validated once, kept private; no I/O here (partitions are built in build_part).
-        self._config = source_config(
+        if add_config is not None:
+            warnings.warn(
+                "kafka source: `add_config` is deprecated; pass `librdkafka` (the old name "
+                "goes in the next release)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            if librdkafka is not None:
+                msg = "kafka source: got `librdkafka` and its old name `add_config`; keep one"
+                raise ConfigError(msg)
+            librdkafka = add_config
+        # Validated once; no I/O here (partitions are built in build_part).
+        config = source_config(
             brokers,
             topics,
             tail=tail,
             starting_offset=starting_offset,
-            add_config=add_config,
+            librdkafka=librdkafka,
+            password=password,
             batch_size=batch_size,
             max_batch_bytes=max_batch_bytes,
             metadata_prefix=metadata_prefix,
@@ -152,6 +180,24 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, KafkaPartitionState]):
             prefetch_budget=prefetch_budget,
             unreachable_timeout=unreachable_timeout,
         )
+        self._start(config)
+
+    @classmethod
+    def from_config(cls, config: KafkaSourceConfig) -> Self:
+        """The source a :class:`KafkaSourceConfig` describes (a pipeline's ``[source]``).
+
+        Raises:
+            ConfigError: When ``config`` is not a ``KafkaSourceConfig``.
+        """
+        if not isinstance(config, KafkaSourceConfig):
+            msg = f"kafka source: expected a KafkaSourceConfig; got {type(config).__name__}"
+            raise ConfigError(msg)
+        source = cls.__new__(cls)
+        source._start(config)  # noqa: SLF001 - its own class
+        return source
+
+    def _start(self, config: KafkaSourceConfig) -> None:
+        self._config = config
         self._meta = SourceMetadata(self._config)
         # The topics of which this process built a partition from resume state (the
         # flow resumed them).
@@ -213,6 +259,11 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, KafkaPartitionState]):
         )
         self._stats[for_part] = stats
         return part
+
+    @property
+    def config(self) -> KafkaSourceConfig:
+        """The source's settings, as one frozen model (secrets shown as references)."""
+        return self._config
 
     @property
     def prefetch_budget(self) -> int | None:

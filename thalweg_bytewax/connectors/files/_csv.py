@@ -31,9 +31,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from ._files_common import Bad, Chunk, Target, cast_rows, rest_bad, whole_file_bad
-from ._files_limits import DEFAULT_LIMITS, FileLimits, LimitExceeded, LongLine
-from ._files_lines import line_blocks, long_line_message, open_lines
+from ._common import Bad, Chunk, Target, cast_rows, rest_bad, whole_file_bad
+from ._limits import DEFAULT_LIMITS, FileLimits, LimitExceeded, LongLine
+from ._lines import line_blocks, long_line_message, open_lines
 
 __all__ = ["CSV_BLOCK_BYTES", "read_csv"]
 

@@ -1,5 +1,7 @@
 """Private file-system access for lane sinks: staging, durable finalize, listing.
 
+The names of a lane's files and directories are in ``_names`` (re-exported here).
+
 Two implementations behind one small interface: the local file system (with fsync of
 files and directories, and atomic ``os.replace``), and any ``pyarrow.fs`` file system
 (S3, GCS, HDFS, or fsspec through ``PyFileSystem``), where ``move`` is the finalize and
@@ -11,11 +13,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import filecmp
-import hashlib
 import logging
 import os
-import re
-import urllib.parse
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,16 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError
+
+from ._names import (
+    FINAL_NAME,
+    LANE_MARKER,
+    SCHEMA_RECORD,
+    STAGING_PREFIX,
+    final_name,
+    staging_prefix,
+    topic_dir_name,
+)
 
 __all__ = [
     "FINAL_NAME",
@@ -38,48 +47,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-STAGING_PREFIX = ".staging-"
-"""Staging files start with ``.``: pyarrow datasets and DuckDB globs never read them."""
-LANE_MARKER = ".thalweg-lane"
-"""The file naming the one step that writes a lane (hidden from readers)."""
-FINAL_NAME = re.compile(r"^(\d{20})-(\d{20})\.parquet$")
-"""Finalized file names: ``<first offset>-<last offset>.parquet``, zero-padded."""
-SCHEMA_RECORD = re.compile(r"^\.thalweg-schema-(\d{8})\.arrow$")
-"""The lane's schema versions (hidden from readers): ``.thalweg-schema-<version>.arrow``."""
-
-_MAX_DIR_NAME = 200
-
-
-def final_name(first: int, last: int) -> str:
-    """The deterministic file name of a finalized span of offsets."""
-    return f"{first:020d}-{last:020d}.parquet"
-
-
-def staging_prefix(shard: int) -> str:
-    """The name prefix of the staging files of sink shard ``shard``.
-
-    A shard owns its topic-partitions alone, so at start it removes the staging files
-    its previous run left behind (``.staging-s003-…``) wherever they are, even in
-    partitions it never writes again, without touching another shard's live files.
-    """
-    return f"{STAGING_PREFIX}s{shard:03d}-"
-
-
-def topic_dir_name(topic: str) -> str:
-    """A directory name for ``topic`` that is safe, reversible where short, and visible.
-
-    Characters outside ``[A-Za-z0-9._-]`` are percent-encoded; a leading ``.`` or ``_``
-    (``__consumer_offsets``) is encoded too, because readers skip such names. Names
-    longer than 200 characters keep a prefix plus a digest, so they stay unique.
-    """
-    name = urllib.parse.quote(topic, safe="-._")
-    if name[:1] in (".", "_"):
-        name = f"%{ord(name[0]):02X}{name[1:]}"
-    if len(name) > _MAX_DIR_NAME:
-        digest = hashlib.blake2b(topic.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
-        name = f"{name[:150]}~{digest}"
-    return name
 
 
 @dataclass(frozen=True)

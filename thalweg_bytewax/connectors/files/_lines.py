@@ -28,8 +28,8 @@ import pyarrow.compute as pc
 
 from thalweg_bytewax.codecs.json import JsonCodec
 
-from ._files_common import INFER, Bad, Chunk, Target, cast_rows, rest_bad, whole_file_bad
-from ._files_limits import (
+from ._common import INFER, Bad, Chunk, Target, cast_rows, rest_bad, whole_file_bad
+from ._limits import (
     DEFAULT_LIMITS,
     FileLimits,
     LimitExceeded,
@@ -37,7 +37,7 @@ from ._files_limits import (
     capped,
     over_limit,
 )
-from ._files_partition import compression_of
+from ._partition import compression_of
 
 __all__ = ["line_blocks", "long_line_message", "open_lines", "read_ndjson"]
 

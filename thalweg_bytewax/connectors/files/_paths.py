@@ -17,7 +17,7 @@ from thalweg_bytewax._deps import require
 from thalweg_bytewax._redact import redact_origins_in, redact_url
 from thalweg_bytewax.errors import ConfigError, SourceError
 
-from ._files_partition import is_url
+from ._partition import is_url
 
 __all__ = ["expand", "has_magic"]
 

@@ -42,7 +42,7 @@ from thalweg_bytewax.records.metadata import MetadataColumns
 from thalweg_bytewax.records.model import KeyedBatch
 from thalweg_bytewax.runtime import admission
 
-from ._files_common import Bad, Chunk
+from ._common import Bad, Chunk
 
 __all__ = ["AHEAD_CHUNKS", "COMPRESSED_SUFFIXES", "FilePartition", "FileTarget", "is_url"]
 

@@ -49,36 +49,34 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from enum import StrEnum
 from functools import partial
-from typing import Any
+from typing import Any, Self
 
-import bytewax.operators as op
 import pyarrow as pa
-from bytewax.dataflow import operator
 from bytewax.inputs import FixedPartitionedSource
-from bytewax.operators import KeyedStream
 from typing_extensions import override
 
 from thalweg_bytewax._choices import parse_enum
 from thalweg_bytewax._redact import redact_url
+from thalweg_bytewax.config import build_model
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.lanes.dlq import dlq_schema
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataPolicy, metadata_columns
 from thalweg_bytewax.records.model import KeyedBatch
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 
-from ._files_avro import read_avro
-from ._files_columnar import read_ipc, read_parquet
-from ._files_common import INFER, Reader
-from ._files_csv import read_csv
-from ._files_limits import DEFAULT_LIMITS, FileLimits
-from ._files_lines import read_ndjson
-from ._files_partition import COMPRESSED_SUFFIXES, FilePartition, FileTarget, path_name
-from ._files_paths import expand
-from ._files_sheets import read_excel
-from ._files_xml import XmlLimits, read_xml
+from ._avro import read_avro
+from ._columnar import read_ipc, read_parquet
+from ._common import INFER, Reader
+from ._csv import read_csv
+from ._formats import SELF_DESCRIBING, suffix_format
+from ._limits import DEFAULT_LIMITS, FileLimits, XmlLimits
+from ._lines import read_ndjson
+from ._partition import FilePartition, FileTarget
+from ._paths import expand
+from ._sheets import read_excel
+from ._split import FilesOut, split_rejects
+from ._xml import read_xml
+from .config import DEFAULT_BATCH_ROWS, FileFormat, FileSourceConfig, resolve_options
 
 __all__ = [
     "DEFAULT_BATCH_ROWS",
@@ -86,55 +84,13 @@ __all__ = [
     "FileFormat",
     "FileLimits",
     "FileSource",
+    "FileSourceConfig",
     "FilesOut",
     "XmlLimits",
     "split_rejects",
 ]
 
 logger = logging.getLogger(__name__)
-
-# Rows per emitted batch at most: pyarrow's Parquet reader default, and large enough
-# that the per-batch cost of the operators downstream vanishes (docs/benchmarks.md).
-DEFAULT_BATCH_ROWS = 65_536
-
-
-class FileFormat(StrEnum):
-    """The formats :class:`FileSource` reads."""
-
-    PARQUET = "parquet"
-    CSV = "csv"
-    NDJSON = "ndjson"
-    AVRO = "avro"
-    IPC = "ipc"
-    """Arrow IPC, file or stream format (``.arrow``, ``.feather``)."""
-    EXCEL = "excel"
-    """xlsx, xlsm, xls, xlsb, ods through python-calamine (extra ``files``)."""
-    XML = "xml"
-    """Records at a ``record_path`` through lxml (extra ``files``)."""
-
-
-_SUFFIXES = {
-    ".parquet": FileFormat.PARQUET,
-    ".pq": FileFormat.PARQUET,
-    ".csv": FileFormat.CSV,
-    ".ndjson": FileFormat.NDJSON,
-    ".jsonl": FileFormat.NDJSON,
-    ".json": FileFormat.NDJSON,
-    ".avro": FileFormat.AVRO,
-    ".arrow": FileFormat.IPC,
-    ".feather": FileFormat.IPC,
-    ".ipc": FileFormat.IPC,
-    ".xlsx": FileFormat.EXCEL,
-    ".xlsm": FileFormat.EXCEL,
-    ".xls": FileFormat.EXCEL,
-    ".xlsb": FileFormat.EXCEL,
-    ".ods": FileFormat.EXCEL,
-    ".xml": FileFormat.XML,
-}
-_SELF_DESCRIBING = frozenset({FileFormat.PARQUET, FileFormat.IPC, FileFormat.AVRO})
-# Line formats read through a decompressing stream when their name ends in a
-# compression suffix (``orders.csv.gz``); the columnar formats compress inside.
-_STREAMED = frozenset({FileFormat.CSV, FileFormat.NDJSON})
 
 
 class FileSource(FixedPartitionedSource[KeyedBatch, int]):
@@ -201,41 +157,68 @@ class FileSource(FixedPartitionedSource[KeyedBatch, int]):
             if isinstance(paths_or_globs, str | os.PathLike)
             else list(paths_or_globs)
         )
-        if not entries or not all(isinstance(e, str | os.PathLike) and os.fspath(e)
-                                  for e in entries):
+        if not entries or not all(
+            isinstance(e, str | os.PathLike) and os.fspath(e) for e in entries
+        ):
             msg = f"{where}: `paths_or_globs` expected paths, globs or URLs; got {paths_or_globs!r}"
             raise ConfigError(msg)
-        self.entries = [os.fspath(e) for e in entries]
-        self.format = (
-            parse_enum(FileFormat, format, where=where, argument="format")
-            if format is not None
-            else None
-        )
         if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
             msg = f"{where}: `batch_rows` expected an integer >= 1; got {batch_rows!r}"
             raise ConfigError(msg)
-        self.batch_rows = batch_rows
-        self.columns = metadata_columns(metadata_prefix, where)
-        self.policy = parse_enum(MetadataPolicy, metadata, where=where, argument="metadata")
-        resolved = _resolve_schema(schema, object_name)
-        self._infer = resolved == INFER
+        bounds = (("xml_limits", xml_limits, XmlLimits), ("limits", limits, FileLimits))
+        for name, value, kind in bounds:
+            if value is not None and not isinstance(value, kind):
+                msg = f"{where}: `{name}` expected a {kind.__name__}; got {type(value).__name__}"
+                raise ConfigError(msg)
+        values: dict[str, Any] = {
+            "paths": [os.fspath(e) for e in entries],
+            "format": parse_enum(FileFormat, format, where=where, argument="format")
+            if format is not None
+            else None,
+            "infer_schema": isinstance(schema, str) and schema == INFER,
+            "batch_rows": batch_rows,
+            "metadata": parse_enum(MetadataPolicy, metadata, where=where, argument="metadata"),
+            "metadata_prefix": metadata_prefix,
+            "sheet": sheet,
+            "record_path": record_path,
+            "xml_limits": xml_limits or XmlLimits(),
+            "storage_options": dict(storage_options or {}),
+            "limits": limits or DEFAULT_LIMITS,
+        }
+        metadata_columns(metadata_prefix, where)  # a bad prefix named as the keyword
+        self._start(build_model(FileSourceConfig, where, values), schema, object_name)
+
+    @classmethod
+    def from_config(
+        cls, config: FileSourceConfig, *, schema: Any = None, object_name: str | None = None
+    ) -> Self:
+        """The source a :class:`FileSourceConfig` describes (a pipeline's ``[source]``).
+
+        Args:
+            config: The settings.
+            schema: An Arrow schema or a data contract (its Arrow schema, for
+                ``object_name``); ``None`` with ``config.infer_schema`` set infers it.
+            object_name: With a contract, the schema object to read into.
+
+        Raises:
+            ConfigError: When ``config`` is not a ``FileSourceConfig``, or the schema
+                is missing for a format without one.
+        """
+        if not isinstance(config, FileSourceConfig):
+            msg = f"file source: expected a FileSourceConfig; got {type(config).__name__}"
+            raise ConfigError(msg)
+        source = cls.__new__(cls)
+        source._start(config, schema, object_name)  # noqa: SLF001 - its own class
+        return source
+
+    def _start(self, config: FileSourceConfig, schema: Any, object_name: str | None) -> None:
+        self.config = config
+        self.columns = metadata_columns(config.metadata_prefix, "file source")
+        resolved = _resolve_schema(None if schema == INFER else schema, object_name)
+        self._infer = config.infer_schema and resolved is None
         self.schema: pa.Schema | None = resolved if isinstance(resolved, pa.Schema) else None
-        self.sheet = sheet
-        self.record_path = record_path
-        if xml_limits is not None and not isinstance(xml_limits, XmlLimits):
-            msg = f"{where}: `xml_limits` expected an XmlLimits; got {type(xml_limits).__name__}"
-            raise ConfigError(msg)
-        self.xml_limits = xml_limits or XmlLimits()
-        self.storage_options = dict(storage_options or {})
-        if limits is not None and not isinstance(limits, FileLimits):
-            msg = f"{where}: `limits` expected a FileLimits; got {type(limits).__name__}"
-            raise ConfigError(msg)
-        self.limits = limits or DEFAULT_LIMITS
-        if self.format is FileFormat.XML and not record_path:
-            msg = f"{where}: XML expected `record_path` (e.g. '/orders/order'); got none"
-            raise ConfigError(msg)
-        if self.format is not None:
-            self._check_schema(self.format, "every file")
+        if config.format is not None:
+            self._check_schema(config.format, "every file")
         if self._infer:
             logger.warning(
                 "file source: schema inference asked for; each file's inferred schema is "
@@ -244,8 +227,28 @@ class FileSource(FixedPartitionedSource[KeyedBatch, int]):
         self._paths: list[str] | None = None
         self._by_name: dict[str, str] = {}
 
+    @property
+    def entries(self) -> list[str]:
+        """The paths, globs and URLs as given."""
+        return self.config.paths
+
+    @property
+    def format(self) -> FileFormat | None:
+        """The format of every file, or ``None`` (by suffix)."""
+        return self.config.format
+
+    @property
+    def batch_rows(self) -> int:
+        """Rows per emitted batch at most."""
+        return self.config.batch_rows
+
+    @property
+    def policy(self) -> MetadataPolicy:
+        """Which metadata columns the rows carry."""
+        return self.config.metadata
+
     def _check_schema(self, fmt: FileFormat, what: str) -> None:
-        if self.schema is None and fmt not in _SELF_DESCRIBING and not self._infer:
+        if self.schema is None and fmt not in SELF_DESCRIBING and not self._infer:
             msg = (
                 f"file source: {fmt} file(s) `{what}` expected `schema=` (an Arrow schema "
                 f"or a contract); got none (pass schema='infer' to infer it, logged)"
@@ -260,8 +263,9 @@ class FileSource(FixedPartitionedSource[KeyedBatch, int]):
         """
         if self._paths is None:
             found: list[str] = []
+            options = resolve_options(self.config.storage_options)
             for entry in self.entries:
-                found.extend(expand(entry, self.storage_options))
+                found.extend(expand(entry, options))
             self._paths = list(dict.fromkeys(found))
             self._by_name = {redact_url(p): p for p in self._paths}
         return self._paths
@@ -274,22 +278,7 @@ class FileSource(FixedPartitionedSource[KeyedBatch, int]):
         """
         if self.format is not None:
             return self.format
-        name = path_name(path)
-        for compressed in COMPRESSED_SUFFIXES:
-            if name.endswith(compressed):
-                name = name.removesuffix(compressed)
-                for suffix, fmt in _SUFFIXES.items():
-                    if name.endswith(suffix) and fmt in _STREAMED:
-                        return fmt
-        for suffix, fmt in _SUFFIXES.items():
-            if name.endswith(suffix):
-                return fmt
-        known = ", ".join(sorted(_SUFFIXES))
-        msg = (
-            f"file source: `{redact_url(path)}` expected a known suffix ({known}, CSV and "
-            f"NDJSON also compressed: .csv.gz); got none; pass `format=`"
-        )
-        raise ConfigError(msg)
+        return suffix_format(path)
 
     @override
     def list_parts(self) -> list[str]:
@@ -298,36 +287,35 @@ class FileSource(FixedPartitionedSource[KeyedBatch, int]):
         return announce_listing([encode_part(redact_url(p), 0) for p in self.paths()])
 
     @override
-    def build_part(
-        self, step_id: str, for_part: str, resume_state: int | None
-    ) -> FilePartition:
+    def build_part(self, step_id: str, for_part: str, resume_state: int | None) -> FilePartition:
         name, _ = decode_part(for_part)
         self.paths()
         path = self._by_name.get(name, name)
         fmt = self.format_of(path)
         self._check_schema(fmt, name)
-        if fmt is FileFormat.XML and not self.record_path:
+        if fmt is FileFormat.XML and not self.config.record_path:
             msg = f"file source `{step_id}`: `{name}` is XML; expected `record_path`; got none"
             raise ConfigError(msg)
         start = resume_state or 0
         if resume_state is not None:
             logger.info("file source %s: `%s` resumes at row %s", step_id, name, start)
-        target = FileTarget(path, self.storage_options)
+        target = FileTarget(path, resolve_options(self.config.storage_options))
         chunks = self._reader(fmt)(target, start, self.schema, self.batch_rows)
         meta = [self.columns.raw_schema.field(n) for n in self.columns.policy_columns(self.policy)]
         return FilePartition(step_id, for_part, path, str(fmt), chunks, self.columns, meta, start)
 
     def _reader(self, fmt: FileFormat) -> Reader:
-        limits = self.limits
+        cfg = self.config
+        limits = cfg.limits
         readers: dict[FileFormat, Reader] = {
             FileFormat.PARQUET: partial(read_parquet, limits=limits),
             FileFormat.CSV: partial(read_csv, limits=limits),
             FileFormat.NDJSON: partial(read_ndjson, limits=limits),
             FileFormat.AVRO: partial(read_avro, limits=limits),
             FileFormat.IPC: partial(read_ipc, limits=limits),
-            FileFormat.EXCEL: partial(read_excel, sheet=self.sheet, limits=limits),
+            FileFormat.EXCEL: partial(read_excel, sheet=cfg.sheet, limits=limits),
             FileFormat.XML: partial(
-                read_xml, record_path=self.record_path or "", limits=self.xml_limits
+                read_xml, record_path=cfg.record_path or "", limits=cfg.xml_limits
             ),
         }
         return readers[fmt]
@@ -351,41 +339,3 @@ def _resolve_schema(schema: Any, object_name: str | None) -> pa.Schema | str | N
         f"None; got {type(schema).__name__}"
     )
     raise ConfigError(msg)
-
-
-@dataclass(frozen=True)
-class FilesOut:
-    """The streams of :func:`split_rejects`, keyed by file (``"<path>:0"``).
-
-    Attributes:
-        ok: Batches of rows that read well: payload columns, then metadata columns.
-        rejected: DLQ batches (:func:`thalweg_bytewax.lanes.dlq.dlq_schema`), reason
-            ``decode``, one row per unreadable row or piece of a file.
-    """
-
-    ok: KeyedStream[pa.RecordBatch]
-    rejected: KeyedStream[pa.RecordBatch]
-
-
-@operator
-def split_rejects(
-    step_id: str, up: KeyedStream[pa.RecordBatch], *, metadata_prefix: str = DEFAULT_PREFIX
-) -> FilesOut:
-    """Split a :class:`FileSource`'s output into good rows and DLQ batches.
-
-    A DLQ batch is recognised by its schema (exactly
-    :func:`thalweg_bytewax.lanes.dlq.dlq_schema`, whose ``_twg_`` columns no payload may
-    carry), so nothing is tagged and nothing is copied.
-
-    Args:
-        step_id: Unique step id.
-        up: The keyed batches a ``FileSource`` emits.
-        metadata_prefix: The source's metadata prefix.
-
-    Returns:
-        ``FilesOut(ok, rejected)``.
-    """
-    dlq = dlq_schema(metadata_columns(metadata_prefix, f"split_rejects `{step_id}`"))
-    branch = op.branch("branch", up, lambda kv: not kv[1].schema.equals(dlq))
-    return FilesOut(ok=branch.trues, rejected=branch.falses)
-

@@ -37,9 +37,9 @@ import pyarrow as pa
 from thalweg_bytewax.codecs.avro import AvroCodec
 from thalweg_bytewax.errors import ThalwegError
 
-from ._files_avro_items import ItemWalker, has_zero_width_items
-from ._files_common import Bad, Chunk, Target, cast_rows, whole_file_bad
-from ._files_limits import DEFAULT_LIMITS, FileLimits, LimitExceeded, over_limit
+from ._avro_items import ItemWalker, has_zero_width_items
+from ._common import Bad, Chunk, Target, cast_rows, whole_file_bad
+from ._limits import DEFAULT_LIMITS, FileLimits, LimitExceeded, over_limit
 
 __all__ = ["read_avro"]
 

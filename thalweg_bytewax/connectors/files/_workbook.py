@@ -23,7 +23,7 @@ from typing import IO
 
 import numpy as np
 
-from ._files_limits import FileLimits, over_limit
+from ._limits import FileLimits, over_limit
 
 __all__ = ["check_workbook"]
 

@@ -19,8 +19,8 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
-from ._files_common import Bad, Chunk, Target, cast_rows, chunk_of, whole_file_bad
-from ._files_limits import DEFAULT_LIMITS, FileLimits, over_limit
+from ._common import Bad, Chunk, Target, cast_rows, chunk_of, whole_file_bad
+from ._limits import DEFAULT_LIMITS, FileLimits, over_limit
 
 __all__ = ["read_ipc", "read_parquet"]
 

@@ -14,7 +14,7 @@ from typing import IO, Any
 
 from thalweg_bytewax.errors import ConfigError
 
-__all__ = ["DEFAULT_LIMITS", "FileLimits", "LimitExceeded", "LongLine", "over_limit"]
+__all__ = ["DEFAULT_LIMITS", "FileLimits", "LimitExceeded", "LongLine", "XmlLimits", "over_limit"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,3 +120,38 @@ class CappedStream:
 def capped(f: IO[bytes] | Any, cap: int | None) -> Any:
     """``f`` itself, or ``f`` counted against ``cap`` bytes when a cap applies."""
     return f if cap is None else CappedStream(f, cap)
+
+
+_MIB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class XmlLimits:
+    """Bounds of the XML reader; what passes one is a DLQ row, never a crash.
+
+    Attributes:
+        max_depth: Element levels below a record element.
+        max_record_nodes: Elements and attributes in one record.
+        max_attributes: Attributes of one element of a record (reading an element's
+            attributes costs the square of their number).
+        max_record_bytes: Bytes of one record, as serialized.
+        max_fields: Fields at every level of a schema inferred with ``schema="infer"``.
+        max_window_bytes: File bytes the records of one emitted batch may span; a batch
+            is cut there even below ``batch_rows``.
+        max_prolog_bytes: Bytes before the root element (declaration, DOCTYPE, comments).
+    """
+
+    max_depth: int = 32
+    max_record_nodes: int = 100_000
+    max_attributes: int = 1_000
+    max_record_bytes: int = 16 * _MIB
+    max_fields: int = 1_024
+    max_window_bytes: int = 16 * _MIB
+    max_prolog_bytes: int = _MIB
+
+    def __post_init__(self) -> None:
+        for name in self.__slots__:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                msg = f"XmlLimits: `{name}` expected an integer >= 1; got {value!r}"
+                raise ConfigError(msg)

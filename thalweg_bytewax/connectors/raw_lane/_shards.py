@@ -21,7 +21,7 @@ import pyarrow.fs as pafs
 from thalweg_bytewax.errors import sink_io_error
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkStats
 
-from ._lane_store import LaneStore, open_store, staging_prefix
+from ._store import LaneStore, open_store, staging_prefix
 
 __all__ = ["LaneShards", "LaneSinkStats", "StagedFile", "lane_io"]
 

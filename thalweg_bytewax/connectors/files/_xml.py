@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,53 +32,21 @@ import pyarrow as pa
 from thalweg_bytewax._deps import require
 from thalweg_bytewax.errors import ConfigError
 
-from ._files_common import Bad, Chunk, Target, cast_rows
+from ._common import Bad, Chunk, Target, cast_rows
+from ._limits import XmlLimits
 from ._xml_shape import Plan, Refused, Shape, local, text_schema, typed_batch
 
-__all__ = ["FEED_BYTES", "XmlLimits", "read_xml"]
+__all__ = ["FEED_BYTES", "read_xml"]
 
 logger = logging.getLogger(__name__)
 
 FEED_BYTES = 64 * 1024
 """Bytes handed to the parser at a time; its events are handled after each piece."""
 
-_MIB = 1024 * 1024
 # An entity declaration in the encodings libxml2 detects without a declaration.
 _ENTITY_DECLS = tuple(
     "<!ENTITY".encode(enc) for enc in ("utf-8", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be")
 )
-
-
-@dataclass(frozen=True, slots=True)
-class XmlLimits:
-    """Bounds of the XML reader; what passes one is a DLQ row, never a crash.
-
-    Attributes:
-        max_depth: Element levels below a record element.
-        max_record_nodes: Elements and attributes in one record.
-        max_attributes: Attributes of one element of a record (reading an element's
-            attributes costs the square of their number).
-        max_record_bytes: Bytes of one record, as serialized.
-        max_fields: Fields at every level of a schema inferred with ``schema="infer"``.
-        max_window_bytes: File bytes the records of one emitted batch may span; a batch
-            is cut there even below ``batch_rows``.
-        max_prolog_bytes: Bytes before the root element (declaration, DOCTYPE, comments).
-    """
-
-    max_depth: int = 32
-    max_record_nodes: int = 100_000
-    max_attributes: int = 1_000
-    max_record_bytes: int = 16 * _MIB
-    max_fields: int = 1_024
-    max_window_bytes: int = 16 * _MIB
-    max_prolog_bytes: int = _MIB
-
-    def __post_init__(self) -> None:
-        for name in self.__slots__:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                msg = f"XmlLimits: `{name}` expected an integer >= 1; got {value!r}"
-                raise ConfigError(msg)
 
 
 def _drop(elem: Any) -> None:

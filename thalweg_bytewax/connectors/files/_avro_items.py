@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ._files_limits import over_limit
+from ._limits import over_limit
 
 __all__ = ["ItemWalker", "has_zero_width_items"]
 

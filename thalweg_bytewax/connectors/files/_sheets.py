@@ -19,9 +19,9 @@ import pyarrow as pa
 
 from thalweg_bytewax._deps import require
 
-from ._files_common import Bad, Chunk, Target, cast_rows, chunk_of, whole_file_bad
-from ._files_limits import DEFAULT_LIMITS, FileLimits
-from ._files_workbook import check_workbook
+from ._common import Bad, Chunk, Target, cast_rows, chunk_of, whole_file_bad
+from ._limits import DEFAULT_LIMITS, FileLimits
+from ._workbook import check_workbook
 
 __all__ = ["read_excel"]
 

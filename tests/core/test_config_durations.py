@@ -1,0 +1,60 @@
+"""Durations read the same from Python, TOML, a variable and ``--set``; old keys warn."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from thalweg_bytewax.config import (
+    ConfigModel,
+    PositiveDuration,
+    SecretRef,
+    build_model,
+    load_config,
+    renamed_keys,
+)
+from thalweg_bytewax.errors import ConfigError
+
+
+class _Timed(ConfigModel):
+    window: PositiveDuration = timedelta(hours=1)
+    password: SecretRef | None = None
+
+
+@pytest.mark.parametrize(
+    ("written", "expected"),
+    [("window = 90", 90.0), ("window = 0.5", 0.5), ('window = "PT2H"', 7200.0)],
+)
+def test_a_duration_in_toml_is_seconds_or_iso_8601(
+    tmp_path: Path, written: str, expected: float
+) -> None:
+    file = tmp_path / "t.toml"
+    file.write_text(written + "\n")
+    assert load_config(_Timed, file=file, env={}).window == timedelta(seconds=expected)
+
+
+def test_a_duration_in_a_variable_or_override_is_text_seconds() -> None:
+    assert load_config(_Timed, env={"THALWEG_WINDOW": "120"}).window == timedelta(minutes=2)
+    assert load_config(_Timed, env={}, overrides=["window=PT3M"]).window == timedelta(minutes=3)
+
+
+def test_a_duration_shows_as_iso_8601_and_refuses_zero() -> None:
+    assert _Timed(window=timedelta(minutes=5)).model_dump(mode="json")["window"] == "PT5M"
+    with pytest.raises(ConfigError, match="`THALWEG_WINDOW`: expected greater than"):
+        load_config(_Timed, env={"THALWEG_WINDOW": "0"})
+
+
+def test_an_old_key_warns_and_moves_to_its_new_name() -> None:
+    with pytest.warns(DeprecationWarning, match="`window_s` is deprecated; write `window`"):
+        out = renamed_keys({"window_s": 5}, {"window_s": "window"}, where="t")
+    assert out == {"window": 5}
+    with pytest.raises(ConfigError, match="got both"):
+        renamed_keys({"window_s": 5, "window": 6}, {"window_s": "window"}, where="t")
+
+
+def test_a_model_built_from_keywords_is_refused_by_key_without_quoting_a_value() -> None:
+    with pytest.raises(ConfigError, match=r"^timed: `window` expected") as caught:
+        build_model(_Timed, "timed", {"window": "hunter2-not-a-duration", "password": "pw"})
+    assert "hunter2" not in str(caught.value)

@@ -1,0 +1,313 @@
+"""``KafkaSourceConfig``: every setting of a ``KafkaSource``, in one frozen model.
+
+The same object comes from a ``KafkaSource``'s keywords (checked by name, strictly: a
+``timedelta`` for a duration, ``True``/``False`` for a flag), from a pipeline's
+``[source]`` table with ``kind = "kafka"``, and from ``THALWEG_SOURCE__*`` variables and
+``--set source.*`` overrides. Partitions read only this object.
+
+One spelling per setting: ``brokers`` (``bootstrap_servers`` in a TOML file is its old
+name), ``librdkafka`` (the Python keyword ``add_config`` is its old name), durations as
+``timedelta`` (seconds or ISO 8601 in TOML). Credentials are secrets: ``password`` (the
+SASL password) and every ``librdkafka`` entry whose key names one (``sasl.password``,
+``ssl.key.password``, ``sasl.oauthbearer.client.secret``, ...) are
+:class:`~thalweg_bytewax.config.SecretRef` values, shown as their references or ``***``
+and resolved only by :meth:`KafkaSourceConfig.consumer_config`, where a client is built.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from datetime import timedelta
+from functools import cached_property
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import AfterValidator, AwareDatetime, BeforeValidator, Field, model_validator
+
+from thalweg_bytewax._redact import is_secret_key
+from thalweg_bytewax.config import (
+    ConfigModel,
+    PositiveDuration,
+    SecretRef,
+    build_model,
+    renamed_keys,
+    resolve_settings,
+)
+from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns, metadata_columns
+
+from ._args import (
+    check_bool,
+    check_config,
+    check_interval,
+    check_names,
+    check_optional_interval,
+    check_positive_int,
+    check_rate,
+    check_starting_offset,
+)
+from ._config import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_MAX_BATCH_BYTES,
+    DEFAULT_PARTITION_CHECK_INTERVAL,
+    DEFAULT_PREFETCH_BUDGET,
+    DEFAULT_UNREACHABLE_TIMEOUT,
+    ISOLATION_LEVEL,
+    MIN_PREFETCH_RECORDS,
+    QUEUED_MAX_MESSAGES_KBYTES,
+    QUEUED_MIN_MESSAGES,
+    SASL_PASSWORD,
+    IsolationLevel,
+    consumer_config,
+    partition_prefetch_kbytes,
+)
+
+__all__ = ["DEFAULT_METADATA_TIMEOUT", "KafkaSettings", "KafkaSourceConfig", "source_config"]
+
+DEFAULT_METADATA_TIMEOUT = timedelta(seconds=10)
+"""How long a source waits for the brokers' metadata before it fails."""
+
+
+def _names(value: Any) -> Any:
+    """A comma-separated string as a list (``"a:1, b:2"``); anything else as is."""
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    return value
+
+
+def _type_secrets(settings: dict[str, Any]) -> dict[str, Any]:
+    """Every value whose key names a credential as a :class:`SecretRef` (text only)."""
+    return {
+        key: SecretRef(value) if isinstance(value, str) and is_secret_key(key) else value
+        for key, value in settings.items()
+    }
+
+
+KafkaSettings = Annotated[
+    dict[str, SecretRef | str | bool | int | float], AfterValidator(_type_secrets)
+]
+"""librdkafka properties passed through: a value whose key names a credential
+(``sasl.password``, ``ssl.key.password``, ``sasl.oauthbearer.client.secret``, ...) is a
+:class:`~thalweg_bytewax.config.SecretRef`; the rest stay as written."""
+
+Names = Annotated[list[str], BeforeValidator(_names), Field(min_length=1)]
+
+
+def _no_colon(topics: list[str]) -> list[str]:
+    for topic in topics:
+        if ":" in topic:
+            # ":" separates topic and partition in partition keys; Kafka refuses it anyway.
+            msg = f"expected topic names without ':' (Kafka refuses them); got {topic!r}"
+            raise ValueError(msg)
+    return topics
+
+
+def _finite(rate: float | None) -> float | None:
+    if rate is not None and not math.isfinite(rate):
+        msg = f"expected a finite number of records per second; got {rate!r}"
+        raise ValueError(msg)
+    return rate
+
+
+class KafkaSourceConfig(ConfigModel):
+    """The settings of a :class:`~thalweg_bytewax.connectors.kafka.KafkaSource`.
+
+    Build it from keywords (``KafkaSourceConfig(brokers=["b:9092"], topics=["orders"])``),
+    load it as a pipeline's ``[source]`` (``kind = "kafka"``), or let ``KafkaSource``
+    build it from its own keywords; ``KafkaSource.from_config`` takes it whole.
+    """
+
+    kind: Literal["kafka"] = "kafka"
+    """The source kind, as a pipeline's `[source]` table names it."""
+    brokers: Names
+    """The bootstrap servers, `host:port`, as a list or one comma-separated string
+    (`bootstrap_servers` is its old name)."""
+    topics: Annotated[Names, AfterValidator(_no_colon)] = Field(default_factory=lambda: ["orders"])
+    """The topics to read, every partition of each."""
+    tail: bool = True
+    """Follow new records (true) or stop at the end offsets seen when a partition starts."""
+    starting_offset: Literal["earliest", "latest"] | Annotated[int, Field(ge=0)] | AwareDatetime = (
+        "earliest"
+    )
+    """Where a partition with no stored position starts: `earliest`, `latest`, an offset
+    or a timezone-aware time (the first record at or after it)."""
+    librdkafka: KafkaSettings = Field(default_factory=dict)
+    """librdkafka properties passed through (SASL, SSL, fetch tuning); they win over
+    thalweg's. A value whose key names a credential (`sasl.password`, `ssl.key.password`,
+    `sasl.oauthbearer.client.secret`, ...) is a secret: write a reference
+    (`${env:KAFKA_PASSWORD}`); it is never shown."""
+    password: SecretRef | None = None
+    """The SASL password (librdkafka's `sasl.password`, which it wins over), a secret:
+    write a reference (`${env:KAFKA_PASSWORD}`); it is resolved only when a consumer is
+    built."""
+    batch_size: int = Field(default=DEFAULT_BATCH_SIZE, ge=1)
+    """Records per emitted batch at most."""
+    max_batch_bytes: int = Field(default=DEFAULT_MAX_BATCH_BYTES, ge=1)
+    """Bytes per emitted batch at most (adapts to the record size seen)."""
+    metadata_prefix: str = DEFAULT_PREFIX
+    """The prefix of the metadata columns."""
+    metadata_timeout: PositiveDuration = DEFAULT_METADATA_TIMEOUT
+    """How long to wait for the brokers' metadata before failing (seconds or ISO 8601)."""
+    max_records_per_s: Annotated[float, Field(gt=0), AfterValidator(_finite)] | None = None
+    """A rate limit per partition, records per second; unset = none."""
+    partition_check_interval: PositiveDuration | None = DEFAULT_PARTITION_CHECK_INTERVAL
+    """How often a metadata request looks for partitions added while the flow runs;
+    unset = no check."""
+    fail_on_new_partitions: bool = False
+    """Fail the flow when a partition appears, so a restart reads it."""
+    isolation_level: IsolationLevel = "read_committed"
+    """`read_committed` (records of aborted transactions skipped) or `read_uncommitted`."""
+    prefetch_budget: Annotated[int, Field(ge=1)] | None = DEFAULT_PREFETCH_BUDGET
+    """Bytes librdkafka may prefetch for all partitions of a process, shared out evenly;
+    unset = 4 MiB per partition."""
+    unreachable_timeout: PositiveDuration | None = DEFAULT_UNREACHABLE_TIMEOUT
+    """In a bounded run, how long a partition may read nothing while the brokers are
+    unreachable before the run fails; unset = wait indefinitely."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return renamed_keys(data, {"bootstrap_servers": "brokers"}, where="kafka source")
+
+    @model_validator(mode="after")
+    def _checked(self) -> Self:
+        metadata_columns(self.metadata_prefix, "kafka source")
+        return self
+
+    @cached_property
+    def columns(self) -> MetadataColumns:
+        """The metadata columns of :attr:`metadata_prefix`."""
+        return metadata_columns(self.metadata_prefix, "kafka source")
+
+    @property
+    def add_config(self) -> dict[str, Any]:
+        """:attr:`librdkafka` with its secrets and :attr:`password` resolved.
+
+        Call it where a client is built, never to show.
+
+        Raises:
+            ConfigError: Naming a secret reference that does not resolve.
+        """
+        settings: Mapping[str, Any] = self.librdkafka
+        resolved: dict[str, Any] = resolve_settings(settings)
+        if self.password is not None:
+            resolved[SASL_PASSWORD] = self.password.resolve()
+        return resolved
+
+    @property
+    def metadata_timeout_s(self) -> float:
+        """:attr:`metadata_timeout` in seconds, as the client takes it."""
+        return self.metadata_timeout.total_seconds()
+
+    @property
+    def partition_check_interval_s(self) -> float | None:
+        """:attr:`partition_check_interval` in seconds (``None``: no check)."""
+        interval = self.partition_check_interval
+        return None if interval is None else interval.total_seconds()
+
+    @property
+    def unreachable_timeout_s(self) -> float | None:
+        """:attr:`unreachable_timeout` in seconds (``None``: wait indefinitely)."""
+        timeout = self.unreachable_timeout
+        return None if timeout is None else timeout.total_seconds()
+
+    def consumer_config(self, partitions: int = 1) -> dict[str, Any]:
+        """The librdkafka consumer settings, secrets resolved: where the password is used.
+
+        Args:
+            partitions: How many partitions share :attr:`prefetch_budget` (the source's
+                listing); each consumer's ``queued.max.messages.kbytes`` is their share
+                unless :attr:`librdkafka` sets it.
+
+        Raises:
+            ConfigError: Naming a secret reference that does not resolve.
+        """
+        prefetch = partition_prefetch_kbytes(self.prefetch_budget, partitions)
+        config = consumer_config(
+            self.brokers,
+            {
+                ISOLATION_LEVEL: self.isolation_level,
+                QUEUED_MAX_MESSAGES_KBYTES: prefetch,
+                QUEUED_MIN_MESSAGES: max(self.batch_size, MIN_PREFETCH_RECORDS),
+            },
+        )
+        config.update(self.add_config)
+        return config
+
+
+_ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
+
+
+def source_config(  # noqa: PLR0913 - every keyword of KafkaSource, checked by name
+    brokers: object,
+    topics: object,
+    *,
+    tail: object,
+    starting_offset: object,
+    librdkafka: object,
+    password: object,
+    batch_size: object,
+    max_batch_bytes: object,
+    metadata_prefix: object,
+    metadata_timeout: object,
+    max_records_per_s: object,
+    partition_check_interval: object,
+    fail_on_new_partitions: object,
+    isolation_level: object = "read_committed",
+    prefetch_budget: object = DEFAULT_PREFETCH_BUDGET,
+    unreachable_timeout: object = DEFAULT_UNREACHABLE_TIMEOUT,
+) -> KafkaSourceConfig:
+    """Check every keyword of ``KafkaSource`` by name and build its :class:`KafkaSourceConfig`.
+
+    Stricter than a TOML file: a wrong type must not surface as a raw ``TypeError``
+    later, nor be read as another value (``True`` as offset 1, ``30`` as a duration).
+
+    Raises:
+        ConfigError: On an invalid argument, naming it.
+    """
+    # Checked in the order of the signature, so the first wrong argument is named.
+    brokers_ = check_names(brokers, "brokers")
+    # ":" separates topic and partition in partition keys; Kafka refuses it anyway.
+    topics_ = check_names(topics, "topics", forbid=":")
+    tail_ = check_bool(tail, "tail")
+    start = check_starting_offset(starting_offset, "starting_offset")
+    settings = check_config(librdkafka, "librdkafka")
+    if password is not None and not isinstance(password, str | SecretRef):
+        msg = f"kafka source: `password` expected a string or a SecretRef; got {type(password)}"
+        raise ConfigError(msg)
+    batch_size_ = check_positive_int(batch_size, "batch_size")
+    max_batch_bytes_ = check_positive_int(max_batch_bytes, "max_batch_bytes")
+    metadata_columns(metadata_prefix, "kafka source")
+    timeout = check_interval(metadata_timeout, "metadata_timeout")
+    rate = check_rate(max_records_per_s, "max_records_per_s")
+    check_optional_interval(partition_check_interval, "partition_check_interval")
+    fail_on_new = check_bool(fail_on_new_partitions, "fail_on_new_partitions")
+    if isolation_level not in _ISOLATION_LEVELS:
+        msg = (
+            f"kafka source: `isolation_level` expected one of {', '.join(_ISOLATION_LEVELS)}; "
+            f"got {isolation_level!r}"
+        )
+        raise ConfigError(msg)
+    budget = (
+        None if prefetch_budget is None else check_positive_int(prefetch_budget, "prefetch_budget")
+    )
+    check_optional_interval(unreachable_timeout, "unreachable_timeout")
+    values = {
+        "brokers": brokers_,
+        "topics": topics_,
+        "tail": tail_,
+        "starting_offset": start,
+        "librdkafka": settings,
+        "password": password,
+        "batch_size": batch_size_,
+        "max_batch_bytes": max_batch_bytes_,
+        "metadata_prefix": str(metadata_prefix),
+        "metadata_timeout": timedelta(seconds=timeout),
+        "max_records_per_s": rate,
+        "partition_check_interval": partition_check_interval,
+        "fail_on_new_partitions": fail_on_new,
+        "isolation_level": isolation_level,
+        "prefetch_budget": budget,
+        "unreachable_timeout": unreachable_timeout,
+    }
+    return build_model(KafkaSourceConfig, "kafka source", values)
