@@ -169,3 +169,15 @@ def test_the_runner_command_line() -> None:
     )
     assert no_recovery[-1] == "my.module:flow"
     assert "-r" not in no_recovery
+
+
+def test_partitions_next_to_an_unmarked_staging_directory_are_refused(tmp_path: Path) -> None:
+    # No start leaves this (a staging set is made only while the directory holds none):
+    # keep the store as it is and say what to remove, rather than guess.
+    store = tmp_path / "recovery"
+    assert ensure_recovery_partitions(store, 2, process_id=0)
+    (store / ".thalweg-recovery-init").mkdir()
+    with pytest.raises(ClusterError) as info:
+        ensure_recovery_partitions(store, 2, process_id=0)
+    assert "remove" in str(info.value) and ".thalweg-recovery-init" in str(info.value)
+    assert len(partition_files(store)) == 2
