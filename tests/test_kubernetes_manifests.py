@@ -100,7 +100,8 @@ def test_probes_and_prometheus_scrape_the_flows_http_server() -> None:
     assert http == int(env["THALWEG_HTTP_PORT"])
     assert env["THALWEG_HTTP_HOST"] == "0.0.0.0"  # noqa: S104 - the kubelet and Prometheus
     assert c["livenessProbe"]["httpGet"] == {"path": "/live", "port": "http"}
-    assert c["startupProbe"]["httpGet"] == {"path": "/live", "port": "http"}
+    # The server answers alive while the cluster forms: started means formed (ready).
+    assert c["startupProbe"]["httpGet"] == {"path": "/ready", "port": "http"}
     assert c["readinessProbe"]["httpGet"] == {"path": "/ready", "port": "http"}
     notes = load("StatefulSet")["spec"]["template"]["metadata"]["annotations"]
     assert notes["prometheus.io/scrape"] == "true"
