@@ -22,7 +22,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from tests.helpers import cluster_addresses
+from tests.helpers import pod_hosts
 from thalweg_bytewax.cluster import topology_from_env
 from thalweg_bytewax.cluster.recovery_init import partition_files
 from thalweg_bytewax.lanes import read_lane
@@ -162,12 +162,13 @@ def test_the_configmaps_pipeline_validates_and_its_secrets_come_from_the_secret(
 @pytest.mark.slow
 def test_the_pods_command_and_environment_run_a_pipeline_as_a_cluster(tmp_path: Path) -> None:
     # The container's command and variables as the manifest gives them, on two local
-    # "pods": only the addresses, the paths and the HTTP ports are this machine's, and the
-    # pipeline is the starter's embedded sample (no broker, no credentials).
+    # "pods", each on a loopback address of its own with the same peer and HTTP ports:
+    # only the addresses, the ports and the paths are this machine's, and the pipeline is
+    # the starter's embedded sample (no broker, no credentials).
     starter = tmp_path / "pipeline.toml"
     subprocess.run([str(THALWEG), "init", str(starter)], check=True, capture_output=True)
-    addresses = cluster_addresses(2).replace("127.0.0.1", "localhost")
-    http_ports = [int(a.rsplit(":", 1)[1]) for a in cluster_addresses(2).split(";")]
+    hosts, (peer_port, http_port) = pod_hosts(2, ports=2)
+    addresses = ";".join(f"{host}:{peer_port}" for host in hosts)
     procs = []
     for i in range(2):
         pod = tmp_path / f"pod-{i}"
@@ -179,8 +180,8 @@ def test_the_pods_command_and_environment_run_a_pipeline_as_a_cluster(tmp_path: 
             "THALWEG_SOURCE__COUNT": "400",
             "THALWEG_DATA_DIR": str(pod / "lake"),
             "THALWEG_RECOVERY_DIR": str(pod / "recovery"),
-            "THALWEG_HTTP_PORT": str(http_ports[i]),
-            "THALWEG_HTTP_HOST": "127.0.0.1",
+            "THALWEG_HTTP_PORT": str(http_port),
+            "THALWEG_HTTP_HOST": hosts[i],
             "THALWEG_CLUSTER_ADDRESSES": addresses,
             "THALWEG_PROCESS_ID": str(i),
         }
