@@ -1,7 +1,8 @@
 """A flow that runs until it is stopped: one number a second per worker, written nowhere.
 
 For a cluster started by ``thalweg cluster`` in a test that probes it while it runs.
-``ENDLESS_STEP_S`` seconds of work per number (a sleep: a sink's slow commit), and with
+``ENDLESS_STEP_S`` seconds of work per number (a sleep: a sink's slow commit), each
+start of it counted in the file ``ENDLESS_MARK`` names (if set), and with
 ``THALWEG_HTTP_PORT`` set the flow turns observability on as it is built, as a user's
 flow does with ``observe(flow)`` (the server then answers from the flow's import on).
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import bytewax.operators as op
 from bytewax.connectors.stdio import StdOutSink
@@ -20,6 +22,7 @@ from bytewax.inputs import DynamicSource, StatelessSourcePartition
 from thalweg_bytewax.observability import observe
 
 WORK_S = float(os.environ.get("ENDLESS_STEP_S", "0"))
+MARK = os.environ.get("ENDLESS_MARK")
 
 
 class _Ticks(StatelessSourcePartition[int]):
@@ -42,6 +45,8 @@ class _Endless(DynamicSource[int]):
 
 
 def _work(n: int) -> int:
+    if MARK:
+        Path(MARK).write_text(f"{n}\n")
     time.sleep(WORK_S)
     return n
 

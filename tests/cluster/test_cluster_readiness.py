@@ -55,6 +55,7 @@ def start_pod(
             "THALWEG_HTTP_HOST": host,
             "THALWEG_HTTP_PORT": str(http_port),
             "ENDLESS_STEP_S": "3",
+            "ENDLESS_MARK": str(pod / "work-started"),
         }
     )
     return subprocess.Popen(
@@ -110,7 +111,13 @@ def test_a_pod_is_ready_only_while_its_cluster_is_formed(tmp_path: Path) -> None
         assert health is not None
         assert health[1]["components"]["cluster"]["formation"]["status"] == "ok"
 
-        # Pod 0 dies; pod 1's worker is in a 3 s step, so its process ends only after.
+        # Pod 0 dies as pod 1's worker starts a 3 s step, so pod 1's process ends only
+        # after it: its server answers meanwhile.
+        mark = tmp_path / "pod-1" / "work-started"
+        seen = mark.read_text()
+        while mark.read_text() == seen:
+            assert procs[1].poll() is None
+            time.sleep(0.02)
         os.killpg(procs[0].pid, signal.SIGKILL)
         replies = []
         while procs[1].poll() is None:
