@@ -8,7 +8,8 @@ waits for its peers. :class:`ClusterReadiness` registers the critical component
 * **every peer is connected**: Bytewax (timely) connects each process to the ones
   before it in the ``-a`` list and accepts a connection from each one after it, before
   any worker starts; this process's established TCP connections to those addresses
-  (and to its own port), read from ``/proc``, are counted;
+  (and to its own), found among its file descriptors (``/proc/self/fd``, each
+  socket's state from ``TCP_INFO``), are counted;
 * **the dataflow runs**: :func:`add_formation_probe` adds to the flow an input that
   emits nothing and ends at its first poll. Bytewax polls it only once this process's
   workers run the flow itself, which is after the cluster agreed on the epoch to resume
@@ -17,9 +18,9 @@ waits for its peers. :class:`ClusterReadiness` registers the critical component
 Once formed, a watch thread checks the peers' connections every ``interval_s``: a
 connection that closes (the peer died, was killed, its node left) turns the component
 down again, naming the peer, in the moment before Bytewax's own threads end the
-process. Where ``/proc`` is not there (not Linux), the connections are not counted: the
-component turns ready when the dataflow runs, and a lost peer shows only as the
-process's end.
+process. Where ``/proc`` or ``TCP_INFO`` is not there (not Linux), the connections are
+not counted: the component turns ready when the dataflow runs, and a lost peer shows
+only as the process's end.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import socket
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from bytewax.dataflow import Dataflow
 from bytewax.inputs import DynamicSource, StatelessSourcePartition
@@ -44,44 +46,47 @@ log = logging.getLogger(__name__)
 FORMATION_STEP = "thalweg_cluster_formation"
 """The step id of the input :func:`add_formation_probe` adds (stateless: no recovery key)."""
 
-_ESTABLISHED = "01"
+_TCP_ESTABLISHED = 1
+"""``tcpi_state`` of an established connection (``TCP_INFO``'s first byte, Linux)."""
 _Address = tuple[str, int]
 
 
-def _decode(hex_address: str) -> _Address:
-    """``0100007F:0835`` (``/proc/net/tcp``'s little-endian words) as ``("127.0.0.1", 2101)``."""
-    host, port = hex_address.split(":")
-    raw = b"".join(bytes.fromhex(host[i : i + 8])[::-1] for i in range(0, len(host), 8))
-    ip = ipaddress.ip_address(raw)
+def _address(raw: tuple[Any, ...]) -> _Address:
+    ip = ipaddress.ip_address(raw[0])
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
-    return str(ip), int(port, 16)
-
-
-def _socket_inodes(proc: Path) -> set[int]:
-    inodes: set[int] = set()
-    for fd in os.listdir(proc / "fd"):
-        try:
-            target = os.readlink(proc / "fd" / fd)
-        except OSError:  # closed meanwhile
-            continue
-        if target.startswith("socket:["):
-            inodes.add(int(target[8:-1]))
-    return inodes
+    return str(ip), int(raw[1])
 
 
 def _established(proc: Path) -> Iterator[tuple[_Address, _Address]]:
-    """This process's established TCP connections: ``(local, remote)``."""
-    mine = _socket_inodes(proc)
-    for table in ("tcp", "tcp6"):
+    """This process's established TCP connections: ``(local, remote)``.
+
+    Each socket among the process's file descriptors is read through a duplicate of its
+    descriptor (closed at once; the original stays as it was): its state from
+    ``TCP_INFO``, its two ends from ``getsockname`` / ``getpeername``. No table of the
+    host's connections is walked, so the cost is that of this process's few sockets.
+    """
+    fds = f"{proc}/fd"
+    for fd in os.listdir(fds):
         try:
-            lines = (proc / "net" / table).read_text().splitlines()[1:]
-        except OSError:
+            if not os.readlink(f"{fds}/{fd}").startswith("socket:["):
+                continue
+            sock = socket.socket(fileno=os.dup(int(fd)))
+        except OSError:  # closed meanwhile
             continue
-        for line in lines:
-            fields = line.split()
-            if fields[3] == _ESTABLISHED and int(fields[9]) in mine:
-                yield _decode(fields[1]), _decode(fields[2])
+        with sock:
+            if sock.type != socket.SOCK_STREAM or sock.family not in _INET:
+                continue
+            try:
+                state = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0]
+                if state != _TCP_ESTABLISHED:
+                    continue
+                yield _address(sock.getsockname()), _address(sock.getpeername())
+            except OSError:
+                continue
+
+
+_INET = (socket.AF_INET, socket.AF_INET6)
 
 
 def _resolve(address: str) -> set[_Address]:
@@ -106,9 +111,9 @@ def missing_peers(
     Args:
         process_id: This process's index in ``addresses``.
         addresses: Every process's ``host:port`` (``-a``), in process-id order.
-        proc: This process's ``/proc`` directory.
+        proc: This process's ``/proc`` directory (only its ``fd`` list is read).
     """
-    if not (proc / "net" / "tcp").exists():
+    if not hasattr(socket, "TCP_INFO") or not (proc / "fd").is_dir():
         return None
     own = _resolve(addresses[process_id])  # the address Bytewax's listener bound
     before = {i: _resolve(addresses[i]) for i in range(process_id)}
