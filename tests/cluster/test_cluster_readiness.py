@@ -114,6 +114,9 @@ def test_a_pod_is_ready_only_while_its_cluster_is_formed(tmp_path: Path) -> None
         # Pod 0 dies as pod 1's worker starts a 3 s step, so pod 1's process ends only
         # after it: its server answers meanwhile.
         mark = tmp_path / "pod-1" / "work-started"
+        while not mark.exists():  # ready can come before the first number's step
+            assert procs[1].poll() is None
+            time.sleep(0.02)
         seen = mark.read_text()
         while mark.read_text() == seen:
             assert procs[1].poll() is None

@@ -71,8 +71,13 @@ def _established(proc: Path) -> Iterator[tuple[_Address, _Address]]:
         try:
             if not os.readlink(f"{fds}/{fd}").startswith("socket:["):
                 continue
-            sock = socket.socket(fileno=os.dup(int(fd)))
+            dup = os.dup(int(fd))
         except OSError:  # closed meanwhile
+            continue
+        try:
+            sock = socket.socket(fileno=dup)
+        except OSError:  # a family this Python cannot open: not a TCP connection
+            os.close(dup)
             continue
         with sock:
             if sock.type != socket.SOCK_STREAM or sock.family not in _INET:
