@@ -234,7 +234,10 @@ def test_readiness_waits_for_the_peers_and_the_dataflow_and_a_lost_peer_ends_it(
     ]
     missing.clear()
     readiness.check()  # connected, but the dataflow has not started: not formed yet
-    assert not health.ready()[0]
+    assert health.ready()[1] == [
+        "cluster `formation`: forming: process 0 of 2 has every peer connected and waits "
+        "for the cluster to agree on the epoch to resume from and start the flow"
+    ]
     readiness.dataflow_started()
     assert health.ready() == (True, [])
     assert readiness.formed

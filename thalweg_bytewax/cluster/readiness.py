@@ -199,6 +199,12 @@ class ClusterReadiness:
                         f"forming: process {self.process_id} of {len(self.addresses)} "
                         f"waits for its peer(s) {'; '.join(missing)} to connect"
                     )
+                elif missing is not None:
+                    self.component.down(
+                        f"forming: process {self.process_id} of {len(self.addresses)} has "
+                        "every peer connected and waits for the cluster to agree on the "
+                        "epoch to resume from and start the flow"
+                    )
                 return
             if self._lost:
                 return  # for good: this process ends, the cluster forms again after
