@@ -262,6 +262,41 @@ def closed_port() -> int:
         return int(s.getsockname()[1])
 
 
+def pod_hosts(n: int, ports: int = 1) -> tuple[list[str], list[int]]:
+    """Distinct loopback addresses for ``n`` simulated pods, and ``ports`` ports free on each.
+
+    Linux routes all of 127.0.0.0/8 to the loopback interface, so each "pod" gets an
+    address of its own (``127.R.S.2``, ``127.R.S.3``, ... with ``R.S`` drawn at random, so
+    concurrent runs on one machine stay apart) and binds only that one, with the same
+    port on every pod, as the pods of a StatefulSet all listen on 2101.
+    """
+    import random  # noqa: PLC0415 - only this helper draws addresses
+
+    rng = random.SystemRandom()
+    for _ in range(50):
+        prefix = f"127.{rng.randrange(1, 255)}.{rng.randrange(0, 256)}"
+        hosts = [f"{prefix}.{i + 2}" for i in range(n)]
+        socks = []
+        try:
+            for _ in range(ports):
+                first = socket.socket()
+                socks.append(first)
+                first.bind((hosts[0], 0))
+                for host in hosts[1:]:
+                    s = socket.socket()
+                    socks.append(s)
+                    s.bind((host, first.getsockname()[1]))
+            chosen = [int(s.getsockname()[1]) for s in socks[:: len(hosts)]]
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+        return hosts, chosen
+    msg = f"no {ports} port(s) were free on {n} loopback addresses in 50 draws"
+    raise RuntimeError(msg)
+
+
 def cluster_addresses(n: int) -> str:
     """``-a`` for a Bytewax cluster of ``n`` processes: ports on 127.0.0.1 free a moment ago."""
     socks = [socket.socket() for _ in range(n)]

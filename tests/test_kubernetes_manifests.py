@@ -1,5 +1,8 @@
 """deploy/kubernetes/: valid Kubernetes objects that fit together and fit ``thalweg cluster``.
 
+The base (``base/``) and the shared-lake overlay (``overlays/shared-lake/``, rendered
+here as Kustomize does: its resources, then its JSON patches) are validated alike.
+
 Each manifest is validated, strictly (no unknown field), against the Kubernetes OpenAPI
 schemas ``kubernetes-validate`` ships (offline). Then what ties them together: the
 StatefulSet's cluster size, service, ports, probes, mounts and Prometheus annotations,
@@ -10,6 +13,7 @@ must be a variable the pods get from a key the Secret has.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import subprocess
@@ -22,15 +26,81 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from tests.helpers import cluster_addresses
+from tests.helpers import pod_hosts
 from thalweg_bytewax.cluster import topology_from_env
 from thalweg_bytewax.cluster.recovery_init import partition_files
 from thalweg_bytewax.lanes import read_lane
 
 ROOT = Path(__file__).resolve().parents[1]
-MANIFESTS = ROOT / "deploy" / "kubernetes"
+MANIFESTS = ROOT / "deploy" / "kubernetes" / "base"
+SHARED_LAKE = ROOT / "deploy" / "kubernetes" / "overlays" / "shared-lake"
 THALWEG = Path(sys.executable).with_name("thalweg")
 OBJECTS = sorted(p for p in MANIFESTS.glob("*.yaml") if p.name != "kustomization.yaml")
+
+
+def _pointer(path: str) -> list[str]:
+    return [p.replace("~1", "/").replace("~0", "~") for p in path.split("/")[1:]]
+
+
+def json_patch(doc: Any, operation: dict[str, Any]) -> None:
+    """Apply one RFC 6902 operation (``test``, ``remove``, ``add``) to ``doc`` in place."""
+    *parents, last = _pointer(operation["path"])
+    for key in parents:
+        doc = doc[int(key)] if isinstance(doc, list) else doc[key]
+    op = operation["op"]
+    if isinstance(doc, list):
+        index = len(doc) if last == "-" else int(last)
+        if op == "add":
+            doc.insert(index, operation["value"])
+        elif op == "remove":
+            del doc[index]
+        else:
+            assert op == "test", op
+            assert doc[index] == operation["value"], f"{operation} found {doc[index]!r}"
+    elif op == "add":
+        doc[last] = operation["value"]
+    elif op == "remove":
+        del doc[last]
+    else:
+        assert op == "test", op
+        assert doc[last] == operation["value"], f"{operation} found {doc[last]!r}"
+
+
+def render(kustomization: Path) -> list[dict[str, Any]]:
+    """The objects a kustomization directory makes: its resources with its patches applied.
+
+    Only what the overlays here use: resources (files, or directories of a kustomization)
+    and JSON patches on one target; the base's labels and image tag change no field the
+    schemas check differently, and are left out.
+    """
+    spec = yaml.safe_load((kustomization / "kustomization.yaml").read_text())
+    assert set(spec) <= {"apiVersion", "kind", "labels", "resources", "images", "patches"}
+    objects: list[dict[str, Any]] = []
+    for resource in spec["resources"]:
+        path = kustomization / resource
+        if path.is_dir():
+            objects += render(path)
+        else:
+            objects += [d for d in yaml.safe_load_all(path.read_text()) if d]
+    for patch in spec.get("patches", []):
+        target = patch["target"]
+        (doc,) = [
+            o
+            for o in objects
+            if o["kind"] == target["kind"] and o["metadata"]["name"] == target["name"]
+        ]
+        for operation in yaml.safe_load((kustomization / patch["path"]).read_text()):
+            json_patch(doc, operation)
+    return objects
+
+
+def by_kind(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    found = {o["kind"]: o for o in objects}
+    assert len(found) == len(objects), "one object of each kind"
+    return found
+
+
+SHARED_LAKE_OBJECTS = render(SHARED_LAKE)
 
 
 def load(kind: str) -> dict[str, Any]:
@@ -53,17 +123,68 @@ def plain_env() -> dict[str, str]:
     return {e["name"]: e["value"] for e in container()["env"] if "value" in e}
 
 
-@pytest.mark.parametrize("path", OBJECTS, ids=[p.name for p in OBJECTS])
-def test_every_manifest_is_a_valid_kubernetes_object(path: Path) -> None:
-    docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+@pytest.mark.parametrize(
+    "docs",
+    [
+        *([d for d in yaml.safe_load_all(p.read_text()) if d] for p in OBJECTS),
+        *([o] for o in SHARED_LAKE_OBJECTS),
+    ],
+    ids=[
+        *(f"base/{p.name}" for p in OBJECTS),
+        *(f"shared-lake/{o['kind']}" for o in SHARED_LAKE_OBJECTS),
+    ],
+)
+def test_every_manifest_is_a_valid_kubernetes_object(docs: list[dict[str, Any]]) -> None:
     assert docs
     for doc in docs:
         kubernetes_validate.validate(doc, kubernetes_validate.latest_version(), strict=True)
 
 
+def test_the_shared_lake_overlay_shares_the_lake_and_keeps_recovery_per_pod() -> None:
+    base = by_kind(render(MANIFESTS))
+    shared = by_kind(SHARED_LAKE_OBJECTS)
+    assert set(shared) == {*base, "PersistentVolumeClaim"}
+    for kind in ("ConfigMap", "Secret", "Service"):
+        assert shared[kind] == base[kind]
+    claim = shared["PersistentVolumeClaim"]
+    assert claim["spec"]["accessModes"] == ["ReadWriteMany"]
+    sts = shared["StatefulSet"]["spec"]
+    # The recovery store stays on a volume per pod; the lake is the one shared claim.
+    assert [t["metadata"]["name"] for t in sts["volumeClaimTemplates"]] == ["recovery"]
+    volumes = {v["name"]: v for v in sts["template"]["spec"]["volumes"]}
+    assert volumes["lake"] == {
+        "name": "lake",
+        "persistentVolumeClaim": {"claimName": claim["metadata"]["name"]},
+    }
+    (c,) = sts["template"]["spec"]["containers"]
+    env = {e["name"]: e["value"] for e in c["env"] if "value" in e}
+    mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+    assert mounts[env["THALWEG_RECOVERY_DIR"]] == "recovery"
+    data_dir = tomllib.loads(shared["ConfigMap"]["data"]["pipeline.toml"])["data_dir"]
+    assert mounts[data_dir] == "lake"
+    # Everything else is the base's StatefulSet.
+    assert {k: v for k, v in sts.items() if k not in ("volumeClaimTemplates", "template")} == {
+        k: v
+        for k, v in base["StatefulSet"]["spec"].items()
+        if k not in ("volumeClaimTemplates", "template")
+    }
+    assert c == base["StatefulSet"]["spec"]["template"]["spec"]["containers"][0]
+
+
+def test_the_shared_lake_patch_refuses_a_base_whose_lake_claim_moved() -> None:
+    # The patch removes the second claim template only after checking it is `lake`.
+    sts = copy.deepcopy(load("StatefulSet"))
+    sts["spec"]["volumeClaimTemplates"].reverse()
+    operations = yaml.safe_load((SHARED_LAKE / "statefulset-shared-lake.yaml").read_text())
+    with pytest.raises(AssertionError, match="found 'recovery'"):
+        json_patch(sts, operations[0])
+
+
 def test_the_kustomization_applies_every_manifest() -> None:
     kustomization = yaml.safe_load((MANIFESTS / "kustomization.yaml").read_text())
     assert sorted(kustomization["resources"]) == [p.name for p in OBJECTS]
+    overlay = yaml.safe_load((SHARED_LAKE / "kustomization.yaml").read_text())
+    assert (SHARED_LAKE / overlay["resources"][0]).resolve() == MANIFESTS
 
 
 def test_the_statefulset_forms_the_cluster_the_entry_point_derives() -> None:
@@ -100,7 +221,8 @@ def test_probes_and_prometheus_scrape_the_flows_http_server() -> None:
     assert http == int(env["THALWEG_HTTP_PORT"])
     assert env["THALWEG_HTTP_HOST"] == "0.0.0.0"  # noqa: S104 - the kubelet and Prometheus
     assert c["livenessProbe"]["httpGet"] == {"path": "/live", "port": "http"}
-    assert c["startupProbe"]["httpGet"] == {"path": "/live", "port": "http"}
+    # The server answers alive while the cluster forms: started means formed (ready).
+    assert c["startupProbe"]["httpGet"] == {"path": "/ready", "port": "http"}
     assert c["readinessProbe"]["httpGet"] == {"path": "/ready", "port": "http"}
     notes = load("StatefulSet")["spec"]["template"]["metadata"]["annotations"]
     assert notes["prometheus.io/scrape"] == "true"
@@ -161,12 +283,13 @@ def test_the_configmaps_pipeline_validates_and_its_secrets_come_from_the_secret(
 @pytest.mark.slow
 def test_the_pods_command_and_environment_run_a_pipeline_as_a_cluster(tmp_path: Path) -> None:
     # The container's command and variables as the manifest gives them, on two local
-    # "pods": only the addresses, the paths and the HTTP ports are this machine's, and the
-    # pipeline is the starter's embedded sample (no broker, no credentials).
+    # "pods", each on a loopback address of its own with the same peer and HTTP ports:
+    # only the addresses, the ports and the paths are this machine's, and the pipeline is
+    # the starter's embedded sample (no broker, no credentials).
     starter = tmp_path / "pipeline.toml"
     subprocess.run([str(THALWEG), "init", str(starter)], check=True, capture_output=True)
-    addresses = cluster_addresses(2).replace("127.0.0.1", "localhost")
-    http_ports = [int(a.rsplit(":", 1)[1]) for a in cluster_addresses(2).split(";")]
+    hosts, (peer_port, http_port) = pod_hosts(2, ports=2)
+    addresses = ";".join(f"{host}:{peer_port}" for host in hosts)
     procs = []
     for i in range(2):
         pod = tmp_path / f"pod-{i}"
@@ -178,8 +301,8 @@ def test_the_pods_command_and_environment_run_a_pipeline_as_a_cluster(tmp_path: 
             "THALWEG_SOURCE__COUNT": "400",
             "THALWEG_DATA_DIR": str(pod / "lake"),
             "THALWEG_RECOVERY_DIR": str(pod / "recovery"),
-            "THALWEG_HTTP_PORT": str(http_ports[i]),
-            "THALWEG_HTTP_HOST": "127.0.0.1",
+            "THALWEG_HTTP_PORT": str(http_port),
+            "THALWEG_HTTP_HOST": hosts[i],
             "THALWEG_CLUSTER_ADDRESSES": addresses,
             "THALWEG_PROCESS_ID": str(i),
         }

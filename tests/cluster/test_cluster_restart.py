@@ -1,8 +1,10 @@
 """Two "pods" of a cluster through ``thalweg cluster``: one dies, both restart, exactly once.
 
 Each pod is a process group with its own directory (its own recovery volume and lane
-volume, as a StatefulSet's volumeClaimTemplates give each pod), started by the entry point
-with its process id and the cluster's addresses (loopback names, free ports). Process 0
+volume, as a StatefulSet's volumeClaimTemplates give each pod) and its own loopback
+address (``127.R.S.2``, ``127.R.S.3``…: Linux routes all of 127.0.0.0/8 to the loopback
+interface), started by the entry point with its process id and the cluster's addresses,
+every pod's on the same port, so each listens only on its own address. Process 0
 creates the recovery partitions on its volume; pod 1 is SIGKILLed mid-stream; pod 0's
 process then fails on its own and exits non-zero, as it must for Kubernetes to restart it;
 both start again with the same command (pod 1 first: it waits for process 0), resume from
@@ -23,7 +25,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from tests.helpers import cluster_addresses
+from tests.helpers import pod_hosts
 from tests.recovery.test_raw_lane_crash import fill, flow_env
 from thalweg_bytewax.cluster.recovery_init import partition_files
 from thalweg_bytewax.lanes import read_lane
@@ -43,7 +45,7 @@ def start_pod(
         **env,
         "THALWEG_RAW_LANE": str(lane or pod / "lane"),
         "THALWEG_PROCESS_ID": str(process_id),
-        "THALWEG_CLUSTER_ADDRESSES": addresses.replace("127.0.0.1", "localhost"),
+        "THALWEG_CLUSTER_ADDRESSES": addresses,
         "THALWEG_RECOVERY_DIR": str(pod / "recovery"),
         "PYTHONPATH": str(ROOT),
     }
@@ -70,6 +72,12 @@ def lane_rows(pods: list[Path], shared: Path | None = None) -> pa.Table:
 def lane_files(lane: Path) -> list[Path]:
     """The finalized files of a lane (not the staging files a write in progress holds)."""
     return [f for f in lane.rglob("*.parquet") if not f.name.startswith(".")]
+
+
+def cluster_addresses(n: int) -> str:
+    """``-a`` of ``n`` pods: an address of its own for each, one port for all."""
+    hosts, (port,) = pod_hosts(n)
+    return ";".join(f"{host}:{port}" for host in hosts)
 
 
 def kill_pod_1_mid_stream(

@@ -16,7 +16,9 @@ from thalweg_bytewax.cluster import (
     topology_from_env,
     wait_for_peers,
 )
+from thalweg_bytewax.cluster.readiness import ClusterReadiness, missing_peers
 from thalweg_bytewax.cluster.recovery_init import partition_files
+from thalweg_bytewax.observability.health import HealthRegistry
 
 SERVICE = {"THALWEG_CLUSTER_SIZE": "3", "THALWEG_CLUSTER_SERVICE": "thalweg-peers"}
 
@@ -155,7 +157,7 @@ def test_the_runner_command_line() -> None:
         runner_args=["-w", "2"],
     )
     assert argv == [
-        sys.executable, "-m", "bytewax.run", "-i", "1", "-a", "p-0.s:2101;p-1.s:2101",
+        sys.executable, "-m", "thalweg_bytewax.cluster.runner", "-i", "1", "-a", "p-0.s:2101;p-1.s:2101",
         "-r", "/data/recovery", "-s", "30", "-b", "0", "-w", "2",
         "thalweg_bytewax.flows.orders",
     ]  # fmt: skip
@@ -169,3 +171,93 @@ def test_the_runner_command_line() -> None:
     )
     assert no_recovery[-1] == "my.module:flow"
     assert "-r" not in no_recovery
+
+
+def test_partitions_next_to_an_unmarked_staging_directory_are_refused(tmp_path: Path) -> None:
+    # No start leaves this (a staging set is made only while the directory holds none):
+    # keep the store as it is and say what to remove, rather than guess.
+    store = tmp_path / "recovery"
+    assert ensure_recovery_partitions(store, 2, process_id=0)
+    (store / ".thalweg-recovery-init").mkdir()
+    with pytest.raises(ClusterError) as info:
+        ensure_recovery_partitions(store, 2, process_id=0)
+    assert "remove" in str(info.value) and ".thalweg-recovery-init" in str(info.value)
+    assert len(partition_files(store)) == 2
+
+
+def test_the_peers_connections_are_read_from_this_process() -> None:
+    # Real sockets of this process on two loopback addresses: process 1 of three made a
+    # connection to process 0's address, and process 2 connected to process 1's.
+    hosts = ["127.0.0.2", "127.0.0.3", "127.0.0.4"]
+    listeners = []
+    for host in hosts[:2]:
+        s = socket.socket()
+        s.bind((host, 0))
+        s.listen()
+        listeners.append(s)
+    addresses = [f"{h}:{s.getsockname()[1]}" for h, s in zip(hosts, listeners, strict=False)]
+    addresses.append(f"{hosts[2]}:1")
+    assert missing_peers(1, addresses) == [addresses[0], addresses[2]]
+    to_0 = socket.create_connection(listeners[0].getsockname())
+    from_2 = socket.create_connection(listeners[1].getsockname())
+    accepted = [listeners[0].accept()[0], listeners[1].accept()[0]]
+    try:
+        # Process 2's connection comes from 127.0.0.1 here (not its own address), so it
+        # is counted, not named; process 0 is named by the address this process dialled.
+        assert missing_peers(1, addresses) == []
+        to_0.close()
+        accepted[0].close()
+        assert missing_peers(1, addresses) == [addresses[0]]
+        from_2.close()
+        accepted[1].close()
+        assert missing_peers(1, addresses) == [addresses[0], addresses[2]]
+    finally:
+        for s in [*listeners, *accepted, to_0, from_2]:
+            s.close()
+    assert missing_peers(0, addresses, proc=Path("/nonexistent")) is None
+
+
+def test_readiness_waits_for_the_peers_and_the_dataflow_and_a_lost_peer_ends_it() -> None:
+    health = HealthRegistry()
+    missing: list[str] = ["b:1"]
+    readiness = ClusterReadiness(0, ["a:1", "b:1"], health=health, missing=lambda: missing)
+    assert health.ready() == (
+        False,
+        [
+            "cluster `formation`: forming: process 0 of 2 waits for every peer to connect "
+            "and the cluster to start its first epoch"
+        ],
+    )
+    readiness.check()
+    assert health.ready()[1] == [
+        "cluster `formation`: forming: process 0 of 2 waits for its peer(s) b:1 to connect"
+    ]
+    missing.clear()
+    readiness.check()  # connected, but the dataflow has not started: not formed yet
+    assert health.ready()[1] == [
+        "cluster `formation`: forming: process 0 of 2 has every peer connected and waits "
+        "for the cluster to agree on the epoch to resume from and start the flow"
+    ]
+    readiness.dataflow_started()
+    assert health.ready() == (True, [])
+    assert readiness.formed
+    missing.append("b:1")
+    readiness.check()
+    lost = (
+        "cluster `formation`: lost the connection to peer(s) b:1: this process ends, "
+        "and the cluster forms again once every pod restarted"
+    )
+    assert health.ready() == (False, [lost])
+    missing.clear()  # a reconnection cannot happen; readiness stays lost for good
+    readiness.check()
+    assert health.ready() == (False, [lost])
+    assert not readiness.formed
+
+
+def test_without_proc_readiness_follows_the_dataflow_alone() -> None:
+    health = HealthRegistry()
+    readiness = ClusterReadiness(1, ["a:1", "b:1"], health=health, missing=lambda: None)
+    readiness.check()
+    assert not health.ready()[0]
+    readiness.dataflow_started()
+    assert health.ready() == (True, [])

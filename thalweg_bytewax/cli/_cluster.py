@@ -75,7 +75,8 @@ def add_commands(sub: Any) -> None:
         "the StatefulSet pod's ordinal (hostname NAME-N, or THALWEG_PROCESS_ID), the "
         "addresses NAME-i.SERVICE:PORT from THALWEG_CLUSTER_SIZE, THALWEG_CLUSTER_SERVICE "
         "and THALWEG_CLUSTER_PORT (or THALWEG_CLUSTER_ADDRESSES). Waits until every peer "
-        "resolves, creates the recovery partitions once (process 0), runs the flow, and "
+        "resolves, creates the recovery partitions once (process 0), runs the flow (its "
+        "/ready false until the cluster formed, and again once a peer is lost), and "
         "exits with its exit code: a peer's death ends every process non-zero, so the "
         "pods restart and resume together from the last committed epoch.",
     )

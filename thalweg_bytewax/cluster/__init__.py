@@ -4,6 +4,11 @@
   the ``-a`` list from the headless service's stable DNS names.
 * :mod:`~thalweg_bytewax.cluster.peers` — wait, bounded, until every peer's name resolves.
 * :mod:`~thalweg_bytewax.cluster.recovery_init` — create the recovery partitions once.
+* :mod:`~thalweg_bytewax.cluster.readiness` — the readiness-critical ``cluster``
+  component: down until every peer connected and the dataflow runs, and once a peer
+  is lost.
+* :mod:`~thalweg_bytewax.cluster.runner` — the flow's process: ``bytewax.run`` with that
+  component, the HTTP server started before the cluster forms.
 * :mod:`~thalweg_bytewax.cluster.supervise` — run the flow's process, pass signals on, and
   end with its exit code, so a pod whose peer died restarts and the cluster resumes
   together from the last committed epoch.

@@ -1,7 +1,8 @@
 """Run the flow's process under the entry point, and end as it ends.
 
 The entry point stays the pod's main process (PID 1 in a container, where a Python
-process without handlers ignores ``SIGTERM``): it starts ``python -m bytewax.run`` as a
+process without handlers ignores ``SIGTERM``): it starts the flow's process, ``python -m
+thalweg_bytewax.cluster.runner`` (``bytewax.run`` with the cluster's readiness), as a
 child, passes ``SIGTERM`` and ``SIGINT`` on to it, and exits with its exit code. When a
 peer dies, Bytewax's communication threads fail in every other process, which exit
 non-zero: the entry point exits non-zero too, Kubernetes restarts the pod, and every
@@ -42,9 +43,9 @@ def cluster_argv(
         recovery: The recovery directory, or ``None`` to run without recovery.
         snapshot_interval_s: Seconds between snapshots (``-s``), with recovery.
         backup_interval_s: Seconds old snapshots are kept (``-b``), with recovery.
-        runner_args: More options for ``bytewax.run`` (``-w 2``).
+        runner_args: More options of ``bytewax.run``'s command line (``-w 2``).
     """
-    argv = [sys.executable, "-m", "bytewax.run", *topology.runner_args()]
+    argv = [sys.executable, "-m", "thalweg_bytewax.cluster.runner", *topology.runner_args()]
     if recovery is not None:
         argv += ["-r", str(recovery), "-s", f"{snapshot_interval_s:g}"]
         argv += ["-b", f"{backup_interval_s:g}"]
