@@ -601,29 +601,48 @@ def slope(points: Sequence[tuple[float, float]]) -> float:
     return sum((x - mx) * (y - my) for x, y in points) / sxx
 
 
-def memory_numbers(soak: Soak, window_s: float) -> dict[str, Any]:
-    """Per process: the RSS slope over the last ``window_s`` (settled samples only)."""
-    end = max((float(s["t_s"]) for s in soak.samples), default=0.0)
-    starts = sorted(float(e["t_s"]) for e in soak.events if e["event"] == "cluster started")
+def memory_numbers(
+    samples: Sequence[dict[str, Any]],
+    events: Sequence[dict[str, Any]],
+    processes: int,
+    window_s: float,
+    settle_s: float,
+) -> dict[str, Any]:
+    """Per process: the RSS slope over the last ``window_s``, and each life's RSS.
+
+    Samples within ``settle_s`` of a (re)start are left out: the process is warming up.
+    A life is one process from its start to its kill; its RSS at the end (the median of
+    its last three samples) shows whether a restarted process settles higher as the
+    run goes on, and its own slope (settled samples) whether it grows while it runs.
+    """
+    end = max((float(s["t_s"]) for s in samples), default=0.0)
+    starts = sorted(float(e["t_s"]) for e in events if e["event"] == "cluster started")
     out: dict[str, Any] = {"window_s": window_s}
-    for pod in soak.pods:
+    for proc in range(processes):
+        mine = [s for s in samples if str(s["process"]) == str(proc) and s["rss_mb"] != ""]
         points = []
-        for s in soak.samples:
-            if s["process"] != pod.index or s["rss_mb"] == "" or float(s["t_s"]) < end - window_s:
-                continue
+        lives: dict[float, list[tuple[float, float]]] = {}
+        for s in mine:
             t = float(s["t_s"])
             life = max((x for x in starts if x <= t), default=0.0)
-            if t - life >= soak.args.settle_s:
+            if t - life < settle_s:
+                continue
+            lives.setdefault(life, []).append((t, float(s["rss_mb"])))
+            if t >= end - window_s:
                 points.append((t, float(s["rss_mb"])))
         per_s = slope(points)
         mean = sum(y for _, y in points) / len(points) if points else 0.0
         growth = per_s * window_s / mean * 100 if mean else 0.0
-        out[f"process_{pod.index}"] = {
+        life_ends = [sorted(y for _, y in pts[-3:])[len(pts[-3:]) // 2] for pts in lives.values()]
+        life_slopes = [slope(pts) * 60 for pts in lives.values() if len(pts) > 2]
+        out[f"process_{proc}"] = {
             "samples": len(points),
             "rss_mean_mb": round(mean, 1),
             "rss_max_mb": round(max((y for _, y in points), default=0.0), 1),
             "rss_slope_mb_per_min": round(per_s * 60, 3),
             "rss_growth_pct_over_window": round(growth, 2),
+            "rss_at_end_of_each_life_mb": [round(y, 1) for y in life_ends],
+            "rss_slope_within_lives_mb_per_min": [round(x, 2) for x in life_slopes],
         }
     return out
 
@@ -656,23 +675,59 @@ def write_csv(path: Path, rows: Sequence[dict[str, Any]], fields: Sequence[str])
 _COLOURS = ("#1565c0", "#e65100", "#2e7d32", "#6a1b9a")
 
 
-def svg_plot(soak: Soak, title: str) -> str:
-    """Four panels over time (RSS, lag, landed rows/s, open files and threads), as SVG."""
+def rates(samples: Sequence[dict[str, Any]], window: int = 6) -> list[dict[str, Any]]:
+    """Per sample time: orders produced and landed a second, means over ``window`` samples.
+
+    Landed is summed over the processes (the sinks commit once an epoch, so a single
+    sample's rate jumps between zero and twice the mean).
+    """
+    by_t: dict[float, dict[str, float]] = {}
+    for s in samples:
+        row = by_t.setdefault(float(s["t_s"]), {"produced": float(s["produced"]), "landed": 0})
+        if s["landed_per_s"] != "":
+            row["landed"] += float(s["landed_per_s"])
+    times = sorted(by_t)
+    out = []
+    for i, t in enumerate(times):
+        first = times[max(0, i - window)]
+        span = t - first
+        landed = [by_t[x]["landed"] for x in times[max(0, i - window + 1) : i + 1]]
+        out.append(
+            {
+                "t_s": t,
+                "process": "all",
+                "produced_per_s": (by_t[t]["produced"] - by_t[first]["produced"]) / span
+                if span
+                else "",
+                "landed_per_s": sum(landed) / len(landed),
+            }
+        )
+    return out
+
+
+def svg_plot(
+    samples: Sequence[dict[str, Any]],
+    events: Sequence[dict[str, Any]],
+    processes: int,
+    title: str,
+) -> str:
+    """Four panels over time (RSS, lag, rows/s, open files and threads), as SVG."""
+    samples = [*samples, *rates(samples)]
     width, panel_h, left, top, gap = 900, 150, 70, 40, 40
     panels = [
-        ("RSS per process (MB)", [("rss_mb", p, f"process {p}") for p in range(len(soak.pods))]),
+        ("RSS per process (MB)", [("rss_mb", p, f"process {p}") for p in range(processes)]),
         ("consumer lag (records)", [("lag_records", 0, "lag")]),
         (
-            "orders landed (rows/s)",
-            [("landed_per_s", p, f"process {p}") for p in range(len(soak.pods))],
+            "orders a second (30 s means)",
+            [("produced_per_s", "all", "produced"), ("landed_per_s", "all", "landed")],
         ),
         (
             "open files / threads",
-            [("open_files", p, f"files {p}") for p in range(len(soak.pods))]
-            + [("threads", p, f"threads {p}") for p in range(len(soak.pods))],
+            [("open_files", p, f"files {p}") for p in range(processes)]
+            + [("threads", p, f"threads {p}") for p in range(processes)],
         ),
     ]
-    t_end = max((float(s["t_s"]) for s in soak.samples), default=1.0) or 1.0
+    t_end = max((float(s["t_s"]) for s in samples), default=1.0) or 1.0
     height = top + len(panels) * (panel_h + gap) + 20
     plot_w = width - left - 150
     parts = [
@@ -681,15 +736,15 @@ def svg_plot(soak: Soak, title: str) -> str:
         f'<rect width="{width}" height="{height}" fill="white"/>',
         f'<text x="{left}" y="20" font-size="14">{title}</text>',
     ]
-    kills = [float(e["t_s"]) for e in soak.events if e["event"].startswith("SIGKILL")]
+    kills = [float(e["t_s"]) for e in events if e["event"].startswith("SIGKILL")]
     for i, (label, series) in enumerate(panels):
         y0 = top + i * (panel_h + gap)
         data = []
         for column, proc, name in series:
             pts = [
                 (float(s["t_s"]), float(s[column]))
-                for s in soak.samples
-                if s["process"] == proc and s[column] != ""
+                for s in samples
+                if str(s["process"]) == str(proc) and s.get(column, "") != ""
             ]
             data.append((name, pts))
         y_max = max((y for _, pts in data for _, y in pts), default=1.0) * 1.1 or 1.0
@@ -758,7 +813,44 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=Path("soak-out"), help="where results go")
     p.add_argument("--work", type=Path, help="pods' directories (default: a temporary one)")
     p.add_argument("--keep", action="store_true", help="keep the work directory")
+    p.add_argument(
+        "--plot",
+        action="store_true",
+        help="only recompute the memory numbers and redraw soak.svg from --out",
+    )
     return p.parse_args(argv)
+
+
+def redraw(out: Path) -> int:
+    """Recompute the memory numbers and redraw ``soak.svg`` from the CSVs in ``out``."""
+    with (out / "samples.csv").open() as f:
+        samples = list(csv.DictReader(f))
+    with (out / "events.csv").open() as f:
+        events = list(csv.DictReader(f))
+    summary = json.loads((out / "summary.json").read_text())
+    args = parse_args(["--minutes", str(summary["minutes"])])
+    summary["memory"] = memory_numbers(
+        samples, events, summary["processes"], rss_window(args), summary.get("settle_s", 60.0)
+    )
+    growths = [
+        v["rss_growth_pct_over_window"] for k, v in summary["memory"].items() if k != "window_s"
+    ]
+    summary["rss_ok"] = all(abs(g) <= summary.get("max_rss_growth_pct", 2.0) for g in growths)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    (out / "soak.svg").write_text(svg_plot(samples, events, summary["processes"], _title(summary)))
+    return 0
+
+
+def rss_window(args: argparse.Namespace) -> float:
+    """The RSS slope's window: ``--rss-window-min``, or the last two thirds of a shorter run."""
+    return float(min(args.rss_window_min * 60, args.minutes * 40))
+
+
+def _title(summary: dict[str, Any]) -> str:
+    return (
+        f"orders flow, {summary['processes']} processes, {summary['rate_per_s']:g} orders/s, "
+        f"snapshot {summary['snapshot_s']:g} s, SIGKILL every {summary['kill_every_s']:g} s"
+    )
 
 
 def _stop_on_sigterm(signum: int, _frame: object) -> None:
@@ -768,6 +860,8 @@ def _stop_on_sigterm(signum: int, _frame: object) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.plot:
+        return redraw(args.out)
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "samples.csv").unlink(missing_ok=True)
@@ -784,8 +878,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if not args.keep and args.work is None:
             shutil.rmtree(work, ignore_errors=True)
-    window_s = min(args.rss_window_min * 60, args.minutes * 30)
-    memory = memory_numbers(soak, window_s)
+    memory = memory_numbers(
+        soak.samples, soak.events, args.processes, rss_window(args), args.settle_s
+    )
     lag = lag_numbers(soak)
     growths = [
         v["rss_growth_pct_over_window"] for k, v in memory.items() if k.startswith("process_")
@@ -797,6 +892,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "partitions": args.partitions,
         "snapshot_s": args.snapshot_s,
         "kill_every_s": args.kill_every_s,
+        "settle_s": args.settle_s,
+        "max_rss_growth_pct": args.max_rss_growth,
         "kills": sum(1 for e in soak.events if e["event"].startswith("SIGKILL")),
         "drained_s": ran["drained_s"],
         "tables": checks,
@@ -809,11 +906,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     write_csv(args.out / "samples.csv", soak.samples, SAMPLE_FIELDS)
     write_csv(args.out / "events.csv", soak.events, ("t_s", "event"))
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    title = (
-        f"orders flow, {args.processes} processes, {args.rate:g} orders/s, "
-        f"snapshot {args.snapshot_s:g} s, SIGKILL every {args.kill_every_s:g} s"
-    )
-    (args.out / "soak.svg").write_text(svg_plot(soak, title))
+    title = _title(summary)
+    (args.out / "soak.svg").write_text(svg_plot(soak.samples, soak.events, args.processes, title))
     print(json.dumps(summary, indent=2))
     ok = summary["exactly_once"] and summary["rss_ok"] and summary["lag_ok"]
     return 0 if ok else 1

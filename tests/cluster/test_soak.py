@@ -2,10 +2,10 @@
 
 The same harness the half-hour soak in docs/operations.md runs, cut short: the orders
 flow as a cluster of two ``thalweg cluster`` pods tailing a topic a producer thread
-fills, process 1 SIGKILLed once and both restarted, samples of every process, and at
-the end the tables checked against what was produced — every order and every order
-line exactly once, the raw lane too. The RSS limit is left out: a minute is all
-warm-up.
+fills, process 1 SIGKILLed (once or twice, as start-up allows) and both restarted,
+samples of every process, and at the end the tables checked against what was
+produced — every order and every order line exactly once, the raw lane too. The RSS
+limit is left out: a minute is all warm-up.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def test_a_short_soak_kills_resumes_and_lands_every_order_exactly_once(
 
     summary = json.loads((out / "summary.json").read_text())
     tables = summary["tables"]
-    assert summary["kills"] == 1
+    assert summary["kills"] >= 1  # one more when start-up is quick
     assert tables["produced"] > 0
     assert tables["orders_rows"] == tables["orders_distinct_ids"] == tables["produced"]
     assert tables["order_lines_rows"] == tables["order_lines_expected"]
@@ -52,8 +52,9 @@ def test_a_short_soak_kills_resumes_and_lands_every_order_exactly_once(
         mine = [s for s in samples if s["process"] == process and s["rss_mb"]]
         assert mine, f"no sample of process {process}"
         assert all(float(s["rss_mb"]) > 0 and int(s["threads"]) > 0 for s in mine)
-    # Both lives of each process were sampled: its pid changed with the restart.
-    assert len({s["pid"] for s in samples if s["process"] == "1" and s["pid"]}) == 2
+    # Every life of each process was sampled: its pid changed with each restart.
+    pids = {s["pid"] for s in samples if s["process"] == "1" and s["pid"]}
+    assert len(pids) == summary["kills"] + 1
     assert (out / "soak.svg").read_text().startswith("<svg")
     events = (out / "events.csv").read_text()
     assert "SIGKILL process 1" in events and "process 0 ended on its own" in events
