@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any, Literal
 
-import bytewax.operators as op
 import numpy as np
 import pyarrow as pa
 from bytewax.dataflow import operator
@@ -28,6 +27,7 @@ from thalweg_bytewax.metadata import (
     MetadataColumns,
     metadata_columns,
 )
+from thalweg_bytewax.operators._routing import stateful_on_reading_worker
 from thalweg_bytewax.windows import (
     DEFAULT_ALLOWED_SKEW,
     EventClock,
@@ -219,4 +219,4 @@ def dedup(
             ingest_column=columns.ingest_ts,
         )
 
-    return op.stateful("dedup", up, build)
+    return stateful_on_reading_worker("dedup", up, build)

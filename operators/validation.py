@@ -50,6 +50,7 @@ from thalweg_bytewax.metadata import (
     metadata_columns,
 )
 from thalweg_bytewax.observability.gate import observe_step
+from thalweg_bytewax.operators._routing import stateful_on_reading_worker
 from thalweg_bytewax.windows import SeenWindow, batch_time, key_values
 
 __all__ = ["ValidateOut", "failed_rules_column", "validate"]
@@ -95,9 +96,7 @@ class _Verdict:
     audit: pa.RecordBatch | None
 
 
-def _row_json(
-    batch: pa.RecordBatch, idx: np.ndarray | None, columns: MetadataColumns
-) -> pa.Array:
+def _row_json(batch: pa.RecordBatch, idx: np.ndarray | None, columns: MetadataColumns) -> pa.Array:
     """The payload of the rows ``idx`` (default all) as JSON objects (see :mod:`.row_json`)."""
     payload = [n for n in batch.schema.names if not columns.is_reserved(n)]
     return rows_as_json(batch.select(payload), idx)
@@ -379,7 +378,7 @@ def validate(
     )
     if validator.windowed:
         window_rules = validator.windowed
-        verdicts = op.stateful(
+        verdicts = stateful_on_reading_worker(
             "evaluate", up, lambda resume: _WindowedLogic(validator, window_rules, resume)
         )
     else:
