@@ -71,6 +71,7 @@ from thalweg_bytewax.metadata import (
     metadata_columns,
 )
 from thalweg_bytewax.record import KeyedBatch
+from thalweg_bytewax.runtime import crossings
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 
 from ._files_avro import read_avro
@@ -305,6 +306,7 @@ class FileSource(FixedPartitionedSource[KeyedBatch, int]):
     def build_part(
         self, step_id: str, for_part: str, resume_state: int | None
     ) -> FilePartition:
+        crossings.note_readers([for_part])
         name, _ = decode_part(for_part)
         self.paths()
         path = self._by_name.get(name, name)

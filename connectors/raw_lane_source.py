@@ -44,6 +44,7 @@ from thalweg_bytewax.coverage import OffsetCoverage
 from thalweg_bytewax.errors import ConfigError, SourceError
 from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataColumns
 from thalweg_bytewax.record import KeyedBatch
+from thalweg_bytewax.runtime import crossings
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 
 from ._lane_claim import read_claim
@@ -283,6 +284,7 @@ class RawLaneSource(FixedPartitionedSource[KeyedBatch, int]):
     def build_part(
         self, step_id: str, for_part: str, resume_state: int | None
     ) -> _RawLanePartition:
+        crossings.note_readers([for_part])
         key = decode_part(for_part)
         plan = self.offsets.get(key)
         if plan is None:

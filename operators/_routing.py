@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import bytewax.operators as op
 from bytewax.operators import KeyedStream, StatefulLogic
 
+from thalweg_bytewax.runtime import crossings
 from thalweg_bytewax.runtime.placement import partition_of_routing_key, routing_key
 
 __all__ = ["stateful_on_reading_worker"]
@@ -26,7 +27,10 @@ def _to_routing_key(kv: tuple[str, Any]) -> tuple[str, Any]:
 
 
 def _to_partition_key(kv: tuple[str, Any]) -> tuple[str, Any]:
-    return partition_of_routing_key(kv[0]), kv[1]
+    key, value = kv[0], kv[1]
+    partition = partition_of_routing_key(key)
+    crossings.arrived(partition, getattr(value, "num_rows", 1))
+    return partition, value
 
 
 def stateful_on_reading_worker(

@@ -18,6 +18,7 @@ from typing_extensions import override
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.metadata import DEFAULT_PREFIX
 from thalweg_bytewax.record import KeyedBatch
+from thalweg_bytewax.runtime import crossings
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 
 from ._config import (
@@ -182,6 +183,7 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, KafkaPartitionState]):
                 resume state has neither shape.
             SourceError: When the resume position no longer exists in the partition.
         """
+        crossings.note_readers([for_part])
         cfg = self._config
         topic, partition = decode_part(for_part)
         if topic not in cfg.topics:

@@ -83,6 +83,7 @@ def _batch(args: argparse.Namespace) -> int:  # noqa: PLR0914 - one command, rea
     from thalweg_bytewax.pipeline import PipelineConfig
     from thalweg_bytewax.pipeline._summary import RunReport
     from thalweg_bytewax.pipeline.build import build_pipeline
+    from thalweg_bytewax.runtime.placement import declare_cluster
 
     overrides = list(args.set)
     if args.files:
@@ -115,6 +116,7 @@ def _batch(args: argparse.Namespace) -> int:  # noqa: PLR0914 - one command, rea
         tally = _Tally(progress)
         taps = {"read": lambda: _tally_sink(tally)}
         flow = build_pipeline(config, base_dir=base, summary=report, taps=taps)
+        declare_cluster(workers_per_process=args.workers or 1)
         cli_main(  # type: ignore[no-untyped-call]  # bytewax.run is untyped
             flow,
             workers_per_process=args.workers,

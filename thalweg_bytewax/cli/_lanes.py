@@ -165,7 +165,10 @@ def _recover(args: argparse.Namespace) -> int:
         source.progress = progress.update
         from bytewax.run import cli_main
 
+        from thalweg_bytewax.runtime.placement import declare_cluster
+
         epoch = timedelta(seconds=args.epoch_s)
+        declare_cluster(workers_per_process=args.workers or 1)
         cli_main(  # type: ignore[no-untyped-call]  # bytewax.run is untyped
             flow, workers_per_process=args.workers, epoch_interval=epoch
         )

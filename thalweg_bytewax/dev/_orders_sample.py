@@ -28,6 +28,7 @@ from thalweg_bytewax._sample_columns import SAMPLE_START
 from thalweg_bytewax.dev._generated import GeneratedPartition
 from thalweg_bytewax.metadata import MetadataColumns
 from thalweg_bytewax.record import KeyedBatch, raw_batch_from_columns
+from thalweg_bytewax.runtime import crossings
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 from thalweg_bytewax.samples import encode_order_avro, order_key
 
@@ -167,5 +168,6 @@ class SampleOrdersSource(FixedPartitionedSource[KeyedBatch, int]):
 
     @override
     def build_part(self, step_id: str, for_part: str, resume_state: int | None) -> _SamplePartition:
+        crossings.note_readers([for_part])
         _, partition = decode_part(for_part)
         return _SamplePartition(self, partition, resume_state or 0)

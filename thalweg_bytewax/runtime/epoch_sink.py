@@ -105,7 +105,7 @@ from thalweg_bytewax.errors import ConfigError, SinkTerminalError, ThalwegError
 from thalweg_bytewax.input_span import input_span, without_input_span
 from thalweg_bytewax.metadata import MetadataColumns
 from thalweg_bytewax.observability.gate import observe_sink_partition
-from thalweg_bytewax.runtime import admission
+from thalweg_bytewax.runtime import admission, crossings
 from thalweg_bytewax.runtime._replay_check import Ledger, ReplayCheck
 from thalweg_bytewax.runtime.coverage_recording import CoverageRecorder
 from thalweg_bytewax.runtime.parts import encode_part, route
@@ -552,6 +552,7 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
             batch = without_input_span(given)
             ack = self._acknowledge_as if not _is_dead_letter(batch) else None
             for key, topic, partition, group in self._split(batch):
+                crossings.arrived(key, group.num_rows)
                 ledger = self._ledger(key, topic, partition)
                 # Order first, coverage second: a row that goes back within a run may
                 # fall inside a span this run committed, and skipping it as a replay

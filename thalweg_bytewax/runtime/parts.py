@@ -7,8 +7,8 @@ may, so keys are split on the *last* ``:`` (the partition is always an integer).
 (:mod:`~thalweg_bytewax.runtime.placement`), a source lists each partition on one worker
 only: the worker Bytewax runs the partition's :func:`~thalweg_bytewax.runtime.placement.routing_key`
 on, where ``twg.dedup`` and ``twg.validate`` keep its state. A sink lists shard ``s`` on
-worker ``s mod W`` and :func:`route` sends a partition to a shard of its reading
-worker, so no batch is handed to another worker or pickled to another process, for
+worker ``s mod W`` and :func:`route` sends a partition to the first shard of its
+reading worker, so no batch is handed to another worker or pickled to another process, for
 any worker count with at least as many shards as workers. Every source here announces
 its listing (:func:`announce_listing`); a key no source of this process listed (a
 stream keyed by something else, the keys of a source that does not announce) routes by
@@ -90,10 +90,12 @@ def announce_listing(keys: Sequence[str]) -> list[str]:
     for index, key in enumerate(sorted(listing)):
         _LISTED[key] = index
     worker = this_worker()
-    if worker is None or worker.count == 1:
+    if worker is None:
         return listing
     global _workers  # noqa: PLW0603 - the run's size, the same for every worker
     _workers = worker.count
+    if worker.count == 1:
+        return listing
     return [k for k in listing if state_worker(routing_key(k), worker.count) == worker.index]
 
 
@@ -103,20 +105,24 @@ def listed_on_this_worker(names: Sequence[str]) -> list[str]:
     Every shard when the run's size is unknown, or off a worker thread.
     """
     worker = this_worker()
-    if worker is None or worker.count == 1:
+    if worker is None:
         return list(names)
     global _workers  # noqa: PLW0603 - the run's size, the same for every worker
     _workers = worker.count
+    if worker.count == 1:
+        return list(names)
     return [name for s, name in enumerate(names) if s % worker.count == worker.index]
 
 
 def route(key: str, n: int) -> int:
     """The shard of ``key`` among ``n``: one on the source partition's reading worker.
 
-    A key a source of this process announced goes, in a run whose size is known, to a
-    shard of the worker that reads it (:func:`~thalweg_bytewax.runtime.placement.shard_on_worker`;
-    with fewer shards than workers, those of a worker without one go to shard
-    ``index mod n``); else to shard ``index mod n`` (its index in the sorted listing).
+    A key a source of this process announced goes, in a run whose size is known, to
+    the first shard of the worker that reads it
+    (:func:`~thalweg_bytewax.runtime.placement.shard_on_worker`: one shard a worker, so
+    one commit a worker and epoch; with fewer shards than workers, the keys of a worker
+    without one go to shard ``index mod n``); else to shard ``index mod n`` (its index
+    in the sorted listing).
     Any other key routes by :func:`stable_route`. All are the same in every process of
     a run. A key whose shard changes between runs (the worker count, the source's
     partitions or ``shards`` changed) is safe for the sinks that route by it: each
@@ -125,7 +131,7 @@ def route(key: str, n: int) -> int:
     index = _LISTED.get(key)
     if index is None:
         return stable_route(key, n)
-    if _workers > 1:
+    if _workers:
         shard = shard_on_worker(key, n, _workers)
         if shard is not None:
             return shard

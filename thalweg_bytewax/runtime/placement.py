@@ -13,8 +13,8 @@ in sorted order). So thalweg turns both rules the same way:
   (:func:`~thalweg_bytewax.runtime.parts.announce_listing`), so that worker reads it;
 * ``twg.dedup``, ``twg.validate`` (with windowed rules) key their state by the routing
   key, so Bytewax runs them on that same worker, in any worker count;
-* an epoch sink lists shard ``s`` on worker ``s mod W`` only and routes ``K`` to one of
-  the shards of ``K``'s worker (:func:`shard_on_worker`).
+* an epoch sink lists shard ``s`` on worker ``s mod W`` only and routes ``K`` to shard
+  ``w``, the first shard of ``K``'s worker ``w`` (:func:`shard_on_worker`).
 
 Nothing is handed to another worker, so nothing is pickled to another process, and the
 per-process admission budget sees every batch its sources emit acknowledged by its own
@@ -28,12 +28,13 @@ placement is still local, but as even as a hash.
 The worker count comes from the cluster's settings: ``python -m bytewax.run``'s own
 arguments, or :func:`declare_cluster` (``thalweg run`` calls it); the worker's index from
 its thread's name (``timely:work-<i>``, the engine's worker threads), plus the
-process's index times the workers per process. Off a worker thread (a command listing
-partitions, :func:`bytewax.testing.run_main` with its single worker) a source lists every
-partition, and when the settings are unknown (``bytewax.testing.cluster_main`` called
-from Python) every worker does and Bytewax places the partitions itself, as before:
-the data stays correct, only batches may cross (:mod:`~thalweg_bytewax.runtime.crossings`
-counts them). ``tests/runtime/test_placement.py`` pins these rules on the pinned Bytewax.
+process's index times the workers per process. Outside a run (a command listing
+partitions) a source lists every partition, and when the settings are unknown
+(``bytewax.testing.run_main`` or ``cluster_main`` called from Python without
+:func:`declare_cluster`) every worker does and Bytewax places the partitions itself, as
+before: the data stays correct, only batches may cross
+(:mod:`~thalweg_bytewax.runtime.crossings` counts them).
+``tests/runtime/test_placement.py`` pins these rules on the pinned Bytewax.
 """
 
 from __future__ import annotations
@@ -281,16 +282,18 @@ def _thread_name() -> str | None:
 def this_worker() -> Worker | None:
     """The worker running this thread, or None when it is not known.
 
-    A thread that is not one of the engine's worker threads in a multi-worker run (the
-    main thread of a single worker, a command) is worker 0 of 1.
+    The main thread is worker 0 of 1 in a run of one worker (Bytewax runs it there);
+    anywhere else outside the engine's worker threads (a command listing partitions,
+    a test) nothing is known.
     """
     global _warned  # noqa: PLW0603 - warn once per process
     name = _thread_name()
     if name is None:
         return None
-    if not name.startswith(_THREAD_PREFIX):
-        return Worker(0, 1)
     cluster = _declared or _from_bytewax_run()
+    if not name.startswith(_THREAD_PREFIX):
+        single = cluster is not None and cluster.processes * cluster.workers_per_process == 1
+        return Worker(0, 1) if single else None
     local = int(name[len(_THREAD_PREFIX) :])
     if cluster is None or local >= cluster.workers_per_process:
         if not _warned:
@@ -310,12 +313,9 @@ def this_worker() -> Worker | None:
 def shard_on_worker(key: str, shards: int, worker_count: int) -> int | None:
     """The shard of source partition ``key`` among ``shards`` listed ``s`` on worker ``s mod W``.
 
-    The shards of ``key``'s reading worker ``w`` are ``w, w + W, …``; the key's target
-    number spreads a worker's partitions over them. None when that worker has no shard
-    (fewer shards than workers).
+    Shard ``w``, the first of ``key``'s reading worker ``w``: one shard a worker (its
+    shards run on one thread, so more would only add commits). None when that worker
+    has no shard (fewer shards than workers).
     """
     worker = state_worker(routing_key(key), worker_count)
-    owned = len(range(worker, shards, worker_count))
-    if owned == 0:
-        return None
-    return worker + worker_count * (_target(key) // worker_count % owned)
+    return worker if worker < shards else None
