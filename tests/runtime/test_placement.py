@@ -22,6 +22,7 @@ from typing import TypeVar
 
 import pyarrow as pa
 import pytest
+from bytewax.recovery import init_db_dir
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from tests.helpers import cluster_addresses
@@ -184,3 +185,49 @@ def test_a_run_of_one_worker_stages_every_partition_in_its_first_shard(
     declare_cluster(workers_per_process=1)
     keys = announce_listing([f"single:{p}" for p in range(6)])
     assert [route(k, 4) for k in keys] == [0] * 6
+
+
+def _run_rescale(root: Path, upto: int, *, workers: int, processes: int) -> list[dict[str, int]]:
+    spec = f"tests.runtime.rescale_flow:build_flow({str(root)!r}, {upto})"
+    recovery = ["-r", str(root / "recovery"), "-s", "0", "-b", "0"]
+    base = [sys.executable, "-m", "bytewax.run", spec, *recovery, "-w", str(workers)]
+    addresses = cluster_addresses(processes)
+    cmds = (
+        [base]
+        if processes == 1
+        else [[*base, "-i", str(i), "-a", addresses] for i in range(processes)]
+    )
+    for old in root.glob("crossings-*.json"):
+        old.unlink()
+    procs = [
+        subprocess.Popen(
+            cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+        for cmd in cmds
+    ]
+    errors = [proc.communicate(timeout=120)[1] for proc in procs]
+    for proc, err in zip(procs, errors, strict=True):
+        assert proc.returncode == 0, err[-3000:]
+    return [json.loads(p.read_text()) for p in sorted(root.glob("crossings-*.json"))]
+
+
+def _totals(root: Path) -> dict[str, int]:
+    totals: dict[str, int] = {}
+    for log in root.glob("totals-*.log"):
+        for line in log.read_text().splitlines():
+            key, total = line.split(" ")
+            totals[key] = max(totals.get(key, 0), int(total))
+    return totals
+
+
+@pytest.mark.slow
+def test_keyed_state_is_found_after_a_resume_at_another_worker_count(tmp_path: Path) -> None:
+    (tmp_path / "recovery").mkdir()
+    init_db_dir(tmp_path / "recovery", 2)
+    keys = [f"rescale:{p}" for p in range(6)]
+    runs = [(3, 1, 2), (6, 3, 1), (9, 1, 1)]  # (batches, workers, processes)
+    for upto, workers, processes in runs:
+        counts = _run_rescale(tmp_path, upto, workers=workers, processes=processes)
+        # Each partition's count goes on from the last run's: its state was found.
+        assert _totals(tmp_path) == dict.fromkeys(keys, 10 * upto)
+        assert sum(c["records_pickled"] + c["records_handed_over"] for c in counts) == 0

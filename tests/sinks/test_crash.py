@@ -40,9 +40,19 @@ OWN_KILLS = {"iceberg": "iceberg.after_commit:1", "postgres": "postgres.before_c
 """A sink's own point inside its commit, where it has one."""
 
 
-def flow_spec(target: SinkTarget, root: Path, shards: int = SHARDS, mode: str = "append") -> str:
+def flow_spec(
+    target: SinkTarget,
+    root: Path,
+    shards: int = SHARDS,
+    mode: str = "append",
+    *,
+    stateful: bool = False,
+) -> str:
     dsn = getattr(target, "dsn", getattr(target, "bootstrap", ""))
     schema = getattr(target, "schema", getattr(target, "topic", ""))
+    if stateful:  # dedup and windowed validation before the sink
+        args = f"{target.name!r}, {str(root)!r}, {dsn!r}, {schema!r}"
+        return f"tests.sinks.crash_flow:build_stateful_flow({args})"
     args = f"{target.name!r}, {str(root)!r}, {dsn!r}, {schema!r}, {shards}, {mode!r}"
     return f"tests.sinks.crash_flow:build_flow({args})"
 
@@ -56,14 +66,19 @@ def env_with(fault: str | None) -> dict[str, str]:
 
 
 def command(
-    target: SinkTarget, root: Path, *extra: str, shards: int = SHARDS, mode: str = "append"
+    target: SinkTarget,
+    root: Path,
+    *extra: str,
+    shards: int = SHARDS,
+    mode: str = "append",
+    stateful: bool = False,
 ) -> list[str]:
     recovery = root / "recovery"
     return [
         sys.executable,
         "-m",
         "bytewax.run",
-        flow_spec(target, root, shards, mode),
+        flow_spec(target, root, shards, mode, stateful=stateful),
         "-r",
         str(recovery),
         "-s",
@@ -173,12 +188,12 @@ def test_an_upsert_table_killed_after_its_commit_resumes_to_the_last_row_of_each
 
 
 def run_two_processes(
-    target: SinkTarget, root: Path, fault: str | None
+    target: SinkTarget, root: Path, fault: str | None, *, stateful: bool = False
 ) -> list[subprocess.Popen[str]]:
     addresses = cluster_addresses(2)
     procs = []
     for i in range(2):
-        cmd = command(target, root, "-i", str(i), "-a", addresses)
+        cmd = command(target, root, "-i", str(i), "-a", addresses, stateful=stateful)
         # Only process 1 is armed: it dies at the point; process 0 loses its peer.
         env = env_with(fault if i == 1 else None)
         procs.append(
@@ -204,6 +219,31 @@ def test_two_processes_killed_mid_stream_and_resumed_hold_every_record_once(
     assert armed.returncode == -signal.SIGKILL, (armed_err[-2000:], peer_err[-2000:])
     held = assert_no_record_twice(table_sink)
     procs = run_two_processes(table_sink, root, None)
+    errs = [p.communicate(timeout=120)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [e[-2000:] for e in errs]
+    assert assert_no_record_twice(table_sink) > held
+    assert table_sink.record_ids() == expected_ids(root)
+
+
+@pytest.mark.parametrize("table_sink", ["iceberg"], indirect=True)
+def test_two_processes_with_dedup_and_validation_killed_and_resumed_hold_every_record_once(
+    table_sink: SinkTarget, tmp_path: Path
+) -> None:
+    # dedup and validate keep their state on the worker reading each partition, so
+    # nothing crosses between the processes; a kill and a resume still land each once.
+    root = fresh_root(tmp_path)
+    armed, peer = run_two_processes(table_sink, root, "epoch_sink.after_commit:2", stateful=True)[
+        ::-1
+    ]
+    armed_err = armed.communicate(timeout=120)[1]
+    try:
+        peer_err = peer.communicate(timeout=20)[1]
+    except subprocess.TimeoutExpired:
+        peer.kill()
+        peer_err = peer.communicate()[1]
+    assert armed.returncode == -signal.SIGKILL, (armed_err[-2000:], peer_err[-2000:])
+    held = assert_no_record_twice(table_sink)
+    procs = run_two_processes(table_sink, root, None, stateful=True)
     errs = [p.communicate(timeout=120)[1] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [e[-2000:] for e in errs]
     assert assert_no_record_twice(table_sink) > held
