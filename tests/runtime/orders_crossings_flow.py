@@ -39,7 +39,7 @@ class _CountingSource(SampleOrdersSource):
             _read[0] += sum((b[1] if isinstance(b, tuple) else b).num_rows for b in batches)
             return batches
 
-        part.next_batch = next_batch
+        part.next_batch = next_batch  # type: ignore[method-assign]
         return part
 
 

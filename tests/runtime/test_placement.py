@@ -23,7 +23,7 @@ from typing import TypeVar
 import pyarrow as pa
 import pytest
 from bytewax.recovery import init_db_dir
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader, NumberDataPoint
 
 from tests.helpers import cluster_addresses
 from thalweg_bytewax.observability.metrics import Metrics
@@ -122,12 +122,13 @@ def test_stats_and_metrics_serve_the_crossings() -> None:
     data = reader.get_metrics_data()
     assert data is not None
     points = {
-        p.attributes["kind"]: p.value
+        dict(p.attributes or {})["kind"]: p.value
         for rm in data.resource_metrics
         for sm in rm.scope_metrics
         for m in sm.metrics
         if m.name == "thalweg_crossing_records_total"
         for p in m.data.data_points
+        if isinstance(p, NumberDataPoint)
     }
     assert points["pickled"] == crossings().records >= 1
 
