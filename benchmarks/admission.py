@@ -39,9 +39,8 @@ import os
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -155,9 +154,10 @@ def child(  # noqa: PLR0913 - one variant's settings
     batches = op.input("in", flow, FileSource(paths, schema=SCHEMA))
     op.output("slow", batches, SlowSink(seconds_per_row, shards))
     addresses = addresses or []
-    declare_cluster(
-        workers_per_process=workers, process_id=process, processes=max(len(addresses), 1)
-    )
+    if layout != "crossing":  # undeclared, Bytewax places the partitions: the file crosses
+        declare_cluster(
+            workers_per_process=workers, process_id=process, processes=max(len(addresses), 1)
+        )
     started = time.perf_counter()
     cluster_main(flow, addresses, process, worker_count_per_proc=workers)
     return {
@@ -263,8 +263,7 @@ def main() -> None:
     print(json.dumps(measure(args.rows, variants, shape, args.slowdown, args.budget)))
 
 
-@dataclass(frozen=True)
-class Shape:
+class Shape(NamedTuple):
     """The cluster and the file layout a run measures."""
 
     workers: int = 2
