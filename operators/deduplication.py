@@ -153,8 +153,9 @@ def dedup(
 ) -> KeyedStream[pa.RecordBatch]:
     """Pass each record once per window; later copies are dropped.
 
-    Keyed Bytewax state per stream key (the source partition), so the seen keys survive
-    recovery: after a resume, replayed records that were already emitted are dropped and
+    Keyed Bytewax state per stream key (the source partition, kept under its routing key
+    on the worker that reads it: docs/scaling.md), so the seen keys survive recovery,
+    at any worker count: after a resume, replayed records that were already emitted are dropped and
     no unique record is lost. Memory holds the keys of one window per key. In-batch
     duplicates are found columnar; only each batch's distinct keys touch the state.
 

@@ -317,7 +317,8 @@ def validate(
     :class:`~thalweg_bytewax.connectors.rules.RuleRegistrySink` so that every rule
     version can be resolved.
     All rules evaluate vectorised. A ``unique`` rule with a ``window`` keeps the seen
-    values in Bytewax keyed state per stream key, so it survives recovery.
+    values in Bytewax keyed state per stream key (under its routing key, on the worker
+    that reads the partition: docs/scaling.md), so it survives recovery.
 
     ```python
     import thalweg_bytewax.operators as twg
