@@ -27,7 +27,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader, NumberDataPoi
 
 from tests.helpers import cluster_addresses
 from thalweg_bytewax.observability.metrics import Metrics
-from thalweg_bytewax.runtime import parts, placement
+from thalweg_bytewax.runtime import placement
 from thalweg_bytewax.runtime.crossings import crossings
 from thalweg_bytewax.runtime.parts import announce_listing, listed_on_this_worker, route
 from thalweg_bytewax.runtime.placement import (
@@ -44,6 +44,7 @@ T = TypeVar("T")
 @pytest.fixture
 def three_workers(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(placement, "_declared", None)
+    monkeypatch.setattr(placement, "_run_size", 0)
     declare_cluster(workers_per_process=3)
     yield
 
@@ -182,7 +183,7 @@ def test_a_run_of_one_worker_stages_every_partition_in_its_first_shard(
 ) -> None:
     # One shard a worker: an Iceberg or PostgreSQL sink commits once an epoch.
     monkeypatch.setattr(placement, "_declared", None)
-    monkeypatch.setattr(parts, "_workers", 0)
+    monkeypatch.setattr(placement, "_run_size", 0)
     declare_cluster(workers_per_process=1)
     keys = announce_listing([f"single:{p}" for p in range(6)])
     assert [route(k, 4) for k in keys] == [0] * 6

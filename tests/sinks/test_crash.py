@@ -134,18 +134,18 @@ def test_killed_at_each_fault_point_and_resumed_holds_every_record_once(
 def test_partitions_moving_to_other_shards_between_killed_runs_land_once(
     table_sink: SinkTarget, tmp_path: Path
 ) -> None:
-    # Each run changes the shard count, so source partitions move to shards that have
-    # no resume state for them (as when a topic gains partitions, which moves the
-    # sorted index of others): the new owner must learn what the target holds.
+    # Each run changes the worker count, so source partitions move to shards that have
+    # no resume state for them (a partition goes to the shard of the worker reading
+    # it): the new owner must learn what the target holds.
     root = fresh_root(tmp_path)
-    runs = [(2, "epoch_sink.after_commit:7"), (3, "epoch_sink.after_commit:4"), (4, None)]
-    for shards, fault in runs:
-        cmd = command(table_sink, root, shards=shards)
+    runs = [(1, "epoch_sink.after_commit:7"), (2, "epoch_sink.after_commit:4"), (3, None)]
+    for workers, fault in runs:
+        cmd = command(table_sink, root, "-w", str(workers), shards=4)
         done = subprocess.run(
             cmd, env=env_with(fault), cwd=ROOT, capture_output=True, text=True, timeout=120
         )
         expected_code = -signal.SIGKILL if fault else 0
-        assert done.returncode == expected_code, (shards, fault, done.stderr[-3000:])
+        assert done.returncode == expected_code, (workers, fault, done.stderr[-3000:])
         assert_no_record_twice(table_sink)
     assert table_sink.record_ids() == expected_ids(root)
 

@@ -165,13 +165,13 @@ def _recover(args: argparse.Namespace) -> int:
         source.progress = progress.update
         from bytewax.run import cli_main
 
-        from thalweg_bytewax.runtime.placement import declare_cluster
+        from thalweg_bytewax.runtime.placement import cluster_declared
 
         epoch = timedelta(seconds=args.epoch_s)
-        declare_cluster(workers_per_process=args.workers or 1)
-        cli_main(  # type: ignore[no-untyped-call]  # bytewax.run is untyped
-            flow, workers_per_process=args.workers, epoch_interval=epoch
-        )
+        with cluster_declared(workers_per_process=args.workers or 1):
+            cli_main(  # type: ignore[no-untyped-call]  # bytewax.run is untyped
+                flow, workers_per_process=args.workers, epoch_interval=epoch
+            )
     # Report what the sink now holds (its coverage in the store), not what was planned.
     outcome = recovery_outcome(plan, store, holes=holes)
     print(f"sink `{sink_id}`: recovered {outcome.recovered_offsets:,} offsets")

@@ -28,7 +28,9 @@ from collections.abc import Sequence
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.runtime import crossings as _crossings  # noqa: F401 - counts pickled batches
 from thalweg_bytewax.runtime.placement import (
+    note_run_size,
     routing_key,
+    run_size,
     shard_on_worker,
     state_worker,
     this_worker,
@@ -45,9 +47,6 @@ __all__ = [
 
 _LISTED: dict[str, int] = {}
 """Each announced partition key's index in the sorted listing that announced it last."""
-
-_workers = 0
-"""The run's worker count once a worker of known size listed partitions (0: unknown)."""
 
 
 def encode_part(topic: str, partition: int) -> str:
@@ -92,8 +91,7 @@ def announce_listing(keys: Sequence[str]) -> list[str]:
     worker = this_worker()
     if worker is None:
         return listing
-    global _workers  # noqa: PLW0603 - the run's size, the same for every worker
-    _workers = worker.count
+    note_run_size(worker.count)
     if worker.count == 1:
         return listing
     return [k for k in listing if state_worker(routing_key(k), worker.count) == worker.index]
@@ -107,8 +105,7 @@ def listed_on_this_worker(names: Sequence[str]) -> list[str]:
     worker = this_worker()
     if worker is None:
         return list(names)
-    global _workers  # noqa: PLW0603 - the run's size, the same for every worker
-    _workers = worker.count
+    note_run_size(worker.count)
     if worker.count == 1:
         return list(names)
     return [name for s, name in enumerate(names) if s % worker.count == worker.index]
@@ -131,8 +128,9 @@ def route(key: str, n: int) -> int:
     index = _LISTED.get(key)
     if index is None:
         return stable_route(key, n)
-    if _workers:
-        shard = shard_on_worker(key, n, _workers)
+    workers = run_size()
+    if workers:
+        shard = shard_on_worker(key, n, workers)
         if shard is not None:
             return shard
     return index % n

@@ -44,6 +44,8 @@ import logging
 import sys
 import threading
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,9 +53,11 @@ import numpy as np
 __all__ = [
     "BALANCE_MODULUS",
     "Worker",
+    "cluster_declared",
     "declare_cluster",
     "partition_of_routing_key",
     "routing_key",
+    "run_size",
     "shard_on_worker",
     "siphash13",
     "state_worker",
@@ -232,6 +236,19 @@ class _Cluster:
 
 _declared: _Cluster | None = None
 _warned = False
+_run_size = 0
+"""The worker count of the run a worker of known size listed partitions for (0: none)."""
+
+
+def run_size() -> int:
+    """The worker count of this process's run, once a worker of it listed partitions (else 0)."""
+    return _run_size
+
+
+def note_run_size(workers: int) -> None:
+    """A worker of a run of ``workers`` workers listed partitions (the same for all)."""
+    global _run_size  # noqa: PLW0603 - one run at a time per process
+    _run_size = workers
 
 
 def declare_cluster(
@@ -251,6 +268,23 @@ def declare_cluster(
     """
     global _declared  # noqa: PLW0603 - one cluster per process
     _declared = _Cluster(process_id or 0, max(processes, 1), max(workers_per_process, 1))
+
+
+@contextmanager
+def cluster_declared(
+    *, workers_per_process: int = 1, process_id: int | None = None, processes: int = 1
+) -> Iterator[None]:
+    """:func:`declare_cluster` for one run: the declaration ends with the block."""
+    global _declared, _run_size  # noqa: PLW0603 - one cluster per process
+    previous = _declared
+    declare_cluster(
+        workers_per_process=workers_per_process, process_id=process_id, processes=processes
+    )
+    try:
+        yield
+    finally:
+        _declared = previous
+        _run_size = 0
 
 
 def _from_bytewax_run() -> _Cluster | None:
