@@ -105,7 +105,7 @@ def _moved_keys(root: Path) -> set[str]:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("workers", "processes", "partitions", "shards"),
-    [(2, 1, 6, 4), (1, 2, 5, 2), (2, 2, 9, 8), (3, 1, 7, 16), (2, 1, 6, 3)],
+    [(2, 1, 6, 4), (1, 2, 5, 2), (2, 2, 9, 8), (3, 1, 20, 16), (2, 1, 6, 3)],
     ids=["w2", "2p", "2p-w2", "w3-16-shards", "w2-3-shards"],
 )
 def test_no_batch_changes_worker_for_any_worker_count_up_to_the_shards(
