@@ -2,27 +2,11 @@
 
 from setuptools import Extension, find_packages, setup
 
-# The repository's top-level `connectors/` and `operators/` are installed inside the
-# package, as thalweg_bytewax.connectors and thalweg_bytewax.operators.
-MAPPED = ("connectors", "operators")
-
-
-def packages() -> list[str]:
-    """Every package of the distribution, found, never listed by hand.
-
-    `flows/` (the examples of a checkout) is not one: a top-level `flows` package in
-    site-packages would shadow a user's own.
-    """
-    found = find_packages(include=["thalweg_bytewax", "thalweg_bytewax.*"])
-    for folder in MAPPED:
-        found += [f"thalweg_bytewax.{folder}"]
-        found += [f"thalweg_bytewax.{folder}.{sub}" for sub in find_packages(folder)]
-    return found
-
-
 setup(
-    packages=packages(),
-    package_dir={f"thalweg_bytewax.{folder}": folder for folder in MAPPED},
+    # Every package of the distribution, found, never listed by hand. `flows/` (the
+    # examples of a checkout) is not one: a top-level `flows` package in site-packages
+    # would shadow a user's own.
+    packages=find_packages(include=["thalweg_bytewax", "thalweg_bytewax.*"]),
     ext_modules=[
         # Optional: without a C compiler the JSON codec falls back to pyarrow.json
         # (slower) and says so in a warning.
@@ -57,5 +41,5 @@ setup(
             ["thalweg_bytewax/contracts/_native.c"],
             optional=True,
         ),
-    ]
+    ],
 )

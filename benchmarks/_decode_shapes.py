@@ -104,7 +104,7 @@ class Shape:
         """``n`` records of this shape."""
         if self.name == "plain":
             return plain_orders(n, seed=seed)
-        from thalweg_bytewax.samples import sample_orders
+        from thalweg_bytewax.dev.samples import sample_orders
 
         return sample_orders(n, seed=seed)
 
@@ -164,6 +164,6 @@ def shape(name: str) -> Shape:
     """The shape called ``name`` (the sample one imports thalweg only when asked for)."""
     if name == "plain":
         return Shape("plain", PLAIN_AVRO_SCHEMA, PLAIN_SCHEMA_ID, PLAIN_JSON_SCHEMA)
-    from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA, ORDER_JSON_SCHEMA, ORDER_SCHEMA_ID
+    from thalweg_bytewax.dev.samples import ORDER_AVRO_SCHEMA, ORDER_JSON_SCHEMA, ORDER_SCHEMA_ID
 
     return Shape("sample", ORDER_AVRO_SCHEMA, ORDER_SCHEMA_ID, ORDER_JSON_SCHEMA)

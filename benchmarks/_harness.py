@@ -59,7 +59,8 @@ def broker(bootstrap: str) -> Iterator[str]:
         import tempfile
         from pathlib import Path
 
-        from thalweg_bytewax._apache_kafka import ApacheKafka, default_cache_dir, fetch_jars
+        from thalweg_bytewax.dev._apache_kafka import ApacheKafka
+        from thalweg_bytewax.dev._kafka_jars import default_cache_dir, fetch_jars
 
         jars = fetch_jars(default_cache_dir())
         with tempfile.TemporaryDirectory() as home, ApacheKafka(jars, Path(home)) as kafka:

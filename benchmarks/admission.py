@@ -50,7 +50,7 @@ from _harness import peak_rss_mb  # noqa: E402
 from typing_extensions import override  # noqa: E402
 
 from thalweg_bytewax.coverage import OffsetCoverage  # noqa: E402
-from thalweg_bytewax.metadata import DEFAULT_COLUMNS  # noqa: E402
+from thalweg_bytewax.records.metadata import DEFAULT_COLUMNS  # noqa: E402
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState  # noqa: E402
 from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink  # noqa: E402
 

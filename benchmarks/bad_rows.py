@@ -7,7 +7,7 @@ Usage::
 A flood of bad records (a broken upstream deploy) must not stall a flow: the goal is
 that a batch of only bad records decodes within 5x of the clean rate. For each codec
 (Avro, Protobuf, JSON) and two shapes, the nested sample order
-(:mod:`thalweg_bytewax.samples`) and a plain record of eight scalars, it times
+(:mod:`thalweg_bytewax.dev.samples`) and a plain record of eight scalars, it times
 ``decode_batch`` over ``pa.BinaryArray`` batches of:
 
 * ``clean`` — every record good (the baseline of the same run);
@@ -45,7 +45,7 @@ import pyarrow as pa
 from _harness import peak_rss_mb  # noqa: E402
 
 from thalweg_bytewax.codecs.framing import encode_confluent
-from thalweg_bytewax.samples import (
+from thalweg_bytewax.dev.samples import (
     ORDER_AVRO_SCHEMA,
     ORDER_JSON_SCHEMA,
     encode_order_avro,
@@ -192,11 +192,8 @@ def protobuf_case(shape: str, n: int) -> Case:
     from google.protobuf import descriptor_pool, message_factory
 
     from thalweg_bytewax.codecs.protobuf import ProtobufCodec
+    from thalweg_bytewax.dev.samples import order_file_descriptor_proto, order_to_proto
     from thalweg_bytewax.registry import registry_client
-    from thalweg_bytewax.samples import (
-        order_file_descriptor_proto,
-        order_to_proto,
-    )
 
     url = f"mock://bench-bad-rows-protobuf-{shape}"
     client = registry_client(url)

@@ -45,8 +45,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import peak_rss_mb, run_child  # noqa: E402
 
 from thalweg_bytewax.contracts import ContractMode, Rule, RuleSet  # noqa: E402
-from thalweg_bytewax.metadata import MetadataColumns  # noqa: E402
-from thalweg_bytewax.samples import sample_orders  # noqa: E402
+from thalweg_bytewax.dev.samples import sample_orders  # noqa: E402
+from thalweg_bytewax.records.metadata import MetadataColumns  # noqa: E402
 
 COLS = MetadataColumns()
 UUID = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"

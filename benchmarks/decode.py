@@ -4,7 +4,7 @@ Usage::
 
     python benchmarks/decode.py [--records 100000] [--batch 10000] [--codec avro ...]
 
-Each case encodes the same deterministic sample orders (thalweg_bytewax.samples), then
+Each case encodes the same deterministic sample orders (thalweg_bytewax.dev.samples), then
 times, in this process:
 
 * ``baseline`` — the per-record path users write today, then ``pa.Table.from_pylist``
@@ -39,7 +39,7 @@ import fastavro
 import pyarrow as pa
 from _harness import peak_rss_mb  # noqa: E402
 
-from thalweg_bytewax.samples import (
+from thalweg_bytewax.dev.samples import (
     ORDER_AVRO_SCHEMA,
     ORDER_JSON_SCHEMA,
     encode_order_avro,
@@ -100,7 +100,7 @@ def protobuf_case(n: int, batch: int) -> tuple[pa.Array, dict[str, Runner]]:
     from google.protobuf.json_format import MessageToDict
 
     from thalweg_bytewax.codecs.protobuf import ProtobufCodec
-    from thalweg_bytewax.samples import (
+    from thalweg_bytewax.dev.samples import (
         ORDER_MESSAGE_TYPE,
         encode_order_proto,
         order_descriptor_set,

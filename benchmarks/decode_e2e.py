@@ -473,7 +473,7 @@ def _byte_compile() -> None:
     import compileall
 
     root = Path(__file__).resolve().parent.parent
-    for package in ("thalweg_bytewax", "connectors", "operators", "flows", "benchmarks"):
+    for package in ("thalweg_bytewax", "flows", "benchmarks"):
         if not compileall.compile_dir(root / package, quiet=1):
             raise SystemExit(f"byte-compiling {root / package} failed")
 

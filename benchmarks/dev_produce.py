@@ -17,7 +17,7 @@ from functools import partial
 
 from confluent_kafka import Producer
 
-from thalweg_bytewax.samples import encode_order_avro, order_key, sample_orders
+from thalweg_bytewax.dev.samples import encode_order_avro, order_key, sample_orders
 from thalweg_bytewax.testing import MockCluster, produce_sample_orders
 
 

@@ -4,7 +4,7 @@ Usage::
 
     python benchmarks/encode.py [--records 100000] [--batch 10000] [--codec avro ...]
 
-Each case decodes the same deterministic sample orders (thalweg_bytewax.samples) into
+Each case decodes the same deterministic sample orders (thalweg_bytewax.dev.samples) into
 Arrow batches — what a sink receives — then times, in this process, on those batches:
 
 * ``encode_batch`` — the encoder (Confluent framing, schema registered in a ``mock://``
@@ -42,8 +42,7 @@ from thalweg_bytewax.codecs import (
     ProtobufCodec,
     ProtobufEncoder,
 )
-from thalweg_bytewax.registry import registry_client
-from thalweg_bytewax.samples import (
+from thalweg_bytewax.dev.samples import (
     ORDER_AVRO_SCHEMA,
     ORDER_JSON_SCHEMA,
     ORDER_MESSAGE_TYPE,
@@ -55,6 +54,7 @@ from thalweg_bytewax.samples import (
     order_to_proto,
     sample_orders,
 )
+from thalweg_bytewax.registry import registry_client
 
 Runner = Callable[[], int]
 _CTX = SerializationContext("orders", MessageField.VALUE)

@@ -401,8 +401,8 @@ def main() -> None:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+    from thalweg_bytewax.dev.samples import encode_order_avro, order_key, sample_orders
     from thalweg_bytewax.observability import KafkaHeadersSetter
-    from thalweg_bytewax.samples import encode_order_avro, order_key, sample_orders
     from thalweg_bytewax.testing import produce
 
     with broker(args.bootstrap) as bootstrap:

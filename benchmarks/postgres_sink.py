@@ -50,7 +50,7 @@ def make_batches(rows: int) -> Iterator[tuple[str, pa.RecordBatch]]:
 
     Generated lazily, so the input never sits in memory whole: peak RSS is the loader's.
     """
-    from thalweg_bytewax.metadata import DEFAULT_COLUMNS as C  # noqa: N811
+    from thalweg_bytewax.records.metadata import DEFAULT_COLUMNS as C  # noqa: N811
 
     rng = np.random.default_rng(7)
     next_offset = [0] * PARTITIONS

@@ -267,8 +267,8 @@ def _flow(
         return flow
     import thalweg_bytewax.operators as twg
     from thalweg_bytewax.codecs import AvroCodec
+    from thalweg_bytewax.dev.samples import ORDER_AVRO_SCHEMA, ORDER_SCHEMA_ID
     from thalweg_bytewax.registry import DirectorySchemaSource
-    from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA, ORDER_SCHEMA_ID
 
     schemas = lane / ".schemas"
     schemas.mkdir()

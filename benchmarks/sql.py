@@ -28,9 +28,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from thalweg_bytewax.metadata import DEFAULT_COLUMNS as C
-from thalweg_bytewax.sqlengine import SqlSession
-from thalweg_bytewax.sqlnode import SqlNode
+from thalweg_bytewax.records import DEFAULT_COLUMNS as C
+from thalweg_bytewax.sql.engine import SqlSession
+from thalweg_bytewax.sql.node import SqlNode
 
 QUERY = (
     "SELECT order_id, customer, amount * 1.2 AS gross, status "

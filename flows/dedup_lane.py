@@ -57,12 +57,13 @@ from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.connectors.rules import RuleRegistrySink
 from thalweg_bytewax.contracts import ContractSpec, load_contract
 from thalweg_bytewax.dev._generated import GeneratedPartition
+from thalweg_bytewax.dev.samples import encode_order_avro, sample_order
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.flows import ORDERS_CONTRACT
-from thalweg_bytewax.metadata import MetadataColumns, record_ids
-from thalweg_bytewax.record import KeyedBatch
+from thalweg_bytewax.records.ids import record_ids
+from thalweg_bytewax.records.metadata import MetadataColumns
+from thalweg_bytewax.records.model import KeyedBatch
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
-from thalweg_bytewax.samples import encode_order_avro, sample_order
 
 __all__ = [
     "DedupLaneSettings",

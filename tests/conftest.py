@@ -13,6 +13,7 @@ pytest_plugins = [
     "tests.fixtures.iceberg",
     "tests.fixtures.kafka",
     "tests.fixtures.postgres",
+    "tests.fixtures.processes",
     "tests.fixtures.proxy",
 ]
 
@@ -73,7 +74,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """One line CI logs show: how many tests ran on Apache Kafka, and how many skipped."""
-    from thalweg_bytewax._apache_kafka import KAFKA_VERSION
+    from thalweg_bytewax.dev._kafka_jars import KAFKA_VERSION
 
     if not APACHE_OUTCOMES:
         return

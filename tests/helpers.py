@@ -20,14 +20,10 @@ from bytewax.recovery import RecoveryConfig
 from bytewax.testing import TestingSink, TestingSource, run_main
 
 from tests.fixtures.flows import EntryPoint
-from thalweg_bytewax.dlq import Rejected
-from thalweg_bytewax.metadata import MetadataColumns
-from thalweg_bytewax.record import (
-    Locator,
-    RawRecord,
-    raw_batch_from_columns,
-    raw_batch_from_records,
-)
+from thalweg_bytewax.lanes.dlq import Rejected
+from thalweg_bytewax.records.batches import raw_batch_from_columns, raw_batch_from_records
+from thalweg_bytewax.records.metadata import MetadataColumns
+from thalweg_bytewax.records.model import Locator, RawRecord
 
 __all__ = [
     "HttpGet",

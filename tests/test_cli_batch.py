@@ -11,14 +11,15 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from flows.orders import SCHEMA_DIR
 from thalweg_bytewax.codecs import AvroCodec
 from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
 from thalweg_bytewax.dev._orders_sample import sample_order_at
+from thalweg_bytewax.dev.samples import encode_order_avro
 from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.registry import DirectorySchemaSource
-from thalweg_bytewax.samples import encode_order_avro
 
 REPO = Path(__file__).resolve().parents[1]
 ROWS = 1_100  # per file; order 250 of every thousand breaks the contract
@@ -79,6 +80,7 @@ def _rejected(lines: list[str]) -> Counter[str]:
     return Counter({r: int(n.replace(",", "")) for r, n in (p.split(" ") for p in by.split(", "))})
 
 
+@pytest.mark.slow
 def test_the_batch_summary_prints_the_rows_each_sink_landed(tmp_path: Path) -> None:
     files, data = tmp_path / "files", tmp_path / "data"
     files.mkdir()

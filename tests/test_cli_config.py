@@ -6,6 +6,8 @@ import json
 import logging
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -135,7 +137,7 @@ def test_init_writes_a_pipeline_starter_by_default(
     for name in [n for n in os.environ if n.startswith("THALWEG_")]:
         monkeypatch.delenv(name)
     code, out, _ = run(capsys, "init")
-    assert code == 0 and "python -m bytewax.run flows.pipeline" in out
+    assert code == 0 and "THALWEG_CONFIG=pipeline.toml thalweg run pipeline" in out
     text = (tmp_path / "pipeline.toml").read_text()
     assert "`pipeline`" in text and "[source]" in text and '# kind = "sample"' in text
     # The tables of many are there as commented examples, keys as the file spells them.
@@ -179,6 +181,26 @@ def test_orders_settings_files_still_validate_as_orders_settings(
     assert '# topic = "orders"' in (tmp_path / "orders.toml").read_text()
     code, out, _ = run(capsys, "config", "validate", "orders.toml")
     assert code == 0 and "valid `flows.orders` settings" in out
+
+
+@pytest.mark.slow
+def test_an_orders_settings_file_validates_outside_a_checkout(tmp_path: Path) -> None:
+    # An installation has no top-level `flows`: the default model is the bundled flow's.
+    (tmp_path / "orders.toml").write_text('topic = "payments"\nsample_orders = 10\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("THALWEG_")}
+    env.pop("PYTHONPATH", None)
+    thalweg = Path(sys.executable).with_name("thalweg")
+    done = subprocess.run(
+        [str(thalweg), "config", "validate", "orders.toml"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "`orders.toml`: valid `flows.orders` settings" in done.stdout
 
 
 def test_a_bad_model_or_override_is_a_config_error(

@@ -10,7 +10,7 @@ from confluent_kafka import Producer
 
 from thalweg_bytewax.cli import main
 from thalweg_bytewax.coverage import OffsetCoverage
-from thalweg_bytewax.coverage_store import SqliteCoverageStore
+from thalweg_bytewax.coverage.store import SqliteCoverageStore
 
 
 def filled(tmp_path: Path) -> Path:

@@ -10,7 +10,7 @@ import pytest
 
 from thalweg_bytewax.cli import main
 from thalweg_bytewax.coverage import OffsetCoverage
-from thalweg_bytewax.coverage_store import SqliteCoverageStore
+from thalweg_bytewax.coverage.store import SqliteCoverageStore
 
 SVG = "{http://www.w3.org/2000/svg}"
 

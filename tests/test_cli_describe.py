@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import bytewax.operators as op
+import pytest
 from bytewax.dataflow import Dataflow
 from bytewax.testing import TestingSink, TestingSource
 
@@ -61,6 +62,7 @@ def test_a_module_without_a_flow_is_named(capsys):
     assert "expected a `Dataflow`" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_orders_doc_holds_the_diagram_the_command_draws():
     env = {k: v for k, v in os.environ.items() if not k.startswith("THALWEG_")}
     drawn = subprocess.run(

@@ -15,9 +15,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from thalweg_bytewax.cli import main
 from thalweg_bytewax.codecs import AvroCodec, JsonCodec, ProtobufCodec
-from thalweg_bytewax.metadata import MetadataColumns
-from thalweg_bytewax.registry import registry_client
-from thalweg_bytewax.samples import (
+from thalweg_bytewax.dev.samples import (
     ORDER_AVRO_SCHEMA,
     ORDER_MESSAGE_TYPE,
     order_descriptor_set,
@@ -25,6 +23,8 @@ from thalweg_bytewax.samples import (
     order_to_proto,
     sample_orders,
 )
+from thalweg_bytewax.records.metadata import MetadataColumns
+from thalweg_bytewax.registry import registry_client
 
 COLS = MetadataColumns()
 JSON_SCHEMA = {
@@ -153,6 +153,7 @@ def test_errors_print_thalweg_prefix_and_exit_2(capsys, tmp_path, args, message)
     assert out == ""
 
 
+@pytest.mark.slow
 def test_console_entry_point(avsc):
     out = subprocess.run(
         [

@@ -8,13 +8,14 @@ import sys
 from pathlib import Path
 
 import bytewax.operators as op
+import pytest
 from bytewax.dataflow import Dataflow
 from bytewax.testing import TestingSource, run_main
 
 from thalweg_bytewax.cli import main
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.lanes import lane_stats
-from thalweg_bytewax.record import raw_batch_from_columns
+from thalweg_bytewax.records.batches import raw_batch_from_columns
 
 
 def write_lane(path: Path, offsets: dict[int, list[int]]) -> None:
@@ -77,6 +78,7 @@ def test_produce_refuses_a_stale_address(tmp_path: Path, capsys) -> None:
     assert f"no broker answers at `127.0.0.1:{port}`" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_broker_publishes_its_address_and_produce_finds_it(tmp_path: Path) -> None:
     thalweg = [sys.executable, "-m", "thalweg_bytewax.cli"]
     broker = subprocess.Popen(

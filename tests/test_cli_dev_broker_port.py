@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from thalweg_bytewax.cli import main
@@ -42,6 +43,7 @@ def _count(bootstrap: str, topic: str) -> int:
         consumer.close()
 
 
+@pytest.mark.slow
 def test_clients_bootstrap_on_the_chosen_port(tmp_path: Path) -> None:
     port = _free_port()
     broker = subprocess.Popen(

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from thalweg_bytewax.cli import main
 from thalweg_bytewax.dev._orders_sample import SampleOrdersSource, sample_payload_at
-from thalweg_bytewax.samples import (
+from thalweg_bytewax.dev.samples import (
     encode_order_avro,
     order_key,
     sample_order_at,

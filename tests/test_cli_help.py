@@ -53,3 +53,21 @@ def test_a_bad_argument_exits_2(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["dev", "produce", "--count", "many"])
     assert exit_.value.code == 2
+
+
+def test_the_reference_lists_every_command_and_option_as_the_parser_has_them():
+    import re
+
+    from thalweg_bytewax.cli import _parser
+    from thalweg_bytewax.cli._reference import render_cli_reference
+
+    docs = (REPO / "docs" / "cli.md").read_text()
+    block = re.search(r"<!-- cli-reference -->\n(.*?)<!-- /cli-reference -->", docs, re.S)
+    assert block is not None
+    generated = render_cli_reference(_parser())
+    assert block.group(1) == generated, "regenerate it with render_cli_reference(_parser())"
+    for command in ("run", "cluster", "query", "dev broker", "config secrets", "proto bundle"):
+        assert f"### `thalweg {command}`" in generated
+    # every argument says what it is for
+    undocumented = [row for row in generated.splitlines() if row.startswith("| `") and row.endswith("|  |")]
+    assert not undocumented, undocumented

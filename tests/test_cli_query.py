@@ -18,7 +18,7 @@ from flows.orders import OrdersSettings, build_flow
 from thalweg_bytewax.cli import EXIT_OK, EXIT_USAGE, main
 from thalweg_bytewax.cli._lake import lane_files, open_lake
 from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
-from thalweg_bytewax.dlq import read_dlq
+from thalweg_bytewax.lanes.dlq import read_dlq
 
 N = 1_000
 
@@ -141,6 +141,19 @@ def test_csv_prints_every_row(data_dir, capsys):
     assert len(lines) == N + 1  # a header, then every row (more than the table shows)
 
 
+def test_json_lines_stay_valid_json_with_nan_and_infinities(data_dir, capsys):
+    assert main(["query", "--format", "json", "--data-dir", str(data_dir),
+                 "select 'nan'::double as n, 'inf'::double as p, ['-inf'::double, 1.5] as l"]) == EXIT_OK  # fmt: skip
+    line = capsys.readouterr().out.strip()
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"not JSON: {constant} in {line}")
+
+    assert json.loads(line, parse_constant=refuse) == {
+        "n": "NaN", "p": "Infinity", "l": ["-Infinity", 1.5]
+    }  # fmt: skip
+
+
 def test_csv_writes_lists_as_json(data_dir, capsys):
     argv = ["query", "--format", "csv", "--data-dir", str(data_dir)]
     assert main([*argv, "select rules from dlq where reason = 'dq' limit 1"]) == EXIT_OK
@@ -224,6 +237,7 @@ def test_a_lane_whose_files_are_gone_reads_as_no_rows_of_its_schema(data_dir, tm
     assert rows == [{"n": 0, "r": 0, "m": 0}]
 
 
+@pytest.mark.slow
 def test_a_query_over_lanes_alone_does_not_open_the_iceberg_catalog(data_dir):
     """Listing the tables reads the catalog's SQLite file; pyiceberg loads for a table only."""
     probe = (

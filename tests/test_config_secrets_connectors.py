@@ -18,7 +18,7 @@ import pytest
 from thalweg_bytewax.connectors.files import FileSource
 from thalweg_bytewax.connectors.kafka import KafkaSink, KafkaSource
 from thalweg_bytewax.pipeline import PipelineConfig
-from thalweg_bytewax.pipeline.build import _sink, pipeline_source
+from thalweg_bytewax.pipeline._endpoints import build_sink, pipeline_source
 
 KAFKA_SECRETS = {
     "sasl.password": "kafkaPw1Zq",
@@ -94,7 +94,7 @@ def test_built_connectors_print_no_credential(
     caplog.set_level(logging.DEBUG)
     config = _config(source).model_copy(update={"data_dir": tmp_path})
     built: list[object] = [pipeline_source(config)]
-    built += [_sink(step, sink, config, tmp_path) for step, sink in config.sinks.items()]
+    built += [build_sink(step, sink, config, tmp_path) for step, sink in config.sinks.items()]
     assert len(built) == 1 + len(config.sinks)
     assert "ssl.keystore.password" in str(config.sinks["topic"].librdkafka)
     printed = " ".join(_printed(obj) for obj in built)
@@ -105,7 +105,7 @@ def test_built_connectors_print_no_credential(
 def test_the_secrets_reach_the_clients(tmp_path: Path) -> None:
     """Typed as secrets, the librdkafka credentials still reach the client resolved."""
     config = _config(KAFKA_SOURCE)
-    sink = _sink("topic", config.sinks["topic"], config, tmp_path)
+    sink = build_sink("topic", config.sinks["topic"], config, tmp_path)
     assert isinstance(sink, KafkaSink)
     producer = sink.producer_config("topic", 0)
     assert {k: producer[k] for k in KAFKA_SECRETS} == KAFKA_SECRETS

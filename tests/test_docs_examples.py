@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from bytewax.testing import run_main
 
 from thalweg_bytewax.testing import produce_sample_orders
@@ -15,6 +16,7 @@ from thalweg_bytewax.testing import produce_sample_orders
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_raw_lane_and_read_lane_examples(
     kafka_bootstrap: str, make_topic, tmp_path: Path, monkeypatch
 ) -> None:
@@ -40,6 +42,7 @@ def test_raw_lane_and_read_lane_examples(
     assert all(line.split()[0] == topic for line in per_partition)
 
 
+@pytest.mark.slow
 def test_an_example_with_a_bad_setting_names_the_variable(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("THALWEG_")}
     out = subprocess.run(
@@ -53,6 +56,7 @@ def test_an_example_with_a_bad_setting_names_the_variable(tmp_path: Path) -> Non
     assert "ConfigError: `docs.examples.raw_lane` settings: `THALWEG_TAIL`" in out.stderr
 
 
+@pytest.mark.slow
 def test_json_decode_example() -> None:
     out = subprocess.run(
         [sys.executable, str(ROOT / "docs/examples/json_decode.py")],
@@ -66,6 +70,7 @@ def test_json_decode_example() -> None:
     assert lines[2].startswith("4 malformed json payload is malformed")
 
 
+@pytest.mark.slow
 def test_to_batches_example_lands_rows_of_a_stock_source_in_a_parquet_lane(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("THALWEG_")}
     out = subprocess.run(
@@ -81,6 +86,7 @@ def test_to_batches_example_lands_rows_of_a_stock_source_in_a_parquet_lane(tmp_p
     assert "does not fit the schema: Could not convert 'three'" in lines[1]
 
 
+@pytest.mark.slow
 def test_sql_dag_example_runs_a_shared_node_once_and_fills_interior_and_leaf_lanes(
     tmp_path: Path,
 ) -> None:
@@ -100,6 +106,7 @@ def test_sql_dag_example_runs_a_shared_node_once_and_fills_interior_and_leaf_lan
     ]
 
 
+@pytest.mark.slow
 def test_windows_example_prints_revenue_per_minute_and_one_late_order() -> None:
     out = subprocess.run(
         [sys.executable, str(ROOT / "docs/examples/windows.py")],
@@ -116,6 +123,7 @@ def test_windows_example_prints_revenue_per_minute_and_one_late_order() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_sql_unnest_example(tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, str(ROOT / "docs/examples/sql_unnest.py")],
@@ -128,6 +136,7 @@ def test_sql_unnest_example(tmp_path: Path) -> None:
     assert out.stdout.splitlines() == ["0 0 0 a 5", "1 40 0 b 14", "1 40 1 b 14"]
 
 
+@pytest.mark.slow
 def test_stock_source_to_tables_example_upserts_into_iceberg_and_postgres(
     tmp_path: Path, pg_dsn: str
 ) -> None:
@@ -165,6 +174,7 @@ def test_stock_source_to_tables_example_upserts_into_iceberg_and_postgres(
     assert skipped.stdout.splitlines()[0].startswith("note: THALWEG_POSTGRES_DSN is not set")
 
 
+@pytest.mark.slow
 def test_files_example_lands_good_rows_and_rejects_bad_ones(tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, str(ROOT / "docs/examples/files.py"), str(tmp_path)],
@@ -179,6 +189,7 @@ def test_files_example_lands_good_rows_and_rejects_bad_ones(tmp_path: Path) -> N
     ]
 
 
+@pytest.mark.slow
 def test_arrow_ipc_example_writes_maps_and_reads_back_every_row(tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, str(ROOT / "docs/examples/arrow_ipc.py"), str(tmp_path)],

@@ -65,6 +65,7 @@ def test_kafka_topic_into_iceberg_and_postgres_ends_by_itself(
             conn.execute("DROP SCHEMA IF EXISTS sales CASCADE")
 
 
+@pytest.mark.slow
 def test_contract_sends_each_bad_payment_to_the_dlq_with_its_reason_and_rule(
     tmp_path: Path,
 ) -> None:
@@ -83,6 +84,7 @@ def test_contract_sends_each_bad_payment_to_the_dlq_with_its_reason_and_rule(
     ]
 
 
+@pytest.mark.slow
 def test_sql_then_tumbling_windows_upsert_revenue_per_minute(tmp_path: Path) -> None:
     """docs/examples/howto_sql_windows.py (docs/how-to/sql-and-windows.md)."""
     out = run(
@@ -100,6 +102,7 @@ def test_sql_then_tumbling_windows_upsert_revenue_per_minute(tmp_path: Path) -> 
     assert paid.num_rows == 226
 
 
+@pytest.mark.slow
 def test_init_writes_a_valid_starter_and_the_edited_pipeline_runs(tmp_path: Path) -> None:
     """`thalweg init`, then docs/examples/howto_pipeline.toml (docs/how-to/pipeline-from-toml.md)."""
     starter = tmp_path / "pipeline.toml"
@@ -110,7 +113,7 @@ def test_init_writes_a_valid_starter_and_the_edited_pipeline_runs(tmp_path: Path
     run(THALWEG, "config", "validate", str(edited), env=clean_env())
     data = tmp_path / "data"
     env = clean_env(THALWEG_CONFIG=str(edited), THALWEG_DATA_DIR=str(data))
-    out = run(sys.executable, "-m", "bytewax.run", "flows.pipeline", env=env)
+    out = run(THALWEG, "run", "pipeline", env=env)  # as the page runs it
     assert f"raw lane {data}/raw: 400 records (+400)" in out.stdout
     big = read_lane(data / "big_orders")
     assert 0 < big.num_rows < 400
@@ -164,6 +167,7 @@ def test_coverage_shows_the_gap_and_recover_fills_it_once(
     assert "nothing to recover" in run(*recover, "--no-progress", env=env).stdout
 
 
+@pytest.mark.slow
 def test_two_workers_land_every_record_and_the_endpoints_count_them(
     kafka_bootstrap: str, make_topic: Callable[[], str], tmp_path: Path
 ) -> None:

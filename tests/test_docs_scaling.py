@@ -18,6 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from thalweg_bytewax.lanes import lane_stats, read_lane
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,6 +65,7 @@ def test_the_block_is_two_processes_of_one_cluster_on_localhost() -> None:
     assert "python -m bytewax.recovery recovery" in commands
 
 
+@pytest.mark.slow
 def test_two_processes_run_as_written_and_land_every_record_once(tmp_path: Path) -> None:
     first, second = free_ports(2)
     script = "set -e\n" + scaling_commands().replace("2101", str(first)).replace(

@@ -25,6 +25,9 @@ from tests.test_readme import INSTALL, quickstart_commands
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 TESTS = ROOT / "tests"
+# A Sphinx cross-reference role as it shows when Markdown renders it: `:class:` then the
+# target, in backticks or (once Markdown took them for a code span) in <code>.
+LITERAL_ROLE = re.compile(r":(?:py:)?(?:class|func|meth|attr|mod|exc|data|obj):(?:`|&#96;|<code>)")
 
 
 def _config() -> dict[str, Any]:
@@ -97,6 +100,7 @@ def test_the_getting_started_commands_are_the_tested_quickstart() -> None:
     assert [c for c in commands if c not in readme] == []
 
 
+@pytest.mark.slow
 def test_the_site_builds_in_strict_mode(tmp_path: Path) -> None:
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     done = subprocess.run(
@@ -112,3 +116,13 @@ def test_the_site_builds_in_strict_mode(tmp_path: Path) -> None:
     assert (tmp_path / "index.html").is_file()
     reference = (tmp_path / "reference" / "kafka" / "index.html").read_text()
     assert 'id="thalweg_bytewax.connectors.kafka.KafkaSource"' in reference
+    # The docstrings' Sphinx roles (:class:`X`) are links or code, never literal text.
+    literal = {
+        page.relative_to(tmp_path).as_posix(): sorted(set(LITERAL_ROLE.findall(page.read_text())))
+        for page in tmp_path.rglob("*.html")
+    }
+    assert {page: roles for page, roles in literal.items() if roles} == {}
+    contracts = (tmp_path / "reference" / "contracts" / "index.html").read_text()
+    assert re.search(
+        r'<a class="autorefs autorefs-internal"[^>]*><code>ContractSpec</code></a>', contracts
+    )

@@ -1,113 +1,98 @@
-"""The dependency direction of the layout holds: core <- connectors, operators <- pipeline, cli.
+"""The layering holds: the contracts in pyproject.toml's [tool.importlinter], kept and biting.
 
-import-linter cannot see `connectors/` and `operators/` as `thalweg_bytewax` subpackages
-(they are mapped into the namespace at install time), so the layer contract is checked
-here over the source files with `ast`.
+CI runs ``lint-imports`` beside ruff and mypy; these tests run it too, so ``pytest``
+alone catches an import that breaks a layer, and prove on a copy of the package that
+each contract fails on the import it forbids.
 """
 
 from __future__ import annotations
 
-import ast
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def imported_modules(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(), filename=str(path))
-    found: set[str] = set()
-    package = installed_package(path)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level and package:
-                # `from ..x import y` climbs level - 1 packages above the module's own.
-                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-                found.add(base + ("." + node.module if node.module else ""))
-            elif node.module:
-                found.add(node.module)
-    return found
-
-
-def installed_package(path: Path) -> str:
-    """The package a source file is installed in, e.g. `thalweg_bytewax.connectors.kafka`."""
-    parts = path.relative_to(ROOT).parent.parts
-    if parts and parts[0] in ("connectors", "operators"):
-        return ".".join(("thalweg_bytewax", *parts))
-    return ".".join(parts)
-
-
-def starts(name: str, prefixes: tuple[str, ...]) -> bool:
-    return any(name == p or name.startswith(p + ".") for p in prefixes)
-
-
-PACKAGE = ROOT / "thalweg_bytewax"
-# Above connectors and operators: the pipeline compiler and its run summary, the sample
-# sources of development, the bundled flows, the command line.
-PIPELINE = [PACKAGE / "pipeline" / "build.py", PACKAGE / "pipeline" / "_summary.py"]
-ABOVE = ("cli", "dev", "flows")
-CORE = [
-    p
-    for p in PACKAGE.rglob("*.py")
-    if "runtime" not in p.parts
-    and p.relative_to(PACKAGE).parts[0] not in ABOVE
-    and p not in PIPELINE
-]
-LAYERS = [
-    *[
-        (p, ("bytewax", "thalweg_bytewax.connectors", "thalweg_bytewax.operators", "flows"))
-        for p in CORE
-    ],
-    *[
-        (p, ("thalweg_bytewax.operators", "flows", "thalweg_bytewax.cli"))
-        for p in (ROOT / "connectors").rglob("*.py")
-    ],
-    *[
-        (p, ("thalweg_bytewax.connectors", "flows", "thalweg_bytewax.cli"))
-        for p in (ROOT / "operators").rglob("*.py")
-    ],
-    *[
-        (p, ("thalweg_bytewax.connectors", "thalweg_bytewax.operators", "flows"))
-        for p in (ROOT / "thalweg_bytewax" / "runtime").rglob("*.py")
-    ],
-    # Nothing inside the package imports the checkout's `flows/` examples (an installation
-    # has none); the compiler and the samples do not import the flows built on them.
-    *[
-        (p, ("flows", "thalweg_bytewax.flows", "thalweg_bytewax.cli"))
-        for p in [*PIPELINE, *(PACKAGE / "dev").rglob("*.py")]
-    ],
-    *[(p, ("flows", "thalweg_bytewax.cli")) for p in (PACKAGE / "flows").rglob("*.py")],
-    *[(p, ("flows",)) for p in (PACKAGE / "cli").rglob("*.py")],
+CONTRACT_IDS = {
+    "no-examples",
+    "bytewax-above-core",
+    "connectors",
+    "operators",
+    "cli-on-top",
+    "flows-on-compiler",
+}
+# One import per contract that breaks it, in the module named: (contract, module, lines).
+BAD = [
+    ("no-examples", "cli/_run.py", ["import flows.orders"]),
+    ("bytewax-above-core", "pipeline/__init__.py", ["import bytewax.operators"]),
+    ("connectors", "runtime/gates.py", ["from thalweg_bytewax.connectors import kafka"]),
+    (
+        "operators",
+        "coverage.py",
+        [
+            "from typing import TYPE_CHECKING",
+            "if TYPE_CHECKING:",
+            "    from thalweg_bytewax.operators.batching import _State",
+        ],
+    ),
+    ("cli-on-top", "flows/orders.py", ["def _lazy() -> None:", "    import thalweg_bytewax.cli"]),
+    ("flows-on-compiler", "dev/_generated.py", ["from ..flows import orders"]),
 ]
 
 
-@pytest.mark.parametrize(
-    ("path", "forbidden"), LAYERS, ids=[str(p.relative_to(ROOT)) for p, _ in LAYERS]
-)
-def test_module_respects_the_layers(path: Path, forbidden: tuple[str, ...]) -> None:
-    bad = sorted(m for m in imported_modules(path) if starts(m, forbidden))
-    assert not bad, f"{path.relative_to(ROOT)} imports {bad}, which its layer must not"
-
-
-def test_every_source_module_is_checked() -> None:
-    # Subpackages (connectors/kafka/, ...) are layered like their parents.
-    checked = {p for p, _ in LAYERS}
-    sources = [
-        *(ROOT / "connectors").rglob("*.py"),
-        *(ROOT / "operators").rglob("*.py"),
-        *(ROOT / "thalweg_bytewax").rglob("*.py"),
-    ]
-    missing = sorted(str(p.relative_to(ROOT)) for p in sources if p not in checked)
-    assert not missing, f"not checked by the layer test: {missing}"
-    assert ROOT / "connectors" / "kafka" / "source.py" in checked
-
-
-def test_relative_imports_resolve_to_installed_names() -> None:
-    found = imported_modules(ROOT / "connectors" / "kafka" / "source.py")
-    assert "thalweg_bytewax.connectors.kafka._config" in found
-    assert installed_package(ROOT / "connectors" / "kafka" / "_watch.py") == (
-        "thalweg_bytewax.connectors.kafka"
+def lint_imports(cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["COLUMNS"] = "300"  # one line per finding
+    return subprocess.run(
+        [str(Path(sys.executable).with_name("lint-imports")), "--no-cache"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
     )
+
+
+def test_the_layering_contracts_are_kept(capsys: pytest.CaptureFixture[str]) -> None:
+    # In this process (the fast loop starts none): the package as installed, the
+    # contracts of this checkout's pyproject.toml.
+    from importlinter.cli import lint_imports as run_lint_imports
+
+    # import-linter configures logging with `disable_existing_loggers`: keep ours as they are
+    loggers = [lg for lg in logging.root.manager.loggerDict.values() if isinstance(lg, logging.Logger)]
+    disabled = [lg.disabled for lg in loggers]
+    try:
+        code = run_lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True)
+    finally:
+        for lg, was in zip(loggers, disabled, strict=True):
+            lg.disabled = was
+    out = capsys.readouterr().out
+    assert code == 0, out[-5000:]
+    assert f"Contracts: {len(CONTRACT_IDS)} kept, 0 broken." in out, out
+
+
+@pytest.mark.slow  # lints a copy of the package in another process
+def test_each_contract_fails_on_the_import_it_forbids(tmp_path: Path) -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    assert {c["id"] for c in config["contracts"]} == CONTRACT_IDS == {c for c, _, _ in BAD}
+    shutil.copytree(
+        ROOT / "thalweg_bytewax",
+        tmp_path / "thalweg_bytewax",
+        ignore=shutil.ignore_patterns("__pycache__", "*.so"),
+    )
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    for _, module, lines in BAD:
+        with (tmp_path / "thalweg_bytewax" / module).open("a") as f:
+            f.write("\n" + "\n".join(lines) + "\n")
+    done = lint_imports(tmp_path)
+    assert done.returncode == 1, done.stdout[-5000:] + done.stderr[-3000:]
+    assert f"Contracts: 0 kept, {len(CONTRACT_IDS)} broken." in done.stdout, done.stdout
+    for _, module, _ in BAD:
+        importer = "thalweg_bytewax." + module.removesuffix(".py").removesuffix("/__init__")
+        assert f"{importer.replace('/', '.')} -> " in done.stdout, (module, done.stdout)

@@ -90,6 +90,7 @@ def repo(tmp_path: Path) -> Path:
     )
 
 
+@pytest.mark.slow
 def test_a_multi_root_repository_bundles_verified_and_decodes(repo: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     b = bundle(repo, out, name="contracts")
@@ -135,6 +136,7 @@ def test_a_multi_root_repository_bundles_verified_and_decodes(repo: Path, tmp_pa
     assert codec.arrow_schema.field("created_at").type == pa.timestamp("us", tz="UTC")
 
 
+@pytest.mark.slow
 def test_the_per_package_files_compile_on_their_own(repo: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     bundle(repo, out, name="c")
@@ -148,6 +150,7 @@ def test_the_per_package_files_compile_on_their_own(repo: Path, tmp_path: Path) 
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow
 def test_a_single_package_source_gives_a_compilable_single_file(tmp_path: Path) -> None:
     src = write(tmp_path / "flat", {"example/common/id.proto": ID, "example/common/m.proto": MONEY})
     b = bundle(src, tmp_path / "out")
@@ -163,6 +166,7 @@ def test_a_single_package_source_gives_a_compilable_single_file(tmp_path: Path) 
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow
 def test_a_file_source_bundles_only_what_it_imports(repo: Path) -> None:
     b = build_bundle(repo / "payments/src/main/proto/com/example/payments/payment.proto")
     names = {f.name for f in b.descriptor_set.file}
@@ -199,6 +203,7 @@ def test_missing_imports_and_cycles_are_all_listed_at_once(repo: Path) -> None:
     assert again.problems == problems and str(again) == str(info.value)
 
 
+@pytest.mark.slow
 def test_differing_duplicates_are_refused_naming_both_origins(repo: Path) -> None:
     copy = repo / "payments/src/main/proto/example/common/id.proto"
     copy.write_text(ID.replace("string value", "int64 value"))
@@ -211,6 +216,7 @@ def test_differing_duplicates_are_refused_naming_both_origins(repo: Path) -> Non
     assert ids.message_type[0].field[0].type == 9  # TYPE_STRING: the first root's copy
 
 
+@pytest.mark.slow
 def test_an_excluded_subtree_and_extra_roots(repo: Path, tmp_path: Path) -> None:
     write(repo / "orders/vendored/src/main/proto", {"example/common/id.proto": "drifted"})
     with pytest.raises(BundleError, match="conflicting"):
@@ -223,6 +229,7 @@ def test_an_excluded_subtree_and_extra_roots(repo: Path, tmp_path: Path) -> None
     assert build_bundle(orders, include_roots=[repo / "common"]).verified
 
 
+@pytest.mark.slow
 def test_a_package_cycle_is_reported_and_the_pb_still_built(tmp_path: Path) -> None:
     src = write(
         tmp_path / "cyc",
@@ -241,6 +248,7 @@ def test_a_package_cycle_is_reported_and_the_pb_still_built(tmp_path: Path) -> N
     assert len([f for f in b.descriptor_set.file if not f.name.startswith("google/")]) == 4
 
 
+@pytest.mark.slow
 def test_protoc_errors_name_the_original_files(tmp_path: Path) -> None:
     src = write(tmp_path / "bad", {"p/q.proto": 'syntax = "proto3";\nmessage Q { Nope n = 1; }\n'})
     with pytest.raises(BundleError, match="protoc failed") as info:
@@ -254,6 +262,7 @@ def test_imports_of_ignores_comments_and_keeps_strings() -> None:
     assert imports_of(text) == ["c.proto"]
 
 
+@pytest.mark.slow
 def test_the_cli_bundles_and_reports(repo: Path, tmp_path: Path, capsys) -> None:
     from thalweg_bytewax.cli import main
 
@@ -265,6 +274,7 @@ def test_the_cli_bundles_and_reports(repo: Path, tmp_path: Path, capsys) -> None
     assert "does not exist" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_emit_odcs_loads_back_to_the_codec_schema(repo: Path, tmp_path: Path) -> None:
     from thalweg_bytewax.cli import main
     from thalweg_bytewax.contracts import load_contract

@@ -7,10 +7,8 @@ Bytewax inputs and outputs live in :mod:`thalweg_bytewax.connectors`, operators 
 
 from __future__ import annotations
 
-from pathlib import Path as _Path
-
-from thalweg_bytewax._checkout import map_checkout_subpackages as _map_checkout
 from thalweg_bytewax._excepthook import install as _install_excepthook
+from thalweg_bytewax._moved import install as _install_moved_names
 from thalweg_bytewax.errors import (
     ConfigError,
     DecodeError,
@@ -23,12 +21,12 @@ from thalweg_bytewax.errors import (
     ThalwegError,
     TransientError,
 )
-from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataColumns, MetadataPolicy
-from thalweg_bytewax.record import Locator, RawRecord
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns, MetadataPolicy
+from thalweg_bytewax.records.model import Locator, RawRecord
 
 __version__ = "0.1.0"
 
-_map_checkout(__name__, _Path(__file__).resolve().parent)
+_install_moved_names()  # a module that moved stays importable by its old name
 _install_excepthook()  # a failed run ends with the thalweg error, not Bytewax's text
 
 __all__ = [

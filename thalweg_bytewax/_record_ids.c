@@ -82,7 +82,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "thalweg_bytewax._record_ids",
-    .m_doc = "Record ids of a batch in one call (see thalweg_bytewax.metadata).",
+    .m_doc = "Record ids of a batch in one call (see thalweg_bytewax.records.ids).",
     .m_size = -1,
     .m_methods = methods,
 };

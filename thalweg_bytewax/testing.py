@@ -47,7 +47,7 @@ class MockCluster:
             [
                 sys.executable,
                 "-m",
-                "thalweg_bytewax._mock_broker",
+                "thalweg_bytewax.dev._mock_broker",
                 "--brokers",
                 str(self._brokers),
                 "--wait-stdin",
@@ -194,7 +194,7 @@ def produce_sample_orders(
 ) -> int:
     """Produce ``count`` sample orders as Confluent-framed Avro, keyed by customer id.
 
-    The orders are the embedded sample's (:func:`thalweg_bytewax.samples.sample_orders_at`):
+    The orders are the embedded sample's (:func:`thalweg_bytewax.dev.samples.sample_orders_at`):
     order ``i`` is created ``i`` x 100 ms after 2026-01-01 give or take two seconds, and
     that is its CreateTime, so a flow's one-minute event-time windows see them in order.
     Encoded columnar in chunks and produced in a tight loop (over 100,000 orders a
@@ -217,7 +217,7 @@ def produce_sample_orders(
     Raises:
         SourceError: When a delivery fails or the final flush times out.
     """
-    from thalweg_bytewax.samples import sample_orders_at  # noqa: PLC0415 - numpy, on use
+    from thalweg_bytewax.dev.samples import sample_orders_at  # noqa: PLC0415 - numpy, on use
 
     failures: list[str] = []
 

@@ -22,7 +22,7 @@ from bytewax.testing import TestingSource, run_main
 from thalweg_bytewax.connectors.arrow_ipc import ArrowIPCSink, ArrowIPCSource
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.lanes import read_lane
-from thalweg_bytewax.record import raw_batch_from_columns
+from thalweg_bytewax.records.batches import raw_batch_from_columns
 
 PARTITIONS = 4
 PER_PARTITION = 500

@@ -18,8 +18,8 @@ from bytewax.testing import run_main
 
 from thalweg_bytewax.connectors.files import FileSource, split_rejects
 from thalweg_bytewax.connectors.parquet import ParquetSink
-from thalweg_bytewax.dlq import read_dlq
 from thalweg_bytewax.lanes import read_lane
+from thalweg_bytewax.lanes.dlq import read_dlq
 
 SCHEMA = pa.schema(
     [

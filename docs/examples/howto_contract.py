@@ -25,7 +25,7 @@ import thalweg_bytewax.operators as twg
 from thalweg_bytewax.codecs import JsonCodec
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.contracts import load_contract
-from thalweg_bytewax.record import raw_batch_from_columns
+from thalweg_bytewax.records.batches import raw_batch_from_columns
 
 CONTRACT = Path(__file__).with_name("howto_payments.odcs.yaml")
 

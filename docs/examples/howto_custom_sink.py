@@ -32,8 +32,8 @@ from bytewax.testing import TestingSource, run_main
 from typing_extensions import override
 
 from thalweg_bytewax.coverage import OffsetCoverage
-from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataColumns
-from thalweg_bytewax.record import raw_batch_from_columns
+from thalweg_bytewax.records.batches import raw_batch_from_columns
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState
 from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink
 

@@ -31,8 +31,8 @@ from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig, IcebergSink
 from thalweg_bytewax.connectors.kafka import KafkaSource
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.connectors.postgres import PostgresSink
+from thalweg_bytewax.dev.samples import ORDER_AVRO_SCHEMA
 from thalweg_bytewax.lanes import read_lane
-from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA
 
 
 class ExampleSettings(Settings):

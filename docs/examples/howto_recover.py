@@ -32,8 +32,8 @@ from thalweg_bytewax.config import Settings
 from thalweg_bytewax.connectors.kafka import KafkaSource
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.connectors.raw_lane_source import only_output
-from thalweg_bytewax.recovery_plan import RawLane
-from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA
+from thalweg_bytewax.coverage.recovery_plan import RawLane
+from thalweg_bytewax.dev.samples import ORDER_AVRO_SCHEMA
 
 FLOW_ID = "recover_example"
 

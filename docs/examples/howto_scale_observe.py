@@ -30,8 +30,8 @@ from thalweg_bytewax.codecs import AvroCodec
 from thalweg_bytewax.config import Settings
 from thalweg_bytewax.connectors.kafka import KafkaSource
 from thalweg_bytewax.connectors.parquet import ParquetSink
+from thalweg_bytewax.dev.samples import ORDER_AVRO_SCHEMA
 from thalweg_bytewax.observability import observe, running_server
-from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA
 
 
 class ExampleSettings(Settings):

@@ -24,7 +24,7 @@ from bytewax.testing import TestingSource, run_main
 import thalweg_bytewax.operators as twg
 from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig, IcebergSink
 from thalweg_bytewax.connectors.parquet import ParquetSink
-from thalweg_bytewax.metadata import record_ids_array
+from thalweg_bytewax.records.ids import record_ids_array
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 CURRENCIES = ["EUR", "USD"]

@@ -27,7 +27,7 @@ from thalweg_bytewax.config import Settings
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.operators.sql_dag import sql_dag
-from thalweg_bytewax.sqldag import SqlDag
+from thalweg_bytewax.sql import SqlDag
 
 
 class ExampleSettings(Settings):

@@ -22,7 +22,7 @@ import thalweg_bytewax.operators as twg
 from thalweg_bytewax.config import Settings
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.lanes import read_lane
-from thalweg_bytewax.metadata import record_ids_array
+from thalweg_bytewax.records.ids import record_ids_array
 
 
 class ExampleSettings(Settings):

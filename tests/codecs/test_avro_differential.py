@@ -22,8 +22,8 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from tests.codecs.avro_values import plain
 from thalweg_bytewax.codecs import _avro_fast
 from thalweg_bytewax.codecs.avro import AvroCodec, AvroEngine
+from thalweg_bytewax.dev.samples import ORDER_AVRO_SCHEMA, encode_order_avro, sample_orders
 from thalweg_bytewax.registry import registry_client
-from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA, encode_order_avro, sample_orders
 
 UTC = dt.UTC
 INNER = {

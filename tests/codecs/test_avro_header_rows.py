@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from thalweg_bytewax.codecs._avro_decode import _header_rows
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import DEFAULT_COLUMNS
+from thalweg_bytewax.records.metadata import DEFAULT_COLUMNS
 
 HEADER_TYPE = DEFAULT_COLUMNS.raw_schema.field(DEFAULT_COLUMNS.source_headers).type
 

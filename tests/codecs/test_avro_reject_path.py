@@ -27,9 +27,9 @@ from tests.helpers import locator_of, raw_values, run_flow
 from thalweg_bytewax.codecs.avro import AvroCodec, AvroDecodeError, AvroEngine
 from thalweg_bytewax.codecs.base import DecodeResult, FailureKind
 from thalweg_bytewax.codecs.framing import encode_confluent
-from thalweg_bytewax.dlq import rejected_from_dlq_batch
+from thalweg_bytewax.dev.samples import ORDER_AVRO_SCHEMA, sample_orders
+from thalweg_bytewax.lanes.dlq import rejected_from_dlq_batch
 from thalweg_bytewax.registry import registry_client
-from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA, sample_orders
 
 PLAIN: dict[str, Any] = {
     "type": "record",
@@ -80,7 +80,7 @@ def _codec(shape: str, *, engine: AvroEngine = "auto") -> tuple[AvroCodec, list[
     if shape == "plain":
         bodies = [_body(PLAIN, _plain_record(i)) for i in range(60)]
     else:
-        from thalweg_bytewax.samples import encode_order_avro
+        from thalweg_bytewax.dev.samples import encode_order_avro
 
         bodies = [encode_order_avro(o, schema_id=sid)[5:] for o in sample_orders(60)]
     return AvroCodec(url, engine=engine), [encode_confluent(sid, b) for b in bodies]

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from thalweg_bytewax.codecs._avro_fast import _zz_size
+from thalweg_bytewax.codecs._avro_sizes import zz_size
 
 
 def _encoded_length(v: int) -> int:
@@ -28,5 +28,5 @@ _long = st.integers(-(2**63), 2**63 - 1)
     )
 )
 def test_sizes_match_encoding(values: list[int]) -> None:
-    got = _zz_size(np.array(values, dtype=np.int64))
+    got = zz_size(np.array(values, dtype=np.int64))
     assert got.tolist() == [_encoded_length(v) for v in values]

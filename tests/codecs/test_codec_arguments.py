@@ -22,10 +22,10 @@ from thalweg_bytewax.codecs.base import Codec
 from thalweg_bytewax.codecs.framing import encode_confluent
 from thalweg_bytewax.codecs.json import JsonCodec
 from thalweg_bytewax.codecs.protobuf import ProtobufCodec
+from thalweg_bytewax.dev.samples import ORDER_MESSAGE_TYPE, order_descriptor_set
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import record_id, record_ids, record_ids_array
+from thalweg_bytewax.records.ids import record_id, record_ids, record_ids_array
 from thalweg_bytewax.registry import registry_client
-from thalweg_bytewax.samples import ORDER_MESSAGE_TYPE, order_descriptor_set
 
 AVRO_SCHEMA = {
     "type": "record",

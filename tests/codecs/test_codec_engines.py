@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from thalweg_bytewax.codecs import AvroCodec, JsonCodec, ProtobufCodec
+from thalweg_bytewax.dev.samples import ORDER_AVRO_SCHEMA, encode_order_avro, sample_orders
 from thalweg_bytewax.errors import ConfigError, MissingDependencyError
-from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA, encode_order_avro, sample_orders
 
 JSON_SCHEMA = {"type": "object", "properties": {"id": {"type": "integer"}}}
 

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from thalweg_bytewax.codecs import _avro_fast
+from thalweg_bytewax.codecs import _avro_canonical
 from thalweg_bytewax.codecs.framing import peel_confluent_batch
 
 _framed = st.builds(
@@ -77,5 +77,5 @@ def test_uuid_byte_check_equals_the_regex(values, start) -> None:
     arr = pa.array(values, pa.string()).slice(min(start, len(values) - 1))
     if len(arr) == arr.null_count:
         return
-    want = bool(pc.all(pc.match_substring_regex(arr, _avro_fast._UUID_TEXT)).as_py())
-    assert _avro_fast._uuid_texts_canonical(arr.drop_null() if arr.null_count else arr) == want
+    want = bool(pc.all(pc.match_substring_regex(arr, _avro_canonical._UUID_TEXT)).as_py())
+    assert _avro_canonical._uuid_texts_canonical(arr.drop_null() if arr.null_count else arr) == want

@@ -6,9 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_encode_example_runs() -> None:
     out = subprocess.run(
         [sys.executable, str(ROOT / "docs/examples/encode.py")],

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from thalweg_bytewax.codecs import AvroCodec, JsonCodec, ProtobufCodec
+from thalweg_bytewax.dev.samples import ORDER_JSON_SCHEMA, ORDER_MESSAGE_TYPE, order_descriptor_set
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.registry import DirectorySchemaSource
-from thalweg_bytewax.samples import ORDER_JSON_SCHEMA, ORDER_MESSAGE_TYPE, order_descriptor_set
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "thalweg_bytewax" / "flows" / "schemas"
 

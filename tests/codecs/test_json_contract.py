@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from thalweg_bytewax.codecs import FailureKind
 from thalweg_bytewax.codecs.json import JsonCodec, JsonDecodeError
 from thalweg_bytewax.contracts import ContractError, ContractSpec, load_contract
+from thalweg_bytewax.dev.samples import sample_orders
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.samples import sample_orders
 
 # Every test runs on each columnar reader (tests/codecs/conftest.py).
 pytestmark = pytest.mark.usefixtures("json_engine")

@@ -19,8 +19,8 @@ from tests.codecs.json_agreement import SCHEMA as BASE
 from tests.codecs.json_agreement import assert_agrees
 from thalweg_bytewax.codecs._json_fast import NATIVE
 from thalweg_bytewax.codecs.json import JsonCodec
+from thalweg_bytewax.dev.samples import ORDER_JSON_SCHEMA, sample_orders
 from thalweg_bytewax.errors import ConfigError, SchemaError
-from thalweg_bytewax.samples import ORDER_JSON_SCHEMA, sample_orders
 
 # Every test runs on each columnar reader (tests/codecs/conftest.py).
 pytestmark = pytest.mark.usefixtures("json_engine")

@@ -24,8 +24,8 @@ from tests.helpers import locator_of, raw_values, run_flow
 from thalweg_bytewax.codecs.base import FailureKind
 from thalweg_bytewax.codecs.framing import encode_confluent
 from thalweg_bytewax.codecs.json import JsonCodec
-from thalweg_bytewax.dlq import rejected_from_dlq_batch
-from thalweg_bytewax.samples import ORDER_JSON_SCHEMA, sample_orders
+from thalweg_bytewax.dev.samples import ORDER_JSON_SCHEMA, sample_orders
+from thalweg_bytewax.lanes.dlq import rejected_from_dlq_batch
 
 PLAIN: dict[str, Any] = {
     "type": "object",

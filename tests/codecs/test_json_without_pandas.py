@@ -30,6 +30,7 @@ def test_numpy_dtype_is_the_arrow_types_own(t: pa.DataType, expected: type) -> N
     assert numpy_dtype(t) == np.dtype(expected)
 
 
+@pytest.mark.slow
 def test_the_codec_builds_and_decodes_numbers_where_pandas_cannot_be_imported() -> None:
     code = textwrap.dedent(
         """

@@ -535,7 +535,7 @@ def test_uniform_frame_batch_equals_the_per_row_path() -> None:
 
 
 def test_sample_orders_batch_equals_decode_value() -> None:
-    from thalweg_bytewax.samples import encode_order_proto, order_descriptor_set, sample_orders
+    from thalweg_bytewax.dev.samples import encode_order_proto, order_descriptor_set, sample_orders
 
     c = ProtobufCodec(descriptor_set=order_descriptor_set(), message_type="thalweg.samples.Order")
     payloads = [encode_order_proto(o) for o in sample_orders(300)]

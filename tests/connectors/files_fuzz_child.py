@@ -22,8 +22,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from thalweg_bytewax.connectors.files import FileLimits, FileSource
-from thalweg_bytewax.dlq import dlq_schema
 from thalweg_bytewax.errors import SourceError
+from thalweg_bytewax.lanes.dlq import dlq_schema
 
 CORPUS = Path(__file__).resolve().parent / "files_corpus"
 SCHEMA = pa.schema(

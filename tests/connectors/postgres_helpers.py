@@ -13,8 +13,9 @@ import adbc_driver_postgresql.dbapi as adbc  # type: ignore[import-untyped]
 import pyarrow as pa
 from psycopg import sql
 
-from thalweg_bytewax.metadata import DEFAULT_COLUMNS
-from thalweg_bytewax.record import Locator, RawRecord, raw_batch_from_records
+from thalweg_bytewax.records.batches import raw_batch_from_records
+from thalweg_bytewax.records.metadata import DEFAULT_COLUMNS
+from thalweg_bytewax.records.model import Locator, RawRecord
 
 C = DEFAULT_COLUMNS
 LOCATOR = [C.source_topic, C.source_partition, C.source_offset, C.record_id]

@@ -170,6 +170,7 @@ def test_none_compression_is_accepted_as_none(tmp_path: Path) -> None:
     assert ArrowIPCSink(tmp_path, compression="ZSTD").compression == "zstd"
 
 
+@pytest.mark.slow
 def test_another_process_maps_the_finished_files_and_counts_rows(tmp_path: Path) -> None:
     items = [(f"t:{p}", raw_batch("t", p, range(p * 100, p * 100 + 250))) for p in range(3)]
     run_into(items, ArrowIPCSink(tmp_path / "ipc"))

@@ -19,8 +19,8 @@ import xlsxwriter  # type: ignore[import-untyped]
 
 from tests.connectors.test_files_formats import AVRO, FORMATS, SCHEMA, read_all, rows, write
 from thalweg_bytewax.connectors.files import FileSource
-from thalweg_bytewax.dlq import dlq_schema
 from thalweg_bytewax.errors import SourceError
+from thalweg_bytewax.lanes.dlq import dlq_schema
 
 
 def offsets(table: pa.Table | None) -> list[int]:

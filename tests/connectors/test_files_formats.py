@@ -27,7 +27,7 @@ import thalweg_bytewax.operators as twg
 from thalweg_bytewax.codecs import AvroCodec, JsonCodec
 from thalweg_bytewax.connectors.files import FileSource, split_rejects
 from thalweg_bytewax.connectors.kafka import KafkaSource
-from thalweg_bytewax.metadata import record_ids_array
+from thalweg_bytewax.records.ids import record_ids_array
 from thalweg_bytewax.testing import produce
 
 SCHEMA = pa.schema(

@@ -62,6 +62,7 @@ def check(fmt: str) -> None:
             assert r["dlq"], r  # each attack is caught by a bound, as a DLQ row
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", FAST)
 def test_fuzz_corpus_reads_without_a_crash(fmt: str) -> None:
     check(fmt)

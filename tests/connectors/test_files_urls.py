@@ -22,7 +22,7 @@ import pytest
 from tests.connectors.test_files_formats import SCHEMA, N, read_all, rows, write
 from thalweg_bytewax.connectors.files import FileSource
 from thalweg_bytewax.errors import SourceError
-from thalweg_bytewax.metadata import record_ids_array
+from thalweg_bytewax.records.ids import record_ids_array
 
 SECRET = "s3cr3tPassw0rd"
 TOKEN = "t0kenValue99"

@@ -419,6 +419,7 @@ def test_a_resume_skips_the_records_before_its_row(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------- the docs
 
 
+@pytest.mark.slow
 def test_the_docs_example_prints_what_the_docs_show(tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[2]
     out = subprocess.run(

@@ -41,6 +41,7 @@ def run_capped(paths: list[Path]) -> list[dict[str, Any]]:
     return results
 
 
+@pytest.mark.slow
 def test_the_committed_corpus_reads_under_a_memory_cap() -> None:
     paths = sorted(CORPUS.glob("*.xml"))
     assert len(paths) > 100

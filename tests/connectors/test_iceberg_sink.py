@@ -104,6 +104,21 @@ def test_nothing_is_visible_before_the_snapshot_and_one_commit_lands_per_epoch(
     assert len(snapshots(iceberg_catalog_config)) == 1
 
 
+def test_slices_of_a_large_batch_fill_a_file_by_their_own_bytes(
+    iceberg_sink_factory: IcebergSinkFactory, iceberg_catalog_config: IcebergCatalogConfig
+) -> None:
+    # Each slice shares the buffers of a 20,000-row batch (~1 MB): counted by those
+    # buffers, every slice would reach a 256 KiB target and end a data file of 100 rows.
+    big = orders(0, list(range(20_000)), extra={"note": pa.array(["x" * 40] * 20_000)})
+    assert big.get_total_buffer_size() > 256 * 1024
+    _, p = part(iceberg_sink_factory, target_file_bytes=256 * 1024)
+    for start in range(0, 1_000, 100):
+        p.write_batch([big.slice(start, 100)])
+    p.snapshot()
+    assert p.stats.data_files_written == 1
+    assert rows_of(iceberg_catalog_config) == [(0, o) for o in range(1_000)]
+
+
 def test_a_resumed_partition_skips_what_the_table_covers(
     iceberg_sink_factory: IcebergSinkFactory, iceberg_catalog_config: IcebergCatalogConfig
 ) -> None:

@@ -18,7 +18,7 @@ import pytest
 from tests.connectors.test_iceberg_sink import orders, part, rows_of
 from tests.fixtures.iceberg import IcebergSinkFactory
 from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
-from thalweg_bytewax.coverage_store import SqliteCoverageStore
+from thalweg_bytewax.coverage.store import SqliteCoverageStore
 from thalweg_bytewax.errors import SinkTerminalError
 
 

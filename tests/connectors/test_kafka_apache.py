@@ -9,6 +9,7 @@ Kafka node (``apache_kafka``) whatever ``kafka_bootstrap`` is.
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from datetime import timedelta
@@ -26,8 +27,8 @@ from tests.connectors.test_kafka_fidelity import run_raw_lane
 from tests.connectors.test_kafka_resume import drain
 from tests.connectors.test_kafka_sink_isolation import transactions
 from tests.fixtures.kafka import create_topic, topic_name
-from thalweg_bytewax._apache_kafka import ApacheKafka
 from thalweg_bytewax.connectors.kafka import KafkaSource
+from thalweg_bytewax.dev._apache_kafka import ApacheKafka
 from thalweg_bytewax.errors import SourceError
 from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.testing import produce
@@ -128,12 +129,42 @@ def recreate(kafka: ApacheKafka, topic: str) -> None:
             time.sleep(1)
 
 
-def test_a_topic_deleted_and_recreated_is_detected_on_resume(
+@pytest.mark.parametrize("refill", [2, 10], ids=["short-of-the-position", "past-it"])
+def test_a_topic_deleted_and_recreated_is_detected_on_resume_by_its_topic_id(
+    apache_kafka: ApacheKafka, new_topic: Any, refill: int
+) -> None:
+    # Refilled past the stored offset 6, the new topic's offsets and leader epoch (0)
+    # look like the old one's: only the topic id tells them apart. Before topic ids
+    # were kept, the resume read the new topic from offset 6, skipping its first six.
+    topic = new_topic()
+    produce(apache_kafka.bootstrap, topic, [{"value": b"x", "partition": 0} for _ in range(6)])
+    _, state = read_partition(apache_kafka.bootstrap, topic, 0)
+    recreate(apache_kafka, topic)
+    new = [{"value": b"n", "partition": 0} for _ in range(refill)]
+    produce(apache_kafka.bootstrap, topic, new)
+    with pytest.raises(
+        SourceError,
+        match=rf"partition `{topic}:0` cannot resume at offset 6: its state belongs to topic "
+        rf"id `{re.escape(str(state.get('topic_id')))}`; got topic id `[^`]+` \(the topic "
+        r"was deleted and recreated under the same name.*start the flow with a fresh "
+        r"recovery directory",
+    ):
+        read_partition(apache_kafka.bootstrap, topic, 0, state)
+    # A fresh start reads the new topic whole, and its state names the new id.
+    rows, fresh = read_partition(apache_kafka.bootstrap, topic, 0)
+    assert rows == refill
+    assert fresh["topic_id"] is not None and fresh["topic_id"] != state["topic_id"]
+
+
+def test_state_of_the_previous_release_without_a_topic_id_resumes_and_keeps_the_old_checks(
     apache_kafka: ApacheKafka, new_topic: Any
 ) -> None:
     topic = new_topic()
     produce(apache_kafka.bootstrap, topic, [{"value": b"x", "partition": 0} for _ in range(6)])
-    _, state = read_partition(apache_kafka.bootstrap, topic, 0)
+    old = {"next_offset": 4, "leader_epoch": 0, "cluster": None}  # no `topic_id` key
+    rows, state = read_partition(apache_kafka.bootstrap, topic, 0, old)
+    assert rows == 2
+    assert state["next_offset"] == 6 and state["topic_id"] is not None  # kept from now on
     recreate(apache_kafka, topic)
     produce(apache_kafka.bootstrap, topic, [{"value": b"n", "partition": 0} for _ in range(2)])
     with pytest.raises(
@@ -141,7 +172,7 @@ def test_a_topic_deleted_and_recreated_is_detected_on_resume(
         match=rf"partition `{topic}:0` cannot resume at offset 6: expected at most its end "
         r"offset; got end 2 \(the topic was recreated",
     ):
-        read_partition(apache_kafka.bootstrap, topic, 0, state)
+        read_partition(apache_kafka.bootstrap, topic, 0, {**old, "next_offset": 6})
 
 
 def test_partitions_added_while_a_flow_runs_are_named_then_read_from_the_start(

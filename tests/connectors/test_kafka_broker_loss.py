@@ -31,6 +31,7 @@ GUARD_S = 120.0
 """Only a guard against a hang: the bound under test is one second."""
 
 
+@pytest.mark.slow
 def test_a_bounded_run_fails_when_the_brokers_stay_unreachable() -> None:
     cluster = MockCluster().start()
     try:

@@ -17,7 +17,7 @@ from tests.fixtures.kafka import create_topic, real_broker
 from thalweg_bytewax.connectors.kafka import KafkaSource
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.lanes import read_lane
-from thalweg_bytewax.record import iter_headers
+from thalweg_bytewax.records.batches import iter_headers
 from thalweg_bytewax.testing import produce
 
 NON_UTF8 = b"\xff\xfe\x80\x00caf\xc3"

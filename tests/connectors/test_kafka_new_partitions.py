@@ -8,11 +8,13 @@ listed when the flow started (or not in its recovery state when it resumed).
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from datetime import timedelta
 from typing import Any
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 
 from thalweg_bytewax.connectors.kafka import KafkaSource
 from thalweg_bytewax.connectors.kafka._resume import make_state
@@ -102,9 +104,23 @@ def test_partitions_added_while_running_are_logged_counted_and_optionally_fatal(
             ):
                 part.next_batch()
         else:
-            t0 = time.perf_counter()
+            # A check that answers only once the partition has read: a partition that
+            # waited for the check would never return.
+            asked, answer = threading.Event(), threading.Event()
+
+            class HeldMetadata:
+                def list_topics(self, timeout: float) -> Any:
+                    asked.set()
+                    answer.wait()
+                    raise KafkaException(KafkaError(KafkaError._TRANSPORT))
+
+            held = threading.Thread(target=watch.check, args=(HeldMetadata(),))
+            held.start()
+            assert asked.wait(10)
             part.next_batch()  # reads on, never waits for the check
-            assert time.perf_counter() - t0 < 0.05
+            assert held.is_alive()  # the check was still waiting for its answer
+            answer.set()
+            held.join()
     finally:
         part.close()
     assert wait_for(lambda: not any(t.name == "thalweg-kafka-watch" for t in _threads()))

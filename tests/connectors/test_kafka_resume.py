@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.connectors.test_kafka_source import poll_until
+from tests.fixtures.kafka import real_broker
 from thalweg_bytewax.connectors.kafka import KafkaSource
 from thalweg_bytewax.connectors.kafka._resume import check_resume, make_state, read_state
 from thalweg_bytewax.errors import ConfigError, SourceError
@@ -77,6 +78,7 @@ def test_snapshot_keeps_leader_epoch_and_cluster_and_pickles(
     assert state["next_offset"] == 5
     assert state["leader_epoch"] == 0
     assert state["cluster"] is not None
+    assert (state["topic_id"] is not None) == real_broker()
     assert pickle.loads(pickle.dumps(state)) == state
 
 
@@ -121,6 +123,35 @@ def test_old_int_state_still_resumes(kafka_bootstrap: str, make_topic: Any) -> N
     part.close()
     assert [o for _, b in got for o in b.column("_twg_source_offset").to_pylist()] == [4]
     assert state["next_offset"] == 5
+
+
+def test_state_of_the_previous_release_without_a_topic_id_still_resumes(
+    kafka_bootstrap: str, make_topic: Any
+) -> None:
+    topic = make_topic()
+    fill(kafka_bootstrap, topic)
+    old: Any = {"next_offset": 3, "leader_epoch": 0, "cluster": None}  # as stored before ids
+    part = KafkaSource([kafka_bootstrap], [topic], tail=False).build_part("in", f"{topic}:0", old)
+    got = poll_until(part, 2)
+    state = part.snapshot()
+    part.close()
+    assert [o for _, b in got for o in b.column("_twg_source_offset").to_pylist()] == [3, 4]
+    assert state["next_offset"] == 5
+    # The topic's id from now on where the cluster has ids (Apache Kafka), else none.
+    assert (state["topic_id"] is not None) == real_broker()
+    assert pickle.loads(pickle.dumps(state)) == state
+
+
+def test_a_different_topic_id_fails_the_resume_and_a_missing_one_is_no_evidence() -> None:
+    with pytest.raises(
+        SourceError,
+        match=r"partition `t:0` cannot resume at offset 6: its state belongs to topic id "
+        r"`old-id`; got topic id `new-id` \(the topic was deleted and recreated",
+    ):
+        check_resume("t:0", make_state(6, 0, "c", "old-id"), 0, 10, "c", "new-id")
+    check_resume("t:0", make_state(6, 0, "c", "same"), 0, 10, "c", "same")
+    check_resume("t:0", make_state(6, 0, "c", None), 0, 10, "c", "new-id")  # older state
+    check_resume("t:0", make_state(6, 0, "c", "old-id"), 0, 10, "c", None)  # no ids now
 
 
 def test_state_of_another_cluster_fails_loudly(kafka_bootstrap: str, make_topic: Any) -> None:

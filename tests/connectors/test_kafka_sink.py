@@ -21,7 +21,7 @@ from thalweg_bytewax.codecs import BytesEncoder
 from thalweg_bytewax.connectors.kafka import KafkaSink, KafkaSource
 from thalweg_bytewax.connectors.kafka._sink_partition import out_state_key
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError, SinkTransientError
-from thalweg_bytewax.metadata import record_ids_array
+from thalweg_bytewax.records.ids import record_ids_array
 from thalweg_bytewax.testing import produce
 
 
@@ -102,6 +102,39 @@ def test_a_replay_after_a_flushed_but_unrecorded_epoch_is_skipped(
     assert sorted(o for _, _, o in locators(kafka_bootstrap, out)) == list(range(25))
 
 
+def test_a_transactional_replay_is_skipped_beside_another_shards_open_transaction(
+    kafka_bootstrap: str, make_topic: Any
+) -> None:
+    # The other shard leaves its epoch's transaction open in the partitions this shard
+    # writes to; this shard, resumed, finds what it committed and neither writes it
+    # twice nor waits (the mock cluster has no last stable offset below the end).
+    out = make_topic()
+    sink = KafkaSink(
+        [kafka_bootstrap],
+        out,
+        shards=2,
+        transactional=True,
+        unreachable_timeout=timedelta(seconds=2),
+    )
+    mine = sink.part_fn("src:0")
+    other_src = next(p for p in range(1, 50) if sink.part_fn(f"src:{p}") != mine)
+    part = sink.build_part("flow.out", f"shard-{mine:03d}", None)
+    part.write_batch([raw("src", 0, list(range(10)))])
+    first = part.snapshot()
+    other = sink.build_part("flow.out", f"shard-{1 - mine:03d}", None)
+    other.write_batch([raw("src", other_src, list(range(5)))])  # its transaction stays open
+    part.write_batch([raw("src", 0, list(range(10, 20)))])
+    part.snapshot()  # committed, but the crash loses this epoch's state
+    part.close()
+    again = sink.build_part("flow.out", f"shard-{mine:03d}", pickle.loads(pickle.dumps(first)))
+    again.write_batch([raw("src", 0, list(range(10, 25)))])
+    assert again.stats.rows_skipped_replay == 10
+    again.snapshot()
+    again.close()
+    other.close()
+    assert sorted(o for _, p, o in locators(kafka_bootstrap, out) if p == 0) == list(range(25))
+
+
 def test_a_replay_before_any_snapshot_reads_the_whole_topic_back(
     kafka_bootstrap: str, make_topic: Any
 ) -> None:
@@ -153,9 +186,7 @@ def test_partitioner_source_keeps_the_source_partition(
     bad.close()
 
 
-def test_an_encoder_a_key_column_and_header_columns(
-    kafka_bootstrap: str, make_topic: Any
-) -> None:
+def test_an_encoder_a_key_column_and_header_columns(kafka_bootstrap: str, make_topic: Any) -> None:
     out = make_topic()
     batch = raw("src", 1, [0, 1, 2]).append_column("payload", pa.array(["a", "b", None]))
     batch = batch.append_column("id", pa.array([7, 8, 9], pa.int64()))
@@ -181,8 +212,17 @@ def test_an_encoder_a_key_column_and_header_columns(
 
 
 def test_unreachable_brokers_fail_loudly_after_the_timeout() -> None:
-    sink = KafkaSink(["127.0.0.1:1"], "nowhere", metadata_timeout=timedelta(seconds=1))
-    with pytest.raises(SinkTransientError, match=r"kafka sink `nowhere`: could not reach"):
+    sink = KafkaSink(
+        ["127.0.0.1:1"],
+        "nowhere",
+        metadata_timeout=timedelta(seconds=1),
+        unreachable_timeout=timedelta(seconds=2),
+    )
+    with pytest.raises(
+        SinkTransientError,
+        match=r"kafka sink `nowhere`: could not reach the brokers within 2 s \(_TRANSPORT\); "
+        r"check `brokers` .* or raise `unreachable_timeout`",
+    ):
         sink.build_part("flow.out", "shard-000", None)
 
 
@@ -216,6 +256,10 @@ def test_trace_context_goes_into_the_headers_when_a_span_is_active(
         ({"encoder": object()}, r"`encoder` expected an encoder"),
         ({"headers": {"_twg.source.offset": "x"}}, r"which the sink writes itself"),
         ({"delivery_timeout": 5}, r"`delivery_timeout` expected a positive datetime.timedelta"),
+        (
+            {"unreachable_timeout": None},
+            r"`unreachable_timeout` expected a positive datetime.timedelta",
+        ),
         ({"add_config": {1: "secret"}}, r"`add_config` expected a mapping"),
     ],
 )
@@ -233,7 +277,7 @@ def test_the_repr_never_shows_add_config() -> None:
 def test_a_coverage_store_gets_each_committed_epoch_under_the_step_id(
     kafka_bootstrap: str, make_topic: Any, tmp_path: Any
 ) -> None:
-    from thalweg_bytewax.coverage_store import SqliteCoverageStore
+    from thalweg_bytewax.coverage.store import SqliteCoverageStore
 
     store = SqliteCoverageStore(tmp_path)
     sink = KafkaSink([kafka_bootstrap], make_topic(), shards=1, coverage_store=store)

@@ -19,7 +19,7 @@ from tests.connectors.kafka_sink_helpers import read_topic
 from thalweg_bytewax.connectors.kafka import KafkaSink
 from thalweg_bytewax.connectors.kafka._sink_records import prepare
 from thalweg_bytewax.connectors.kafka.sink import HEADER_LOCATOR, Locator, parse_locator
-from thalweg_bytewax.metadata import DEFAULT_PREFIX, metadata_columns
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, metadata_columns
 
 COLUMNS = metadata_columns(DEFAULT_PREFIX, "test")
 HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))

@@ -27,7 +27,7 @@ from tests.fixtures.kafka import create_topic, real_broker
 from thalweg_bytewax.connectors.kafka import _native
 from thalweg_bytewax.connectors.kafka._config import consumer_config
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.record import raw_batch_from_messages, raw_batch_from_native
+from thalweg_bytewax.records.kafka_batches import raw_batch_from_messages, raw_batch_from_native
 from thalweg_bytewax.testing import produce
 
 pytestmark = pytest.mark.skipif(

@@ -23,7 +23,7 @@ from thalweg_bytewax.connectors.kafka import KafkaSource, _native
 from thalweg_bytewax.connectors.kafka._config import consumer_config
 from thalweg_bytewax.connectors.kafka._resume import make_state
 from thalweg_bytewax.errors import SourceError
-from thalweg_bytewax.record import raw_batch_from_native
+from thalweg_bytewax.records.kafka_batches import raw_batch_from_native
 
 pytestmark = pytest.mark.skipif(
     _native._load()[0] is None,  # noqa: SLF001 - tests of the private module
@@ -182,6 +182,7 @@ def test_records_fetched_before_a_queue_is_taken_are_neither_lost_nor_reordered(
 
 
 
+@pytest.mark.slow
 def test_a_broker_outage_reaches_every_partition_of_the_handle(make_topic: Any) -> None:
     # Client errors come once per handle; each partition must still see them (its
     # stats and health), not only the one that happened to poll.

@@ -22,11 +22,11 @@ from hypothesis import strategies as st
 
 from tests.connectors import parquet_drift_flow as drift
 from tests.sinks.targets import C, orders
-from thalweg_bytewax._lane_schema import join_types
 from thalweg_bytewax.catalog import SchemaEvolutionError
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.errors import SchemaError, SinkTerminalError
 from thalweg_bytewax.lanes import read_lane
+from thalweg_bytewax.lanes._schema import join_types
 from thalweg_bytewax.runtime.parts import route
 
 ROOT = Path(__file__).resolve().parents[2]

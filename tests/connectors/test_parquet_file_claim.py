@@ -21,8 +21,8 @@ from thalweg_bytewax.connectors._lane_claim import claim_metadata, claim_problem
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.connectors.raw_lane_source import lane_rows_missing
 from thalweg_bytewax.coverage import OffsetCoverage
+from thalweg_bytewax.coverage.recovery_plan import RecoveryPlan, check_lane_rows
 from thalweg_bytewax.errors import SourceError
-from thalweg_bytewax.recovery_plan import RecoveryPlan, check_lane_rows
 
 KEY = ("t", 0)
 NAME = "00000000000000000000-00000000000000000009.parquet"

@@ -25,7 +25,8 @@ from thalweg_bytewax.connectors._lane_store import open_store
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError
 from thalweg_bytewax.lanes import read_lane
-from thalweg_bytewax.record import Locator, RawRecord, raw_batch_from_records
+from thalweg_bytewax.records.batches import raw_batch_from_records
+from thalweg_bytewax.records.model import Locator, RawRecord
 from thalweg_bytewax.runtime.parts import route
 
 Item = tuple[str, pa.RecordBatch] | TestingSource.EOF | TestingSource.ABORT

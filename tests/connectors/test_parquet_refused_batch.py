@@ -18,7 +18,7 @@ from tests.helpers import raw_batch
 from thalweg_bytewax.connectors._lane_store import FINAL_NAME
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.coverage import OffsetCoverage
-from thalweg_bytewax.coverage_store import SqliteCoverageStore
+from thalweg_bytewax.coverage.store import SqliteCoverageStore
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.runtime.parts import route

@@ -21,7 +21,8 @@ from tests.helpers import cause_of, raw_batch, run_into
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError
 from thalweg_bytewax.lanes import read_lane
-from thalweg_bytewax.record import Locator, RawRecord, raw_batch_from_records
+from thalweg_bytewax.records.batches import raw_batch_from_records
+from thalweg_bytewax.records.model import Locator, RawRecord
 
 
 def offsets_of(table: pa.Table) -> list[tuple[str, int, int]]:

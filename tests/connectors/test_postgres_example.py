@@ -7,10 +7,12 @@ import sys
 from pathlib import Path
 
 import psycopg
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_the_postgres_sink_example_runs_and_a_second_run_writes_nothing(pg_dsn: str) -> None:
     try:
         for _ in range(2):

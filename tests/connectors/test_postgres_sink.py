@@ -339,7 +339,7 @@ def test_an_upsert_row_held_across_a_resume_whose_key_was_not_replaced_is_refuse
 def test_a_coverage_store_gets_each_committed_epoch_under_the_step_id(
     make_sink: MakeSink, tmp_path: Any
 ) -> None:
-    from thalweg_bytewax.coverage_store import SqliteCoverageStore
+    from thalweg_bytewax.coverage.store import SqliteCoverageStore
 
     store = SqliteCoverageStore(tmp_path)
     p = part(make_sink(coverage_store=store))

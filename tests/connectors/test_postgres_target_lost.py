@@ -22,7 +22,7 @@ from psycopg import sql
 
 from tests.connectors.postgres_helpers import batch, read_table, table_exists
 from thalweg_bytewax.connectors.postgres import PostgresSink
-from thalweg_bytewax.coverage_store import SqliteCoverageStore
+from thalweg_bytewax.coverage.store import SqliteCoverageStore
 from thalweg_bytewax.errors import SinkTerminalError
 
 pytestmark = pytest.mark.postgres
@@ -73,6 +73,7 @@ def run_example(dsn: str) -> str:
     return out.stdout
 
 
+@pytest.mark.slow
 def test_the_example_refills_a_truncated_and_a_dropped_table(pg_dsn: str) -> None:
     try:
         assert run_example(pg_dsn).startswith("60 rows")

@@ -26,7 +26,7 @@ from thalweg_bytewax.connectors.raw_lane_source import (
 from thalweg_bytewax.coverage import OffsetCoverage
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.lanes import read_lane
-from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.records.metadata import MetadataColumns
 
 COLS = MetadataColumns()
 

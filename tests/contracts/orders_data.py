@@ -8,8 +8,9 @@ from typing import Any
 import pyarrow as pa
 
 from thalweg_bytewax.contracts import ContractSpec, load_contract
-from thalweg_bytewax.metadata import MetadataColumns, record_ids
-from thalweg_bytewax.samples import encode_order_avro, sample_orders
+from thalweg_bytewax.dev.samples import encode_order_avro, sample_orders
+from thalweg_bytewax.records.ids import record_ids
+from thalweg_bytewax.records.metadata import MetadataColumns
 
 ROOT = Path(__file__).resolve().parents[2]
 ORDERS_CONTRACT = ROOT / "thalweg_bytewax" / "flows" / "contracts" / "orders.odcs.yaml"

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from thalweg_bytewax.contracts import kernels
-from thalweg_bytewax.contracts.kernels import _grouped_duplicates, duplicate_mask
+from thalweg_bytewax.contracts import duplicates
+from thalweg_bytewax.contracts.duplicates import _grouped_duplicates, duplicate_mask
 
 SMALL_TEXT = st.sampled_from(["", "a", "ab", "é", "a" * 9, "a" * 8 + "b", "x\x00y"]) | st.text(
     max_size=20
@@ -52,7 +52,7 @@ def columns(draw: st.DrawFn) -> pa.RecordBatch:
 @settings(max_examples=400, deadline=None)
 @given(columns())
 def test_native_duplicates_are_the_group_by_duplicates(batch: pa.RecordBatch) -> None:
-    native = kernels._native_duplicates(batch.column(0))
+    native = duplicates._native_duplicates(batch.column(0))
     assert native is not None
     expected = _grouped_duplicates(batch, ["k"])
     assert native.tolist() == expected.tolist()
@@ -61,10 +61,10 @@ def test_native_duplicates_are_the_group_by_duplicates(batch: pa.RecordBatch) ->
 
 def test_floats_and_several_columns_are_grouped_by_arrow(monkeypatch: pytest.MonkeyPatch) -> None:
     floats = pa.array([0.0, -0.0, float("nan"), float("nan"), None, None])
-    assert kernels._native_duplicates(floats) is None
+    assert duplicates._native_duplicates(floats) is None
     batch = pa.RecordBatch.from_pydict({"a": ["x", "x", "x", None], "b": [1, 2, 1, 1]})
     assert duplicate_mask(batch, ["a", "b"]).tolist() == [False, False, True, False]
-    monkeypatch.setattr(kernels, "_native", None)
+    monkeypatch.setattr(duplicates, "_native", None)
     assert duplicate_mask(batch, ["a"]).tolist() == [False, True, True, False]
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from thalweg_bytewax.contracts import ContractError, Rule, RuleSet
 from thalweg_bytewax.contracts.evaluate import evaluate
-from thalweg_bytewax.sqlengine import shared_cursor
+from thalweg_bytewax.sql.engine import shared_cursor
 
 
 def failed(rule, values, type_=None):
@@ -26,7 +26,9 @@ def failed(rule, values, type_=None):
         pytest.param(
             Rule.unique("x"), [1, 2, 1, None, None], [False, False, True, False, False], id="unique"
         ),
-        pytest.param(Rule.one_of("x", ["a", "b"]), ["a", "c", None], [False, True, False], id="one_of"),
+        pytest.param(
+            Rule.one_of("x", ["a", "b"]), ["a", "c", None], [False, True, False], id="one_of"
+        ),
         pytest.param(Rule.gt("x", 0), [0, 1, None], [True, False, False], id="gt"),
         pytest.param(Rule.lt("x", 2), [1, 2], [False, True], id="lt"),
         pytest.param(Rule.length("x", 2, 3), ["a", "ab", "abcd"], [True, False, True], id="length"),

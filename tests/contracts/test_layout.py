@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 CONTRACTS = Path(__file__).resolve().parents[2] / "thalweg_bytewax" / "contracts"
 ENGINE = (
     "duckdb",
@@ -33,6 +35,7 @@ NO_SQL = (
 )
 
 
+@pytest.mark.slow
 def test_the_odcs_loader_parses_a_contract_without_the_engine():
     loaded = _loaded_after(
         "from thalweg_bytewax.contracts import load_contract\n"
@@ -42,6 +45,7 @@ def test_the_odcs_loader_parses_a_contract_without_the_engine():
     assert not loaded & set(ENGINE[1:])
 
 
+@pytest.mark.slow
 def test_a_contract_without_sql_loads_without_duckdb():
     loaded = _loaded_after(
         "from thalweg_bytewax.contracts import parse_contract\n"
@@ -51,6 +55,7 @@ def test_a_contract_without_sql_loads_without_duckdb():
     assert not loaded & set(ENGINE)
 
 
+@pytest.mark.slow
 def test_the_package_loads_only_the_spec_until_the_engine_is_asked_for():
     assert not _loaded_after("import thalweg_bytewax.contracts") & {
         *ENGINE,
@@ -73,8 +78,8 @@ def _contract_imports(path: Path) -> set[str]:
 
 
 def test_the_rule_constructors_sit_below_the_spec():
-    # spec mixes the named constructors in; rules must not import spec back, even lazily.
-    assert "rules" in _contract_imports(CONTRACTS / "spec.py")
+    # rule_spec mixes the named constructors in; rules must not import it back, even lazily.
+    assert "rules" in _contract_imports(CONTRACTS / "rule_spec.py")
     assert _contract_imports(CONTRACTS / "rules.py") == set()
 
 

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from thalweg_bytewax.contracts import Rule, RuleSet, row_json
+from thalweg_bytewax.contracts import Rule, RuleSet, _row_json_native
 from thalweg_bytewax.contracts.evaluate import Evaluation, _messages_from_lists, messages
-from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.records.metadata import MetadataColumns
 
 COLS = MetadataColumns()
 RULES = RuleSet(
@@ -104,5 +104,5 @@ def test_messages_spell_locator_first_rule_and_all_failed_ids(
         f"orders:3@41: expected {rules.descriptions[0].as_py()}; failed rules: {ids[0]}, {ids[1]}"
     ]
     assert messages(batch, ev, rules, failed, rows=np.array([0])).to_pylist() == want
-    monkeypatch.setattr(row_json, "_native", None)
+    monkeypatch.setattr(_row_json_native, "_native", None)
     assert messages(batch, ev, rules, failed, rows=np.array([0])).to_pylist() == want

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from thalweg_bytewax.contracts import row_json
+from thalweg_bytewax.contracts import _row_json_columns, _row_json_native, row_json
 from thalweg_bytewax.contracts.row_json import rows_as_json, value_json
 
 FLOATS = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from(
@@ -193,12 +193,12 @@ def test_native_rows_are_the_per_row_orjson_text(
             data.draw(st.lists(st.integers(0, batch.num_rows - 1), max_size=8)), np.int64
         )
     expected = _expected(batch, rows)
-    native = row_json._native_rows(batch, rows)
+    native = _row_json_native.native_rows(batch, rows)
     assert native is not None
     assert native.to_pylist() == expected
     assert rows_as_json(batch, rows).to_pylist() == expected
     taken = batch if rows is None else batch.take(pa.array(rows, pa.int64()))
-    assert row_json._columnwise_rows(taken).to_pylist() == expected
+    assert _row_json_columns.columnwise_rows(taken).to_pylist() == expected
 
 
 def test_escapes_every_control_character_as_orjson_does() -> None:
@@ -228,7 +228,7 @@ def test_instants_at_the_ends_of_the_calendar() -> None:
     batch = pa.RecordBatch.from_pydict(
         {"t": pa.array(stamps, pa.timestamp("us", tz="UTC")), "d": pa.array(days, pa.date32())}
     )
-    assert row_json._native_rows(batch, None) is not None
+    assert _row_json_native.native_rows(batch, None) is not None
     assert rows_as_json(batch).to_pylist() == _expected(batch, None)
 
 
@@ -248,7 +248,7 @@ def test_instants_and_dates_of_runs_of_the_same_day_are_each_their_own(
     batch = pa.RecordBatch.from_pydict(
         {"at": pa.array(stamps, pa.timestamp("ms", tz="UTC")), "on": pa.array(on, pa.date32())}
     )
-    native = row_json._native_rows(batch, None)
+    native = _row_json_native.native_rows(batch, None)
     assert native is not None and native.to_pylist() == _expected(batch, None)
 
 
@@ -258,9 +258,9 @@ def test_an_instant_past_year_9999_goes_to_the_column_wise_path() -> None:
     rows = np.array([0], np.int64)
     # Rows that are not asked for are never read.
     assert rows_as_json(batch, rows).to_pylist() == ['{"t":"1970-01-01T00:00:00","s":"a"}']
-    assert row_json._native_rows(batch, None) is None
+    assert _row_json_native.native_rows(batch, None) is None
     with pytest.raises((OverflowError, ValueError)):
-        row_json._columnwise_rows(batch)
+        _row_json_columns.columnwise_rows(batch)
     with pytest.raises((OverflowError, ValueError)):
         rows_as_json(batch)
 

@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from thalweg_bytewax.contracts import DropRule, Rule
 
 _PROGRAM = """
@@ -28,6 +30,7 @@ def _ids_under(seed: str) -> str:
     return out.stdout.strip()
 
 
+@pytest.mark.slow
 def test_versions_of_set_valued_rules_do_not_depend_on_the_hash_seed():
     seen = {_ids_under(seed) for seed in ("0", "1", "2", "3", "4", "5")}
     assert len(seen) == 1, seen

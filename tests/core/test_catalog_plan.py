@@ -25,7 +25,7 @@ from thalweg_bytewax.catalog import (
     reconcile,
 )
 from thalweg_bytewax.errors import ConfigError, SchemaError
-from thalweg_bytewax.metadata import DEFAULT_COLUMNS
+from thalweg_bytewax.records.metadata import DEFAULT_COLUMNS
 from thalweg_bytewax.typemap import canonical_type
 
 _NAMES = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True)

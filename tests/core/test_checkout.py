@@ -1,47 +1,44 @@
-"""Run from a source checkout, connectors/ and operators/ import as they do installed."""
+"""Run from a source checkout, connectors and operators import as they do installed."""
 
 from __future__ import annotations
 
-import importlib
+import os
+import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from thalweg_bytewax._checkout import _CheckoutFinder, map_checkout_subpackages
+ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    (tmp_path / "twg_checkout_pkg").mkdir()
-    (tmp_path / "twg_checkout_pkg" / "__init__.py").write_text("")
-    for name in ("connectors", "operators"):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "__init__.py").write_text(f"WHERE = {name!r}\n")
-    (tmp_path / "connectors" / "kafka.py").write_text("SOURCE = 'kafka'\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(
-        sys, "meta_path", [f for f in sys.meta_path if not isinstance(f, _CheckoutFinder)]
+@pytest.mark.slow
+def test_a_bare_checkout_imports_its_connectors_and_operators() -> None:
+    # `python -m bytewax.run flows.orders` from the root of a checkout imports the package
+    # from the working directory. -S: no site hooks (so not this checkout's editable
+    # install); the dependencies come from this environment's site-packages.
+    deps = [p for p in sys.path if p.endswith("site-packages")]
+    probe = (
+        "import thalweg_bytewax.operators as twg\n"
+        "from thalweg_bytewax.connectors.kafka import KafkaSource\n"
+        "import sys\n"
+        "print(twg.__file__, sys.modules[KafkaSource.__module__].__file__, twg.decode)\n"
     )
-    yield tmp_path
-    for mod in [m for m in sys.modules if m.startswith("twg_checkout_pkg")]:
-        del sys.modules[mod]
-
-
-def test_checkout_directories_are_mapped_into_the_package(checkout: Path) -> None:
-    map_checkout_subpackages("twg_checkout_pkg", checkout / "twg_checkout_pkg")
-    assert importlib.import_module("twg_checkout_pkg.operators").WHERE == "operators"
-    assert importlib.import_module("twg_checkout_pkg.connectors.kafka").SOURCE == "kafka"
-    map_checkout_subpackages("twg_checkout_pkg", checkout / "twg_checkout_pkg")  # idempotent
-    assert sum(isinstance(f, _CheckoutFinder) for f in sys.meta_path) == 1
-
-
-def test_an_installed_layout_is_left_alone(checkout: Path) -> None:
-    for name in ("connectors", "operators"):
-        (checkout / "twg_checkout_pkg" / name).mkdir()
-    map_checkout_subpackages("twg_checkout_pkg", checkout / "twg_checkout_pkg")
-    assert not any(isinstance(f, _CheckoutFinder) for f in sys.meta_path)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = os.pathsep.join(deps)
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", probe],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    operators, source, _ = done.stdout.split(maxsplit=2)
+    assert Path(operators) == ROOT / "thalweg_bytewax" / "operators" / "__init__.py"
+    assert Path(source) == ROOT / "thalweg_bytewax" / "connectors" / "kafka" / "source.py"
 
 
 def test_the_real_package_imports_its_operators_and_connectors() -> None:

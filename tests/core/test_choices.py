@@ -16,7 +16,7 @@ import thalweg_bytewax.operators as twg
 from thalweg_bytewax._choices import check_choice, parse_enum
 from thalweg_bytewax.contracts import ContractMode
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import MetadataColumns, MetadataPolicy
+from thalweg_bytewax.records.metadata import MetadataColumns, MetadataPolicy
 
 
 def _stream() -> op.KeyedStream[pa.RecordBatch]:

@@ -57,6 +57,7 @@ def _loaded_after(code: str) -> list[str]:
     return loaded
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "codec_import",
     [
@@ -70,6 +71,7 @@ def test_decode_flow_imports_no_heavy_module(codec_import: str) -> None:
     assert _loaded_after(FLOW_IMPORTS + codec_import) == []
 
 
+@pytest.mark.slow
 def test_schema_directory_decodes_without_the_registry_client(tmp_path) -> None:
     schema = {
         "type": "record",
@@ -92,6 +94,7 @@ def test_schema_directory_decodes_without_the_registry_client(tmp_path) -> None:
     assert _loaded_after(code) == []
 
 
+@pytest.mark.slow
 def test_registry_names_still_load_on_first_use() -> None:
     code = """
     import thalweg_bytewax.registry as reg

@@ -57,6 +57,7 @@ def test_the_brokers_have_one_name_everywhere() -> None:
             assert stale not in text, f"{path.name} still names {stale}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("module", "env", "variable"),
     [

@@ -11,16 +11,17 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401 - pa.compute below
+import pytest
 from bytewax.testing import run_main
 
 from flows.orders import SCHEMA_DIR, OrdersSettings, build_flow
 from tests.helpers import locator_of
 from thalweg_bytewax.contracts import explode_audit, read_audit, read_rule_registry
 from thalweg_bytewax.dev._orders_sample import _bad_payload, sample_order_at
-from thalweg_bytewax.dlq import rejected_from_dlq_batch
+from thalweg_bytewax.dev.samples import ORDER_AVRO_SCHEMA, encode_order_avro
 from thalweg_bytewax.lanes import read_lane
-from thalweg_bytewax.metadata import MetadataColumns
-from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA, encode_order_avro
+from thalweg_bytewax.lanes.dlq import rejected_from_dlq_batch
+from thalweg_bytewax.records.metadata import MetadataColumns
 from thalweg_bytewax.testing import produce, produce_sample_orders
 
 COLS = MetadataColumns()
@@ -165,6 +166,7 @@ def run_orders_flow(data_dir: Path, orders: int, *args: str) -> subprocess.Compl
     return out
 
 
+@pytest.mark.slow
 def test_python_m_bytewax_run_prints_the_summary(tmp_path):
     out = run_orders_flow(tmp_path, 3000)
     lines = out.stdout.splitlines()
@@ -198,6 +200,7 @@ def test_python_m_bytewax_run_prints_the_summary(tmp_path):
     assert len(again) == len([x for x in again if not x.startswith("  ")])
 
 
+@pytest.mark.slow
 def test_importing_the_flow_starts_nothing_and_connects_nowhere(tmp_path):
     probe = textwrap.dedent(
         """
@@ -280,6 +283,7 @@ def test_kafka_mode_decodes_with_the_bundled_schemas(kafka_bootstrap, make_topic
     assert "(unknown_schema)" in r.message and r.raw_key == b"x"
 
 
+@pytest.mark.slow
 def test_two_workers_fill_every_lane_exactly_once(tmp_path):
     run_orders_flow(tmp_path, N, "-w", "2")
     lanes = {name: read_lane(tmp_path / name) for name in ("raw", "dlq", "audit")}
@@ -301,7 +305,7 @@ def test_decode_and_contract_rejects_of_one_partition_all_reach_the_dlq(
     # them must land in the DLQ (a range-skipping sink fed by a merge would drop some).
     from decimal import Decimal
 
-    from thalweg_bytewax.samples import sample_orders
+    from thalweg_bytewax.dev.samples import sample_orders
 
     orders = list(sample_orders(8, seed=11))
     values = [encode_order_avro(o) for o in orders]
@@ -320,6 +324,7 @@ def test_decode_and_contract_rejects_of_one_partition_all_reach_the_dlq(
     assert read_table(settings, "orders").num_rows == 5
 
 
+@pytest.mark.slow
 def test_a_resumed_run_with_nothing_new_prints_one_line(tmp_path):
     recovery = tmp_path / "recovery"
     recovery.mkdir()

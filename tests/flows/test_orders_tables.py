@@ -23,11 +23,11 @@ from bytewax.testing import run_main
 from flows.orders import OrdersSettings, build_flow
 from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
 from thalweg_bytewax.connectors.raw_lane_source import lane_held_offsets
-from thalweg_bytewax.coverage_store import SqliteCoverageStore
+from thalweg_bytewax.coverage.recovery_plan import plan_recovery
+from thalweg_bytewax.coverage.store import SqliteCoverageStore
 from thalweg_bytewax.dev._orders_sample import _bad_payload, sample_order_at
-from thalweg_bytewax.metadata import MetadataColumns
-from thalweg_bytewax.recovery_plan import plan_recovery
-from thalweg_bytewax.samples import encode_order_avro
+from thalweg_bytewax.dev.samples import encode_order_avro
+from thalweg_bytewax.records.metadata import MetadataColumns
 
 COLS = MetadataColumns()
 N = 3_000

@@ -106,6 +106,7 @@ def _env(**extra: str) -> dict[str, str]:
     return {**env, "PYTHONPATH": str(REPO), **extra}
 
 
+@pytest.mark.slow
 def test_python_m_bytewax_run_flows_pipeline_runs_the_file(tmp_path):
     env = _env(
         THALWEG_CONFIG=str(ORDERS_TOML),
@@ -121,6 +122,7 @@ def test_python_m_bytewax_run_flows_pipeline_runs_the_file(tmp_path):
     assert read_lane(tmp_path / "data" / "raw").num_rows == 800
 
 
+@pytest.mark.slow
 def test_importing_flows_pipeline_for_kafka_starts_nothing_and_connects_nowhere(tmp_path):
     code = textwrap.dedent(
         """
@@ -204,7 +206,7 @@ def test_a_kafka_sink_in_a_pipeline_file_writes_each_order_once_as_json(
     run_main(build_pipeline(config, base_dir=ORDERS_TOML.parent))
     assert len(read_topic(bootstrap, topic)) == len(out)
     # It records its coverage beside the raw lane as the table sinks do.
-    from thalweg_bytewax.coverage_store import SqliteCoverageStore
+    from thalweg_bytewax.coverage.store import SqliteCoverageStore
 
     entries = SqliteCoverageStore(data / "raw").entries()
     stored = {(e.topic, e.partition): e.coverage for e in entries if e.sink == "orders.out"}

@@ -22,13 +22,13 @@ from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.dev._orders_sample import SampleOrdersSource
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.lanes import read_lane
-from thalweg_bytewax.metadata import DEFAULT_COLUMNS
 from thalweg_bytewax.operators.sql_dag import sql_dag
 from thalweg_bytewax.pipeline import PipelineConfig
 from thalweg_bytewax.pipeline.build import SAMPLE_SCHEMAS
+from thalweg_bytewax.records.metadata import DEFAULT_COLUMNS
 from thalweg_bytewax.registry import DirectorySchemaSource
-from thalweg_bytewax.sqldag import SqlDag
-from thalweg_bytewax.window_agg import WindowSpec
+from thalweg_bytewax.sql.dag import SqlDag
+from thalweg_bytewax.windows.aggregate import WindowSpec
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "docs" / "examples"
@@ -141,6 +141,7 @@ def test_a_pipeline_window_lands_the_rows_the_python_api_lands(tmp_path, kind):
         assert late
 
 
+@pytest.mark.slow
 def test_python_m_bytewax_run_runs_the_session_example(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("THALWEG_")}
     env |= {

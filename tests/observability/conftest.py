@@ -12,9 +12,9 @@ import pytest
 from opentelemetry.trace import SpanContext, SpanKind, Tracer
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+from thalweg_bytewax.dev.samples import encode_order_avro, sample_orders
 from thalweg_bytewax.observability import reset
 from thalweg_bytewax.observability.headers import KafkaHeadersSetter
-from thalweg_bytewax.samples import encode_order_avro, sample_orders
 from thalweg_bytewax.testing import produce
 
 

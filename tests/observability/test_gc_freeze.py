@@ -12,6 +12,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 
 def _run(code: str) -> str:
     out = subprocess.run(
@@ -25,6 +27,7 @@ def _run(code: str) -> str:
     return out.stdout.strip()
 
 
+@pytest.mark.slow
 def test_observe_leaves_the_collector_alone_by_default() -> None:
     out = _run(
         """
@@ -46,6 +49,7 @@ def test_observe_leaves_the_collector_alone_by_default() -> None:
     assert out.splitlines()[-1] == "ok"
 
 
+@pytest.mark.slow
 def test_observe_freezes_what_is_alive_at_its_first_call_when_asked_and_only_then() -> None:
     out = _run(
         """

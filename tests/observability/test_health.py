@@ -20,10 +20,10 @@ from tests.observability.conftest import get, get_json
 from thalweg_bytewax.codecs import AvroCodec
 from thalweg_bytewax.connectors.kafka import KafkaSource
 from thalweg_bytewax.connectors.parquet import ParquetSink
+from thalweg_bytewax.dev.samples import ORDER_AVRO_SCHEMA, encode_order_avro, sample_orders
 from thalweg_bytewax.errors import SourceError
 from thalweg_bytewax.observability import observe, registry, running_server
 from thalweg_bytewax.observability.gate import is_on
-from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA, encode_order_avro, sample_orders
 from thalweg_bytewax.testing import produce
 
 

@@ -81,7 +81,7 @@ def test_step_counts_from_several_worker_threads_add_up(tmp_path: Path) -> None:
     # counters (plain integers per thread, summed at collection) lose no update.
     import pyarrow as pa
 
-    from thalweg_bytewax.dlq import DLQ_REASON
+    from thalweg_bytewax.lanes.dlq import DLQ_REASON
     from thalweg_bytewax.observability.gate import observe_step
 
     observe(port=0)

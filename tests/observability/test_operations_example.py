@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_operations_example_serves_health_stats_and_metrics(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("THALWEG_")}
     out = subprocess.run(

@@ -28,11 +28,11 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from tests.observability.conftest import produce_traced_orders
 from thalweg_bytewax.config import SecretRef
+from thalweg_bytewax.dev.samples import ORDER_AVRO_SCHEMA
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.observability import instruments, otlp
 from thalweg_bytewax.observability.settings import OtlpSection
 from thalweg_bytewax.pipeline import PipelineConfig
-from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "otlp-token-3f9c1b7e5d"  # noqa: S105 - a test value, grepped for in every output
@@ -120,6 +120,7 @@ resource_attributes = {{ "deployment.environment" = "test" }}
     return config
 
 
+@pytest.mark.slow
 def test_a_flow_run_exports_spans_and_metrics_to_the_configured_receiver(
     kafka_bootstrap, make_topic, tmp_path: Path, receiver
 ) -> None:
@@ -198,6 +199,7 @@ def _number(p) -> float:
     return float(p.as_int if p.WhichOneof("value") == "as_int" else p.as_double)
 
 
+@pytest.mark.slow
 def test_the_header_secret_never_appears_in_config_show_or_a_repr(tmp_path: Path) -> None:
     config = _pipeline_toml(tmp_path, "127.0.0.1:1", "orders", "http://127.0.0.1:1")
     env = _env(OTLP_TEST_TOKEN=TOKEN)
@@ -245,6 +247,7 @@ def test_another_protocol_in_the_standard_variable_is_refused() -> None:
         otlp.check(OtlpSection(), {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"})
 
 
+@pytest.mark.slow
 def test_without_the_exporter_installed_the_flow_fails_at_build_naming_the_extra(
     tmp_path: Path,
 ) -> None:

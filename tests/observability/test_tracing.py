@@ -26,6 +26,7 @@ from tests.observability.conftest import produce_traced_orders
 from thalweg_bytewax.codecs import AvroCodec
 from thalweg_bytewax.connectors.kafka import KafkaSource
 from thalweg_bytewax.contracts import Rule
+from thalweg_bytewax.dev.samples import ORDER_AVRO_SCHEMA
 from thalweg_bytewax.observability import (
     KafkaHeadersGetter,
     KafkaHeadersSetter,
@@ -39,7 +40,6 @@ from thalweg_bytewax.observability.tracing import (
     receive_span,
     without_trace,
 )
-from thalweg_bytewax.samples import ORDER_AVRO_SCHEMA
 
 W3C = TraceContextTextMapPropagator()
 

@@ -30,10 +30,7 @@ from tests.helpers import (
 )
 from thalweg_bytewax.codecs import AvroCodec, ProtobufCodec
 from thalweg_bytewax.codecs.base import Codec
-from thalweg_bytewax.dlq import rejected_from_dlq_batch
-from thalweg_bytewax.errors import TransientError
-from thalweg_bytewax.registry import RegistrySchemaSource, RegistryUnavailableError
-from thalweg_bytewax.samples import (
+from thalweg_bytewax.dev.samples import (
     ORDER_AVRO_SCHEMA,
     ORDER_MESSAGE_TYPE,
     encode_order_avro,
@@ -41,6 +38,9 @@ from thalweg_bytewax.samples import (
     order_file_descriptor_proto,
     sample_orders,
 )
+from thalweg_bytewax.errors import TransientError
+from thalweg_bytewax.lanes.dlq import rejected_from_dlq_batch
+from thalweg_bytewax.registry import RegistrySchemaSource, RegistryUnavailableError
 
 Reply = tuple[int, dict[str, object]]
 

@@ -24,12 +24,7 @@ from thalweg_bytewax.codecs import AvroCodec, JsonCodec, ProtobufCodec
 from thalweg_bytewax.codecs.base import DecodeFailure, DecodeResult, FailureKind
 from thalweg_bytewax.codecs.framing import encode_confluent
 from thalweg_bytewax.connectors.kafka import KafkaSource
-from thalweg_bytewax.dlq import dlq_schema, rejected_from_dlq_batch
-from thalweg_bytewax.errors import ConfigError, SchemaError
-from thalweg_bytewax.metadata import MetadataColumns, MetadataPolicy
-from thalweg_bytewax.record import RawRecord
-from thalweg_bytewax.registry import RegistrySchemaSource, RegistryUnavailableError
-from thalweg_bytewax.samples import (
+from thalweg_bytewax.dev.samples import (
     ORDER_AVRO_SCHEMA,
     ORDER_MESSAGE_TYPE,
     encode_order_avro,
@@ -38,6 +33,11 @@ from thalweg_bytewax.samples import (
     order_key,
     sample_orders,
 )
+from thalweg_bytewax.errors import ConfigError, SchemaError
+from thalweg_bytewax.lanes.dlq import dlq_schema, rejected_from_dlq_batch
+from thalweg_bytewax.records.metadata import MetadataColumns, MetadataPolicy
+from thalweg_bytewax.records.model import RawRecord
+from thalweg_bytewax.registry import RegistrySchemaSource, RegistryUnavailableError
 from thalweg_bytewax.testing import produce
 
 COLS = MetadataColumns()

@@ -18,7 +18,6 @@ from tests.fixtures.flows import EntryPoint
 from tests.helpers import run_flow
 from thalweg_bytewax.contracts import parse_contract
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.windows import SeenWindow
 
 CONTRACT = orders_contract()
 HOUR = timedelta(hours=1)
@@ -80,22 +79,6 @@ def test_content_dedup_without_a_declared_natural_key_is_refused_at_build():
         run([], by=["a"], contract=keyless)
     with pytest.raises(ConfigError, match="natural key"):
         run([], by=["customer_id"], contract=CONTRACT)
-
-
-def test_window_bounds_memory_and_forgets_old_keys():
-    seen = SeenWindow(HOUR, allowed_skew=timedelta(0))
-    # With the default skew (a minute, rounded up to a bucket) a bucket more is kept.
-    with_skew = SeenWindow(HOUR)
-    t0 = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
-    for i in range(100):  # one key a minute for 100 minutes
-        assert not seen.check_and_add([f"k{i}"], t0 + 60 * i).any()
-        with_skew.check_and_add([f"k{i}"], t0 + 60 * i)
-    assert 60 <= len(seen) <= 60 + 60 // 16 + 1
-    assert 61 <= len(with_skew) <= 60 + 2 * 60 / 16
-    assert seen.check_and_add(["k99"], t0 + 6000).tolist() == [True]
-    assert seen.check_and_add(["k0"], t0 + 6000).tolist() == [False]  # expired: new again
-    restored = SeenWindow(HOUR, seen.snapshot())
-    assert restored.check_and_add(["k98", "k1"], t0 + 6000).tolist() == [True, False]
 
 
 def test_event_time_window_in_a_flow(entry_point):

@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 import thalweg_bytewax.operators as twg
 from tests.fixtures.flows import EntryPoint
 from tests.helpers import run_flow
-from thalweg_bytewax.metadata import MetadataColumns
 from thalweg_bytewax.operators.deduplication import _DedupLogic
+from thalweg_bytewax.records.metadata import MetadataColumns
 
 COLS = MetadataColumns()
 MINUTE = timedelta(minutes=1)
@@ -141,7 +141,7 @@ def test_out_of_range_timestamps_do_not_crash_the_batch():
 
 def test_clamped_records_are_counted_and_logged_once_per_change(caplog):
     dedup = logic(step_id="dedup_orders")
-    with caplog.at_level(logging.INFO, logger="thalweg_bytewax.windows"):
+    with caplog.at_level(logging.INFO, logger="thalweg_bytewax.windows.event_time"):
         for b in range(3):
             now = T0_MS + b * 1_000
             dedup.filter(

@@ -18,8 +18,8 @@ from thalweg_bytewax.codecs import AvroCodec, JsonCodec, ProtobufCodec
 from thalweg_bytewax.connectors.kafka import KafkaSource
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataColumns, MetadataPolicy
-from thalweg_bytewax.record import raw_batch_from_columns
+from thalweg_bytewax.records.batches import raw_batch_from_columns
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns, MetadataPolicy
 
 PREFIXED: list[Callable[..., Any]] = [
     KafkaSource.__init__,

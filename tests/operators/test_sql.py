@@ -10,7 +10,7 @@ from bytewax.testing import TestingSink, TestingSource, run_main
 
 import thalweg_bytewax.operators as twg
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import DEFAULT_COLUMNS as C
+from thalweg_bytewax.records.metadata import DEFAULT_COLUMNS as C
 
 
 def part(topic: str, partition: int, first: int, items: list[list[int]]) -> pa.RecordBatch:

@@ -13,9 +13,10 @@ from bytewax.testing import TestingSink, TestingSource, run_main
 from tests.fixtures.flows import EntryPoint
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.lanes import read_lane
-from thalweg_bytewax.metadata import DEFAULT_COLUMNS, record_ids_array
 from thalweg_bytewax.operators.sql_dag import sql_dag
-from thalweg_bytewax.sqldag import SqlDag, SqlDagError
+from thalweg_bytewax.records import DEFAULT_COLUMNS, record_ids_array
+from thalweg_bytewax.sql.dag import SqlDag
+from thalweg_bytewax.sql.dag_nodes import SqlDagError
 
 C = DEFAULT_COLUMNS
 SCHEMA = pa.schema(

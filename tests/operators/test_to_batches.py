@@ -22,11 +22,11 @@ from hypothesis import strategies as st
 import thalweg_bytewax.operators as twg
 from tests.helpers import run_flow
 from thalweg_bytewax.connectors.parquet import ParquetSink
-from thalweg_bytewax.dlq import DLQ_MESSAGE, DLQ_REASON, DLQ_ROW_JSON
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.lanes.dlq import DLQ_MESSAGE, DLQ_REASON, DLQ_ROW_JSON
 from thalweg_bytewax.operators._batch_convert import RowConverter
 from thalweg_bytewax.operators.batching import _Gather
+from thalweg_bytewax.records.metadata import MetadataColumns
 
 COLS = MetadataColumns()
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string())])

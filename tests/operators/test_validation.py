@@ -25,10 +25,10 @@ from thalweg_bytewax.contracts import (
 )
 from thalweg_bytewax.contracts.evaluate import drop_masks, evaluate
 from thalweg_bytewax.contracts.spec import ContractMode
-from thalweg_bytewax.dlq import dlq_schema, rejected_from_dlq_batch
-from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.dedup.key_memory import SeenWindow
+from thalweg_bytewax.lanes.dlq import dlq_schema, rejected_from_dlq_batch
 from thalweg_bytewax.operators.validation import _Validator, failed_rules_column
-from thalweg_bytewax.windows import SeenWindow
+from thalweg_bytewax.records import MetadataColumns
 
 CONTRACT = orders_contract()
 RULES = {r.name: r.id for r in RuleSet.from_contract(CONTRACT).rules}

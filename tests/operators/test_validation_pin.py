@@ -21,8 +21,8 @@ import pyarrow as pa
 
 from thalweg_bytewax.contracts import Rule, RuleSet
 from thalweg_bytewax.contracts.spec import ContractMode
-from thalweg_bytewax.metadata import MetadataColumns
 from thalweg_bytewax.operators.validation import _Validator
+from thalweg_bytewax.records.metadata import MetadataColumns
 
 COLS = MetadataColumns()
 GOLDEN = Path(__file__).with_name("validation_pin.json")

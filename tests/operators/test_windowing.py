@@ -16,13 +16,15 @@ from bytewax.testing import TestingSink, TestingSource, run_main
 import thalweg_bytewax.operators as twg
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.operators import Session, Sliding, Tumbling, WindowAggOut
-from thalweg_bytewax.window_agg import WindowSpec
+from thalweg_bytewax.windows.aggregate import WindowSpec
 
 T0 = datetime(2024, 5, 1, tzinfo=UTC)
 TS = pa.timestamp("ms", tz="UTC")
 
 
-def orders(seconds: list[float], status: list[str], amount: list[int], **extra: Any) -> pa.RecordBatch:
+def orders(
+    seconds: list[float], status: list[str], amount: list[int], **extra: Any
+) -> pa.RecordBatch:
     return pa.record_batch(
         {
             "created_at": pa.array([T0 + timedelta(seconds=s) for s in seconds], TS),
@@ -123,9 +125,7 @@ def test_sliding_and_session_windows_in_a_flow() -> None:
         ("orders:0", orders([0, 4], ["NEW", "NEW"], [1, 2])),
         ("orders:0", orders([20, 2], ["NEW", "NEW"], [4, 8])),
     ]
-    windows, _, _ = run_windows(
-        items, Session(timedelta(seconds=5)), lateness=timedelta(minutes=1)
-    )
+    windows, _, _ = run_windows(items, Session(timedelta(seconds=5)), lateness=timedelta(minutes=1))
     view = upserted(windows)
     assert {k[1]: v["revenue"] for k, v in view.items()} == {
         T0: 11,

@@ -16,9 +16,9 @@ from flows.orders import SCHEMA_DIR
 from thalweg_bytewax.codecs import AvroCodec
 from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
 from thalweg_bytewax.dev._orders_sample import sample_order_at
+from thalweg_bytewax.dev.samples import encode_order_avro
 from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.registry import DirectorySchemaSource
-from thalweg_bytewax.samples import encode_order_avro
 
 pytestmark = pytest.mark.slow
 

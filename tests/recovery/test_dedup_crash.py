@@ -28,7 +28,7 @@ import pytest
 from flows.dedup_lane import origins, planned_order
 from tests.helpers import located
 from thalweg_bytewax.contracts import read_audit
-from thalweg_bytewax.dlq import read_dlq
+from thalweg_bytewax.lanes.dlq import read_dlq
 
 pytestmark = [pytest.mark.slow]
 
@@ -42,9 +42,9 @@ RETRY_RATE = 0.2
 # Bytewax recovery (or not at all) would do.
 _FORGETFUL_RUNNER = """
 import runpy, sys
-import thalweg_bytewax.windows as window
-_init = window.SeenWindow.__init__
-window.SeenWindow.__init__ = lambda self, w, state=None, **kw: _init(self, w, None, **kw)
+import thalweg_bytewax.dedup.key_memory as key_memory
+_init = key_memory.SeenWindow.__init__
+key_memory.SeenWindow.__init__ = lambda self, w, state=None, **kw: _init(self, w, None, **kw)
 sys.argv = ["bytewax.run", *sys.argv[1:]]
 runpy.run_module("bytewax.run", run_name="__main__", alter_sys=True)
 """

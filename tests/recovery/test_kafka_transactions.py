@@ -13,13 +13,16 @@ its commit fails and none of its records becomes visible to ``read_committed``.
 from __future__ import annotations
 
 import random
+import re
 import signal
 import subprocess
 import time
 from collections import Counter
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Producer
 
 from tests.connectors.kafka_sink_helpers import read_topic
 from tests.fixtures.kafka import create_topic, topic_name
@@ -33,9 +36,11 @@ from tests.recovery.test_kafka_sink_crash import (
     init_recovery,
     run,
 )
-from thalweg_bytewax._apache_kafka import ApacheKafka
 from thalweg_bytewax.connectors.kafka import KafkaSink
-from thalweg_bytewax.errors import SinkError
+from thalweg_bytewax.dev._apache_kafka import ApacheKafka
+from thalweg_bytewax.errors import SinkError, SinkTransientError
+from thalweg_bytewax.runtime.parts import encode_part, stable_route
+from thalweg_bytewax.runtime.sharded_sink import shard_name
 
 pytestmark = pytest.mark.slow
 
@@ -95,7 +100,11 @@ def test_a_zombie_producer_is_fenced_and_cannot_commit(
     second.snapshot()
 
     # The stalled process wakes up and tries to finish its epoch: fenced.
-    with pytest.raises(SinkError, match=r"(?i)fenc"):
+    with pytest.raises(
+        SinkError,
+        match=rf"kafka sink `{out}`: shard 0 was fenced: a newer producer took over its "
+        rf"transactional id `thalweg-{out}-flow\.out-0`.*stop this process",
+    ):
         first.write_batch([_batch(0, range(800, 900))])
         first.snapshot()
     first.abort()
@@ -141,4 +150,146 @@ def test_a_zombie_flow_process_resumed_after_a_new_one_took_over_is_fenced(
     # instance, and it fails.
     assert zombie.returncode != 0, err[-5000:]
     assert "fenced by a newer instance (_FENCED)" in err, err[-3000:]
+    # Its last words are thalweg's: what happened and what to do (stop it; the newer
+    # run owns the output), not a replay advice that would start a third instance.
+    last = err.strip().splitlines()[-1]
+    assert re.fullmatch(
+        rf"thalweg: SinkTerminalError: kafka sink `{out}`: shard \d+ was fenced: a newer "
+        rf"producer took over its transactional id `thalweg-{out}-[^`]+-\d+` \(_FENCED\).*"
+        r"stop this process and keep the newer run.*",
+        last,
+    ), err[-3000:]
     assert_exactly_once(read_topic(bootstrap, out, isolation="read_committed"), src, expected)
+
+
+def _shard_of_source(partition: int, shards: int) -> int:
+    return stable_route(encode_part("src", partition), shards)
+
+
+def test_a_resumed_shard_reads_back_its_records_committed_after_another_shards_open_transaction(
+    apache_kafka: ApacheKafka, request: pytest.FixtureRequest
+) -> None:
+    # Two shards share the one output partition. A killed run left shard `other`'s
+    # transaction open in it BEFORE shard `mine` committed more records: a read_committed
+    # reader stops at that transaction's first offset (the last stable offset) until it
+    # is aborted, here by the broker's transaction timeout.
+    bootstrap = apache_kafka.bootstrap
+    out = topic_name(request)
+    create_topic(bootstrap, out, partitions=1)
+    sink = KafkaSink([bootstrap], out, shards=2, transactional=True)
+    mine = _shard_of_source(0, 2)
+    other = 1 - mine
+    first = sink.build_part("flow.out", shard_name(mine), None)
+    first.write_batch([_batch(0, range(500))])
+    resume = first.snapshot()  # epoch 1 committed: the last state Bytewax recorded
+
+    dangling = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": f"thalweg-{out}-flow.out-{other}",
+            "transaction.timeout.ms": 2000,
+        }
+    )
+    dangling.init_transactions(30)
+    dangling.begin_transaction()
+    dangling.produce(out, b"half an epoch of the other shard", partition=0)
+    assert dangling.flush(30) == 0  # in the log, never committed: the process was killed
+
+    first.write_batch([_batch(0, range(500, 1000))])
+    first.snapshot()  # epoch 2 committed, before Bytewax recorded it...
+    first.write_batch([_batch(0, range(1000, 1100))])  # ...and epoch 3 open: killed here
+
+    # The resumed shard (its start aborts its own epoch 3) replays epochs 2 and 3.
+    resumed = sink.build_part("flow.out", shard_name(mine), resume)
+    resumed.write_batch([_batch(0, range(500, 1100))])
+    resumed.snapshot()
+    resumed.close()
+    first.close()
+
+    assert resumed.stats.rows_skipped_replay == 500
+    # The other shard's next run fences its transactional id (closing nothing open).
+    sink.build_part("flow.out", shard_name(other), None).close()
+    committed = Counter(r.locator for r in read_topic(bootstrap, out, isolation="read_committed"))
+    assert set(committed) == {("src", 0, o) for o in range(1100)}
+    assert max(committed.values()) == 1, sorted(k for k, n in committed.items() if n > 1)[:5]
+
+
+def test_a_transaction_the_current_run_opened_does_not_hold_up_another_shards_read_back(
+    apache_kafka: ApacheKafka, request: pytest.FixtureRequest
+) -> None:
+    # Shard `other` of this run opens its epoch's transaction before shard `mine` is
+    # built (a shard without state is built when its first record arrives). `mine`'s
+    # read-back must not wait for that transaction: it commits only when the epoch
+    # closes, after `mine`'s write returns.
+    bootstrap = apache_kafka.bootstrap
+    out = topic_name(request)
+    create_topic(bootstrap, out, partitions=1)
+    sink = KafkaSink(
+        [bootstrap], out, shards=2, transactional=True, unreachable_timeout=timedelta(seconds=5)
+    )
+    mine = _shard_of_source(0, 2)
+    other_src = next(p for p in range(1, 50) if _shard_of_source(p, 2) != mine)
+    done = sink.build_part("flow.out", shard_name(mine), None)
+    done.write_batch([_batch(0, range(300))])
+    resume = done.snapshot()
+    done.close()
+
+    other = sink.build_part("flow.out", shard_name(1 - mine), None)
+    other.write_batch([_batch(other_src, range(200))])  # its transaction is open
+    resumed = sink.build_part("flow.out", shard_name(mine), resume)
+    resumed.write_batch([_batch(0, range(300, 400))])
+    other.snapshot()
+    resumed.snapshot()
+    other.close()
+    resumed.close()
+
+    committed = Counter(r.locator for r in read_topic(bootstrap, out, isolation="read_committed"))
+    assert set(committed) == {("src", 0, o) for o in range(400)} | {
+        ("src", other_src, o) for o in range(200)
+    }
+    assert max(committed.values()) == 1
+
+
+def test_a_transaction_left_open_past_the_wait_fails_the_read_back_naming_it(
+    apache_kafka: ApacheKafka, request: pytest.FixtureRequest
+) -> None:
+    # The other shard's open transaction outlives the wait (its producer's timeout is
+    # a minute, the sink's own five seconds): the resume fails loudly, naming the
+    # partition, the transaction's offset and how to end it, and writes nothing.
+    bootstrap = apache_kafka.bootstrap
+    out = topic_name(request)
+    create_topic(bootstrap, out, partitions=1)
+    sink = KafkaSink(
+        [bootstrap],
+        out,
+        shards=2,
+        transactional=True,
+        unreachable_timeout=timedelta(seconds=2),
+        add_config={"transaction.timeout.ms": 5000, "message.timeout.ms": 5000},
+    )
+    mine = _shard_of_source(0, 2)
+    first = sink.build_part("flow.out", shard_name(mine), None)
+    first.write_batch([_batch(0, range(100))])
+    resume = first.snapshot()
+    dangling = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": f"other-{out}", "log_level": 0}
+    )
+    dangling.init_transactions(30)
+    dangling.begin_transaction()
+    dangling.produce(out, b"an open transaction", partition=0)
+    assert dangling.flush(30) == 0
+    first.write_batch([_batch(0, range(100, 200))])
+    first.snapshot()
+    first.close()
+
+    resumed = sink.build_part("flow.out", shard_name(mine), resume)
+    with pytest.raises(
+        SinkTransientError,
+        match=rf"reading back `{out}:0` to reconcile: a transaction open at offset 101 .*"
+        r"hides this shard's committed records up to offset 201 .*start the flow again",
+    ):
+        resumed.write_batch([_batch(0, range(100, 200))])
+    resumed.abort()
+    resumed.close()
+    assert resumed.stats.records_produced == 0
+    dangling.abort_transaction(30)

@@ -30,10 +30,10 @@ from bytewax.recovery import init_db_dir
 
 from tests.helpers import closed_port
 from thalweg_bytewax.coverage import OffsetCoverage
-from thalweg_bytewax.coverage_report import coverage_report
-from thalweg_bytewax.coverage_store import SqliteCoverageStore
+from thalweg_bytewax.coverage.report import coverage_report
+from thalweg_bytewax.coverage.store import SqliteCoverageStore
 from thalweg_bytewax.lanes import read_lane
-from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.records.metadata import MetadataColumns
 from thalweg_bytewax.testing import produce_sample_orders
 
 ROOT = Path(__file__).resolve().parents[2]

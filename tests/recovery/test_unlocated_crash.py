@@ -103,7 +103,7 @@ def main() -> None:
     else:
         import thalweg_bytewax.operators as twg
         from tests.recovery.window_crash_flow import LATENESS, WINDOW, _Source
-        from thalweg_bytewax.window_agg import WindowSpec
+        from thalweg_bytewax.windows.aggregate import WindowSpec
 
         windows: dict[str, WindowSpec] = {
             "tumbling": twg.Tumbling(WINDOW),

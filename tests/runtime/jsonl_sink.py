@@ -26,8 +26,9 @@ from typing_extensions import override
 
 from thalweg_bytewax.coverage import OffsetCoverage
 from thalweg_bytewax.errors import SinkTerminalError, SinkTransientError
-from thalweg_bytewax.metadata import DEFAULT_PREFIX, MetadataColumns
-from thalweg_bytewax.record import Locator, RawRecord, raw_batch_from_records
+from thalweg_bytewax.records.batches import raw_batch_from_records
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns
+from thalweg_bytewax.records.model import Locator, RawRecord
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState
 from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink
 

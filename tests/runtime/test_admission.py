@@ -20,7 +20,7 @@ from thalweg_bytewax.connectors.files import FileSource
 from thalweg_bytewax.connectors.kafka import KafkaSource
 from thalweg_bytewax.coverage import OffsetCoverage
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import DEFAULT_COLUMNS
+from thalweg_bytewax.records.metadata import DEFAULT_COLUMNS
 from thalweg_bytewax.runtime import admission
 from thalweg_bytewax.runtime.admission import AdmissionLedger, admission_budget
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState

@@ -28,8 +28,8 @@ from bytewax.recovery import RecoveryConfig, init_db_dir
 from bytewax.testing import TestingSource, run_main
 
 from tests.runtime.jsonl_sink import JsonlSink, items, read_rows, rows
+from thalweg_bytewax.coverage import _replay_check
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError, SinkTransientError
-from thalweg_bytewax.runtime import _replay_check
 from thalweg_bytewax.runtime.parts import route
 
 ROOT = Path(__file__).resolve().parents[2]

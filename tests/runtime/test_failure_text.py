@@ -39,6 +39,7 @@ def _last_line(stderr: str) -> str:
     return [line for line in stderr.splitlines() if line.strip()][-1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [1, 2])
 def test_python_m_bytewax_run_ends_with_the_thalweg_error(tmp_path: Path, workers: int) -> None:
     missing = tmp_path / "none.ndjson"
@@ -51,6 +52,7 @@ def test_python_m_bytewax_run_ends_with_the_thalweg_error(tmp_path: Path, worker
     ), done.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_a_thalweg_command_running_a_flow_ends_with_the_thalweg_error(tmp_path: Path) -> None:
     missing = tmp_path / "none.ndjson"
     argv = [

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 from bytewax.outputs import FixedPartitionedSink
 
-from thalweg_bytewax.metadata import DEFAULT_COLUMNS
+from thalweg_bytewax.records.metadata import DEFAULT_COLUMNS
 
 __all__ = [
     "ArrowIPCTarget",

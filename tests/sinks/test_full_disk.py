@@ -17,6 +17,8 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 SIZE = 2 * 1024 * 1024
 
@@ -48,6 +50,7 @@ def _small_filesystem(tmp_path: Path) -> Iterator[tuple[Path, str, str, Callable
     yield mount, "SinkTerminalError", "File too large", limit
 
 
+@pytest.mark.slow
 def test_a_full_disk_ends_the_run_with_the_sink_error(tmp_path: Path) -> None:
     with _small_filesystem(tmp_path) as (where, error, reason, preexec):
         lane = where / "lane"

@@ -47,7 +47,7 @@ from thalweg_bytewax.catalog.plan import (
     plan,
 )
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError
-from thalweg_bytewax.metadata import DEFAULT_PREFIX
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX
 from thalweg_bytewax.typemap import IdentifierMode, arrow_type_of_iceberg, iceberg_type
 
 if TYPE_CHECKING:

@@ -26,7 +26,8 @@ import pyarrow as pa
 
 from thalweg_bytewax.catalog.plan import Column, TableShape
 from thalweg_bytewax.errors import ConfigError, SchemaError
-from thalweg_bytewax.sqlengine import quote_ident, shared_cursor
+from thalweg_bytewax.sql.engine import shared_cursor
+from thalweg_bytewax.sql.syntax import quote_ident
 from thalweg_bytewax.typemap import Conversion, Target, canonical_type, fits, is_nested, same_type
 
 __all__ = ["WriteBoundaryError", "reconcile", "to_json_text"]
@@ -73,7 +74,9 @@ def reconcile(
     where = f"{target} table `{table}`" if table else f"{target} table"
     schema = batch.schema  # built anew on each access: read once
     target_schema = shape.arrow_schema
-    if schema.names == target_schema.names and schema.types == target_schema.types:
+    if schema.equals(target_schema) or (
+        schema.names == target_schema.names and schema.types == target_schema.types
+    ):
         # The common case, once per batch on the hot path: the batch already has the
         # table's columns in order and of its types, so nothing converts.
         return _same_columns(batch, shape, where)
@@ -146,8 +149,10 @@ def _convert(  # noqa: PLR0911 - one branch per rule of the module docstring
         return pa.ExtensionArray.from_storage(dst, to_json_text(arr))
     if conversion == "json" and pa.types.is_string(dst) and _is_document(src):
         return to_json_text(arr)
-    if pa.types.is_timestamp(src) and pa.types.is_timestamp(dst) and (
-        (src.tz is None) != (dst.tz is None)
+    if (
+        pa.types.is_timestamp(src)
+        and pa.types.is_timestamp(dst)
+        and ((src.tz is None) != (dst.tz is None))
     ):
         if conversion != "utc":
             msg = (
@@ -161,8 +166,12 @@ def _convert(  # noqa: PLR0911 - one branch per rule of the module docstring
         return _cast(arr, col, conversion, where)
     if pa.types.is_duration(src) and dst == pa.int64() and home == pa.int64():
         # Iceberg has no duration: a long of microseconds.
-        return _cast(_cast(arr, Column(col.name, pa.duration("us")), conversion, where), col,
-                     conversion, where)
+        return _cast(
+            _cast(arr, Column(col.name, pa.duration("us")), conversion, where),
+            col,
+            conversion,
+            where,
+        )
     if home is not None and (
         same_type(home, dst) or fits(src, dst, target=target, conversion=conversion)
     ):
@@ -208,8 +217,10 @@ def to_json_text(arr: pa.Array) -> pa.Array:
         return arr.storage
     if _has_union(arr.type):
         return pa.array(
-            [None if v is None else orjson.dumps(v, default=_default, option=_PASS).decode()
-             for v in arr.to_pylist()],
+            [
+                None if v is None else orjson.dumps(v, default=_default, option=_PASS).decode()
+                for v in arr.to_pylist()
+            ],
             pa.string(),
         )
     cur = shared_cursor()

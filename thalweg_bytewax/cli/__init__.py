@@ -28,6 +28,9 @@ Commands:
 * ``thalweg schema to-odcs FILE...`` — an ODCS v3 contract from Avro or JSON Schema.
 * ``thalweg run NAME`` — run a flow that ships with the package (``orders``, the
   flagship) under Bytewax's runner; options after the name go to the runner.
+* ``thalweg cluster FLOW`` — this pod's process of a Bytewax cluster: the process id
+  from the StatefulSet ordinal, the addresses from the headless service, the recovery
+  partitions created once; exits with the flow's exit code (docs/deploy.md).
 * ``thalweg batch CONFIG`` — run a pipeline configuration over files, exactly once per
   file and row (a rerun resumes), with a progress bar and a summary.
 * ``thalweg describe-schema ...`` — print the exact Arrow schema a source decodes to
@@ -68,7 +71,16 @@ _EXIT_CODES = "exit codes: 0 ok, 1 failed (reported), 2 usage or configuration, 
 
 
 def _parser() -> argparse.ArgumentParser:
-    from thalweg_bytewax.cli import _batch, _describe, _dev, _lanes, _query, _run, _schema
+    from thalweg_bytewax.cli import (
+        _batch,
+        _cluster,
+        _describe,
+        _dev,
+        _lanes,
+        _query,
+        _run,
+        _schema,
+    )
     from thalweg_bytewax.config._cli import add_commands as add_config
     from thalweg_bytewax.protobundle._cli import add_commands as add_proto
     from thalweg_bytewax.schemamodel._cli import add_commands as add_schema
@@ -85,6 +97,7 @@ def _parser() -> argparse.ArgumentParser:
         _query.add_commands,  # query
         _describe.add_commands,  # describe
         _run.add_commands,  # run
+        _cluster.add_commands,  # cluster
         add_config,  # config validate|show|secrets, init
         add_proto,  # proto bundle
         add_schema,  # schema to-odcs

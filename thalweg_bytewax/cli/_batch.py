@@ -152,5 +152,7 @@ def add_commands(sub: Any) -> None:
     )
     batch.add_argument("--epoch-s", type=float, default=2.0, help="seconds per epoch")
     batch.add_argument("--workers", type=int, default=1, help="worker threads")
-    batch.add_argument("--no-progress", dest="progress", action="store_false")
+    batch.add_argument(
+        "--no-progress", dest="progress", action="store_false", help="print no progress line"
+    )
     batch.set_defaults(func=_batch)

@@ -40,16 +40,24 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "thalweg batch pipeline.toml --files 'exports/*.parquet'",
         "thalweg batch thalweg_bytewax/flows/orders.toml --files orders.ndjson --format ndjson",
     ),
-    "run": ("thalweg run orders", "THALWEG_SAMPLE_ORDERS=1000 thalweg run orders -w 2"),
+    "run": (
+        "thalweg run orders",
+        "THALWEG_SAMPLE_ORDERS=1000 thalweg run orders -w 2",
+        "THALWEG_CONFIG=pipeline.toml thalweg run pipeline",
+    ),
+    "cluster": (
+        "thalweg cluster -r /data/recovery pipeline",
+        "thalweg cluster -r recovery/ -s 10 orders -w 2",
+    ),
     "config": ("thalweg config validate pipeline.toml",),
     "config validate": (
-        "thalweg config validate orders.toml --model flows.orders:OrdersSettings",
+        "thalweg config validate orders.toml --model thalweg_bytewax.flows.orders:OrdersSettings",
     ),
     "config show": ("thalweg config show --set topic=payments",),
     "config secrets": ("thalweg config secrets pipeline.toml --format names",),
     "init": (
         "thalweg init pipeline.toml",
-        "thalweg init orders.toml --model flows.orders:OrdersSettings",
+        "thalweg init orders.toml --model thalweg_bytewax.flows.orders:OrdersSettings",
     ),
     "proto": ("thalweg proto bundle protos/ --out-dir bundle",),
     "proto bundle": ("thalweg proto bundle protos/ --out-dir bundle --emit odcs",),

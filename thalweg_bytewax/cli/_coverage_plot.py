@@ -17,8 +17,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
-from thalweg_bytewax.coverage import OffsetCoverage, Span
-from thalweg_bytewax.coverage_store import CoverageEntry, CoverageStore
+from thalweg_bytewax.coverage.spans import OffsetCoverage, Span
+from thalweg_bytewax.coverage.store import CoverageEntry, CoverageStore
 
 __all__ = ["coverage_svg", "write_coverage_plot"]
 

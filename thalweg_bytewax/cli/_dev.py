@@ -16,10 +16,10 @@ DEV_ADDRESS_FILE = Path(".thalweg") / "broker"
 
 
 def _dev_broker(args: argparse.Namespace) -> int:
-    from thalweg_bytewax import _mock_broker
+    from thalweg_bytewax.dev import _mock_broker
 
     if args.kafka:
-        from thalweg_bytewax import _apache_kafka
+        from thalweg_bytewax.dev import _apache_kafka
 
         print("starting Apache Kafka (KRaft) from Maven Central's jars; Ctrl-C stops it")
         print(f"its address goes to `{args.address_file}`, e.g. for $(cat {args.address_file})")
@@ -38,12 +38,12 @@ def _dev_broker(args: argparse.Namespace) -> int:
 
 
 def _dev_postgres(args: argparse.Namespace) -> int:
-    from thalweg_bytewax import _dev_postgres
+    from thalweg_bytewax.dev import _postgres
 
     if args.print_dsn:
-        print(_dev_postgres.published_dsn(args.dsn_file, args.wait_s))
+        print(_postgres.published_dsn(args.dsn_file, args.wait_s))
         return 0
-    return _dev_postgres.serve(args.data_dir, args.dsn_file)
+    return _postgres.serve(args.data_dir, args.dsn_file)
 
 
 def _broker_address(path: Path, wait_s: float) -> str:
@@ -91,7 +91,9 @@ def add_commands(sub: Any) -> None:
         dest="dev", required=True
     )
     broker = dev.add_parser("broker", help="start a local development Kafka broker")
-    broker.add_argument("--brokers", type=int, default=1)
+    broker.add_argument(
+        "--brokers", type=int, default=1, help="how many brokers the cluster has (default: 1)"
+    )
     broker.add_argument(
         "--port",
         type=int,
@@ -133,9 +135,11 @@ def add_commands(sub: Any) -> None:
         default=30.0,
         help="how long to wait for a just-started broker's address (default: 30)",
     )
-    prod.add_argument("--topic", default="orders")
-    prod.add_argument("--count", type=int, default=10_000)
-    prod.add_argument("--seed", type=int, default=7)
+    prod.add_argument("--topic", default="orders", help="the topic to write (default: orders)")
+    prod.add_argument("--count", type=int, default=10_000, help="how many orders (default: 10000)")
+    prod.add_argument(
+        "--seed", type=int, default=7, help="the same seed writes the same orders (default: 7)"
+    )
     prod.set_defaults(func=_dev_produce)
     pg = dev.add_parser("postgres", help="start a local PostgreSQL (pgserver) and print its DSN")
     pg.add_argument(

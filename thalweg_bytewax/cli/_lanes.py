@@ -15,7 +15,7 @@ __all__ = ["add_commands"]
 
 
 def _lane_stats(args: argparse.Namespace) -> int:
-    from thalweg_bytewax.lanes import lane_stats
+    from thalweg_bytewax.lanes.read import lane_stats
 
     stats = lane_stats(args.path)
     for r in stats.to_pylist():
@@ -49,8 +49,8 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _coverage(args: argparse.Namespace) -> int:
-    from thalweg_bytewax.coverage_report import coverage_report, kafka_watermarks
-    from thalweg_bytewax.coverage_store import open_coverage_store
+    from thalweg_bytewax.coverage.report import coverage_report, kafka_watermarks
+    from thalweg_bytewax.coverage.store import open_coverage_store
 
     store = open_coverage_store(args.store)
     watermarks = None
@@ -93,15 +93,15 @@ def _recover(args: argparse.Namespace) -> int:
         lane_held_offsets,
         lane_rows_missing,
     )
-    from thalweg_bytewax.coverage import OffsetCoverage
-    from thalweg_bytewax.coverage_store import open_coverage_store
-    from thalweg_bytewax.recovery_plan import (
+    from thalweg_bytewax.coverage.recovery_plan import (
         check_lane_rows,
         check_retention,
         parse_offsets,
         plan_recovery,
         recovery_outcome,
     )
+    from thalweg_bytewax.coverage.spans import OffsetCoverage
+    from thalweg_bytewax.coverage.store import open_coverage_store
 
     if args.partition is not None and not args.topic:
         msg = f"recover: `--partition {args.partition}` expected `--topic` beside it"
@@ -194,7 +194,7 @@ def add_commands(sub: Any) -> None:
         dest="lane", required=True
     )
     stats = lane.add_parser("stats", help="records per topic-partition")
-    stats.add_argument("path")
+    stats.add_argument("path", help="the lane directory (a local path or URI)")
     stats.set_defaults(func=_lane_stats)
 
     recovery = sub.add_parser("recovery", help="inspect a Bytewax recovery directory")
@@ -241,7 +241,9 @@ def add_commands(sub: Any) -> None:
     rec.add_argument("--batch-size", type=int, default=10_000, help="rows per batch")
     rec.add_argument("--epoch-s", type=float, default=5.0, help="seconds per epoch")
     rec.add_argument("--workers", type=int, default=1, help="worker threads")
-    rec.add_argument("--no-progress", dest="progress", action="store_false")
+    rec.add_argument(
+        "--no-progress", dest="progress", action="store_false", help="print no progress line"
+    )
     rec.add_argument(
         "--allow-holes",
         action="store_true",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -73,6 +74,21 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+def _json_safe(value: Any) -> Any:
+    """``value`` with NaN and infinities as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``.
+
+    JSON has no literal for them (Python's ``NaN`` would make the line unreadable to
+    every strict parser), and NULL would claim the value is missing.
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    return value
+
+
 def _print_table(table: Any) -> None:
     from rich.console import Console
     from rich.measure import Measurement
@@ -126,7 +142,7 @@ def _query(args: argparse.Namespace) -> int:
             writer.writerow([_cell(v) for v in row.values()])
     else:
         for row in table.to_pylist():
-            print(json.dumps(row, default=_cell))
+            print(json.dumps(_json_safe(row), default=_cell, allow_nan=False))
     return 0
 
 

@@ -41,11 +41,12 @@ def add_commands(sub: Any) -> None:
     """Add ``run`` to the CLI's subparsers."""
     run = sub.add_parser(
         "run",
-        help="run a flow that ships with the package (orders)",
+        help="run a flow that ships with the package (orders, pipeline)",
         description="Run a bundled flow with Bytewax's runner, as `python -m bytewax.run "
         "thalweg_bytewax.flows.NAME` would: the flagship `orders` reads the embedded "
         "sample (or Kafka, with THALWEG_BOOTSTRAP_SERVERS) into lanes and tables under "
-        "./thalweg-data. Options after NAME go to the runner.",
+        "./thalweg-data; `pipeline` runs the TOML file THALWEG_CONFIG names (`thalweg "
+        "init` writes one). Options after NAME go to the runner.",
     )
     run.add_argument("name", choices=sorted(BUNDLED), help="the bundled flow")
     run.add_argument(

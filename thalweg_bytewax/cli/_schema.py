@@ -104,7 +104,7 @@ def _duckdb_types(schema: Any) -> list[str] | None:
 def _describe_schema(args: argparse.Namespace) -> int:
     import pyarrow as pa
 
-    from thalweg_bytewax.metadata import MetadataColumns, MetadataPolicy
+    from thalweg_bytewax.records.metadata import MetadataColumns, MetadataPolicy
 
     sources = [bool(args.registry), bool(args.avsc), bool(args.pb), bool(args.json_schema)]
     if sum(sources) != 1:

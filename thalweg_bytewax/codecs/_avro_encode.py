@@ -25,7 +25,7 @@ from thalweg_bytewax.codecs._encode import (
 )
 from thalweg_bytewax.codecs.base import EncodedValues, Framing
 from thalweg_bytewax.errors import ConfigError, SchemaError
-from thalweg_bytewax.metadata import DEFAULT_PREFIX
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX
 
 __all__ = ["AvroEncoder"]
 

@@ -29,7 +29,7 @@ from thalweg_bytewax.codecs.framing import (
     encode_message_indexes,
 )
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.metadata import DEFAULT_PREFIX
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX
 from thalweg_bytewax.registry import (
     RegistrySchemaSource,
     ResolvedSchema,

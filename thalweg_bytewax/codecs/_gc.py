@@ -19,7 +19,7 @@ def gc_paused() -> Iterator[None]:
     collection every ~700 allocations and keeps promoting, then rescanning, the live
     batch. Measured on 50k sample orders (docs/codecs-protobuf-json.md, "Measured"):
     the Protobuf column build drops from ~9.3 to ~5.1 us per order with it paused;
-    ``thalweg_bytewax.record`` pauses it for the same reason.
+    ``thalweg_bytewax.records.kafka_batches`` pauses it for the same reason.
     """
     enabled = gc.isenabled()
     gc.disable()

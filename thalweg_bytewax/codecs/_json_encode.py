@@ -31,8 +31,8 @@ from thalweg_bytewax.codecs._encode import (
 )
 from thalweg_bytewax.codecs.base import EncodedValues, EncodeError, Framing
 from thalweg_bytewax.errors import ConfigError, SchemaError
-from thalweg_bytewax.metadata import DEFAULT_PREFIX
-from thalweg_bytewax.sqlengine import shared_cursor
+from thalweg_bytewax.records import DEFAULT_PREFIX
+from thalweg_bytewax.sql.engine import shared_cursor
 
 __all__ = ["JsonEncoder", "NanPolicy"]
 

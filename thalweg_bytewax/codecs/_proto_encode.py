@@ -32,7 +32,7 @@ from thalweg_bytewax.codecs._proto_pool import (
 from thalweg_bytewax.codecs._proto_write import write_messages
 from thalweg_bytewax.codecs.base import EncodedValues, Framing
 from thalweg_bytewax.errors import ConfigError, SchemaError
-from thalweg_bytewax.metadata import DEFAULT_PREFIX
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX
 from thalweg_bytewax.registry import RegistrySchemaSource
 
 __all__ = ["ProtobufEncoder", "message_indexes"]

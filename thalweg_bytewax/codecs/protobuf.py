@@ -8,9 +8,9 @@ Arrow columns are then built field by field over the parsed messages (see
 :mod:`thalweg_bytewax.codecs._proto_arrow` for the type mapping).
 
 Example:
-    >>> from thalweg_bytewax.samples import encode_order_proto
-    >>> from thalweg_bytewax.samples import order_descriptor_set
-    >>> from thalweg_bytewax.samples import sample_orders
+    >>> from thalweg_bytewax.dev.samples import encode_order_proto
+    >>> from thalweg_bytewax.dev.samples import order_descriptor_set
+    >>> from thalweg_bytewax.dev.samples import sample_orders
     >>> codec = ProtobufCodec(descriptor_set=order_descriptor_set(),
     ...                       message_type="thalweg.samples.Order")
     >>> result = codec.decode_batch([encode_order_proto(o) for o in sample_orders(3)])
@@ -33,12 +33,12 @@ from thalweg_bytewax.codecs._proto_arrow import (
     ProtoStats,
     ValueOutOfRange,
 )
+from thalweg_bytewax.codecs._proto_batch import pinpoint
 from thalweg_bytewax.codecs._proto_pool import (
     DescriptorSetInput,
     RegistryDescriptors,
     SchemaLookupError,
     load_descriptor_set,
-    message_by_indexes,
     pool_from_files,
 )
 from thalweg_bytewax.codecs._proto_resolve import (
@@ -49,10 +49,10 @@ from thalweg_bytewax.codecs._proto_resolve import (
     _reparse,
     _Resolved,
 )
+from thalweg_bytewax.codecs._proto_writers import WriterTypes
 from thalweg_bytewax.codecs.base import (
     DecodeFailure,
     DecodeResult,
-    FailureKind,
     Framing,
     HeadersInput,
     PayloadsInput,
@@ -61,9 +61,9 @@ from thalweg_bytewax.codecs.base import (
     check_payloads,
     parse_framing,
 )
-from thalweg_bytewax.codecs.framing import FramingError, SchemaRef, peel
+from thalweg_bytewax.codecs.framing import FramingError
 from thalweg_bytewax.errors import ConfigError, SchemaError
-from thalweg_bytewax.metadata import DEFAULT_PREFIX
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
@@ -81,7 +81,7 @@ DEFAULT_MAX_DEPTH = 32
 Well above realistic schema depth (learnings §3): only recursive types reach it."""
 
 
-class ProtobufCodec:
+class ProtobufCodec(WriterTypes):
     """Decode Protobuf payloads with descriptors from a descriptor set or a registry.
 
     Args:
@@ -293,7 +293,7 @@ class ProtobufCodec:
             # is counted once whichever path ends up converting it.
             batch = target.plan.record_batch(msgs, self.stats)
         except (ValueOutOfRange, pa.ArrowException):
-            batch, more = self._pinpoint(target, [(i, m) for i, _, m in rows])
+            batch, more = pinpoint(target, [(i, m) for i, _, m in rows], self.stats)
             errors.extend(more)
             errors.sort(key=lambda e: e.index)
         self.stats.decoded += batch.num_rows
@@ -333,56 +333,6 @@ class ProtobufCodec:
             return None
         return res, msgs
 
-    def _pinpoint(
-        self, target: _Resolved, rows: list[tuple[int, Any]]
-    ) -> tuple[pa.RecordBatch, list[DecodeFailure]]:
-        """Split a batch whose conversion failed into converted rows and failures.
-
-        Never one columnar pass per row: a columnar pass walks every field of the plan
-        and the rows of a large type cost milliseconds each that way. Each row is
-        checked alone by the dict path, whose cost follows the row's data (a row stops
-        at its first bad value); the rows it accepts convert in one pass. Values only
-        Arrow refuses are then isolated by halving, k of them in O(k log n) passes.
-        """
-        scratch = ProtoStats()  # the check converts nothing: its counts are dropped
-        to_dict = target.plan.to_dict
-        good: list[tuple[int, Any]] = []
-        bad: list[DecodeFailure] = []
-        for i, m in rows:
-            try:
-                to_dict(m, scratch)
-                good.append((i, m))
-            except (ValueOutOfRange, pa.ArrowException) as exc:
-                bad.append(DecodeFailure(i, FailureKind.MALFORMED, f"protobuf payload: {exc}"))
-        batches: list[pa.RecordBatch] = []
-        self._halve(target, good, batches, bad)
-        if len(batches) == 1:
-            return batches[0], bad
-        if not batches:
-            return target.plan.record_batch([], self.stats), bad
-        return pa.concat_batches(batches), bad
-
-    def _halve(
-        self,
-        target: _Resolved,
-        part: list[tuple[int, Any]],
-        into: list[pa.RecordBatch],
-        bad: list[DecodeFailure],
-    ) -> None:
-        """Convert ``part`` in one pass, or its halves (left first: row order holds)."""
-        if not part:
-            return
-        try:
-            into.append(target.plan.record_batch([m for _, m in part], self.stats))
-        except (ValueOutOfRange, pa.ArrowException) as exc:
-            if len(part) == 1:
-                text = f"protobuf payload: {exc}"
-                bad.append(DecodeFailure(part[0][0], FailureKind.MALFORMED, text))
-                return
-            mid = len(part) // 2
-            self._halve(target, part[:mid], into, bad)
-            self._halve(target, part[mid:], into, bad)
-
     def _parse(self, res: _Resolved, body: bytes) -> Any:
         if res.reserved:
             raise res.reserved_error()
@@ -394,77 +344,3 @@ class ProtobufCodec:
         if res.check.needed:
             res.check.check(out)
         return out
-
-    def _resolve(
-        self, payload: bytes | None, headers: Sequence[tuple[str, bytes | None]] | None
-    ) -> tuple[_Resolved, bytes]:
-        if payload is None:
-            msg = "protobuf payload is null (tombstone)"
-            raise ProtobufDecodeError(msg, FailureKind.NULL_PAYLOAD)
-        if self._framing is Framing.NONE:
-            target = self._target
-            assert target is not None  # set in __init__ from the descriptor set
-            return target, payload
-        ref = peel(payload, headers, protobuf=True)
-        body = payload[ref.body_offset :] if ref.body_offset else payload
-        if self._registry is None:
-            return self._check_local(ref), body
-        return self._check_registry(ref), body
-
-    def _check_local(self, ref: SchemaRef) -> _Resolved:
-        target = self._target
-        assert target is not None and self._root_file is not None  # noqa: S101 - set in init
-        indexes = ref.message_indexes or (0,)
-        key = ("local", indexes)
-        if key not in self._by_ref:
-            desc = message_by_indexes(self._root_file, indexes)
-            if desc is not target.desc:
-                msg = (
-                    f"message index {list(indexes)} names `{desc.full_name}`; this codec "
-                    f"decodes `{target.desc.full_name}`"
-                )
-                raise SchemaLookupError(msg, FailureKind.SCHEMA_MISMATCH)
-            self._by_ref[key] = target
-        return self._by_ref[key]
-
-    def _check_registry(self, ref: SchemaRef) -> _Resolved:
-        indexes = ref.message_indexes or (0,)
-        key = (ref.key, indexes)
-        res = self._by_ref.get(key)
-        if res is None:
-            registry = self._registry
-            assert registry is not None  # only called with a registry
-            misses = self._misses
-            if misses is not None and ref.key in misses:
-                raise misses[ref.key]
-            try:
-                file = registry.file_for(ref.key)
-            except SchemaLookupError as exc:
-                if misses is not None:
-                    misses[ref.key] = exc
-                raise
-            desc = message_by_indexes(file, indexes)
-            wanted = self._message_type or (self._target.desc.full_name if self._target else None)
-            if wanted is not None and desc.full_name != wanted:
-                msg = (
-                    f"schema {ref.key} message index {list(indexes)} names "
-                    f"`{desc.full_name}`; this codec decodes `{wanted}`"
-                )
-                raise SchemaLookupError(msg, FailureKind.SCHEMA_MISMATCH)
-            res = _Resolved(desc, self._max_depth, self._prefix, f"schema {ref.key}")
-            self._by_ref[key] = res
-        self._maybe_promote(ref.key, res)
-        return res
-
-    def _maybe_promote(self, key: int | str, res: _Resolved) -> None:
-        # The newest schema id of the type is the reader (ids only grow in a registry).
-        current = self._target_key
-        newer = current is None or (
-            isinstance(key, int) and isinstance(current, int) and key > current
-        )
-        if newer and res is not self._target:
-            if self._target is not None:
-                logger.info(
-                    "protobuf decode schema of `%s` moves to schema %s", res.desc.full_name, key
-                )
-            self._target, self._target_key = res, key

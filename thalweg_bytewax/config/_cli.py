@@ -26,7 +26,7 @@ from thalweg_bytewax.errors import ConfigError
 
 __all__ = ["DEFAULT_MODEL", "PIPELINE_MODEL", "add_commands"]
 
-DEFAULT_MODEL = "flows.orders:OrdersSettings"
+DEFAULT_MODEL = "thalweg_bytewax.flows.orders:OrdersSettings"
 """The model ``config`` loads without ``--model`` for a file that is not a pipeline's."""
 PIPELINE_MODEL = "thalweg_bytewax.pipeline:PipelineConfig"
 """The model of a pipeline file (``flows.pipeline``, ``thalweg batch``), and ``init``'s."""
@@ -154,7 +154,7 @@ def _init(args: argparse.Namespace) -> int:
     path.write_text(render_starter(model, title=f"`{_name(model)}` ({spec})"))
     flag = "" if spec in (PIPELINE_MODEL, DEFAULT_MODEL) else f" --model {spec}"
     run = (
-        f"; run it with `THALWEG_CONFIG={path} python -m bytewax.run flows.pipeline` or "
+        f"; run it with `THALWEG_CONFIG={path} thalweg run pipeline` or "
         f"`thalweg batch {path} --files ...`"
         if spec == PIPELINE_MODEL
         else ""
@@ -217,7 +217,12 @@ def add_commands(sub: Any) -> None:
         f"now; never prints a value. Exits {UNRESOLVED_EXIT} when one does not resolve.",
     )
     _common(secrets)
-    secrets.add_argument("--format", choices=["text", "json", "names"], default="text")
+    secrets.add_argument(
+        "--format",
+        choices=["text", "json", "names"],
+        default="text",
+        help="text (a table), json, or names (one reference a line)",
+    )
     secrets.set_defaults(func=_secrets)
 
     init = sub.add_parser(

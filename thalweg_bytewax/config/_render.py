@@ -159,7 +159,7 @@ def render_starter(model: type[BaseModel], *, title: str) -> str:
         f"# thalweg configuration: {title}",
         "#",
         "# Layers, later wins: this file < THALWEG_* environment variables < `--set key=value`.",
-        "# Secrets are references, never values: \"${env:NAME}\" or \"${file:/absolute/path}\",",
+        '# Secrets are references, never values: "${env:NAME}" or "${file:/absolute/path}",',
         "# resolved only where they are used (`thalweg config secrets` lists them).",
         "# Check it with `thalweg config validate FILE`; see the merged result with",
         "# `thalweg config show FILE`.",
@@ -227,23 +227,33 @@ def render_reference(model: type[BaseModel]) -> str:
         "|---|---|---|---|---|",
     ]
 
-    def _rows(node: type[BaseModel], prefix: tuple[str, ...]) -> None:
+    def _rows(node: type[BaseModel], prefix: tuple[str, ...], *, env: bool = True) -> None:
         for name, info, sub in _fields(node):
             path = (*prefix, name)
+            collection = _collection(info.annotation) if sub is None else None
             if sub is not None:
                 has = not info.is_required()
                 default = ("unset" if _default(info)[1] is None else "see below") if has else ""
             else:
                 has, value = _default(info)
                 default = "unset" if value is None else f"`{_toml_value(value)}`"
+                if collection is not None and has and not value:
+                    default = "none; see below"
             default = default if has else "required"
             text = _describe(info).replace("|", "\\|")
             kind = _type_name(info.annotation).replace("|", "\\|")
-            rows.append(
-                f"| `{'.'.join(path)}` | {kind} | {default} | `{env_name(path)}` | {text} |"
-            )
+            variable = f"`{env_name(path)}`" if env else "—"
+            key = ".".join(path).replace(".[]", "[]")
+            rows.append(f"| `{key}` | {kind} | {default} | {variable} | {text} |")
             if sub is not None:
-                _rows(sub, path)
+                _rows(sub, path, env=env)
+            elif collection is not None:
+                # One item's keys: `sinks.<name>.kind` (a table per name), `windows[].name`.
+                shape, item = collection
+                if shape == "dict":
+                    _rows(item, (*path, "<name>"), env=env)
+                else:
+                    _rows(item, (*path, "[]"), env=False)
 
     _rows(model, ())
     return "\n".join(rows) + "\n"

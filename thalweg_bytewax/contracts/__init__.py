@@ -11,7 +11,7 @@ The package is layered; each module has one job:
   the named rule constructors of :mod:`.rules` mixed into ``Rule``;
 * :mod:`.merge`: the tightest-wins merge of contract and manual rules;
 * :mod:`.odcs`: ODCS v3 documents to a spec (no evaluation engine);
-* :mod:`.checks`: static checks of patterns and SQL (on :mod:`thalweg_bytewax.sqlengine`);
+* :mod:`.checks`: static checks of patterns and SQL (on :mod:`thalweg_bytewax.sql`);
 * :mod:`.ruleset`: ``RuleSet``, the merged, checked, versioned rules of one step;
 * :mod:`.kernels` and :mod:`.evaluate`: columnar evaluation of a batch;
 * :mod:`.audit`: the audit and rule-registry schemas, builders and readers.

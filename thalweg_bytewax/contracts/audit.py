@@ -18,8 +18,8 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
 from thalweg_bytewax.lanes import read_lane
-from thalweg_bytewax.metadata import RECORD_ID_BYTES, MetadataColumns
-from thalweg_bytewax.sqlengine import shared_cursor
+from thalweg_bytewax.records import RECORD_ID_BYTES, MetadataColumns
+from thalweg_bytewax.sql.engine import shared_cursor
 
 __all__ = [
     "AUDIT_EVALUATED_AT",

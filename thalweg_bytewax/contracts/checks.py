@@ -2,7 +2,7 @@
 
 Run when a contract is loaded and when a rule set is built, so that a bad rule is
 refused before any record is judged. SQL is parsed and bound by
-:mod:`thalweg_bytewax.sqlengine` on a session of the caller's (a fresh one when none is
+:mod:`thalweg_bytewax.sql` on a session of the caller's (a fresh one when none is
 given), never on a connection another contract uses; DuckDB is imported only when a
 rule carries SQL.
 """
@@ -13,12 +13,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from thalweg_bytewax.contracts.spec import ContractError
-from thalweg_bytewax.sqlengine import (
+from thalweg_bytewax.sql.bounds import engine_errors
+from thalweg_bytewax.sql.engine import SqlSession
+from thalweg_bytewax.sql.syntax import (
     SqlError,
-    SqlSession,
     check_expression,
     check_query,
-    engine_errors,
     first_line,
     predicate_sql,
     scalar_sql,

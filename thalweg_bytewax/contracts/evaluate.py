@@ -25,8 +25,8 @@ from thalweg_bytewax.contracts.kernels import (
 from thalweg_bytewax.contracts.row_json import concat_text
 from thalweg_bytewax.contracts.ruleset import RuleSet
 from thalweg_bytewax.contracts.spec import ContractError, DropRule, Rule, RuleKind
-from thalweg_bytewax.metadata import MetadataColumns
-from thalweg_bytewax.sqlengine import predicate_sql
+from thalweg_bytewax.records import MetadataColumns
+from thalweg_bytewax.sql.syntax import predicate_sql
 
 __all__ = ["Evaluation", "drop_masks", "evaluate", "locator_strings", "messages"]
 

@@ -19,20 +19,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from thalweg_bytewax.contracts.checks import BATCH_TABLE
+from thalweg_bytewax.contracts.duplicates import duplicate_mask
 from thalweg_bytewax.contracts.ruleset import RuleSet
 from thalweg_bytewax.contracts.spec import MetricOp, Rule, RuleKind
-from thalweg_bytewax.sqlengine import (
-    duckdb_type,
-    engine_errors,
-    predicate_sql,
-    quote_ident,
-    scalar_sql,
-)
-
-try:
-    from thalweg_bytewax.contracts import _native
-except ImportError:  # built without a C compiler: keys are grouped with Arrow
-    _native = None  # type: ignore[assignment]
+from thalweg_bytewax.sql.bounds import engine_errors
+from thalweg_bytewax.sql.syntax import duckdb_type, predicate_sql, quote_ident, scalar_sql
 
 __all__ = [
     "all_rows",
@@ -58,92 +49,6 @@ def _scalar(value: Any, type_: pa.DataType) -> pa.Scalar:
         return pa.scalar(value).cast(type_)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return pa.scalar(value)
-
-
-def duplicate_mask(batch: pa.RecordBatch, cols: Sequence[str]) -> np.ndarray:
-    """Rows whose key already occurred earlier in the batch (rows with a null key never).
-
-    A one-column key of strings, bytes, integers, decimals, dates or instants is hashed
-    by the native extension when it is built (equal values are equal bytes there);
-    other keys, and every key without it, are grouped with Arrow.
-    """
-    if len(cols) == 1:
-        found = _native_duplicates(batch.column(cols[0]))
-        if found is not None:
-            return found
-    return _grouped_duplicates(batch, cols)
-
-
-def _native_duplicates(col: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
-    """:func:`duplicate_mask` of one column by the native hash, or ``None`` (no such path)."""
-    if _native is None:
-        return None
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks()
-    t = col.type
-    bufs = col.buffers()
-    if t.id in _VARIABLE:
-        kind, width = _VARIABLE[t.id], 0
-    elif _fixed_width(t):
-        kind, width = 0, t.bit_width // 8
-    else:
-        return None
-    out = np.empty(len(col), dtype=bool)
-    if not len(col):
-        return out
-
-    def address(buf: pa.Buffer | None) -> int:
-        return 0 if buf is None else int(buf.address)
-
-    valid = address(bufs[0]) if col.null_count else 0
-    data = address(bufs[2]) if kind else 0
-    _native.duplicates(
-        kind, len(col), col.offset, valid, address(bufs[1]), data, width, out.ctypes.data
-    )
-    return out
-
-
-# Arrow type ids of variable-width binary keys: 1 for 32-bit offsets, 2 for 64-bit.
-_VARIABLE = {
-    pa.string().id: 1,
-    pa.binary().id: 1,
-    pa.large_string().id: 2,
-    pa.large_binary().id: 2,
-}
-
-
-def _fixed_width(t: pa.DataType) -> bool:
-    """Whole-byte fixed-width types whose equal values are equal bytes (no floats)."""
-    return (
-        bool(
-            pa.types.is_integer(t)
-            or pa.types.is_fixed_size_binary(t)
-            or pa.types.is_decimal(t)
-            or pa.types.is_timestamp(t)
-            or pa.types.is_date(t)
-            or pa.types.is_time(t)
-            or pa.types.is_duration(t)
-        )
-        and t.bit_width % 8 == 0
-    )
-
-
-def _grouped_duplicates(batch: pa.RecordBatch, cols: Sequence[str]) -> np.ndarray:
-    """:func:`duplicate_mask` by an Arrow group-by (any key)."""
-    n = batch.num_rows
-    idx_name = "__twg_row"
-    table = pa.table(
-        [batch.column(c) for c in cols] + [pa.array(np.arange(n))], names=[*cols, idx_name]
-    )
-    firsts = table.group_by(list(cols), use_threads=False).aggregate([(idx_name, "min")])
-    first = np.zeros(n, dtype=bool)
-    first[firsts.column(f"{idx_name}_min").to_numpy()] = True
-    dup = ~first
-    for c in cols:
-        col = batch.column(c)
-        if col.null_count:
-            dup &= ~failed_mask(col.is_null())
-    return dup
 
 
 def all_rows(n: int) -> np.ndarray:

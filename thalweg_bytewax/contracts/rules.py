@@ -3,7 +3,7 @@
 ``Rule.not_null("id")``, ``Rule.between("total", 0, 10_000)``, ``Rule.one_of("status",
 [...])`` ... build :class:`~thalweg_bytewax.contracts.spec.Rule` values (pandera style).
 :class:`RuleConstructors` is mixed into ``Rule``, so this module sits below
-:mod:`~thalweg_bytewax.contracts.spec` and imports nothing of it: the constructors
+:mod:`~thalweg_bytewax.contracts.rule_spec` and imports nothing of it: the constructors
 build ``cls(...)`` from plain field values, which ``Rule`` normalises.
 """
 

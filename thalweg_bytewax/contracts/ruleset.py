@@ -22,22 +22,22 @@ from thalweg_bytewax.contracts.checks import (
     check_sql_shape,
 )
 from thalweg_bytewax.contracts.merge import merge_rules
+from thalweg_bytewax.contracts.rule_spec import RULE_VERSION_CHARS
 from thalweg_bytewax.contracts.spec import (
-    RULE_VERSION_CHARS,
     ContractError,
     ContractSpec,
     DropRule,
     Rule,
     RuleKind,
 )
-from thalweg_bytewax.metadata import MetadataColumns
-from thalweg_bytewax.sqlengine import (
+from thalweg_bytewax.records import MetadataColumns
+from thalweg_bytewax.sql.bounds import (
     SqlMemoryError,
-    SqlSession,
     SqlTimeoutError,
     check_memory_limit,
     format_bytes,
 )
+from thalweg_bytewax.sql.engine import SqlSession
 
 __all__ = ["DEFAULT_SQL_MEMORY_LIMIT_BYTES", "DEFAULT_SQL_TIMEOUT_SECONDS", "RuleSet"]
 
@@ -53,7 +53,7 @@ class RuleSet:
     is added, removed or redefined. Audit rows carry it; :meth:`manifest` is the rule
     registry that resolves it.
 
-    Its SQL runs on the rule set's own :class:`~thalweg_bytewax.sqlengine.SqlSession`
+    Its SQL runs on the rule set's own :class:`~thalweg_bytewax.sql.engine.SqlSession`
     (an isolated DuckDB database, opened on first use), each query bounded by
     ``sql_timeout_seconds`` and the database by ``sql_memory_limit_bytes`` (no spill to
     disk). A rule whose SQL errs, is interrupted or runs past the memory limit fails

@@ -14,7 +14,7 @@ import pyarrow as pa
 from bytewax.inputs import StatefulSourcePartition
 from typing_extensions import override
 
-from thalweg_bytewax.record import KeyedBatch
+from thalweg_bytewax.records.model import KeyedBatch
 
 __all__ = ["GeneratedPartition"]
 

@@ -23,14 +23,15 @@ import pyarrow as pa
 from bytewax.inputs import FixedPartitionedSource
 from typing_extensions import override
 
-from thalweg_bytewax import samples
-from thalweg_bytewax._sample_columns import SAMPLE_START
+from thalweg_bytewax.dev import samples
 from thalweg_bytewax.dev._generated import GeneratedPartition
-from thalweg_bytewax.metadata import MetadataColumns
-from thalweg_bytewax.record import KeyedBatch, raw_batch_from_columns
+from thalweg_bytewax.dev._sample_columns import SAMPLE_START
+from thalweg_bytewax.dev.samples import encode_order_avro, order_key
+from thalweg_bytewax.records.batches import raw_batch_from_columns
+from thalweg_bytewax.records.metadata import MetadataColumns
+from thalweg_bytewax.records.model import KeyedBatch
 from thalweg_bytewax.runtime import crossings
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
-from thalweg_bytewax.samples import encode_order_avro, order_key
 
 __all__ = [
     "SAMPLE_CLUSTER",

@@ -23,7 +23,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from thalweg_bytewax.sqldag import SqlDag
+from thalweg_bytewax.sql.dag import SqlDag
 
 __all__ = [
     "ORDERS_DAG",

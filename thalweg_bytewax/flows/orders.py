@@ -99,6 +99,7 @@ from pydantic import Field
 from thalweg_bytewax.codecs import AvroCodec
 from thalweg_bytewax.config import SecretRef, Settings
 from thalweg_bytewax.connectors.raw_lane_source import only_output
+from thalweg_bytewax.coverage.recovery_plan import RawLane
 from thalweg_bytewax.flows import ORDERS_CONTRACT, ORDERS_SCHEMAS
 from thalweg_bytewax.flows._orders_sql import (
     ORDERS_DAG,
@@ -112,7 +113,6 @@ from thalweg_bytewax.flows._orders_tables import ICEBERG_SHARDS, PG_SHARDS, Tabl
 from thalweg_bytewax.observability.settings import ObservabilitySection
 from thalweg_bytewax.pipeline import PipelineConfig
 from thalweg_bytewax.pipeline.build import build_pipeline
-from thalweg_bytewax.recovery_plan import RawLane
 from thalweg_bytewax.registry import DirectorySchemaSource
 
 __all__ = [

@@ -6,7 +6,7 @@ one with::
     THALWEG_CONFIG=pipeline.toml python -m bytewax.run flows.pipeline
 
 Sections: ``[source]`` (kafka | files | sample), ``[codec]``, ``[contract]``,
-``[dedup]``, ``[[sql.nodes]]`` (the node shape of :mod:`thalweg_bytewax.sqldag`),
+``[dedup]``, ``[[sql.nodes]]`` (the node shape of :mod:`thalweg_bytewax.sql.dag`),
 ``[[windows]]`` (tumbling | sliding | session), ``[sinks.<step id>]`` (parquet |
 iceberg | postgres | kafka, each with ``from`` naming the stream it writes),
 ``[raw_lane]``, ``[dlq]``, ``[audit]``.

@@ -11,7 +11,7 @@ from thalweg_bytewax.config import ClientSettings, ConfigModel, SecretRef
 from thalweg_bytewax.errors import ConfigError
 
 if TYPE_CHECKING:
-    from thalweg_bytewax.window_agg import WindowSpec
+    from thalweg_bytewax.windows.aggregate import WindowSpec
 
 __all__ = [
     "AuditSection",
@@ -174,7 +174,7 @@ class AuditSection(ConfigModel):
 
 
 class SqlNodeSection(ConfigModel):
-    """One node of the SQL DAG (the `[[nodes]]` shape of `thalweg_bytewax.sqldag`)."""
+    """One node of the SQL DAG (the `[[nodes]]` shape of `thalweg_bytewax.sql.dag`)."""
 
     name: str
     """A snake_case identifier; other nodes read its rows under it."""
@@ -302,7 +302,7 @@ class WindowSection(ConfigModel):
                 )
                 raise ConfigError(msg)
         # The operator's own checks (functions, names), at load rather than at build.
-        from thalweg_bytewax.window_agg import WindowPlan  # noqa: PLC0415 - pyarrow
+        from thalweg_bytewax.windows.aggregate import WindowPlan  # noqa: PLC0415 - pyarrow
 
         try:
             WindowPlan(self.spec(), self.agg_specs(), self.group_by, self.lateness())
@@ -312,8 +312,8 @@ class WindowSection(ConfigModel):
         return self
 
     def spec(self) -> WindowSpec:
-        """The window as :mod:`thalweg_bytewax.window_agg` takes it (``Tumbling`` ...)."""
-        from thalweg_bytewax.window_agg import Session, Sliding, Tumbling  # noqa: PLC0415
+        """The window as :mod:`thalweg_bytewax.windows.aggregate` takes it (``Tumbling`` ...)."""
+        from thalweg_bytewax.windows.aggregate import Session, Sliding, Tumbling  # noqa: PLC0415
 
         if self.kind == "sliding":
             return Sliding(_seconds(self.length_s), _seconds(self.step_s))

@@ -78,15 +78,21 @@ def add_commands(sub: Any) -> None:
     p.add_argument(
         "--include-root", action="append", default=[], help="an extra include root (repeatable)"
     )
-    p.add_argument(
-        "--exclude", action="append", default=[], help="skip directories of this name"
-    )
+    p.add_argument("--exclude", action="append", default=[], help="skip directories of this name")
     p.add_argument(
         "--include-glob",
         default=DEFAULT_INCLUDE_GLOB,
         help=f"include roots in a repository (default: {DEFAULT_INCLUDE_GLOB})",
     )
-    p.add_argument("--on-conflict", choices=["error", "first-wins"], default="error")
+    p.add_argument(
+        "--on-conflict",
+        choices=["error", "first-wins"],
+        default="error",
+        help=(
+            "two differing copies of one import path: report them (error) or keep "
+            "the first root's copy with a warning (first-wins)"
+        ),
+    )
     p.add_argument(
         "--emit",
         action="append",

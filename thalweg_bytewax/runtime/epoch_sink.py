@@ -76,10 +76,10 @@ SIGKILL a flow at the fault points ``epoch_sink.mid_write`` (rows of the epoch s
 
 **Coverage store.** After :meth:`EpochSinkPartition.record_coverage_to`, each snapshot
 merges what the epoch committed (and, once per source partition and run, what
-``open_partition`` reported) into a :mod:`~thalweg_bytewax.coverage_store`, after
+``open_partition`` reported) into a :mod:`~thalweg_bytewax.coverage.store`, after
 ``commit_epoch()`` returns and before the state goes back to Bytewax: the store may lag,
-never lead (:mod:`thalweg_bytewax.runtime.coverage_recording`). A batch that carries an
-input span (:mod:`thalweg_bytewax.input_span`) covers that whole span, so offsets
+never lead (:mod:`thalweg_bytewax.coverage.recording`). A batch that carries an
+input span (:mod:`thalweg_bytewax.coverage.input_span`) covers that whole span, so offsets
 rejected upstream are not gaps.
 """
 
@@ -89,7 +89,7 @@ import logging
 import time
 from abc import ABC, abstractmethod
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, ClassVar, Final, Literal
+from typing import TYPE_CHECKING, ClassVar, Final
 
 import numpy as np
 import pyarrow as pa
@@ -98,17 +98,23 @@ from bytewax.outputs import StatefulSinkPartition
 from typing_extensions import override
 
 from thalweg_bytewax import _faults
-from thalweg_bytewax.coverage import OffsetCoverage
-from thalweg_bytewax.coverage_store import CoverageStore
-from thalweg_bytewax.dlq import DLQ_REASON, DLQ_RULES, DLQ_STEP_ID
+from thalweg_bytewax.coverage._replay_check import Ledger, ReplayCheck
+from thalweg_bytewax.coverage.input_span import input_span, without_input_span
+from thalweg_bytewax.coverage.recording import CoverageRecorder
+from thalweg_bytewax.coverage.spans import OffsetCoverage
+from thalweg_bytewax.coverage.store import CoverageStore
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError, ThalwegError
-from thalweg_bytewax.input_span import input_span, without_input_span
-from thalweg_bytewax.metadata import MetadataColumns
+from thalweg_bytewax.lanes.dlq import DLQ_REASON, DLQ_RULES, DLQ_STEP_ID
 from thalweg_bytewax.observability.gate import observe_sink_partition
+from thalweg_bytewax.records.metadata import MetadataColumns
 from thalweg_bytewax.runtime import admission, crossings
-from thalweg_bytewax.runtime._replay_check import Ledger, ReplayCheck
-from thalweg_bytewax.runtime.coverage_recording import CoverageRecorder
-from thalweg_bytewax.runtime.parts import encode_part, route
+from thalweg_bytewax.runtime._epoch_intake import EpochIntake
+from thalweg_bytewax.runtime.sink_locators import (
+    UNLOCATED,
+    LocatorMode,
+    check_locator_mode,
+    unlocated_guarantee,
+)
 
 if TYPE_CHECKING:
     from thalweg_bytewax.observability.hooks import SinkObserver
@@ -118,6 +124,7 @@ __all__ = [
     "EpochSinkPartition",
     "EpochSinkState",
     "EpochSinkStats",
+    "buffered_size",
     "LocatorMode",
     "check_locator_mode",
     "unlocated_guarantee",
@@ -127,45 +134,6 @@ logger = logging.getLogger(__name__)
 
 EpochSinkState = dict[str, int]
 """Per source partition key, the next offset after the last committed row."""
-
-LocatorMode = Literal["required", "absent"]
-"""Whether a sink's rows carry source locators (``"required"``) or none (``"absent"``)."""
-
-UNLOCATED: Final = ""
-"""The key :meth:`EpochSinkPartition.stage` gets for rows without a locator."""
-
-
-def check_locator_mode(component: str, locators: object) -> LocatorMode:
-    """Validate a sink's ``locators`` option.
-
-    Raises:
-        ConfigError: When it is not ``"required"`` or ``"absent"``.
-    """
-    if locators == "required":
-        return "required"
-    if locators == "absent":
-        return "absent"
-    msg = (
-        f"{component}: `locators` expected 'required' (rows carry source locators: "
-        f"exactly once) or 'absent' (rows without them); got {locators!r}"
-    )
-    raise ConfigError(msg)
-
-
-def unlocated_guarantee(component: str, mode: str, key_columns: tuple[str, ...] = ()) -> str:
-    """The guarantee of a sink writing rows without a locator, as logged once at start."""
-    if mode == "upsert":
-        keys = ", ".join(f"`{k}`" for k in key_columns)
-        return (
-            f"{component}: rows carry no source locator (locators='absent'); upserts by "
-            f"({keys}) are effectively-once: a replay after a crash overwrites the same keys "
-            f"with the same rows"
-        )
-    return (
-        f"{component}: rows carry no source locator (locators='absent'); appends are "
-        f"at-least-once: a crash after the table's commit and before the recovery snapshot "
-        f"appends that epoch's rows again on resume (upsert by key for effectively-once)"
-    )
 
 
 class EpochSinkStats:
@@ -185,7 +153,7 @@ class EpochSinkStats:
         self.epochs_committed = 0
 
 
-class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], ABC):
+class EpochSinkPartition(EpochIntake, StatefulSinkPartition[pa.RecordBatch, EpochSinkState], ABC):
     """Base of every epoch-durable sink partition: stage per batch, commit per epoch.
 
     Source partitions are the unit of ownership: each is written by the one shard its
@@ -551,13 +519,14 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
             span = input_span(given)
             batch = without_input_span(given)
             ack = self._acknowledge_as if not _is_dead_letter(batch) else None
-            for key, topic, partition, group in self._split(batch):
+            for key, topic, partition, group, group_first, group_last in self._split(batch):
+                first, last = group_first, group_last
                 crossings.arrived(key, group.num_rows)
                 ledger = self._ledger(key, topic, partition)
                 # Order first, coverage second: a row that goes back within a run may
                 # fall inside a span this run committed, and skipping it as a replay
                 # would lose it silently.
-                first, last = self._check_order(ledger, key, group)
+                self._check_order(ledger, key, first, last)
                 covered = None  # the coverage mask of the rows, where already computed
                 if ledger.replay_end is not None:
                     if first < ledger.replay_end:
@@ -610,85 +579,6 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         self._unlocated_pending = True
         self.stage(UNLOCATED, _stamp(batch, cols.emit_ts, now_us))
 
-    def _split(self, batch: pa.RecordBatch) -> list[tuple[str, str, int, pa.RecordBatch]]:
-        """Group a batch by source partition, checking every group before any is staged."""
-        cols = self.columns
-        names = batch.schema.names
-        for required in (cols.source_topic, cols.source_partition, cols.source_offset):
-            if required not in names:
-                msg = (
-                    f"{self.component}: batches need the locator columns "
-                    f"`{cols.source_topic}`, `{cols.source_partition}` and "
-                    f"`{cols.source_offset}` for exactly-once writes; column `{required}` is "
-                    f"missing ({self.unlocated_remedy})"
-                )
-                raise ConfigError(msg)
-        topics = batch.column(cols.source_topic)
-        parts = batch.column(cols.source_partition)
-        offsets = batch.column(cols.source_offset)
-        nulls = max(topics.null_count, parts.null_count, offsets.null_count)
-        if nulls:
-            msg = (
-                f"{self.component}: {nulls} rows have no locator (null `{cols.source_topic}`, "
-                f"`{cols.source_partition}` or `{cols.source_offset}`); every row needs one "
-                f"to be written exactly once"
-            )
-            raise ConfigError(msg)
-        t0, p0 = topics[0].as_py(), parts[0].as_py()
-        if pc.all(pc.and_(pc.equal(topics, t0), pc.equal(parts, p0))).as_py():
-            out = [(encode_part(t0, p0), t0, p0, batch)]
-        else:
-            table = pa.Table.from_batches([batch])
-            groups = table.group_by([cols.source_topic, cols.source_partition]).aggregate([])
-            out = []
-            pairs = zip(groups.column(0).to_pylist(), groups.column(1).to_pylist(), strict=True)
-            for t, p in pairs:
-                mask = pc.and_(pc.equal(topics, t), pc.equal(parts, p))
-                out.append((encode_part(t, p), t, p, batch.filter(mask)))
-        for key, _, _, rows in out:
-            self._check_owner(key)
-            self._check_offsets(key, rows)
-        return out
-
-    def _check_owner(self, key: str) -> None:
-        """Refuse rows of a source partition that another shard of this sink owns.
-
-        Coverage is per (sink, topic, partition), so exactly one shard may write each:
-        the one its key routes to. Rows of one partition arriving under keys that route
-        elsewhere (a re-keyed stream, an unnest keyed by another column, a batch
-        spanning partitions) would be written by two shards, each skipping the other's
-        rows on a replay.
-        """
-        if key in self._ledgers:
-            return  # accepted once: this shard owns it
-        owner = self.owner_of(key)
-        if owner != self.shard:
-            msg = (
-                f"{self.component}: rows of `{key}` reached shard {self.shard} but `{key}` "
-                f"routes to shard {owner} of {self.shards}; each source partition needs one "
-                f"owner in a sink, or two shards overwrite and skip each other's rows. "
-                f"Key the stream by its source partition before the sink (the key "
-                f"`encode_part(topic, partition)` of `thalweg_bytewax.runtime.parts`, here "
-                f"`{key}`), or use `shards=1`"
-            )
-            raise ConfigError(msg)
-
-    def owner_of(self, key: str) -> int:
-        """The shard that owns source partition ``key``: the sink's ``part_fn`` routing."""
-        return route(key, self.shards)
-
-    def _check_offsets(self, key: str, rows: pa.RecordBatch) -> None:
-        """Refuse negative offsets: coverage is kept over source offsets, from 0."""
-        low = pc.min(rows.column(self.columns.source_offset)).as_py()
-        if low is not None and low < 0:
-            msg = (
-                f"{self.component}: rows of `{key}` have offset {low}; expected offsets >= 0 "
-                f"(coverage and replay skipping work on source offsets, which start at 0). "
-                f"Give every row the non-negative offset of its source record in "
-                f"`{self.columns.source_offset}`"
-            )
-            raise ConfigError(msg)
-
     def _ledger(self, key: str, topic: str, partition: int) -> Ledger:
         ledger = self._ledgers.get(key)
         if ledger is not None:
@@ -705,9 +595,7 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
         replay_end = None
         if resumed:
             replay_end = max(resumed, held_last + 1 if held_last is not None else 0)
-        ledger = Ledger(
-            coverage, next_offset, resumed if resumed else None, replay_end, held_first
-        )
+        ledger = Ledger(coverage, next_offset, resumed if resumed else None, replay_end, held_first)
         self._ledgers[key] = ledger
         if coverage:
             logger.info(
@@ -718,50 +606,6 @@ class EpochSinkPartition(StatefulSinkPartition[pa.RecordBatch, EpochSinkState], 
             )
         return ledger
 
-    def _check_order(self, ledger: Ledger, key: str, rows: pa.RecordBatch) -> tuple[int, int]:
-        """Refuse rows that go back in offset order within a run; return their bounds.
-
-        Coverage is skipped by range, which is exact only if each source partition's
-        rows arrive in offset order, as they do along one path from a source (derived
-        rows may share their origin's offset). Two streams merged into one sink
-        interleave, and skipping by range would then drop rows: fail loudly instead.
-        """
-        bounds = pc.min_max(rows.column(self.columns.source_offset))
-        first, last = bounds["min"].as_py(), bounds["max"].as_py()
-        if ledger.accepted_last is not None and first <= ledger.accepted_last:
-            msg = (
-                f"{self.component}: rows of `{key}` arrived out of offset order (offset "
-                f"{first} after {ledger.accepted_last}); a sink needs one ordered stream per "
-                f"source partition. Do not merge streams into one sink: {self.merge_remedy}"
-            )
-            raise ConfigError(msg)
-        ledger.accepted_last = last
-        return first, last
-
-    def _uncovered(
-        self,
-        ledger: Ledger,
-        key: str,
-        rows: pa.RecordBatch,
-        first: int,
-        last: int,
-        covered: np.ndarray | None = None,
-    ) -> pa.RecordBatch:
-        """The rows whose offsets the committed coverage does not hold (``covered``: their mask)."""
-        if covered is None:
-            if not ledger.coverage.overlaps(first, last):
-                return rows
-            covered = ledger.coverage.mask(rows.column(self.columns.source_offset))
-        skipped = int(covered.sum())
-        if skipped == 0:
-            return rows
-        keep = pa.array(~covered)
-        if not ledger.verified:
-            ledger.verified = True
-            self._replay.verify(key, rows.filter(pa.array(covered)))
-        self.stats.rows_skipped_replay += skipped
-        return rows.filter(keep)
-
 
 def _widen(pending: OffsetCoverage | None, spans: list[tuple[int, int]]) -> OffsetCoverage:
     """The pending offsets with ``spans`` added (merged where adjacent)."""
@@ -769,15 +613,29 @@ def _widen(pending: OffsetCoverage | None, spans: list[tuple[int, int]]) -> Offs
     return added if pending is None else pending.union(added)
 
 
+_EMIT_TS: Final = pa.timestamp("us", tz="UTC")
+
+
 def _stamp(batch: pa.RecordBatch, name: str, now_us: int) -> pa.RecordBatch:
     """Set ``name`` to the write time on every row (``_twg_emit_ts``)."""
-    stamp = pa.array(np.full(batch.num_rows, now_us, dtype="datetime64[us]")).cast(
-        pa.timestamp("us", tz="UTC")
-    )
+    values = np.full(batch.num_rows, now_us, dtype=np.int64)
+    stamp = pa.Array.from_buffers(_EMIT_TS, batch.num_rows, [None, pa.py_buffer(values)])
     idx = batch.schema.get_field_index(name)
     if idx >= 0:
         return batch.set_column(idx, batch.schema.field(idx), stamp)
-    return batch.append_column(pa.field(name, pa.timestamp("us", tz="UTC")), stamp)
+    return batch.append_column(pa.field(name, _EMIT_TS), stamp)
+
+
+def buffered_size(batch: pa.RecordBatch) -> int:
+    """The bytes ``batch`` holds: its slice's, or its whole buffers' where Arrow cannot tell.
+
+    pyarrow 22 and earlier cannot measure the byte range of a sliced ``string_view`` column
+    (``ArrowTypeError``); its buffers' total size then stands in (an overcount, never 0).
+    """
+    try:
+        return int(batch.nbytes)
+    except pa.ArrowTypeError:
+        return int(batch.get_total_buffer_size())
 
 
 def _is_dead_letter(batch: pa.RecordBatch) -> bool:

@@ -22,7 +22,7 @@ import pyarrow as pa
 from bytewax.outputs import FixedPartitionedSink
 from typing_extensions import override
 
-from thalweg_bytewax.coverage_store import CoverageStore, open_coverage_store
+from thalweg_bytewax.coverage.store import CoverageStore, open_coverage_store
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState
 from thalweg_bytewax.runtime.parts import listed_on_this_worker, route
 

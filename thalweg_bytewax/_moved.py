@@ -1,0 +1,100 @@
+"""Old module names that keep working for one release after their module moved.
+
+When a module moves to another folder, its old dotted name goes into :data:`MOVED`
+beside the new one. Importing the old name then warns with a
+:class:`DeprecationWarning` that says where the module lives now, and gives the
+module at its new home (the same module object, so ``isinstance`` and ``is`` hold).
+
+This also keeps users' data readable across the move: Bytewax pickles source, sink
+and operator state into its recovery store by module and class name, and a store
+written before a move names the old module. Unpickling imports that name, which
+resolves here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+import warnings
+from collections.abc import Sequence
+from types import ModuleType
+
+__all__ = ["MOVED", "install"]
+
+#: Old dotted module name -> the dotted name of the module's new home.
+MOVED: dict[str, str] = {
+    "thalweg_bytewax._apache_kafka": "thalweg_bytewax.dev._apache_kafka",
+    "thalweg_bytewax._dev_postgres": "thalweg_bytewax.dev._postgres",
+    "thalweg_bytewax._fixed_port": "thalweg_bytewax.dev._fixed_port",
+    "thalweg_bytewax._lane_schema": "thalweg_bytewax.lanes._schema",
+    "thalweg_bytewax._mock_broker": "thalweg_bytewax.dev._mock_broker",
+    "thalweg_bytewax._published": "thalweg_bytewax.dev._published",
+    "thalweg_bytewax._sample_columns": "thalweg_bytewax.dev._sample_columns",
+    "thalweg_bytewax.coverage_postgres": "thalweg_bytewax.coverage.postgres",
+    "thalweg_bytewax.coverage_report": "thalweg_bytewax.coverage.report",
+    "thalweg_bytewax.coverage_store": "thalweg_bytewax.coverage.store",
+    "thalweg_bytewax.dlq": "thalweg_bytewax.lanes.dlq",
+    "thalweg_bytewax.input_span": "thalweg_bytewax.coverage.input_span",
+    # Split into several modules of records/: the package exposes every public name the
+    # old modules had (Locator, RawRecord, MetadataColumns, record_ids_array, ...).
+    "thalweg_bytewax.metadata": "thalweg_bytewax.records",
+    "thalweg_bytewax.record": "thalweg_bytewax.records",
+    "thalweg_bytewax.recovery_plan": "thalweg_bytewax.coverage.recovery_plan",
+    "thalweg_bytewax.runtime._replay_check": "thalweg_bytewax.coverage._replay_check",
+    "thalweg_bytewax.runtime.coverage_recording": "thalweg_bytewax.coverage.recording",
+    "thalweg_bytewax.samples": "thalweg_bytewax.dev.samples",
+    # SQL: one folder; the two modules split along their seams resolve to the package,
+    # which exports every name they did.
+    "thalweg_bytewax.sqlengine": "thalweg_bytewax.sql",
+    "thalweg_bytewax.sqldag": "thalweg_bytewax.sql",
+    "thalweg_bytewax.sqlnode": "thalweg_bytewax.sql.node",
+    "thalweg_bytewax.lineage": "thalweg_bytewax.sql.lineage",
+    "thalweg_bytewax._sqltransform": "thalweg_bytewax.sql._transform",
+    "thalweg_bytewax._sqlwatchdog": "thalweg_bytewax.sql._watchdog",
+    "thalweg_bytewax._sqlfunctions": "thalweg_bytewax.sql._functions",
+    "thalweg_bytewax._sqlreads": "thalweg_bytewax.sql._reads",
+    # Windows: one folder. `thalweg_bytewax.windows`, dedup's key memory before, is
+    # that folder's package now; it resolves the key memory's names itself.
+    "thalweg_bytewax.window_agg": "thalweg_bytewax.windows.aggregate",
+    "thalweg_bytewax.window_fold": "thalweg_bytewax.windows.fold",
+}
+
+
+class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds a moved module's old name and loads the module from its new home."""
+
+    def find_spec(
+        self,
+        fullname: str,
+        path: Sequence[str] | None = None,
+        target: ModuleType | None = None,
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in MOVED:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        new_name = MOVED[spec.name]
+        warnings.warn(
+            f"`{spec.name}` moved to `{new_name}`: import it from there "
+            "(the old name will be removed in the next release)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return importlib.import_module(new_name)
+
+    def exec_module(self, module: ModuleType) -> None:
+        """Nothing to run: the module was loaded at its new home."""
+
+
+def install() -> None:
+    """Make the old names in :data:`MOVED` importable (idempotent).
+
+    The finder goes last on ``sys.meta_path``, so it only answers for names no file
+    provides any more.
+    """
+    if not any(isinstance(finder, _MovedModuleFinder) for finder in sys.meta_path):
+        sys.meta_path.append(_MovedModuleFinder())

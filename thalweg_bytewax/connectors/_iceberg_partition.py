@@ -1,0 +1,632 @@
+"""Private: the sink partition behind ``IcebergSink`` — stage data files, commit per epoch.
+
+The epoch protocol (failed flag, ownership, ordering, replay skipping and record-id
+checks, never publishing in ``close()``) is :class:`~thalweg_bytewax.runtime.epoch_sink.
+EpochSinkPartition`'s. This module:
+
+* provisions the table when a batch brings a schema it has not seen (through
+  :func:`thalweg_bytewax.catalog.iceberg.provision`: create, add columns with docs,
+  widen by opt-in, refuse the rest before anything is written) and casts each batch to
+  the table's column types at the write boundary;
+* in ``append`` mode writes Parquet data files as rows accumulate (never visible until
+  committed) and, at the epoch's snapshot, appends them all in **one** Iceberg commit
+  whose snapshot summary carries the covered offsets of every source partition it
+  touched (``thalweg.coverage.<sink id>/<topic>:<partition>`` → ``"0-99,150-199"``);
+* in ``upsert`` mode keeps the epoch's rows, deduplicated by key (last wins), and
+  upserts them in one transaction carrying the same coverage properties;
+* on resume reads the coverage back as the union over the current snapshot's ancestry;
+* with ``locators="absent"`` stages rows without a locator (key ``UNLOCATED``) the same
+  way, in commits without coverage properties.
+
+A commit that loses a race (``CommitFailedException``: another shard or process
+committed first; for an upsert also pyiceberg's ``ValidationException``, when files
+another writer added may hold its keys) is retried on the refreshed table with the
+same data files (an upsert matched again), a bounded number of times, then fails the
+epoch with :class:`SinkTerminalError` naming the table.
+A retry first checks whether the commit landed after all (each epoch's commit carries a
+unique ``thalweg.commit`` id), so an ambiguous failure never appends twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from typing_extensions import override
+
+from thalweg_bytewax import _faults
+from thalweg_bytewax._deps import require
+
+require("pyiceberg", extra="iceberg")
+
+# The write path pyiceberg's own `Table.append` uses: data files first, then a commit
+# that can be retried with the same files after a lost race.
+from pyiceberg import expressions as _expressions  # noqa: E402
+from pyiceberg.exceptions import (  # noqa: E402 - after the install hint
+    CommitFailedException,
+    CommitStateUnknownException,
+    NoSuchTableError,
+    ValidationException,
+)
+from pyiceberg.io.pyarrow import _dataframe_to_data_files  # noqa: E402
+from pyiceberg.table.snapshots import ancestors_of  # noqa: E402
+
+from thalweg_bytewax.catalog.iceberg import describe, provision  # noqa: E402
+from thalweg_bytewax.catalog.plan import TableShape  # noqa: E402
+from thalweg_bytewax.catalog.reconcile import reconcile  # noqa: E402
+from thalweg_bytewax.coverage.spans import OffsetCoverage, replacement_verdicts  # noqa: E402
+from thalweg_bytewax.errors import ConfigError, SinkTerminalError  # noqa: E402
+from thalweg_bytewax.runtime.epoch_sink import (  # noqa: E402
+    UNLOCATED,
+    EpochSinkPartition,
+    EpochSinkState,
+    EpochSinkStats,
+    buffered_size,
+)
+
+if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog
+    from pyiceberg.manifest import DataFile
+    from pyiceberg.table import Table
+
+    from thalweg_bytewax.records.metadata import MetadataColumns
+
+    from .iceberg import IcebergSink
+
+__all__ = [
+    "COMMIT_KEY",
+    "COVERAGE_PREFIX",
+    "RESET_PREFIX",
+    "IcebergSinkStats",
+    "decode_spans",
+    "encode_spans",
+]
+
+logger = logging.getLogger(__name__)
+
+COVERAGE_PREFIX = "thalweg.coverage."
+"""Snapshot-summary keys ``thalweg.coverage.<sink id>/<topic>:<partition>`` hold the
+covered offsets of that source partition as ``"first-last,first-last"``."""
+RESET_PREFIX = "thalweg.coverage-reset."
+"""Snapshot-summary keys ``thalweg.coverage-reset.<sink id>/<topic>:<partition>``: the
+commit that refilled a source partition the table had lost; the coverage of that
+partition in older snapshots no longer counts."""
+COMMIT_KEY = "thalweg.commit"
+"""Snapshot-summary key: the unique id of the epoch commit that made the snapshot."""
+# How many ancestors a retry searches for its own commit id: other writers' commits
+# since the attempt, which are few (one per shard and epoch).
+_LANDED_DEPTH = 64
+# The column that numbers the rows a key lookup asks about.
+_ROW = "__twg_row"
+# Offsets of a source partition one read serves key lookups over, during a replay.
+_KEY_WINDOW = 100_000
+
+
+class IcebergSinkStats(EpochSinkStats):
+    """Plain counters of one Iceberg sink partition, exported by the observability layer.
+
+    Attributes:
+        commits: Iceberg commits made (one per epoch with rows).
+        commit_retries: Commits retried after losing a race with another writer.
+        data_files_written: Parquet data files written (published at their commit).
+    """
+
+    __slots__ = ("commit_retries", "commits", "data_files_written")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.commits = 0
+        self.commit_retries = 0
+        self.data_files_written = 0
+
+
+def encode_spans(coverage: OffsetCoverage) -> str:
+    """The compact text of a coverage: ``"0-99,150-199"``."""
+    return ",".join(f"{lo}-{hi}" for lo, hi in coverage.spans)
+
+
+def decode_spans(text: str) -> OffsetCoverage:
+    """Parse :func:`encode_spans` output.
+
+    Raises:
+        ConfigError: When the text is not ``first-last`` spans separated by commas.
+    """
+    spans = []
+    for part in filter(None, text.split(",")):
+        lo, sep, hi = part.partition("-")
+        if not sep or not lo.isdigit() or not hi.isdigit():
+            msg = (
+                f"iceberg sink: coverage property expected `first-last,...`; got {text[:80]!r} "
+                f"(the snapshot summary was edited by hand: fix or remove the property)"
+            )
+            raise ConfigError(msg)
+        spans.append((int(lo), int(hi)))
+    return OffsetCoverage(spans)
+
+
+class _IcebergPartition(EpochSinkPartition):
+    replay_remedy: ClassVar[str] = "write to a new table, or give the sink a new `sink_id`"
+    merge_remedy: ClassVar[str] = "give each stream its own table"
+    unlocated_remedy: ClassVar[str] = (
+        "keep the locator with metadata='locator' or 'all', or, for rows that have none "
+        "(another source, window results), build the sink with locators='absent' "
+        "(at-least-once appends, effectively-once upserts by key)"
+    )
+
+    def __init__(
+        self, sink: IcebergSink, sink_id: str, resume: EpochSinkState | None, shard: int
+    ) -> None:
+        self.stats: IcebergSinkStats = IcebergSinkStats()
+        super().__init__(
+            component="iceberg sink",
+            columns=sink.columns,
+            resume_state=resume,
+            shard=shard,
+            shards=sink.shards,
+            stats=self.stats,
+            locators=sink.locators,
+        )
+        self._sink = sink
+        self.target_replaces_rows = sink.mode == "upsert"
+        self._sink_id = sink_id
+        self._catalog: Catalog = sink.catalog.load()
+        self._table: Table | None = None
+        self._held: dict[str, OffsetCoverage] | None = None
+        self._schema: pa.Schema | None = None  # the last batch schema provisioned
+        self._shape: TableShape | None = None  # the table's columns batches are cast to
+        self._buffer: list[pa.RecordBatch] = []
+        self._buffer_bytes = 0  # an upper bound, exact up to ``_buffer_measured``
+        self._buffer_measured = 0  # the buffered batches whose exact size is counted
+        self._files: list[DataFile] = []
+        # Per source partition, the offsets staged since the last commit: each staged
+        # group's span, never a hole between two (rows refused on another shard).
+        self._pending: dict[str, OffsetCoverage] = {}
+        self._staged_unlocated = False  # rows without a locator staged this epoch
+        # Source partitions the table lost: the next commit of each marks the reset.
+        self._reset: set[str] = set()
+        # Whether another writer's snapshot in the ancestry removed rows (read with the
+        # coverage): only then are covered partitions looked up one by one at start.
+        self._foreign_deletes = False
+        # Per source partition, the last read for key lookups: (first offset, rows).
+        self._key_windows: dict[str, tuple[int, pa.Table]] = {}
+
+    # -- hooks of the epoch protocol -------------------------------------------------
+
+    @override
+    def open_partition(self, key: str, topic: str, partition: int) -> OffsetCoverage:
+        if self._held is None:
+            self._held = self._read_coverage()
+        held = self._held.get(key, OffsetCoverage())
+        resumed = self.resumed_offset(key)
+        if self._current_table() is None:
+            if resumed:
+                # The sink committed rows of `key` before the resumed epoch, so the table
+                # existed: it was dropped, and the source resumes past what it held.
+                self._refuse_lost(key, f"offsets below {resumed}", resumed)
+            # No table, no coverage: whatever the coverage store holds of this sink's
+            # partition describes a dropped table (nothing, for a new one).
+            self.target_lost([key])
+        if held and not self._holds(topic, partition):
+            if resumed:
+                self._refuse_lost(key, f"offsets {held.first}-{held.last}", resumed)
+            logger.warning(
+                "iceberg sink: table `%s` holds no row of `%s` (rows deleted) while its "
+                "snapshots' coverage claimed offsets %s-%s (%s offsets); that coverage is "
+                "dropped and the table is refilled with what the source replays",
+                self._sink.table,
+                key,
+                held.first,
+                held.last,
+                f"{held.size:,}",
+            )
+            self._reset.add(key)
+            self.target_lost([key])
+            return OffsetCoverage()
+        return held
+
+    def _holds(self, topic: str, partition: int) -> bool:
+        """Whether the table still holds a row of source partition ``topic:partition``.
+
+        Cheap: an emptied table says so in its current snapshot's summary
+        (``total-records``), and a table whose ancestry holds no snapshot of another
+        writer that removed rows (a ``delete`` or ``overwrite`` without this sink's
+        commit id) lost nothing. Otherwise, in ``append`` mode, where every covered
+        partition left a row, the partition is looked up by its locator with a one-row
+        scan. An upsert table may have replaced all of a partition's rows by key, so
+        there only the table as a whole is judged.
+        """
+        table = self._current_table()
+        snapshot = table.current_snapshot() if table is not None else None
+        if table is None or snapshot is None:
+            return False
+        summary: Any = snapshot.summary
+        total = summary.additional_properties.get("total-records") if summary else None
+        if total is not None and str(total) == "0":
+            return False
+        if not self._foreign_deletes:
+            return True  # no snapshot of another writer ever removed rows: nothing lost
+        cols = self.columns
+        names = set(table.schema().column_names)
+        if self._sink.mode != "append" or not {cols.source_topic, cols.source_partition} <= names:
+            return True
+        ex: Any = _expressions
+        found = table.scan(
+            row_filter=ex.And(
+                ex.EqualTo(cols.source_topic, topic),
+                ex.EqualTo(cols.source_partition, partition),
+            ),
+            selected_fields=(cols.source_partition,),
+            limit=1,
+        ).to_arrow()
+        return bool(found.num_rows > 0)
+
+    def _refuse_lost(self, key: str, what: str, resumed: int) -> None:
+        msg = (
+            f"iceberg sink: table `{self._sink.table}` holds no row of `{key}` (the table "
+            f"was dropped or its rows deleted), but the flow resumes `{key}` at offset "
+            f"{resumed} and the sink's coverage claims {what}: the source will not replay "
+            f"them, so nothing would refill the table. Nothing was written. To refill it, "
+            f"start the flow without its recovery state (a fresh recovery directory) so "
+            f"the source replays from its start: the sink then drops the stale coverage "
+            f"and writes the rows again; or {self.replay_remedy}"
+        )
+        raise SinkTerminalError(msg)
+
+    @override
+    def stage(self, key: str, rows: pa.RecordBatch) -> None:
+        if key == UNLOCATED:
+            self._staged_unlocated = True
+        else:
+            bounds = pc.min_max(rows.column(self.columns.source_offset))
+            first, last = bounds["min"].as_py(), bounds["max"].as_py()
+            pending = self._pending.get(key)
+            staged = OffsetCoverage([(first, last)])
+            self._pending[key] = staged if pending is None else pending.union(staged)
+        rows = self._conform(rows)
+        self._buffer.append(rows)
+        self._buffer_bytes += rows.get_total_buffer_size()
+        if self._sink.mode == "append" and self._buffer_full():
+            self._write_files()
+
+    @override
+    def commit_epoch(self) -> None:
+        if not self._pending and not self._staged_unlocated:
+            return  # nothing staged: no empty snapshot
+        if self._sink.mode == "append":
+            self._write_files()
+            rows = None
+        else:
+            rows = self._epoch_rows()
+        _faults.checkpoint("iceberg.before_commit")
+        self._commit(rows, self._properties())
+        _faults.checkpoint("iceberg.after_commit")
+        self._reset -= self._pending.keys()
+        self._files = []
+        self._buffer = []
+        self._buffer_bytes = self._buffer_measured = 0
+        self._pending = {}
+        self._staged_unlocated = False
+        self._key_windows.clear()  # a replay rarely outlasts an epoch: its reads go
+
+    @override
+    def abort(self) -> None:
+        # Data files written this epoch are never committed: orphans no snapshot
+        # references, removed by the table's orphan-file maintenance.
+        self._files = []
+        self._buffer = []
+        self._buffer_bytes = self._buffer_measured = 0
+        self._pending = {}
+        self._staged_unlocated = False
+
+    @override
+    def held_record_ids(self, key: str, first: int, last: int) -> pa.Table | None:
+        table = self._current_table()
+        cols = self.columns
+        names = set(table.schema().column_names) if table is not None else set()
+        needed = (cols.source_topic, cols.source_partition, cols.source_offset, cols.record_id)
+        if table is None or not names.issuperset(needed):
+            return None
+        topic, _, part = key.rpartition(":")
+        # pyiceberg's predicates are pydantic models whose positional constructors its
+        # stubs do not describe; the calls are the documented ones.
+        ex: Any = _expressions
+        found = table.scan(
+            row_filter=ex.And(
+                ex.EqualTo(cols.source_topic, topic),
+                ex.EqualTo(cols.source_partition, int(part)),
+                ex.GreaterThanOrEqual(cols.source_offset, first),
+                ex.LessThanOrEqual(cols.source_offset, last),
+            ),
+            selected_fields=(cols.source_offset, cols.record_id),
+        ).to_arrow()
+        return found
+
+    @override
+    def replaced_by_key(self, key: str, rows: pa.RecordBatch) -> np.ndarray | None:
+        table = self._current_table()
+        cols = self.columns
+        keys = list(self._sink.key_columns)
+        locator = [cols.source_topic, cols.source_partition, cols.source_offset]
+        names = set(table.schema().column_names) if table is not None else set()
+        if (
+            table is None
+            or not keys
+            or not names.issuperset([*keys, *locator])
+            or not set(keys).issubset(rows.schema.names)
+        ):
+            return None
+        topic, _, part = key.rpartition(":")
+        ex: Any = _expressions
+        # A replaced row's key is held from a later offset of the same partition: one
+        # read of that partition from the rows' lowest offset serves the replay's batches.
+        low = pc.min(rows.column(cols.source_offset)).as_py()
+        window = self._key_windows.get(key)
+        if window is None or not window[0] <= low <= window[0] + _KEY_WINDOW // 2:
+            held = table.scan(
+                row_filter=ex.And(
+                    ex.EqualTo(cols.source_topic, topic),
+                    ex.EqualTo(cols.source_partition, int(part)),
+                    ex.GreaterThanOrEqual(cols.source_offset, low),
+                    ex.LessThan(cols.source_offset, low + _KEY_WINDOW),
+                ),
+                selected_fields=(*keys, *locator),
+            ).to_arrow()
+            window = self._key_windows[key] = (low, held)
+        verdict = _key_verdicts(rows, window[1], keys, cols, topic, int(part))
+        if verdict is None:
+            return None  # a key type Arrow cannot match: such rows are warned about
+        rest = verdict != 1
+        if not rest.any():
+            return verdict
+        # The others by key over the whole table: an earlier row, or another source's.
+        others = rows.filter(pa.array(rest))
+        try:
+            found = table.scan(
+                row_filter=ex.In(keys[0], set(others.column(keys[0]).drop_null().to_pylist())),
+                selected_fields=(*keys, *locator),
+            ).to_arrow()
+        except (TypeError, ValueError):
+            logger.debug("iceberg sink: key lookup in %s failed", self._sink.table, exc_info=True)
+            return None  # key values the filter cannot carry: such rows are warned about
+        looked_up = _key_verdicts(others, found, keys, cols, topic, int(part))
+        if looked_up is None:
+            return None
+        verdict[rest] = looked_up
+        return verdict
+
+    @override
+    def describe_target(self, key: str) -> str:
+        return f"table `{self._sink.table}`"
+
+    # -- tables and schemas ----------------------------------------------------------
+
+    def _current_table(self) -> Table | None:
+        if self._table is not None:
+            return self._table
+        try:
+            self._table = self._catalog.load_table(self._sink.table)
+        except NoSuchTableError:
+            return None
+        return self._table
+
+    def _read_coverage(self) -> dict[str, OffsetCoverage]:
+        """The coverage of every source partition, united over the snapshot ancestry.
+
+        Each commit carries the full coverage of the partitions it touched, so the
+        newest snapshot naming a partition holds all of it; the union also survives
+        snapshots expired in between and commits of other writers. A partition's
+        coverage stops at the newest commit that refilled it after the table lost it
+        (:data:`RESET_PREFIX`): what older snapshots claimed was deleted.
+        """
+        table = self._current_table()
+        held: dict[str, OffsetCoverage] = {}
+        if table is None or table.current_snapshot() is None:
+            return held
+        prefix = f"{COVERAGE_PREFIX}{self._sink_id}/"
+        reset = f"{RESET_PREFIX}{self._sink_id}/"
+        done: set[str] = set()
+        for snapshot in ancestors_of(table.current_snapshot(), table.metadata):
+            summary = snapshot.summary
+            props = summary.additional_properties if summary is not None else {}
+            if summary is not None and COMMIT_KEY not in props and _removes_rows(summary):
+                self._foreign_deletes = True
+            for name, value in props.items():
+                if name.startswith(prefix) and name[len(prefix) :] not in done:
+                    key = name[len(prefix) :]
+                    held[key] = held.get(key, OffsetCoverage()) | decode_spans(value)
+            done.update(name[len(reset) :] for name in props if name.startswith(reset))
+        return held
+
+    def _buffer_full(self) -> bool:
+        """Whether the buffered rows reach ``target_file_bytes``.
+
+        Each batch adds its buffers' total size, which is cheap but overcounts a batch
+        sliced from larger buffers; only when that bound reaches the target are the
+        batches not measured yet measured exactly (``nbytes``, ~15x the cost), each once.
+        """
+        target = self._sink.target_file_bytes
+        if self._buffer_bytes < target:
+            return False
+        unmeasured = self._buffer[self._buffer_measured :]
+        exact = self._buffer_bytes - sum(b.get_total_buffer_size() for b in unmeasured)
+        self._buffer_bytes = exact + sum(buffered_size(b) for b in unmeasured)
+        self._buffer_measured = len(self._buffer)
+        return self._buffer_bytes >= target
+
+    def _conform(self, rows: pa.RecordBatch) -> pa.RecordBatch:
+        """Provision the table for a new schema, then reconcile rows to its columns."""
+        if self._schema is None or not rows.schema.equals(self._schema):
+            self._write_files()  # files of the old schema stay valid after evolution
+            self._provision(rows.schema)
+        shape = self._shape
+        if shape is None:  # pragma: no cover - set by _provision
+            msg = f"iceberg sink: table `{self._sink.table}` was not provisioned"
+            raise SinkTerminalError(msg)
+        return reconcile(rows, shape, target="iceberg", table=self._sink.table)
+
+    def _provision(self, schema: pa.Schema) -> None:
+        sink = self._sink
+        if sink.mode == "upsert":
+            absent = [k for k in sink.key_columns if k not in schema.names]
+            if absent:
+                msg = (
+                    f"iceberg sink: table `{sink.table}` upserts by {list(sink.key_columns)}; "
+                    f"expected every key column in the batch; got none named {absent}; keep "
+                    f"the key columns upstream"
+                )
+                raise ConfigError(msg)
+        table, _ = provision(
+            self._catalog,
+            sink.table,
+            schema,
+            comments=sink.comments,
+            allow_widening=sink.allow_widening,
+            partition_by=sink.partition_by,
+            identifiers=sink.identifiers,
+            metadata_prefix=self.columns.prefix,
+        )
+        self._table = table
+        self._shape = describe(table)
+        self._schema = schema
+
+    # -- data files and commits ------------------------------------------------------
+
+    def _write_files(self) -> None:
+        """Write the buffered rows as data files (invisible until the epoch commits)."""
+        if not self._buffer or self._sink.mode != "append":
+            return
+        table = self._table
+        if table is None:  # pragma: no cover - provisioned before anything is buffered
+            msg = f"iceberg sink: table `{self._sink.table}` was not provisioned"
+            raise SinkTerminalError(msg)
+        data = pa.Table.from_batches(self._buffer)
+        files = list(_dataframe_to_data_files(table.metadata, data, table.io))
+        self._files.extend(files)
+        self.stats.data_files_written += len(files)
+        self._buffer = []
+        self._buffer_bytes = self._buffer_measured = 0
+
+    def _epoch_rows(self) -> pa.Table:
+        """The epoch's rows for an upsert, one per key: the last one staged wins."""
+        # A schema evolved mid-epoch leaves batches of two shapes: promote to the newer.
+        data = pa.concat_tables(
+            [pa.Table.from_batches([b]) for b in self._buffer], promote_options="default"
+        )
+        keys = list(self._sink.key_columns)
+        index = "__thalweg_row__"
+        data = data.append_column(index, pa.array(np.arange(data.num_rows, dtype=np.int64)))
+        last = data.group_by(keys, use_threads=False).aggregate([(index, "max")])
+        keep = pc.sort_indices(last.column(f"{index}_max"))
+        rows = data.take(pc.take(last.column(f"{index}_max"), keep))
+        return rows.drop_columns([index])
+
+    def _properties(self) -> dict[str, str]:
+        props = {COMMIT_KEY: uuid.uuid4().hex}
+        for key, staged in self._pending.items():
+            held = self.coverage(key) or OffsetCoverage()
+            name = f"{COVERAGE_PREFIX}{self._sink_id}/{key}"
+            props[name] = encode_spans(held.union(staged))
+            if key in self._reset:
+                props[f"{RESET_PREFIX}{self._sink_id}/{key}"] = "1"
+        return props
+
+    def _commit(self, rows: pa.Table | None, props: dict[str, str]) -> None:
+        sink = self._sink
+        table = self._table
+        failure: Exception | None = None
+        for attempt in range(sink.commit_retries + 1):
+            if table is None:  # pragma: no cover - provisioned before anything is staged
+                break
+            try:
+                with table.transaction() as tx:
+                    if rows is not None:
+                        tx.upsert(rows, join_cols=list(sink.key_columns), snapshot_properties=props)
+                    else:
+                        snapshot = tx.update_snapshot(snapshot_properties=props)
+                        with snapshot.fast_append() as append:
+                            for data_file in self._files:
+                                append.append_data_file(data_file)
+            except (CommitFailedException, CommitStateUnknownException) as exc:
+                failure = exc
+            except ValidationException as exc:
+                # pyiceberg's own retry of an upsert found files another writer added
+                # whose key ranges may overlap (file statistics, not rows): redo the
+                # upsert on the refreshed table, which matches against its rows.
+                failure = exc
+            else:
+                self._table = table.refresh()
+                self.stats.commits += 1
+                return
+            table = table.refresh()
+            self._table = table
+            if self._landed(table, props[COMMIT_KEY]):
+                self.stats.commits += 1
+                return
+            self.stats.commit_retries += 1
+            logger.info(
+                "iceberg sink: table `%s` commit lost a race with another writer "
+                "(attempt %s of %s); retrying on the refreshed table",
+                sink.table,
+                attempt + 1,
+                sink.commit_retries + 1,
+            )
+            time.sleep(min(0.05 * 2**attempt, 2.0))
+        reason = type(failure).__name__ if failure is not None else "no table"
+        msg = (
+            f"iceberg sink: table `{sink.table}`: the epoch's commit failed "
+            f"{sink.commit_retries + 1} times ({reason}); expected it to win a "
+            f"retry; nothing of the epoch was published and it replays on restart (fewer "
+            f"`shards`, or a longer epoch, means fewer concurrent commits)"
+        )
+        raise SinkTerminalError(msg)
+
+    def _landed(self, table: Table, commit_id: str) -> bool:
+        """Whether a commit with ``commit_id`` is in the table's recent ancestry."""
+        current = table.current_snapshot()
+        if current is None:
+            return False
+        for depth, snapshot in enumerate(ancestors_of(current, table.metadata)):
+            if depth >= _LANDED_DEPTH:
+                break
+            summary: Any = snapshot.summary
+            if summary is not None and summary.additional_properties.get(COMMIT_KEY) == commit_id:
+                return True
+        return False
+
+
+def _removes_rows(summary: Any) -> bool:
+    """Whether a snapshot summary says its commit removed rows (a delete or overwrite)."""
+    operation = getattr(summary.operation, "value", summary.operation)
+    deleted = summary.additional_properties.get("deleted-records")
+    return operation in ("delete", "overwrite") or (deleted is not None and str(deleted) != "0")
+
+
+def _key_verdicts(
+    rows: pa.RecordBatch,
+    found: pa.Table,
+    keys: list[str],
+    cols: MetadataColumns,
+    topic: str,
+    partition: int,
+) -> np.ndarray | None:
+    """:func:`replacement_verdicts` of ``rows``, matched to the table's rows ``found`` by key.
+
+    None when Arrow cannot match the key columns' types.
+    """
+    asked = pa.table({k: rows.column(k) for k in keys}).append_column(
+        _ROW, pa.array(np.arange(rows.num_rows, dtype=np.int64))
+    )
+    try:
+        asked = asked.cast(
+            pa.schema([found.schema.field(k) for k in keys] + [asked.schema.field(_ROW)])
+        )
+        joined = asked.join(found, keys=keys, join_type="inner", use_threads=False)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+    offsets = rows.column(cols.source_offset)
+    return replacement_verdicts(offsets, joined.column(_ROW), joined, cols, topic, partition)

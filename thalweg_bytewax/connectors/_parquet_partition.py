@@ -1,0 +1,480 @@
+"""Private: the sink partition behind ``ParquetSink`` — staging, background writes, finalize.
+
+The epoch protocol (failed flag, ownership, ordering, replay skipping and record-id
+checks, never publishing in ``close()``) is :class:`~thalweg_bytewax.runtime.epoch_sink.
+EpochSinkPartition`'s; this module stages row groups in hidden files and finalizes them
+in ``commit_epoch()``. See :mod:`thalweg_bytewax.connectors.parquet` for the guarantee
+and the layout.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import uuid
+import weakref
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from typing_extensions import override
+
+from thalweg_bytewax import _faults
+from thalweg_bytewax.coverage.spans import OffsetCoverage
+from thalweg_bytewax.errors import SinkTerminalError
+from thalweg_bytewax.records import RECORD_ID_BYTES
+from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState, buffered_size
+
+from ._lane_claim import claim_metadata, claim_problem
+from ._lane_sink import LaneSinkStats, StagedFile, lane_io
+from ._lane_store import (
+    FINAL_NAME,
+    STAGING_PREFIX,
+    LaneStore,
+    final_name,
+    staging_prefix,
+    topic_dir_name,
+)
+from ._parquet_encoding import column_options
+from ._parquet_schema import LaneSchema
+
+if TYPE_CHECKING:
+    from .parquet import ParquetSink
+
+__all__ = ["ParquetSinkStats"]
+
+logger = logging.getLogger(__name__)
+
+# Row groups queued for the writer thread before the flow waits: bounds memory at a few
+# row groups per sink partition while keeping the writer busy.
+_MAX_PENDING_WRITES = 2
+
+
+class ParquetSinkStats(LaneSinkStats):
+    """Plain counters of one Parquet sink partition, exported by the observability layer.
+
+    Attributes:
+        files_finalized: Files made durable and visible under their final names.
+    """
+
+    __slots__ = ()
+
+
+@dataclass
+class _TopicPartitionStream:
+    directory: str
+    # The finalized files listed when this run met the partition: what a replay is
+    # checked against by record id (files this run finalizes are not added, so the
+    # partition's memory stays flat over a long run).
+    files: list[tuple[int, int, str]]
+    writer: pq.ParquetWriter | None = None
+    sink_file: pa.NativeFile | None = None
+    current: StagedFile | None = None
+    current_rows: int = 0
+    # The offsets of the open file (its rows and the buffer's): always inside one span
+    # of the epoch's pending coverage, so the name never spans a hole the base does
+    # not claim (rows refused on another shard).
+    open_span: tuple[int, int] | None = None
+    buffer: list[pa.RecordBatch] = field(default_factory=list)
+    buffer_rows: int = 0
+    buffer_bytes: int = 0
+    closed: list[StagedFile] = field(default_factory=list)
+    last_write: Future[None] | None = None
+
+
+class _ParquetPartition(EpochSinkPartition):
+    replay_remedy: ClassVar[str] = "move the lane aside or write to a new path"
+    merge_remedy: ClassVar[str] = (
+        "give each its own path (e.g. `dlq/decode`, `dlq/contract`); they read back as one dataset"
+    )
+    readiness_critical: ClassVar[bool] = True  # the raw lane: if raw cannot land, not ready
+
+    def __init__(
+        self, sink: ParquetSink, store: LaneStore, resume: EpochSinkState | None, shard: int
+    ) -> None:
+        self.stats: ParquetSinkStats = ParquetSinkStats()
+        super().__init__(
+            component="parquet sink",
+            columns=sink.columns,
+            resume_state=resume,
+            shard=shard,
+            shards=sink.shards,
+            stats=self.stats,
+        )
+        self._sink = sink
+        self._store = store
+        self._streams: dict[str, _TopicPartitionStream] = {}
+        # Batches are staged in the lane's schema, evolved or refused before any row
+        # of them is staged; a change is recorded at the commit, before finalizing.
+        self._schema = LaneSchema(store, allow_widening=sink.allow_widening)
+        # Encoding and compressing Parquet releases the GIL, so background threads write
+        # row groups while the flow keeps polling and building the next batches, and
+        # the files of several topic-partitions compress in parallel at a snapshot.
+        # Writes of one file stay in order (each waits for its predecessor); at most a
+        # few row groups per thread wait in memory; commit_epoch() drains all of them
+        # before anything becomes visible.
+        self._threads = _io_threads()
+        self._io = _io_pool()
+        self._pending: deque[Future[None]] = deque()
+        self._buffered = 0  # bytes in the buffers of all this partition's streams
+        _siblings().add(self)
+
+    # -- hooks of the epoch protocol -------------------------------------------------
+
+    @override
+    def open_partition(self, key: str, topic: str, partition: int) -> OffsetCoverage:
+        directory = self._store.join(topic_dir_name(topic), str(partition))
+        with lane_io(self.component, self._store.root, "opening the partition directory"):
+            self._store.ensure_dir(directory)
+            names = self._store.list_names(directory)
+        files: list[tuple[int, int, str]] = []
+        for name in names:
+            m = FINAL_NAME.match(name)
+            if m:
+                files.append((int(m.group(1)), int(m.group(2)), name))
+            elif name.startswith(STAGING_PREFIX):
+                # A staging file of a run that died before its epoch's snapshot: never
+                # visible, and its rows are replayed from the source position.
+                with lane_io(self.component, self._store.root, "removing a stale staging file"):
+                    self._store.delete(self._store.child(directory, name))
+        self._streams[key] = _TopicPartitionStream(directory, files)
+        return OffsetCoverage((first, last) for first, last, _ in files)
+
+    @override
+    def stage(self, key: str, rows: pa.RecordBatch) -> None:
+        with lane_io(self.component, self._store.root, "reading the lane's schema"):
+            rows = self._schema.conform(rows)
+        with lane_io(self.component, self._store.root, "writing a staging file"):
+            stream = self._streams[key]
+            for lo, hi, part in self.pending_pieces(key, rows):
+                self._start_file_if_apart(stream, key, lo, hi)
+                self._append(stream, key, part, lo, hi)
+
+    @override
+    def commit_epoch(self) -> None:
+        _faults.checkpoint("parquet.before_finalize")
+        with lane_io(self.component, self._store.root, "recording the lane's schema"):
+            self._schema.record()
+        with lane_io(self.component, self._store.root, "finalizing the epoch's files"):
+            self._finalize_all()
+
+    @override
+    def abort(self) -> None:
+        # Buffered rows of a failed epoch are never written; staging files already
+        # handed to the writers are never finalized and are removed on resume.
+        for stream in self._streams.values():
+            stream.buffer.clear()
+            stream.buffer_rows = 0
+            stream.buffer_bytes = 0
+            stream.open_span = None
+        self._buffered = 0
+
+    @override
+    def release(self) -> None:
+        # Every writer thread's job is awaited, failed or not, before this returns: a
+        # full disk fails all of them, and one left pending would raise again later.
+        with lane_io(self.component, self._store.root, "closing the staging files"):
+            self._drain()
+
+    @override
+    def held_record_ids(self, key: str, first: int, last: int) -> pa.Table | None:
+        stream = self._streams[key]
+        off, rid = self.columns.source_offset, self.columns.record_id
+        names = [name for lo, hi, name in stream.files if lo <= last and hi >= first]
+        if not names:
+            return None  # covered by the resume state only (files removed by retention)
+        tables = []
+        for name in names:
+            path = self._store.child(stream.directory, name)
+            held = pq.read_schema(path, filesystem=self._store.fs).names
+            # Rows written without a record id are checked by offset only.
+            columns = [off, rid] if rid in held else [off]
+            table = pq.read_table(
+                path,
+                columns=columns,
+                filesystem=self._store.fs,
+                filters=[(off, ">=", first), (off, "<=", last)],
+            )
+            if rid not in held:
+                table = table.append_column(
+                    rid, pa.nulls(table.num_rows, pa.binary(RECORD_ID_BYTES))
+                )
+            tables.append(table)
+        return pa.concat_tables(tables)
+
+    @override
+    def describe_target(self, key: str) -> str:
+        return f"lane `{self._streams[key].directory}`"
+
+    # -- staging ---------------------------------------------------------------------
+
+    def _start_file_if_apart(
+        self, stream: _TopicPartitionStream, key: str, first: int, last: int
+    ) -> None:
+        """Close the open file unless it and ``first..last`` lie in one pending span.
+
+        A file is named ``<first>-<last>`` for the offsets between its first and last
+        row. Where the epoch's pending coverage has a hole between them (offsets this
+        shard never received: a batch refused on another shard), one file would be
+        named for offsets it does not hold, and a resume would skip them as written.
+        """
+        if stream.open_span is None:
+            return
+        lo, hi = min(stream.open_span[0], first), max(stream.open_span[1], last)
+        if not self.in_one_pending_span(key, lo, hi):
+            self._flush_buffer(stream, key)
+            self._close_current(stream)
+
+    def _append(
+        self, stream: _TopicPartitionStream, key: str, batch: pa.RecordBatch, first: int, last: int
+    ) -> None:
+        if stream.buffer and stream.buffer[0].schema != batch.schema:
+            # The lane's schema evolved (LaneSchema): a new file, one file, one schema.
+            self._flush_buffer(stream, key)
+            self._close_current(stream)
+        held = stream.open_span
+        stream.open_span = (
+            (first, last) if held is None else (min(held[0], first), max(held[1], last))
+        )
+        stream.buffer.append(batch)
+        stream.buffer_rows += batch.num_rows
+        size = buffered_size(batch)
+        stream.buffer_bytes += size
+        self._buffered += size
+        if (
+            stream.buffer_rows >= self._sink.row_group_rows
+            or stream.buffer_bytes >= self._sink.row_group_bytes
+        ):
+            self._flush_buffer(stream, key)
+        else:
+            self._keep_within_budget()
+
+    def _keep_within_budget(self) -> None:
+        """Write the largest buffers of the sink's partitions on this worker to fit.
+
+        Together they hold at most ``buffer_bytes``. Only partitions of the calling
+        thread (one Bytewax worker) are touched: no lock, no race.
+        """
+        mine = [p for p in _siblings() if p.sink is self._sink and not p.failed]
+        held = sum(p.buffered_bytes for p in mine)
+        while held > self._sink.buffer_bytes:
+            freed = max(mine, key=lambda p: p.largest_buffer).flush_largest()
+            if not freed:
+                return
+            held -= freed
+
+    @property
+    def sink(self) -> ParquetSink:
+        """The sink this partition belongs to."""
+        return self._sink
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes in the buffers of all this partition's topic-partitions."""
+        return self._buffered
+
+    @property
+    def largest_buffer(self) -> int:
+        """Bytes in the largest buffer of this partition's topic-partitions."""
+        return max((s.buffer_bytes for s in self._streams.values()), default=0)
+
+    def flush_largest(self) -> int:
+        """Hand the largest buffer to the writer threads; the bytes it held."""
+        if not self._streams:
+            return 0
+        key, stream = max(self._streams.items(), key=lambda item: item[1].buffer_bytes)
+        held = stream.buffer_bytes
+        self._flush_buffer(stream, key)
+        return held
+
+    def _flush_buffer(self, stream: _TopicPartitionStream, key: str) -> None:
+        if not stream.buffer:
+            return
+        table = pa.Table.from_batches(stream.buffer)
+        stream.buffer.clear()
+        stream.buffer_rows = 0
+        self._buffered -= stream.buffer_bytes
+        stream.buffer_bytes = 0
+        offsets = table.column(self.columns.source_offset)
+        bounds = pc.min_max(offsets)
+        first, last = bounds["min"].as_py(), bounds["max"].as_py()
+        if stream.writer is not None and stream.writer.schema != table.schema:
+            self._close_current(stream)
+        if stream.writer is None:
+            path = self._store.child(
+                stream.directory, f"{staging_prefix(self.shard)}{uuid.uuid4().hex}.parquet"
+            )
+            stream.sink_file = self._store.open_output(path)
+            stream.writer = pq.ParquetWriter(
+                stream.sink_file,
+                table.schema,
+                compression=self._sink.compression,
+                **column_options(table),
+            )
+            stream.current = StagedFile(path, first, last)
+            stream.current_rows = 0
+        assert stream.current is not None
+        self._submit(
+            stream, stream.writer.write_table, table, row_group_size=max(table.num_rows, 1)
+        )
+        stream.current.first = min(stream.current.first, first)
+        stream.current.last = max(stream.current.last, last)
+        stream.current_rows += table.num_rows
+        if stream.current_rows >= self._sink.max_file_rows:
+            self._close_current(stream)
+
+    def _submit(
+        self,
+        stream: _TopicPartitionStream,
+        fn: Callable[..., object],
+        *args: object,
+        **kwargs: object,
+    ) -> None:
+        while len(self._pending) >= _MAX_PENDING_WRITES * self._threads:
+            self._pending.popleft().result()  # re-raises a failed write here
+        before = stream.last_write
+
+        def job() -> None:
+            if before is not None:
+                before.result()  # FIFO pool: the predecessor already started
+            fn(*args, **kwargs)
+
+        stream.last_write = self._io.submit(job)
+        self._pending.append(stream.last_write)
+
+    def _drain(self) -> None:
+        """Await every pending write; raise the first failure once all have ended."""
+        first: BaseException | None = None
+        while self._pending:
+            try:
+                self._pending.popleft().result()
+            except BaseException as exc:  # noqa: BLE001 - raised below, after the rest
+                first = first or exc
+        if first is not None:
+            raise first
+
+    def _close_current(self, stream: _TopicPartitionStream) -> None:
+        stream.open_span = None
+        if stream.writer is None:
+            return
+        assert stream.current is not None
+        # Closed and fsynced on a writer thread: the files of an epoch reach the disk in
+        # parallel (a file closed mid-epoch, while the flow still polls) instead of one
+        # after another in the snapshot, which then only links them under their names.
+        self._submit(
+            stream,
+            _close_writer,
+            stream.writer,
+            stream.sink_file,
+            self._store,
+            stream.current,
+            stream.current_rows,
+            self.columns.source_offset,
+        )
+        stream.closed.append(stream.current)
+        stream.writer = None
+        stream.sink_file = None
+        stream.current = None
+
+    def flush_buffers(self) -> None:
+        """Hand every buffered row group to the writer threads (no durability implied)."""
+        if self.failed:
+            return
+        for key, stream in self._streams.items():
+            self._flush_buffer(stream, key)
+
+    # -- the durable wait ------------------------------------------------------------
+
+    def _finalize_all(self) -> None:
+        # Bytewax snapshots the partitions of a worker one after another. Handing the
+        # buffered rows of every partition of this thread to the writer pool first lets
+        # their encoding run in parallel instead of one partition at a time (measured on
+        # the raw-lane benchmark: the final snapshot is most of the tail of a run).
+        for sibling in list(_siblings()):
+            if sibling is not self:
+                sibling.flush_buffers()
+        touched: set[str] = set()
+        for key, stream in self._streams.items():
+            self._flush_buffer(stream, key)
+            self._close_current(stream)
+        self._drain()
+        for stream in self._streams.values():
+            stream.last_write = None
+            for staged in stream.closed:
+                final = self._store.child(stream.directory, final_name(staged.first, staged.last))
+                self._store.finalize(staged.path, final, synced=True)
+                self.stats.files_finalized += 1
+                touched.add(stream.directory)
+            stream.closed.clear()
+        # The directories' fsyncs in parallel too (each waits on the disk, not the CPU).
+        for done in [self._io.submit(self._store.sync_dir, d) for d in sorted(touched)]:
+            done.result()
+        if touched:
+            _faults.checkpoint("parquet.after_finalize")
+
+
+_LOCAL = threading.local()
+
+
+def _siblings() -> weakref.WeakSet[_ParquetPartition]:
+    """The live sink partitions of the calling thread (one Bytewax worker)."""
+    found: weakref.WeakSet[_ParquetPartition] | None = getattr(_LOCAL, "partitions", None)
+    if found is None:
+        found = weakref.WeakSet()
+        _LOCAL.partitions = found
+    return found
+
+
+_IO_POOL: ThreadPoolExecutor | None = None
+_IO_LOCK = threading.Lock()
+
+
+def _io_threads() -> int:
+    return min(4, os.cpu_count() or 1)
+
+
+def _io_pool() -> ThreadPoolExecutor:
+    """One writer pool per process, shared by every sink partition (bounded threads)."""
+    global _IO_POOL  # noqa: PLW0603 - a lazily created process-wide pool
+    with _IO_LOCK:
+        if _IO_POOL is None:
+            _IO_POOL = ThreadPoolExecutor(
+                max_workers=_io_threads(), thread_name_prefix="twg-parquet"
+            )
+        return _IO_POOL
+
+
+def _close_writer(
+    writer: pq.ParquetWriter,
+    sink_file: pa.NativeFile | None,
+    store: LaneStore,
+    staged: StagedFile,
+    rows: int,
+    offset_column: str,
+) -> None:
+    """Close a staging file with its claim in the footer, check the footer, fsync it.
+
+    The file gets the name ``<first>-<last>`` only if its footer, read back, holds the
+    rows and the offsets that name and the claim say (never a name for rows it lacks).
+    """
+    writer.add_key_value_metadata(claim_metadata(staged.first, staged.last, rows))
+    writer.close()
+    if sink_file is not None:
+        sink_file.close()
+    with store.fs.open_input_file(staged.path) as f:
+        problem = claim_problem(pq.read_metadata(f), staged.first, staged.last, rows, offset_column)
+    if problem is not None:
+        msg = (
+            f"parquet sink `{store.root}`: staging file `{staged.path}` is not finalized as "
+            f"`{final_name(staged.first, staged.last)}`: {problem}. The epoch fails and "
+            f"replays on resume; if it fails again, the file system or pyarrow wrote "
+            f"something else than was staged: check the disk and the pyarrow version"
+        )
+        raise SinkTerminalError(msg)
+    store.sync_file(staged.path)

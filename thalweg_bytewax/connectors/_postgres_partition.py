@@ -1,0 +1,396 @@
+"""Private: the sink partition behind ``PostgresSink`` — buffer the epoch, one transaction.
+
+The epoch protocol (ownership, ordering, replay skipping, the failed flag) is
+:class:`~thalweg_bytewax.runtime.epoch_sink.EpochSinkPartition`'s. Here ``stage()``
+provisions the table for the batch's schema (once per schema), casts the rows to the
+table's types and buffers them as Arrow; ``commit_epoch()`` writes the whole epoch in
+one transaction on the data connection: lock the coverage rows of the epoch's source
+partitions, bulk-load the rows (ADBC COPY; for upserts into a temporary table, then
+``INSERT … ON CONFLICT … DO UPDATE``), write the new coverage, ``COMMIT``.
+
+A transient failure (SQLSTATE class 08, 40001, 40P01, 57P01, …) rolls back, reconnects
+and runs the whole transaction again from the buffer, with bounded exponential backoff.
+When a commit's answer was lost, the retry finds the epoch's spans already in the
+coverage rows (they commit together with the rows) and writes nothing twice. Rows
+without a locator (``locators="absent"``, key ``UNLOCATED``) have no coverage rows: they
+load in the same transaction, and such a retry writes them again (at-least-once for
+appends; an upsert overwrites the same keys).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from psycopg import sql
+from typing_extensions import override
+
+from thalweg_bytewax import _faults
+from thalweg_bytewax.coverage.spans import OffsetCoverage
+from thalweg_bytewax.errors import SinkTerminalError
+from thalweg_bytewax.runtime.epoch_sink import UNLOCATED, EpochSinkPartition, EpochSinkState
+
+from . import _postgres_coverage as cov
+from ._postgres_errors import describe_error, is_transient
+
+if TYPE_CHECKING:
+    from .postgres import PostgresSink
+
+__all__: list[str] = []
+
+logger = logging.getLogger(__name__)
+
+
+class _Pending:
+    """What one source partition staged since the last commit."""
+
+    __slots__ = ("partition", "staged", "topic")
+
+    def __init__(self, topic: str, partition: int, first: int, last: int) -> None:
+        self.topic = topic
+        self.partition = partition
+        # Each staged group's span, never a hole between two (rows refused on another
+        # shard): the coverage row claims only these.
+        self.staged = OffsetCoverage([(first, last)])
+
+    def add(self, first: int, last: int) -> None:
+        """Note a further staged group at ``first..last``."""
+        self.staged = self.staged.add(first, last)
+
+
+class _PostgresPartition(EpochSinkPartition):
+    replay_remedy: ClassVar[str] = "write to a new table or delete its coverage rows"
+    merge_remedy: ClassVar[str] = "give each stream its own table"
+    unlocated_remedy: ClassVar[str] = (
+        "keep the locator with metadata='locator' or 'all', or, for rows that have none "
+        "(another source, window results), build the sink with locators='absent' "
+        "(at-least-once appends, effectively-once upserts by key)"
+    )
+
+    def __init__(self, sink: PostgresSink, resume: EpochSinkState | None, shard: int) -> None:
+        super().__init__(
+            component=f"postgres sink `{sink.target}`",
+            columns=sink.columns,
+            resume_state=resume,
+            shard=shard,
+            shards=sink.shards,
+            locators=sink.locators,
+        )
+        self._sink = sink
+        self.target_replaces_rows = sink.mode == "upsert"
+        self._staged: list[pa.Table] = []
+        self._pending: dict[str, _Pending] = {}
+        self._unlocated = False  # rows without a locator staged this epoch
+        self._conn: Any = None  # the ADBC data connection, opened on the first commit
+        self._temp = f"_twg_upsert_{shard}"
+
+    # -- hooks -----------------------------------------------------------------------
+
+    @override
+    def open_partition(self, key: str, topic: str, partition: int) -> OffsetCoverage:
+        # Read through this shard's own data connection (opened once, kept between
+        # epochs), not a new connection per source partition: a flow over hundreds of
+        # partitions would otherwise open as many connections at its start.
+        sink = self._sink
+        sink.ensure_bookkeeping()
+        conn = self._connection()
+        holds = sink.target_at_start == "rows"
+        try:
+            cur = conn.cursor()
+            try:
+                cur.execute(
+                    cov.read_sql(sink.schema, dollar=True), (sink.sink_name, topic, partition)
+                )
+                rows = cur.fetchall()
+                check = sink.partition_check_sql()
+                if rows and holds and check is not None:
+                    # Covered: does the table still hold a row of it? (the start check)
+                    cur.execute(check, (topic, partition))
+                    found = cur.fetchone()
+                    holds = bool(found and found[0])
+            finally:
+                cur.close()
+            conn.rollback()  # end the read's transaction: nothing stays open between epochs
+        except Exception:
+            self._drop_connection()
+            raise
+        held = cov.parse(rows)
+        if held and not holds:
+            return self._target_lost_partition(key, topic, partition, held)
+        return held
+
+    def _target_lost_partition(
+        self, key: str, topic: str, partition: int, held: OffsetCoverage
+    ) -> OffsetCoverage:
+        """Coverage of a partition the table no longer holds: refill it, or refuse.
+
+        The table was dropped, truncated or had the partition's rows deleted while its
+        coverage row stayed. Skipping by that coverage would write nothing, silently.
+        Without a resume state for the partition the source replays it from where it
+        starts: the stale coverage row goes (here and in the coverage store) and the
+        table is refilled. With one, the source resumes past the covered offsets and
+        they would never come back: refused, naming the remedy.
+        """
+        sink = self._sink
+        span = f"{held.first}-{held.last} ({held.size:,} offsets)"
+        resumed = self.resumed_offset(key)
+        if resumed:
+            accept = (
+                sql.SQL("DELETE FROM {} WHERE sink = {} AND topic = {} AND partition = {}")
+                .format(
+                    sql.Identifier(sink.schema, cov.COVERAGE_TABLE),
+                    sql.Literal(sink.sink_name),
+                    sql.Literal(topic),
+                    sql.Literal(partition),
+                )
+                .as_string(None)
+            )
+            msg = (
+                f"postgres sink `{sink.target}`: the table holds no row of `{key}` (dropped, "
+                f"truncated or deleted), but its coverage row in `{sink.schema}."
+                f"{cov.COVERAGE_TABLE}` (sink `{sink.sink_name}`) claims offsets {span} and "
+                f"the flow resumes `{key}` at offset {resumed}: the source will not replay "
+                f"them, so nothing would refill the table. Nothing was written. To refill "
+                f"it, start the flow without its recovery state (a fresh recovery "
+                f"directory) so the source replays from its start: the sink then drops the "
+                f"stale coverage and writes the table again; or write to a new table. If "
+                f"the rows were deleted on purpose (retention), accept it by deleting the "
+                f"coverage row: {accept}"
+            )
+            raise SinkTerminalError(msg)
+        logger.warning(
+            "postgres sink `%s`: the table holds no row of `%s` (dropped, truncated or "
+            "deleted) while its coverage claimed offsets %s; the stale coverage is dropped "
+            "and the table is refilled with what the source replays",
+            sink.target,
+            key,
+            span,
+        )
+        self.target_lost([key])  # the store first: a crash in between leaves it lagging
+        sink.forget_coverage(topic, partition)
+        return OffsetCoverage()
+
+    @override
+    def stage(self, key: str, rows: pa.RecordBatch) -> None:
+        if key == UNLOCATED:
+            self._staged.append(self._sink.prepare(rows))
+            self._unlocated = True
+            return
+        cols = self.columns
+        offsets = rows.column(cols.source_offset)
+        bounds = pc.min_max(offsets)
+        first, last = bounds["min"].as_py(), bounds["max"].as_py()
+        topic = rows.column(cols.source_topic)[0].as_py()
+        part = rows.column(cols.source_partition)[0].as_py()
+        table = self._sink.prepare(rows)  # provision for this schema, cast to the table's types
+        pending = self._pending.get(key)
+        if pending is None:
+            self._pending[key] = _Pending(topic, part, first, last)
+        else:
+            pending.add(first, last)
+        self._staged.append(table)
+
+    @override
+    def commit_epoch(self) -> None:
+        if not self._pending and not self._unlocated:
+            return
+        sink = self._sink
+        attempt = 0
+        while True:
+            try:
+                self._commit_once()
+                break
+            except SinkTerminalError:
+                raise
+            except Exception as exc:
+                self._drop_connection()
+                if not is_transient(exc):
+                    msg = (
+                        f"postgres sink `{sink.target}`: the epoch's write failed and "
+                        f"retrying cannot help ({describe_error(exc, sink.dsn)}); nothing "
+                        f"of the epoch was written: fix the table or the data, then restart "
+                        f"the flow (the epoch replays from the source)"
+                    )
+                    raise SinkTerminalError(msg) from exc
+                attempt += 1
+                if attempt > sink.max_retries:
+                    msg = (
+                        f"postgres sink `{sink.target}`: the epoch's transaction failed "
+                        f"{attempt} times on transient errors; expected the server back "
+                        f"within {sink.max_retries} retries; got {describe_error(exc, sink.dsn)} "
+                        f"(check the server and restart the flow: the epoch replays from "
+                        f"the source, nothing is lost)"
+                    )
+                    raise SinkTerminalError(msg) from exc
+                delay = min(sink.max_backoff_s, sink.retry_backoff_s * 2 ** (attempt - 1))
+                logger.warning(
+                    "postgres sink `%s`: transient failure of an epoch's transaction "
+                    "(attempt %s of %s, retrying in %.2f s): %s",
+                    sink.target,
+                    attempt,
+                    sink.max_retries + 1,
+                    delay,
+                    describe_error(exc, sink.dsn),
+                    exc_info=logger.isEnabledFor(logging.DEBUG),
+                )
+                time.sleep(delay)
+        self._staged.clear()
+        self._pending.clear()
+        self._unlocated = False
+
+    @override
+    def abort(self) -> None:
+        self._staged.clear()
+        self._pending.clear()
+        self._unlocated = False
+        self._drop_connection()
+
+    @override
+    def release(self) -> None:
+        self._drop_connection()
+
+    @override
+    def held_record_ids(self, key: str, first: int, last: int) -> pa.Table | None:
+        pending = self._ledger_topic(key)
+        if pending is None:
+            return None
+        return self._sink.held_record_ids(pending[0], pending[1], first, last)
+
+    @override
+    def replaced_by_key(self, key: str, rows: pa.RecordBatch) -> np.ndarray | None:
+        where = self._ledger_topic(key)
+        if where is None:
+            return None
+        return self._sink.replaced_by_key(where[0], where[1], rows)
+
+    @override
+    def describe_target(self, key: str) -> str:
+        return f"table `{self._sink.target}`"
+
+    # -- the transaction -------------------------------------------------------------
+
+    def _ledger_topic(self, key: str) -> tuple[str, int] | None:
+        topic, _, part = key.rpartition(":")
+        try:
+            return topic, int(part)
+        except ValueError:
+            return None
+
+    def _connection(self) -> Any:
+        if self._conn is None:
+            self._conn = self._sink.connect_data()
+        return self._conn
+
+    def _drop_connection(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        try:
+            conn.rollback()
+        except Exception:  # the connection may be gone; closing it is all that is left
+            logger.debug("postgres sink: rollback on a failed connection failed", exc_info=True)
+        try:
+            conn.close()
+        except Exception:
+            logger.debug("postgres sink: closing a failed connection failed", exc_info=True)
+
+    def _commit_once(self) -> None:
+        sink = self._sink
+        conn = self._connection()
+        cur = conn.cursor()
+        try:
+            read = cov.read_sql(sink.schema, dollar=True, for_update=True)
+            write = cov.write_sql(sink.schema)
+            landed: set[tuple[str, int]] = set()
+            updates: list[tuple[_Pending, OffsetCoverage]] = []
+            for p in self._pending.values():
+                cur.execute(read, (sink.sink_name, p.topic, p.partition))
+                held = cov.parse(cur.fetchall())
+                if any(held.uncovered(lo, hi) for lo, hi in p.staged.spans):
+                    updates.append((p, held.union(p.staged)))
+                else:
+                    # The epoch committed before, but its answer was lost: the coverage
+                    # commits with the rows, so they are in the table already.
+                    landed.add((p.topic, p.partition))
+            if updates or self._unlocated:
+                self._load(cur, landed)
+                for p, new in updates:
+                    cur.execute(write, (sink.sink_name, p.topic, p.partition, cov.dump(new)))
+            _faults.checkpoint("postgres.before_commit")
+            conn.commit()
+        finally:
+            try:
+                cur.close()
+            except Exception:
+                logger.debug("postgres sink: closing a cursor failed", exc_info=True)
+        if landed:
+            logger.info(
+                "postgres sink `%s`: %s source partitions of the epoch were committed by an "
+                "attempt whose answer was lost; not written again",
+                sink.target,
+                len(landed),
+            )
+
+    def _load(self, cur: Any, landed: set[tuple[str, int]]) -> None:
+        """Bulk-load the buffered rows (minus partitions that landed), grouped by schema."""
+        sink = self._sink
+        cols = self.columns
+        groups: dict[pa.Schema, list[pa.Table]] = {}
+        for staged in self._staged:
+            table = staged
+            if landed:
+                topics, parts = table.column(cols.source_topic), table.column(cols.source_partition)
+                keep = None
+                for topic, part in landed:
+                    hit = pc.and_(pc.equal(topics, topic), pc.equal(parts, part))
+                    keep = hit if keep is None else pc.or_(keep, hit)
+                table = table.filter(pc.invert(keep))
+            if table.num_rows:
+                groups.setdefault(table.schema, []).append(table)
+        for schema, tables in groups.items():
+            data = pa.concat_tables(tables).select(sink.written_columns(schema))
+            if sink.mode == "append":
+                cur.adbc_ingest(sink.table, data, mode="append", db_schema_name=sink.schema)
+            else:
+                self._upsert(cur, _last_per_key(data, sink.key_columns))
+
+    def _upsert(self, cur: Any, data: pa.Table) -> None:
+        sink = self._sink
+        cur.adbc_ingest(self._temp, data, mode="create", temporary=True)
+        names = [sql.Identifier(n) for n in data.column_names]
+        keys = [sql.Identifier(k) for k in sink.key_columns]
+        others = [n for n in data.column_names if n not in sink.key_columns]
+        action: sql.Composable
+        if others:
+            action = sql.SQL("DO UPDATE SET {}").format(
+                sql.SQL(", ").join(
+                    sql.SQL("{} = EXCLUDED.{}").format(sql.Identifier(n), sql.Identifier(n))
+                    for n in others
+                )
+            )
+        else:
+            action = sql.SQL("DO NOTHING")
+        statement = sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {} ON CONFLICT ({}) {}").format(
+            sql.Identifier(sink.schema, sink.table),
+            sql.SQL(", ").join(names),
+            sql.SQL(", ").join(names),
+            sql.Identifier(self._temp),
+            sql.SQL(", ").join(keys),
+            action,
+        )
+        cur.execute(statement.as_string(None))
+        cur.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(self._temp)).as_string(None))
+
+
+def _last_per_key(data: pa.Table, keys: tuple[str, ...]) -> pa.Table:
+    """The last row of each key (``ON CONFLICT`` may touch a row only once per statement)."""
+    ordinal = "__twg_row"
+    indexed = data.append_column(ordinal, pa.array(np.arange(data.num_rows, dtype=np.int64)))
+    last = indexed.group_by(list(keys), use_threads=False).aggregate([(ordinal, "max")])
+    if last.num_rows == data.num_rows:
+        return data
+    return data.take(np.sort(last.column(f"{ordinal}_max").to_numpy()))

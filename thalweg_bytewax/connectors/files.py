@@ -1,0 +1,393 @@
+"""``FileSource``: Parquet, CSV, NDJSON, Avro, Arrow IPC, Excel and XML files as batches.
+
+Files are the unit of parallelism: one Bytewax partition per file, keyed
+``"<path>:0"`` (the path is the topic, the partition is 0, the row index is the
+offset), so a file's rows carry the same ``_twg_source_*`` locator and record id
+columns a Kafka record does and every operator and sink downstream works unchanged.
+The state of a partition is the next row index: a run resumed from a recovery
+directory starts each file where its last completed epoch stopped (Parquet row groups,
+IPC batches and Avro blocks before it are skipped without being read; CSV and NDJSON
+blocks before it are read but not parsed). A finished file stays finished.
+
+The source emits two kinds of keyed batches on its one output: the rows that read
+well (payload columns, then the metadata columns ``metadata=`` selects) and DLQ
+batches (:func:`thalweg_bytewax.lanes.dlq.dlq_schema`, reason ``decode``) for the rows and
+pieces of a file that did not: a ragged CSV row, an NDJSON line or Avro record that
+does not decode, a value that does not fit the schema, an Avro block whose sync marker
+is wrong, a truncated Parquet file, an Excel header with merged cells, malformed XML.
+:func:`split_rejects` separates them. A bad row never stops the flow; the rest of its
+file goes on wherever the format lets a reader pick up again.
+
+A schema given (an Arrow schema, or a data contract: its Arrow schema) beats
+inference and is faster; formats without a schema of their own (CSV, NDJSON, Excel,
+XML) need one, or ``schema="infer"``, which logs the inferred schema as a WARNING.
+Parquet, Arrow IPC and Avro files carry their schema; ``schema=`` casts them to it.
+
+What a row's record id hashes: the path, partition 0, the row index and the row's raw
+bytes where the format has them (the line of an NDJSON file, the body of an Avro
+record — the same bytes a Kafka record would carry), otherwise no payload (so the id
+stands for "row N of this file"). Those raw bytes are also what a DLQ row keeps as
+``_twg_source_value``; for a CSV row it is the row's text.
+
+Example::
+
+    import bytewax.operators as op
+    from bytewax.dataflow import Dataflow
+
+    from thalweg_bytewax.connectors.files import FileSource, split_rejects
+    from thalweg_bytewax.connectors.parquet import ParquetSink
+
+    flow = Dataflow("orders_files")
+    raw = op.input("in", flow, FileSource(["data/*.csv"], schema=contract))
+    files = split_rejects("split", raw)
+    op.output("orders", files.ok, ParquetSink("lake/orders"))
+    op.output("dlq", files.rejected, ParquetSink("lake/dlq"))
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import partial
+from typing import Any
+
+import bytewax.operators as op
+import pyarrow as pa
+from bytewax.dataflow import operator
+from bytewax.inputs import FixedPartitionedSource
+from bytewax.operators import KeyedStream
+from typing_extensions import override
+
+from thalweg_bytewax._choices import parse_enum
+from thalweg_bytewax._redact import redact_url
+from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.lanes.dlq import dlq_schema
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataPolicy, metadata_columns
+from thalweg_bytewax.records.model import KeyedBatch
+from thalweg_bytewax.runtime import crossings
+from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
+
+from ._files_avro import read_avro
+from ._files_columnar import read_ipc, read_parquet
+from ._files_common import INFER, Reader
+from ._files_csv import read_csv
+from ._files_limits import DEFAULT_LIMITS, FileLimits
+from ._files_lines import read_ndjson
+from ._files_partition import COMPRESSED_SUFFIXES, FilePartition, FileTarget, path_name
+from ._files_paths import expand
+from ._files_sheets import read_excel
+from ._files_xml import XmlLimits, read_xml
+
+__all__ = [
+    "DEFAULT_BATCH_ROWS",
+    "DEFAULT_LIMITS",
+    "FileFormat",
+    "FileLimits",
+    "FileSource",
+    "FilesOut",
+    "XmlLimits",
+    "split_rejects",
+]
+
+logger = logging.getLogger(__name__)
+
+# Rows per emitted batch at most: pyarrow's Parquet reader default, and large enough
+# that the per-batch cost of the operators downstream vanishes (docs/benchmarks.md).
+DEFAULT_BATCH_ROWS = 65_536
+
+
+class FileFormat(StrEnum):
+    """The formats :class:`FileSource` reads."""
+
+    PARQUET = "parquet"
+    CSV = "csv"
+    NDJSON = "ndjson"
+    AVRO = "avro"
+    IPC = "ipc"
+    """Arrow IPC, file or stream format (``.arrow``, ``.feather``)."""
+    EXCEL = "excel"
+    """xlsx, xlsm, xls, xlsb, ods through python-calamine (extra ``files``)."""
+    XML = "xml"
+    """Records at a ``record_path`` through lxml (extra ``files``)."""
+
+
+_SUFFIXES = {
+    ".parquet": FileFormat.PARQUET,
+    ".pq": FileFormat.PARQUET,
+    ".csv": FileFormat.CSV,
+    ".ndjson": FileFormat.NDJSON,
+    ".jsonl": FileFormat.NDJSON,
+    ".json": FileFormat.NDJSON,
+    ".avro": FileFormat.AVRO,
+    ".arrow": FileFormat.IPC,
+    ".feather": FileFormat.IPC,
+    ".ipc": FileFormat.IPC,
+    ".xlsx": FileFormat.EXCEL,
+    ".xlsm": FileFormat.EXCEL,
+    ".xls": FileFormat.EXCEL,
+    ".xlsb": FileFormat.EXCEL,
+    ".ods": FileFormat.EXCEL,
+    ".xml": FileFormat.XML,
+}
+_SELF_DESCRIBING = frozenset({FileFormat.PARQUET, FileFormat.IPC, FileFormat.AVRO})
+# Line formats read through a decompressing stream when their name ends in a
+# compression suffix (``orders.csv.gz``); the columnar formats compress inside.
+_STREAMED = frozenset({FileFormat.CSV, FileFormat.NDJSON})
+
+
+class FileSource(FixedPartitionedSource[KeyedBatch, int]):
+    """Read files as keyed batches of decoded rows, plus DLQ batches for bad rows.
+
+    Files are the unit of parallelism (one partition per file, state = the next row
+    index). Exactly-once with an epoch sink and a recovery directory: a resumed run
+    starts each file at the row after its last completed epoch, and the sink skips
+    what it already holds.
+
+    Args:
+        paths_or_globs: File paths, globs (``data/**/*.csv``) or fsspec URLs
+            (``s3://bucket/orders/*.parquet``, ``file:///data/x.csv``), one or a list.
+            Expanded in sorted order when the flow starts. A URL's credentials
+            (``s3://key:secret@bucket/x.csv``, ``?token=…``) are redacted wherever the
+            file is named: topic column, record ids, partition keys, DLQ rows, messages.
+        format: The format of every file; default: from each file's suffix. CSV and
+            NDJSON files ending in ``.gz``, ``.bz2``, ``.zst`` or ``.lz4``
+            (``orders.csv.gz``) are decompressed as they are read.
+        schema: An Arrow schema, a data contract (its Arrow schema, for
+            ``object_name``), ``"infer"`` or ``None``. CSV, NDJSON, Excel and XML need
+            a schema or ``"infer"``; Parquet, IPC and Avro files bring their own, which
+            ``schema`` casts to.
+        object_name: With a contract, the schema object to read into.
+        batch_rows: Rows per emitted batch at most (Avro: one batch per block).
+        metadata: Metadata columns next to the payload: ``"none"``, ``"locator"``
+            (path, partition, row index, record id) or ``"all"``.
+        metadata_prefix: Prefix of the metadata columns.
+        sheet: Excel: the sheet, by index or name.
+        record_path: XML: the path of the record elements, e.g. ``"/orders/order"``
+            (local names from the root). Repeated child elements become lists, nested
+            ones structs (docs/connectors/files.md, "XML records").
+        xml_limits: XML: the reader's bounds (depth, record size, fields...); a record
+            past one is a DLQ row. Default: :class:`XmlLimits` defaults.
+        storage_options: fsspec options for URLs (credentials stay out of messages).
+        limits: Bounds on what one file may make the source allocate (line length,
+            decompressed bytes, Avro block size and count, Excel cells...); default
+            :data:`DEFAULT_LIMITS`. What exceeds one is a DLQ row naming the bound.
+
+    Raises:
+        ConfigError: On an unknown format, a missing schema for a format without one,
+            an XML source without ``record_path``, or bad arguments.
+    """
+
+    def __init__(
+        self,
+        paths_or_globs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        *,
+        format: FileFormat | str | None = None,  # noqa: A002 - the documented name
+        schema: Any = None,
+        object_name: str | None = None,
+        batch_rows: int = DEFAULT_BATCH_ROWS,
+        metadata: MetadataPolicy | str = MetadataPolicy.LOCATOR,
+        metadata_prefix: str = DEFAULT_PREFIX,
+        sheet: str | int = 0,
+        record_path: str | None = None,
+        xml_limits: XmlLimits | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        limits: FileLimits | None = None,
+    ) -> None:
+        where = "file source"
+        entries = (
+            [paths_or_globs]
+            if isinstance(paths_or_globs, str | os.PathLike)
+            else list(paths_or_globs)
+        )
+        if not entries or not all(isinstance(e, str | os.PathLike) and os.fspath(e)
+                                  for e in entries):
+            msg = f"{where}: `paths_or_globs` expected paths, globs or URLs; got {paths_or_globs!r}"
+            raise ConfigError(msg)
+        self.entries = [os.fspath(e) for e in entries]
+        self.format = (
+            parse_enum(FileFormat, format, where=where, argument="format")
+            if format is not None
+            else None
+        )
+        if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
+            msg = f"{where}: `batch_rows` expected an integer >= 1; got {batch_rows!r}"
+            raise ConfigError(msg)
+        self.batch_rows = batch_rows
+        self.columns = metadata_columns(metadata_prefix, where)
+        self.policy = parse_enum(MetadataPolicy, metadata, where=where, argument="metadata")
+        resolved = _resolve_schema(schema, object_name)
+        self._infer = resolved == INFER
+        self.schema: pa.Schema | None = resolved if isinstance(resolved, pa.Schema) else None
+        self.sheet = sheet
+        self.record_path = record_path
+        if xml_limits is not None and not isinstance(xml_limits, XmlLimits):
+            msg = f"{where}: `xml_limits` expected an XmlLimits; got {type(xml_limits).__name__}"
+            raise ConfigError(msg)
+        self.xml_limits = xml_limits or XmlLimits()
+        self.storage_options = dict(storage_options or {})
+        if limits is not None and not isinstance(limits, FileLimits):
+            msg = f"{where}: `limits` expected a FileLimits; got {type(limits).__name__}"
+            raise ConfigError(msg)
+        self.limits = limits or DEFAULT_LIMITS
+        if self.format is FileFormat.XML and not record_path:
+            msg = f"{where}: XML expected `record_path` (e.g. '/orders/order'); got none"
+            raise ConfigError(msg)
+        if self.format is not None:
+            self._check_schema(self.format, "every file")
+        if self._infer:
+            logger.warning(
+                "file source: schema inference asked for; each file's inferred schema is "
+                "logged (pass a contract or an Arrow schema to fix it, which is faster)"
+            )
+        self._paths: list[str] | None = None
+        self._by_name: dict[str, str] = {}
+
+    def _check_schema(self, fmt: FileFormat, what: str) -> None:
+        if self.schema is None and fmt not in _SELF_DESCRIBING and not self._infer:
+            msg = (
+                f"file source: {fmt} file(s) `{what}` expected `schema=` (an Arrow schema "
+                f"or a contract); got none (pass schema='infer' to infer it, logged)"
+            )
+            raise ConfigError(msg)
+
+    def paths(self) -> list[str]:
+        """The files the globs and paths expand to, in order (computed once).
+
+        Raises:
+            SourceError: A path (not a glob) with no file there.
+        """
+        if self._paths is None:
+            found: list[str] = []
+            for entry in self.entries:
+                found.extend(expand(entry, self.storage_options))
+            self._paths = list(dict.fromkeys(found))
+            self._by_name = {redact_url(p): p for p in self._paths}
+        return self._paths
+
+    def format_of(self, path: str) -> FileFormat:
+        """The format ``path`` is read as.
+
+        Raises:
+            ConfigError: When no format was given and the suffix names none.
+        """
+        if self.format is not None:
+            return self.format
+        name = path_name(path)
+        for compressed in COMPRESSED_SUFFIXES:
+            if name.endswith(compressed):
+                name = name.removesuffix(compressed)
+                for suffix, fmt in _SUFFIXES.items():
+                    if name.endswith(suffix) and fmt in _STREAMED:
+                        return fmt
+        for suffix, fmt in _SUFFIXES.items():
+            if name.endswith(suffix):
+                return fmt
+        known = ", ".join(sorted(_SUFFIXES))
+        msg = (
+            f"file source: `{redact_url(path)}` expected a known suffix ({known}, CSV and "
+            f"NDJSON also compressed: .csv.gz); got none; pass `format=`"
+        )
+        raise ConfigError(msg)
+
+    @override
+    def list_parts(self) -> list[str]:
+        # Keys name files without credentials: they land in the recovery store, logs
+        # and every keyed batch. build_part maps them back to the URL to open.
+        return announce_listing([encode_part(redact_url(p), 0) for p in self.paths()])
+
+    @override
+    def build_part(
+        self, step_id: str, for_part: str, resume_state: int | None
+    ) -> FilePartition:
+        crossings.note_readers([for_part])
+        name, _ = decode_part(for_part)
+        self.paths()
+        path = self._by_name.get(name, name)
+        fmt = self.format_of(path)
+        self._check_schema(fmt, name)
+        if fmt is FileFormat.XML and not self.record_path:
+            msg = f"file source `{step_id}`: `{name}` is XML; expected `record_path`; got none"
+            raise ConfigError(msg)
+        start = resume_state or 0
+        if resume_state is not None:
+            logger.info("file source %s: `%s` resumes at row %s", step_id, name, start)
+        target = FileTarget(path, self.storage_options)
+        chunks = self._reader(fmt)(target, start, self.schema, self.batch_rows)
+        meta = [self.columns.raw_schema.field(n) for n in self.columns.policy_columns(self.policy)]
+        return FilePartition(step_id, for_part, path, str(fmt), chunks, self.columns, meta, start)
+
+    def _reader(self, fmt: FileFormat) -> Reader:
+        limits = self.limits
+        readers: dict[FileFormat, Reader] = {
+            FileFormat.PARQUET: partial(read_parquet, limits=limits),
+            FileFormat.CSV: partial(read_csv, limits=limits),
+            FileFormat.NDJSON: partial(read_ndjson, limits=limits),
+            FileFormat.AVRO: partial(read_avro, limits=limits),
+            FileFormat.IPC: partial(read_ipc, limits=limits),
+            FileFormat.EXCEL: partial(read_excel, sheet=self.sheet, limits=limits),
+            FileFormat.XML: partial(
+                read_xml, record_path=self.record_path or "", limits=self.xml_limits
+            ),
+        }
+        return readers[fmt]
+
+
+def _resolve_schema(schema: Any, object_name: str | None) -> pa.Schema | str | None:
+    contract = getattr(schema, "arrow_schema", None)
+    if callable(contract):
+        resolved: pa.Schema = contract(object_name)
+        return resolved
+    if object_name is not None:
+        msg = (
+            f"file source: `object_name` picks a schema object of a data contract; got it "
+            f"with a {type(schema).__name__} schema"
+        )
+        raise ConfigError(msg)
+    if schema is None or isinstance(schema, pa.Schema) or schema == INFER:
+        return schema
+    msg = (
+        f"file source: `schema` expected an Arrow schema, a data contract, 'infer' or "
+        f"None; got {type(schema).__name__}"
+    )
+    raise ConfigError(msg)
+
+
+@dataclass(frozen=True)
+class FilesOut:
+    """The streams of :func:`split_rejects`, keyed by file (``"<path>:0"``).
+
+    Attributes:
+        ok: Batches of rows that read well: payload columns, then metadata columns.
+        rejected: DLQ batches (:func:`thalweg_bytewax.lanes.dlq.dlq_schema`), reason
+            ``decode``, one row per unreadable row or piece of a file.
+    """
+
+    ok: KeyedStream[pa.RecordBatch]
+    rejected: KeyedStream[pa.RecordBatch]
+
+
+@operator
+def split_rejects(
+    step_id: str, up: KeyedStream[pa.RecordBatch], *, metadata_prefix: str = DEFAULT_PREFIX
+) -> FilesOut:
+    """Split a :class:`FileSource`'s output into good rows and DLQ batches.
+
+    A DLQ batch is recognised by its schema (exactly
+    :func:`thalweg_bytewax.lanes.dlq.dlq_schema`, whose ``_twg_`` columns no payload may
+    carry), so nothing is tagged and nothing is copied.
+
+    Args:
+        step_id: Unique step id.
+        up: The keyed batches a ``FileSource`` emits.
+        metadata_prefix: The source's metadata prefix.
+
+    Returns:
+        ``FilesOut(ok, rejected)``.
+    """
+    dlq = dlq_schema(metadata_columns(metadata_prefix, f"split_rejects `{step_id}`"))
+    branch = op.branch("branch", up, lambda kv: not kv[1].schema.equals(dlq))
+    return FilesOut(ok=branch.trues, rejected=branch.falses)
+

@@ -1,0 +1,253 @@
+"""Iceberg output: one commit per epoch, coverage in the snapshot summary, exactly once.
+
+:class:`IcebergSink` writes keyed Arrow batches (with their locator columns) into one
+Iceberg table through pyiceberg. The catalog is a SQL catalog on SQLite under a local
+warehouse directory by default (no service), or a REST catalog by configuration
+(:class:`IcebergCatalogConfig`, secrets masked). The table is created on the first
+batch and evolved through :mod:`thalweg_bytewax.catalog.iceberg` (new fields added with
+their docs, ``int → long`` only with ``allow_widening``, anything else refused before a
+row is written); its partition spec comes from ``partition_by``. With
+``locators="absent"`` it takes rows without a source locator (a stock Bytewax source,
+window results): at-least-once appends, effectively-once upserts by key.
+
+See docs/connectors/iceberg.md for the guarantee table and the snapshot-summary keys.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+from typing_extensions import override
+
+from thalweg_bytewax._deps import require
+from thalweg_bytewax.catalog.iceberg import PartitionField, parse_partition_spec
+from thalweg_bytewax.coverage.store import CoverageStore
+from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, metadata_columns
+from thalweg_bytewax.runtime.epoch_sink import (
+    EpochSinkState,
+    LocatorMode,
+    check_locator_mode,
+    unlocated_guarantee,
+)
+from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink, coverage_store_option
+from thalweg_bytewax.typemap import IdentifierMode, validate_identifier
+
+from ._iceberg_config import IcebergCatalogConfig
+from ._iceberg_partition import (
+    COMMIT_KEY,
+    COVERAGE_PREFIX,
+    IcebergSinkStats,
+    _IcebergPartition,
+    decode_spans,
+    encode_spans,
+)
+
+__all__ = [
+    "COMMIT_KEY",
+    "COVERAGE_PREFIX",
+    "IcebergCatalogConfig",
+    "IcebergSink",
+    "IcebergSinkStats",
+    "PartitionField",
+    "decode_spans",
+    "encode_spans",
+]
+
+logger = logging.getLogger(__name__)
+
+# Rows are buffered until this many Arrow bytes, then written as data files while the
+# epoch goes on: bounds memory per sink partition. pyiceberg's own target file size
+# (`write.target-file-size-bytes`, 512 MiB), so an epoch of up to ~4M narrow rows is one
+# data file as a bare `table.append` writes it; 64 MiB wrote three files an epoch of 1M
+# rows and ran at 0.8x the bare append (docs/benchmarks.md "Iceberg sink").
+DEFAULT_TARGET_FILE_BYTES = 512 * 1024 * 1024
+# Commits lost to concurrent writers are retried on the refreshed table this many times.
+DEFAULT_COMMIT_RETRIES = 8
+
+
+class IcebergSink(ShardedEpochSink[_IcebergPartition]):
+    """Write keyed batches into one Iceberg table, one commit per epoch per shard.
+
+    Source topic-partitions are the unit of ownership; ``shards`` sink partitions (one
+    by default) commit to the table. Exactly-once via coverage: every epoch's commit
+    stores, in its snapshot summary, the covered offsets of each source partition it
+    touched; on resume they are read back and replayed rows are skipped (and checked by
+    record id against the table). Rows without a locator are refused unless the sink is
+    built with ``locators="absent"``.
+
+    **Rows without a locator** (``locators="absent"``: rows from a stock Bytewax source
+    through ``twg.to_batches``, window results of ``twg.window_agg``): no offsets, so no
+    replay can be skipped. Each epoch is still one commit at the snapshot, but a crash
+    after that commit and before Bytewax's recovery snapshot replays the epoch: in
+    ``"append"`` mode its rows are appended again (**at-least-once**); in ``"upsert"``
+    mode the replay overwrites the same keys (**effectively-once**: each key once, with
+    its last value). The sink logs which of the two applies once at start. Key the stream
+    by the upsert key (window results are keyed by their group key) so the rows of one key
+    reach one shard in order.
+
+    ``mode="append"`` appends; rows accumulate as data files during the epoch and become
+    visible in one ``fast_append`` commit at the epoch's snapshot. ``mode="upsert"``
+    upserts the epoch's rows by ``key_columns`` (the last row of a key in an epoch wins)
+    in one transaction; it holds an epoch's rows in memory.
+
+    Example::
+
+        flow = Dataflow("orders")
+        orders = ...  # keyed batches with the locator columns
+        op.output("iceberg", orders, IcebergSink("lake/warehouse", "shop.orders",
+                                                 partition_by=["day(created_at)"]))
+
+    Args:
+        catalog: An :class:`IcebergCatalogConfig`, a mapping of its fields, or a local
+            warehouse directory (SQL catalog on SQLite there).
+        table: ``namespace.table`` (the namespace is created when absent).
+        mode: ``"append"`` or ``"upsert"``.
+        key_columns: The upsert key (required for ``"upsert"``).
+        partition_by: Partition fields, e.g. ``["region", "day(ts)", "bucket(16, id)"]``.
+        allow_widening: Widen a column losslessly (``int → long``) instead of refusing.
+        comments: Column docs by name (over contract descriptions and the built-in
+            ``_twg_`` docs).
+        identifiers: ``"strict"`` column names (``[a-z_][a-z0-9_]*``) or ``"relaxed"``.
+        shards: Sink partitions, each committing separately (concurrent commits to one
+            table are retried); 1 gives exactly one commit per epoch.
+        sink_id: The name coverage is stored under (default: the output's step id).
+            Keep it stable for a table: a new id writes every record again.
+        target_file_bytes: Arrow bytes buffered before data files are written (512 MiB,
+            pyiceberg's target file size: an epoch below it is one data file).
+        commit_retries: Retries of a commit that lost a race with another writer.
+        metadata_prefix: Prefix of the metadata columns.
+        coverage_store: Where to record each committed epoch's coverage (beside the
+            raw lane, never in the table), under ``sink_id``: a
+            :class:`~thalweg_bytewax.coverage.store.CoverageStore`, a path (SQLite) or a
+            ``postgresql://`` URL. None records nothing. ``thalweg coverage`` reads it.
+        locators: ``"required"`` (rows carry ``_twg_source_*`` locators: exactly once)
+            or ``"absent"`` (rows without them: at-least-once appends, effectively-once
+            upserts; the locator columns are then refused).
+    """
+
+    def __init__(  # noqa: PLR0913 - one documented knob each
+        self,
+        catalog: IcebergCatalogConfig | Mapping[str, object] | str | os.PathLike[str],
+        table: str,
+        *,
+        mode: Literal["append", "upsert"] = "append",
+        key_columns: Sequence[str] = (),
+        partition_by: Sequence[str | PartitionField] = (),
+        allow_widening: bool = False,
+        comments: Mapping[str, str] | None = None,
+        identifiers: IdentifierMode = "strict",
+        shards: int = 1,
+        sink_id: str | None = None,
+        target_file_bytes: int = DEFAULT_TARGET_FILE_BYTES,
+        commit_retries: int = DEFAULT_COMMIT_RETRIES,
+        metadata_prefix: str = DEFAULT_PREFIX,
+        coverage_store: CoverageStore | str | os.PathLike[str] | None = None,
+        locators: LocatorMode = "required",
+    ) -> None:
+        require("pyiceberg", extra="iceberg")
+        self.locators: LocatorMode = check_locator_mode("iceberg sink", locators)
+        if locators == "absent" and coverage_store is not None:
+            msg = (
+                "iceberg sink: `coverage_store` records source offsets; expected none with "
+                "locators='absent' (rows without a locator cover no offsets); got one; drop "
+                "`coverage_store`, or give the rows a locator"
+            )
+            raise ConfigError(msg)
+        self.catalog = IcebergCatalogConfig.of(catalog)
+        self.table = _check_table(table)
+        if mode not in ("append", "upsert"):
+            msg = f"iceberg sink: `mode` expected 'append' or 'upsert'; got {mode!r}"
+            raise ConfigError(msg)
+        keys = (key_columns,) if isinstance(key_columns, str) else tuple(key_columns)
+        for key in keys:
+            validate_identifier(key, mode=identifiers, what="key column", target="iceberg")
+        if mode == "upsert" and not keys:
+            msg = (
+                f"iceberg sink: table `{self.table}` in mode 'upsert' needs `key_columns`; "
+                f"expected the columns that identify a row; got none; name them, or use "
+                f"mode='append'"
+            )
+            raise ConfigError(msg)
+        for name, value, low in (
+            ("shards", shards, 1),
+            ("target_file_bytes", target_file_bytes, 1),
+            ("commit_retries", commit_retries, 0),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                msg = f"iceberg sink: `{name}` expected an integer >= {low}; got {value!r}"
+                raise ConfigError(msg)
+        if mode == "upsert" and shards > 1:
+            # Two shards upserting one key concurrently can both commit: pyiceberg's
+            # conflict check judges data files, not rows, so the table ends with the key
+            # twice and no error. One writer per table keeps upserts exact.
+            msg = (
+                f"iceberg sink: table `{self.table}` in mode 'upsert' expected shards=1; got "
+                f"shards={shards}; concurrent upserts of one key from two shards can leave "
+                f"the key twice, so an upserting table has one writer (use shards=1)"
+            )
+            raise ConfigError(msg)
+        if sink_id is not None and (not isinstance(sink_id, str) or not sink_id or "/" in sink_id):
+            msg = f"iceberg sink: `sink_id` expected a non-empty name without `/`; got {sink_id!r}"
+            raise ConfigError(msg)
+        self.mode = mode
+        self.key_columns = keys
+        self.partition_by = parse_partition_spec(list(partition_by))
+        self.allow_widening = bool(allow_widening)
+        self.comments = dict(comments or {})
+        self.identifiers: IdentifierMode = identifiers
+        self.shards = shards
+        self.sink_id = sink_id
+        self.target_file_bytes = target_file_bytes
+        self.commit_retries = commit_retries
+        self.columns = metadata_columns(metadata_prefix, "iceberg sink")
+        self.coverage_store = coverage_store_option(coverage_store)
+        self._announced = False
+
+    def __repr__(self) -> str:
+        return (
+            f"IcebergSink({self.catalog.describe()}, table={self.table!r}, mode={self.mode!r}, "
+            f"shards={self.shards})"
+        )
+
+    @override
+    def coverage_sink_id(self, step_id: str) -> str:
+        return self.sink_id or step_id
+
+    @override
+    def build_shard(
+        self, step_id: str, shard: int, resume_state: EpochSinkState | None
+    ) -> _IcebergPartition:
+        sink_id = self.coverage_sink_id(step_id)
+        if not self._announced:
+            self._announced = True
+            if self.locators == "absent":
+                text = unlocated_guarantee(
+                    f"iceberg sink: table `{self.table}` in the {self.catalog.describe()}",
+                    self.mode,
+                    self.key_columns,
+                )
+                logger.log(logging.INFO if self.mode == "upsert" else logging.WARNING, "%s", text)
+            else:
+                logger.info(
+                    "iceberg sink: writing table `%s` in the %s, mode %s, coverage under `%s%s/`",
+                    self.table,
+                    self.catalog.describe(),
+                    self.mode,
+                    COVERAGE_PREFIX,
+                    sink_id,
+                )
+        return _IcebergPartition(self, sink_id, resume_state, shard)
+
+
+def _check_table(table: object) -> str:
+    parts = table.split(".") if isinstance(table, str) else []
+    if len(parts) < 2:  # noqa: PLR2004 - namespace and name
+        msg = f"iceberg sink: `table` expected `namespace.table`; got {table!r}"
+        raise ConfigError(msg)
+    for part in parts:
+        validate_identifier(part, mode="strict", what="table", target="iceberg", relaxable=False)
+    return ".".join(parts)

@@ -1,0 +1,183 @@
+"""Parquet output: the raw lane, durable at each epoch, exactly once across crashes.
+
+Layout under the lane path::
+
+    <path>/<topic>/<partition>/<first offset>-<last offset>.parquet
+
+Within an epoch a partition appends row groups to hidden staging files
+(``.staging-*``, which pyarrow datasets and DuckDB globs never read). When Bytewax
+closes the epoch it calls ``snapshot()``: every staging file is closed, fsynced and
+atomically renamed to its final, deterministic name, and the directory is fsynced,
+*before* the snapshot returns — so the source position Bytewax records never leads
+what the lane holds. On resume a partition reads the finalized file names of each
+topic-partition it meets and skips replayed rows whose offsets they already cover, so
+a crash anywhere (before, during or after a snapshot) leaves every record exactly once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import ClassVar
+
+import pyarrow.fs as pafs
+from typing_extensions import override
+
+from thalweg_bytewax.coverage.store import CoverageStore
+from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns
+from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
+from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink, coverage_store_option
+
+from ._lane_sink import LaneShards
+from ._parquet_partition import ParquetSinkStats, _ParquetPartition
+
+__all__ = ["ParquetSink", "ParquetSinkStats"]
+
+logger = logging.getLogger(__name__)
+
+# Polls are buffered per topic-partition until either bound, then written as one row
+# group by a background thread. 4 MiB (~12k raw orders) keeps row groups in flight
+# while the flow polls on: measured on the raw-lane benchmark, 8 MiB and more left most
+# encoding to the epoch's snapshot, where nothing else runs (~10% slower), while 512 KiB
+# made row groups too small to scan well (docs/benchmarks.md "raw lane").
+DEFAULT_ROW_GROUP_ROWS = 128 * 1024
+DEFAULT_ROW_GROUP_BYTES = 4 * 1024 * 1024
+# All the sink's buffers on one worker: 16 topic-partitions fill their 4 MiB row groups
+# as before; with more, the largest buffer is written early, so the memory held until
+# the snapshot no longer grows with the partitions a worker reads.
+DEFAULT_BUFFER_BYTES = 64 * 1024 * 1024
+DEFAULT_MAX_FILE_ROWS = 4 * 1024 * 1024
+# The codecs Parquet files can carry (pyarrow names, any case).
+_CODECS = frozenset({"none", "snappy", "gzip", "brotli", "lz4", "lz4_raw", "zstd"})
+
+
+class ParquetSink(ShardedEpochSink[_ParquetPartition]):
+    """Write keyed RawBatches (or any batches with locator columns) as a Parquet lane.
+
+    Source topic-partitions are the unit of parallelism: each gets its own file stream,
+    so an epoch yields a few large files rather than one per poll. Exactly-once: files
+    are finalized (fsync + atomic rename) when Bytewax snapshots the epoch, file names
+    are deterministic from (topic, partition, first offset, last offset), and replayed
+    rows that finalized files already cover are skipped. The lane reads back as one
+    dataset with ``pyarrow.dataset.dataset(path)`` or DuckDB
+    ``read_parquet('path/**/*.parquet', union_by_name = true)``. Each row gets
+    ``_twg_emit_ts``, the time the sink wrote it.
+
+    The lane keeps one schema that evolves with the batches, as a table would: a new
+    column is added (NULL in rows written before it), a batch lacking a nullable column
+    or holding a narrower type is cast to the lane's, a lossless widening needs
+    ``allow_widening=True``, and anything else (another type, a non-nullable column
+    missing) fails the epoch with ``SchemaEvolutionError`` naming the column, its old
+    and new type, before any row of the epoch is written: the lane always reads back as
+    one table with :func:`~thalweg_bytewax.lanes.read_lane`.
+
+    Example::
+
+        flow = Dataflow("raw_lane")
+        raw = op.input("in", flow, KafkaSource(["localhost:9092"], ["orders"]))
+        op.output("lane", raw, ParquetSink("lake/raw"))
+
+    Args:
+        path: A local directory, a URI (``file://``, ``s3://``, ``gs://``, …) or, with
+            ``filesystem``, a path on that file system.
+        filesystem: A ``pyarrow.fs.FileSystem`` (wrap fsspec file systems in
+            ``pyarrow.fs.PyFileSystem(pyarrow.fs.FSSpecHandler(fs))``).
+        shards: Number of sink partitions the topic-partitions are spread over; it
+            bounds the sink's parallelism across workers. Keep it fixed for a lane.
+        compression: Parquet compression codec.
+        row_group_rows: Rows buffered per topic-partition before a row group is written.
+        row_group_bytes: Bytes buffered per topic-partition before a row group is written.
+        buffer_bytes: Bytes buffered by all of this sink's partitions on one worker:
+            beyond it the largest buffer is written as a (smaller) row group, so a
+            worker with many topic-partitions holds at most this much, not
+            ``row_group_bytes`` per topic-partition, until the epoch's snapshot.
+        max_file_rows: Rows after which a file is closed (it still becomes visible only
+            at the epoch's snapshot).
+        metadata_prefix: Prefix of the metadata columns.
+        coverage_store: Where to record each committed epoch's coverage, under the
+            output's step id: a :class:`~thalweg_bytewax.coverage.store.CoverageStore`,
+            a path (SQLite; a directory holds ``_coverage.sqlite3``) or a
+            ``postgresql://`` URL. None records nothing. ``thalweg coverage`` reads it.
+        allow_widening: Let a batch widen a column losslessly (``int32`` to ``int64``,
+            ``float32`` to ``float64``, a wider decimal) instead of failing the epoch.
+    """
+
+    can_be_raw_lane: ClassVar[bool] = True
+    """Fed straight from a source, this sink is a raw lane (the second-sink gate)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        filesystem: pafs.FileSystem | None = None,
+        shards: int = 16,
+        compression: str = "zstd",
+        row_group_rows: int = DEFAULT_ROW_GROUP_ROWS,
+        row_group_bytes: int = DEFAULT_ROW_GROUP_BYTES,
+        buffer_bytes: int = DEFAULT_BUFFER_BYTES,
+        max_file_rows: int = DEFAULT_MAX_FILE_ROWS,
+        metadata_prefix: str = DEFAULT_PREFIX,
+        coverage_store: CoverageStore | str | os.PathLike[str] | None = None,
+        allow_widening: bool = False,
+    ) -> None:
+        if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
+            msg = (
+                f"parquet sink: `path` expected a non-empty directory, URI or path on "
+                f"`filesystem`; got {path!r}"
+            )
+            raise ConfigError(msg)
+        if filesystem is not None and not isinstance(filesystem, pafs.FileSystem):
+            msg = (
+                f"parquet sink: `filesystem` expected a `pyarrow.fs.FileSystem` or None; got "
+                f"{type(filesystem).__name__} (wrap an fsspec file system in "
+                f"`pyarrow.fs.PyFileSystem(pyarrow.fs.FSSpecHandler(fs))`)"
+            )
+            raise ConfigError(msg)
+        for name, value in (
+            ("shards", shards),
+            ("row_group_rows", row_group_rows),
+            ("row_group_bytes", row_group_bytes),
+            ("buffer_bytes", buffer_bytes),
+            ("max_file_rows", max_file_rows),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                msg = f"parquet sink: `{name}` expected an integer >= 1; got {value!r}"
+                raise ConfigError(msg)
+        if not isinstance(compression, str) or compression.lower() not in _CODECS:
+            msg = (
+                f"parquet sink: `compression` expected one of {', '.join(sorted(_CODECS))}; "
+                f"got {compression!r}"
+            )
+            raise ConfigError(msg)
+        if not isinstance(allow_widening, bool):
+            msg = f"parquet sink: `allow_widening` expected True or False; got {allow_widening!r}"
+            raise ConfigError(msg)
+        if not isinstance(metadata_prefix, str):
+            msg = f"parquet sink: `metadata_prefix` expected a string; got {metadata_prefix!r}"
+            raise ConfigError(msg)
+        self.path = os.fspath(path)
+        self.filesystem = filesystem
+        self.shards = shards
+        self.compression = compression
+        self.row_group_rows = row_group_rows
+        self.row_group_bytes = row_group_bytes
+        self.buffer_bytes = buffer_bytes
+        self.max_file_rows = max_file_rows
+        self.columns = MetadataColumns(metadata_prefix)
+        self.allow_widening = allow_widening
+        self.coverage_store = coverage_store_option(coverage_store)
+        self._lane = LaneShards(self.path, filesystem, "parquet sink", logger)
+
+    @override
+    def list_parts(self) -> list[str]:
+        # Probe the lane path at build time, so a bad path fails before data moves.
+        self._lane.store()
+        return super().list_parts()
+
+    @override
+    def build_shard(
+        self, step_id: str, shard: int, resume_state: EpochSinkState | None
+    ) -> _ParquetPartition:
+        store = self._lane.prepare(step_id, shard)
+        return _ParquetPartition(self, store, resume_state, shard)

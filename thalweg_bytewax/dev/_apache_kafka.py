@@ -1,0 +1,359 @@
+"""Apache Kafka brokers (KRaft) on loopback ports, for tests and ``thalweg dev broker --kafka``.
+
+The broker's jars come from Maven Central through Maven and are cached in a directory of
+your choice (:mod:`~thalweg_bytewax.dev._kafka_jars`); each node is
+a combined broker + controller JVM started from them. :class:`ApacheKafka` runs one node
+or a small cluster, waits until every node answers a metadata request, and stops, kills
+or restarts single nodes with their data, which is what tests of broker failures need.
+It needs ``java`` (17+) on the ``PATH`` and, the first time, ``mvn``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from confluent_kafka.admin import AdminClient
+
+from thalweg_bytewax.dev._kafka_jars import (
+    KAFKA_VERSION,
+    cache_dir_or_default,
+    fetch_jars,
+    missing_tools,
+)
+from thalweg_bytewax.dev._published import publish_line, withdraw_line
+from thalweg_bytewax.errors import ConfigError
+
+__all__ = ["ApacheKafka", "free_port", "serve"]
+
+_LOG4J2 = """\
+status = warn
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {log}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = WARN
+rootLogger.appenderRef.file.ref = file
+logger.started.name = kafka.server.KafkaRaftServer
+logger.started.level = INFO
+"""
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@dataclass
+class _Node:
+    node_id: int
+    port: int
+    controller_port: int
+    home: Path
+    proc: subprocess.Popen[bytes] | None = None
+    config: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.config = self.home / "server.properties"
+
+
+class ApacheKafka:
+    """One Apache Kafka node, or a cluster of combined broker + controller nodes.
+
+    Use as a context manager::
+
+        with ApacheKafka(jars, tmp_dir, nodes=3) as kafka:
+            print(kafka.bootstrap)
+
+    Topics auto-create with 4 partitions (as librdkafka's mock cluster does) and keep
+    their records whatever their timestamps (``log.retention.ms=-1``); internal
+    topics replicate to every node (at most 3) with a minimum in-sync count of 1, so a
+    cluster keeps serving transactions and groups while one node is down.
+
+    Args:
+        jars: The broker's jars (see :func:`fetch_jars`).
+        home: A directory for each node's configuration, data and ``server.log``.
+        nodes: How many nodes.
+        heap_mb: Java heap of each node.
+        overrides: Broker settings that replace or add to the defaults.
+    """
+
+    def __init__(
+        self,
+        jars: Path,
+        home: Path,
+        *,
+        nodes: int = 1,
+        heap_mb: int = 512,
+        overrides: Mapping[str, str] | None = None,
+        port: int | None = None,
+    ) -> None:
+        if nodes < 1:
+            msg = f"ApacheKafka: `nodes` must be at least 1, got {nodes}"
+            raise ConfigError(msg)
+        self.jars = jars.resolve()
+        self.home = home.resolve()
+        self.heap_mb = heap_mb
+        self.overrides = dict(overrides or {})
+        self.nodes = [
+            _Node(i + 1, free_port(), free_port(), home / f"node-{i + 1}") for i in range(nodes)
+        ]
+        if port is not None:  # the first node's client port, fixed (`dev broker --port`)
+            self.nodes[0].port = port
+
+    @property
+    def bootstrap(self) -> str:
+        """``host:port,...`` of every node."""
+        return ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+
+    def node_bootstrap(self, index: int) -> str:
+        """``host:port`` of node ``index`` (0-based)."""
+        return f"127.0.0.1:{self.nodes[index].port}"
+
+    def _properties(self, node: _Node) -> dict[str, str]:
+        count = len(self.nodes)
+        voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": str(node.node_id),
+            "controller.quorum.voters": voters,
+            "listeners": (
+                f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}"
+            ),
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(node.home / "data"),
+            "num.partitions": "4",
+            "auto.create.topics.enable": "true",
+            "default.replication.factor": str(min(count, 3)),
+            "min.insync.replicas": "1",
+            "offsets.topic.replication.factor": str(min(count, 3)),
+            "offsets.topic.num.partitions": "4",
+            "transaction.state.log.replication.factor": str(min(count, 3)),
+            "transaction.state.log.min.isr": "1",
+            "transaction.state.log.num.partitions": "4",
+            "share.coordinator.state.topic.replication.factor": str(min(count, 3)),
+            "share.coordinator.state.topic.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            "num.network.threads": "2",
+            "num.io.threads": "2",
+            "num.recovery.threads.per.data.dir": "1",
+            "background.threads": "2",
+            "log.retention.check.interval.ms": "5000",
+            # Keep records whatever their timestamp: sample orders and test corpora carry
+            # fixed, old timestamps that the default 7-day time retention would delete
+            # within seconds. A topic's own `retention.ms` still applies.
+            "log.retention.ms": "-1",
+        }
+        props.update(self.overrides)
+        return props
+
+    def _java(self, node: _Node, *args: str) -> list[str]:
+        return [
+            "java",
+            f"-Xmx{self.heap_mb}m",
+            "-XX:+UseSerialGC",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={node.home / 'log4j2.properties'}",
+            "-cp",
+            f"{self.jars}/*",
+            *args,
+        ]
+
+    def _prepare(self, node: _Node, cluster_id: str) -> None:
+        node.home.mkdir(parents=True, exist_ok=True)
+        lines = [f"{k}={v}" for k, v in self._properties(node).items()]
+        node.config.write_text("\n".join(lines) + "\n")
+        log4j = _LOG4J2.format(log=node.home / "server.log")
+        (node.home / "log4j2.properties").write_text(log4j)
+        if (node.home / "data" / "meta.properties").is_file():
+            return
+        fmt = self._java(
+            node, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(node.config)
+        )
+        proc = subprocess.run(fmt, capture_output=True, text=True, timeout=120, check=False)
+        if proc.returncode != 0:
+            msg = f"formatting Apache Kafka storage of node {node.node_id} failed: {proc.stderr}"
+            raise ConfigError(msg)
+
+    def _cluster_id(self) -> str:
+        saved = self.home / "cluster.id"
+        if saved.is_file():
+            return saved.read_text().strip()
+        node = self.nodes[0]
+        node.home.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.run(
+            self._java(node, "kafka.tools.StorageTool", "random-uuid"),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        cluster_id = proc.stdout.strip().splitlines()[-1]
+        saved.write_text(cluster_id + "\n")
+        return cluster_id
+
+    def start(self, timeout_s: float = 180.0) -> ApacheKafka:
+        """Format every node's storage (first start only), start them and wait until ready."""
+        cluster_id = self._cluster_id()
+        for node in self.nodes:
+            self._prepare(node, cluster_id)
+        for index in range(len(self.nodes)):
+            self.start_node(index, wait=False)
+        self.wait_ready(timeout_s)
+        return self
+
+    def start_node(self, index: int, *, wait: bool = True, timeout_s: float = 180.0) -> None:
+        """Start node ``index`` (0-based) on its ports and data; wait until it answers."""
+        node = self.nodes[index]
+        if node.proc is not None and node.proc.poll() is None:
+            return
+        with (node.home / "stdout.log").open("ab") as out:
+            node.proc = subprocess.Popen(
+                self._java(node, "kafka.Kafka", str(node.config)),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        if wait:
+            self.wait_ready(timeout_s)
+
+    def stop_node(self, index: int, *, kill: bool = False, timeout_s: float = 60.0) -> None:
+        """Stop node ``index`` by its pid: SIGTERM (a clean shutdown) or SIGKILL."""
+        node = self.nodes[index]
+        proc, node.proc = node.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=30)
+
+    def restart_node(self, index: int, *, kill: bool = False) -> None:
+        """Stop node ``index`` and start it again with its data; wait until ready."""
+        self.stop_node(index, kill=kill)
+        self.start_node(index)
+
+    def running(self) -> list[int]:
+        """The indexes of nodes whose process is alive."""
+        return [i for i, n in enumerate(self.nodes) if n.proc is not None and n.proc.poll() is None]
+
+    def wait_ready(self, timeout_s: float = 180.0) -> None:
+        """Wait until every running node answers a metadata request listing all of them.
+
+        Raises:
+            ConfigError: A node exited or the cluster was not ready in time (the message
+                holds the end of the node's log).
+        """
+        deadline = time.monotonic() + timeout_s
+        live = self.running()
+        while True:
+            for i in live:
+                proc = self.nodes[i].proc
+                if proc is not None and proc.poll() is not None:
+                    msg = (
+                        f"Apache Kafka node {i + 1} exited ({proc.returncode}): {self.log_tail(i)}"
+                    )
+                    raise ConfigError(msg)
+            if all(self._answers(i, len(live)) for i in live):
+                return
+            if time.monotonic() > deadline:
+                msg = (
+                    f"Apache Kafka at {self.bootstrap} not ready within {timeout_s:g} s: "
+                    f"{self.log_tail(live[0] if live else 0)}"
+                )
+                raise ConfigError(msg)
+            time.sleep(0.5)
+
+    def _answers(self, index: int, brokers: int) -> bool:
+        admin = AdminClient({"bootstrap.servers": self.node_bootstrap(index), "log_level": 0})
+        try:
+            md = admin.list_topics(timeout=2)
+        except Exception:  # noqa: BLE001 - not up yet: any client error means "not ready"
+            return False
+        return len(md.brokers) >= brokers and md.controller_id >= 0
+
+    def log_tail(self, index: int, chars: int = 2000) -> str:
+        """The end of node ``index``'s log (``server.log`` then its stdout)."""
+        home = self.nodes[index].home
+        text = ""
+        for name in ("server.log", "stdout.log"):
+            with contextlib.suppress(OSError):
+                text += (home / name).read_text(errors="replace")
+        return text[-chars:]
+
+    def stop(self) -> None:
+        """Stop every node (SIGTERM, then SIGKILL after a minute)."""
+        for index in range(len(self.nodes)):
+            self.stop_node(index)
+
+    def __enter__(self) -> ApacheKafka:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def serve(
+    nodes: int,
+    address_file: Path,
+    *,
+    data_dir: Path,
+    cache_dir: Path | None = None,
+    port: int | None = None,
+) -> int:
+    """Run Apache Kafka in the foreground until SIGINT/SIGTERM (``thalweg dev broker --kafka``).
+
+    Publishes the bootstrap address in ``address_file`` while it runs. The data stays in
+    ``data_dir`` between runs (a second start reuses it; ports may change unless ``port``
+    fixes the first node's client port).
+    """
+    cached = (cache_dir_or_default(cache_dir) / KAFKA_VERSION / "complete").is_file()
+    missing = missing_tools(need_maven=not cached)
+    if missing is not None:
+        msg = f"dev broker --kafka: {missing}; or run `thalweg dev broker` (no Java needed)"
+        raise ConfigError(msg)
+    jars = fetch_jars(cache_dir_or_default(cache_dir))
+    kafka = ApacheKafka(jars, data_dir, nodes=nodes, port=port)
+    stop = False
+
+    def on_signal(*_: object) -> None:
+        nonlocal stop
+        stop = True
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, on_signal)
+    try:
+        kafka.start()
+        print(f"Apache Kafka {KAFKA_VERSION} at {kafka.bootstrap}; data in {data_dir}")  # noqa: T201
+        publish_line(address_file, kafka.bootstrap)
+        while not stop and len(kafka.running()) == nodes:
+            time.sleep(0.5)
+        if not stop:
+            msg = f"dev broker --kafka: a node stopped; its log: {kafka.log_tail(0)}"
+            raise ConfigError(msg)
+    finally:
+        withdraw_line(address_file, kafka.bootstrap)
+        kafka.stop()
+    return 0

@@ -1,0 +1,94 @@
+"""Bytewax operators of thalweg-bytewax.
+
+Use them the way Bytewax operators are used::
+
+    import thalweg_bytewax.operators as twg
+
+    decoded = twg.decode("decode", raw, codec)
+    checked = twg.validate("validate", decoded.ok, contract, mode=twg.ContractMode.QUARANTINE)
+
+Every operator takes ``step_id`` first and the upstream stream ``up`` second, with
+options keyword-only. The names their signatures and docs use (output dataclasses,
+modes, rules, metadata policies) are exported here too.
+
+Each name loads its module on first use, so a flow pays at start-up only for the
+operators it uses (``decode`` alone does not load the contracts, SQL or window
+machinery).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from thalweg_bytewax._lazy import lazy_dir, load_lazy
+
+# Eager: the submodule ``operators.sql`` has the operator's name, and importing that
+# submodule later (``operators.sql_dag`` does) would rebind the package attribute
+# ``sql`` to the module if the function were not bound here first.
+from thalweg_bytewax.operators.sql import sql
+
+if TYPE_CHECKING:
+    from thalweg_bytewax.contracts.ruleset import RuleSet
+    from thalweg_bytewax.contracts.spec import ContractMode, ContractSpec, DropRule, Rule
+    from thalweg_bytewax.operators.batching import ToBatchesOut, to_batches
+    from thalweg_bytewax.operators.decoding import DecodeOut, decode
+    from thalweg_bytewax.operators.deduplication import dedup
+    from thalweg_bytewax.operators.records import to_dicts, to_raw_records
+    from thalweg_bytewax.operators.validation import ValidateOut, failed_rules_column, validate
+    from thalweg_bytewax.operators.windowing import (
+        Session,
+        Sliding,
+        Tumbling,
+        WindowAggOut,
+        WindowAggStats,
+        window_agg,
+    )
+    from thalweg_bytewax.records import RawRecord
+    from thalweg_bytewax.windows.event_time import DEFAULT_ALLOWED_SKEW
+
+# Public name -> the module that defines it, imported on first access.
+_LAZY = {
+    "ValidateOut": "thalweg_bytewax.operators.validation",
+    "failed_rules_column": "thalweg_bytewax.operators.validation",
+    "validate": "thalweg_bytewax.operators.validation",
+    "dedup": "thalweg_bytewax.operators.deduplication",
+    "DecodeOut": "thalweg_bytewax.operators.decoding",
+    "decode": "thalweg_bytewax.operators.decoding",
+    "to_dicts": "thalweg_bytewax.operators.records",
+    "to_raw_records": "thalweg_bytewax.operators.records",
+    "ToBatchesOut": "thalweg_bytewax.operators.batching",
+    "to_batches": "thalweg_bytewax.operators.batching",
+    "ContractMode": "thalweg_bytewax.contracts.spec",
+    "ContractSpec": "thalweg_bytewax.contracts.spec",
+    "DropRule": "thalweg_bytewax.contracts.spec",
+    "Rule": "thalweg_bytewax.contracts.spec",
+    "RuleSet": "thalweg_bytewax.contracts.ruleset",
+    "DEFAULT_ALLOWED_SKEW": "thalweg_bytewax.windows.event_time",
+    "MetadataColumns": "thalweg_bytewax.records",
+    "MetadataPolicy": "thalweg_bytewax.records",
+    "RawRecord": "thalweg_bytewax.records",
+    "Session": "thalweg_bytewax.operators.windowing",
+    "Sliding": "thalweg_bytewax.operators.windowing",
+    "Tumbling": "thalweg_bytewax.operators.windowing",
+    "WindowAggOut": "thalweg_bytewax.operators.windowing",
+    "WindowAggStats": "thalweg_bytewax.operators.windowing",
+    "window_agg": "thalweg_bytewax.operators.windowing",
+}
+
+__all__: list[str] = []
+__all__ += ["ValidateOut", "dedup", "failed_rules_column", "validate"]
+__all__ += ["DecodeOut", "decode", "to_dicts", "to_raw_records"]
+__all__ += ["ToBatchesOut", "to_batches"]
+__all__ += ["ContractMode", "ContractSpec", "DropRule", "Rule", "RuleSet"]
+__all__ += ["DEFAULT_ALLOWED_SKEW", "MetadataColumns", "MetadataPolicy", "RawRecord"]
+__all__ += ["sql"]
+__all__ += ["Session", "Sliding", "Tumbling", "WindowAggOut", "WindowAggStats", "window_agg"]
+
+
+def __getattr__(name: str) -> Any:
+    """Load an operator (or a name its signature uses) from its module on first access."""
+    return load_lazy(__name__, _LAZY, globals(), name)
+
+
+def __dir__() -> list[str]:
+    return lazy_dir(globals())

@@ -1,0 +1,208 @@
+"""The ends a pipeline configuration names, built: its source, codec, sinks and encoders.
+
+Nothing is reached here: brokers, registries, catalogs and databases are contacted only
+when the dataflow runs.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from bytewax.inputs import Source
+from bytewax.outputs import Sink
+
+from thalweg_bytewax.codecs import AvroCodec, JsonCodec, ProtobufCodec
+from thalweg_bytewax.config import resolve_settings
+from thalweg_bytewax.connectors.parquet import ParquetSink
+from thalweg_bytewax.dev._orders_sample import SampleOrdersSource
+from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.pipeline import PipelineConfig, SinkSection
+from thalweg_bytewax.registry import DirectorySchemaSource
+
+__all__ = [
+    "SAMPLE_SCHEMAS",
+    "AnySink",
+    "AnySource",
+    "build_codec",
+    "build_sink",
+    "pipeline_source",
+    "resolve_path",
+]
+
+logger = logging.getLogger("thalweg_bytewax.pipeline.build")
+
+SAMPLE_SCHEMAS = Path(__file__).parents[1] / "flows" / "schemas"
+"""The bundled schema directory of the sample orders (id 1 is ``1.avsc``): package data
+of the flagship flow, whose orders the sample source generates."""
+
+AnySource = Source[tuple[str, object]]
+"""A dataflow input of keyed batches."""
+AnySink = Sink[tuple[str, object]]
+"""A dataflow output of keyed batches."""
+
+
+def resolve_path(base: Path, path: str) -> str:
+    """A resource path relative to the configuration's directory (URLs kept as they are)."""
+    return path if "://" in path or Path(path).is_absolute() else str(base / path)
+
+
+def build_codec(config: PipelineConfig, base: Path) -> Any:
+    """The codec the ``[codec]`` section names (paths relative to ``base``)."""
+    c = config.codec
+    registry: Any = c.registry.resolve() if c.registry is not None else None
+    if registry is None and c.schema_dir is not None:
+        registry = DirectorySchemaSource(resolve_path(base, c.schema_dir))
+    if c.kind == "avro":
+        reader = c.reader_schema and Path(resolve_path(base, c.reader_schema)).read_text("utf-8")
+        if registry is None and c.framing == "confluent":
+            if config.source.kind != "sample":
+                msg = (
+                    "pipeline `[codec]`: an avro codec with confluent framing expected "
+                    "`registry` or `schema_dir`; got neither"
+                )
+                raise ConfigError(msg)
+            registry = DirectorySchemaSource(SAMPLE_SCHEMAS)
+            reader = reader or (SAMPLE_SCHEMAS / "1.avsc").read_text("utf-8")
+        return AvroCodec(registry, reader_schema=reader or None, framing=c.framing)
+    if c.kind == "protobuf":
+        if registry is not None:
+            return ProtobufCodec(registry, message_type=c.message_type, framing=c.framing)
+        pb = resolve_path(base, c.descriptor_set or "")
+        return ProtobufCodec(descriptor_set=pb, message_type=c.message_type, framing=c.framing)
+    schema = resolve_path(base, c.json_schema) if c.json_schema else None
+    return JsonCodec(schema)
+
+
+def pipeline_source(config: PipelineConfig, *, schema: Any = None) -> AnySource:
+    """The input a configuration names (Kafka, files or the embedded sample).
+
+    Args:
+        config: The pipeline configuration.
+        schema: For a files source: the Arrow schema (or contract) rows are read with.
+    """
+    s = config.source
+    if s.kind == "kafka":
+        from thalweg_bytewax.connectors.kafka import KafkaSource  # noqa: PLC0415
+
+        extra: dict[str, Any] = resolve_settings(s.librdkafka)
+        if s.password is not None:
+            extra["sasl.password"] = s.password.resolve()
+        sized: dict[str, Any] = {"batch_size": s.batch_size} if s.batch_size else {}
+        if s.prefetch_budget:
+            sized["prefetch_budget"] = s.prefetch_budget
+        return KafkaSource(
+            s.bootstrap_servers or "",
+            s.topics,
+            tail=s.tail,
+            starting_offset=s.starting_offset,
+            add_config=extra,
+            **sized,
+        )
+    if s.kind == "files":
+        from thalweg_bytewax.connectors.files import FileSource  # noqa: PLC0415
+
+        return FileSource(
+            s.paths,
+            format=s.format,
+            schema=schema if schema is not None else "infer",
+            batch_rows=s.batch_rows,
+            metadata=config.codec.metadata,
+        )
+    return SampleOrdersSource(
+        s.count,
+        topic=s.topics[0],
+        partitions=s.partitions,
+        batch_size=s.batch_size or 2_000,
+        seed=s.seed,
+    )
+
+
+def build_sink(step: str, sink: SinkSection, config: PipelineConfig, base: Path) -> AnySink | None:
+    """The sink a ``[sinks.<step>]`` section names; ``None`` for an optional one left out."""
+    raw_lane = config.under(config.raw_lane.path)
+    # Window results and late reports carry no locator: such a sink upserts them
+    # (effectively once) or appends them (at least once), and records no coverage.
+    located = sink.mode == "append" and sink.source not in config.window_streams()
+    if sink.kind == "parquet":
+        store = raw_lane if sink.coverage and config.raw_lane.enabled else None
+        return ParquetSink(config.under(sink.path or ""), coverage_store=store)
+    if sink.kind == "iceberg":
+        from thalweg_bytewax.connectors.iceberg import (  # noqa: PLC0415 - an extra
+            IcebergCatalogConfig,
+            IcebergSink,
+        )
+
+        uri = sink.catalog_uri.resolve() if sink.catalog_uri is not None else None
+        catalog = IcebergCatalogConfig(warehouse=config.location(sink.warehouse), uri=uri)
+        cover = located and sink.coverage and config.raw_lane.enabled
+        return IcebergSink(
+            catalog,
+            sink.table or "",
+            mode=sink.mode,
+            key_columns=sink.key_columns,
+            locators="required" if located else "absent",
+            coverage_store=raw_lane if cover else None,
+            **_shards(sink),
+        )
+    if sink.kind == "postgres":
+        try:
+            dsn = sink.dsn.resolve() if sink.dsn is not None else ""
+        except ConfigError:
+            if not sink.optional:
+                raise
+            dsn = ""
+        if not dsn and sink.optional:
+            logger.info("pipeline sink %s: its DSN is not set; left out", step)
+            return None
+        from thalweg_bytewax.connectors.postgres import PostgresSink  # noqa: PLC0415
+
+        cover = located and sink.coverage and config.raw_lane.enabled
+        return PostgresSink(
+            dsn,
+            sink.table or "",
+            schema=sink.db_schema,
+            mode=sink.mode,
+            key_columns=sink.key_columns or None,
+            locators="required" if located else "absent",
+            coverage_store=raw_lane if cover else None,
+            **_shards(sink),
+        )
+    from thalweg_bytewax.connectors.kafka import KafkaSink  # noqa: PLC0415
+
+    return KafkaSink(
+        sink.bootstrap_servers or "",
+        sink.topic or "",
+        encoder=_encoder(sink, base),
+        key=sink.message_key,
+        transactional=sink.transactional,
+        add_config=resolve_settings(sink.librdkafka) or None,
+        coverage_store=raw_lane if sink.coverage and config.raw_lane.enabled else None,
+        **_shards(sink),
+    )
+
+
+def _encoder(sink: SinkSection, base: Path) -> Any:
+    """The value encoder a Kafka sink section names."""
+    from thalweg_bytewax.codecs import AvroEncoder, JsonEncoder, ProtobufEncoder  # noqa: PLC0415
+
+    registry = sink.registry.resolve() if sink.registry is not None else None
+    schema = (
+        Path(resolve_path(base, sink.value_schema)).read_text("utf-8")
+        if sink.value_schema
+        else None
+    )
+    common: dict[str, Any] = {"subject": sink.subject, "auto_register": sink.auto_register}
+    if sink.framing is not None:
+        common["framing"] = sink.framing
+    if sink.encoder == "avro":
+        return AvroEncoder(registry, schema=schema, **common)
+    if sink.encoder == "protobuf":
+        pb = resolve_path(base, sink.descriptor_set) if sink.descriptor_set else None
+        return ProtobufEncoder(registry, pb, message_type=sink.message_type, **common)
+    return JsonEncoder(registry, schema=schema, **common)
+
+
+def _shards(sink: SinkSection) -> dict[str, Any]:
+    return {"shards": sink.shards} if sink.shards else {}

@@ -1,0 +1,125 @@
+"""A query run once per batch: prepared once, then one DuckDB execution per run.
+
+:meth:`SqlSession.prepare <thalweg_bytewax.sql.engine.SqlSession.prepare>` gives a
+:class:`PreparedQuery`: each thread gets a cursor of its own with the query's relation
+registered once, as a feed that each run re-points at its batch, and the query's
+relation built once. A run then costs one DuckDB execution, not a registration, a parse
+and a bind in Python besides.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any, Protocol
+
+import pyarrow as pa
+
+from thalweg_bytewax.errors import ThalwegError
+from thalweg_bytewax.sql.bounds import run_bounded
+
+__all__ = ["PreparedQuery"]
+
+
+class _Session(Protocol):
+    """What a prepared query needs of its session (a ``SqlSession`` is one)."""
+
+    @property
+    def memory_limit_bytes(self) -> int:
+        """The memory limit of the session's database."""
+
+    def new_cursor(self) -> Any:
+        """A new cursor on the session's database."""
+
+
+class _Feed:
+    """What a prepared query's relation reads: re-pointed at each run's data.
+
+    DuckDB reads a registered object with ``__arrow_c_stream__`` afresh on every
+    execution, so one registration serves every run (zero-copy, as a registered table).
+    """
+
+    __slots__ = ("data",)
+
+    def __init__(self) -> None:
+        self.data: pa.Table | pa.RecordBatch | None = None
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> Any:
+        if self.data is None:  # pragma: no cover - only read during a run
+            msg = "sql session: expected a prepared query's data during its run; got none"
+            raise ThalwegError(msg)
+        return self.data.__arrow_c_stream__(requested_schema)
+
+
+class _Prepared:
+    """One thread's state of a prepared query: its cursor, feed and relation."""
+
+    __slots__ = ("cursor", "feed", "relation", "schema")
+
+    def __init__(self, cursor: Any) -> None:
+        self.cursor = cursor
+        self.feed = _Feed()
+        self.relation: Any = None
+        self.schema: pa.Schema | None = None
+
+
+class PreparedQuery:
+    """One query over one Arrow relation, run once per batch (``SqlSession.prepare``).
+
+    Per thread (and process): a cursor of its own on the session's database, with the
+    relation registered once as a feed and the query's relation built on its first run
+    (rebuilt when the input schema changes). That state is kept by thread id, not in a
+    thread-local (dropping a DuckDB relation as a worker thread ends aborts the
+    process), and is not pickled: it is rebuilt on use.
+    """
+
+    def __init__(
+        self,
+        session: _Session,
+        name: str,
+        sql: str,
+        timeout_seconds: float | None,
+        params: dict[str, object],
+    ) -> None:
+        self.session = session
+        self.name = name
+        self.sql = sql
+        self.timeout_seconds = timeout_seconds
+        self.params = params
+        self._threads: dict[tuple[int, int], _Prepared] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_threads": {}}
+
+    def run(self, data: pa.Table | pa.RecordBatch) -> pa.Table:
+        """The query's result over ``data``, materialised.
+
+        Raises:
+            SqlTimeoutError: When the bound passed and the query was interrupted.
+            SqlMemoryError: When the query needed more than the session's memory limit.
+            duckdb.Error: Whatever DuckDB raises for the query (a bind error on the
+                first run over a schema).
+        """
+        key = (os.getpid(), threading.get_ident())  # a live thread's id is its own
+        state = self._threads.get(key)
+        if state is None:
+            state = self._threads[key] = _Prepared(self.session.new_cursor())
+        state.feed.data = data
+        try:
+            schema = data.schema
+            if state.schema is None or not schema.equals(state.schema):
+                # DuckDB reads the feed's schema as it registers it; a bind error leaves
+                # no relation, so the next run binds again.
+                state.relation = state.schema = None
+                state.cursor.register(self.name, state.feed)
+                params = {"params": self.params} if self.params else {}
+                state.relation = state.cursor.sql(self.sql, **params)
+                state.schema = schema
+            return run_bounded(
+                state.cursor,
+                self.timeout_seconds,
+                state.relation.to_arrow_table,
+                self.session.memory_limit_bytes,
+            )
+        finally:
+            state.feed.data = None
