@@ -84,6 +84,7 @@ def _batch(args: argparse.Namespace) -> int:  # noqa: PLR0914 - one command, rea
     from thalweg_bytewax.pipeline._summary import RunReport
     from thalweg_bytewax.pipeline.build import build_pipeline
     from thalweg_bytewax.runtime.placement import cluster_declared
+    from thalweg_bytewax.runtime.state_keys import recovery_declared
 
     overrides = list(args.set)
     if args.files:
@@ -116,7 +117,10 @@ def _batch(args: argparse.Namespace) -> int:  # noqa: PLR0914 - one command, rea
         tally = _Tally(progress)
         taps = {"read": lambda: _tally_sink(tally)}
         flow = build_pipeline(config, base_dir=base, summary=report, taps=taps)
-        with cluster_declared(workers_per_process=args.workers or 1):
+        with (
+            cluster_declared(workers_per_process=args.workers or 1),
+            recovery_declared(recovery),
+        ):
             cli_main(  # type: ignore[no-untyped-call]  # bytewax.run is untyped
                 flow,
                 workers_per_process=args.workers,

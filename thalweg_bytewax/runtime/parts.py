@@ -35,6 +35,7 @@ from thalweg_bytewax.runtime.placement import (
     state_worker,
     this_worker,
 )
+from thalweg_bytewax.runtime.state_keys import new_run
 
 __all__ = [
     "announce_listing",
@@ -83,9 +84,11 @@ def announce_listing(keys: Sequence[str]) -> list[str]:
     Bytewax hashes to it); elsewhere all of them. Each key's index in the sorted
     listing is recorded too (Bytewax's own placement when every worker lists every
     key). Every worker of every process lists the same keys, so every process routes a
-    key alike; a key announced again takes the index of its newest listing.
+    key alike; a key announced again takes the index of its newest listing. Routed
+    steps decide their state keys afresh after it (:func:`~.state_keys.new_run`).
     """
     listing = list(keys)
+    new_run()  # a run lists its partitions first: routed steps look at its store again
     for index, key in enumerate(sorted(listing)):
         _LISTED[key] = index
     worker = this_worker()
