@@ -1,12 +1,14 @@
 """A flow whose keyed state must survive a resume at another worker count.
 
 ``python -m bytewax.run "tests.runtime.rescale_flow:build_flow(ROOT, UPTO)" -r REC -s 0
--b 0`` (``-w N`` or ``-i 0|1 -a …``): six source partitions ``rescale:0`` … ``rescale:5``
-emit a batch of ten rows per activation until their ``UPTO``-th batch (resuming after
-the last one snapshotted); a step keyed by source partition, its state on the reading
-worker (as ``twg.dedup`` keeps it), counts the rows each partition has ever emitted and
-appends ``key total`` lines to ``ROOT/totals-<pid>.log``. At exit each process writes
-its crossings to ``ROOT/crossings-<pid>.json``.
+-b 0`` (``-w N`` or ``-i I -a …``): six source partitions ``rescale:0`` … ``rescale:5``
+emit a batch of ten rows per activation until their ``UPTO``-th batch; a resumed
+partition first sends its last snapshotted batch again (a replay, as a source that
+resumes at a committed offset may). ``twg.dedup`` by record id drops that replay — only
+if its state was carried over — and a step keyed by source partition, its state on the
+reading worker as dedup's, counts the rows each partition has ever passed and appends
+``key total`` lines to ``ROOT/totals-<pid>.log``. At exit each process writes its
+crossings to ``ROOT/crossings-<pid>.json``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,7 @@ from bytewax.operators import StatefulLogic
 from bytewax.outputs import DynamicSink, StatelessSinkPartition
 from typing_extensions import override
 
+import thalweg_bytewax.operators as twg
 from thalweg_bytewax.operators._routing import stateful_on_reading_worker
 from thalweg_bytewax.runtime import crossings
 from thalweg_bytewax.runtime.parts import announce_listing
@@ -42,8 +46,9 @@ class _Partition(StatefulSourcePartition[tuple[str, pa.RecordBatch], int]):
     def next_batch(self) -> list[tuple[str, pa.RecordBatch]]:
         if self.done >= self.upto:
             raise StopIteration
+        ids = [f"{self.key}/{self.done}/{i}".encode() for i in range(10)]
         self.done += 1
-        return [(self.key, pa.record_batch({"n": list(range(10))}))]
+        return [(self.key, pa.record_batch({"n": list(range(10)), "_twg_record_id": ids}))]
 
     @override
     def snapshot(self) -> int:
@@ -61,7 +66,8 @@ class _Source(FixedPartitionedSource[tuple[str, pa.RecordBatch], int]):
     @override
     def build_part(self, step_id: str, for_part: str, resume_state: int | None) -> _Partition:
         crossings.note_readers([for_part])
-        return _Partition(for_part, self.upto, resume_state or 0)
+        # Resumed: the last batch the previous run snapshotted is sent again.
+        return _Partition(for_part, self.upto, max((resume_state or 0) - 1, 0))
 
 
 class _Total(StatefulLogic[pa.RecordBatch, int, int]):
@@ -107,6 +113,7 @@ def build_flow(root: str, upto: int) -> Dataflow:
     atexit.register(write)
     flow = Dataflow("rescale")
     batches = op.input("in", flow, _Source(upto))
-    totals: Any = stateful_on_reading_worker("total", batches, _Total)
+    unique = twg.dedup("dedup", batches, by="record_id", window=timedelta(hours=1))
+    totals: Any = stateful_on_reading_worker("total", unique, _Total)
     op.output("out", totals, _LinesSink(Path(root)))
     return flow

@@ -227,9 +227,11 @@ def test_keyed_state_is_found_after_a_resume_at_another_worker_count(tmp_path: P
     (tmp_path / "recovery").mkdir()
     init_db_dir(tmp_path / "recovery", 2)
     keys = [f"rescale:{p}" for p in range(6)]
-    runs = [(3, 1, 2), (6, 3, 1), (9, 1, 1)]  # (batches, workers, processes)
+    # (batches, workers, processes): two processes, three workers, four processes, one.
+    runs = [(3, 1, 2), (6, 3, 1), (9, 1, 4), (12, 1, 1)]
     for upto, workers, processes in runs:
         counts = _run_rescale(tmp_path, upto, workers=workers, processes=processes)
-        # Each partition's count goes on from the last run's: its state was found.
+        # Each partition's count goes on from the last run's, and the batch each resumed
+        # partition sent again was dropped: dedup's state and the count's were found.
         assert _totals(tmp_path) == dict.fromkeys(keys, 10 * upto)
         assert sum(c["records_pickled"] + c["records_handed_over"] for c in counts) == 0
