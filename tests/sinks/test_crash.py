@@ -188,13 +188,13 @@ def test_an_upsert_table_killed_after_its_commit_resumes_to_the_last_row_of_each
 
 
 def run_two_processes(
-    target: SinkTarget, root: Path, fault: str | None, *, stateful: bool = False
+    target: SinkTarget, root: Path, fault: str | None, *, stateful: bool = False, n: int = 2
 ) -> list[subprocess.Popen[str]]:
-    addresses = cluster_addresses(2)
+    addresses = cluster_addresses(n)
     procs = []
-    for i in range(2):
+    for i in range(n):
         cmd = command(target, root, "-i", str(i), "-a", addresses, stateful=stateful)
-        # Only process 1 is armed: it dies at the point; process 0 loses its peer.
+        # Only process 1 is armed: it dies at the point; the others lose their peer.
         env = env_with(fault if i == 1 else None)
         procs.append(
             subprocess.Popen(
@@ -202,6 +202,20 @@ def run_two_processes(
             )
         )
     return procs
+
+
+def kill_run(procs: list[subprocess.Popen[str]]) -> None:
+    """Wait for the armed process (index 1) to die at its point, then end its peers."""
+    armed = procs[1]
+    armed_err = armed.communicate(timeout=120)[1]
+    errs = []
+    for peer in procs[:1] + procs[2:]:
+        try:
+            errs.append(peer.communicate(timeout=20)[1])  # its peer is gone: fails, or ends
+        except subprocess.TimeoutExpired:
+            peer.kill()
+            errs.append(peer.communicate()[1])
+    assert armed.returncode == -signal.SIGKILL, (armed_err[-2000:], [e[-1000:] for e in errs])
 
 
 @pytest.mark.parametrize("table_sink", ["iceberg", "postgres"], indirect=True)
@@ -226,25 +240,26 @@ def test_two_processes_killed_mid_stream_and_resumed_hold_every_record_once(
 
 
 @pytest.mark.parametrize("table_sink", ["iceberg"], indirect=True)
-def test_two_processes_with_dedup_and_validation_killed_and_resumed_hold_every_record_once(
+def test_dedup_and_validation_killed_at_two_processes_then_at_four_resume_at_one_once(
     table_sink: SinkTarget, tmp_path: Path
 ) -> None:
-    # dedup and validate keep their state on the worker reading each partition, so
-    # nothing crosses between the processes; a kill and a resume still land each once.
+    # dedup and validate keep their state on the worker reading each partition, under
+    # keys that do not depend on the worker count: killed at two processes, resumed at
+    # four and killed again, then resumed at one, every record lands once.
     root = fresh_root(tmp_path)
-    armed, peer = run_two_processes(table_sink, root, "epoch_sink.after_commit:2", stateful=True)[
-        ::-1
-    ]
-    armed_err = armed.communicate(timeout=120)[1]
-    try:
-        peer_err = peer.communicate(timeout=20)[1]
-    except subprocess.TimeoutExpired:
-        peer.kill()
-        peer_err = peer.communicate()[1]
-    assert armed.returncode == -signal.SIGKILL, (armed_err[-2000:], peer_err[-2000:])
+    kill_run(run_two_processes(table_sink, root, "epoch_sink.after_commit:2", stateful=True))
     held = assert_no_record_twice(table_sink)
-    procs = run_two_processes(table_sink, root, None, stateful=True)
-    errs = [p.communicate(timeout=120)[1] for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], [e[-2000:] for e in errs]
+    four = run_two_processes(table_sink, root, "epoch_sink.after_commit:2", stateful=True, n=4)
+    kill_run(four)
+    assert assert_no_record_twice(table_sink) >= held
+    done = subprocess.run(
+        command(table_sink, root, stateful=True),
+        env=env_with(None),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
     assert assert_no_record_twice(table_sink) > held
     assert table_sink.record_ids() == expected_ids(root)
