@@ -23,6 +23,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from tests.helpers import cluster_addresses
 from tests.recovery import previous_release_flow as prf
 from thalweg_bytewax.cli import main
 from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
@@ -118,6 +119,49 @@ def test_a_resume_at_two_workers_under_bytewax_run_keeps_the_partition_keys(
         assert repr(step) in line and "thalweg recovery migrate-keys" in line
     for step in ROUTED:  # it went on writing them where they were
         assert stored_key_style(where.recovery, step) is KeyStyle.LEGACY
+
+
+def _run_processes(where: prf.Layout, n: int) -> list[tuple[int, str]]:
+    """``python -m bytewax.run`` of the flow at ``n`` processes: exit codes and stderr."""
+    addresses = cluster_addresses(n)
+    base = [sys.executable, "-m", "bytewax.run", "tests.recovery.legacy_keys_flow:flow"]
+    recovery = ["-r", str(where.recovery), "-s", "0", "-b", "0"]
+    procs = [
+        subprocess.Popen(
+            [*base, *recovery, "-i", str(i), "-a", addresses],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(n)
+    ]
+    out = []
+    for proc in procs:
+        try:
+            err = proc.communicate(timeout=120)[1]
+        except subprocess.TimeoutExpired:  # a peer of a failed process may wait for it
+            proc.kill()
+            err = proc.communicate()[1]
+        out.append((proc.returncode, err))
+    return out
+
+
+@pytest.mark.slow
+def test_at_two_processes_the_store_stops_the_run_until_migrated_then_resumes_once(
+    where: prf.Layout,
+) -> None:
+    # Each process keys the partitions it reads and need not see the store another
+    # holds: they could disagree, so the run stops and names the migration.
+    runs = _run_processes(where, 2)
+    assert any(code != 0 for code, _ in runs)
+    said = "".join(err for _, err in runs)
+    assert "thalweg recovery migrate-keys" in said and "2 processes" in said, said[-3000:]
+    for step in ROUTED:  # nothing was written under the other keys
+        assert stored_key_style(where.recovery, step) is KeyStyle.LEGACY
+    migrate_state_keys(where.recovery, ROUTED)
+    runs = _run_processes(where, 2)
+    assert [code for code, _ in runs] == [0, 0], [err[-2000:] for _, err in runs]
+    _assert_every_order_once_with_the_state_carried_over(where)
 
 
 def test_migrate_keys_moves_the_state_to_routing_keys_and_a_resume_finds_it(

@@ -7,7 +7,8 @@ that reads the partition; the stream around them keeps the partition key.
 A step resuming a recovery store that holds its state under partition keys (written by
 a release before routing keys) keeps the partition keys for that store
 (:mod:`~thalweg_bytewax.runtime.state_keys`): its state is found, and only its batches
-may cross to another worker.
+may cross to another worker. At several processes such a store stops the run until it
+is migrated.
 """
 
 from __future__ import annotations
@@ -15,14 +16,18 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import bytewax.operators as op
 from bytewax.operators import KeyedStream, StatefulLogic
 
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.runtime import crossings
-from thalweg_bytewax.runtime.placement import partition_of_routing_key, routing_key
+from thalweg_bytewax.runtime.placement import (
+    cluster_processes,
+    partition_of_routing_key,
+    routing_key,
+)
 from thalweg_bytewax.runtime.state_keys import (
     KeyStyle,
     recovery_directory,
@@ -79,7 +84,20 @@ class _Keys:
                 f"part-way): run `thalweg recovery migrate-keys FLOW {directory}` again "
                 "while the flow is stopped, then resume"
             )
-            raise ConfigError(msg)
+            _refuse(msg)
+        processes = cluster_processes() or 1
+        if style is KeyStyle.LEGACY and processes > 1:
+            # Each process decides for the partitions it reads, and a process may not
+            # see the recovery partitions another holds: they could disagree.
+            msg = (
+                f"step {self.step_id!r}: the recovery store {directory} holds its state "
+                "under partition keys (written by a release before routing keys), and "
+                f"this run has {processes} processes, which must all key it alike but "
+                "need not all see the store: stop the flow, run `thalweg recovery "
+                f"migrate-keys FLOW {directory}`, then start it at any size (or resume it "
+                "at one process, any -w, which keeps the partition keys)"
+            )
+            _refuse(msg)
         if style is KeyStyle.LEGACY and not self._warned:
             self._warned = True
             logger.warning(
@@ -102,6 +120,13 @@ class _Keys:
         partition = key if self.legacy() else partition_of_routing_key(key)
         crossings.arrived(partition, getattr(value, "num_rows", 1))
         return partition, value
+
+
+def _refuse(msg: str) -> NoReturn:
+    # Logged too: at several processes the engine reports a worker's exception as a
+    # panic of its communication thread, without the message.
+    logger.error("%s", msg)
+    raise ConfigError(msg)
 
 
 def stateful_on_reading_worker(

@@ -54,6 +54,7 @@ __all__ = [
     "BALANCE_MODULUS",
     "Worker",
     "cluster_declared",
+    "cluster_processes",
     "declare_cluster",
     "partition_of_routing_key",
     "routing_key",
@@ -302,6 +303,12 @@ def _from_bytewax_run() -> _Cluster | None:
         max(len(addresses), 1),
         kwargs.get("workers_per_process") or 1,
     )
+
+
+def cluster_processes() -> int | None:
+    """How many processes this run has (declared, or ``bytewax.run``'s), None if unknown."""
+    cluster = _declared or _from_bytewax_run()
+    return cluster.processes if cluster is not None else None
 
 
 def _thread_name() -> str | None:

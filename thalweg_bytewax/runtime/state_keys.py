@@ -12,7 +12,9 @@ So before a routed step keys its first batch, it reads the store the run resumes
 under. ``LEGACY`` (partition keys) keeps the step on the partition keys for this run and
 every later one on that store — the state is found and kept exactly as before, only the
 step may run on another worker than the one reading the partition (batches may cross);
-a warning says so once. ``ROUTED`` or ``NONE`` (a new store, or a step new to it) use
+a warning says so once. A run of several processes stops instead (each process keys
+the partitions it reads, and one need not see the recovery partitions another holds, so
+they could disagree): migrate first. ``ROUTED`` or ``NONE`` (a new store, or a step new to it) use
 routing keys. ``MIXED`` (a migration that stopped part-way) stops the run and says how
 to finish it. :func:`migrate_state_keys` (``thalweg recovery migrate-keys``) rewrites a
 stopped flow's legacy keys as routing keys: Bytewax routes every snapshot it loads to
