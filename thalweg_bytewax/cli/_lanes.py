@@ -1,4 +1,4 @@
-"""``thalweg lane stats``, ``recovery check``, ``check``, ``coverage`` and ``recover``."""
+"""The lane, recovery (check, migrate-keys), check, coverage and recover commands."""
 
 from __future__ import annotations
 
@@ -205,7 +205,7 @@ def _recover(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: Any) -> None:
-    """Add ``lane stats``, ``recovery check``, ``check``, ``coverage`` and ``recover``."""
+    """Add ``lane stats``, ``recovery check``/``migrate-keys``, ``check``, ``coverage`` and more."""
     lane = sub.add_parser("lane", help="inspect a raw lane").add_subparsers(
         dest="lane", required=True
     )
