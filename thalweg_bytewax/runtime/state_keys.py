@@ -11,20 +11,20 @@ So before a routed step keys its first batch, it reads the store the run resumes
 (:func:`recovery_directory`) and asks :func:`stored_key_style` which keys its state is
 under. ``LEGACY`` (partition keys) keeps the step on the partition keys for this run and
 every later one on that store — the state is found and kept exactly as before, only the
-step may run on another worker than the one reading the partition (batches may cross);
-a warning says so once. A run of several processes stops instead (each process keys
-the partitions it reads, and one need not see the recovery partitions another holds, so
-they could disagree): migrate first. ``ROUTED`` or ``NONE`` (a new store, or a step new to it) use
-routing keys. ``MIXED`` (a migration that stopped part-way) stops the run and says how
-to finish it. :func:`migrate_state_keys` (``thalweg recovery migrate-keys``) rewrites a
-stopped flow's legacy keys as routing keys: Bytewax routes every snapshot it loads to
-the worker its key hashes to, whichever partition file holds it, so the rewritten state
-is found where the routed step runs.
+step may run on another worker than the one reading the partition (batches may cross); a
+warning says so once. A run of several processes stops instead (each process keys the
+partitions it reads, and one need not see the recovery partitions another holds, so they
+could disagree): migrate first. ``ROUTED`` or ``NONE`` (a new store, or a step new to
+it) use routing keys. ``MIXED`` (a migration that stopped part-way) stops the run and
+says how to finish it. :func:`migrate_state_keys` (``thalweg recovery migrate-keys``)
+rewrites a stopped flow's legacy keys as routing keys: Bytewax routes every snapshot it
+loads to the worker its key hashes to, whichever partition file holds it, so the
+rewritten state is found where the routed step runs.
 
 The store is found, in order: the directory declared for the run
 (:func:`declare_recovery_directory` or :func:`recovery_declared`, which ``thalweg
-batch`` calls), the ``-r`` of ``python -m bytewax.run`` (``thalweg run``), and otherwise the
-recovery partitions this process has open (``bytewax.testing.run_main`` or
+batch`` calls), the ``-r`` of ``python -m bytewax.run`` (``thalweg run``), and
+otherwise the recovery partitions this process has open (``bytewax.testing.run_main`` or
 ``cluster_main`` called with a ``RecoveryConfig``: Bytewax opens them before the
 dataflow runs). A run without recovery has no store: routing keys.
 """
