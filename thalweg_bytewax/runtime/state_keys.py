@@ -37,6 +37,7 @@ import os
 import re
 import sqlite3
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
@@ -164,6 +165,60 @@ def _partition_files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.iterdir() if _PART_FILE.fullmatch(p.name))
 
 
+def _open_here() -> dict[Path, int]:
+    """The files this process has open (the engine's recovery partitions among them)."""
+    out: dict[Path, int] = {}
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return out
+    for fd in fds:
+        try:
+            out.setdefault(Path(os.readlink(f"/proc/self/fd/{fd}")), int(fd))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def _read_through(fd: int) -> bytes:
+    """The whole file behind ``fd``, read at offsets: ``fd`` is neither moved nor closed."""
+    size = os.fstat(fd).st_size
+    chunks, at = [], 0
+    while at < size:
+        chunk = os.pread(fd, min(size - at, 1 << 24), at)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        at += len(chunk)
+    return b"".join(chunks)
+
+
+@contextmanager
+def _readable(db: Path) -> Iterator[Path]:
+    """A path to read ``db`` at without touching the engine's locks on it.
+
+    POSIX drops every lock a process holds on a file when the process closes any
+    descriptor of it, and the engine's SQLite is not Python's: opening (or merely
+    reading) a partition the engine has open in this process, then closing it, would
+    release the engine's locks, and another process could then truncate the shared
+    memory the engine has mapped. So a partition open here is read through the
+    engine's own descriptors (never closed) into a private copy; one not open here is
+    read in place, as any other process reads it.
+    """
+    here = _open_here()
+    fd = here.get(db.resolve())
+    if fd is None:
+        yield db
+        return
+    with tempfile.TemporaryDirectory(prefix="thalweg-state-keys-") as tmp:
+        copy = Path(tmp) / db.name
+        wal_fd = here.get(db.resolve().with_name(f"{db.name}-wal"))
+        if wal_fd is not None:  # the log first: frames past a torn end are ignored
+            Path(f"{copy}-wal").write_bytes(_read_through(wal_fd))
+        copy.write_bytes(_read_through(fd))
+        yield copy
+
+
 def _live_keys(db: Path, step_id: str | None) -> Iterator[tuple[str, str]]:
     """(step, key) whose newest snapshot in ``db`` holds state (a discard removes a key)."""
     where = "WHERE step_id = ?" if step_id is not None else ""
@@ -174,9 +229,20 @@ def _live_keys(db: Path, step_id: str | None) -> Iterator[tuple[str, str]]:
                 WHERE t.step_id = s.step_id AND t.state_key = s.state_key
                 ORDER BY snap_epoch DESC LIMIT 1)
     """  # noqa: S608 - the only interpolation is the fixed WHERE clause
-    uri = f"{db.resolve().as_uri()}?mode=ro"
-    with closing(sqlite3.connect(uri, uri=True, timeout=30)) as con:
-        yield from con.execute(query, (step_id,) if step_id is not None else ())
+    args = (step_id,) if step_id is not None else ()
+    for attempt in range(3):
+        try:
+            with _readable(db) as path:
+                # In place read-only; a private copy may need its log replayed.
+                uri = f"{path.resolve().as_uri()}?mode=ro" if path == db else str(path)
+                with closing(sqlite3.connect(uri, uri=path == db, timeout=30)) as con:
+                    rows = con.execute(query, args).fetchall()
+        except sqlite3.DatabaseError:
+            if attempt == 2:  # noqa: PLR2004 - a copy taken mid-write, three times
+                raise
+            continue
+        yield from rows
+        return
 
 
 def stored_key_style(directory: str | os.PathLike[str], step_id: str) -> KeyStyle:
