@@ -18,6 +18,17 @@ the ledger put a read off (``waits``). ``--budget`` sets the ``admission`` varia
 budget in bytes.
 
     .venv/bin/python benchmarks/admission.py --rows 1000000
+
+``--layout placed`` reads ``--files`` files of ``rows / files`` rows each into a sink of
+16 shards instead, where thalweg's placement puts every file's shard on the worker
+that reads it, at any ``--workers`` and ``--processes`` (``-i/-a`` style: one
+``cluster_main`` per process on 127.0.0.1, the cluster declared to the placement);
+``--layout crossing-shards`` is the same with one sink shard, so what the other workers
+and processes read crosses to the first. Peak RSS is then the largest of the
+processes', and each process's records pickled to another are printed.
+
+    .venv/bin/python benchmarks/admission.py --rows 600000 --layout placed --files 3 --workers 3
+    .venv/bin/python benchmarks/admission.py --rows 600000 --layout placed --files 3 --processes 3
 """
 
 from __future__ import annotations
@@ -29,7 +40,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -49,8 +60,8 @@ SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("amount", pa.flo
 class SlowSink(ShardedEpochSink["_SlowPartition"]):
     """An epoch sink that spends ``seconds_per_row`` per staged row and keeps nothing."""
 
-    def __init__(self, seconds_per_row: float) -> None:
-        self.shards = 1
+    def __init__(self, seconds_per_row: float, shards: int = 1) -> None:
+        self.shards = shards
         self.seconds_per_row = seconds_per_row
 
     @override
@@ -112,7 +123,16 @@ def read_seconds_per_row(path: Path, rows: int) -> float:
     return (time.perf_counter() - started) / max(rows, 1)
 
 
-def child(rows: int, workers: int, seconds_per_row: float, work: Path) -> dict[str, float]:
+def child(  # noqa: PLR0913 - one variant's settings
+    rows: int,
+    workers: int,
+    seconds_per_row: float,
+    work: Path,
+    *,
+    layout: str = "crossing",
+    addresses: list[str] | None = None,
+    process: int = 0,
+) -> dict[str, float]:
     """One variant: the flow over the file of ``rows`` rows; its peak RSS and wall clock."""
     import bytewax.operators as op
     from bytewax.dataflow import Dataflow
@@ -120,15 +140,26 @@ def child(rows: int, workers: int, seconds_per_row: float, work: Path) -> dict[s
 
     from thalweg_bytewax.connectors.files import FileSource
     from thalweg_bytewax.runtime import admission
+    from thalweg_bytewax.runtime.crossings import crossings
+    from thalweg_bytewax.runtime.placement import declare_cluster
 
-    data = work / "b_data.csv"
     base = peak_rss_mb()
     flow = Dataflow("admission_bench")
-    source = FileSource([str(work / "a_empty.csv"), str(data)], schema=SCHEMA)
-    batches = op.input("in", flow, source)
-    op.output("slow", batches, SlowSink(seconds_per_row))
+    if layout == "crossing":
+        paths = [str(work / "a_empty.csv"), str(work / "b_data.csv")]
+        shards = 1
+    else:
+        paths = sorted(str(p) for p in work.glob("part-*.csv"))
+        shards = 16 if layout == "placed" else 1
+    batches = op.input("in", flow, FileSource(paths, schema=SCHEMA))
+    op.output("slow", batches, SlowSink(seconds_per_row, shards))
+    addresses = addresses or []
+    if layout != "crossing":  # undeclared, Bytewax places the partitions: the file crosses
+        declare_cluster(
+            workers_per_process=workers, process_id=process, processes=max(len(addresses), 1)
+        )
     started = time.perf_counter()
-    cluster_main(flow, [], 0, worker_count_per_proc=workers)
+    cluster_main(flow, addresses, process, worker_count_per_proc=workers)
     return {
         "rows": rows,
         "seconds": time.perf_counter() - started,
@@ -138,32 +169,60 @@ def child(rows: int, workers: int, seconds_per_row: float, work: Path) -> dict[s
         "budget_bytes": admission.ledger().budget,
         "releases": admission.ledger().releases,
         "waits": admission.ledger().waits,
+        **crossings().as_dict(),
     }
 
 
-def run_variant(
-    rows: int, work: Path, *, budget: str | None, workers: int, seconds_per_row: float
+def run_variant(  # noqa: PLR0913 - one variant's settings
+    rows: int,
+    work: Path,
+    *,
+    budget: str | None,
+    workers: int,
+    seconds_per_row: float,
+    layout: str = "crossing",
+    processes: int = 1,
 ) -> dict[str, Any]:
-    """Run one variant in a fresh interpreter (``budget`` sets THALWEG_ADMISSION_BYTES)."""
+    """Run one variant in fresh interpreters (``budget`` sets THALWEG_ADMISSION_BYTES).
+
+    With several processes, one per process of a cluster on 127.0.0.1; the result is
+    the largest peak RSS of them, and the records each pickled.
+    """
+    import socket
     import subprocess
 
     env = dict(os.environ)
     env.pop("THALWEG_ADMISSION_BYTES", None)
     if budget is not None:
         env["THALWEG_ADMISSION_BYTES"] = budget
-    args = ["--child", "--rows", str(rows), "--workers", str(workers)]
+    args = ["--child", "--rows", str(rows), "--workers", str(workers), "--layout", layout]
     args += ["--seconds-per-row", repr(seconds_per_row), "--work", str(work)]
-    out = subprocess.run(
-        [sys.executable, __file__, *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=env,
-        timeout=900,
-    )
-    if out.returncode != 0:
-        raise SystemExit(f"admission benchmark child failed:\n{out.stderr[-3000:]}")
-    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    addresses = ""
+    if processes > 1:
+        socks = [socket.socket() for _ in range(processes)]
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        addresses = ";".join(f"127.0.0.1:{sock.getsockname()[1]}" for sock in socks)
+        for sock in socks:
+            sock.close()
+    commands = [
+        [sys.executable, __file__, *args]
+        + (["--process", str(i), "--addresses", addresses] if addresses else [])
+        for i in range(processes)
+    ]
+    procs = [
+        subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        for cmd in commands
+    ]
+    results = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=900)
+        if proc.returncode != 0:
+            raise SystemExit(f"admission benchmark child failed:\n{err[-3000:]}")
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    result: dict[str, Any] = max(results, key=lambda r: r["peak_rss_mb"])
+    result["records_pickled_per_process"] = [r["records_pickled"] for r in results]
+    result["peak_rss_per_process_mb"] = [r["peak_rss_mb"] for r in results]
     return result
 
 
@@ -172,6 +231,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--processes", type=int, default=1)
+    parser.add_argument(
+        "--layout", default="crossing", choices=["crossing", "placed", "crossing-shards"]
+    )
+    parser.add_argument("--files", type=int, default=3, help="data files of --layout placed")
+    parser.add_argument("--process", type=int, default=0)
+    parser.add_argument("--addresses", default="")
     parser.add_argument("--slowdown", type=float, default=10.0)
     parser.add_argument("--variants", default="admission,off,fast")
     parser.add_argument("--budget", default=None, help="bytes (default: the ledger's)")
@@ -180,16 +246,41 @@ def main() -> None:
     parser.add_argument("--work", type=Path)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.rows, args.workers, args.seconds_per_row, args.work)))
+        addresses = args.addresses.split(";") if args.addresses else None
+        result = child(
+            args.rows,
+            args.workers,
+            args.seconds_per_row,
+            args.work,
+            layout=args.layout,
+            addresses=addresses,
+            process=args.process,
+        )
+        print(json.dumps(result))
         return
     variants = args.variants.split(",")
-    print(json.dumps(measure(args.rows, variants, args.workers, args.slowdown, args.budget)))
+    shape = Shape(args.workers, args.processes, args.layout, args.files)
+    print(json.dumps(measure(args.rows, variants, shape, args.slowdown, args.budget)))
+
+
+class Shape(NamedTuple):
+    """The cluster and the file layout a run measures."""
+
+    workers: int = 2
+    processes: int = 1
+    layout: str = "crossing"
+    files: int = 3
 
 
 def measure(
-    rows: int, variants: list[str], workers: int, slowdown: float, budget: str | None = None
+    rows: int,
+    variants: list[str],
+    shape: Shape | int,
+    slowdown: float,
+    budget: str | None = None,
 ) -> dict[str, dict[Any, Any]]:
     """Peak RSS of each variant at ``rows`` and ``2 * rows``; printed as it goes."""
+    shape = shape if isinstance(shape, Shape) else Shape(workers=shape)
     budgets = {"admission": budget, "off": "0", "fast": budget}
     report: dict[str, dict[Any, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="twg-admission-") as tmp:
@@ -199,6 +290,9 @@ def measure(
             files[n].mkdir()
             (files[n] / "a_empty.csv").write_text("id,name,amount\n", encoding="utf-8")
             write_csv(files[n] / "b_data.csv", n)
+            if shape.layout != "crossing":
+                for i in range(shape.files):
+                    write_csv(files[n] / f"part-{i}.csv", n // shape.files)
         # The sink's cost per row: `slowdown` times what reading a row costs here.
         per_row = slowdown * read_seconds_per_row(files[rows] / "b_data.csv", rows)
         for name in variants:
@@ -207,15 +301,18 @@ def measure(
                     n,
                     files[n],
                     budget=budgets[name],
-                    workers=workers,
+                    workers=shape.workers,
                     seconds_per_row=0.0 if name == "fast" else per_row,
+                    layout=shape.layout,
+                    processes=shape.processes,
                 )
                 report.setdefault(name, {})[n] = result
                 print(
                     f"{name:>9} rows={n:>9,} peak_rss={result['peak_rss_mb']:7.1f} MB "
                     f"(before the flow {result['rss_before_flow_mb']:6.1f} MB) "
                     f"wall={result['seconds']:6.1f} s sink={result['sink_us_per_row']:.1f} "
-                    f"us/row releases={result['releases']} waits={result['waits']}",
+                    f"us/row releases={result['releases']} waits={result['waits']} "
+                    f"pickled={result['records_pickled_per_process']}",
                     file=sys.stderr,
                     flush=True,
                 )

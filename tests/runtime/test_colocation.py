@@ -105,10 +105,10 @@ def _moved_keys(root: Path) -> set[str]:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("workers", "processes", "partitions", "shards"),
-    [(2, 1, 6, 4), (1, 2, 5, 2), (2, 2, 9, 8)],
-    ids=["w2", "2p", "2p-w2"],
+    [(2, 1, 6, 4), (1, 2, 5, 2), (2, 2, 9, 8), (3, 1, 20, 16), (2, 1, 6, 3)],
+    ids=["w2", "2p", "2p-w2", "w3-16-shards", "w2-3-shards"],
 )
-def test_no_batch_changes_worker_when_shards_are_a_multiple_of_the_workers(
+def test_no_batch_changes_worker_for_any_worker_count_up_to_the_shards(
     tmp_path: Path, workers: int, processes: int, partitions: int, shards: int
 ) -> None:
     _run(tmp_path, partitions, shards, workers=workers, processes=processes)
@@ -117,9 +117,8 @@ def test_no_batch_changes_worker_when_shards_are_a_multiple_of_the_workers(
 
 
 @pytest.mark.slow
-def test_shards_not_a_multiple_of_the_workers_hand_some_batches_over(tmp_path: Path) -> None:
-    # Index 3 of 6 partitions is read on the second worker and routes to shard 0,
-    # which sits on the first: the detector above sees batches that change worker.
-    _run(tmp_path, 6, 3, workers=2, processes=1)
+def test_fewer_shards_than_workers_hand_some_batches_over(tmp_path: Path) -> None:
+    # One shard sits on the first of three workers: what the others read moves to it.
+    _run(tmp_path, 6, 1, workers=3, processes=1)
     assert _moved_keys(tmp_path)
     assert read_lane(tmp_path / "lane").num_rows == 40 * 6

@@ -14,6 +14,7 @@ it at a named point. The test compares the table with the raw lane by record id.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from bytewax.outputs import Sink
 import thalweg_bytewax.operators as twg
 from thalweg_bytewax.codecs import AvroCodec
 from thalweg_bytewax.connectors.parquet import ParquetSink
+from thalweg_bytewax.contracts import Rule
 from thalweg_bytewax.dev._orders_sample import SampleOrdersSource
 from thalweg_bytewax.registry import DirectorySchemaSource
 
@@ -36,6 +38,7 @@ __all__ = [
     "SHARDS",
     "SLOTS",
     "build_flow",
+    "build_stateful_flow",
     "table_sink",
     "with_slot",
 ]
@@ -127,4 +130,26 @@ def build_flow(
     op.output("dlq", decoded.rejected, ParquetSink(Path(root) / "dlq", shards=SHARDS))
     rows = op.map("slot", decoded.ok, with_slot) if mode == "upsert" else decoded.ok
     op.output("table", rows, table_sink(sink, root, dsn, schema, shards, mode))
+    return flow
+
+
+def build_stateful_flow(sink: str, root: str, dsn: str = "", schema: str = "") -> Dataflow:
+    """:func:`build_flow`'s flow with ``twg.dedup`` and a windowed ``twg.validate`` after decode.
+
+    Both keep keyed state per source partition (seen record ids), on the worker that
+    reads the partition; the clean rows go to the sink under test.
+    """
+    flow = Dataflow("sink_crash")
+    source = SampleOrdersSource(ORDERS, partitions=PARTITIONS, batch_size=BATCH)
+    raw = op.input("in", flow, source)
+    op.output("raw_lane", raw, ParquetSink(Path(root) / "raw", shards=SHARDS))
+    decoded = twg.decode(
+        "decode", raw, AvroCodec(DirectorySchemaSource(SCHEMAS)), metadata="locator"
+    )
+    op.output("dlq", decoded.rejected, ParquetSink(Path(root) / "dlq", shards=SHARDS))
+    window = timedelta(hours=1)
+    unique = twg.dedup("dedup", decoded.ok, by="record_id", window=window)
+    rule = Rule.unique("_twg_record_id", window=window)
+    checked = twg.validate("validate", unique, None, rules=[rule])
+    op.output("table", checked.clean, table_sink(sink, root, dsn, schema))
     return flow

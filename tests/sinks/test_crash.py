@@ -40,9 +40,19 @@ OWN_KILLS = {"iceberg": "iceberg.after_commit:1", "postgres": "postgres.before_c
 """A sink's own point inside its commit, where it has one."""
 
 
-def flow_spec(target: SinkTarget, root: Path, shards: int = SHARDS, mode: str = "append") -> str:
+def flow_spec(
+    target: SinkTarget,
+    root: Path,
+    shards: int = SHARDS,
+    mode: str = "append",
+    *,
+    stateful: bool = False,
+) -> str:
     dsn = getattr(target, "dsn", getattr(target, "bootstrap", ""))
     schema = getattr(target, "schema", getattr(target, "topic", ""))
+    if stateful:  # dedup and windowed validation before the sink
+        args = f"{target.name!r}, {str(root)!r}, {dsn!r}, {schema!r}"
+        return f"tests.sinks.crash_flow:build_stateful_flow({args})"
     args = f"{target.name!r}, {str(root)!r}, {dsn!r}, {schema!r}, {shards}, {mode!r}"
     return f"tests.sinks.crash_flow:build_flow({args})"
 
@@ -56,14 +66,19 @@ def env_with(fault: str | None) -> dict[str, str]:
 
 
 def command(
-    target: SinkTarget, root: Path, *extra: str, shards: int = SHARDS, mode: str = "append"
+    target: SinkTarget,
+    root: Path,
+    *extra: str,
+    shards: int = SHARDS,
+    mode: str = "append",
+    stateful: bool = False,
 ) -> list[str]:
     recovery = root / "recovery"
     return [
         sys.executable,
         "-m",
         "bytewax.run",
-        flow_spec(target, root, shards, mode),
+        flow_spec(target, root, shards, mode, stateful=stateful),
         "-r",
         str(recovery),
         "-s",
@@ -119,18 +134,18 @@ def test_killed_at_each_fault_point_and_resumed_holds_every_record_once(
 def test_partitions_moving_to_other_shards_between_killed_runs_land_once(
     table_sink: SinkTarget, tmp_path: Path
 ) -> None:
-    # Each run changes the shard count, so source partitions move to shards that have
-    # no resume state for them (as when a topic gains partitions, which moves the
-    # sorted index of others): the new owner must learn what the target holds.
+    # Each run changes the worker count, so source partitions move to shards that have
+    # no resume state for them (a partition goes to the shard of the worker reading
+    # it): the new owner must learn what the target holds.
     root = fresh_root(tmp_path)
-    runs = [(2, "epoch_sink.after_commit:7"), (3, "epoch_sink.after_commit:4"), (4, None)]
-    for shards, fault in runs:
-        cmd = command(table_sink, root, shards=shards)
+    runs = [(1, "epoch_sink.after_commit:7"), (2, "epoch_sink.after_commit:4"), (3, None)]
+    for workers, fault in runs:
+        cmd = command(table_sink, root, "-w", str(workers), shards=4)
         done = subprocess.run(
             cmd, env=env_with(fault), cwd=ROOT, capture_output=True, text=True, timeout=120
         )
         expected_code = -signal.SIGKILL if fault else 0
-        assert done.returncode == expected_code, (shards, fault, done.stderr[-3000:])
+        assert done.returncode == expected_code, (workers, fault, done.stderr[-3000:])
         assert_no_record_twice(table_sink)
     assert table_sink.record_ids() == expected_ids(root)
 
@@ -173,13 +188,13 @@ def test_an_upsert_table_killed_after_its_commit_resumes_to_the_last_row_of_each
 
 
 def run_two_processes(
-    target: SinkTarget, root: Path, fault: str | None
+    target: SinkTarget, root: Path, fault: str | None, *, stateful: bool = False, n: int = 2
 ) -> list[subprocess.Popen[str]]:
-    addresses = cluster_addresses(2)
+    addresses = cluster_addresses(n)
     procs = []
-    for i in range(2):
-        cmd = command(target, root, "-i", str(i), "-a", addresses)
-        # Only process 1 is armed: it dies at the point; process 0 loses its peer.
+    for i in range(n):
+        cmd = command(target, root, "-i", str(i), "-a", addresses, stateful=stateful)
+        # Only process 1 is armed: it dies at the point; the others lose their peer.
         env = env_with(fault if i == 1 else None)
         procs.append(
             subprocess.Popen(
@@ -187,6 +202,20 @@ def run_two_processes(
             )
         )
     return procs
+
+
+def kill_run(procs: list[subprocess.Popen[str]]) -> None:
+    """Wait for the armed process (index 1) to die at its point, then end its peers."""
+    armed = procs[1]
+    armed_err = armed.communicate(timeout=120)[1]
+    errs = []
+    for peer in procs[:1] + procs[2:]:
+        try:
+            errs.append(peer.communicate(timeout=20)[1])  # its peer is gone: fails, or ends
+        except subprocess.TimeoutExpired:
+            peer.kill()
+            errs.append(peer.communicate()[1])
+    assert armed.returncode == -signal.SIGKILL, (armed_err[-2000:], [e[-1000:] for e in errs])
 
 
 @pytest.mark.parametrize("table_sink", ["iceberg", "postgres"], indirect=True)
@@ -206,5 +235,31 @@ def test_two_processes_killed_mid_stream_and_resumed_hold_every_record_once(
     procs = run_two_processes(table_sink, root, None)
     errs = [p.communicate(timeout=120)[1] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [e[-2000:] for e in errs]
+    assert assert_no_record_twice(table_sink) > held
+    assert table_sink.record_ids() == expected_ids(root)
+
+
+@pytest.mark.parametrize("table_sink", ["iceberg"], indirect=True)
+def test_dedup_and_validation_killed_at_two_processes_then_at_four_resume_at_one_once(
+    table_sink: SinkTarget, tmp_path: Path
+) -> None:
+    # dedup and validate keep their state on the worker reading each partition, under
+    # keys that do not depend on the worker count: killed at two processes, resumed at
+    # four and killed again, then resumed at one, every record lands once.
+    root = fresh_root(tmp_path)
+    kill_run(run_two_processes(table_sink, root, "epoch_sink.after_commit:2", stateful=True))
+    held = assert_no_record_twice(table_sink)
+    four = run_two_processes(table_sink, root, "epoch_sink.after_commit:2", stateful=True, n=4)
+    kill_run(four)
+    assert assert_no_record_twice(table_sink) >= held
+    done = subprocess.run(
+        command(table_sink, root, stateful=True),
+        env=env_with(None),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
     assert assert_no_record_twice(table_sink) > held
     assert table_sink.record_ids() == expected_ids(root)

@@ -172,10 +172,33 @@ def _step_column(step: object) -> str:
     return str(getattr(step, "name", ""))
 
 
+def _ensure_namespace(catalog: Catalog, namespace: str) -> None:
+    """Create ``namespace`` unless it exists, also when another writer creates it at once.
+
+    Two shards of a sink on a fresh warehouse create the namespace together; the SQL
+    catalog reports the loser as a unique-constraint error from its database, not as
+    "already exists". The namespace existing afterwards is what counts.
+    """
+    try:
+        catalog.create_namespace_if_not_exists(namespace)
+    except Exception:
+        if not _namespace_exists(catalog, namespace):
+            raise
+        # created by the other writer
+
+
+def _namespace_exists(catalog: Catalog, namespace: str) -> bool:
+    try:
+        catalog.load_namespace_properties(namespace)
+    except Exception:  # noqa: BLE001 - any failure: the creation's own error says more
+        return False
+    return True
+
+
 def _create(catalog: Catalog, identifier: str, steps: Plan) -> Table:
     namespace = identifier.rpartition(".")[0]
     if namespace:
-        catalog.create_namespace_if_not_exists(namespace)
+        _ensure_namespace(catalog, namespace)
     fields = [
         pa.field(
             c.name,

@@ -12,6 +12,9 @@ Commands:
 * ``thalweg lane stats PATH`` — count the records per topic-partition of a lane.
 * ``thalweg recovery check MODULE[:FLOW] DIR`` — before resuming a flow, check that
   its recovery directory holds state only for partitions the flow still lists.
+* ``thalweg recovery migrate-keys MODULE[:FLOW] DIR`` — with the flow stopped, move the
+  dedup and windowed-unique state a release before routing keys stored under partition
+  keys to the partitions' routing keys.
 * ``thalweg coverage STORE`` — per sink, the covered offset ranges, gaps and lag
   against the raw lane (``--raw-lane SINK``) and the source (``--bootstrap``);
   ``--json`` for machines.
@@ -86,7 +89,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for add in (
         _dev.add_commands,  # dev broker|produce|postgres
-        _lanes.add_commands,  # lane stats, recovery check, coverage, recover, check
+        _lanes.add_commands,  # lane stats, recovery check/migrate-keys, coverage, recover, check
         _schema.add_commands,  # describe-schema
         _batch.add_commands,  # batch
         _query.add_commands,  # query

@@ -83,6 +83,8 @@ def _batch(args: argparse.Namespace) -> int:  # noqa: PLR0914 - one command, rea
     from thalweg_bytewax.pipeline import PipelineConfig
     from thalweg_bytewax.pipeline._summary import RunReport
     from thalweg_bytewax.pipeline.build import build_pipeline
+    from thalweg_bytewax.runtime.placement import cluster_declared
+    from thalweg_bytewax.runtime.state_keys import recovery_declared
 
     overrides = list(args.set)
     if args.files:
@@ -115,12 +117,16 @@ def _batch(args: argparse.Namespace) -> int:  # noqa: PLR0914 - one command, rea
         tally = _Tally(progress)
         taps = {"read": lambda: _tally_sink(tally)}
         flow = build_pipeline(config, base_dir=base, summary=report, taps=taps)
-        cli_main(  # type: ignore[no-untyped-call]  # bytewax.run is untyped
-            flow,
-            workers_per_process=args.workers,
-            epoch_interval=timedelta(seconds=args.epoch_s),
-            recovery_config=RecoveryConfig(str(recovery)),  # type: ignore[no-untyped-call]
-        )
+        with (
+            cluster_declared(workers_per_process=args.workers or 1),
+            recovery_declared(recovery),
+        ):
+            cli_main(  # type: ignore[no-untyped-call]  # bytewax.run is untyped
+                flow,
+                workers_per_process=args.workers,
+                epoch_interval=timedelta(seconds=args.epoch_s),
+                recovery_config=RecoveryConfig(str(recovery)),  # type: ignore[no-untyped-call]
+            )
     for line in report.lines():
         print(line)
     files = f"{len(tally.read):,} file{'' if len(tally.read) == 1 else 's'} read"

@@ -49,6 +49,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "lane stats": ("thalweg lane stats thalweg-data/raw",),
     "recovery": ("thalweg recovery check flows.orders recovery/",),
     "recovery check": ("thalweg recovery check flows.orders recovery/",),
+    "recovery migrate-keys": ("thalweg recovery migrate-keys flows.orders recovery/ --dry-run",),
     "coverage": ("thalweg coverage thalweg-data/raw --raw-lane orders.raw_lane",),
     "recover": ("thalweg recover flows.orders --sink ice_orders",),
     "check": ("thalweg check flows.orders",),

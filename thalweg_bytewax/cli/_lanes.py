@@ -1,4 +1,4 @@
-"""``thalweg lane stats``, ``recovery check``, ``check``, ``coverage`` and ``recover``."""
+"""The lane, recovery (check, migrate-keys), check, coverage and recover commands."""
 
 from __future__ import annotations
 
@@ -36,6 +36,22 @@ def _recovery_check(args: argparse.Namespace) -> int:
     flow = load_flow("recovery check", args.flow)
     check_recovery_store(flow, args.directory)
     print(f"recovery store {args.directory}: every stored partition is listed by the flow")
+    return 0
+
+
+def _recovery_migrate_keys(args: argparse.Namespace) -> int:
+    from thalweg_bytewax.operators._routing import routed_step_ids
+    from thalweg_bytewax.runtime.state_keys import migrate_state_keys
+
+    flow = load_flow("recovery migrate-keys", args.flow)
+    steps = sorted(s for s in routed_step_ids() if s.startswith(f"{flow.flow_id}."))
+    if not steps:
+        print(f"flow `{flow.flow_id}` keeps no state under routing keys: nothing to migrate")
+        return 0
+    done = migrate_state_keys(args.directory, steps, dry_run=args.dry_run)
+    verb = "would move" if args.dry_run else "moved"
+    for step, rows in done.rows.items():
+        print(f"{step}: {rows:,} snapshot rows {verb} to routing keys")
     return 0
 
 
@@ -165,10 +181,13 @@ def _recover(args: argparse.Namespace) -> int:
         source.progress = progress.update
         from bytewax.run import cli_main
 
+        from thalweg_bytewax.runtime.placement import cluster_declared
+
         epoch = timedelta(seconds=args.epoch_s)
-        cli_main(  # type: ignore[no-untyped-call]  # bytewax.run is untyped
-            flow, workers_per_process=args.workers, epoch_interval=epoch
-        )
+        with cluster_declared(workers_per_process=args.workers or 1):
+            cli_main(  # type: ignore[no-untyped-call]  # bytewax.run is untyped
+                flow, workers_per_process=args.workers, epoch_interval=epoch
+            )
     # Report what the sink now holds (its coverage in the store), not what was planned.
     outcome = recovery_outcome(plan, store, holes=holes)
     print(f"sink `{sink_id}`: recovered {outcome.recovered_offsets:,} offsets")
@@ -186,7 +205,7 @@ def _recover(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: Any) -> None:
-    """Add ``lane stats``, ``recovery check``, ``check``, ``coverage`` and ``recover``."""
+    """Add ``lane stats``, ``recovery check``/``migrate-keys``, ``check``, ``coverage`` and more."""
     lane = sub.add_parser("lane", help="inspect a raw lane").add_subparsers(
         dest="lane", required=True
     )
@@ -195,7 +214,8 @@ def add_commands(sub: Any) -> None:
     stats.set_defaults(func=_lane_stats)
 
     recovery = sub.add_parser("recovery", help="inspect a Bytewax recovery directory")
-    check = recovery.add_subparsers(dest="recovery", required=True).add_parser(
+    recovery_sub = recovery.add_subparsers(dest="recovery", required=True)
+    check = recovery_sub.add_parser(
         "check",
         help="check that a flow can resume from a recovery directory",
         description="Refuse a recovery directory holding state for partitions the flow no "
@@ -204,6 +224,18 @@ def add_commands(sub: Any) -> None:
     check.add_argument("flow", help="the flow as `python -m bytewax.run` takes it: MODULE[:FLOW]")
     check.add_argument("directory", help="the recovery directory (`-r` of bytewax.run)")
     check.set_defaults(func=_recovery_check)
+    migrate = recovery_sub.add_parser(
+        "migrate-keys",
+        help="move dedup and windowed-unique state to routing keys (the flow stopped)",
+        description="Rewrite the state that twg.dedup and twg.validate's windowed rules "
+        "kept under partition keys (a store written by a release before routing keys) "
+        "under the partitions' routing keys, so that each step runs on the worker reading "
+        "its partition. Run it while no process of the flow runs; it is idempotent.",
+    )
+    migrate.add_argument("flow", help="the flow as `python -m bytewax.run` takes it: MODULE[:FLOW]")
+    migrate.add_argument("directory", help="the recovery directory (`-r` of bytewax.run)")
+    migrate.add_argument("--dry-run", action="store_true", help="count, change nothing")
+    migrate.set_defaults(func=_recovery_migrate_keys)
 
     cov = sub.add_parser(
         "coverage",

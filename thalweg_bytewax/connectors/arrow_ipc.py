@@ -46,6 +46,7 @@ from thalweg_bytewax.coverage.store import CoverageStore
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns
 from thalweg_bytewax.records.model import KeyedBatch
+from thalweg_bytewax.runtime import crossings
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink, coverage_store_option
@@ -303,6 +304,7 @@ class ArrowIPCSource(FixedPartitionedSource[KeyedBatch, tuple[str, int]]):
     def build_part(
         self, step_id: str, for_part: str, resume_state: tuple[str, int] | None
     ) -> IPCDirectoryPartition:
+        crossings.note_readers([for_part])
         directory, _ = decode_part(for_part)
         files = self._files()
         paths = self.directories().get(directory)

@@ -30,6 +30,7 @@ from thalweg_bytewax.dev.samples import encode_order_avro, order_key
 from thalweg_bytewax.records.batches import raw_batch_from_columns
 from thalweg_bytewax.records.metadata import MetadataColumns
 from thalweg_bytewax.records.model import KeyedBatch
+from thalweg_bytewax.runtime import crossings
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 
 __all__ = [
@@ -168,5 +169,6 @@ class SampleOrdersSource(FixedPartitionedSource[KeyedBatch, int]):
 
     @override
     def build_part(self, step_id: str, for_part: str, resume_state: int | None) -> _SamplePartition:
+        crossings.note_readers([for_part])
         _, partition = decode_part(for_part)
         return _SamplePartition(self, partition, resume_state or 0)

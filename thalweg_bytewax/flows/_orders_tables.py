@@ -21,11 +21,16 @@ from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig, IcebergSink
 from thalweg_bytewax.flows._orders_sql import REVENUE_KEY, TABLES
 from thalweg_bytewax.pipeline._summary import TableCount, iceberg_rows, postgres_rows
 
-__all__ = ["PG_SHARDS", "TableTargets"]
+__all__ = ["ICEBERG_SHARDS", "PG_SHARDS", "TableTargets"]
 
 PG_SHARDS = 4
 """PostgreSQL sink partitions per table: one per sample partition (the sink's default of
 16 would hold 16 connections per table for four source partitions)."""
+
+ICEBERG_SHARDS = 4
+"""Iceberg sink partitions per appended table: a shard on each of up to four workers, so
+each writes the partitions it reads (one commit per worker and epoch); the upserted
+window table keeps one writer."""
 
 _WINDOWED = "revenue_per_status_minute"
 # Step names of the sinks (ice_<short>, pg_<short>): short, as the docstring draws them.
@@ -69,6 +74,7 @@ class TableTargets:
             key_columns=REVENUE_KEY if windowed else (),
             locators="absent" if windowed else "required",
             coverage_store=None if windowed else self.coverage_store,
+            shards=1 if windowed else ICEBERG_SHARDS,
         )
         out: list[tuple[str, Sink[Any]]] = [(f"ice_{_SHORT[table]}", ice)]
         if self._dsn:

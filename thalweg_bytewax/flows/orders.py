@@ -110,7 +110,7 @@ from thalweg_bytewax.flows._orders_sql import (
     REVENUE_TIME_COLUMN,
     REVENUE_WINDOW,
 )
-from thalweg_bytewax.flows._orders_tables import PG_SHARDS, TableTargets
+from thalweg_bytewax.flows._orders_tables import ICEBERG_SHARDS, PG_SHARDS, TableTargets
 from thalweg_bytewax.observability.settings import ObservabilitySection
 from thalweg_bytewax.pipeline import PipelineConfig
 from thalweg_bytewax.pipeline.build import build_pipeline
@@ -239,7 +239,7 @@ class OrdersSettings(Settings):
                 "kind": "iceberg",
                 "from": stream,
                 "table": f"{self.iceberg_namespace}.{table}",
-                **upsert,
+                **(upsert or {"shards": ICEBERG_SHARDS}),
             }
             if self.postgres_dsn is not None:
                 sinks[f"pg_{short[stream]}"] = {

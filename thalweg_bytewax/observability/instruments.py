@@ -25,6 +25,7 @@ __all__ = [
     "BATCH_RECORDS_BUCKETS",
     "CONSUMER_LAG",
     "COVERAGE_LAG",
+    "CROSSING_RECORDS",
     "LATENCY_BUCKETS_S",
     "REJECTED_RECORDS",
     "SINK_COMMIT_DURATION",
@@ -218,6 +219,16 @@ COVERAGE_LAG = InstrumentSpec(
 )
 """Coverage lag per sink and source partition read in this process."""
 
+CROSSING_RECORDS = InstrumentSpec(
+    "thalweg_crossing_records_total",
+    InstrumentKind.OBSERVABLE_COUNTER,
+    "{record}",
+    "Records that left the worker reading their source partition: pickled to another "
+    "process, or handed to another worker of this one",
+    ("kind",),
+)
+"""Records pickled (``kind="pickled"``) or handed over (``kind="handed_over"``), per process."""
+
 ALL: tuple[InstrumentSpec, ...] = (
     SOURCE_RECORDS,
     SOURCE_BYTES,
@@ -234,5 +245,6 @@ ALL: tuple[InstrumentSpec, ...] = (
     SINK_ROWS_SKIPPED,
     SINK_EPOCHS,
     COVERAGE_LAG,
+    CROSSING_RECORDS,
 )
 """Every instrument, in the order the operations page lists them."""

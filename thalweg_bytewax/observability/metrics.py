@@ -30,6 +30,8 @@ from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader
 from opentelemetry.sdk.resources import Resource
 
+from thalweg_bytewax.runtime.crossings import crossings
+
 from . import instruments as spec
 from .window import ThroughputWindow
 
@@ -146,6 +148,7 @@ class Metrics:
         observable(spec.STEP_RECORDS_IN, lambda: self._step_counter("records_in"))
         observable(spec.STEP_RECORDS_OUT, lambda: self._step_counter("records_out"))
         observable(spec.REJECTED_RECORDS, self._rejected_counter)
+        observable(spec.CROSSING_RECORDS, _crossing_counter)
 
         def hist(s: spec.InstrumentSpec) -> Any:
             return meter.create_histogram(
@@ -335,7 +338,15 @@ class Metrics:
             "stages": self.window.digest(),
             "sources": sources,
             "sinks": sinks,
+            "crossings": crossings().as_dict(),
         }
+
+
+def _crossing_counter() -> Iterable[Observation]:
+    counts = crossings().as_dict()
+    yield Observation(counts["records_pickled"], {"kind": "pickled"})
+    yield Observation(counts["other_rows_pickled"], {"kind": "pickled_other"})
+    yield Observation(counts["records_handed_over"], {"kind": "handed_over"})
 
 
 _metrics: Metrics | None = None

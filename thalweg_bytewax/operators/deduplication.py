@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any, Literal
 
-import bytewax.operators as op
 import numpy as np
 import pyarrow as pa
 from bytewax.dataflow import operator
@@ -23,6 +22,7 @@ from thalweg_bytewax.contracts.kernels import duplicate_mask
 from thalweg_bytewax.contracts.spec import ContractSpec
 from thalweg_bytewax.dedup.key_memory import SeenWindow, key_values
 from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.operators._routing import stateful_on_reading_worker
 from thalweg_bytewax.records.metadata import (
     DEFAULT_COLUMNS,
     DEFAULT_PREFIX,
@@ -148,8 +148,9 @@ def dedup(
 ) -> KeyedStream[pa.RecordBatch]:
     """Pass each record once per window; later copies are dropped.
 
-    Keyed Bytewax state per stream key (the source partition), so the seen keys survive
-    recovery: after a resume, replayed records that were already emitted are dropped and
+    Keyed Bytewax state per stream key (the source partition, kept under its routing key
+    on the worker that reads it: docs/scaling.md), so the seen keys survive recovery,
+    at any worker count: after a resume, replayed records that were already emitted are dropped and
     no unique record is lost. Memory holds the keys of one window per key. In-batch
     duplicates are found columnar; only each batch's distinct keys touch the state.
 
@@ -214,4 +215,4 @@ def dedup(
             ingest_column=columns.ingest_ts,
         )
 
-    return op.stateful("dedup", up, build)
+    return stateful_on_reading_worker("dedup", up, build)

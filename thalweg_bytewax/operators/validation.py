@@ -45,6 +45,7 @@ from thalweg_bytewax.contracts.spec import (
 from thalweg_bytewax.dedup.key_memory import SeenWindow, key_values
 from thalweg_bytewax.lanes.dlq import RejectReason, dlq_batch_from_rows
 from thalweg_bytewax.observability.gate import observe_step
+from thalweg_bytewax.operators._routing import stateful_on_reading_worker
 from thalweg_bytewax.records import (
     DEFAULT_COLUMNS,
     DEFAULT_PREFIX,
@@ -317,7 +318,8 @@ def validate(
     :class:`~thalweg_bytewax.connectors.rules.RuleRegistrySink` so that every rule
     version can be resolved.
     All rules evaluate vectorised. A ``unique`` rule with a ``window`` keeps the seen
-    values in Bytewax keyed state per stream key, so it survives recovery.
+    values in Bytewax keyed state per stream key (under its routing key, on the worker
+    that reads the partition: docs/scaling.md), so it survives recovery.
 
     ```python
     import thalweg_bytewax.operators as twg
@@ -378,7 +380,7 @@ def validate(
     )
     if validator.windowed:
         window_rules = validator.windowed
-        verdicts = op.stateful(
+        verdicts = stateful_on_reading_worker(
             "evaluate", up, lambda resume: _WindowedLogic(validator, window_rules, resume)
         )
     else:

@@ -107,7 +107,7 @@ from thalweg_bytewax.errors import ConfigError, SinkTerminalError, ThalwegError
 from thalweg_bytewax.lanes.dlq import DLQ_REASON, DLQ_RULES, DLQ_STEP_ID
 from thalweg_bytewax.observability.gate import observe_sink_partition
 from thalweg_bytewax.records.metadata import MetadataColumns
-from thalweg_bytewax.runtime import admission
+from thalweg_bytewax.runtime import admission, crossings
 from thalweg_bytewax.runtime._epoch_intake import EpochIntake
 from thalweg_bytewax.runtime.sink_locators import (
     UNLOCATED,
@@ -521,6 +521,7 @@ class EpochSinkPartition(EpochIntake, StatefulSinkPartition[pa.RecordBatch, Epoc
             ack = self._acknowledge_as if not _is_dead_letter(batch) else None
             for key, topic, partition, group, group_first, group_last in self._split(batch):
                 first, last = group_first, group_last
+                crossings.arrived(key, group.num_rows)
                 ledger = self._ledger(key, topic, partition)
                 # Order first, coverage second: a row that goes back within a run may
                 # fall inside a span this run committed, and skipping it as a replay

@@ -1,11 +1,11 @@
 """The public side of every epoch sink: shards listed, keys routed, partitions built.
 
-A sink lists ``shards`` partitions named ``shard-000``, ``shard-001``, …, routes each
-item key to one of them with :func:`~thalweg_bytewax.runtime.parts.route` (the same in
-every process of a run, so each source partition has one owner; the shard of a source
-partition sits on the worker that reads it when ``shards`` is a multiple of the
-workers, so batches are not handed between workers or pickled between processes), and
-builds the
+A sink lists ``shards`` partitions named ``shard-000``, ``shard-001``, … (in a run of
+known size, shard ``s`` on worker ``s mod W`` only:
+:func:`~thalweg_bytewax.runtime.parts.listed_on_this_worker`), routes each item key to
+one of them with :func:`~thalweg_bytewax.runtime.parts.route` (the same in every process
+of a run, so each source partition has one owner: a shard of the worker that reads it,
+so batches are not handed between workers or pickled between processes), and builds the
 partition of a shard through :meth:`ShardedEpochSink.build_shard`, observed under the
 output step's id (its metrics series and health entries). When the sink was
 given a coverage store, each built partition records its committed coverage into it
@@ -24,7 +24,7 @@ from typing_extensions import override
 
 from thalweg_bytewax.coverage.store import CoverageStore, open_coverage_store
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState
-from thalweg_bytewax.runtime.parts import route
+from thalweg_bytewax.runtime.parts import listed_on_this_worker, route
 
 __all__ = ["ShardedEpochSink", "coverage_store_option", "shard_name", "shard_of"]
 
@@ -72,7 +72,7 @@ class ShardedEpochSink(FixedPartitionedSink[pa.RecordBatch, EpochSinkState], Gen
 
     @override
     def list_parts(self) -> list[str]:
-        return [shard_name(i) for i in range(self.shards)]
+        return listed_on_this_worker([shard_name(i) for i in range(self.shards)])
 
     @override
     def part_fn(self, item_key: str) -> int:

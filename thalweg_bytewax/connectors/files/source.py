@@ -62,6 +62,7 @@ from thalweg_bytewax.config import build_model
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataPolicy, metadata_columns
 from thalweg_bytewax.records.model import KeyedBatch
+from thalweg_bytewax.runtime import crossings
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 
 from ._avro import read_avro
@@ -288,6 +289,7 @@ class FileSource(FixedPartitionedSource[KeyedBatch, int]):
 
     @override
     def build_part(self, step_id: str, for_part: str, resume_state: int | None) -> FilePartition:
+        crossings.note_readers([for_part])
         name, _ = decode_part(for_part)
         self.paths()
         path = self._by_name.get(name, name)

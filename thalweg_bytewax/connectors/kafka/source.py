@@ -20,6 +20,7 @@ from thalweg_bytewax.config import SecretRef
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX
 from thalweg_bytewax.records.model import KeyedBatch
+from thalweg_bytewax.runtime import crossings
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 
 from ._config import (
@@ -229,6 +230,7 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, KafkaPartitionState]):
                 resume state has neither shape.
             SourceError: When the resume position no longer exists in the partition.
         """
+        crossings.note_readers([for_part])
         cfg = self._config
         topic, partition = decode_part(for_part)
         if topic not in cfg.topics:

@@ -39,6 +39,7 @@ from thalweg_bytewax.coverage.spans import OffsetCoverage
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns
 from thalweg_bytewax.records.model import KeyedBatch
+from thalweg_bytewax.runtime import crossings
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 
 from ._contents import io_error, lane_files, lane_held_offsets, lane_rows_missing
@@ -172,6 +173,7 @@ class RawLaneSource(FixedPartitionedSource[KeyedBatch, int]):
 
     @override
     def build_part(self, step_id: str, for_part: str, resume_state: int | None) -> RawLanePartition:
+        crossings.note_readers([for_part])
         key = decode_part(for_part)
         plan = self.offsets.get(key)
         if plan is None:
