@@ -78,3 +78,24 @@ def test_credentials_in_librdkafka_settings_are_secrets_too() -> None:
         "key-pw-literal",
         "sasl-pw-literal",
     )
+
+
+def test_librdkafka_settings_that_name_no_credential_stay_plain_values() -> None:
+    # `thalweg config secrets` lists every secret; a protocol or a user name is none.
+    config = KafkaSource(
+        "a:1",
+        "t",
+        librdkafka={
+            "security.protocol": "SASL_SSL",
+            "sasl.username": "thalweg",
+            "fetch.min.bytes": 5,
+            "sasl.password": "pw-literal",
+        },
+    ).config
+    plain = {k: v for k, v in config.librdkafka.items() if not isinstance(v, SecretRef)}
+    assert plain == {
+        "security.protocol": "SASL_SSL",
+        "sasl.username": "thalweg",
+        "fetch.min.bytes": 5,
+    }
+    assert isinstance(config.librdkafka["sasl.password"], SecretRef)

@@ -84,7 +84,7 @@ def _type_secrets(settings: dict[str, Any]) -> dict[str, Any]:
 
 
 KafkaSettings = Annotated[
-    dict[str, SecretRef | str | bool | int | float], AfterValidator(_type_secrets)
+    dict[str, str | bool | int | float | SecretRef], AfterValidator(_type_secrets)
 ]
 """librdkafka properties passed through: a value whose key names a credential
 (``sasl.password``, ``ssl.key.password``, ``sasl.oauthbearer.client.secret``, ...) is a
