@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, ClassVar, Final, Protocol
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from thalweg_bytewax import _faults
 from thalweg_bytewax.coverage._replay_check import Ledger, ReplayCheck
@@ -23,6 +22,7 @@ from thalweg_bytewax.coverage.input_span import input_span, without_input_span
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.lanes.dlq import DLQ_REASON, DLQ_RULES, DLQ_STEP_ID
 from thalweg_bytewax.records import MetadataColumns
+from thalweg_bytewax.records.uniform import int_bounds
 from thalweg_bytewax.runtime import admission
 from thalweg_bytewax.runtime._epoch_coverage import widen
 from thalweg_bytewax.runtime.sink_locators import UNLOCATED, LocatorMode
@@ -113,8 +113,7 @@ class EpochStaging:
                 if rows is not group:
                     # Only what is not covered yet: never named for rows the target
                     # already holds elsewhere.
-                    bounds = pc.min_max(rows.column(self.columns.source_offset))
-                    first, last = bounds["min"].as_py(), bounds["max"].as_py()
+                    first, last = int_bounds(rows.column(self.columns.source_offset))
                     staged = ledger.coverage.uncovered(first, last) or [(first, last)]
                 # The group's span, not a span from the last commit's rows: a hole
                 # between two groups (rows refused by another shard) is not claimed.
