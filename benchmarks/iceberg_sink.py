@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import resource
 import statistics
 import sys
@@ -160,6 +161,7 @@ def main() -> None:
         variant, epochs, rows, target = args.child
         child(variant, int(epochs), int(rows), int(target))
         return
+    load_start = os.getloadavg()[0]
     runs: dict[str, list[dict[str, float]]] = {"append": [], "sink": []}
     for i in range(args.repeat):
         order = ["append", "sink"] if i % 2 == 0 else ["sink", "append"]
@@ -182,17 +184,20 @@ def main() -> None:
         print(_line("sink2x", r))
         rss = r["peak_rss_mb"] / statistics.median(x["peak_rss_mb"] for x in runs["sink"])
         print(f"peak RSS at 2x input: {rss:.2f}x")
-    ratios = [
-        s["rows_per_s"] / a["rows_per_s"] for a, s in zip(runs["append"], runs["sink"], strict=True)
-    ]
+    pairs = list(zip(runs["append"], runs["sink"], strict=True))
+    ratios = [s["rows_per_s"] / a["rows_per_s"] for a, s in pairs]
+    cpu_ratios = [s["cpu_us_per_row"] / a["cpu_us_per_row"] for a, s in pairs]
     med = {k: {f: statistics.median(x[f] for x in v) for f in v[0]} for k, v in runs.items()}
     for name, r in med.items():
         print(f"median {_line(name, r)}  CPU {r['cpu_s'] / r['rows'] * 1e6:.2f} us/record")
     print(
         f"sink / bare append: median of pairs {statistics.median(ratios):.2f}x "
         f"(pairs {', '.join(f'{x:.2f}' for x in ratios)}); CPU per record "
-        f"{med['sink']['cpu_s'] / med['append']['cpu_s']:.2f}x the bare append's"
+        f"{med['sink']['cpu_s'] / med['append']['cpu_s']:.2f}x the bare append's "
+        f"(median of pairs {statistics.median(cpu_ratios):.2f}x: "
+        f"{', '.join(f'{x:.2f}' for x in cpu_ratios)})"
     )
+    print(f"load average: {load_start:.1f} at start, {os.getloadavg()[0]:.1f} at the end")
 
 
 if __name__ == "__main__":
