@@ -21,6 +21,12 @@ alternating which runs first, and prints the medians (``--no-2x`` skips ``sink2x
 
     .venv/bin/python benchmarks/iceberg_sink.py --epochs 3 --rows-per-epoch 1000000 \
         --repeat 5 --no-2x
+
+``--interleave`` runs both in one process, an epoch of each back to back (alternating
+which goes first), and prints the medians of the per-epoch ratios: on a loaded machine
+the steadier comparison (no peak RSS there)::
+
+    .venv/bin/python benchmarks/iceberg_sink.py --epochs 8 --rows-per-epoch 1000000 --interleave
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import resource
 import statistics
 import sys
@@ -147,6 +154,59 @@ def _line(name: str, r: dict[str, float]) -> str:
     )
 
 
+def interleaved(epochs: int, rows: int) -> None:
+    """Both variants in one process, epoch by epoch, alternating which goes first.
+
+    On a loaded machine two processes run under different load; here each epoch's
+    pair runs back to back, so the per-epoch CPU ratio is the steadier figure. The
+    first epoch of each (table creation, imports) is not counted.
+    """
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    from thalweg_bytewax.connectors.iceberg import IcebergSink
+
+    work = Path(tempfile.mkdtemp(prefix="twg-ice-bench-"))
+    catalog = SqlCatalog("bench", uri=f"sqlite:///{work}/catalog.db", warehouse=f"file://{work}")
+    catalog.create_namespace("bench")
+    table = catalog.create_table("bench.orders", schema=next(epoch_batches(0, BATCH_ROWS)).schema)
+    part = IcebergSink(str(work / "sink"), "bench.orders").build_part(
+        "bench.out", "shard-000", None
+    )
+
+    def append(batches: list[pa.RecordBatch]) -> tuple[float, float]:
+        data = pa.Table.from_batches(batches)
+        t0, c0 = time.perf_counter(), cpu_seconds()
+        table.append(data)
+        return time.perf_counter() - t0, cpu_seconds() - c0
+
+    def sink(batches: list[pa.RecordBatch]) -> tuple[float, float]:
+        t0, c0 = time.perf_counter(), cpu_seconds()
+        for batch in batches:
+            part.write_batch([batch])
+        part.snapshot()
+        return time.perf_counter() - t0, cpu_seconds() - c0
+
+    walls, cpus = [], []
+    for e in range(epochs + 1):
+        batches = list(epoch_batches(e, rows))
+        if e % 2:
+            s, a = sink(batches), append(batches)
+        else:
+            a, s = append(batches), sink(batches)
+        if e:
+            walls.append(a[0] / s[0])
+            cpus.append(s[1] / a[1])
+            print(
+                f"epoch {e}: CPU us/row append {a[1] / rows * 1e6:.2f} sink "
+                f"{s[1] / rows * 1e6:.2f} ({cpus[-1]:.2f}x); sink / append rows/s {walls[-1]:.2f}x"
+            )
+    part.close()
+    print(
+        f"interleaved, {epochs} epochs of {rows:,} rows: sink / bare append rows/s median "
+        f"{statistics.median(walls):.2f}x, CPU per record median {statistics.median(cpus):.2f}x"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=10)
@@ -154,12 +214,21 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="A/B pairs, alternating order")
     parser.add_argument("--no-2x", dest="twice", action="store_false", help="skip sink2x")
     parser.add_argument("--target-file-bytes", type=int, default=0, help="0: the default")
+    parser.add_argument(
+        "--interleave", action="store_true", help="both variants in one process, epoch by epoch"
+    )
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         variant, epochs, rows, target = args.child
         child(variant, int(epochs), int(rows), int(target))
         return
+    if args.interleave:
+        print(f"load average: {os.getloadavg()[0]:.1f} at start")
+        interleaved(args.epochs, args.rows_per_epoch)
+        print(f"load average: {os.getloadavg()[0]:.1f} at the end")
+        return
+    load_start = os.getloadavg()[0]
     runs: dict[str, list[dict[str, float]]] = {"append": [], "sink": []}
     for i in range(args.repeat):
         order = ["append", "sink"] if i % 2 == 0 else ["sink", "append"]
@@ -182,17 +251,20 @@ def main() -> None:
         print(_line("sink2x", r))
         rss = r["peak_rss_mb"] / statistics.median(x["peak_rss_mb"] for x in runs["sink"])
         print(f"peak RSS at 2x input: {rss:.2f}x")
-    ratios = [
-        s["rows_per_s"] / a["rows_per_s"] for a, s in zip(runs["append"], runs["sink"], strict=True)
-    ]
+    pairs = list(zip(runs["append"], runs["sink"], strict=True))
+    ratios = [s["rows_per_s"] / a["rows_per_s"] for a, s in pairs]
+    cpu_ratios = [s["cpu_us_per_row"] / a["cpu_us_per_row"] for a, s in pairs]
     med = {k: {f: statistics.median(x[f] for x in v) for f in v[0]} for k, v in runs.items()}
     for name, r in med.items():
         print(f"median {_line(name, r)}  CPU {r['cpu_s'] / r['rows'] * 1e6:.2f} us/record")
     print(
         f"sink / bare append: median of pairs {statistics.median(ratios):.2f}x "
         f"(pairs {', '.join(f'{x:.2f}' for x in ratios)}); CPU per record "
-        f"{med['sink']['cpu_s'] / med['append']['cpu_s']:.2f}x the bare append's"
+        f"{med['sink']['cpu_s'] / med['append']['cpu_s']:.2f}x the bare append's "
+        f"(median of pairs {statistics.median(cpu_ratios):.2f}x: "
+        f"{', '.join(f'{x:.2f}' for x in cpu_ratios)})"
     )
+    print(f"load average: {load_start:.1f} at start, {os.getloadavg()[0]:.1f} at the end")
 
 
 if __name__ == "__main__":

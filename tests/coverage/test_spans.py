@@ -53,6 +53,17 @@ def test_spans_are_the_maximal_runs_of_the_covered_set(span_list: list[tuple[int
     assert cov.size == len(model_of(span_list))
 
 
+@given(coverages, spans())
+def test_union_with_one_span_is_the_union_of_the_sets(
+    cov: OffsetCoverage, span: tuple[int, int]
+) -> None:
+    # one span at, past or before the last one: the once-a-batch shortcut and the rest
+    merged = cov.union(OffsetCoverage([span]))
+    assert model(merged) == model(cov) | model_of([span])
+    assert list(merged.spans) == runs(model(merged))
+    assert merged == OffsetCoverage([*cov.spans, span])
+
+
 @given(coverages, coverages)
 def test_union_is_commutative(a: OffsetCoverage, b: OffsetCoverage) -> None:
     assert a.union(b) == b.union(a)
@@ -152,7 +163,9 @@ def ids(values: list[int]) -> pa.Array:
     st.dictionaries(st.integers(0, 30), st.integers(0, 3), max_size=20),
     st.dictionaries(st.integers(0, 30), st.integers(0, 3), max_size=20),
 )
-def test_replay_conflicts_agree_with_a_set_model(held: dict[int, int], replay: dict[int, int]) -> None:
+def test_replay_conflicts_agree_with_a_set_model(
+    held: dict[int, int], replay: dict[int, int]
+) -> None:
     pairs = set(held.items())
     expected = sorted(o for o, r in replay.items() if o in held and (o, r) not in pairs)
     got = find_replay_conflict(

@@ -61,6 +61,7 @@ from thalweg_bytewax.catalog.plan import TableShape  # noqa: E402
 from thalweg_bytewax.catalog.reconcile import reconcile  # noqa: E402
 from thalweg_bytewax.coverage.spans import OffsetCoverage, replacement_verdicts  # noqa: E402
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError  # noqa: E402
+from thalweg_bytewax.records.uniform import int_bounds  # noqa: E402
 from thalweg_bytewax.runtime.epoch_sink import (  # noqa: E402
     UNLOCATED,
     EpochSinkPartition,
@@ -282,8 +283,7 @@ class _IcebergPartition(EpochSinkPartition):
         if key == UNLOCATED:
             self._staged_unlocated = True
         else:
-            bounds = pc.min_max(rows.column(self.columns.source_offset))
-            first, last = bounds["min"].as_py(), bounds["max"].as_py()
+            first, last = int_bounds(rows.column(self.columns.source_offset))
             pending = self._pending.get(key)
             staged = OffsetCoverage([(first, last)])
             self._pending[key] = staged if pending is None else pending.union(staged)

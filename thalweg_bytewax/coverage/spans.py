@@ -129,7 +129,23 @@ class OffsetCoverage:
             return self
         if not self._spans:
             return other
+        if len(other.spans) == 1:
+            # The common case, once a batch: a span at or past the last one (the next
+            # offsets of one stream), merged without sorting or checking again.
+            lo, hi = other.spans[0]
+            last_lo, last_hi = self._spans[-1]
+            if lo > last_hi + 1:
+                return OffsetCoverage._merged((*self._spans, (lo, hi)))
+            if lo >= last_lo:
+                return OffsetCoverage._merged((*self._spans[:-1], (last_lo, max(hi, last_hi))))
         return OffsetCoverage([*self._spans, *other.spans])
+
+    @classmethod
+    def _merged(cls, spans: tuple[Span, ...]) -> OffsetCoverage:
+        """A coverage of spans already checked, sorted, disjoint and non-adjacent."""
+        coverage = cls()
+        coverage._spans = spans  # noqa: SLF001 - its own class: spans known to be valid
+        return coverage
 
     __or__ = union
 

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from thalweg_bytewax.coverage._replay_check import Ledger, ReplayCheck
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.records import MetadataColumns
-from thalweg_bytewax.records.uniform import all_equal
+from thalweg_bytewax.records.uniform import all_equal, int_bounds
 from thalweg_bytewax.runtime.parts import encode_part, route
 
 __all__ = ["EpochIntake"]
@@ -99,8 +99,7 @@ class EpochIntake:
         out = []
         for key, t, p, rows in groups:
             self._check_owner(key)
-            bounds = pc.min_max(rows.column(cols.source_offset))
-            first, last = bounds["min"].as_py(), bounds["max"].as_py()
+            first, last = int_bounds(rows.column(cols.source_offset))
             self._check_offsets(key, first)
             out.append((key, t, p, rows, first, last))
         return out

@@ -86,35 +86,29 @@ rejected upstream are not gaps.
 from __future__ import annotations
 
 import logging
-import time
 from abc import ABC, abstractmethod
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, ClassVar, Final
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-from bytewax.outputs import StatefulSinkPartition
-from typing_extensions import override
 
-from thalweg_bytewax import _faults
 from thalweg_bytewax.coverage._replay_check import Ledger, ReplayCheck
-from thalweg_bytewax.coverage.input_span import input_span, without_input_span
 from thalweg_bytewax.coverage.recording import CoverageRecorder
 from thalweg_bytewax.coverage.spans import OffsetCoverage
-from thalweg_bytewax.coverage.store import CoverageStore
-from thalweg_bytewax.errors import ConfigError, SinkTerminalError, ThalwegError
-from thalweg_bytewax.lanes.dlq import DLQ_REASON, DLQ_RULES, DLQ_STEP_ID
-from thalweg_bytewax.observability.gate import observe_sink_partition
 from thalweg_bytewax.records.metadata import MetadataColumns
-from thalweg_bytewax.runtime import admission, crossings
+from thalweg_bytewax.runtime._epoch_coverage import EpochCoverage
 from thalweg_bytewax.runtime._epoch_intake import EpochIntake
+from thalweg_bytewax.runtime._epoch_lifecycle import EpochLifecycle, EpochSinkState
+from thalweg_bytewax.runtime._epoch_staging import EpochStaging
+from thalweg_bytewax.runtime._epoch_wiring import EpochWiring
+from thalweg_bytewax.runtime.buffered_size import buffered_size
 from thalweg_bytewax.runtime.sink_locators import (
     UNLOCATED,
     LocatorMode,
     check_locator_mode,
     unlocated_guarantee,
 )
+from thalweg_bytewax.runtime.sink_stats import EpochSinkStats
 
 if TYPE_CHECKING:
     from thalweg_bytewax.observability.hooks import SinkObserver
@@ -132,28 +126,15 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-EpochSinkState = dict[str, int]
-"""Per source partition key, the next offset after the last committed row."""
 
-
-class EpochSinkStats:
-    """Plain counters of one sink partition, exported by the observability layer.
-
-    Attributes:
-        rows_written: Rows staged for writing (published at their epoch's commit).
-        rows_skipped_replay: Replayed rows skipped because the target already holds them.
-        epochs_committed: Epochs whose commit returned.
-    """
-
-    __slots__ = ("epochs_committed", "rows_skipped_replay", "rows_written")
-
-    def __init__(self) -> None:
-        self.rows_written = 0
-        self.rows_skipped_replay = 0
-        self.epochs_committed = 0
-
-
-class EpochSinkPartition(EpochIntake, StatefulSinkPartition[pa.RecordBatch, EpochSinkState], ABC):
+class EpochSinkPartition(
+    EpochStaging,
+    EpochCoverage,
+    EpochWiring,
+    EpochIntake,
+    EpochLifecycle,
+    ABC,
+):
     """Base of every epoch-durable sink partition: stage per batch, commit per epoch.
 
     Source partitions are the unit of ownership: each is written by the one shard its
@@ -218,49 +199,6 @@ class EpochSinkPartition(EpochIntake, StatefulSinkPartition[pa.RecordBatch, Epoc
         self._replay = ReplayCheck(self)
         self._acknowledge_as: tuple[str, str] | None = None  # (flow, sink step id)
 
-    def acknowledge_as(self, step_id: str) -> None:
-        """Acknowledge each source partition's rows as they are staged, as sink ``step_id``.
-
-        The acknowledgements release the sources' admission budget
-        (:mod:`thalweg_bytewax.runtime.admission`): a source partition of this process
-        waits while more than its budget is emitted and not yet staged by every sink
-        that acknowledges it. Dead-letter batches are not acknowledged (a DLQ sink sees
-        a partition's rejects only, and would hold it back).
-        """
-        flow = admission.flow_of(step_id)
-        self._acknowledge_as = (flow, step_id)
-        admission.ledger().expect_acknowledgements(flow)
-
-    def observe_as(self, step_id: str) -> None:
-        """Export this partition's counters, commit durations and health under ``step_id``.
-
-        ``step_id`` is the id Bytewax gives the output step (``flow.step``), so two sinks
-        of one class are two series. :meth:`ShardedEpochSink.build_part
-        <thalweg_bytewax.runtime.sharded_sink.ShardedEpochSink.build_part>` calls it; a
-        second call with another id is refused (a partition has one step), the same id
-        is a no-op. Nothing is registered while observability is off.
-
-        Raises:
-            ConfigError: When the partition is already observed under another step id.
-        """
-        if self._observed_as is not None:
-            if self._observed_as == step_id:
-                return
-            msg = (
-                f"{self.component}: partition #{self.shard} is observed as step "
-                f"`{self._observed_as}`; got a second step id `{step_id}`; build one "
-                "partition per output step"
-            )
-            raise ConfigError(msg)
-        self._observed_as = step_id
-        self._obs = observe_sink_partition(
-            step_id,
-            f"{step_id} ({self.component}) #{self.shard}",
-            self.stats,
-            lambda: {key: ledger.next_offset for key, ledger in self._ledgers.items()},
-            critical=self.readiness_critical,
-        )
-
     # -- hooks -----------------------------------------------------------------------
 
     @abstractmethod
@@ -310,334 +248,3 @@ class EpochSinkPartition(EpochIntake, StatefulSinkPartition[pa.RecordBatch, Epoc
     def describe_target(self, key: str) -> str:
         """How messages name the target of a source partition, e.g. ``lane `a/t/0```."""
         return f"the target of `{key}`"
-
-    # -- the protocol ----------------------------------------------------------------
-
-    def record_coverage_to(self, store: CoverageStore | str, sink_id: str) -> None:
-        """Record every committed epoch's coverage into ``store`` under ``sink_id``.
-
-        Call before the first write (sinks do it in ``build_part`` when given a
-        ``coverage_store=``).
-
-        Args:
-            store: A coverage store, a path (SQLite) or a ``postgresql://`` URL.
-            sink_id: The sink's id in the store (its step id, unless configured).
-        """
-        self._recorder = CoverageRecorder(store, sink_id, self.component)
-        if self._lost_keys:
-            self._recorder.forget(sorted(self._lost_keys))
-
-    def target_lost(self, keys: list[str]) -> None:
-        """Say the target no longer holds what it covered of source partitions ``keys``.
-
-        A sink calls it when its start check finds the target emptied or dropped and it
-        drops the stale coverage it kept there: the coverage store's rows of ``keys``
-        are deleted before anything is recorded again (the store never leads).
-        """
-        self._lost_keys.update(keys)
-        if self._recorder is not None:
-            self._recorder.forget(list(keys))
-
-    def resumed_offset(self, key: str) -> int | None:
-        """The next offset of ``key`` in the state Bytewax resumed this partition with.
-
-        The source resumes at or past it, so offsets below it are never replayed; None
-        when the partition resumed without state for ``key``.
-        """
-        return self._resume.get(key)
-
-    @property
-    def coverage_recorder(self) -> CoverageRecorder | None:
-        """The recorder into the coverage store, or None when the sink records none."""
-        return self._recorder
-
-    @property
-    def failed(self) -> bool:
-        """Whether a write or commit failed; the partition then never publishes again."""
-        return self._failed
-
-    def pending_coverage(self, key: str) -> OffsetCoverage | None:
-        """The offsets of ``key`` staged since the last commit, else None.
-
-        What the next commit records as covered: each staged group's span and each
-        input span accounted for whole, merged where adjacent, never the holes between
-        them. ``stage()`` names what it writes within one of these spans: rows of a hole
-        may have reached another shard and been refused there, and a file or table
-        lineage named across it would claim them.
-        """
-        ledger = self._ledgers.get(key)
-        return ledger.pending if ledger is not None else None
-
-    def in_one_pending_span(self, key: str, first: int, last: int) -> bool:
-        """Whether ``first..last`` lies inside one span of ``key``'s pending coverage.
-
-        A sink names a file or a range only across such offsets; where this is False,
-        it starts a new file (``stage()`` of the lane sinks).
-        """
-        pending = self.pending_coverage(key)
-        return pending is not None and not pending.uncovered(first, last)
-
-    def pending_pieces(
-        self, key: str, rows: pa.RecordBatch
-    ) -> list[tuple[int, int, pa.RecordBatch]]:
-        """``rows`` cut at the holes of ``key``'s pending coverage: ``(first, last, rows)``.
-
-        One piece unless the batch straddles offsets the commit will not claim (rows a
-        replay skipped because the target holds them elsewhere): a file named for one
-        piece never spans them.
-        """
-        offsets = rows.column(self.columns.source_offset)
-        bounds = pc.min_max(offsets)
-        first, last = bounds["min"].as_py(), bounds["max"].as_py()
-        pending = self.pending_coverage(key)
-        if pending is None or not pending.uncovered(first, last):
-            return [(first, last, rows)]
-        pieces = []
-        for a, b in pending.spans:
-            lo, hi = max(a, first), min(b, last)
-            if lo > hi:
-                continue
-            part = rows.filter(pc.and_(pc.greater_equal(offsets, lo), pc.less_equal(offsets, hi)))
-            if part.num_rows:
-                got = pc.min_max(part.column(self.columns.source_offset))
-                pieces.append((got["min"].as_py(), got["max"].as_py(), part))
-        return pieces
-
-    def coverage(self, key: str) -> OffsetCoverage | None:
-        """The committed coverage of a source partition this run has met, else None."""
-        ledger = self._ledgers.get(key)
-        return ledger.coverage if ledger is not None else None
-
-    @override
-    def write_batch(self, values: list[pa.RecordBatch]) -> None:
-        self._refuse_if_failed("write")
-        obs = self._obs
-        if obs is not None:
-            values = obs.writing(values)
-        try:
-            self._write(values)
-        except BaseException as exc:
-            self._fail()
-            if obs is not None:
-                obs.failed(exc)
-            raise
-
-    @override
-    def snapshot(self) -> EpochSinkState:
-        self._refuse_if_failed("commit an epoch")
-        _faults.checkpoint("epoch_sink.before_commit")
-        started = time.perf_counter()
-        try:
-            self.commit_epoch()
-        except BaseException as exc:
-            self._fail()
-            if self._obs is not None:
-                self._obs.failed(exc)
-            raise
-        if self._obs is not None:
-            self._obs.committed(time.perf_counter() - started)
-        _faults.checkpoint("epoch_sink.after_commit")
-        self._unlocated_pending = False
-        recorder = self._recorder
-        for key, ledger in self._ledgers.items():
-            pending = ledger.pending
-            if pending is not None and pending.last is not None:
-                ledger.coverage = ledger.coverage.union(pending)
-                ledger.next_offset = max(ledger.next_offset, pending.last + 1)
-                ledger.pending = None
-                if recorder is not None:
-                    recorder.add(key, pending)
-        if recorder is not None:
-            recorder.flush()  # after the durable commit, before the state: lags, never leads
-        self.stats.epochs_committed += 1
-        return {key: ledger.next_offset for key, ledger in self._ledgers.items()}
-
-    @override
-    def close(self) -> None:
-        # Bytewax also calls close() while unwinding from an error; publishing then
-        # could make rows of a failed epoch visible, and raising would hide the error:
-        # an exception in a destructor during the unwind aborts the process, so the
-        # error that failed the run would never be printed. close() never raises.
-        try:
-            staged = [k for k, ledger in self._ledgers.items() if ledger.pending is not None]
-            if self._unlocated_pending:
-                staged.append(UNLOCATED)
-            if staged and not self._failed:
-                logger.warning(
-                    "%s: shard %s closed with rows of %s source partitions staged after "
-                    "the last snapshot; they are not published and replay on resume",
-                    self.component,
-                    self.shard,
-                    len(staged),
-                )
-        finally:
-            try:
-                self.release()
-            except Exception as exc:  # noqa: BLE001 - logged: nothing published depends on it
-                # Only thalweg's own messages are secret-free; a client's text may not be.
-                reason = str(exc) if isinstance(exc, ThalwegError) else type(exc).__name__
-                logger.error(  # noqa: TRY400 - the reason is the message; no traceback
-                    "%s: shard %s could not release its files or clients at close: %s; "
-                    "nothing unpublished is lost (it replays on resume)",
-                    self.component,
-                    self.shard,
-                    reason,
-                )
-
-    def _refuse_if_failed(self, what: str) -> None:
-        if self._failed:
-            msg = (
-                f"{self.component}: shard {self.shard} cannot {what} after a failed write "
-                f"or commit; expected a fresh partition, got the failed one (restart the "
-                f"flow: the failed epoch replays from the source)"
-            )
-            raise SinkTerminalError(msg)
-
-    def _fail(self) -> None:
-        if self._failed:
-            return
-        self._failed = True
-        try:
-            self.abort()
-        except Exception:  # the original error is the one to raise
-            logger.warning(
-                "%s: shard %s could not drop its staged rows after a failure; they are "
-                "never published and are removed on resume",
-                self.component,
-                self.shard,
-                exc_info=logger.isEnabledFor(logging.DEBUG),
-            )
-
-    def _write(self, values: list[pa.RecordBatch]) -> None:
-        now_us = int(datetime.now(UTC).timestamp() * 1_000_000)
-        for given in values:
-            if given.num_rows == 0:
-                continue
-            if self.locators == "absent":
-                self._write_unlocated(without_input_span(given), now_us)
-                continue
-            span = input_span(given)
-            batch = without_input_span(given)
-            ack = self._acknowledge_as if not _is_dead_letter(batch) else None
-            for key, topic, partition, group, group_first, group_last in self._split(batch):
-                first, last = group_first, group_last
-                crossings.arrived(key, group.num_rows)
-                ledger = self._ledger(key, topic, partition)
-                # Order first, coverage second: a row that goes back within a run may
-                # fall inside a span this run committed, and skipping it as a replay
-                # would lose it silently.
-                self._check_order(ledger, key, first, last)
-                covered = None  # the coverage mask of the rows, where already computed
-                if ledger.replay_end is not None:
-                    if first < ledger.replay_end:
-                        covered = self._replay.check(ledger, key, group)
-                    else:
-                        ledger.replay_end = ledger.held = None  # past the replay: done
-                if span is not None and span[0] == key:
-                    # The whole input batch is accounted for: rows here, the rest
-                    # rejected upstream. Committed with this epoch, never before.
-                    ledger.pending = _widen(
-                        ledger.pending, [(min(first, span[1]), max(last, span[2]))]
-                    )
-                rows = self._uncovered(ledger, key, group, first, last, covered)
-                if rows.num_rows == 0:
-                    if ack is not None:
-                        admission.ledger().acknowledged(ack[0], key, ack[1], last)
-                    continue
-                staged = [(first, last)]
-                if rows is not group:
-                    # Only what is not covered yet: never named for rows the target
-                    # already holds elsewhere.
-                    bounds = pc.min_max(rows.column(self.columns.source_offset))
-                    first, last = bounds["min"].as_py(), bounds["max"].as_py()
-                    staged = ledger.coverage.uncovered(first, last) or [(first, last)]
-                # The group's span, not a span from the last commit's rows: a hole
-                # between two groups (rows refused by another shard) is not claimed.
-                ledger.pending = _widen(ledger.pending, staged)
-                self.stats.rows_written += rows.num_rows
-                self.stage(key, _stamp(rows, self.columns.emit_ts, now_us))
-                _faults.checkpoint("epoch_sink.mid_write")  # staged, the epoch still open
-                if ack is not None:
-                    admission.ledger().acknowledged(ack[0], key, ack[1], last)
-
-    def _write_unlocated(self, batch: pa.RecordBatch, now_us: int) -> None:
-        """Stage a batch without a locator whole: nothing to own, order or skip."""
-        cols = self.columns
-        present = [
-            n
-            for n in (cols.source_topic, cols.source_partition, cols.source_offset)
-            if n in batch.schema.names
-        ]
-        if present:
-            msg = (
-                f"{self.component}: with locators='absent' batches carry no locator; got "
-                f"column `{present[0]}`; pass locators='required' to write them exactly "
-                f"once, or drop the locator columns upstream"
-            )
-            raise ConfigError(msg)
-        self.stats.rows_written += batch.num_rows
-        self._unlocated_pending = True
-        self.stage(UNLOCATED, _stamp(batch, cols.emit_ts, now_us))
-
-    def _ledger(self, key: str, topic: str, partition: int) -> Ledger:
-        ledger = self._ledgers.get(key)
-        if ledger is not None:
-            return ledger
-        coverage = self.open_partition(key, topic, partition)
-        if self._recorder is not None:
-            self._recorder.add(key, coverage)  # what the target holds: recorded at the next commit
-        resumed = self._resume.get(key)
-        held_first, held_last = coverage.first, coverage.last
-        if resumed is not None and resumed > 0:
-            coverage = coverage.add(0, resumed - 1)
-        last = coverage.last
-        next_offset = max(resumed or 0, last + 1 if last is not None else 0)
-        replay_end = None
-        if resumed:
-            replay_end = max(resumed, held_last + 1 if held_last is not None else 0)
-        ledger = Ledger(coverage, next_offset, resumed if resumed else None, replay_end, held_first)
-        self._ledgers[key] = ledger
-        if coverage:
-            logger.info(
-                "%s: `%s` resumes with offsets up to %s committed",
-                self.component,
-                key,
-                next_offset - 1,
-            )
-        return ledger
-
-
-def _widen(pending: OffsetCoverage | None, spans: list[tuple[int, int]]) -> OffsetCoverage:
-    """The pending offsets with ``spans`` added (merged where adjacent)."""
-    added = OffsetCoverage(spans)
-    return added if pending is None else pending.union(added)
-
-
-_EMIT_TS: Final = pa.timestamp("us", tz="UTC")
-
-
-def _stamp(batch: pa.RecordBatch, name: str, now_us: int) -> pa.RecordBatch:
-    """Set ``name`` to the write time on every row (``_twg_emit_ts``)."""
-    values = np.full(batch.num_rows, now_us, dtype=np.int64)
-    stamp = pa.Array.from_buffers(_EMIT_TS, batch.num_rows, [None, pa.py_buffer(values)])
-    idx = batch.schema.get_field_index(name)
-    if idx >= 0:
-        return batch.set_column(idx, batch.schema.field(idx), stamp)
-    return batch.append_column(pa.field(name, _EMIT_TS), stamp)
-
-
-def buffered_size(batch: pa.RecordBatch) -> int:
-    """The bytes ``batch`` holds: its slice's, or its whole buffers' where Arrow cannot tell.
-
-    pyarrow 22 and earlier cannot measure the byte range of a sliced ``string_view`` column
-    (``ArrowTypeError``); its buffers' total size then stands in (an overcount, never 0).
-    """
-    try:
-        return int(batch.nbytes)
-    except pa.ArrowTypeError:
-        return int(batch.get_total_buffer_size())
-
-
-def _is_dead_letter(batch: pa.RecordBatch) -> bool:
-    names = set(batch.schema.names)
-    return DLQ_REASON in names and DLQ_RULES in names and DLQ_STEP_ID in names
