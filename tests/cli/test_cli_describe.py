@@ -16,7 +16,7 @@ from bytewax.testing import TestingSink, TestingSource
 from thalweg_bytewax.cli import EXIT_OK, EXIT_USAGE, main
 from thalweg_bytewax.cli._describe import flow_graph, to_mermaid, to_text
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "flows" / "orders.md"
 _GENERATED = re.compile(
     r"<!-- generated: thalweg describe flows.orders -->\n```mermaid\n(.*?)```\n", re.S

@@ -19,7 +19,7 @@ from thalweg_bytewax.errors import ConfigError
 
 ENV_SECRET = "s3cr3t-from-env-Zq9w"
 FILE_SECRET = "s3cr3t-from-file-Xk7p"
-MODEL = "tests.test_cli_config:DemoPipeline"
+MODEL = "tests.cli.test_cli_config:DemoPipeline"
 
 
 class DemoPostgres(ConfigModel):

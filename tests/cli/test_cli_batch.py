@@ -21,7 +21,7 @@ from thalweg_bytewax.dev.samples import encode_order_avro
 from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.registry import DirectorySchemaSource
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ROWS = 1_100  # per file; order 250 of every thousand breaks the contract
 TABLES = ("sales.orders", "sales.order_lines", "sales.revenue_per_status_minute")
 
