@@ -17,15 +17,13 @@ key ends with its last row, and no replayed row is taken for a missing one.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from bytewax.recovery import init_db_dir
 
+from tests.fixtures.crash import CrashableFlow, CrashHarness
 from tests.helpers import cluster_addresses
 from tests.sinks.crash_flow import ORDERS, SHARDS, SLOTS
 from tests.sinks.targets import C, SinkTarget
@@ -33,7 +31,6 @@ from thalweg_bytewax.lanes import read_lane
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
 KILLS = ["epoch_sink.before_commit:2", "epoch_sink.mid_write:2", "epoch_sink.after_commit:1"]
 """The named points every sink's flow is killed at, in turn (``point:nth`` of a run)."""
 OWN_KILLS = {"iceberg": "iceberg.after_commit:1", "postgres": "postgres.before_commit:1"}
@@ -47,37 +44,11 @@ def flow_spec(target: SinkTarget, root: Path, shards: int = SHARDS, mode: str = 
     return f"tests.sinks.crash_flow:build_flow({args})"
 
 
-def env_with(fault: str | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "THALWEG_FAULT"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    if fault:
-        env["THALWEG_FAULT"] = fault
-    return env
-
-
-def command(
-    target: SinkTarget, root: Path, *extra: str, shards: int = SHARDS, mode: str = "append"
-) -> list[str]:
-    recovery = root / "recovery"
-    return [
-        sys.executable,
-        "-m",
-        "bytewax.run",
-        flow_spec(target, root, shards, mode),
-        "-r",
-        str(recovery),
-        "-s",
-        "0",
-        "-b",
-        "0",
-        *extra,
-    ]
-
-
-def fresh_root(tmp_path: Path) -> Path:
-    (tmp_path / "recovery").mkdir()
-    init_db_dir(tmp_path / "recovery", 1)
-    return tmp_path
+def sink_flow(
+    crash: CrashHarness, target: SinkTarget, *extra: str, shards: int = SHARDS, mode: str = "append"
+) -> CrashableFlow:
+    """The crash flow writing into ``target``, run on the test's recovery store."""
+    return crash.flow(flow_spec(target, crash.root, shards, mode), *extra)
 
 
 def expected_ids(root: Path) -> list[bytes]:
@@ -97,42 +68,29 @@ def assert_no_record_twice(target: SinkTarget) -> int:
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_killed_at_each_fault_point_and_resumed_holds_every_record_once(
-    table_sink: SinkTarget, tmp_path: Path, workers: int
+    table_sink: SinkTarget, crash: CrashHarness, workers: int
 ) -> None:
-    root = fresh_root(tmp_path)
     kills = [*KILLS, *([OWN_KILLS[table_sink.name]] if table_sink.name in OWN_KILLS else [])]
-    cmd = command(table_sink, root, "-w", str(workers))
+    flow = sink_flow(crash, table_sink, "-w", str(workers))
     for fault in kills:
-        crashed = subprocess.run(
-            cmd, env=env_with(fault), cwd=ROOT, capture_output=True, text=True, timeout=120
-        )
-        assert crashed.returncode == -signal.SIGKILL, (fault, crashed.stderr[-3000:])
+        flow.killed_at(fault)
         assert_no_record_twice(table_sink)
-    done = subprocess.run(
-        cmd, env=env_with(None), cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    flow.finishes()
     assert assert_no_record_twice(table_sink) > 0
-    assert table_sink.record_ids() == expected_ids(root)
+    assert table_sink.record_ids() == expected_ids(crash.root)
 
 
 def test_partitions_moving_to_other_shards_between_killed_runs_land_once(
-    table_sink: SinkTarget, tmp_path: Path
+    table_sink: SinkTarget, crash: CrashHarness
 ) -> None:
     # Each run changes the shard count, so source partitions move to shards that have
     # no resume state for them (as when a topic gains partitions, which moves the
     # sorted index of others): the new owner must learn what the target holds.
-    root = fresh_root(tmp_path)
     runs = [(2, "epoch_sink.after_commit:7"), (3, "epoch_sink.after_commit:4"), (4, None)]
     for shards, fault in runs:
-        cmd = command(table_sink, root, shards=shards)
-        done = subprocess.run(
-            cmd, env=env_with(fault), cwd=ROOT, capture_output=True, text=True, timeout=120
-        )
-        expected_code = -signal.SIGKILL if fault else 0
-        assert done.returncode == expected_code, (shards, fault, done.stderr[-3000:])
+        sink_flow(crash, table_sink, shards=shards).ends(fault)
         assert_no_record_twice(table_sink)
-    assert table_sink.record_ids() == expected_ids(root)
+    assert table_sink.record_ids() == expected_ids(crash.root)
 
 
 def last_per_slot(root: Path) -> list[bytes]:
@@ -151,50 +109,37 @@ def last_per_slot(root: Path) -> list[bytes]:
 
 @pytest.mark.parametrize("table_sink", ["iceberg", "postgres"], indirect=True)
 def test_an_upsert_table_killed_after_its_commit_resumes_to_the_last_row_of_each_key(
-    table_sink: SinkTarget, tmp_path: Path
+    table_sink: SinkTarget, crash: CrashHarness
 ) -> None:
     # Each source batch holds four rows of every slot: within an epoch three of them are
     # replaced, so after a kill between the table's commit and the recovery store's the
     # replay meets rows the table no longer holds at their offsets. Their keys are looked
     # up (the table holds each from a later offset): replays, skipped without a doubt.
-    root = fresh_root(tmp_path)
-    cmd = command(table_sink, root, shards=1, mode="upsert")  # one writer per upsert table
-    for fault in ("epoch_sink.after_commit:4", "epoch_sink.after_commit:7"):
-        crashed = subprocess.run(
-            cmd, env=env_with(fault), cwd=ROOT, capture_output=True, text=True, timeout=120
-        )
-        assert crashed.returncode == -signal.SIGKILL, (fault, crashed.stderr[-3000:])
-    done = subprocess.run(
-        cmd, env=env_with(None), cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "arrived after a resume" not in done.stderr + crashed.stderr
-    assert table_sink.record_ids() == last_per_slot(root)
+    flow = sink_flow(crash, table_sink, shards=1, mode="upsert")  # one writer per upsert table
+    crashed = [
+        flow.killed_at(f) for f in ("epoch_sink.after_commit:4", "epoch_sink.after_commit:7")
+    ]
+    done = flow.finishes()
+    assert "arrived after a resume" not in done.stderr + "".join(c.stderr for c in crashed)
+    assert table_sink.record_ids() == last_per_slot(crash.root)
 
 
 def run_two_processes(
-    target: SinkTarget, root: Path, fault: str | None
+    crash: CrashHarness, target: SinkTarget, fault: str | None
 ) -> list[subprocess.Popen[str]]:
     addresses = cluster_addresses(2)
-    procs = []
-    for i in range(2):
-        cmd = command(target, root, "-i", str(i), "-a", addresses)
-        # Only process 1 is armed: it dies at the point; process 0 loses its peer.
-        env = env_with(fault if i == 1 else None)
-        procs.append(
-            subprocess.Popen(
-                cmd, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-            )
-        )
-    return procs
+    # Only process 1 is armed: it dies at the point; process 0 loses its peer.
+    return [
+        sink_flow(crash, target, "-i", str(i), "-a", addresses).start(fault if i == 1 else None)
+        for i in range(2)
+    ]
 
 
 @pytest.mark.parametrize("table_sink", ["iceberg", "postgres"], indirect=True)
 def test_two_processes_killed_mid_stream_and_resumed_hold_every_record_once(
-    table_sink: SinkTarget, tmp_path: Path
+    table_sink: SinkTarget, crash: CrashHarness
 ) -> None:
-    root = fresh_root(tmp_path)
-    armed, peer = run_two_processes(table_sink, root, "epoch_sink.after_commit:2")[::-1]
+    armed, peer = run_two_processes(crash, table_sink, "epoch_sink.after_commit:2")[::-1]
     armed_err = armed.communicate(timeout=120)[1]
     try:
         peer_err = peer.communicate(timeout=20)[1]  # its peer is gone: it fails, or we end it
@@ -203,8 +148,8 @@ def test_two_processes_killed_mid_stream_and_resumed_hold_every_record_once(
         peer_err = peer.communicate()[1]
     assert armed.returncode == -signal.SIGKILL, (armed_err[-2000:], peer_err[-2000:])
     held = assert_no_record_twice(table_sink)
-    procs = run_two_processes(table_sink, root, None)
+    procs = run_two_processes(crash, table_sink, None)
     errs = [p.communicate(timeout=120)[1] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [e[-2000:] for e in errs]
     assert assert_no_record_twice(table_sink) > held
-    assert table_sink.record_ids() == expected_ids(root)
+    assert table_sink.record_ids() == expected_ids(crash.root)
