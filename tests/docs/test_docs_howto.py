@@ -14,7 +14,7 @@ import pytest
 from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.testing import produce_sample_orders
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "docs/examples"
 THALWEG = str(Path(sys.executable).with_name("thalweg"))
 

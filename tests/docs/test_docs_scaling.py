@@ -22,7 +22,7 @@ import pytest
 
 from thalweg_bytewax.lanes import lane_stats, read_lane
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SECTION = "## Two processes on one machine"
 
 
@@ -75,7 +75,7 @@ def test_two_processes_run_as_written_and_land_every_record_once(tmp_path: Path)
     env = {k: v for k, v in os.environ.items() if not k.startswith("THALWEG_")}
     env["PATH"] = venv_bin + os.pathsep + env.get("PATH", "")
     # The page's prerequisite: the checkout's example flows (not installed) importable.
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
     # Output to files, not pipes: a background process left behind by a failed step
     # would hold a pipe open, and the test would wait for it instead of failing.
     work, logs = tmp_path / "work", tmp_path / "logs"

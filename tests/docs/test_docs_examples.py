@@ -13,7 +13,7 @@ from bytewax.testing import run_main
 
 from thalweg_bytewax.testing import produce_sample_orders
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow

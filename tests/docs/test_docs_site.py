@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 from mkdocs.utils.yaml import yaml_load
 
-from tests.test_readme import INSTALL, quickstart_commands
+from tests.docs.test_readme import INSTALL, quickstart_commands
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 TESTS = ROOT / "tests"
 # A Sphinx cross-reference role as it shows when Markdown renders it: `:class:` then the
@@ -87,7 +87,7 @@ def test_every_example_is_linked_from_a_page_and_run_by_a_test(example: Path) ->
 
 
 def test_the_getting_started_commands_are_the_tested_quickstart() -> None:
-    # tests/test_readme.py runs the README's quickstart verbatim; this page repeats it.
+    # tests/docs/test_readme.py runs the README's quickstart verbatim; this page repeats it.
     text = (DOCS / "getting-started.md").read_text()
     commands = []
     for block in re.findall(r"```bash\n(.*?)```", text, flags=re.DOTALL):
