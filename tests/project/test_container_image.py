@@ -6,7 +6,7 @@ directories: the builder's on a copy of the build context (the checkout filtered
 ``.dockerignore``), the runtime's in a fresh virtualenv outside the checkout. Two
 differences, both for speed: pip installs no dependency and reads the index only for the
 package's build backend (``PIP_NO_DEPS``, ``PIP_NO_INDEX``; the new virtualenv sees this environment's
-site-packages through a ``.pth``, as tests/test_packaging.py does, and CI's install stage
+site-packages through a ``.pth``, as tests/project/test_packaging.py does, and CI's install stage
 installs the wheel with its dependencies for real), and the system user and group are not created.
 Then the image's entry point runs: ``thalweg --help`` and the flagship flow.
 """
@@ -24,9 +24,9 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from tests.test_packaging import _run
+from tests.project.test_packaging import _run
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"
 
 

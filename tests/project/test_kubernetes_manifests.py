@@ -27,7 +27,7 @@ from thalweg_bytewax.cluster import topology_from_env
 from thalweg_bytewax.cluster.recovery_init import partition_files
 from thalweg_bytewax.lanes import read_lane
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "deploy" / "kubernetes"
 THALWEG = Path(sys.executable).with_name("thalweg")
 OBJECTS = sorted(p for p in MANIFESTS.glob("*.yaml") if p.name != "kustomization.yaml")

@@ -16,7 +16,7 @@ import pytest
 from thalweg_bytewax._deps import require
 from thalweg_bytewax.errors import MissingDependencyError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 
 
