@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.core.test_typemap import ARROW_TYPES
+from tests.typemap.test_typemap import ARROW_TYPES
 from thalweg_bytewax.catalog import (
     AddColumn,
     Column,
