@@ -3,7 +3,7 @@
 A real file system failure (the topic directory's name is taken by a regular file, so
 the partition directory cannot be created) is a terminal sink error naming the lane and
 the path, with the ``OSError`` kept as its cause; which errno values count as transient
-is covered in ``tests/core/test_errors.py``.
+is covered in ``tests/test_errors.py``.
 """
 
 from __future__ import annotations
