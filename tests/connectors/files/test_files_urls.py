@@ -19,7 +19,7 @@ import fsspec
 import pyarrow as pa
 import pytest
 
-from tests.connectors.test_files_formats import SCHEMA, N, read_all, rows, write
+from tests.connectors.files.test_files_formats import SCHEMA, N, read_all, rows, write
 from thalweg_bytewax.connectors.files import FileSource
 from thalweg_bytewax.errors import SourceError
 from thalweg_bytewax.records.ids import record_ids_array

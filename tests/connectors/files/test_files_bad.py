@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 import xlsxwriter  # type: ignore[import-untyped]
 
-from tests.connectors.test_files_formats import AVRO, FORMATS, SCHEMA, read_all, rows, write
+from tests.connectors.files.test_files_formats import AVRO, FORMATS, SCHEMA, read_all, rows, write
 from thalweg_bytewax.connectors.files import FileSource
 from thalweg_bytewax.errors import SourceError
 from thalweg_bytewax.lanes.dlq import dlq_schema

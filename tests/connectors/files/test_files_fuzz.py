@@ -1,9 +1,9 @@
 """FileSource survives a fuzz corpus of every format under an address-space cap.
 
-Per format, a child process (tests/connectors/files_fuzz_child.py) caps its address
+Per format, a child process (tests/connectors/files/files_fuzz_child.py) caps its address
 space with ``RLIMIT_AS`` at what it maps after start-up plus 1 GiB, then reads every
-file of tests/connectors/files_corpus/<format>/ (seeds, mutants, attacks; rebuilt by
-tests/connectors/make_files_corpus.py) through FileSource's partitions, with small
+file of tests/connectors/files/files_corpus/<format>/ (seeds, mutants, attacks; rebuilt by
+tests/connectors/files/make_files_corpus.py) through FileSource's partitions, with small
 bounds, and each attack again with the default ones. Every file must end as rows
 and/or DLQ rows or a clear ``SourceError``: no other exception, no abort or signal,
 and the process's peak memory stays far under the cap.
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CORPUS = Path(__file__).resolve().parent / "files_corpus"
 HEADROOM_MB = 1024
 PEAK_RSS_MB = 600
@@ -31,7 +31,7 @@ SLOW = ["gzip", "avro", "xlsx"]  # attacks read with the default bounds: seconds
 def run_corpus(fmt: str) -> tuple[list[dict[str, object]], int]:
     env = {**os.environ, "MALLOC_ARENA_MAX": "2"}  # glibc arenas reserve address space
     proc = subprocess.run(
-        [sys.executable, "-m", "tests.connectors.files_fuzz_child", fmt, str(HEADROOM_MB)],
+        [sys.executable, "-m", "tests.connectors.files.files_fuzz_child", fmt, str(HEADROOM_MB)],
         cwd=ROOT,
         env=env,
         capture_output=True,

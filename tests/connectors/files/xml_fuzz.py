@@ -1,13 +1,13 @@
 """Fuzzing the XML reader under a memory cap: a committed corpus and generated attacks.
 
-``python -m tests.connectors.xml_fuzz CAP_MIB FILE...`` caps its own address space at
+``python -m tests.connectors.files.xml_fuzz CAP_MIB FILE...`` caps its own address space at
 its size after start-up plus ``CAP_MIB`` (``RLIMIT_AS``), reads each file with the XML
 reader (default bounds, ``schema="infer"`` and a given schema) and prints one JSON line
 per file: rows read, DLQ rows, the error that escaped (``null`` when none) and the peak
 resident memory so far. A memory error under the cap, any escaped exception or a
 crash of the process is a failure of the reader.
 
-``python -m tests.connectors.xml_fuzz --regenerate`` rewrites the committed corpus
+``python -m tests.connectors.files.xml_fuzz --regenerate`` rewrites the committed corpus
 (tests/fixtures/xml_corpus): seed files, and deterministic mutations of each
 (truncations, flipped bytes, cut and repeated spans, inserted markup). ``attacks()``
 writes the large inputs that are not worth committing (deep, wide, long, many).
@@ -26,7 +26,7 @@ from typing import IO
 
 import pyarrow as pa
 
-CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "xml_corpus"
+CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "xml_corpus"
 RECORD_PATH = "/orders/order"
 _MIB = 1024 * 1024
 

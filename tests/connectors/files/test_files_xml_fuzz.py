@@ -2,7 +2,7 @@
 
 The committed corpus (seeds and their mutations, tests/fixtures/xml_corpus) and large
 generated attacks are read in a subprocess whose address space is capped
-(``RLIMIT_AS``, see tests/connectors/xml_fuzz.py); generated record trees are read in
+(``RLIMIT_AS``, see tests/connectors/files/xml_fuzz.py); generated record trees are read in
 process and every value written is found in the rows.
 """
 
@@ -18,17 +18,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.connectors.test_files_xml import read
-from tests.connectors.xml_fuzz import CORPUS, attacks
+from tests.connectors.files.test_files_xml import read
+from tests.connectors.files.xml_fuzz import CORPUS, attacks
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CAP_MIB = 768  # address space the reader may add to a started process
 
 
 def run_capped(paths: list[Path]) -> list[dict[str, Any]]:
     """Each file read under the cap; the process must end well and report every file."""
     out = subprocess.run(
-        [sys.executable, "-m", "tests.connectors.xml_fuzz", str(CAP_MIB), *map(str, paths)],
+        [sys.executable, "-m", "tests.connectors.files.xml_fuzz", str(CAP_MIB), *map(str, paths)],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from tests.connectors.test_files_formats import SCHEMA, read_all
+from tests.connectors.files.test_files_formats import SCHEMA, read_all
 from thalweg_bytewax.connectors import _files_csv, _files_partition
 from thalweg_bytewax.connectors.files import FileSource
 

@@ -421,7 +421,7 @@ def test_a_resume_skips_the_records_before_its_row(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_the_docs_example_prints_what_the_docs_show(tmp_path: Path) -> None:
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     out = subprocess.run(
         [sys.executable, str(root / "docs/examples/files_xml.py"), str(tmp_path)],
         capture_output=True,

@@ -18,7 +18,7 @@ import pyarrow.ipc
 import pytest
 import xlsxwriter  # type: ignore[import-untyped]
 
-from tests.connectors.test_files_formats import read_all
+from tests.connectors.files.test_files_formats import read_all
 from thalweg_bytewax.codecs.json import JsonCodec
 from thalweg_bytewax.connectors.files import DEFAULT_LIMITS, FileLimits, FileSource
 from thalweg_bytewax.errors import ConfigError, SourceError

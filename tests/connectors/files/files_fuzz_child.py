@@ -1,8 +1,8 @@
 """Reads one format's fuzz corpus through FileSource under an address-space cap.
 
-Run by tests/connectors/test_files_fuzz.py in its own process:
+Run by tests/connectors/files/test_files_fuzz.py in its own process:
 
-    python -m tests.connectors.files_fuzz_child FORMAT CAP_MB
+    python -m tests.connectors.files.files_fuzz_child FORMAT CAP_MB
 
 Each file is read whole through FileSource's partition (every batch, every DLQ row);
 one JSON line per file says how it ended: ``read`` (rows and DLQ rows), ``source_error``

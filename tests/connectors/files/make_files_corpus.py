@@ -1,10 +1,10 @@
 """Writes the fuzz corpus of FileSource: per format, seed files, mutants of them, attacks.
 
-The corpus is committed (tests/connectors/files_corpus/<format>/) and read by
-tests/connectors/test_files_fuzz.py; this script rebuilds it, byte for byte the same
+The corpus is committed (tests/connectors/files/files_corpus/<format>/) and read by
+tests/connectors/files/test_files_fuzz.py; this script rebuilds it, byte for byte the same
 (fixed seeds), when a format or a mutation is added:
 
-    .venv/bin/python -m tests.connectors.make_files_corpus
+    .venv/bin/python -m tests.connectors.files.make_files_corpus
 
 Mutants flip, insert, delete and duplicate bytes (runs of 0xFF make varints and lengths
 huge), truncate, and, for text and zipped formats, mutate the text inside. Attacks are
