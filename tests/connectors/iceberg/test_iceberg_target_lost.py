@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.connectors.test_iceberg_sink import orders, part, rows_of
+from tests.connectors.iceberg.test_iceberg_sink import orders, part, rows_of
 from tests.fixtures.iceberg import IcebergSinkFactory
 from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
 from thalweg_bytewax.coverage.store import SqliteCoverageStore
