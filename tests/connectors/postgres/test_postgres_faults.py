@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from tests.connectors.postgres_helpers import batch, read_table
+from tests.connectors.postgres.postgres_helpers import batch, read_table
 from tests.fixtures.proxy import Proxy
 from thalweg_bytewax.connectors.postgres import PostgresSink
 from thalweg_bytewax.errors import SinkTerminalError

@@ -1,7 +1,7 @@
 """PostgresSink against a real PostgreSQL: epochs, replays, provisioning, upserts, errors.
 
 Every test gets a fresh schema (``pg_schema``); ``make_sink`` builds a sink for it and
-:func:`tests.connectors.postgres_helpers.read_table` reads the target back as Arrow, so
+:func:`tests.connectors.postgres.postgres_helpers.read_table` reads the target back as Arrow, so
 these fold into a behaviour suite over every table sink.
 """
 
@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 from psycopg import sql
 
-from tests.connectors.postgres_helpers import C, batch, read_table, table_exists
+from tests.connectors.postgres.postgres_helpers import C, batch, read_table, table_exists
 from thalweg_bytewax.catalog import SchemaEvolutionError
 from thalweg_bytewax.connectors.postgres import PostgresSink
 from thalweg_bytewax.contracts.spec import ColumnSpec, ObjectSpec

@@ -20,14 +20,14 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from tests.connectors.postgres_helpers import batch, read_table, table_exists
+from tests.connectors.postgres.postgres_helpers import batch, read_table, table_exists
 from thalweg_bytewax.connectors.postgres import PostgresSink
 from thalweg_bytewax.coverage.store import SqliteCoverageStore
 from thalweg_bytewax.errors import SinkTerminalError
 
 pytestmark = pytest.mark.postgres
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 MakeSink = Callable[..., PostgresSink]
 _OPEN: list[Any] = []
