@@ -1,6 +1,6 @@
 """A flow whose batches drift mid-stream, for the Parquet lane's kill-and-resume test.
 
-``python -m bytewax.run "tests.connectors.parquet_drift_flow:build_flow(ROOT)" -r REC -s 0
+``python -m bytewax.run "tests.connectors.parquet.parquet_drift_flow:build_flow(ROOT)" -r REC -s 0
 -b 0``: two source partitions of decoded orders (``tests.sinks.targets.orders``), one
 batch and epoch per activation; from offset :data:`CHANGE` on each batch carries a new
 column ``coupon`` and ``qty`` as ``int64`` (was ``int32``). They go to a Parquet lane

@@ -20,7 +20,7 @@ from bytewax.recovery import init_db_dir
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.connectors import parquet_drift_flow as drift
+from tests.connectors.parquet import parquet_drift_flow as drift
 from tests.sinks.targets import C, orders
 from thalweg_bytewax.catalog import SchemaEvolutionError
 from thalweg_bytewax.connectors.parquet import ParquetSink
@@ -29,7 +29,7 @@ from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.lanes._schema import join_types
 from thalweg_bytewax.runtime.parts import route
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def part(sink: ParquetSink, shard: int = 0, resume: Any = None) -> Any:
@@ -262,7 +262,7 @@ def test_kill_and_resume_across_a_schema_change(tmp_path: Path) -> None:
     lane = tmp_path / "lane"
     env = {k: v for k, v in os.environ.items() if k != "THALWEG_FAULT"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    spec = f"tests.connectors.parquet_drift_flow:build_flow({str(tmp_path)!r})"
+    spec = f"tests.connectors.parquet.parquet_drift_flow:build_flow({str(tmp_path)!r})"
     cmd = [sys.executable, "-m", "bytewax.run", spec, "-r", str(recovery), "-s", "0", "-b", "0"]
     # The new schema's version recorded, no file of its epoch final; its rows staged
     # again on resume; committed, the snapshot not yet in the recovery store.
