@@ -158,7 +158,7 @@ def read_back(kind: str, target: str, where: str, schema: str) -> pa.Table:
     if target == "postgres":
         import psycopg
 
-        from tests.connectors.postgres_helpers import read_table
+        from tests.connectors.postgres.postgres_helpers import read_table
 
         with psycopg.connect(where, autocommit=True) as conn:
             found = conn.execute("SELECT to_regclass(%s)", (f'"{schema}"."items"',)).fetchone()

@@ -448,7 +448,7 @@ class KafkaTarget(SinkTarget):
     def read(self) -> pa.Table:
         import orjson
 
-        from tests.connectors.kafka_sink_helpers import read_topic
+        from tests.connectors.kafka.kafka_sink_helpers import read_topic
 
         records = read_topic(self.bootstrap, self.topic)
         if not records:
@@ -475,7 +475,7 @@ class KafkaTarget(SinkTarget):
         return {f.name: str(f.type) for f in self.read().schema}
 
     def committed(self) -> object:
-        from tests.connectors.kafka_sink_helpers import read_topic
+        from tests.connectors.kafka.kafka_sink_helpers import read_topic
 
         return tuple(
             sorted((r.partition, r.offset) for r in read_topic(self.bootstrap, self.topic))

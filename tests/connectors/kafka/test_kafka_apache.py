@@ -23,9 +23,9 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     NewPartitions,
 )
 
-from tests.connectors.test_kafka_fidelity import run_raw_lane
-from tests.connectors.test_kafka_resume import drain
-from tests.connectors.test_kafka_sink_isolation import transactions
+from tests.connectors.kafka.test_kafka_fidelity import run_raw_lane
+from tests.connectors.kafka.test_kafka_resume import drain
+from tests.connectors.kafka.test_kafka_sink_isolation import transactions
 from tests.fixtures.kafka import create_topic, topic_name
 from thalweg_bytewax.connectors.kafka import KafkaSource
 from thalweg_bytewax.dev._apache_kafka import ApacheKafka

@@ -16,9 +16,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from tests.connectors.test_kafka_resume import drain, fill
-from tests.connectors.test_kafka_source import poll_until
-from tests.connectors.test_native_consume import NOW, _assert_same, _pure, corpus_topic
+from tests.connectors.kafka.test_kafka_resume import drain, fill
+from tests.connectors.kafka.test_kafka_source import poll_until
+from tests.connectors.kafka.test_native_consume import NOW, _assert_same, _pure, corpus_topic
 from thalweg_bytewax.connectors.kafka import KafkaSource, _native
 from thalweg_bytewax.connectors.kafka._config import consumer_config
 from thalweg_bytewax.connectors.kafka._resume import make_state

@@ -15,7 +15,7 @@ import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.connectors.kafka_sink_helpers import read_topic
+from tests.connectors.kafka.kafka_sink_helpers import read_topic
 from thalweg_bytewax.connectors.kafka import KafkaSink
 from thalweg_bytewax.connectors.kafka._sink_records import prepare
 from thalweg_bytewax.connectors.kafka.sink import HEADER_LOCATOR, Locator, parse_locator

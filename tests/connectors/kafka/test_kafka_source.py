@@ -227,7 +227,7 @@ def test_resume_position_the_broker_no_longer_has_fails_loudly(
 ) -> None:
     # A resume offset past the log end (a recreated topic) must not jump silently to
     # another position: the gap would be lost without a trace. It fails at build, in
-    # tail and bounded mode alike (tests/connectors/test_kafka_resume.py has the rest).
+    # tail and bounded mode alike (tests/connectors/kafka/test_kafka_resume.py has the rest).
     topic = make_topic()
     produce(kafka_bootstrap, topic, [{"value": b"x", "partition": 0} for _ in range(5)])
     with pytest.raises(

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.connectors.test_kafka_source import poll_until
+from tests.connectors.kafka.test_kafka_source import poll_until
 from tests.fixtures.kafka import real_broker
 from thalweg_bytewax.connectors.kafka import KafkaSource
 from thalweg_bytewax.connectors.kafka._resume import check_resume, make_state, read_state

@@ -11,7 +11,7 @@ from bytewax.dataflow import Dataflow
 from bytewax.testing import run_main
 
 import thalweg_bytewax.operators as twg
-from tests.connectors.kafka_sink_helpers import read_topic
+from tests.connectors.kafka.kafka_sink_helpers import read_topic
 from thalweg_bytewax.codecs import EncodeError, JsonCodec
 from thalweg_bytewax.connectors.kafka import KafkaSink, KafkaSource
 from thalweg_bytewax.connectors.kafka.dlq import DlqEncoder

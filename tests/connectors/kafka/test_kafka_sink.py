@@ -16,7 +16,7 @@ import pytest
 from bytewax.dataflow import Dataflow
 from bytewax.testing import run_main
 
-from tests.connectors.kafka_sink_helpers import read_topic
+from tests.connectors.kafka.kafka_sink_helpers import read_topic
 from thalweg_bytewax.codecs import BytesEncoder
 from thalweg_bytewax.connectors.kafka import KafkaSink, KafkaSource
 from thalweg_bytewax.connectors.kafka._sink_partition import out_state_key

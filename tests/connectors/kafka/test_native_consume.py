@@ -22,7 +22,7 @@ import pyarrow as pa
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-import tests.connectors.test_kafka_fidelity as fidelity
+import tests.connectors.kafka.test_kafka_fidelity as fidelity
 from tests.fixtures.kafka import create_topic, real_broker
 from thalweg_bytewax.connectors.kafka import _native
 from thalweg_bytewax.connectors.kafka._config import consumer_config
