@@ -8,6 +8,7 @@ from confluent_kafka import Consumer, TopicPartition
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.fixtures.budget import examples
 from thalweg_bytewax.cli import main
 from thalweg_bytewax.dev._orders_sample import SampleOrdersSource, sample_payload_at
 from thalweg_bytewax.dev.samples import (
@@ -56,7 +57,7 @@ def test_dev_produce_lands_every_order_with_the_sample_timing(kafka_bootstrap, m
     assert matched > 0, "no produced record is one of the sample's first orders"
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(seed=st.integers(0, 2**40), start=st.integers(0, 10**9), n=st.integers(1, 40))
 def test_columnar_sample_orders_are_the_per_order_dicts_encoded(seed, start, n):
     indexes = range(start, start + n)

@@ -9,6 +9,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.fixtures.budget import examples
 from tests.helpers import raw_batch, run_into
 from thalweg_bytewax.connectors.arrow_ipc import ArrowIPCSink, ArrowIPCSource
 
@@ -20,7 +21,7 @@ runs = st.lists(
 )
 
 
-@settings(max_examples=20)  # each example runs up to three dataflows
+@settings(max_examples=examples(20))  # each example runs up to three dataflows
 @given(runs=runs, fmt=st.sampled_from(["file", "stream"]))
 def test_replays_at_any_boundaries_hold_each_offset_once_and_read_back_in_order(
     runs: list[tuple[int, list[int]]], fmt: str

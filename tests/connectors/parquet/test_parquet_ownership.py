@@ -20,6 +20,7 @@ from bytewax.testing import TestingSource
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.fixtures.budget import examples
 from tests.helpers import error_chain, raw_batch, run_into
 from thalweg_bytewax.connectors._lane_store import open_store
 from thalweg_bytewax.connectors.parquet import ParquetSink
@@ -187,7 +188,7 @@ def _out_of_order_across_the_crash(items: list[Item]) -> bool:
     return bool(before and after and min(after) < max(before))
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(keyed_runs())
 def test_any_keying_and_crash_point_lands_every_row_once_or_fails_loudly(
     case: tuple[int, list[Item], list[tuple[int, bytes]]],
