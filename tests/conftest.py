@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 pytest_plugins = [
+    "tests.fixtures.crash",
     "tests.fixtures.flows",
     "tests.fixtures.iceberg",
     "tests.fixtures.kafka",

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.codecs.avro_values import plain
+from tests.fixtures.budget import examples
 from thalweg_bytewax.codecs import _avro_fast
 from thalweg_bytewax.codecs.avro import AvroCodec
 
@@ -140,7 +141,7 @@ def _same(a: Any, b: Any) -> bool:
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
+    max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
 )
 @given(_cases())
 def test_random_schemas_round_trip_on_every_path(case: tuple[dict[str, Any], list[Any]]) -> None:

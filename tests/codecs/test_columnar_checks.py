@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.fixtures.budget import examples
 from thalweg_bytewax.codecs import _avro_canonical
 from thalweg_bytewax.codecs.framing import peel_confluent_batch
 
@@ -32,7 +33,7 @@ def _peel_one(value: bytes | None) -> tuple[int, bool]:
     return int.from_bytes(value[1:5], "big"), True
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(values=_payloads, large=st.booleans(), start=st.integers(0, 5), stop=st.integers(0, 5))
 def test_peel_confluent_batch_equals_the_per_value_rule(values, large, start, stop) -> None:
     arr = pa.array(values, pa.large_binary() if large else pa.binary())
@@ -71,7 +72,7 @@ _uuid_texts = st.lists(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(values=_uuid_texts, start=st.integers(0, 2))
 def test_uuid_byte_check_equals_the_regex(values, start) -> None:
     arr = pa.array(values, pa.string()).slice(min(start, len(values) - 1))

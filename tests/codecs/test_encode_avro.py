@@ -23,6 +23,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from hypothesis import HealthCheck, given, settings
 
 from tests.codecs.test_avro_property import _cases
+from tests.fixtures.budget import examples
 from thalweg_bytewax.codecs import AvroCodec, AvroEncoder, EncodeError, Encoder
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.registry import UnknownSchemaError, registry_client
@@ -71,7 +72,7 @@ def _batch(rows: list[dict[str, Any]]) -> pa.RecordBatch:
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
+    max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
 )
 @given(_cases())
 def test_random_schemas_encode_byte_identical_and_decode_back(

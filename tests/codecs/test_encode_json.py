@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.codecs.test_json import SCHEMA, documents
+from tests.fixtures.budget import examples
 from thalweg_bytewax.codecs import EncodeError, Encoder, JsonCodec, JsonEncoder
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.registry import registry_client
@@ -69,7 +70,7 @@ _wide_row = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(docs=st.lists(documents, min_size=1, max_size=8))
 def test_decoder_documents_round_trip(docs: list[dict[str, Any]]) -> None:
     codec = JsonCodec(schema=SCHEMA)
@@ -80,7 +81,7 @@ def test_decoder_documents_round_trip(docs: list[dict[str, Any]]) -> None:
     assert back.batch.equals(batch)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(rows=st.lists(_wide_row, min_size=1, max_size=8))
 def test_arrow_types_beyond_json_schema_round_trip(rows: list[dict[str, Any]]) -> None:
     batch = pa.RecordBatch.from_pylist(rows, schema=WIDE)

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from tests.codecs import test_protobuf as tp
 from tests.codecs import test_protobuf_empty as te
+from tests.fixtures.budget import examples
 from thalweg_bytewax.codecs import EncodeError, Encoder, ProtobufCodec, ProtobufEncoder
 from thalweg_bytewax.codecs._proto_encode import message_indexes
 from thalweg_bytewax.errors import ConfigError
@@ -40,7 +41,7 @@ _ALL_CODEC = tp.codec(framing="none")
 _ALL_ENCODER = _encoder()
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(rng=st.randoms(use_true_random=False), n=st.integers(1, 6))
 def test_every_field_kind_round_trips(rng: random.Random, n: int) -> None:
     msgs = [tp.random_all(rng) for _ in range(n)]
@@ -62,7 +63,7 @@ def _rows(batch: pa.RecordBatch) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("max_depth", [3, 32])
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(msgs=st.lists(te.messages(), min_size=1, max_size=6))
 def test_empty_and_depth_capped_messages_round_trip(max_depth: int, msgs: list[Any]) -> None:
     codec = te.codec(max_depth=max_depth)

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.fixtures.budget import examples
 from thalweg_bytewax.codecs import FailureKind
 from thalweg_bytewax.codecs.framing import encode_confluent
 from thalweg_bytewax.codecs.json import JsonCodec, JsonDecodeError
@@ -262,7 +263,7 @@ _wrong = st.sampled_from([1, "x", 1.5, True, [1], {"a": 1}, None])
 
 
 @BOTH
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 @given(docs=st.lists(documents, min_size=1, max_size=8))
 def test_random_valid_documents_agree_across_paths(
     schema: dict[str, Any], docs: list[dict[str, Any]]
@@ -281,7 +282,7 @@ def test_random_valid_documents_agree_across_paths(
 
 
 @BOTH
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 @given(
     cases=st.lists(
         st.tuples(documents, st.sampled_from(sorted(_value)), _wrong), min_size=1, max_size=6

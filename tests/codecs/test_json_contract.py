@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.fixtures.budget import examples
 from thalweg_bytewax.codecs import FailureKind
 from thalweg_bytewax.codecs.json import JsonCodec, JsonDecodeError
 from thalweg_bytewax.contracts import ContractError, ContractSpec, load_contract
@@ -118,7 +119,7 @@ def st_suffix(d: Any) -> str:
 
 # The codec holds no state between batches, so one per engine serves every example.
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(st.lists(st.tuples(st.sampled_from(_PATHS), _VALUES), min_size=1, max_size=6))
 def test_random_contract_corruptions_agree_across_paths(

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from tests.codecs.json_agreement import SCHEMA as BASE
 from tests.codecs.json_agreement import assert_agrees
+from tests.fixtures.budget import examples
 from thalweg_bytewax.codecs._json_fast import NATIVE
 from thalweg_bytewax.codecs.json import JsonCodec
 from thalweg_bytewax.dev.samples import ORDER_JSON_SCHEMA, sample_orders
@@ -68,7 +69,7 @@ def _apply(doc: bytes, edit: tuple[Any, ...]) -> bytes:
     return doc[:at] + insert + doc[at:]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(SEEDS), st.lists(_edit, max_size=3)), max_size=8))
 def test_damaged_documents_decode_or_fail_like_decode_value(
     cases: list[tuple[bytes, list[tuple[Any, ...]]]],
@@ -94,7 +95,7 @@ _json = st.recursive(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(
         st.dictionaries(st.sampled_from([*SCHEMA["properties"], "x", "id"]), _json), max_size=8
@@ -375,7 +376,7 @@ _nested_value = st.recursive(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(st.dictionaries(st.sampled_from([*NESTED.names, "z"]), _nested_value), max_size=10))
 def test_nested_arrow_columns_decode_or_fail_like_decode_value(docs: list[dict[str, Any]]) -> None:
     agree(JsonCodec(NESTED), [orjson.dumps(d) for d in docs])

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.codecs.json_agreement import SCHEMA, assert_agrees
+from tests.fixtures.budget import examples
 from thalweg_bytewax.codecs._json_fast import NATIVE
 from thalweg_bytewax.codecs.json import JsonCodec
 
@@ -40,7 +41,7 @@ def _bits(x: float) -> bytes:
     return struct.pack("<d", x)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.lists(_decimals(), min_size=1, max_size=20))
 def test_decimals_read_as_the_correctly_rounded_double(texts: list[bytes]) -> None:
     codec = JsonCodec(SCHEMA)

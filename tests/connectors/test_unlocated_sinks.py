@@ -23,8 +23,8 @@ from bytewax.testing import TestingSource, run_main
 from psycopg import sql
 
 import thalweg_bytewax.operators as twg
-from tests.connectors.postgres_helpers import batch as located_batch
-from tests.connectors.postgres_helpers import read_table
+from tests.connectors.postgres.postgres_helpers import batch as located_batch
+from tests.connectors.postgres.postgres_helpers import read_table
 from tests.fixtures.iceberg import read_iceberg
 from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig, IcebergSink
 from thalweg_bytewax.connectors.parquet import ParquetSink

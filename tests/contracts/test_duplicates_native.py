@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.fixtures.budget import examples
 from thalweg_bytewax.contracts import duplicates
 from thalweg_bytewax.contracts.duplicates import _grouped_duplicates, duplicate_mask
 
@@ -49,7 +50,7 @@ def columns(draw: st.DrawFn) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([arr.slice(start)], names=["k"])
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(columns())
 def test_native_duplicates_are_the_group_by_duplicates(batch: pa.RecordBatch) -> None:
     native = duplicates._native_duplicates(batch.column(0))

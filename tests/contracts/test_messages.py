@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.fixtures.budget import examples
 from thalweg_bytewax.contracts import Rule, RuleSet, _row_json_native
 from thalweg_bytewax.contracts.evaluate import Evaluation, _messages_from_lists, messages
 from thalweg_bytewax.records.metadata import MetadataColumns
@@ -71,7 +72,7 @@ def cases(draw: st.DrawFn) -> tuple[pa.RecordBatch, Evaluation, np.ndarray | Non
     return batch, ev, rows
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(cases())
 def test_messages_per_set_of_failed_rules_equal_the_per_row_lists(case) -> None:
     batch, ev, rows = case

@@ -20,6 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.fixtures.budget import examples
 from thalweg_bytewax.contracts import _row_json_columns, _row_json_native, row_json
 from thalweg_bytewax.contracts.row_json import rows_as_json, value_json
 
@@ -182,7 +183,7 @@ def _expected(batch: pa.RecordBatch, rows: np.ndarray | None) -> list[str]:
     return [value_json(r) for r in taken.to_pylist()]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(batches(), st.data())
 def test_native_rows_are_the_per_row_orjson_text(
     batch: pa.RecordBatch, data: st.DataObject

@@ -15,7 +15,7 @@ from bytewax.testing import run_main
 
 from flows.orders import OrdersSettings, build_flow
 from flows.pipeline import build_pipeline, load_pipeline
-from tests.connectors.kafka_sink_helpers import read_topic
+from tests.connectors.kafka.kafka_sink_helpers import read_topic
 from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.lanes import read_lane

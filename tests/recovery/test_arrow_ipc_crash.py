@@ -14,23 +14,19 @@ read by two workers: each source partition reaches the lane in offset order.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
-from bytewax.recovery import init_db_dir
 
+from tests.fixtures.crash import CrashHarness
 from tests.recovery.arrow_ipc_crash_flow import ORDERS
 from thalweg_bytewax.lanes import read_lane
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
 RID = "_twg_record_id"
 KILLS = [
     "epoch_sink.before_commit:3",
@@ -39,33 +35,6 @@ KILLS = [
     "arrow_ipc.before_finalize:2",
     "arrow_ipc.after_finalize:3",
 ]
-
-
-def env_with(fault: str | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "THALWEG_FAULT"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    if fault:
-        env["THALWEG_FAULT"] = fault
-    return env
-
-
-def command(spec: str, recovery: Path, *extra: str) -> list[str]:
-    return [
-        sys.executable, "-m", "bytewax.run", spec, "-r", str(recovery), "-s", "0", "-b", "0",
-        *extra,
-    ]  # fmt: skip
-
-
-def run(cmd: list[str], fault: str | None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        cmd, env=env_with(fault), cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
-
-
-def fresh_recovery(path: Path) -> Path:
-    path.mkdir()
-    init_db_dir(path, 1)
-    return path
 
 
 def ipc_record_ids(directory: Path) -> list[bytes]:
@@ -86,17 +55,14 @@ def assert_no_record_twice(ids: list[bytes]) -> None:
 
 @pytest.mark.parametrize(("fmt", "workers"), [("file", 1), ("file", 2), ("stream", 1)])
 def test_the_sink_killed_at_each_point_and_resumed_holds_every_record_once(
-    tmp_path: Path, fmt: str, workers: int
+    crash: CrashHarness, tmp_path: Path, fmt: str, workers: int
 ) -> None:
-    recovery = fresh_recovery(tmp_path / "recovery")
     spec = f"tests.recovery.arrow_ipc_crash_flow:build_flow({str(tmp_path)!r}, {fmt!r})"
-    cmd = command(spec, recovery, "-w", str(workers))
+    flow = crash.flow(spec, "-w", str(workers))
     for fault in KILLS:
-        crashed = run(cmd, fault)
-        assert crashed.returncode == -signal.SIGKILL, (fault, crashed.stderr[-3000:])
+        flow.killed_at(fault)
         assert_no_record_twice(ipc_record_ids(tmp_path / "ipc"))
-    done = run(cmd, None)
-    assert done.returncode == 0, done.stderr[-3000:]
+    flow.finishes()
     held = ipc_record_ids(tmp_path / "ipc")
     assert_no_record_twice(held)
     raw = read_lane(tmp_path / "raw", [RID]).column(0).to_pylist()
@@ -106,53 +72,53 @@ def test_the_sink_killed_at_each_point_and_resumed_holds_every_record_once(
 
 
 def test_the_source_killed_after_a_commit_and_resumed_copies_every_record_once(
-    tmp_path: Path,
+    crash: CrashHarness, tmp_path: Path
 ) -> None:
     # Written in one epoch (no recovery): a file per source partition of several batches,
     # so the reading flow, one epoch per activation, takes several epochs per file.
     spec = f"tests.recovery.arrow_ipc_crash_flow:build_flow({str(tmp_path)!r})"
-    wrote = run([sys.executable, "-m", "bytewax.run", spec], None)
-    assert wrote.returncode == 0, wrote.stderr[-3000:]
+    crash.command([sys.executable, "-m", "bytewax.run", spec]).finishes()
     written = ipc_record_ids(tmp_path / "ipc")
     assert len(written) == ORDERS
     assert len([p for p in (tmp_path / "ipc").rglob("*.arrow") if p.name[0] != "."]) == 4
 
-    read = fresh_recovery(tmp_path / "read")
-    cmd = command(f"tests.recovery.arrow_ipc_crash_flow:read_flow({str(tmp_path)!r})", read)
+    read = crash.flow(
+        f"tests.recovery.arrow_ipc_crash_flow:read_flow({str(tmp_path)!r})",
+        recovery=tmp_path / "read",
+    )
     for fault in ("epoch_sink.after_commit:2", "epoch_sink.mid_write:2"):
-        crashed = run(cmd, fault)
-        assert crashed.returncode == -signal.SIGKILL, (fault, crashed.stderr[-3000:])
+        read.killed_at(fault)
     partial = read_lane(tmp_path / "copy", [RID]).column(0).to_pylist()
     assert 0 < len(partial) < ORDERS, "the kills should fall mid-stream"
-    done = run(cmd, None)
-    assert done.returncode == 0, done.stderr[-3000:]
+    read.finishes()
     copied = read_lane(tmp_path / "copy", [RID]).column(0).to_pylist()
     assert len(copied) == len(set(copied)) == ORDERS
     assert sorted(copied) == sorted(written)
 
 
-def test_a_directory_written_across_kills_is_copied_in_offset_order_once(tmp_path: Path) -> None:
+def test_a_directory_written_across_kills_is_copied_in_offset_order_once(
+    crash: CrashHarness, tmp_path: Path
+) -> None:
     # Killed and resumed, the writer leaves several files per source partition (an epoch
     # each); the reader, killed too, takes each partition's files in offset order, as
     # the Parquet lane it copies into requires.
     spec = f"tests.recovery.arrow_ipc_crash_flow:build_flow({str(tmp_path)!r})"
-    write = command(spec, fresh_recovery(tmp_path / "recovery"))
-    for fault in ("epoch_sink.after_commit:3", "arrow_ipc.after_finalize:4", None):
-        wrote = run(write, fault)
-        assert wrote.returncode == (-signal.SIGKILL if fault else 0), wrote.stderr[-3000:]
+    write = crash.flow(spec)
+    for fault in ("epoch_sink.after_commit:3", "arrow_ipc.after_finalize:4"):
+        write.killed_at(fault)
+    write.finishes()
     written = ipc_record_ids(tmp_path / "ipc")
     assert len(written) == len(set(written)) == ORDERS
     per_partition = [p for p in (tmp_path / "ipc").glob("*/*") if p.is_dir()]
     assert all(len(list(d.glob("[0-9]*.arrow"))) > 1 for d in per_partition)
 
-    read = command(
+    read = crash.flow(
         f"tests.recovery.arrow_ipc_crash_flow:read_flow({str(tmp_path)!r})",
-        fresh_recovery(tmp_path / "read"),
         "-w",
         "2",  # two workers: a source partition's files must not be split between them
+        recovery=tmp_path / "read",
     )
-    for fault in ("epoch_sink.after_commit:2", None):
-        copied = run(read, fault)
-        assert copied.returncode == (-signal.SIGKILL if fault else 0), copied.stderr[-3000:]
+    read.killed_at("epoch_sink.after_commit:2")
+    read.finishes()
     lane = read_lane(tmp_path / "copy", [RID])
     assert sorted(lane.column(0).to_pylist()) == sorted(written)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from flows.orders import SCHEMA_DIR
+from tests.fixtures.crash import CrashableFlow, CrashHarness
 from thalweg_bytewax.codecs import AvroCodec
 from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
 from thalweg_bytewax.dev._orders_sample import sample_order_at
@@ -41,16 +39,14 @@ def make_files(root: Path) -> None:
         pq.write_table(table.slice(k * ROWS, ROWS), root / f"orders-{k}.parquet")
 
 
-def batch(files: Path, data: Path, fault: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("THALWEG_FAULT", "THALWEG_CONFIG")}
-    if fault:
-        env["THALWEG_FAULT"] = fault
+def batch(crash: CrashHarness, files: Path, data: Path) -> CrashableFlow:
+    """``thalweg batch`` of the flagship pipeline over ``files`` into ``data``."""
     argv = [
         sys.executable, "-m", "thalweg_bytewax.cli", "batch", str(REPO / "thalweg_bytewax" / "flows" / "orders.toml"),
         "--files", str(files / "orders-*.parquet"), "--set", f"data_dir={data}",
         "--set", "source.batch_rows=200", "--epoch-s", "0.1", "--no-progress",
     ]  # fmt: skip
-    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, check=False)
+    return crash.command(argv, timeout_s=300)
 
 
 def located(table: pa.Table, *extra: str) -> list[tuple]:
@@ -59,17 +55,16 @@ def located(table: pa.Table, *extra: str) -> list[tuple]:
 
 
 @pytest.mark.parametrize("fault", ["iceberg.after_commit:3", "parquet.before_finalize:4"])
-def test_killed_batch_resumes_and_lands_each_row_once(tmp_path, fault):
+def test_killed_batch_resumes_and_lands_each_row_once(crash: CrashHarness, tmp_path, fault):
     files, data = tmp_path / "files", tmp_path / "data"
     make_files(files)
+    run = batch(crash, files, data)
 
-    killed = batch(files, data, fault)
-    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    run.killed_at(fault)
     raw_before = read_lane(data / "raw").num_rows if (data / "raw").exists() else 0
     assert raw_before < FILES * ROWS, "killed after everything landed: move the fault earlier"
 
-    resumed = batch(files, data)
-    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    resumed = run.finishes()
     assert "(resumed)" in resumed.stdout and "rejected:" in resumed.stdout
 
     raw = located(read_lane(data / "raw"))
@@ -83,6 +78,6 @@ def test_killed_batch_resumes_and_lands_each_row_once(tmp_path, fault):
     dlq = located(read_lane(data / "dlq"))
     assert len(dlq) == len(set(dlq)) == BREAKERS
 
-    again = batch(files, data)  # every file finished: nothing is read again
-    assert again.returncode == 0 and "nothing new (no new records)" in again.stdout, again.stdout
+    again = run.finishes()  # every file finished: nothing is read again
+    assert "nothing new (no new records)" in again.stdout, again.stdout
     assert len(catalog.load_table("sales.orders").scan().to_arrow()) == len(orders)

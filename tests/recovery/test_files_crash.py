@@ -8,15 +8,13 @@ hook at a finalize, and from outside at an arbitrary moment), then resumed to th
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.fixtures.crash import CrashHarness
 from thalweg_bytewax.lanes import read_lane
 
 pytestmark = pytest.mark.slow
@@ -33,20 +31,18 @@ def make_files(root: Path) -> set[tuple[str, int]]:
             path.write_text("id,name\n" + "".join(f"{i},n{i}\n" for i in range(ROWS)))
         else:
             path = root / f"part-{k}.ndjson"
-            path.write_text("".join(json.dumps({"id": i, "name": f"n{i}"}) + "\n" for i in range(ROWS)))
+            path.write_text(
+                "".join(json.dumps({"id": i, "name": f"n{i}"}) + "\n" for i in range(ROWS))
+            )
         expected |= {(str(path), i) for i in range(ROWS)}
     return expected
 
 
-def cmd(recovery: Path) -> list[str]:
-    return [sys.executable, "-m", "bytewax.run", "tests.recovery.files_crash_flow:flow",
-            "-r", str(recovery), "-s", "1", "-b", "0"]
+FLOW = "tests.recovery.files_crash_flow:flow"
 
 
-def env(files: Path, lane: Path, **extra: str) -> dict[str, str]:
-    out = {k: v for k, v in os.environ.items() if k != "THALWEG_FAULT"}
-    out.update({"THALWEG_FILES": str(files / "part-*"), "THALWEG_LANE": str(lane), **extra})
-    return out
+def files_env(files: Path, lane: Path, **extra: str) -> dict[str, str]:
+    return {"THALWEG_FILES": str(files / "part-*"), "THALWEG_LANE": str(lane), **extra}
 
 
 def assert_each_row_once(lane: Path, expected: set[tuple[str, int]]) -> None:
@@ -57,39 +53,30 @@ def assert_each_row_once(lane: Path, expected: set[tuple[str, int]]) -> None:
 
 
 @pytest.fixture
-def setup(tmp_path: Path) -> tuple[Path, Path, Path, set[tuple[str, int]]]:
+def setup(tmp_path: Path) -> tuple[Path, Path, set[tuple[str, int]]]:
     expected = make_files(tmp_path / "files")
-    recovery = tmp_path / "recovery"
-    recovery.mkdir()
-    subprocess.run([sys.executable, "-m", "bytewax.recovery", str(recovery), "1"], check=True)
-    return tmp_path / "files", tmp_path / "lane", recovery, expected
+    return tmp_path / "files", tmp_path / "lane", expected
 
 
-def test_fault_kill_mid_file_then_resume_lands_each_row_once(setup) -> None:
-    files, lane, recovery, expected = setup
-    crashed = subprocess.run(cmd(recovery), env=env(files, lane, THALWEG_FAULT="parquet.before_finalize:3"),
-                             capture_output=True, text=True, timeout=120)
-    assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-2000:]
+def test_fault_kill_mid_file_then_resume_lands_each_row_once(setup, crash: CrashHarness) -> None:
+    files, lane, expected = setup
+    flow = crash.flow(FLOW, snapshot_s=1, env=files_env(files, lane))
+    flow.killed_at("parquet.before_finalize:3")
     before = read_lane(lane).num_rows if any(lane.rglob("*.parquet")) else 0
     assert 0 < before < len(expected), "the kill should fall mid-run"
-    done = subprocess.run(cmd(recovery), env=env(files, lane), capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stderr[-3000:]
+    flow.finishes()
     assert_each_row_once(lane, expected)
 
 
-def test_external_sigkill_then_resume_lands_each_row_once(setup) -> None:
-    files, lane, recovery, expected = setup
-    proc = subprocess.Popen(cmd(recovery), env=env(files, lane, THALWEG_DELAY_S="0.3"),
-                            stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
-    time.sleep(3.0)
+def test_external_sigkill_then_resume_lands_each_row_once(setup, crash: CrashHarness) -> None:
+    files, lane, expected = setup
+    slowed = crash.flow(FLOW, snapshot_s=1, env=files_env(files, lane, THALWEG_DELAY_S="0.3"))
+    proc = slowed.start()
+    time.sleep(3.0)  # an arbitrary moment from outside, not a named point
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
     assert proc.returncode == -signal.SIGKILL
     before = read_lane(lane).num_rows if any(lane.rglob("*.parquet")) else 0
     assert before < len(expected), "the kill should fall before the end"
-    done = subprocess.run(cmd(recovery), env=env(files, lane, THALWEG_DELAY_S="0"),
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-3000:]
+    crash.flow(FLOW, snapshot_s=1, env=files_env(files, lane, THALWEG_DELAY_S="0")).finishes()
     assert_each_row_once(lane, expected)

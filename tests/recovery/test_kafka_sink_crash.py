@@ -25,7 +25,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from tests.connectors.kafka_sink_helpers import Out, read_topic
+from tests.connectors.kafka.kafka_sink_helpers import Out, read_topic
 from thalweg_bytewax.connectors.kafka import KafkaSink
 from thalweg_bytewax.errors import SinkTransientError
 from thalweg_bytewax.records.ids import record_ids_array

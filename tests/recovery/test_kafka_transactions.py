@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from tests.connectors.kafka_sink_helpers import read_topic
+from tests.connectors.kafka.kafka_sink_helpers import read_topic
 from tests.fixtures.kafka import create_topic, topic_name
 from tests.recovery.test_kafka_sink_crash import (
     ROOT,

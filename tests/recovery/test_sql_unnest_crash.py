@@ -10,10 +10,6 @@ derived row exactly once, keyed by (partition, offset, derived ordinal), none lo
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -21,13 +17,13 @@ from typing import Any
 import duckdb
 import pytest
 
+from tests.fixtures.crash import CrashHarness
 from tests.recovery.sql_unnest_flow import QUERY
 from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.testing import produce
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
 PARTITIONS = 2
 PER_PARTITION = 1200
 ROW = tuple[int, int, int, str, str]
@@ -51,27 +47,15 @@ def fill(bootstrap: str, topic: str) -> None:
     )
 
 
-def flow_env(bootstrap: str, topic: str, base: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "THALWEG_FAULT"}
-    env.update(
-        {
-            "PYTHONPATH": os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]),
-            "THALWEG_BOOTSTRAP_SERVERS": bootstrap,
-            "THALWEG_TOPICS": topic,
-            "THALWEG_RAW_LANE": str(base / "raw"),
-            "THALWEG_ITEMS_LANE": str(base / "items"),
-            "THALWEG_BATCH_SIZE": "100",
-            "THALWEG_MAX_RECORDS_PER_S": "600",
-            **extra,
-        }
-    )
-    return env
-
-
-def run(recovery: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "bytewax.run", "tests.recovery.sql_unnest_flow"]
-    cmd += ["-r", str(recovery), "-s", "1", "-b", "0"]
-    return subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+def flow_env(bootstrap: str, topic: str, base: Path) -> dict[str, str]:
+    return {
+        "THALWEG_BOOTSTRAP_SERVERS": bootstrap,
+        "THALWEG_TOPICS": topic,
+        "THALWEG_RAW_LANE": str(base / "raw"),
+        "THALWEG_ITEMS_LANE": str(base / "items"),
+        "THALWEG_BATCH_SIZE": "100",
+        "THALWEG_MAX_RECORDS_PER_S": "600",
+    }
 
 
 def items_rows(base: Path) -> list[ROW]:
@@ -100,20 +84,16 @@ def recomputed(base: Path) -> list[ROW]:
 
 @pytest.mark.parametrize("fault", ["epoch_sink.before_commit:5", "epoch_sink.after_commit:5"])
 def test_kill_and_resume_lands_every_derived_row_exactly_once(
-    kafka_bootstrap: str, make_topic: Any, tmp_path: Path, fault: str
+    kafka_bootstrap: str, make_topic: Any, crash: CrashHarness, tmp_path: Path, fault: str
 ) -> None:
     assert "unnest" in QUERY
     topic = make_topic()
     fill(kafka_bootstrap, topic)
-    recovery = tmp_path / "recovery"
-    recovery.mkdir()
-    subprocess.run([sys.executable, "-m", "bytewax.recovery", str(recovery), "1"], check=True)
-
-    crashed = run(recovery, flow_env(kafka_bootstrap, topic, tmp_path, THALWEG_FAULT=fault))
-    assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-3000:]
+    env = flow_env(kafka_bootstrap, topic, tmp_path)
+    flow = crash.flow("tests.recovery.sql_unnest_flow", snapshot_s=1, env=env)
+    flow.killed_at(fault)
     before = len(items_rows(tmp_path)) if any((tmp_path / "items").rglob("*.parquet")) else 0
-    resumed = run(recovery, flow_env(kafka_bootstrap, topic, tmp_path))
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    flow.finishes()
 
     got = items_rows(tmp_path)
     want = recomputed(tmp_path)

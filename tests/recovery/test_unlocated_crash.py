@@ -19,25 +19,22 @@ Two flows (``main`` below, run as ``python -m tests.recovery.test_unlocated_cras
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
 from collections import Counter
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import bytewax.operators as op
 import pyarrow as pa
 import pytest
 from bytewax.dataflow import Dataflow
-from bytewax.recovery import RecoveryConfig, init_db_dir
+from bytewax.recovery import RecoveryConfig
 from bytewax.testing import TestingSource, cluster_main
+
+from tests.fixtures.crash import CrashableFlow, CrashHarness
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
 BATCHES, PER_BATCH, STRIDE = 12, 10, 5  # half of each batch updates the one before
 SHARDS = 2
 
@@ -138,19 +135,9 @@ def main() -> None:
     )
 
 
-def run_flow(args: list[str], fault: str | None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("THALWEG_FAULT", "WINDOW_TEST_KILL")}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    if fault:
-        env["THALWEG_FAULT"] = fault
-    return subprocess.run(
-        [sys.executable, "-m", "tests.recovery.test_unlocated_crash", *args],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+def unlocated_flow(crash: CrashHarness, args: list[str]) -> CrashableFlow:
+    """This module run as a flow (``main``) with ``args``."""
+    return crash.command([sys.executable, "-m", "tests.recovery.test_unlocated_crash", *args], timeout_s=180)
 
 
 def read_back(kind: str, target: str, where: str, schema: str) -> pa.Table:
@@ -158,7 +145,7 @@ def read_back(kind: str, target: str, where: str, schema: str) -> pa.Table:
     if target == "postgres":
         import psycopg
 
-        from tests.connectors.postgres_helpers import read_table
+        from tests.connectors.postgres.postgres_helpers import read_table
 
         with psycopg.connect(where, autocommit=True) as conn:
             found = conn.execute("SELECT to_regclass(%s)", (f'"{schema}"."items"',)).fetchone()
@@ -173,32 +160,27 @@ def read_back(kind: str, target: str, where: str, schema: str) -> pa.Table:
 
 
 def crash_and_resume(
-    tmp_path: Path, request: pytest.FixtureRequest, kind: str, target: str, mode: str, fault: str
+    crash: CrashHarness, request: pytest.FixtureRequest, kind: str, target: str, mode: str, fault: str
 ) -> tuple[pa.Table, pa.Table, str, str]:
     """Run a flow to ``fault`` (SIGKILL), read the table, resume it, read it again."""
     if target == "postgres":
         where: str = request.getfixturevalue("pg_dsn")
         schema: str = request.getfixturevalue("pg_schema")
     else:
-        where, schema = str(tmp_path / "warehouse"), "-"
-    recovery = tmp_path / "recovery"
-    recovery.mkdir()
-    init_db_dir(recovery, 1)
-    args = [kind, target, mode, where, schema, str(recovery)]
-    crashed = run_flow(args, fault)
-    assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-3000:]
+        where, schema = str(crash.root / "warehouse"), "-"
+    flow = unlocated_flow(crash, [kind, target, mode, where, schema, str(crash.init_recovery())])
+    flow.killed_at(fault)
     before = read_back(kind, target, where, schema)
-    resumed = run_flow(args, None)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    flow.finishes()
     return before, read_back(kind, target, where, schema), where, schema
 
 
 @pytest.mark.parametrize("target", ["postgres", "iceberg"])
 def test_an_unlocated_upsert_replayed_after_the_commit_holds_each_key_once(
-    tmp_path: Path, request: pytest.FixtureRequest, target: str
+    crash: CrashHarness, request: pytest.FixtureRequest, target: str
 ) -> None:
     before, after, _, _ = crash_and_resume(
-        tmp_path, request, "rows", target, "upsert", "epoch_sink.after_commit:4"
+        crash, request, "rows", target, "upsert", "epoch_sink.after_commit:4"
     )
     assert 0 < before.num_rows < len(last_values()), "the kill should fall mid-stream"
     got = dict(zip(after.column("id").to_pylist(), after.column("name").to_pylist(), strict=True))
@@ -208,10 +190,10 @@ def test_an_unlocated_upsert_replayed_after_the_commit_holds_each_key_once(
 
 @pytest.mark.parametrize("target", ["postgres", "iceberg"])
 def test_an_unlocated_append_replayed_after_the_commit_is_at_least_once(
-    tmp_path: Path, request: pytest.FixtureRequest, target: str
+    crash: CrashHarness, request: pytest.FixtureRequest, target: str
 ) -> None:
     before, after, _, _ = crash_and_resume(
-        tmp_path, request, "rows", target, "append", "epoch_sink.after_commit:4"
+        crash, request, "rows", target, "append", "epoch_sink.after_commit:4"
     )
     sent = Counter(n for _, b in items() for n in b.column("name").to_pylist())
     assert 0 < before.num_rows < sum(sent.values()), "the kill should fall mid-stream"
@@ -225,12 +207,12 @@ def test_an_unlocated_append_replayed_after_the_commit_is_at_least_once(
 
 @pytest.mark.parametrize("target", ["postgres", "iceberg"])
 def test_window_results_upserted_after_a_kill_and_resume_equal_a_batch_recomputation(
-    tmp_path: Path, request: pytest.FixtureRequest, target: str
+    crash: CrashHarness, request: pytest.FixtureRequest, target: str
 ) -> None:
     from tests.recovery.test_window_crash import expected
 
     before, after, _, _ = crash_and_resume(
-        tmp_path, request, "windows", target, "upsert", "epoch_sink.after_commit:3"
+        crash, request, "windows", target, "upsert", "epoch_sink.after_commit:3"
     )
     want, _ = expected()
     assert 0 < before.num_rows < len(want), "the kill should fall mid-stream"
@@ -262,26 +244,21 @@ def late_records() -> set[tuple[str, str, str]]:
 
 @pytest.mark.parametrize("window", ["tumbling", "sliding", "session"])
 def test_late_records_upserted_after_kills_and_resumes_land_once_each(
-    tmp_path: Path, window: str
+    crash: CrashHarness, window: str
 ) -> None:
-    where = str(tmp_path / "warehouse")
-    recovery = tmp_path / "recovery"
-    recovery.mkdir()
-    init_db_dir(recovery, 1)
-    args = ["late", "iceberg", window, where, "-", str(recovery)]
+    where = str(crash.root / "warehouse")
+    flow = unlocated_flow(crash, ["late", "iceberg", window, where, "-", str(crash.init_recovery())])
     want = late_records()
     held_after: list[int] = []
     for fault in LATE_KILLS:
-        crashed = run_flow(args, fault)
-        assert crashed.returncode == -signal.SIGKILL, (fault, crashed.stderr[-3000:])
+        flow.killed_at(fault)
         held = read_back("late", "iceberg", where, "-")
         held_after.append(held.num_rows)
         if held.num_rows:
             keys = held.select(["status", "source", "late_seq"]).to_pylist()
             assert len(keys) == len({tuple(k.values()) for k in keys}), "a late row twice"
     assert 0 < held_after[0] < len(want), "the first kill should fall between late records"
-    done = run_flow(args, None)
-    assert done.returncode == 0, done.stderr[-3000:]
+    flow.finishes()
     got = read_back("late", "iceberg", where, "-").to_pylist()
     seen = Counter((r["source"], r["status"], r["event_time_min"].isoformat()) for r in got)
     assert set(seen) == want

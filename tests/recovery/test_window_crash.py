@@ -9,22 +9,17 @@ by (status, window start), so the final view is what the test compares.
 
 from __future__ import annotations
 
-import os
-import signal
 import sqlite3
-import subprocess
-import sys
 from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from tests.fixtures.crash import CrashHarness
 from tests.recovery.window_crash_flow import PARTITIONS, WINDOW, batches
 
 pytestmark = [pytest.mark.slow]
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def expected() -> tuple[dict[tuple[str, str], tuple[int, int]], set[tuple[str, str]]]:
@@ -55,32 +50,18 @@ def read(db: Path) -> tuple[dict[tuple[str, str], tuple[int, int]], list[tuple[s
     return windows, late
 
 
-def run(recovery: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "bytewax.run", "tests.recovery.window_crash_flow:flow"]
-    cmd += ["-r", str(recovery), "-s", "1", "-b", "0"]
-    return subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
-
-
 def test_window_results_after_sigkill_and_resume_equal_a_batch_recomputation(
-    tmp_path: Path,
+    crash: CrashHarness, tmp_path: Path
 ) -> None:
-    recovery, db = tmp_path / "recovery", tmp_path / "windows.db"
-    recovery.mkdir()
-    subprocess.run([sys.executable, "-m", "bytewax.recovery", str(recovery), "1"], check=True)
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-        "WINDOW_TEST_DB": str(db),
-        "WINDOW_TEST_KILL": str(tmp_path / "killed"),
-    }
-    crashed = run(recovery, env)
-    assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-3000:]
+    db = tmp_path / "windows.db"
+    env = {"WINDOW_TEST_DB": str(db), "WINDOW_TEST_KILL": str(tmp_path / "killed")}
+    flow = crash.flow("tests.recovery.window_crash_flow:flow", snapshot_s=1, env=env)
+    flow.killed_at(None)  # the flow kills itself mid-stream, once (WINDOW_TEST_KILL)
     want, want_late = expected()
     before, _ = read(db)
     assert 0 < len(before) < len(want) // 2, "the kill should fall mid-stream"
 
-    resumed = run(recovery, env)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    flow.finishes()
     got, late = read(db)
     assert got == want
     assert {(s, t) for _, s, t in late} == want_late

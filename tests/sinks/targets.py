@@ -4,7 +4,7 @@ The behaviour suite (``tests/sinks/test_behaviour.py``) runs each case against e
 :class:`SinkTarget`: the Parquet lane, an Iceberg table (pyiceberg ``SqlCatalog`` on
 SQLite), a PostgreSQL table (pgserver or ``THALWEG_TEST_PG_DSN``), an Arrow IPC
 directory and a Kafka topic (librdkafka's mock cluster or ``THALWEG_TEST_KAFKA``, JSON
-values); the crash suite (``tests/sinks/test_crash.py``) runs the three table sinks. A target knows how to build its sink
+values); the crash suite (``tests/sinks/test_crash.py``) runs all five too. A target knows how to build its sink
 (``make``), how to read what it holds as Arrow (``read``), its columns and their types
 and comments, a token of what it has committed, and what it can do (capability flags:
 a case a sink cannot meet by design is skipped naming the capability, never for a
@@ -448,7 +448,7 @@ class KafkaTarget(SinkTarget):
     def read(self) -> pa.Table:
         import orjson
 
-        from tests.connectors.kafka_sink_helpers import read_topic
+        from tests.connectors.kafka.kafka_sink_helpers import read_topic
 
         records = read_topic(self.bootstrap, self.topic)
         if not records:
@@ -475,7 +475,7 @@ class KafkaTarget(SinkTarget):
         return {f.name: str(f.type) for f in self.read().schema}
 
     def committed(self) -> object:
-        from tests.connectors.kafka_sink_helpers import read_topic
+        from tests.connectors.kafka.kafka_sink_helpers import read_topic
 
         return tuple(
             sorted((r.partition, r.offset) for r in read_topic(self.bootstrap, self.topic))
