@@ -4,7 +4,7 @@ Order ``i`` of a seed is a pure function of ``(seed, i)`` — any range, any par
 any process computes the same order — and a whole range is computed at once with numpy
 (splitmix64 over the index array), then encoded to Confluent-framed Avro from byte
 tables, without a Python object per field. :func:`thalweg_bytewax.dev.samples.sample_order_at`
-reads one order back as a dict; the two agree byte for byte (tests/core/test_samples_fast.py).
+reads one order back as a dict; the two agree byte for byte (tests/dev/test_sample_columns.py).
 """
 
 from __future__ import annotations
