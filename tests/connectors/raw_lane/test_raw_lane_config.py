@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.connectors.test_raw_lane_source import COLS, replay, write_lane
+from tests.connectors.raw_lane.test_raw_lane_source import COLS, replay, write_lane
 from thalweg_bytewax.config import load_config
 from thalweg_bytewax.connectors.raw_lane import RawLaneSource, RawLaneSourceConfig
 from thalweg_bytewax.coverage import OffsetCoverage
