@@ -71,12 +71,12 @@ def test_offsets_without_a_record_are_counted(
         assert b"b" not in values and stats.offsets_skipped == 12
 
 
-def test_the_isolation_level_reaches_the_consumer_and_add_config_wins() -> None:
+def test_the_isolation_level_reaches_the_consumer_and_librdkafka_wins() -> None:
     plain = KafkaSource(["b:9092"], ["t"])
     assert plain._config.consumer_config()["isolation.level"] == "read_committed"
     loose = KafkaSource(["b:9092"], ["t"], isolation_level="read_uncommitted")
     assert loose._config.consumer_config()["isolation.level"] == "read_uncommitted"
-    wins = KafkaSource(["b:9092"], ["t"], add_config={"isolation.level": "read_uncommitted"})
+    wins = KafkaSource(["b:9092"], ["t"], librdkafka={"isolation.level": "read_uncommitted"})
     assert wins._config.consumer_config()["isolation.level"] == "read_uncommitted"
     with pytest.raises(ConfigError, match=r"`isolation_level` expected one of read_committed"):
         KafkaSource(["b:9092"], ["t"], isolation_level="serializable")  # type: ignore[arg-type]
