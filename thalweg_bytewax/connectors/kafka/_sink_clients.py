@@ -13,7 +13,8 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 
-from ._sink_reconcile import Stable, end_offsets
+from ._sink_offsets import end_offsets
+from ._sink_reconcile import Stable
 from ._sink_stable import BROKER_ABORT_CHECK_S, uncommitted_config
 
 __all__ = ["close_clients", "take_marks"]

@@ -26,8 +26,9 @@ from thalweg_bytewax.runtime.parts import stable_route
 from ._retry import retried
 from ._sink_clients import close_clients, take_marks
 from ._sink_delivery import DeliveryReports
+from ._sink_offsets import end_offsets
 from ._sink_produce import produce_all
-from ._sink_reconcile import Stable, Written, end_offsets, read_written
+from ._sink_reconcile import Stable, Written, read_written
 from ._sink_records import prepare, trace_headers
 from .stats import KafkaSinkStats
 
