@@ -9,7 +9,7 @@ seven faults (a bad status, a missing total, a malformed id, a long currency, cu
 
 Variants, each in its own process (so its peak RSS is its own), quarantine mode:
 
-* ``validate``: the validator step (``_Validator.run``: evaluation, DLQ rows with row
+* ``validate``: the validator step (``Validator.run``: evaluation, DLQ rows with row
   JSON and messages, audit rows), batch by batch, on one core;
 * ``flow``: the same through a real Bytewax flow (``run_main``) with ``twg.validate``;
 * ``baseline``: a competent hand-written columnar step: the same checks written
@@ -257,9 +257,9 @@ def _variant(name: str, rows: int, size: int, rejects: float) -> dict[str, float
         rejected = sum(counted)
     else:
         if name == "validate":
-            from thalweg_bytewax.operators.validation import _Validator
+            from thalweg_bytewax.operators._validator import Validator
 
-            validator = _Validator("bench", RuleSet(RULES), ContractMode.QUARANTINE, COLS)
+            validator = Validator("bench", RuleSet(RULES), ContractMode.QUARANTINE, COLS)
 
             def step(b: pa.RecordBatch) -> pa.RecordBatch | None:
                 return validator.run(b).rejected

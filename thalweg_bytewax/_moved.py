@@ -29,6 +29,7 @@ MOVED: dict[str, str] = {
     "thalweg_bytewax._apache_kafka": "thalweg_bytewax.dev._apache_kafka",
     "thalweg_bytewax._dev_postgres": "thalweg_bytewax.dev._postgres",
     "thalweg_bytewax._fixed_port": "thalweg_bytewax.dev._fixed_port",
+    "thalweg_bytewax._json_schema_doc": "thalweg_bytewax.schemamodel._json_schema_doc",
     "thalweg_bytewax._lane_schema": "thalweg_bytewax.lanes._schema",
     "thalweg_bytewax._mock_broker": "thalweg_bytewax.dev._mock_broker",
     "thalweg_bytewax._published": "thalweg_bytewax.dev._published",

@@ -27,7 +27,8 @@ from thalweg_bytewax.contracts.evaluate import drop_masks, evaluate
 from thalweg_bytewax.contracts.spec import ContractMode
 from thalweg_bytewax.dedup.key_memory import SeenWindow
 from thalweg_bytewax.lanes.dlq import dlq_schema, rejected_from_dlq_batch
-from thalweg_bytewax.operators.validation import _Validator, failed_rules_column
+from thalweg_bytewax.operators._validator import Validator
+from thalweg_bytewax.operators.validation import failed_rules_column
 from thalweg_bytewax.records import MetadataColumns
 
 CONTRACT = orders_contract()
@@ -101,7 +102,7 @@ def test_quarantine_keeps_batch_order_across_reasons_and_shares_a_whole_batch():
             row["status"] = "LOST"  # not an allowed value: a quality reject
     batch = orders_batch(rows)
     ruleset = RuleSet.from_contract(CONTRACT)
-    verdict = _Validator("v", ruleset, ContractMode.QUARANTINE, COLS).run(batch)
+    verdict = Validator("v", ruleset, ContractMode.QUARANTINE, COLS).run(batch)
 
     rejected = verdict.rejected
     assert verdict.clean is None and rejected is not None
@@ -292,7 +293,7 @@ def test_verdicts_per_partition_do_not_depend_on_the_worker_count(entry_point):
 
 def test_strict_message_names_the_failing_row_of_a_batch_without_locator_columns():
     batch = pa.RecordBatch.from_pydict({"total": [5.0, 7.0, 250.0]})
-    validator = _Validator(
+    validator = Validator(
         "v", RuleSet([Rule.between("total", 0, 100)]), ContractMode.STRICT, MetadataColumns()
     )
     with pytest.raises(ContractViolationError, match="at `row 2`") as info:
@@ -309,7 +310,7 @@ def test_dlq_row_json_spells_out_non_finite_floats():
         }
     )
     rules = [Rule.between("total", 0, 100), Rule.sql("parts_finite", "list_max(parts) < 10")]
-    validator = _Validator("v", RuleSet(rules), ContractMode.QUARANTINE, MetadataColumns())
+    validator = Validator("v", RuleSet(rules), ContractMode.QUARANTINE, MetadataColumns())
     rejected = validator.run(batch).rejected
     assert rejected is not None
     assert sorted(rejected["row_json"].to_pylist()) == sorted(
@@ -344,7 +345,7 @@ def test_without_a_contract_a_rule_on_a_column_the_batch_lacks_fails_on_the_firs
 ):
     batch = pa.RecordBatch.from_pydict({"id": [1, 2], "status": ["NEW", "TEST"], "total": [1, 2]})
     ruleset = RuleSet(rules, drop)
-    validator = _Validator("v", ruleset, ContractMode.QUARANTINE, MetadataColumns())
+    validator = Validator("v", ruleset, ContractMode.QUARANTINE, MetadataColumns())
     with pytest.raises(ContractError, match=rf"validate `v`: {named} is on column '\w+', which"):
         validator.run(batch, {0: SeenWindow(timedelta(hours=1))} if validator.windowed else None)
     with pytest.raises(ContractError, match="which the batch lacks"):
@@ -359,7 +360,7 @@ def evaluate_and_drop(batch, ruleset):
 def test_not_null_and_type_rules_on_a_missing_column_still_fail_every_row():
     batch = pa.RecordBatch.from_pydict({"id": [1, 2]})
     ruleset = RuleSet([Rule.not_null("status"), Rule.of_type("total", pa.int64())])
-    out = _Validator("v", ruleset, ContractMode.QUARANTINE, MetadataColumns()).run(batch)
+    out = Validator("v", ruleset, ContractMode.QUARANTINE, MetadataColumns()).run(batch)
     assert out.clean is None
     assert out.rejected is not None
     assert out.rejected["reason"].to_pylist() == ["contract", "contract"]

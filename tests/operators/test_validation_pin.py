@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from thalweg_bytewax.contracts import Rule, RuleSet
 from thalweg_bytewax.contracts.spec import ContractMode
-from thalweg_bytewax.operators.validation import _Validator
+from thalweg_bytewax.operators._validator import Validator
 from thalweg_bytewax.records.metadata import MetadataColumns
 
 COLS = MetadataColumns()
@@ -153,7 +153,7 @@ def pinned_outputs() -> dict[str, Any]:
     out: dict[str, Any] = {}
     for locators in (True, False):
         batch = mixed_batch(locators=locators)
-        validator = _Validator("pin", RuleSet(RULES), ContractMode.QUARANTINE, COLS)
+        validator = Validator("pin", RuleSet(RULES), ContractMode.QUARANTINE, COLS)
         verdict = validator.run(batch)
         name = "with_locators" if locators else "without_locators"
         out[name] = {

@@ -15,7 +15,8 @@ import pyarrow as pa
 from tests.contracts.orders_data import COLS, orders, orders_batch, orders_contract
 from thalweg_bytewax.contracts import Rule, RuleSet
 from thalweg_bytewax.contracts.spec import ContractMode
-from thalweg_bytewax.operators.validation import _Validator, _WindowedLogic
+from thalweg_bytewax.operators._validator import Validator
+from thalweg_bytewax.operators.validation import _WindowedLogic
 
 CONTRACT = orders_contract()
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -32,7 +33,7 @@ def stamped(batch: pa.RecordBatch, event: list[datetime], ingest: datetime) -> p
 def windowed_logic() -> _WindowedLogic:
     rule = Rule.unique("order_id", window=timedelta(minutes=1))
     ruleset = RuleSet.from_contract(CONTRACT, rules=[rule])
-    validator = _Validator("validate", ruleset, ContractMode.QUARANTINE, COLS)
+    validator = Validator("validate", ruleset, ContractMode.QUARANTINE, COLS)
     return _WindowedLogic(validator, validator.windowed, None)
 
 

@@ -28,8 +28,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from thalweg_bytewax._json_schema_doc import json_type, resolve_ref, root_object
 from thalweg_bytewax.errors import SchemaError
+from thalweg_bytewax.schemamodel._json_schema_doc import json_type, resolve_ref, root_object
 
 __all__ = ["TIMESTAMP_TYPE", "JsonShape", "shape_from_arrow", "shape_from_json_schema"]
 

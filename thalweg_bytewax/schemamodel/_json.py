@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from thalweg_bytewax._json_schema_doc import json_type, resolve_ref, root_object
 from thalweg_bytewax.errors import SchemaError
+from thalweg_bytewax.schemamodel._json_schema_doc import json_type, resolve_ref, root_object
 from thalweg_bytewax.schemamodel._model import Kind, SchemaField, SchemaModel, SchemaType
 
 __all__ = ["from_json_schema"]

@@ -27,15 +27,15 @@ from thalweg_bytewax._lazy import lazy_dir, load_lazy
 
 if TYPE_CHECKING:
     from .config import KafkaSourceConfig
-    from .sink import KafkaSink, KafkaSinkStats
+    from .sink import KafkaSink
     from .source import KafkaPartitionState, KafkaSource, StartingOffset
-    from .stats import KafkaSourceStats
+    from .stats import KafkaSinkStats, KafkaSourceStats
 
 # Public name -> the submodule that defines it, imported on first access.
 _LAZY = {
     "KafkaPartitionState": ".source",
     "KafkaSink": ".sink",
-    "KafkaSinkStats": ".sink",
+    "KafkaSinkStats": ".stats",
     "KafkaSource": ".source",
     "KafkaSourceConfig": ".config",
     "KafkaSourceStats": ".stats",

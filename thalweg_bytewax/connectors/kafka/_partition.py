@@ -1,20 +1,20 @@
 """Private: one topic-partition of a ``KafkaSource``, read by its own consumer.
 
 Only the partition does I/O on the records: it assigns its partition explicitly (no
-consumer group), polls without blocking, backs off through ``next_awake``, and
-snapshots the position after the last record it emitted (``_resume``).
+consumer group), polls without blocking, backs off through ``next_awake`` (``_backoff``),
+sorts what its client reports (``_partition_health``), and snapshots the position after
+the last record it emitted (``_resume``).
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from datetime import UTC, datetime, timedelta
-from typing import Any, NoReturn, cast
+from typing import Any, cast
 
 import pyarrow as pa
 from bytewax.inputs import StatefulSourcePartition
-from confluent_kafka import OFFSET_END, Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, TopicPartition
 from typing_extensions import override
 
 from thalweg_bytewax.errors import SourceError
@@ -24,32 +24,17 @@ from thalweg_bytewax.records.model import KeyedBatch
 from thalweg_bytewax.runtime import admission
 from thalweg_bytewax.runtime.parts import encode_part
 
-from ._errors import is_fatal, is_truncation
+from ._backoff import ERROR_BACKOFF, IDLE_BACKOFF, Backoff
 from ._lazy_consumer import LazyConsumer
 from ._metadata import SourceMetadata
 from ._native import CONSUME_ENV, open_native, use_native
-from ._resume import KafkaPartitionState, check_resume, make_state, truncation_message
+from ._partition_health import ClientHealth
+from ._resume import KafkaPartitionState, check_resume, make_state
+from ._start_offset import initial_offset
 from .config import KafkaSourceConfig as SourceConfig
 from .stats import KafkaSourceStats
 
 logger = logging.getLogger(__name__)
-
-_IDLE_BACKOFF = (timedelta(milliseconds=1), timedelta(milliseconds=50))
-_ERROR_BACKOFF = (timedelta(milliseconds=50), timedelta(seconds=5))
-
-
-class _Backoff:
-    def __init__(self, bounds: tuple[timedelta, timedelta]) -> None:
-        self._first, self._cap = bounds
-        self._current = self._first
-
-    def next(self) -> timedelta:
-        delay = self._current
-        self._current = min(self._current * 2, self._cap)
-        return delay
-
-    def reset(self) -> None:
-        self._current = self._first
 
 
 class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
@@ -76,13 +61,9 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
         self._avg_record_bytes = 0.0
         self.stats = KafkaSourceStats() if stats is None else stats
         """This partition's counters (shared with ``KafkaSource.stats``)."""
-        self._fatal: KafkaError | None = None
-        self._degraded = False
-        # Bounded runs only: since when (monotonic) the partition has read nothing while
-        # the client reported errors, the last of them, and how long that may last.
-        self._unreachable_s = None if config.tail else config.unreachable_timeout_s
-        self._failing_since: float | None = None
-        self._last_error = ""
+        self._health = ClientHealth(
+            self._key, self.stats, None if config.tail else config.unreachable_timeout_s
+        )
         consumer_settings = config.consumer_config(sharing_prefetch)
         # The data plane: the native batch consume into Arrow buffers when it is built
         # (a librdkafka handle shared with the worker's other partitions of this source,
@@ -97,7 +78,7 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
         )
         # Client-level errors (brokers down, authentication) are not returned by
         # consume(); librdkafka reports them here, served from within consume().
-        consumer_settings["error_cb"] = self._on_client_error
+        consumer_settings["error_cb"] = self._health.on_client_error
         try:
             self._consumer: Consumer = (
                 cast("Consumer", LazyConsumer(consumer_settings))
@@ -133,7 +114,7 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
             else:
                 # A partition that appeared after the flow's first run starts at its
                 # earliest offset (KafkaSource.build_part): nothing written to it is skipped.
-                start = low if appeared else _initial_offset(self._consumer, config, tp, low, high)
+                start = low if appeared else initial_offset(self._consumer, config, tp, low, high)
                 self._assign(topic, partition, start)
             self._next_offset = start
             self._end_offset = None if self._tail else high
@@ -145,8 +126,8 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
         self._watch = meta.acquire_watch(self._consumer)
         self._fail_on_new = config.fail_on_new_partitions
         self._tp = TopicPartition(topic, partition)
-        self._idle = _Backoff(_IDLE_BACKOFF)
-        self._errors = _Backoff(_ERROR_BACKOFF)
+        self._idle = Backoff(IDLE_BACKOFF)
+        self._errors = Backoff(ERROR_BACKOFF)
         self._next_awake: datetime | None = None
         # Metrics, health and batch spans when observability is on (else None).
         self._obs = observe_source_partition(
@@ -205,16 +186,6 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
             return self._batch_size
         return max(1, min(self._batch_size, int(self._max_bytes / self._avg_record_bytes)))
 
-    def _on_client_error(self, err: KafkaError) -> None:
-        if is_fatal(err):
-            self._fatal = self._fatal or err
-            return
-        self._note_failing(err)
-        self.stats.transient_errors += 1
-        if not self._degraded:  # log once per state change, not per error
-            self._degraded = True
-            logger.warning("kafka partition %s: client error %s, retrying", self._key, err.name())
-
     @override
     def next_batch(self) -> list[KeyedBatch]:
         obs = self._obs
@@ -228,7 +199,7 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
         except Exception as exc:
             obs.failed(exc)
             raise
-        return obs.polled(out, next_offset=self._next_offset, degraded=self._degraded)
+        return obs.polled(out, next_offset=self._next_offset, degraded=self._health.degraded)
 
     def _poll(self) -> list[KeyedBatch]:
         if self._eof:
@@ -249,14 +220,19 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
             return []
         if self._native is not None:
             return self._poll_native()
+        health = self._health
         msgs = self._consumer.consume(self._budget(), timeout=0)
-        if self._fatal is not None:
-            self._raise_fatal()
+        if health.fatal is not None:
+            health.raise_fatal(self._next_offset)
         good = msgs
         transient = False
         if msgs and any(m.error() is not None for m in msgs):
             good = [m for m in msgs if m.error() is None]
-            transient = self._message_errors([e for m in msgs if (e := m.error()) is not None])
+            transient = health.message_errors(
+                [e for m in msgs if (e := m.error()) is not None],
+                self._next_offset,
+                self._leader_epoch,
+            )
         now = datetime.now(UTC)
         if not self._pace(now, transient=transient, got=bool(good)):
             return []
@@ -267,7 +243,7 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
         return self._emitted(batch, int(last.offset() or 0), last.leader_epoch(), now)
 
     def _poll_native(self) -> list[KeyedBatch]:
-        native = self._native
+        native, health = self._native, self._health
         try:
             out = native.consume(self._budget(), self._max_bytes)
         except RuntimeError as exc:  # librdkafka refused the assignment or the queue
@@ -277,16 +253,18 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
         if client is not None:
             code, fatal, text, count = client
             if fatal:
-                self._fatal = self._fatal or KafkaError(code, text, fatal=True)
+                health.fatal = health.fatal or KafkaError(code, text, fatal=True)
             else:
                 for _ in range(count - 1):  # the callback kept the last of `count` errors
                     self.stats.transient_errors += 1
-                self._on_client_error(KafkaError(code, text))
-        if self._fatal is not None:
-            self._raise_fatal()
+                health.on_client_error(KafkaError(code, text))
+        if health.fatal is not None:
+            health.raise_fatal(self._next_offset)
         n, errors = out[0], out[-1]
-        transient = bool(errors) and self._message_errors(
-            [KafkaError(code, text) for code, text, _ in errors]
+        transient = bool(errors) and health.message_errors(
+            [KafkaError(code, text) for code, text, _ in errors],
+            self._next_offset,
+            self._leader_epoch,
         )
         now = datetime.now(UTC)
         if not self._pace(now, transient=transient, got=n > 0):
@@ -303,61 +281,10 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
         last = batch.column(self._columns.source_offset)[n - 1].as_py()
         return self._emitted(batch, last, epoch, now)
 
-    def _raise_fatal(self) -> NoReturn:
-        assert self._fatal is not None  # noqa: S101 - callers check
-        msg = (
-            f"kafka source: partition `{self._key}` failed at offset {self._next_offset}: "
-            f"{self._fatal.str()} ({self._fatal.name()}); check the brokers and the "
-            f"security settings in `librdkafka`"
-        )
-        raise SourceError(msg)
-
-    def _message_errors(self, errors: list[KafkaError]) -> bool:
-        """Raise on a truncation or fatal consume error; count transient ones."""
-        transient = False
-        for err in errors:
-            if err.code() == KafkaError._PARTITION_EOF:  # noqa: SLF001
-                continue
-            if is_truncation(err):
-                msg = truncation_message(self._key, self._next_offset, self._leader_epoch, err)
-                raise SourceError(msg)
-            if is_fatal(err):
-                msg = (
-                    f"kafka source: partition `{self._key}` failed at offset "
-                    f"{self._next_offset}: {err.str()} ({err.name()})"
-                )
-                raise SourceError(msg)
-            # Counted and backed off; the good records of this poll are still
-            # emitted, since librdkafka's fetch position has moved past them.
-            transient = True
-            self._note_failing(err)
-            self.stats.transient_errors += 1
-            logger.warning("kafka partition %s: transient error %s", self._key, err.name())
-        return transient
-
-    def _note_failing(self, err: KafkaError) -> None:
-        if self._failing_since is None:
-            self._failing_since = time.monotonic()
-        self._last_error = str(err.name())
-
-    def _raise_if_unreachable_too_long(self) -> None:
-        """In a bounded run, fail once the brokers have been failing for the bound."""
-        bound, since = self._unreachable_s, self._failing_since
-        if bound is None or since is None or time.monotonic() - since < bound:
-            return
-        msg = (
-            f"kafka source: partition `{self._key}` read nothing for {bound:g} s while the "
-            f"client reported {self._last_error} (the brokers unreachable); a bounded run "
-            f"(tail=False) stopped at offset {self._next_offset}, expected to reach "
-            f"{self._end_offset}; check the brokers and run again (it resumes at offset "
-            f"{self._next_offset}), or raise `unreachable_timeout`"
-        )
-        raise SourceError(msg)
-
     def _pace(self, now: datetime, *, transient: bool, got: bool) -> bool:
         """Set the next wake-up; whether there are records (else StopIteration at the end)."""
         if got:
-            self._failing_since = None
+            self._health.received()
         if transient:
             self._next_awake = now + self._errors.next()
         elif not got:
@@ -366,14 +293,12 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
             self._errors.reset()
             self._idle.reset()
             self._next_awake = None
-            if self._degraded:
-                self._degraded = False
-                logger.info("kafka partition %s: receiving again", self._key)
+            self._health.recovered()
         if not got:
             if self._end_offset is not None and self._position() >= self._end_offset:
                 self._eof = True
                 raise StopIteration
-            self._raise_if_unreachable_too_long()
+            self._health.raise_if_unreachable_too_long(self._next_offset, self._end_offset)
             return False
         return True
 
@@ -418,26 +343,3 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
             self._watch = None
         self._consumer.close()
         self._close_native()
-
-
-def _initial_offset(
-    consumer: Consumer, config: SourceConfig, tp: TopicPartition, low: int, high: int
-) -> int:
-    start = config.starting_offset
-    if start == "earliest":
-        return low
-    if start == "latest":
-        return high
-    if isinstance(start, datetime):
-        ms = int(start.timestamp() * 1000)
-        found = consumer.offsets_for_times(
-            [TopicPartition(tp.topic, tp.partition, ms)], timeout=config.metadata_timeout_s
-        )[0]
-        return high if found.offset in (OFFSET_END, -1) else found.offset
-    if start < low:
-        msg = (
-            f"kafka source: starting offset {start} of `{tp.topic}:{tp.partition}` was "
-            f"already deleted (earliest available is {low}); choose an offset >= {low}"
-        )
-        raise SourceError(msg)
-    return int(start)

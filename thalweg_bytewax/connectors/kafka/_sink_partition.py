@@ -12,29 +12,30 @@ from __future__ import annotations
 
 import logging
 import time
-import warnings
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaException, Producer
 from typing_extensions import override
 
 from thalweg_bytewax.coverage.spans import OffsetCoverage
-from thalweg_bytewax.errors import SinkError, SinkTerminalError, SinkTransientError
-from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState, EpochSinkStats
+from thalweg_bytewax.errors import SinkTerminalError, SinkTransientError
+from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState
 from thalweg_bytewax.runtime.parts import stable_route
 
-from ._errors import is_fatal
 from ._retry import retried
+from ._sink_clients import close_clients, take_marks
+from ._sink_delivery import DeliveryReports
+from ._sink_offsets import end_offsets
 from ._sink_produce import produce_all
-from ._sink_reconcile import Stable, Written, end_offsets, read_written
+from ._sink_reconcile import Stable, Written, read_written
 from ._sink_records import prepare, trace_headers
-from ._sink_stable import BROKER_ABORT_CHECK_S, uncommitted_config
+from .stats import KafkaSinkStats
 
 if TYPE_CHECKING:
     from .sink import KafkaSink
 
-__all__ = ["KafkaSinkStats", "out_state_key"]
+__all__ = ["out_state_key"]
 
 logger = logging.getLogger(__name__)
 
@@ -44,36 +45,6 @@ _QUEUE_POLL_S = 0.05
 _FLUSH_GRACE_S = 2.0
 
 
-# Delivery errors a healthy cluster gets over: a record that timed out (a slow or
-# unreachable broker) can be produced again on resume.
-_TRANSIENT_DELIVERY = frozenset(
-    {
-        KafkaError._MSG_TIMED_OUT,  # noqa: SLF001 - librdkafka's public local error codes
-        KafkaError._PURGE_QUEUE,  # noqa: SLF001
-        KafkaError._PURGE_INFLIGHT,  # noqa: SLF001
-    }
-)
-
-
-# A newer producer took over the transactional id: this one is a zombie.
-_FENCED = frozenset(
-    {
-        KafkaError._FENCED,  # noqa: SLF001 - librdkafka's public local error code
-        KafkaError.PRODUCER_FENCED,
-        KafkaError.INVALID_PRODUCER_EPOCH,
-    }
-)
-
-
-def _terminal(err: KafkaError) -> bool:
-    """Whether a delivery error needs a person (vs. the epoch replaying on resume)."""
-    if err.fatal():
-        return True
-    if err.retriable() or err.code() in _TRANSIENT_DELIVERY:
-        return False
-    return is_fatal(err)
-
-
 def out_state_key(topic: str, partition: int) -> str:
     """The state key of an output partition's reconcile position.
 
@@ -81,37 +52,6 @@ def out_state_key(topic: str, partition: int) -> str:
     these entries never meet the source keys of the epoch-sink state.
     """
     return f"\x00out:{topic}:{partition}"
-
-
-class KafkaSinkStats(EpochSinkStats):
-    """Plain counters of one ``KafkaSink`` partition, exported by the observability layer.
-
-    Attributes:
-        records_produced: Records handed to the producer.
-        bytes_produced: Value bytes handed to the producer.
-        queue_full_waits: Times the bounded local queue was full and produce waited.
-        records_read_back: Records read back from the topic to reconcile on resume.
-        transactions_committed: Epoch transactions committed (``transactional=True``).
-        transactions_aborted: Epoch transactions aborted after a failure.
-    """
-
-    __slots__ = (
-        "bytes_produced",
-        "queue_full_waits",
-        "records_produced",
-        "records_read_back",
-        "transactions_aborted",
-        "transactions_committed",
-    )
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.records_produced = 0
-        self.bytes_produced = 0
-        self.queue_full_waits = 0
-        self.records_read_back = 0
-        self.transactions_committed = 0
-        self.transactions_aborted = 0
 
 
 class _KafkaSinkPartition(EpochSinkPartition):
@@ -136,13 +76,12 @@ class _KafkaSinkPartition(EpochSinkPartition):
         )
         self._sink = sink
         self._topic = sink.topic
-        self._errors: list[tuple[KafkaError, int | None]] = []
-        self._fatal: KafkaError | None = None
         settings = sink.producer_config(step_id, shard)
-        self._transactional_id: str | None = settings.get("transactional.id")
-        self._fenced = False
-        settings["on_delivery"] = self._on_delivery
-        settings["error_cb"] = self._on_client_error
+        self._reports = DeliveryReports(
+            self.component, self._topic, shard, settings.get("transactional.id")
+        )
+        settings["on_delivery"] = self._reports.on_delivery
+        settings["error_cb"] = self._reports.on_client_error
         self._producer = Producer(settings)
         self._reader = Consumer(sink.reader_config())
         self._clients_closed = False
@@ -176,7 +115,14 @@ class _KafkaSinkPartition(EpochSinkPartition):
                 # After the fence, so that this shard's previous run wrote everything
                 # below the marks; the read-back waits only behind those records, which
                 # no transaction of this run precedes (no deadlock: see _sink_stable).
-                self._stable = self._take_marks(settings)
+                self._stable = take_marks(
+                    sink.reader_config(),
+                    self._topic,
+                    self._partitions,
+                    producer_settings=settings,
+                    wait_s=sink.wait_s,
+                    component=self.component,
+                )
         except KafkaException as exc:
             self._close_clients()
             msg = (
@@ -250,7 +196,7 @@ class _KafkaSinkPartition(EpochSinkPartition):
 
     @override
     def stage(self, key: str, rows: pa.RecordBatch) -> None:
-        self._raise_errors()
+        self._reports.raise_errors()
         sink = self._sink
         prepared = prepare(
             rows,
@@ -265,7 +211,7 @@ class _KafkaSinkPartition(EpochSinkPartition):
             trace=trace_headers(),
         )
         if sink.transactional and not self._in_txn:
-            self._call("begin the epoch's transaction", self._producer.begin_transaction)
+            self._reports.call("begin the epoch's transaction", self._producer.begin_transaction)
             self._in_txn = True
         produce_all(self._producer, self._topic, prepared, self._wait_for_room)
         self.stats.records_produced += len(prepared.values)
@@ -278,7 +224,7 @@ class _KafkaSinkPartition(EpochSinkPartition):
         if self._in_txn:
             # commit_transaction flushes first and fails if any delivery failed; one
             # that failed transiently (the coordinator restarting) is committed again.
-            self._call(
+            self._reports.call(
                 "commit the epoch's transaction",
                 lambda: retried(
                     self._producer.commit_transaction, wait_s=timeout, request_s=timeout
@@ -290,7 +236,7 @@ class _KafkaSinkPartition(EpochSinkPartition):
             # Records time out at `message.timeout.ms` (the delivery timeout); the grace
             # lets their error reports, which name the partition, arrive before giving up.
             remaining = self._producer.flush(timeout + _FLUSH_GRACE_S)
-            self._raise_errors()
+            self._reports.raise_errors()
             if remaining:
                 msg = (
                     f"{self.component}: {remaining} records were not delivered within "
@@ -299,7 +245,7 @@ class _KafkaSinkPartition(EpochSinkPartition):
                     f"replays on resume"
                 )
                 raise SinkTransientError(msg)
-        self._raise_errors()
+        self._reports.raise_errors()
         ends = end_offsets(self._reader, self._topic, self._partitions, sink.wait_s, self.component)
         self._starts.update(ends)
 
@@ -316,7 +262,7 @@ class _KafkaSinkPartition(EpochSinkPartition):
         if self._in_txn:
             self._in_txn = False
             self.stats.transactions_aborted += 1
-            if self._fenced:
+            if self._reports.fenced:
                 # The newer producer's init_transactions aborted this transaction on
                 # the broker; this one can no longer talk to the coordinator.
                 return
@@ -342,77 +288,16 @@ class _KafkaSinkPartition(EpochSinkPartition):
     def _mine(self, key: str) -> bool:
         return self.owner_of(key) == self.shard
 
-    def _take_marks(self, settings: dict[str, Any]) -> Stable:
-        """Note each output partition's end as ``read_uncommitted`` sees it (the marks).
-
-        Taken right after ``init_transactions``: what the previous run wrote lies below.
-
-        The read-back on resume goes on past another producer's open transaction up to
-        this shard's records below the mark (see ``_sink_stable``, which also says why
-        it never waits for a transaction of this run). Such a transaction is aborted by
-        its shard's ``init_transactions`` or by the broker once ``transaction.timeout.ms``
-        has passed (it checks every 10 s): the wait may last that long.
-        """
-        sink = self._sink
-        config = uncommitted_config(sink.reader_config())
-        uncommitted = Consumer(config)
-        try:
-            marks = end_offsets(
-                uncommitted, self._topic, self._partitions, sink.wait_s, self.component
-            )
-        finally:
-            uncommitted.close()
-        txn_timeout_s = float(settings.get("transaction.timeout.ms", 60_000)) / 1000
-        return Stable(
-            marks=marks,
-            uncommitted_config=config,
-            wait_s=max(sink.wait_s, txn_timeout_s + BROKER_ABORT_CHECK_S),
-        )
-
     def _close_clients(self) -> None:
         if self._clients_closed:  # a second close(), as every sink partition allows
             return
         self._clients_closed = True
-        try:
-            self._reader.close()
-        finally:
-            # Nothing is flushed here: close() must never publish (see the base). Queued
-            # and in-flight records are purged (those already sent may still land and are
-            # found by the reconciliation on resume), then the client is closed so that
-            # its threads stop reconnecting to brokers that are gone.
-            try:
-                if not self._fenced:
-                    self._producer.purge(in_queue=True, in_flight=True)
-                    self._producer.poll(0)
-            except KafkaException as exc:
-                self._log_fatal_at_close(exc)
-            # A producer fenced by a newer one (same transactional.id) warns on close
-            # that it could not abort its transaction; the epoch has already failed
-            # loudly, so the warning is logged rather than raised from close().
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                try:
-                    self._producer.close()
-                except KafkaException as exc:
-                    self._log_fatal_at_close(exc)
-            for warning in caught:
-                logger.warning("%s: closing the producer: %s", self.component, warning.message)
-
-    def _log_fatal_at_close(self, exc: KafkaException) -> None:
-        """Log a producer's fatal error met while closing it; raise any other error.
-
-        A producer in a fatal state (fenced by a newer instance of its transactional id,
-        most often) refuses to purge or to abort: nothing it holds can become visible
-        any more, and the failure that ended the run has already been raised.
-        """
-        err = exc.args[0] if exc.args else None
-        if not isinstance(err, KafkaError) or not err.fatal():
-            raise exc
-        logger.info(
-            "%s: shard %s closed its producer after a fatal error (%s)",
-            self.component,
-            self.shard,
-            err.name(),
+        close_clients(
+            self._reader,
+            self._producer,
+            fenced=self._reports.fenced,
+            component=self.component,
+            shard=self.shard,
         )
 
     def _check_source_partition(self, key: str, partition: int) -> None:
@@ -425,58 +310,6 @@ class _KafkaSinkPartition(EpochSinkPartition):
             )
             raise SinkTerminalError(msg)
 
-    def _on_delivery(self, err: KafkaError | None, msg: Any) -> None:
-        if err is not None:
-            self._errors.append((err, msg.partition() if msg is not None else None))
-
-    def _on_client_error(self, err: KafkaError) -> None:
-        if err.fatal():
-            self._fatal = self._fatal or err
-
-    def _fenced_error(self, err: KafkaError) -> SinkTerminalError:
-        """The error of a zombie: what happened and what to do, for the run's last line."""
-        self._fenced = True
-        msg = (
-            f"{self.component}: shard {self.shard} was fenced: a newer producer took over "
-            f"its transactional id `{self._transactional_id}` ({err.name()}), so this "
-            f"process is a zombie (another run of this flow took over while it was "
-            f"stalled or cut off); its open transaction is aborted and none of its epoch "
-            f"is visible to `read_committed` consumers; stop this process and keep the "
-            f"newer run, which owns the output (expected one running process per flow)"
-        )
-        return SinkTerminalError(msg)
-
-    def _raise_errors(self) -> None:
-        if self._fatal is not None:
-            err = self._fatal
-            if err.code() in _FENCED:
-                raise self._fenced_error(err)
-            msg = (
-                f"{self.component}: the producer failed fatally ({err.name()}); expected "
-                f"a healthy idempotent producer; restart the flow (the epoch replays)"
-            )
-            raise SinkTerminalError(msg)
-        if not self._errors:
-            return
-        failed = self._errors
-        self._errors = []
-        fenced = next((e for e, _ in failed if e.code() in _FENCED), None)
-        if fenced is not None:
-            raise self._fenced_error(fenced)
-        err, partition = failed[0]
-        where = f"`{self._topic}:{partition}`" if partition is not None else f"`{self._topic}`"
-        terminal = any(_terminal(e) for e, _ in failed)
-        msg = (
-            f"{self.component}: {len(failed)} records failed delivery, the first to "
-            f"{where}: {err.name()}; expected every record acknowledged; "
-            + (
-                "fix the topic or the records and restart (the epoch replays)"
-                if terminal
-                else "check the brokers: the epoch replays on resume"
-            )
-        )
-        raise (SinkTerminalError if terminal else SinkTransientError)(msg)
-
     def _wait_for_room(self, args: tuple[Any, ...]) -> None:
         """Poll until the full local queue takes the record, or fail after the timeout."""
         self.stats.queue_full_waits += 1
@@ -484,7 +317,7 @@ class _KafkaSinkPartition(EpochSinkPartition):
         deadline = time.monotonic() + wait_s
         while True:
             self._producer.poll(_QUEUE_POLL_S)
-            self._raise_errors()
+            self._reports.raise_errors()
             try:
                 self._producer.produce(*args)
             except BufferError:
@@ -498,19 +331,3 @@ class _KafkaSinkPartition(EpochSinkPartition):
                     raise SinkTransientError(msg) from None
                 continue
             return
-
-    def _call(self, what: str, fn: Any, *args: Any) -> None:
-        try:
-            fn(*args)
-        except KafkaException as exc:
-            err: KafkaError = exc.args[0]
-            if err.code() in _FENCED:
-                raise self._fenced_error(err) from exc
-            cls: type[SinkError] = (
-                SinkTransientError if err.retriable() and not err.fatal() else SinkTerminalError
-            )
-            msg = (
-                f"{self.component}: could not {what}: {err.name()}; check the brokers: "
-                f"the epoch replays on resume"
-            )
-            raise cls(msg) from exc

@@ -35,35 +35,15 @@ from thalweg_bytewax.records.ids import RECORD_ID_BYTES
 from thalweg_bytewax.runtime.parts import encode_part
 
 from ._errors import is_fatal
+from ._sink_offsets import partition_watermarks
 from ._sink_records import HEADER_LOCATOR, Locator, parse_locator
 from ._sink_stable import last_own_offset
 
-__all__ = ["Stable", "Written", "end_offsets", "read_written"]
+__all__ = ["Stable", "Written", "read_written"]
 
 logger = logging.getLogger(__name__)
 
 _BATCH = 10_000
-_RETRY_S = 0.2
-"""Pause between attempts at an offset read that failed transiently."""
-_ATTEMPT_S = 5.0
-"""Longest wait of one attempt. A request to a leader that is gone waits for it until
-its timeout: librdkafka learns the new leader only from a fresh metadata answer, which
-is asked for between attempts (measured on a 3-node cluster with a node killed: without
-it, the reads time out until the node is back; with it, they succeed as soon as the
-controller has moved the leaders, ~11 s)."""
-
-
-def _refresh_metadata(consumer: Consumer, topic: str, left: float) -> None:
-    """Ask for ``topic``'s metadata, so that the next attempt goes to its current leaders.
-
-    A failure here is the outage the caller is retrying through: its own request
-    reports it by name once the caller's bound has passed.
-    """
-    try:
-        consumer.list_topics(topic, timeout=min(left, _ATTEMPT_S))
-    except KafkaException as exc:
-        logger.debug("metadata refresh of `%s` failed: %s", topic, exc)
-    time.sleep(_RETRY_S)
 
 
 @dataclass
@@ -95,73 +75,6 @@ class Written:
                 ),
             }
         )
-
-
-def end_offsets(
-    consumer: Consumer, topic: str, partitions: list[int], timeout_s: float, component: str
-) -> dict[int, int]:
-    """The current end offset of each output partition, in one request per broker.
-
-    Transient errors (a leader moving while a broker restarts) are retried until
-    ``timeout_s``; the last one is named if they outlast it.
-    """
-    deadline = time.monotonic() + timeout_s
-    while True:
-        left = max(deadline - time.monotonic(), 0.1)
-        try:
-            found = consumer.offsets_for_times(
-                [TopicPartition(topic, p, -1) for p in partitions], timeout=min(left, _ATTEMPT_S)
-            )
-        except KafkaException as exc:  # a timeout or an unreachable cluster
-            err: KafkaError = exc.args[0]
-            if is_fatal(err) or time.monotonic() + _RETRY_S >= deadline:
-                msg = (
-                    f"{component}: could not read the end offsets of topic `{topic}` within "
-                    f"{timeout_s:g} s ({err.name()}); check that the brokers are reachable, "
-                    f"or raise `unreachable_timeout`"
-                )
-                raise SinkTransientError(msg) from exc
-            _refresh_metadata(consumer, topic, deadline - time.monotonic())
-            continue
-        failed = next((tp for tp in found if tp.error is not None or tp.offset < 0), None)
-        if failed is None:
-            return {tp.partition: tp.offset for tp in found}
-        transient = failed.error is not None and not is_fatal(failed.error)
-        if not transient or time.monotonic() + _RETRY_S >= deadline:
-            msg = (
-                f"{component}: could not read the end offset of `{topic}:{failed.partition}` "
-                f"({failed.error.name() if failed.error else failed.offset}); check the brokers, "
-                f"or raise `unreachable_timeout`"
-            )
-            raise SinkTransientError(msg)
-        _refresh_metadata(consumer, topic, deadline - time.monotonic())
-
-
-def _watermarks(
-    consumer: Consumer, topic: str, p: int, deadline: float, timeout_s: float, component: str
-) -> tuple[int, int]:
-    """The low and high watermarks of ``topic:p``, retrying transient errors until ``deadline``.
-
-    A just-created topic answers NOT_LEADER_FOR_PARTITION (or LEADER_NOT_AVAILABLE) until
-    its leaders are elected, and a leader moves while a broker restarts: both pass.
-    """
-    while True:
-        left = max(deadline - time.monotonic(), 0.1)
-        try:
-            low, high = consumer.get_watermark_offsets(
-                TopicPartition(topic, p), timeout=min(left, _ATTEMPT_S), cached=False
-            )
-            return low, high
-        except KafkaException as exc:
-            err: KafkaError = exc.args[0]
-            if is_fatal(err) or time.monotonic() + _RETRY_S >= deadline:
-                msg = (
-                    f"{component}: could not read the watermarks of `{topic}:{p}` within "
-                    f"{timeout_s:g} s to reconcile on resume ({err.name()}); check that the "
-                    f"brokers are reachable, or raise `unreachable_timeout`"
-                )
-                raise SinkTransientError(msg) from exc
-            _refresh_metadata(consumer, topic, deadline - time.monotonic())
 
 
 def _header(headers: list[tuple[str, bytes | None]] | None) -> Locator | None:
@@ -262,7 +175,7 @@ def read_written(
     """
     deadline = time.monotonic() + timeout_s
     watermarks = {
-        p: _watermarks(consumer, topic, p, deadline, timeout_s, component) for p in starts
+        p: partition_watermarks(consumer, topic, p, deadline, timeout_s, component) for p in starts
     }
     marks = stable.marks if stable is not None else {}
     assign: list[TopicPartition] = []

@@ -38,8 +38,9 @@ from ._args import (
     check_positive_int,
 )
 from ._config import BOOTSTRAP_SERVERS, DEFAULT_UNREACHABLE_TIMEOUT, GROUP_ID, LOG_LEVEL
-from ._sink_partition import KafkaSinkStats, _KafkaSinkPartition
+from ._sink_partition import _KafkaSinkPartition
 from ._sink_records import HEADER_LOCATOR, RESERVED_HEADER_PREFIX, Locator, parse_locator
+from .stats import KafkaSinkStats
 
 if TYPE_CHECKING:
     from thalweg_bytewax.codecs.base import Encoder

@@ -1,4 +1,4 @@
-"""Plain counters of a ``KafkaSource``, per partition, for the observability layer.
+"""Plain counters of a ``KafkaSource`` and a ``KafkaSink``, per partition, for observability.
 
 Counters only ever grow, including across a partition rebuilt in the same process, so
 an exporter can publish them as monotonic counters.
@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["KafkaSourceStats"]
+from thalweg_bytewax.runtime.sink_stats import EpochSinkStats
+
+__all__ = ["KafkaSinkStats", "KafkaSourceStats"]
 
 
 class KafkaSourceStats:
@@ -54,3 +56,34 @@ class KafkaSourceStats:
             f"batches={self.batches}, transient_errors={self.transient_errors}, "
             f"offsets_skipped={self.offsets_skipped})"
         )
+
+
+class KafkaSinkStats(EpochSinkStats):
+    """Plain counters of one ``KafkaSink`` partition, exported by the observability layer.
+
+    Attributes:
+        records_produced: Records handed to the producer.
+        bytes_produced: Value bytes handed to the producer.
+        queue_full_waits: Times the bounded local queue was full and produce waited.
+        records_read_back: Records read back from the topic to reconcile on resume.
+        transactions_committed: Epoch transactions committed (``transactional=True``).
+        transactions_aborted: Epoch transactions aborted after a failure.
+    """
+
+    __slots__ = (
+        "bytes_produced",
+        "queue_full_waits",
+        "records_produced",
+        "records_read_back",
+        "transactions_aborted",
+        "transactions_committed",
+    )
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records_produced = 0
+        self.bytes_produced = 0
+        self.queue_full_waits = 0
+        self.records_read_back = 0
+        self.transactions_committed = 0
+        self.transactions_aborted = 0
