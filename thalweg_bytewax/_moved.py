@@ -24,6 +24,8 @@ from types import ModuleType
 
 __all__ = ["MOVED", "install"]
 
+_CONNECTORS = "thalweg_bytewax.connectors"
+
 #: Old dotted module name -> the dotted name of the module's new home.
 MOVED: dict[str, str] = {
     "thalweg_bytewax._apache_kafka": "thalweg_bytewax.dev._apache_kafka",
@@ -60,6 +62,10 @@ MOVED: dict[str, str] = {
     # that folder's package now; it resolves the key memory's names itself.
     "thalweg_bytewax.window_agg": "thalweg_bytewax.windows.aggregate",
     "thalweg_bytewax.window_fold": "thalweg_bytewax.windows.fold",
+    # Sinks: one folder per connector (`connectors.parquet` is that folder's package).
+    f"{_CONNECTORS}._parquet_partition": f"{_CONNECTORS}.parquet._partition",
+    f"{_CONNECTORS}._parquet_encoding": f"{_CONNECTORS}.parquet._encoding",
+    f"{_CONNECTORS}._parquet_schema": f"{_CONNECTORS}.parquet._schema",
 }
 
 

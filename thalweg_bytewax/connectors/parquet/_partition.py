@@ -31,9 +31,9 @@ from thalweg_bytewax.errors import SinkTerminalError
 from thalweg_bytewax.records import RECORD_ID_BYTES
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState, buffered_size
 
-from ._lane_claim import claim_metadata, claim_problem
-from ._lane_sink import LaneSinkStats, StagedFile, lane_io
-from ._lane_store import (
+from .._lane_claim import claim_metadata, claim_problem
+from .._lane_sink import LaneSinkStats, StagedFile, lane_io
+from .._lane_store import (
     FINAL_NAME,
     STAGING_PREFIX,
     LaneStore,
@@ -41,11 +41,11 @@ from ._lane_store import (
     staging_prefix,
     topic_dir_name,
 )
-from ._parquet_encoding import column_options
-from ._parquet_schema import LaneSchema
+from ._encoding import column_options
+from ._schema import LaneSchema
 
 if TYPE_CHECKING:
-    from .parquet import ParquetSink
+    from .sink import ParquetSink
 
 __all__ = ["ParquetSinkStats"]
 

@@ -29,8 +29,8 @@ from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
 from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink, coverage_store_option
 
-from ._lane_sink import LaneShards
-from ._parquet_partition import ParquetSinkStats, _ParquetPartition
+from .._lane_sink import LaneShards
+from ._partition import ParquetSinkStats, _ParquetPartition
 
 __all__ = ["ParquetSink", "ParquetSinkStats"]
 
