@@ -66,6 +66,13 @@ MOVED: dict[str, str] = {
     f"{_CONNECTORS}._parquet_partition": f"{_CONNECTORS}.parquet._partition",
     f"{_CONNECTORS}._parquet_encoding": f"{_CONNECTORS}.parquet._encoding",
     f"{_CONNECTORS}._parquet_schema": f"{_CONNECTORS}.parquet._schema",
+    f"{_CONNECTORS}._arrow_ipc_sink": f"{_CONNECTORS}.arrow_ipc._partition",
+    f"{_CONNECTORS}._arrow_ipc_source": f"{_CONNECTORS}.arrow_ipc._source_partition",
+    f"{_CONNECTORS}._iceberg_config": f"{_CONNECTORS}.iceberg.config",
+    f"{_CONNECTORS}._iceberg_partition": f"{_CONNECTORS}.iceberg._partition",
+    f"{_CONNECTORS}._postgres_coverage": f"{_CONNECTORS}.postgres._coverage",
+    f"{_CONNECTORS}._postgres_errors": f"{_CONNECTORS}.postgres._errors",
+    f"{_CONNECTORS}._postgres_partition": f"{_CONNECTORS}.postgres._partition",
 }
 
 

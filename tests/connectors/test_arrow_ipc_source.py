@@ -148,7 +148,7 @@ def test_following_keeps_partitions_open_and_logs_new_files_once(
         run_into([("t:1", raw_batch("t", 1, range(3)))], ArrowIPCSink(tmp_path))
         watch = source._watch  # noqa: SLF001 - the watch's thread waits an hour; check now
         assert watch is not None
-        with caplog.at_level(logging.WARNING, "thalweg_bytewax.connectors._arrow_ipc_source"):
+        with caplog.at_level(logging.WARNING, "thalweg_bytewax.connectors.arrow_ipc._source_partition"):
             watch.check()
             watch.check()
         warned = [r.getMessage() for r in caplog.records]

@@ -49,9 +49,9 @@ from thalweg_bytewax.runtime.epoch_sink import (
 from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink, coverage_store_option
 from thalweg_bytewax.typemap import Conversion, IdentifierMode
 
-from . import _postgres_coverage as cov
-from ._postgres_errors import describe_error, is_transient
-from ._postgres_partition import _PostgresPartition
+from . import _coverage as cov
+from ._errors import describe_error, is_transient
+from ._partition import _PostgresPartition
 
 __all__ = ["PostgresSink", "WriteMode"]
 

@@ -50,15 +50,15 @@ from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink, coverage_store_option
 
-from ._arrow_ipc_sink import SUFFIXES, ArrowIPCSinkStats, _ArrowIPCPartition
-from ._arrow_ipc_source import (
+from .._lane_sink import LaneShards
+from ._partition import SUFFIXES, ArrowIPCSinkStats, _ArrowIPCPartition
+from ._source_partition import (
     FileWatch,
     IPCDirectoryPartition,
     IPCFiles,
     by_directory,
     split_glob,
 )
-from ._lane_sink import LaneShards
 
 __all__ = ["ArrowIPCSink", "ArrowIPCSinkStats", "ArrowIPCSource"]
 

@@ -76,7 +76,7 @@ if TYPE_CHECKING:
 
     from thalweg_bytewax.records.metadata import MetadataColumns
 
-    from .iceberg import IcebergSink
+    from .sink import IcebergSink
 
 __all__ = [
     "COMMIT_KEY",

@@ -36,8 +36,7 @@ from thalweg_bytewax.runtime.epoch_sink import (
 from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink, coverage_store_option
 from thalweg_bytewax.typemap import IdentifierMode, validate_identifier
 
-from ._iceberg_config import IcebergCatalogConfig
-from ._iceberg_partition import (
+from ._partition import (
     COMMIT_KEY,
     COVERAGE_PREFIX,
     IcebergSinkStats,
@@ -45,6 +44,7 @@ from ._iceberg_partition import (
     decode_spans,
     encode_spans,
 )
+from .config import IcebergCatalogConfig
 
 __all__ = [
     "COMMIT_KEY",

@@ -34,11 +34,11 @@ from thalweg_bytewax.coverage.spans import OffsetCoverage
 from thalweg_bytewax.errors import SinkTerminalError
 from thalweg_bytewax.runtime.epoch_sink import UNLOCATED, EpochSinkPartition, EpochSinkState
 
-from . import _postgres_coverage as cov
-from ._postgres_errors import describe_error, is_transient
+from . import _coverage as cov
+from ._errors import describe_error, is_transient
 
 if TYPE_CHECKING:
-    from .postgres import PostgresSink
+    from .sink import PostgresSink
 
 __all__: list[str] = []
 

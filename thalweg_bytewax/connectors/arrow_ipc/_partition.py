@@ -26,11 +26,11 @@ from thalweg_bytewax.coverage import OffsetCoverage
 from thalweg_bytewax.records import RECORD_ID_BYTES
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState
 
-from ._lane_sink import LaneSinkStats, StagedFile, lane_io
-from ._lane_store import LaneStore, staging_prefix, topic_dir_name
+from .._lane_sink import LaneSinkStats, StagedFile, lane_io
+from .._lane_store import LaneStore, staging_prefix, topic_dir_name
 
 if TYPE_CHECKING:
-    from .arrow_ipc import ArrowIPCSink
+    from .sink import ArrowIPCSink
 
 __all__ = [
     "IPC_FINAL_NAME",
