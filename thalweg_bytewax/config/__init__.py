@@ -44,6 +44,8 @@ Example:
 from __future__ import annotations
 
 from thalweg_bytewax.config._client import ClientSettings, resolve_settings
+from thalweg_bytewax.config._connector import ConnectorConfig
+from thalweg_bytewax.config._duration import Duration, seconds
 from thalweg_bytewax.config._layers import CONFIG_ENV, ENV_PREFIX
 from thalweg_bytewax.config._load import SecretUse, load_config, secret_uses
 from thalweg_bytewax.config._model import ConfigModel, Settings
@@ -55,6 +57,8 @@ __all__ = [
     "ClientSettings",
     "ENV_PREFIX",
     "ConfigModel",
+    "ConnectorConfig",
+    "Duration",
     "SecretRef",
     "SecretReference",
     "SecretUse",
@@ -63,6 +67,7 @@ __all__ = [
     "render_reference",
     "render_starter",
     "resolve_settings",
+    "seconds",
     "secret_uses",
     "to_toml",
 ]
