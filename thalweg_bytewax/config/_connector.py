@@ -39,12 +39,16 @@ class ConnectorConfig(ConfigModel):
     def build(cls, values: Mapping[str, Any]) -> Self:
         """The model of ``values`` (the connector's keywords, by field name).
 
+        Keywords are validated strictly: ``shards="4"`` or ``shards=True`` is refused, as
+        Python code means what it passes; TOML and the environment (text) go through
+        :func:`~thalweg_bytewax.config.load_config`, which converts.
+
         Raises:
             ConfigError: ``"<component>: `key` expected ...; got ..."`` for every key at
                 fault; a secret's value is never quoted.
         """
         try:
-            return cls.model_validate(dict(values))
+            return cls.model_validate(dict(values), strict=True)
         except ValidationError as exc:
             failure = exc
         problems = [_problem(cls, error) for error in failure.errors()]

@@ -6,8 +6,8 @@ layout and the guarantee) is configured by :class:`ParquetSinkConfig`, the same 
 its keywords, a pipeline's ``[sinks.<name>]`` table with ``kind = "parquet"`` and the
 environment build; its counters are :class:`ParquetSinkStats`.
 
-Each name loads its module on first use: reading the configuration model loads neither
-Bytewax nor pyarrow.
+Each name loads its module on first use: reading the configuration model does not load
+Bytewax.
 """
 
 from __future__ import annotations
@@ -18,15 +18,17 @@ from thalweg_bytewax._lazy import lazy_dir, load_lazy
 
 if TYPE_CHECKING:
     from ._partition import ParquetSinkStats
+    from .config import ParquetSinkConfig
     from .sink import ParquetSink
 
 # Public name -> the submodule that defines it, imported on first access.
 _LAZY = {
     "ParquetSink": ".sink",
+    "ParquetSinkConfig": ".config",
     "ParquetSinkStats": "._partition",
 }
 
-__all__ = ["ParquetSink", "ParquetSinkStats"]
+__all__ = ["ParquetSink", "ParquetSinkConfig", "ParquetSinkStats"]
 
 
 def __getattr__(name: str) -> Any:

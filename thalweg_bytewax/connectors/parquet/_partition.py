@@ -45,7 +45,7 @@ from ._encoding import column_options
 from ._schema import LaneSchema
 
 if TYPE_CHECKING:
-    from .sink import ParquetSink
+    from .config import ParquetSinkConfig
 
 __all__ = ["ParquetSinkStats"]
 
@@ -96,23 +96,27 @@ class _ParquetPartition(EpochSinkPartition):
     readiness_critical: ClassVar[bool] = True  # the raw lane: if raw cannot land, not ready
 
     def __init__(
-        self, sink: ParquetSink, store: LaneStore, resume: EpochSinkState | None, shard: int
+        self,
+        config: ParquetSinkConfig,
+        store: LaneStore,
+        resume: EpochSinkState | None,
+        shard: int,
     ) -> None:
         self.stats: ParquetSinkStats = ParquetSinkStats()
         super().__init__(
             component="parquet sink",
-            columns=sink.columns,
+            columns=config.columns,
             resume_state=resume,
             shard=shard,
-            shards=sink.shards,
+            shards=config.shards,
             stats=self.stats,
         )
-        self._sink = sink
+        self._config = config
         self._store = store
         self._streams: dict[str, _TopicPartitionStream] = {}
         # Batches are staged in the lane's schema, evolved or refused before any row
         # of them is staged; a change is recorded at the commit, before finalizing.
-        self._schema = LaneSchema(store, allow_widening=sink.allow_widening)
+        self._schema = LaneSchema(store, allow_widening=config.allow_widening)
         # Encoding and compressing Parquet releases the GIL, so background threads write
         # row groups while the flow keeps polling and building the next batches, and
         # the files of several topic-partitions compress in parallel at a snapshot.
@@ -248,8 +252,8 @@ class _ParquetPartition(EpochSinkPartition):
         stream.buffer_bytes += size
         self._buffered += size
         if (
-            stream.buffer_rows >= self._sink.row_group_rows
-            or stream.buffer_bytes >= self._sink.row_group_bytes
+            stream.buffer_rows >= self._config.row_group_rows
+            or stream.buffer_bytes >= self._config.row_group_bytes
         ):
             self._flush_buffer(stream, key)
         else:
@@ -261,18 +265,18 @@ class _ParquetPartition(EpochSinkPartition):
         Together they hold at most ``buffer_bytes``. Only partitions of the calling
         thread (one Bytewax worker) are touched: no lock, no race.
         """
-        mine = [p for p in _siblings() if p.sink is self._sink and not p.failed]
+        mine = [p for p in _siblings() if p.config is self._config and not p.failed]
         held = sum(p.buffered_bytes for p in mine)
-        while held > self._sink.buffer_bytes:
+        while held > self._config.buffer_bytes:
             freed = max(mine, key=lambda p: p.largest_buffer).flush_largest()
             if not freed:
                 return
             held -= freed
 
     @property
-    def sink(self) -> ParquetSink:
-        """The sink this partition belongs to."""
-        return self._sink
+    def config(self) -> ParquetSinkConfig:
+        """The settings of the sink this partition belongs to (one object per sink)."""
+        return self._config
 
     @property
     def buffered_bytes(self) -> int:
@@ -314,7 +318,7 @@ class _ParquetPartition(EpochSinkPartition):
             stream.writer = pq.ParquetWriter(
                 stream.sink_file,
                 table.schema,
-                compression=self._sink.compression,
+                compression=self._config.compression,
                 **column_options(table),
             )
             stream.current = StagedFile(path, first, last)
@@ -326,7 +330,7 @@ class _ParquetPartition(EpochSinkPartition):
         stream.current.first = min(stream.current.first, first)
         stream.current.last = max(stream.current.last, last)
         stream.current_rows += table.num_rows
-        if stream.current_rows >= self._sink.max_file_rows:
+        if stream.current_rows >= self._config.max_file_rows:
             self._close_current(stream)
 
     def _submit(
