@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from thalweg_bytewax._lazy import lazy_dir, load_lazy
 
 if TYPE_CHECKING:
-    from ._partition import ParquetSinkStats
+    from ._stream import ParquetSinkStats
     from .config import ParquetSinkConfig
     from .sink import ParquetSink
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "ParquetSink": ".sink",
     "ParquetSinkConfig": ".config",
-    "ParquetSinkStats": "._partition",
+    "ParquetSinkStats": "._stream",
 }
 
 __all__ = ["ParquetSink", "ParquetSinkConfig", "ParquetSinkStats"]

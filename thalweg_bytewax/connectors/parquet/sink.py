@@ -30,7 +30,8 @@ from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
 from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink, coverage_store_option
 
 from .._lane_sink import LaneShards
-from ._partition import ParquetSinkStats, _ParquetPartition
+from ._partition import _ParquetPartition
+from ._stream import ParquetSinkStats
 from .config import (
     DEFAULT_BUFFER_BYTES,
     DEFAULT_MAX_FILE_ROWS,
