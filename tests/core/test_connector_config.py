@@ -46,7 +46,7 @@ def test_a_duration_shows_as_seconds_and_loads_back_from_the_environment() -> No
 @pytest.mark.parametrize(
     ("values", "message"),
     [
-        ({"shards": 0}, "demo sink: `shards` expected greater than or equal to 1; got 0"),
+        ({"shards": 0}, "demo sink: `shards` expected an integer >= 1; got 0"),
         ({"wait": -1}, "demo sink: `wait` expected greater than 0 seconds; got -1 seconds"),
         ({"wait": True}, "demo sink: `wait`: expected a duration"),
         ({"sharsd": 2}, "demo sink: `sharsd`: unknown setting; expected one of `shards`"),

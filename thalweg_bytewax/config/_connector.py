@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, ClassVar, Self
 
+import annotated_types
 from pydantic import SecretStr, ValidationError
 
 from thalweg_bytewax._redact import redact_value
@@ -67,8 +68,21 @@ def _problem(model: type[ConnectorConfig], error: Any) -> str:
         return f"`{key}`: unknown setting; expected one of {known}"
     secret = _is_secret(model, loc)
     got = "" if secret else f"; got {_got(error.get('input'))}"
-    expected = text.removeprefix("Input should be ").removeprefix("input should be ")
+    expected = _bounded(model, loc) or text.removeprefix("Input should be ")
     return f"`{key}` expected {expected[:1].lower()}{expected[1:]}{got}"
+
+
+def _bounded(model: type[ConnectorConfig], loc: tuple[Any, ...]) -> str | None:
+    """``an integer >= 1`` for a bounded integer field, whatever pydantic refused."""
+    field = model.model_fields.get(str(loc[0]))
+    if field is None or len(loc) != 1 or field.annotation is not int:
+        return None
+    for bound in field.metadata:
+        if isinstance(bound, annotated_types.Ge):
+            return f"an integer >= {bound.ge}"
+        if isinstance(bound, annotated_types.Gt):
+            return f"an integer > {bound.gt}"
+    return "an integer"
 
 
 def _is_secret(model: type[ConnectorConfig], loc: tuple[Any, ...]) -> bool:

@@ -6,18 +6,19 @@ import re
 from datetime import timedelta
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, PlainSerializer
+from pydantic import BeforeValidator, PlainSerializer, TypeAdapter
 
 __all__ = ["Duration", "seconds"]
 
+_LAX = TypeAdapter(timedelta)
 _NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 
 
 def _coerce(value: Any) -> Any:
     """A number of seconds (also as text, as a variable or ``--set`` gives it) as a timedelta.
 
-    A ``timedelta`` and ISO-8601 text (``PT1M30S``) pass to pydantic as they are; a
-    boolean is refused rather than read as 0 or 1 second.
+    ISO-8601 text (``PT1M30S``) is read too; a ``timedelta`` passes as it is; a boolean
+    is refused rather than read as 0 or 1 second.
     """
     if isinstance(value, bool):
         msg = f"expected a duration (seconds, or ISO-8601 such as 'PT30S'); got {value!r}"
@@ -26,6 +27,8 @@ def _coerce(value: Any) -> Any:
         return timedelta(seconds=value)
     if isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
         return timedelta(seconds=float(value))
+    if isinstance(value, str):  # ISO-8601, read here so strict validation takes it too
+        return _LAX.validate_python(value)
     return value
 
 
