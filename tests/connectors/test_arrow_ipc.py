@@ -153,7 +153,10 @@ def test_a_directory_written_by_another_step_is_refused(tmp_path: Path) -> None:
     ("kwargs", "message"),
     [
         ({"format": "feather"}, "`format`: expected 'file' (.arrow, random access) or 'stream'"),
-        ({"compression": "snappy"}, "`compression`: expected 'none', 'lz4' or 'zstd'; got 'snappy'"),
+        (
+            {"compression": "snappy"},
+            "`compression`: expected 'none', 'lz4' or 'zstd'; got 'snappy'",
+        ),
         ({"shards": 0}, "`shards` expected an integer >= 1; got 0"),
         ({"max_file_rows": True}, "`max_file_rows` expected an integer >= 1; got True"),
         ({"filesystem": "s3"}, "`filesystem` expected a `pyarrow.fs.FileSystem` or None; got str"),

@@ -186,7 +186,8 @@ def env_layer(model: type[BaseModel], env: Mapping[str, str]) -> Layer:
         if not var.startswith(ENV_PREFIX) or not raw or var == CONFIG_ENV:
             continue
         path = tuple(p.lower() for p in var[len(ENV_PREFIX) :].split(NESTED))
-        if path[0] not in model.model_fields or not all(path):
+        keys = {f.alias or name for name, f in model.model_fields.items()}
+        if path[0] not in keys | set(model.model_fields) or not all(path):
             continue
         _put(layer.values, path, _text_value(model, path, raw))
         layer.origins[path] = f"`{var}`"

@@ -1,7 +1,8 @@
 """PostgreSQL output: a table provisioned from the batches, every record exactly once.
 
 ``from thalweg_bytewax.connectors.postgres import PostgresSink`` is the public import
-path; the modules behind it may move. See :mod:`.sink` for the guarantee.
+path; the modules behind it may move. See :mod:`.sink` for the guarantee;
+:class:`PostgresSinkConfig` is its settings (the DSN typed as a secret).
 
 Each name loads its module on first use: reading the configuration model loads neither
 Bytewax nor the connector's client.
@@ -14,16 +15,19 @@ from typing import TYPE_CHECKING, Any
 from thalweg_bytewax._lazy import lazy_dir, load_lazy
 
 if TYPE_CHECKING:
-    from .sink import PostgresSink, WriteMode
+    from .config import PostgresSinkConfig, WriteMode
+    from .sink import PostgresSink
 
 # Public name -> the submodule that defines it, imported on first access.
 _LAZY = {
     "PostgresSink": ".sink",
-    "WriteMode": ".sink",
+    "PostgresSinkConfig": ".config",
+    "WriteMode": ".config",
 }
 
 __all__ = [
     "PostgresSink",
+    "PostgresSinkConfig",
     "WriteMode",
 ]
 

@@ -16,42 +16,36 @@ Control (describe, create, evolve, comment) runs on psycopg through
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import threading
+import warnings
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any
 
-import numpy as np
-import pyarrow as pa
-from psycopg import sql
 from typing_extensions import override
 
 from thalweg_bytewax import _deps
-from thalweg_bytewax._redact import redact_url
-from thalweg_bytewax.catalog import TableShape
 from thalweg_bytewax.catalog import postgres as pgcat
-from thalweg_bytewax.catalog.reconcile import reconcile
+from thalweg_bytewax.config import SecretRef
 from thalweg_bytewax.contracts.spec import ContractSpec, ObjectSpec
-from thalweg_bytewax.coverage.spans import replacement_verdicts
 from thalweg_bytewax.coverage.store import CoverageStore
-from thalweg_bytewax.errors import ConfigError, SinkTerminalError, SinkTransientError
-from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataPolicy, metadata_columns
+from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataPolicy
 from thalweg_bytewax.runtime.epoch_sink import (
     EpochSinkState,
     EpochSinkStats,
     LocatorMode,
-    check_locator_mode,
     unlocated_guarantee,
 )
 from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink, coverage_store_option
 from thalweg_bytewax.typemap import Conversion, IdentifierMode
 
-from . import _coverage as cov
-from ._errors import describe_error, is_transient
 from ._partition import _PostgresPartition
+from ._table import PostgresTable, TargetState
+from .config import PostgresSinkConfig, WriteMode
 
 __all__ = ["PostgresSink", "WriteMode"]
 
@@ -59,11 +53,13 @@ _adbc = _deps.require("adbc_driver_postgresql.dbapi", extra="postgres")
 
 logger = logging.getLogger(__name__)
 
-WriteMode = Literal["append", "upsert"]
-"""``append`` inserts every row; ``upsert`` replaces rows by key."""
 
-TargetState = Literal["missing", "empty", "rows"]
-"""What the sink found of its table at start."""
+def _seconds_keyword(value: object) -> Any:
+    """A number of seconds as a duration; anything else as given, for the model to refuse."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return timedelta(seconds=value)
+    return value
+
 
 _EMPTY: Mapping[str, Conversion] = MappingProxyType({})
 
@@ -101,6 +97,12 @@ class PostgresSink(ShardedEpochSink[_PostgresPartition]):
         orders = ...  # decoded, keyed by source partition, metadata="locator"
         op.output("pg", orders, PostgresSink(dsn, "orders", contract=contract))
 
+    The keywords other than ``contract``, ``contract_object`` and ``coverage_store``
+    build a :class:`~thalweg_bytewax.connectors.postgres.PostgresSinkConfig`
+    (:attr:`config`), the model a pipeline's ``[sinks.<name>]`` table with
+    ``kind = "postgres"`` builds too; the partitions read only that model, through the
+    table they share.
+
     Args:
         dsn: A libpq connection URI (``postgresql://user:pass@host/db``). A secret:
             never shown in messages or reprs.
@@ -123,9 +125,9 @@ class PostgresSink(ShardedEpochSink[_PostgresPartition]):
             ``<schema>.<table>``).
         shards: Number of sink partitions the topic-partitions are spread over.
         max_retries: Retries of an epoch's transaction on transient failures.
-        retry_backoff_s: The first retry's delay; each next one doubles it.
-        max_backoff_s: The longest delay between retries.
-        connect_timeout_s: The connection timeout of both clients.
+        retry_backoff: The first retry's delay (default 0.5 s); each next one doubles it.
+        max_backoff: The longest delay between retries (default 10 s).
+        connect_timeout: The connection timeout of both clients (default 10 s).
         metadata_prefix: Prefix of the metadata columns.
         locators: ``"required"`` (rows carry ``_twg_source_*`` locators: exactly once)
             or ``"absent"`` (rows without them: at-least-once appends, effectively-once
@@ -136,11 +138,14 @@ class PostgresSink(ShardedEpochSink[_PostgresPartition]):
             a ``postgresql://`` URL. None records nothing there (the sink's own
             ``_twg_coverage`` table is kept either way). ``thalweg coverage`` and
             ``thalweg recover`` read it.
+        retry_backoff_s: Deprecated: ``retry_backoff`` in seconds.
+        max_backoff_s: Deprecated: ``max_backoff`` in seconds.
+        connect_timeout_s: Deprecated: ``connect_timeout`` in seconds.
     """
 
     def __init__(  # noqa: PLR0913 - one documented knob each
         self,
-        dsn: str,
+        dsn: str | SecretRef,
         table: str,
         *,
         schema: str = "public",
@@ -155,101 +160,105 @@ class PostgresSink(ShardedEpochSink[_PostgresPartition]):
         sink_name: str | None = None,
         shards: int = 16,
         max_retries: int = 5,
-        retry_backoff_s: float = 0.5,
-        max_backoff_s: float = 10.0,
-        connect_timeout_s: float = 10.0,
+        retry_backoff: timedelta | None = None,
+        max_backoff: timedelta | None = None,
+        connect_timeout: timedelta | None = None,
         metadata_prefix: str = DEFAULT_PREFIX,
         locators: LocatorMode = "required",
         coverage_store: CoverageStore | str | os.PathLike[str] | None = None,
+        retry_backoff_s: float | None = None,
+        max_backoff_s: float | None = None,
+        connect_timeout_s: float | None = None,
     ) -> None:
-        if not isinstance(dsn, str) or "://" not in dsn:
-            msg = (
-                "postgres sink: `dsn` expected a libpq URI (postgresql://user@host/db); got "
-                f"{'a ' + type(dsn).__name__ if not isinstance(dsn, str) else 'no URI'}"
-            )
+        deprecated = {
+            "retry_backoff_s": ("retry_backoff", retry_backoff_s),
+            "max_backoff_s": ("max_backoff", max_backoff_s),
+            "connect_timeout_s": ("connect_timeout", connect_timeout_s),
+        }
+        durations = {"retry_backoff": retry_backoff, "max_backoff": max_backoff}
+        durations["connect_timeout"] = connect_timeout
+        for old, (new, value) in deprecated.items():
+            if value is not None:
+                warnings.warn(
+                    f"postgres sink: `{old}` is deprecated; pass `{new}=timedelta(seconds=...)`",
+                    DeprecationWarning,
+                    stacklevel=2,
+                )
+                if durations[new] is None:
+                    durations[new] = _seconds_keyword(value)
+        if isinstance(key_columns, str) or (
+            key_columns is not None and not isinstance(key_columns, Sequence)
+        ):
+            msg = f"postgres sink: `key_columns` expected column names; got {key_columns!r}"
             raise ConfigError(msg)
-        self._dsn = dsn
-        self.identifiers: IdentifierMode = identifiers
-        self.schema = pgcat.check_identifier(schema, "schema", identifiers)
-        self.table = pgcat.check_identifier(table, "table", identifiers)
-        self.target = f"{self.schema}.{self.table}"
-        if mode not in ("append", "upsert"):
+        self.config = PostgresSinkConfig.build(
+            {
+                "dsn": dsn,
+                "table": table,
+                "schema": schema,
+                "mode": mode,
+                "key_columns": tuple(key_columns or ()),
+                "metadata": metadata,
+                "allow_widening": allow_widening,
+                "conversions": dict(conversions),
+                "identifiers": identifiers,
+                "sink_name": sink_name,
+                "shards": shards,
+                "max_retries": max_retries,
+                "metadata_prefix": metadata_prefix,
+                "locators": locators,
+                **{k: v for k, v in durations.items() if v is not None},
+            }
+        )
+        config = self.config
+        pgcat.check_identifier(config.db_schema, "schema", config.identifiers)
+        pgcat.check_identifier(config.table, "table", config.identifiers)
+        obj = _contract_object(contract, contract_object, config.target)
+        keys = config.key_columns if key_columns is not None else _primary_key(obj)
+        if config.mode == "upsert" and not keys:
             msg = (
-                f"postgres sink `{self.target}`: `mode` expected 'append' or 'upsert'; got {mode!r}"
-            )
-            raise ConfigError(msg)
-        self.mode: WriteMode = mode
-        obj = _contract_object(contract, contract_object, self.target)
-        self.comments: dict[str, str] = obj.descriptions() if obj is not None else {}
-        keys = tuple(key_columns) if key_columns is not None else _primary_key(obj)
-        if mode == "upsert" and not keys:
-            msg = (
-                f"postgres sink `{self.target}`: mode='upsert' expected `key_columns` or a "
+                f"postgres sink `{config.target}`: mode='upsert' expected `key_columns` or a "
                 f"contract with a primary key; got neither (name the key with "
                 f"key_columns=[...], or use mode='append')"
             )
             raise ConfigError(msg)
-        self.key_columns: tuple[str, ...] = (
-            tuple(pgcat.check_identifier(k, "key column", identifiers) for k in keys)
-            if mode == "upsert"
+        resolved = (
+            tuple(pgcat.check_identifier(k, "key column", config.identifiers) for k in keys)
+            if config.mode == "upsert"
             else ()
         )
-        for name, value in (("shards", shards), ("max_retries", max_retries)):
-            low = 0 if name == "max_retries" else 1
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                msg = (
-                    f"postgres sink `{self.target}`: `{name}` expected an integer >= {low}; "
-                    f"got {value!r}"
-                )
-                raise ConfigError(msg)
-        for name, fvalue in (
-            ("retry_backoff_s", retry_backoff_s),
-            ("max_backoff_s", max_backoff_s),
-            ("connect_timeout_s", connect_timeout_s),
-        ):
-            if isinstance(fvalue, bool) or not isinstance(fvalue, (int, float)) or fvalue < 0:
-                msg = (
-                    f"postgres sink `{self.target}`: `{name}` expected a number >= 0; "
-                    f"got {fvalue!r}"
-                )
-                raise ConfigError(msg)
-        self.columns = metadata_columns(metadata_prefix, f"postgres sink `{self.target}`")
-        self.metadata = MetadataPolicy(metadata)
-        self.allow_widening = bool(allow_widening)
-        self.conversions = dict(conversions)
-        self.sink_name = sink_name if sink_name is not None else self.target
-        self.shards = shards
-        self.max_retries = max_retries
-        self.retry_backoff_s = float(retry_backoff_s)
-        self.max_backoff_s = float(max_backoff_s)
-        self.connect_timeout_s = float(connect_timeout_s)
-        self.locators: LocatorMode = check_locator_mode(f"postgres sink `{self.target}`", locators)
-        if locators == "absent" and coverage_store is not None:
+        if config.locators == "absent" and coverage_store is not None:
             msg = (
-                f"postgres sink `{self.target}`: `coverage_store` records source offsets; "
+                f"postgres sink `{config.target}`: `coverage_store` records source offsets; "
                 f"expected none with locators='absent' (rows without a locator cover no "
                 f"offsets); got one; drop `coverage_store`, or give the rows a locator"
             )
             raise ConfigError(msg)
+        self.pg = PostgresTable(
+            config,
+            comments=obj.descriptions() if obj is not None else {},
+            key_columns=resolved,
+        )
+        self.shards = config.shards
+        self.columns = config.columns
         self.coverage_store = coverage_store_option(coverage_store)
         self._announced = False
         self._lock = threading.Lock()
-        self._shapes: dict[pa.Schema, TableShape] = {}
-        self._bookkeeping_ready = False
-        self._target_at_start: TargetState = "rows"
-        self._start_columns: frozenset[str] = frozenset()
         self.stats: list[EpochSinkStats] = []
 
     @property
-    def dsn(self) -> str:
-        """The connection URI (a secret: never put it in a message)."""
-        return self._dsn
+    def target(self) -> str:
+        """``<schema>.<table>``, as messages name the table."""
+        return self.config.target
+
+    @property
+    def target_at_start(self) -> TargetState:
+        """What the sink found of its table at start: ``missing``, ``empty`` or ``rows``."""
+        return self.pg.target_at_start
 
     def __repr__(self) -> str:
-        return (
-            f"PostgresSink({redact_url(self._dsn)!r}, {self.table!r}, schema={self.schema!r}, "
-            f"mode={self.mode!r})"
-        )
+        c = self.config
+        return f"PostgresSink({c.dsn!r}, {c.table!r}, schema={c.db_schema!r}, mode={c.mode!r})"
 
     # -- Bytewax ---------------------------------------------------------------------
 
@@ -257,221 +266,21 @@ class PostgresSink(ShardedEpochSink[_PostgresPartition]):
     def build_shard(
         self, step_id: str, shard: int, resume_state: EpochSinkState | None
     ) -> _PostgresPartition:
-        self.ensure_bookkeeping()
+        self.pg.ensure_bookkeeping()
         self._announce()
-        part = _PostgresPartition(self, resume_state, shard)
+        part = _PostgresPartition(self.pg, resume_state, shard)
         self.stats.append(part.stats)
         return part
 
     def _announce(self) -> None:
         """Log the guarantee for rows without a locator, once per sink and process."""
         with self._lock:
-            if self._announced or self.locators != "absent":
+            if self._announced or self.config.locators != "absent":
                 return
             self._announced = True
-        text = unlocated_guarantee(f"postgres sink `{self.target}`", self.mode, self.key_columns)
-        logger.log(logging.INFO if self.mode == "upsert" else logging.WARNING, "%s", text)
-
-    # -- used by the partitions -------------------------------------------------------
-
-    def connect_control(self) -> Any:
-        """A new psycopg connection (autocommit off) for describe, DDL and reads."""
-        try:
-            return pgcat.connect(self._dsn, connect_timeout_s=self.connect_timeout_s)
-        except Exception as exc:  # psycopg.Error, classified by SQLSTATE
-            raise self._connect_error(exc) from None
-
-    def connect_data(self) -> Any:
-        """A new ADBC connection (autocommit off) for the epoch's transaction."""
-        return _adbc.connect(self._dsn)
-
-    def _connect_error(self, exc: Exception) -> Exception:
-        detail = describe_error(exc, self._dsn)
-        if is_transient(exc):
-            msg = (
-                f"postgres sink `{self.target}`: cannot connect ({detail}); retry when the "
-                f"server is up"
-            )
-            return SinkTransientError(msg)
-        msg = (
-            f"postgres sink `{self.target}`: cannot connect ({detail}); check the DSN and the role"
-        )
-        return SinkTerminalError(msg)
-
-    def ensure_bookkeeping(self) -> None:
-        """Create the schema and its coverage table once per sink and process."""
-        with self._lock:
-            if self._bookkeeping_ready:
-                return
-            with self.connect_control() as conn:
-                # Processes starting at once would race on `CREATE ... IF NOT EXISTS`
-                # (a unique violation in PostgreSQL's catalog): one creates, the rest wait.
-                conn.execute(
-                    "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                    (f"thalweg bookkeeping {self.schema}",),
-                )
-                pgcat.ensure_schema(conn, self.schema)
-                conn.execute(cov.create_coverage_sql(self.schema))
-                conn.commit()
-                self._target_at_start = self._target_state(conn)
-            self._bookkeeping_ready = True
-
-    def _target_state(self, conn: Any) -> TargetState:
-        """Whether the table is missing, empty or holds rows (two cheap reads), and its columns."""
-        shape = pgcat.describe(conn, self.schema, self.table)
-        if shape is None:
-            conn.rollback()
-            return "missing"
-        self._start_columns = frozenset(c.name for c in shape.columns)
-        row = conn.execute(
-            sql.SQL("SELECT EXISTS (SELECT 1 FROM {})").format(
-                sql.Identifier(self.schema, self.table)
-            )
-        ).fetchone()
-        conn.rollback()
-        return "rows" if row and row[0] else "empty"
-
-    @property
-    def target_at_start(self) -> TargetState:
-        """What the sink found of its table at start: ``missing``, ``empty`` or ``rows``."""
-        self.ensure_bookkeeping()
-        return self._target_at_start
-
-    def partition_check_sql(self) -> str | None:
-        """The query whether the table holds a row of a source partition (``$1``, ``$2``).
-
-        Asked once per covered partition at start, through the shard's data
-        connection: in ``append`` mode every covered partition left a row, so an
-        ``EXISTS`` by its locator (stopping at the first row) tells whether the table
-        lost it. None in ``upsert`` mode (a key may have replaced all of a partition's
-        rows) or without the locator columns: then only the table as a whole is judged.
-        """
-        cols = self.columns
-        if self.mode != "append" or not {cols.source_topic, cols.source_partition} <= (
-            self._start_columns
-        ):
-            return None
-        query = sql.SQL("SELECT EXISTS (SELECT 1 FROM {} WHERE {} = $1 AND {} = $2)").format(
-            sql.Identifier(self.schema, self.table),
-            sql.Identifier(cols.source_topic),
-            sql.Identifier(cols.source_partition),
-        )
-        return query.as_string(None)
-
-    def forget_coverage(self, topic: str, partition: int) -> None:
-        """Delete the coverage row of a source partition the table no longer holds."""
-        with self.connect_control() as conn:
-            conn.execute(
-                sql.SQL("DELETE FROM {} WHERE sink = %s AND topic = %s AND partition = %s").format(
-                    sql.Identifier(self.schema, cov.COVERAGE_TABLE)
-                ),
-                (self.sink_name, topic, partition),
-            )
-            conn.commit()
-
-    def held_record_ids(self, topic: str, partition: int, first: int, last: int) -> pa.Table | None:
-        """The ``(offset, record id)`` pairs the table holds for a source range, if it can."""
-        cols = self.columns
-        if not self._has_columns(
-            (cols.source_topic, cols.source_partition, cols.source_offset, cols.record_id)
-        ):
-            return None
-        with self.connect_control() as conn:
-            rows = pgcat.select_record_ids(
-                conn, self.schema, self.table, cols, topic, partition, first, last
-            )
-        return rows
-
-    def replaced_by_key(
-        self, topic: str, partition: int, rows: pa.RecordBatch
-    ) -> np.ndarray | None:
-        """Per row of ``rows``, whether the table holds a later row of the row's key.
-
-        ``rows`` come from one source partition; the answer is
-        :func:`~thalweg_bytewax.coverage.replacement_verdicts`'. None without the key or
-        locator columns to compare, or for key values the statement cannot carry.
-        """
-        cols = self.columns
-        keys = list(self.key_columns)
-        locator = (cols.source_topic, cols.source_partition, cols.source_offset)
-        if not keys or not set(keys).issubset(rows.schema.names):
-            return None
-        if not self._has_columns((*keys, *locator)):
-            return None
-        values = list(zip(*(rows.column(k).to_pylist() for k in keys), strict=True))
-        with self.connect_control() as conn:
-            try:
-                found = pgcat.select_key_locators(
-                    conn, self.schema, self.table, cols, keys, values
-                )
-            except pgcat.KEY_LOOKUP_ERRORS:
-                logger.debug("postgres sink: key lookup of %s failed", self.target, exc_info=True)
-                return None  # a key the statement cannot carry: such rows are warned about
-        offsets = rows.column(cols.source_offset)
-        return replacement_verdicts(offsets, found.column("_row"), found, cols, topic, partition)
-
-    def _has_columns(self, names: Sequence[str]) -> bool:
-        """Whether the table (as last provisioned, else as described now) has ``names``."""
-        with self._lock:
-            shape = next(iter(self._shapes.values()), None)
-        if shape is None:
-            with self.connect_control() as conn:
-                shape = pgcat.describe(conn, self.schema, self.table)
-        return shape is not None and all(shape.column(n) is not None for n in names)
-
-    def written_columns(self, schema: pa.Schema) -> list[str]:
-        """The columns of a prepared batch that go into the table, in batch order."""
-        return list(schema.names)
-
-    def prepare(self, rows: pa.RecordBatch) -> pa.Table:
-        """Provision the table for this batch's schema once, and cast the rows to it."""
-        cols = self.columns
-        keep = set(cols.policy_columns(self.metadata))
-        names = [n for n in rows.schema.names if n not in cols.names or n in keep]
-        batch = rows.select(names)
-        key = batch.schema
-        with self._lock:
-            shape = self._shapes.get(key)
-            if shape is None:
-                shape = self._sync(batch.schema)
-                self._shapes[key] = shape
-        # Nested values become JSON text for `jsonb` columns, zone mismatches are refused.
-        fitted = reconcile(batch, shape, target="postgres", table=self.target)
-        return pgcat.cast_to_shape(pa.Table.from_batches([fitted]), shape, self.target)
-
-    def _sync(self, desired: pa.Schema) -> TableShape:
-        with self.connect_control() as conn:
-            shape = pgcat.sync(
-                conn,
-                self.schema,
-                self.table,
-                desired,
-                comments=self.comments,
-                allow_widening=self.allow_widening,
-                conversions=self.conversions,
-                identifiers=self.identifiers,
-                primary_key=self.key_columns,
-                metadata_prefix=self.columns.prefix,
-                fingerprint=_fingerprint(self, desired),
-            )
-        logger.info(
-            "postgres sink `%s`: table holds %s columns for the incoming schema",
-            self.target,
-            len(shape.columns),
-        )
-        return shape
-
-
-def _fingerprint(sink: PostgresSink, desired: pa.Schema) -> str:
-    """What a provisioning depends on, hashed (the stored hash of an idempotent re-sync)."""
-    parts = [
-        desired.to_string(show_field_metadata=True, show_schema_metadata=False),
-        repr(sorted(sink.comments.items())),
-        repr(sorted(sink.conversions.items())),
-        repr(sink.allow_widening),
-        repr(sink.key_columns),
-    ]
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+        mode = self.config.mode
+        text = unlocated_guarantee(f"postgres sink `{self.target}`", mode, self.pg.key_columns)
+        logger.log(logging.INFO if mode == "upsert" else logging.WARNING, "%s", text)
 
 
 def _contract_object(
