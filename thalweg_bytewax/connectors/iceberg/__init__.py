@@ -2,7 +2,8 @@
 
 ``from thalweg_bytewax.connectors.iceberg import IcebergSink`` is the public import
 path; the modules behind it may move. :class:`IcebergSink` (see :mod:`.sink`) opens its
-catalog from :class:`IcebergCatalogConfig`; :class:`IcebergSinkStats` are its counters.
+catalog from :class:`IcebergCatalogConfig`, part of its settings,
+:class:`IcebergSinkConfig`; :class:`IcebergSinkStats` are its counters.
 
 Each name loads its module on first use: reading the configuration model loads neither
 Bytewax nor the connector's client.
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
         decode_spans,
         encode_spans,
     )
-    from .config import IcebergCatalogConfig
+    from .config import IcebergCatalogConfig, IcebergSinkConfig
     from .sink import IcebergSink, PartitionField
 
 # Public name -> the submodule that defines it, imported on first access.
@@ -31,6 +32,7 @@ _LAZY = {
     "COVERAGE_PREFIX": "._partition",
     "IcebergCatalogConfig": ".config",
     "IcebergSink": ".sink",
+    "IcebergSinkConfig": ".config",
     "IcebergSinkStats": "._partition",
     "PartitionField": ".sink",
     "decode_spans": "._partition",
@@ -42,6 +44,7 @@ __all__ = [
     "COVERAGE_PREFIX",
     "IcebergCatalogConfig",
     "IcebergSink",
+    "IcebergSinkConfig",
     "IcebergSinkStats",
     "PartitionField",
     "decode_spans",

@@ -76,7 +76,7 @@ if TYPE_CHECKING:
 
     from thalweg_bytewax.records.metadata import MetadataColumns
 
-    from .sink import IcebergSink
+    from .config import IcebergSinkConfig
 
 __all__ = [
     "COMMIT_KEY",
@@ -159,22 +159,26 @@ class _IcebergPartition(EpochSinkPartition):
     )
 
     def __init__(
-        self, sink: IcebergSink, sink_id: str, resume: EpochSinkState | None, shard: int
+        self,
+        config: IcebergSinkConfig,
+        sink_id: str,
+        resume: EpochSinkState | None,
+        shard: int,
     ) -> None:
         self.stats: IcebergSinkStats = IcebergSinkStats()
         super().__init__(
             component="iceberg sink",
-            columns=sink.columns,
+            columns=config.columns,
             resume_state=resume,
             shard=shard,
-            shards=sink.shards,
+            shards=config.shards,
             stats=self.stats,
-            locators=sink.locators,
+            locators=config.locators,
         )
-        self._sink = sink
-        self.target_replaces_rows = sink.mode == "upsert"
+        self._config = config
+        self.target_replaces_rows = config.mode == "upsert"
         self._sink_id = sink_id
-        self._catalog: Catalog = sink.catalog.load()
+        self._catalog: Catalog = config.catalog.load()
         self._table: Table | None = None
         self._held: dict[str, OffsetCoverage] | None = None
         self._schema: pa.Schema | None = None  # the last batch schema provisioned
@@ -218,7 +222,7 @@ class _IcebergPartition(EpochSinkPartition):
                 "iceberg sink: table `%s` holds no row of `%s` (rows deleted) while its "
                 "snapshots' coverage claimed offsets %s-%s (%s offsets); that coverage is "
                 "dropped and the table is refilled with what the source replays",
-                self._sink.table,
+                self._config.table,
                 key,
                 held.first,
                 held.last,
@@ -252,7 +256,7 @@ class _IcebergPartition(EpochSinkPartition):
             return True  # no snapshot of another writer ever removed rows: nothing lost
         cols = self.columns
         names = set(table.schema().column_names)
-        if self._sink.mode != "append" or not {cols.source_topic, cols.source_partition} <= names:
+        if self._config.mode != "append" or not {cols.source_topic, cols.source_partition} <= names:
             return True
         ex: Any = _expressions
         found = table.scan(
@@ -267,7 +271,7 @@ class _IcebergPartition(EpochSinkPartition):
 
     def _refuse_lost(self, key: str, what: str, resumed: int) -> None:
         msg = (
-            f"iceberg sink: table `{self._sink.table}` holds no row of `{key}` (the table "
+            f"iceberg sink: table `{self._config.table}` holds no row of `{key}` (the table "
             f"was dropped or its rows deleted), but the flow resumes `{key}` at offset "
             f"{resumed} and the sink's coverage claims {what}: the source will not replay "
             f"them, so nothing would refill the table. Nothing was written. To refill it, "
@@ -290,14 +294,14 @@ class _IcebergPartition(EpochSinkPartition):
         rows = self._conform(rows)
         self._buffer.append(rows)
         self._buffer_bytes += rows.get_total_buffer_size()
-        if self._sink.mode == "append" and self._buffer_full():
+        if self._config.mode == "append" and self._buffer_full():
             self._write_files()
 
     @override
     def commit_epoch(self) -> None:
         if not self._pending and not self._staged_unlocated:
             return  # nothing staged: no empty snapshot
-        if self._sink.mode == "append":
+        if self._config.mode == "append":
             self._write_files()
             rows = None
         else:
@@ -350,7 +354,7 @@ class _IcebergPartition(EpochSinkPartition):
     def replaced_by_key(self, key: str, rows: pa.RecordBatch) -> np.ndarray | None:
         table = self._current_table()
         cols = self.columns
-        keys = list(self._sink.key_columns)
+        keys = list(self._config.key_columns)
         locator = [cols.source_topic, cols.source_partition, cols.source_offset]
         names = set(table.schema().column_names) if table is not None else set()
         if (
@@ -391,7 +395,7 @@ class _IcebergPartition(EpochSinkPartition):
                 selected_fields=(*keys, *locator),
             ).to_arrow()
         except (TypeError, ValueError):
-            logger.debug("iceberg sink: key lookup in %s failed", self._sink.table, exc_info=True)
+            logger.debug("iceberg sink: key lookup in %s failed", self._config.table, exc_info=True)
             return None  # key values the filter cannot carry: such rows are warned about
         looked_up = _key_verdicts(others, found, keys, cols, topic, int(part))
         if looked_up is None:
@@ -401,7 +405,7 @@ class _IcebergPartition(EpochSinkPartition):
 
     @override
     def describe_target(self, key: str) -> str:
-        return f"table `{self._sink.table}`"
+        return f"table `{self._config.table}`"
 
     # -- tables and schemas ----------------------------------------------------------
 
@@ -409,7 +413,7 @@ class _IcebergPartition(EpochSinkPartition):
         if self._table is not None:
             return self._table
         try:
-            self._table = self._catalog.load_table(self._sink.table)
+            self._table = self._catalog.load_table(self._config.table)
         except NoSuchTableError:
             return None
         return self._table
@@ -449,7 +453,7 @@ class _IcebergPartition(EpochSinkPartition):
         sliced from larger buffers; only when that bound reaches the target are the
         batches not measured yet measured exactly (``nbytes``, ~15x the cost), each once.
         """
-        target = self._sink.target_file_bytes
+        target = self._config.target_file_bytes
         if self._buffer_bytes < target:
             return False
         unmeasured = self._buffer[self._buffer_measured :]
@@ -465,12 +469,12 @@ class _IcebergPartition(EpochSinkPartition):
             self._provision(rows.schema)
         shape = self._shape
         if shape is None:  # pragma: no cover - set by _provision
-            msg = f"iceberg sink: table `{self._sink.table}` was not provisioned"
+            msg = f"iceberg sink: table `{self._config.table}` was not provisioned"
             raise SinkTerminalError(msg)
-        return reconcile(rows, shape, target="iceberg", table=self._sink.table)
+        return reconcile(rows, shape, target="iceberg", table=self._config.table)
 
     def _provision(self, schema: pa.Schema) -> None:
-        sink = self._sink
+        sink = self._config
         if sink.mode == "upsert":
             absent = [k for k in sink.key_columns if k not in schema.names]
             if absent:
@@ -498,11 +502,11 @@ class _IcebergPartition(EpochSinkPartition):
 
     def _write_files(self) -> None:
         """Write the buffered rows as data files (invisible until the epoch commits)."""
-        if not self._buffer or self._sink.mode != "append":
+        if not self._buffer or self._config.mode != "append":
             return
         table = self._table
         if table is None:  # pragma: no cover - provisioned before anything is buffered
-            msg = f"iceberg sink: table `{self._sink.table}` was not provisioned"
+            msg = f"iceberg sink: table `{self._config.table}` was not provisioned"
             raise SinkTerminalError(msg)
         data = pa.Table.from_batches(self._buffer)
         files = list(_dataframe_to_data_files(table.metadata, data, table.io))
@@ -517,7 +521,7 @@ class _IcebergPartition(EpochSinkPartition):
         data = pa.concat_tables(
             [pa.Table.from_batches([b]) for b in self._buffer], promote_options="default"
         )
-        keys = list(self._sink.key_columns)
+        keys = list(self._config.key_columns)
         index = "__thalweg_row__"
         data = data.append_column(index, pa.array(np.arange(data.num_rows, dtype=np.int64)))
         last = data.group_by(keys, use_threads=False).aggregate([(index, "max")])
@@ -536,7 +540,7 @@ class _IcebergPartition(EpochSinkPartition):
         return props
 
     def _commit(self, rows: pa.Table | None, props: dict[str, str]) -> None:
-        sink = self._sink
+        sink = self._config
         table = self._table
         failure: Exception | None = None
         for attempt in range(sink.commit_retries + 1):

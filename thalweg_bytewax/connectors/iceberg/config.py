@@ -1,4 +1,9 @@
-"""Private: the typed configuration of ``IcebergSink`` — catalog properties and partition spec.
+"""The settings of an Iceberg sink: ``IcebergSinkConfig`` and its ``IcebergCatalogConfig``.
+
+:class:`~thalweg_bytewax.connectors.iceberg.IcebergSink` builds :class:`IcebergSinkConfig`
+from its keywords, a pipeline builds it from a ``[sinks.<name>]`` table with
+``kind = "iceberg"``, and the sink's partitions read only it. A ``coverage_store`` object
+is an argument of the sink, not a setting.
 
 Catalog properties are pyiceberg's string properties (``uri``, ``warehouse``, ``token``,
 ``s3.secret-access-key``, …). Secrets live in :class:`~pydantic.SecretStr` fields or in
@@ -12,18 +17,35 @@ import os
 import re
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from thalweg_bytewax._deps import require
 from thalweg_bytewax._redact import redact_url
+from thalweg_bytewax.catalog.iceberg import PartitionField, parse_partition_spec
+from thalweg_bytewax.config import ConnectorConfig
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns
+from thalweg_bytewax.typemap import validate_identifier
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
 
-__all__ = ["IcebergCatalogConfig"]
+__all__ = [
+    "DEFAULT_COMMIT_RETRIES",
+    "DEFAULT_TARGET_FILE_BYTES",
+    "IcebergCatalogConfig",
+    "IcebergSinkConfig",
+]
 
 # pyiceberg property keys, named once (CONVENTIONS rule 10).
 URI = "uri"
@@ -31,6 +53,14 @@ WAREHOUSE = "warehouse"
 TYPE = "type"
 TOKEN = "token"  # noqa: S105 - a property name, not a secret
 CREDENTIAL = "credential"
+# Rows are buffered until this many Arrow bytes, then written as data files while the
+# epoch goes on: bounds memory per sink partition. pyiceberg's own target file size
+# (`write.target-file-size-bytes`, 512 MiB), so an epoch of up to ~4M narrow rows is one
+# data file as a bare `table.append` writes it; 64 MiB wrote three files an epoch of 1M
+# rows and ran at 0.8x the bare append (docs/benchmarks.md "Iceberg sink").
+DEFAULT_TARGET_FILE_BYTES = 512 * 1024 * 1024
+# Commits lost to concurrent writers are retried on the refreshed table this many times.
+DEFAULT_COMMIT_RETRIES = 8
 # Opens of a SQL catalog tried before giving up: only its first-open table creation
 # races (a concurrent open of the same fresh warehouse), once.
 _OPEN_ATTEMPTS = 3
@@ -195,3 +225,117 @@ def _default_sqlite_uri(warehouse: str) -> str:
         raise ConfigError(msg)
     path = warehouse.removeprefix("file://")
     return "sqlite:///" + os.path.join(os.path.abspath(path), "catalog.db")
+
+
+class IcebergSinkConfig(ConnectorConfig):
+    """The settings of an :class:`~thalweg_bytewax.connectors.iceberg.IcebergSink`.
+
+    Example:
+        >>> cfg = IcebergSinkConfig.build(
+        ...     {"catalog": IcebergCatalogConfig(warehouse="lake"), "table": "shop.orders",
+        ...      "partition_by": ("day(created_at)",)}
+        ... )
+        >>> cfg.partition_by[0].transform, cfg.shards
+        ('day', 1)
+    """
+
+    component: ClassVar[str] = "iceberg sink"
+
+    catalog: IcebergCatalogConfig
+    """Where the catalog lives (a SQL catalog on SQLite under a warehouse by default, or
+    REST); its secrets are masked."""
+    table: str
+    """`namespace.table` (the namespace is created when absent)."""
+    mode: Literal["append", "upsert"] = "append"
+    """`append` appends; `upsert` replaces rows by `key_columns` (one shard)."""
+    key_columns: tuple[str, ...] = ()
+    """The upsert key (required for `upsert`)."""
+    partition_by: tuple[PartitionField, ...] = ()
+    """Partition fields, e.g. `["region", "day(ts)", "bucket(16, id)"]`."""
+    allow_widening: bool = False
+    """Widen a column losslessly (`int` to `long`) instead of refusing."""
+    comments: dict[str, str] = Field(default_factory=dict)
+    """Column docs by name (over contract descriptions and the built-in `_twg_` docs)."""
+    identifiers: Literal["strict", "relaxed"] = "strict"
+    """`strict` column names (`[a-z_][a-z0-9_]*`) or `relaxed`."""
+    shards: int = Field(default=1, ge=1)
+    """Sink partitions, each committing separately; 1 gives one commit per epoch."""
+    sink_id: str | None = None
+    """The name coverage is stored under (default: the output's step id); keep it stable
+    for a table."""
+    target_file_bytes: int = Field(default=DEFAULT_TARGET_FILE_BYTES, ge=1)
+    """Arrow bytes buffered before data files are written."""
+    commit_retries: int = Field(default=DEFAULT_COMMIT_RETRIES, ge=0)
+    """Retries of a commit that lost a race with another writer."""
+    metadata_prefix: str = DEFAULT_PREFIX
+    """The prefix of the metadata columns."""
+    locators: Literal["required", "absent"] = "required"
+    """`required` (rows carry `_twg_source_*` locators: exactly once) or `absent`."""
+
+    @field_validator("catalog", mode="before")
+    @classmethod
+    def _catalog(cls, value: Any) -> Any:
+        if isinstance(value, str | os.PathLike):
+            return {"warehouse": os.fspath(value)}
+        return value
+
+    @field_validator("table")
+    @classmethod
+    def _table(cls, value: str) -> str:
+        parts = value.split(".")
+        if len(parts) < 2:  # noqa: PLR2004 - namespace and name
+            msg = f"expected `namespace.table`; got {value!r}"
+            raise ValueError(msg)
+        for part in parts:
+            validate_identifier(
+                part, mode="strict", what="table", target="iceberg", relaxable=False
+            )
+        return value
+
+    @field_validator("partition_by", mode="before")
+    @classmethod
+    def _spec(cls, value: Any) -> Any:
+        if isinstance(value, list | tuple) and any(isinstance(v, str) for v in value):
+            return parse_partition_spec(list(value))
+        return value
+
+    @field_validator("sink_id")
+    @classmethod
+    def _sink_id(cls, value: str | None) -> str | None:
+        if value is not None and (not value or "/" in value):
+            msg = f"expected a non-empty name without `/`; got {value!r}"
+            raise ValueError(msg)
+        return value
+
+    @field_validator("metadata_prefix")
+    @classmethod
+    def _prefix(cls, value: str) -> str:
+        MetadataColumns(value)  # a ConfigError (a ValueError) naming what it expected
+        return value
+
+    @model_validator(mode="after")
+    def _by_mode(self) -> IcebergSinkConfig:
+        for key in self.key_columns:
+            validate_identifier(key, mode=self.identifiers, what="key column", target="iceberg")
+        if self.mode == "upsert" and not self.key_columns:
+            msg = (
+                f"table `{self.table}` in mode 'upsert' needs `key_columns`; expected the "
+                f"columns that identify a row; got none; name them, or use mode='append'"
+            )
+            raise ValueError(msg)
+        if self.mode == "upsert" and self.shards > 1:
+            # Two shards upserting one key concurrently can both commit: pyiceberg's
+            # conflict check judges data files, not rows, so the table ends with the key
+            # twice and no error. One writer per table keeps upserts exact.
+            msg = (
+                f"table `{self.table}` in mode 'upsert' expected shards=1; got "
+                f"shards={self.shards}; concurrent upserts of one key from two shards can "
+                f"leave the key twice, so an upserting table has one writer (use shards=1)"
+            )
+            raise ValueError(msg)
+        return self
+
+    @property
+    def columns(self) -> MetadataColumns:
+        """The metadata columns under :attr:`metadata_prefix`."""
+        return MetadataColumns(self.metadata_prefix)
