@@ -23,7 +23,7 @@ def test_the_keywords_build_the_model_the_environment_builds(tmp_path: Path) -> 
     }
     assert load_config(IcebergSinkConfig, env=env) == sink.config
     with pytest.raises(pydantic.ValidationError):
-        sink.config.shards = 2  # type: ignore[misc]
+        sink.config.shards = 2
 
 
 def test_a_catalog_token_is_in_no_repr_or_dump(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ def test_the_keywords_build_the_model_the_environment_builds(tmp_path: Path) -> 
 def test_the_model_is_frozen(tmp_path: Path) -> None:
     sink = ParquetSink(tmp_path)
     with pytest.raises(pydantic.ValidationError):
-        sink.config.shards = 2  # type: ignore[misc]
+        sink.config.shards = 2
 
 
 def test_the_partitions_read_the_model_not_the_sink(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -49,7 +50,8 @@ def test_a_duration_in_seconds_still_works_with_a_deprecation_warning(
     old: str, new: str, value: float
 ) -> None:
     with pytest.warns(DeprecationWarning, match=f"`{old}` is deprecated; pass `{new}="):
-        sink = PostgresSink(DSN, "orders", **{old: value})
+        keywords: dict[str, Any] = {old: value}
+        sink = PostgresSink(DSN, "orders", **keywords)
     assert getattr(sink.config, new) == timedelta(seconds=value)
 
 

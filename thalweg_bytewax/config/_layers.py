@@ -25,6 +25,7 @@ __all__ = [
     "ENV_PREFIX",
     "Layer",
     "annotation_at",
+    "models_of",
     "element",
     "env_layer",
     "env_name",
@@ -94,22 +95,44 @@ def element(annotation: Any) -> Any:
     return None
 
 
+def models_of(annotation: Any) -> list[type[BaseModel]]:
+    """The model classes ``annotation`` may be: one, the members of a union, or none."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        return models_of(typing.get_args(annotation)[0])
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return [m for a in typing.get_args(annotation) for m in models_of(a)]
+    return []
+
+
+def _field(models: list[type[BaseModel]], key: str) -> Any:
+    """The annotation of ``key`` (a field name or alias) in the first of ``models`` with it."""
+    for model in models:
+        for name, info in model.model_fields.items():
+            if key in (name, info.alias):
+                return info.annotation
+    return None
+
+
 def annotation_at(model: type[BaseModel], path: Iterable[str | int]) -> Any:
     """The annotation of the key ``path`` under ``model`` (``None`` when unknown).
 
     A path steps into lists by index and into tables of sections by key:
-    ``("windows", 0, "size_s")``, ``("sinks", "orders", "dsn")``.
+    ``("windows", 0, "size_s")``, ``("sinks", "orders", "dsn")``. Under a union of
+    sections (``[sinks.<name>]``, one model per ``kind``) a key is looked up in each.
     """
-    current: type[BaseModel] | None = model
+    current: list[type[BaseModel]] = [model]
     annotation: Any = None
     for part in path:
-        if current is not None and isinstance(part, str) and part in current.model_fields:
-            annotation = current.model_fields[part].annotation
-        elif current is None and (inner := element(annotation)) is not None:
+        found = _field(current, part) if isinstance(part, str) else None
+        if found is not None:
+            annotation = found
+        elif not current and (inner := element(annotation)) is not None:
             annotation = inner
         else:
             return None
-        current = submodel(annotation)
+        current = models_of(annotation)
     return annotation
 
 

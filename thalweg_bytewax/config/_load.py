@@ -21,8 +21,8 @@ from thalweg_bytewax.config._layers import (
     env_name,
     file_layer,
     merge,
+    models_of,
     override_layer,
-    submodel,
 )
 from thalweg_bytewax.config._secret import SecretRef, SecretReference, _parse
 from thalweg_bytewax.errors import ConfigError
@@ -208,8 +208,8 @@ def _message(
     problems = []
     for error in exc.errors():
         path = _known_prefix(model, tuple(error["loc"]))
-        if error["type"] == "extra_forbidden":
-            path = (*path, *error["loc"][len(path) : len(path) + 1])
+        if error["type"] == "extra_forbidden" and (not path or path[-1] != error["loc"][-1]):
+            path = (*path, error["loc"][-1])  # the unknown key (a union's tag is skipped)
         where = _where(layers, _names(path))
         if not path:
             problems.append(_expectation(error))
@@ -223,7 +223,7 @@ def _message(
                 dotted = _dotted(path)
                 problems.append(f"`{dotted}` is required; add it to `{file}` or set `{var}`")
         elif error["type"] == "extra_forbidden":
-            parent = submodel(annotation_at(model, path[:-1])) if path[:-1] else model
+            parent = _member(model, path[:-1], error["loc"]) if path[:-1] else model
             fields = parent.model_fields.items() if parent else ()
             known = ", ".join(f"`{info.alias or k}`" for k, info in fields)
             problems.append(f"{_subject(path, where)}: unknown key; expected one of {known}")
@@ -238,6 +238,19 @@ def _message(
     return f"`{_component(model)}` settings: {joined}; {remedy}"
 
 
+def _member(
+    model: type[BaseModel], path: tuple[str | int, ...], loc: tuple[Any, ...]
+) -> type[BaseModel] | None:
+    """The section model at ``path``; of a union, the member the error's tag names."""
+    candidates = models_of(annotation_at(model, path))
+    tags = {str(part) for part in loc}
+    for candidate in candidates:
+        kind = candidate.model_fields.get("kind")
+        if kind is not None and set(map(str, typing.get_args(kind.annotation))) & tags:
+            return candidate
+    return candidates[0] if candidates else None
+
+
 def _known_prefix(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[str | int, ...]:
     """``loc`` cut to the keys the model declares, stepping into lists and tables.
 
@@ -247,6 +260,8 @@ def _known_prefix(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[str | i
     kept: list[str | int] = []
     for part in loc:
         if not isinstance(part, str | int) or annotation_at(model, (*kept, part)) is None:
+            if isinstance(part, str) and len(models_of(annotation_at(model, kept))) > 1:
+                continue  # the tag of a union's member (`kafka` in `sinks.k.kafka.topic`)
             break
         kept.append(part)
     return tuple(kept)

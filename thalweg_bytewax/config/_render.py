@@ -7,12 +7,13 @@ import math
 import types
 import typing
 from collections.abc import Iterator, Mapping
+from datetime import timedelta
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
 from pydantic.fields import FieldInfo
 
-from thalweg_bytewax.config._layers import env_name, submodel
+from thalweg_bytewax.config._layers import env_name, models_of, submodel
 from thalweg_bytewax.config._secret import SecretRef
 from thalweg_bytewax.errors import ConfigError
 
@@ -82,10 +83,28 @@ def _type_name(annotation: Any) -> str:
         return " | ".join(json.dumps(a) for a in typing.get_args(annotation))
     if origin is typing.Annotated:
         return _type_name(typing.get_args(annotation)[0])
+    if annotation is timedelta:
+        return "duration (seconds or ISO-8601)"
+    items = typing.get_args(annotation)
+    if origin is tuple and len(items) == 2 and items[1] is Ellipsis:  # noqa: PLR2004 - tuple[X, ...]
+        return f"list[{_type_name(items[0])}]"
     if origin is not None:
         args = ", ".join(_type_name(a) for a in typing.get_args(annotation))
         return f"{getattr(origin, '__name__', str(origin))}[{args}]"
     return getattr(annotation, "__name__", str(annotation))
+
+
+def _doc(model: type[BaseModel]) -> str:
+    """The first line of a model's docstring."""
+    return (model.__doc__ or "").strip().split("\n")[0]
+
+
+def _shown_default(info: FieldInfo) -> str:
+    """A field's default as the reference table shows it."""
+    if info.is_required():
+        return "required"
+    value = _default(info)[1]
+    return "unset" if value is None else f"`{_toml_value(value)}`"
 
 
 def _describe(info: FieldInfo) -> str:
@@ -97,6 +116,8 @@ def _default(info: FieldInfo) -> tuple[bool, Any]:
     if info.is_required():
         return False, None
     value = info.get_default(call_default_factory=True, validated_data={})
+    if isinstance(value, timedelta):
+        return True, value.total_seconds()  # a duration is written in seconds
     annotation: Any = info.annotation
     return True, TypeAdapter(annotation).dump_python(value, mode="json")
 
@@ -108,14 +129,31 @@ def _fields(model: type[BaseModel]) -> Iterator[tuple[str, FieldInfo, type[BaseM
 
 
 def _collection(annotation: Any) -> tuple[str, type[BaseModel]] | None:
-    """``("list", M)`` for ``list[M]``, ``("dict", M)`` for ``dict[str, M]``, else None."""
+    """``("list", M)`` for ``list[M]``, ``("dict", M)`` for ``dict[str, M]``, else None.
+
+    ``M`` is a model, or a union of models told apart by ``kind`` (``[sinks.<name>]``),
+    whose members :func:`_members` gives.
+    """
     args = typing.get_args(annotation)
     origin = typing.get_origin(annotation)
-    if origin is list and args and (item := submodel(args[0])) is not None:
-        return "list", item
-    if origin is dict and len(args) == 2 and (item := submodel(args[1])) is not None:  # noqa: PLR2004
-        return "dict", item
+    if origin is list and args and (found := models_of(args[0])):
+        return "list", found[0] if len(found) == 1 else args[0]
+    if origin is dict and len(args) == 2 and (found := models_of(args[1])):  # noqa: PLR2004
+        return "dict", found[0] if len(found) == 1 else args[1]
     return None
+
+
+def _members(item: Any) -> list[tuple[str | None, type[BaseModel]]]:
+    """The models of a collection's item with their ``kind`` (``None`` for a single model)."""
+    found = models_of(item)
+    if len(found) == 1:
+        return [(None, found[0])]
+    out: list[tuple[str | None, type[BaseModel]]] = []
+    for model in found:
+        kind = model.model_fields.get("kind")
+        tags = typing.get_args(kind.annotation) if kind is not None else ()
+        out.append((str(tags[0]) if tags else model.__name__, model))
+    return out
 
 
 def _example(info: FieldInfo, path: tuple[str, ...]) -> str:
@@ -204,10 +242,14 @@ def render_starter(model: type[BaseModel], *, title: str) -> str:
         for name, info, shape, item in collections:
             dotted = ".".join((*prefix, name))
             header = f"[[{dotted}]]" if shape == "list" else f"[{dotted}.<name>]"
-            out.extend(["", f"# {header}"])
-            if text := _describe(info):
-                out.append(f"# {text} (none by default; repeat the table for each)")
-            _block(item, (*prefix, name, "NAME"), "# ", env=env and shape == "dict")
+            # A union of sections (one per `kind`): one example table per kind.
+            for tag, member in _members(item):
+                out.extend(["", f"# {header}"])
+                if text := _describe(info):
+                    out.append(f"# {text} (none by default; repeat the table for each)")
+                if tag is not None:
+                    out.append(f"# An example of kind {json.dumps(tag)}: {_doc(member)}")
+                _block(member, (*prefix, name, "NAME"), "# ", env=env and shape == "dict")
 
     _block(model, (), "")
     return "\n".join(out) + "\n"
@@ -231,29 +273,81 @@ def render_reference(model: type[BaseModel]) -> str:
         for name, info, sub in _fields(node):
             path = (*prefix, name)
             collection = _collection(info.annotation) if sub is None else None
-            if sub is not None:
-                has = not info.is_required()
-                default = ("unset" if _default(info)[1] is None else "see below") if has else ""
-            else:
-                has, value = _default(info)
-                default = "unset" if value is None else f"`{_toml_value(value)}`"
-                if collection is not None and has and not value:
-                    default = "none; see below"
-            default = default if has else "required"
-            text = _describe(info).replace("|", "\\|")
-            kind = _type_name(info.annotation).replace("|", "\\|")
-            variable = f"`{env_name(path)}`" if env else "—"
-            key = ".".join(path).replace(".[]", "[]")
-            rows.append(f"| `{key}` | {kind} | {default} | {variable} | {text} |")
+            rows.append(_row(path, info, sub, collection, env=env))
             if sub is not None:
                 _rows(sub, path, env=env)
             elif collection is not None:
                 # One item's keys: `sinks.<name>.kind` (a table per name), `windows[].name`.
                 shape, item = collection
-                if shape == "dict":
-                    _rows(item, (*path, "<name>"), env=env)
+                where = (*path, "<name>") if shape == "dict" else (*path, "[]")
+                members = _members(item)
+                if len(members) == 1:
+                    _rows(members[0][1], where, env=env and shape == "dict")
                 else:
-                    _rows(item, (*path, "[]"), env=False)
+                    _union_rows(members, where, env=env and shape == "dict")
+
+    def _union_rows(
+        members: list[tuple[str | None, type[BaseModel]]], prefix: tuple[str, ...], *, env: bool
+    ) -> None:
+        """Each key of a union's members once: ``kind`` first, then the keys all share."""
+        seen: dict[str, list[tuple[str, FieldInfo, type[BaseModel] | None]]] = {}
+        for kind, member in members:
+            for name, info, sub in _fields(member):
+                seen.setdefault(name, []).append((kind or "", info, sub))
+        order = sorted(seen, key=lambda n: (n != "kind", len(seen[n]) != len(members)))
+        for name in order:
+            takers = seen[name]
+            _, info, sub = takers[0]
+            path = (*prefix, name)
+            collection = _collection(info.annotation) if sub is None else None
+            texts: dict[str, list[str]] = {}
+            for kind, taker, _ in takers:
+                texts.setdefault(_describe(taker), []).append(kind)
+            if name == "kind":
+                kinds = ", ".join(f"`{k}`" for k, _, _ in takers)
+                text = f"Which sink: {kinds}; it picks the keys below that apply."
+            elif len(texts) == 1 and len(takers) == len(members):
+                text = next(iter(texts))
+            else:
+                text = " ".join(f"{', '.join(ks)}: {t}" for t, ks in texts.items())
+            defaults = {_shown_default(t) for _, t, _ in takers}
+            row = _row(path, info, sub, collection, env=env, text=text)
+            if len(defaults) > 1:  # e.g. `shards`: 16 for a lane, 1 for an Iceberg table
+                shown = "; ".join(f"{k} {_shown_default(t)}" for k, t, _ in takers)
+                cells = row.split(" | ")
+                cells[2] = shown.replace("|", "\\|")
+                row = " | ".join(cells)
+            if name == "kind":
+                cells = row.split(" | ")
+                cells[1] = " \\| ".join(f'"{k}"' for k, _, _ in takers)
+                row = " | ".join(cells)
+            rows.append(row)
+            if sub is not None:
+                _rows(sub, path, env=env)
+
+    def _row(
+        path: tuple[str, ...],
+        info: FieldInfo,
+        sub: type[BaseModel] | None,
+        collection: tuple[str, Any] | None,
+        *,
+        env: bool,
+        text: str | None = None,
+    ) -> str:
+        if sub is not None:
+            has = not info.is_required()
+            default = ("unset" if _default(info)[1] is None else "see below") if has else ""
+        else:
+            has, value = _default(info)
+            default = "unset" if value is None else f"`{_toml_value(value)}`"
+            if collection is not None and has and not value:
+                default = "none; see below"
+        default = default if has else "required"
+        text = (_describe(info) if text is None else text).replace("|", "\\|")
+        kind = _type_name(info.annotation).replace("|", "\\|")
+        variable = f"`{env_name(path)}`" if env else "—"
+        key = ".".join(path).replace(".[]", "[]")
+        return f"| `{key}` | {kind} | {default} | {variable} | {text} |"
 
     _rows(model, ())
     return "\n".join(rows) + "\n"

@@ -30,9 +30,9 @@ from pydantic import (
 )
 
 from thalweg_bytewax._deps import require
-from thalweg_bytewax._redact import redact_url
+from thalweg_bytewax._redact import redact_url, redact_value
 from thalweg_bytewax.catalog.iceberg import PartitionField, parse_partition_spec
-from thalweg_bytewax.config import ConnectorConfig
+from thalweg_bytewax.config import ConnectorConfig, SecretRef
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns
 from thalweg_bytewax.typemap import validate_identifier
@@ -84,7 +84,9 @@ class IcebergCatalogConfig(BaseModel):
         warehouse: The warehouse: a local directory or a URI (``file://``, ``s3://``…).
             Required for ``"sql"``.
         uri: The SQL catalog's SQLAlchemy URL (default ``sqlite:///<warehouse>/catalog.db``)
-            or the REST catalog's endpoint (required for ``"rest"``).
+            or the REST catalog's endpoint (required for ``"rest"``); a secret setting (a
+            URL may carry a password): ``${env:…}`` references are resolved when the
+            catalog opens, and it is shown redacted.
         token: A REST bearer token (masked in reprs).
         credential: REST OAuth client credentials ``id:secret`` (masked).
         properties: Further pyiceberg catalog properties (no secrets: keys naming one are
@@ -92,16 +94,25 @@ class IcebergCatalogConfig(BaseModel):
         secret_properties: Secret pyiceberg properties, e.g. ``s3.secret-access-key``.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     name: str = Field(default="thalweg", min_length=1)
+    """The catalog's name (pyiceberg's, also the SQL catalog's row key)."""
     type: Literal["sql", "rest"] = "sql"
+    """`sql` (SQLite under the warehouse by default) or `rest`."""
     warehouse: str | None = None
-    uri: str | None = None
+    """A local directory or a URI (`file://`, `s3://`, ...); required for `sql`."""
+    uri: SecretRef | None = None
+    """The SQL catalog's SQLAlchemy URL or the REST endpoint (required for `rest`); a
+    secret: it may carry a password (write it as a reference)."""
     token: SecretStr | None = None
+    """A REST bearer token (masked)."""
     credential: SecretStr | None = None
+    """REST OAuth client credentials `id:secret` (masked)."""
     properties: dict[str, str] = Field(default_factory=dict)
+    """Further pyiceberg catalog properties, no secrets (keys naming one are refused)."""
     secret_properties: dict[str, SecretStr] = Field(default_factory=dict)
+    """Secret pyiceberg properties, e.g. `s3.secret-access-key` (masked)."""
 
     @model_validator(mode="after")
     def _check(self) -> IcebergCatalogConfig:
@@ -151,17 +162,19 @@ class IcebergCatalogConfig(BaseModel):
 
     def describe(self) -> str:
         """The catalog as messages name it: type and redacted location, never a secret."""
-        where = self.uri if self.type == "rest" else self.warehouse
-        return f"{self.type} catalog `{self.name}` at `{redact_url(where or '')}`"
+        where = _shown(self.uri) if self.type == "rest" else redact_url(self.warehouse or "")
+        return f"{self.type} catalog `{self.name}` at `{where}`"
 
     def __repr_args__(self) -> Any:
         for key, value in super().__repr_args__():
-            if key in (URI, WAREHOUSE) and isinstance(value, str):
+            if key == URI and isinstance(value, SecretRef):
+                yield key, _shown(value)
+            elif key == WAREHOUSE and isinstance(value, str):
                 yield key, redact_url(value)
             elif key == "properties":
                 yield key, sorted(value)  # keys only
             else:
-                yield key, value
+                yield key, redact_value(value)
 
     def catalog_properties(self) -> dict[str, str]:
         """The plain-text property map pyiceberg's ``load_catalog`` takes (secrets included)."""
@@ -169,8 +182,8 @@ class IcebergCatalogConfig(BaseModel):
         props[TYPE] = self.type
         if self.warehouse:
             props[WAREHOUSE] = _as_uri(self.warehouse)
-        if self.uri:
-            props[URI] = self.uri
+        if self.uri is not None:
+            props[URI] = self.uri.resolve()
         elif self.type == "sql" and self.warehouse:
             props[URI] = _default_sqlite_uri(self.warehouse)
         if self.token is not None:
@@ -207,6 +220,13 @@ class IcebergCatalogConfig(BaseModel):
             f"catalog's location and credentials"
         )
         raise SinkTerminalError(msg)
+
+
+def _shown(uri: SecretRef | None) -> str:
+    """A catalog URI as messages show it: references as written, a plain URL redacted."""
+    if uri is None:
+        return ""
+    return uri.display if uri.references else redact_url(uri.resolve())
 
 
 def _as_uri(warehouse: str) -> str:
