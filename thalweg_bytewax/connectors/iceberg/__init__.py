@@ -16,27 +16,22 @@ from typing import TYPE_CHECKING, Any
 from thalweg_bytewax._lazy import lazy_dir, load_lazy
 
 if TYPE_CHECKING:
-    from ._partition import (
-        COMMIT_KEY,
-        COVERAGE_PREFIX,
-        IcebergSinkStats,
-        decode_spans,
-        encode_spans,
-    )
+    from ._stats import IcebergSinkStats
+    from ._summary import COMMIT_KEY, COVERAGE_PREFIX, decode_spans, encode_spans
     from .config import IcebergCatalogConfig, IcebergSinkConfig
     from .sink import IcebergSink, PartitionField
 
 # Public name -> the submodule that defines it, imported on first access.
 _LAZY = {
-    "COMMIT_KEY": "._partition",
-    "COVERAGE_PREFIX": "._partition",
+    "COMMIT_KEY": "._summary",
+    "COVERAGE_PREFIX": "._summary",
     "IcebergCatalogConfig": ".config",
     "IcebergSink": ".sink",
     "IcebergSinkConfig": ".config",
-    "IcebergSinkStats": "._partition",
+    "IcebergSinkStats": "._stats",
     "PartitionField": ".sink",
-    "decode_spans": "._partition",
-    "encode_spans": "._partition",
+    "decode_spans": "._summary",
+    "encode_spans": "._summary",
 }
 
 __all__ = [

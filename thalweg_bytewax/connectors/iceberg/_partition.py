@@ -54,27 +54,35 @@ from pyiceberg.exceptions import (  # noqa: E402 - after the install hint
     ValidationException,
 )
 from pyiceberg.io.pyarrow import _dataframe_to_data_files  # noqa: E402
-from pyiceberg.table.snapshots import ancestors_of  # noqa: E402
 
 from thalweg_bytewax.catalog.iceberg import describe, provision  # noqa: E402
 from thalweg_bytewax.catalog.plan import TableShape  # noqa: E402
 from thalweg_bytewax.catalog.reconcile import reconcile  # noqa: E402
-from thalweg_bytewax.coverage.spans import OffsetCoverage, replacement_verdicts  # noqa: E402
+from thalweg_bytewax.coverage.spans import OffsetCoverage  # noqa: E402
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError  # noqa: E402
 from thalweg_bytewax.runtime.epoch_sink import (  # noqa: E402
     UNLOCATED,
     EpochSinkPartition,
     EpochSinkState,
-    EpochSinkStats,
     buffered_size,
+)
+
+from ._keys import replaced_by_key  # noqa: E402
+from ._stats import IcebergSinkStats  # noqa: E402
+from ._summary import (  # noqa: E402
+    COMMIT_KEY,
+    COVERAGE_PREFIX,
+    RESET_PREFIX,
+    decode_spans,
+    encode_spans,
+    landed,
+    read_coverage,
 )
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
     from pyiceberg.manifest import DataFile
     from pyiceberg.table import Table
-
-    from thalweg_bytewax.records.metadata import MetadataColumns
 
     from .config import IcebergSinkConfig
 
@@ -88,65 +96,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-COVERAGE_PREFIX = "thalweg.coverage."
-"""Snapshot-summary keys ``thalweg.coverage.<sink id>/<topic>:<partition>`` hold the
-covered offsets of that source partition as ``"first-last,first-last"``."""
-RESET_PREFIX = "thalweg.coverage-reset."
-"""Snapshot-summary keys ``thalweg.coverage-reset.<sink id>/<topic>:<partition>``: the
-commit that refilled a source partition the table had lost; the coverage of that
-partition in older snapshots no longer counts."""
-COMMIT_KEY = "thalweg.commit"
-"""Snapshot-summary key: the unique id of the epoch commit that made the snapshot."""
-# How many ancestors a retry searches for its own commit id: other writers' commits
-# since the attempt, which are few (one per shard and epoch).
-_LANDED_DEPTH = 64
-# The column that numbers the rows a key lookup asks about.
-_ROW = "__twg_row"
-# Offsets of a source partition one read serves key lookups over, during a replay.
-_KEY_WINDOW = 100_000
-
-
-class IcebergSinkStats(EpochSinkStats):
-    """Plain counters of one Iceberg sink partition, exported by the observability layer.
-
-    Attributes:
-        commits: Iceberg commits made (one per epoch with rows).
-        commit_retries: Commits retried after losing a race with another writer.
-        data_files_written: Parquet data files written (published at their commit).
-    """
-
-    __slots__ = ("commit_retries", "commits", "data_files_written")
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.commits = 0
-        self.commit_retries = 0
-        self.data_files_written = 0
-
-
-def encode_spans(coverage: OffsetCoverage) -> str:
-    """The compact text of a coverage: ``"0-99,150-199"``."""
-    return ",".join(f"{lo}-{hi}" for lo, hi in coverage.spans)
-
-
-def decode_spans(text: str) -> OffsetCoverage:
-    """Parse :func:`encode_spans` output.
-
-    Raises:
-        ConfigError: When the text is not ``first-last`` spans separated by commas.
-    """
-    spans = []
-    for part in filter(None, text.split(",")):
-        lo, sep, hi = part.partition("-")
-        if not sep or not lo.isdigit() or not hi.isdigit():
-            msg = (
-                f"iceberg sink: coverage property expected `first-last,...`; got {text[:80]!r} "
-                f"(the snapshot summary was edited by hand: fix or remove the property)"
-            )
-            raise ConfigError(msg)
-        spans.append((int(lo), int(hi)))
-    return OffsetCoverage(spans)
 
 
 class _IcebergPartition(EpochSinkPartition):
@@ -353,55 +302,10 @@ class _IcebergPartition(EpochSinkPartition):
     @override
     def replaced_by_key(self, key: str, rows: pa.RecordBatch) -> np.ndarray | None:
         table = self._current_table()
-        cols = self.columns
+        if table is None:
+            return None
         keys = list(self._config.key_columns)
-        locator = [cols.source_topic, cols.source_partition, cols.source_offset]
-        names = set(table.schema().column_names) if table is not None else set()
-        if (
-            table is None
-            or not keys
-            or not names.issuperset([*keys, *locator])
-            or not set(keys).issubset(rows.schema.names)
-        ):
-            return None
-        topic, _, part = key.rpartition(":")
-        ex: Any = _expressions
-        # A replaced row's key is held from a later offset of the same partition: one
-        # read of that partition from the rows' lowest offset serves the replay's batches.
-        low = pc.min(rows.column(cols.source_offset)).as_py()
-        window = self._key_windows.get(key)
-        if window is None or not window[0] <= low <= window[0] + _KEY_WINDOW // 2:
-            held = table.scan(
-                row_filter=ex.And(
-                    ex.EqualTo(cols.source_topic, topic),
-                    ex.EqualTo(cols.source_partition, int(part)),
-                    ex.GreaterThanOrEqual(cols.source_offset, low),
-                    ex.LessThan(cols.source_offset, low + _KEY_WINDOW),
-                ),
-                selected_fields=(*keys, *locator),
-            ).to_arrow()
-            window = self._key_windows[key] = (low, held)
-        verdict = _key_verdicts(rows, window[1], keys, cols, topic, int(part))
-        if verdict is None:
-            return None  # a key type Arrow cannot match: such rows are warned about
-        rest = verdict != 1
-        if not rest.any():
-            return verdict
-        # The others by key over the whole table: an earlier row, or another source's.
-        others = rows.filter(pa.array(rest))
-        try:
-            found = table.scan(
-                row_filter=ex.In(keys[0], set(others.column(keys[0]).drop_null().to_pylist())),
-                selected_fields=(*keys, *locator),
-            ).to_arrow()
-        except (TypeError, ValueError):
-            logger.debug("iceberg sink: key lookup in %s failed", self._config.table, exc_info=True)
-            return None  # key values the filter cannot carry: such rows are warned about
-        looked_up = _key_verdicts(others, found, keys, cols, topic, int(part))
-        if looked_up is None:
-            return None
-        verdict[rest] = looked_up
-        return verdict
+        return replaced_by_key(table, keys, self.columns, key, rows, self._key_windows)
 
     @override
     def describe_target(self, key: str) -> str:
@@ -419,31 +323,9 @@ class _IcebergPartition(EpochSinkPartition):
         return self._table
 
     def _read_coverage(self) -> dict[str, OffsetCoverage]:
-        """The coverage of every source partition, united over the snapshot ancestry.
-
-        Each commit carries the full coverage of the partitions it touched, so the
-        newest snapshot naming a partition holds all of it; the union also survives
-        snapshots expired in between and commits of other writers. A partition's
-        coverage stops at the newest commit that refilled it after the table lost it
-        (:data:`RESET_PREFIX`): what older snapshots claimed was deleted.
-        """
-        table = self._current_table()
-        held: dict[str, OffsetCoverage] = {}
-        if table is None or table.current_snapshot() is None:
-            return held
-        prefix = f"{COVERAGE_PREFIX}{self._sink_id}/"
-        reset = f"{RESET_PREFIX}{self._sink_id}/"
-        done: set[str] = set()
-        for snapshot in ancestors_of(table.current_snapshot(), table.metadata):
-            summary = snapshot.summary
-            props = summary.additional_properties if summary is not None else {}
-            if summary is not None and COMMIT_KEY not in props and _removes_rows(summary):
-                self._foreign_deletes = True
-            for name, value in props.items():
-                if name.startswith(prefix) and name[len(prefix) :] not in done:
-                    key = name[len(prefix) :]
-                    held[key] = held.get(key, OffsetCoverage()) | decode_spans(value)
-            done.update(name[len(reset) :] for name in props if name.startswith(reset))
+        """The coverage of every source partition, united over the snapshot ancestry."""
+        held, foreign_deletes = read_coverage(self._current_table(), self._sink_id)
+        self._foreign_deletes = self._foreign_deletes or foreign_deletes
         return held
 
     def _buffer_full(self) -> bool:
@@ -568,7 +450,7 @@ class _IcebergPartition(EpochSinkPartition):
                 return
             table = table.refresh()
             self._table = table
-            if self._landed(table, props[COMMIT_KEY]):
+            if landed(table, props[COMMIT_KEY]):
                 self.stats.commits += 1
                 return
             self.stats.commit_retries += 1
@@ -588,49 +470,3 @@ class _IcebergPartition(EpochSinkPartition):
             f"`shards`, or a longer epoch, means fewer concurrent commits)"
         )
         raise SinkTerminalError(msg)
-
-    def _landed(self, table: Table, commit_id: str) -> bool:
-        """Whether a commit with ``commit_id`` is in the table's recent ancestry."""
-        current = table.current_snapshot()
-        if current is None:
-            return False
-        for depth, snapshot in enumerate(ancestors_of(current, table.metadata)):
-            if depth >= _LANDED_DEPTH:
-                break
-            summary: Any = snapshot.summary
-            if summary is not None and summary.additional_properties.get(COMMIT_KEY) == commit_id:
-                return True
-        return False
-
-
-def _removes_rows(summary: Any) -> bool:
-    """Whether a snapshot summary says its commit removed rows (a delete or overwrite)."""
-    operation = getattr(summary.operation, "value", summary.operation)
-    deleted = summary.additional_properties.get("deleted-records")
-    return operation in ("delete", "overwrite") or (deleted is not None and str(deleted) != "0")
-
-
-def _key_verdicts(
-    rows: pa.RecordBatch,
-    found: pa.Table,
-    keys: list[str],
-    cols: MetadataColumns,
-    topic: str,
-    partition: int,
-) -> np.ndarray | None:
-    """:func:`replacement_verdicts` of ``rows``, matched to the table's rows ``found`` by key.
-
-    None when Arrow cannot match the key columns' types.
-    """
-    asked = pa.table({k: rows.column(k) for k in keys}).append_column(
-        _ROW, pa.array(np.arange(rows.num_rows, dtype=np.int64))
-    )
-    try:
-        asked = asked.cast(
-            pa.schema([found.schema.field(k) for k in keys] + [asked.schema.field(_ROW)])
-        )
-        joined = asked.join(found, keys=keys, join_type="inner", use_threads=False)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        return None
-    offsets = rows.column(cols.source_offset)
-    return replacement_verdicts(offsets, joined.column(_ROW), joined, cols, topic, partition)

@@ -36,14 +36,9 @@ from thalweg_bytewax.runtime.epoch_sink import (
 from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink, coverage_store_option
 from thalweg_bytewax.typemap import IdentifierMode
 
-from ._partition import (
-    COMMIT_KEY,
-    COVERAGE_PREFIX,
-    IcebergSinkStats,
-    _IcebergPartition,
-    decode_spans,
-    encode_spans,
-)
+from ._partition import _IcebergPartition
+from ._stats import IcebergSinkStats
+from ._summary import COMMIT_KEY, COVERAGE_PREFIX, decode_spans, encode_spans
 from .config import (
     DEFAULT_COMMIT_RETRIES,
     DEFAULT_TARGET_FILE_BYTES,
