@@ -30,9 +30,8 @@ unique ``thalweg.commit`` id), so an ambiguous failure never appends twice.
 from __future__ import annotations
 
 import logging
-import time
 import uuid
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import pyarrow as pa
@@ -46,12 +45,8 @@ require("pyiceberg", extra="iceberg")
 
 # The write path pyiceberg's own `Table.append` uses: data files first, then a commit
 # that can be retried with the same files after a lost race.
-from pyiceberg import expressions as _expressions  # noqa: E402
 from pyiceberg.exceptions import (  # noqa: E402 - after the install hint
-    CommitFailedException,
-    CommitStateUnknownException,
     NoSuchTableError,
-    ValidationException,
 )
 from pyiceberg.io.pyarrow import _dataframe_to_data_files  # noqa: E402
 
@@ -67,7 +62,8 @@ from thalweg_bytewax.runtime.epoch_sink import (  # noqa: E402
     buffered_size,
 )
 
-from ._keys import replaced_by_key  # noqa: E402
+from ._commit import commit  # noqa: E402
+from ._reads import held_record_ids, holds_partition, replaced_by_key  # noqa: E402
 from ._stats import IcebergSinkStats  # noqa: E402
 from ._summary import (  # noqa: E402
     COMMIT_KEY,
@@ -75,7 +71,6 @@ from ._summary import (  # noqa: E402
     RESET_PREFIX,
     decode_spans,
     encode_spans,
-    landed,
     read_coverage,
 )
 
@@ -183,40 +178,12 @@ class _IcebergPartition(EpochSinkPartition):
         return held
 
     def _holds(self, topic: str, partition: int) -> bool:
-        """Whether the table still holds a row of source partition ``topic:partition``.
-
-        Cheap: an emptied table says so in its current snapshot's summary
-        (``total-records``), and a table whose ancestry holds no snapshot of another
-        writer that removed rows (a ``delete`` or ``overwrite`` without this sink's
-        commit id) lost nothing. Otherwise, in ``append`` mode, where every covered
-        partition left a row, the partition is looked up by its locator with a one-row
-        scan. An upsert table may have replaced all of a partition's rows by key, so
-        there only the table as a whole is judged.
-        """
+        """Whether the table still holds a row of source partition ``topic:partition``."""
         table = self._current_table()
-        snapshot = table.current_snapshot() if table is not None else None
-        if table is None or snapshot is None:
+        if table is None:
             return False
-        summary: Any = snapshot.summary
-        total = summary.additional_properties.get("total-records") if summary else None
-        if total is not None and str(total) == "0":
-            return False
-        if not self._foreign_deletes:
-            return True  # no snapshot of another writer ever removed rows: nothing lost
-        cols = self.columns
-        names = set(table.schema().column_names)
-        if self._config.mode != "append" or not {cols.source_topic, cols.source_partition} <= names:
-            return True
-        ex: Any = _expressions
-        found = table.scan(
-            row_filter=ex.And(
-                ex.EqualTo(cols.source_topic, topic),
-                ex.EqualTo(cols.source_partition, partition),
-            ),
-            selected_fields=(cols.source_partition,),
-            limit=1,
-        ).to_arrow()
-        return bool(found.num_rows > 0)
+        mode = self._config.mode
+        return holds_partition(table, self.columns, mode, self._foreign_deletes, topic, partition)
 
     def _refuse_lost(self, key: str, what: str, resumed: int) -> None:
         msg = (
@@ -279,25 +246,9 @@ class _IcebergPartition(EpochSinkPartition):
     @override
     def held_record_ids(self, key: str, first: int, last: int) -> pa.Table | None:
         table = self._current_table()
-        cols = self.columns
-        names = set(table.schema().column_names) if table is not None else set()
-        needed = (cols.source_topic, cols.source_partition, cols.source_offset, cols.record_id)
-        if table is None or not names.issuperset(needed):
+        if table is None:
             return None
-        topic, _, part = key.rpartition(":")
-        # pyiceberg's predicates are pydantic models whose positional constructors its
-        # stubs do not describe; the calls are the documented ones.
-        ex: Any = _expressions
-        found = table.scan(
-            row_filter=ex.And(
-                ex.EqualTo(cols.source_topic, topic),
-                ex.EqualTo(cols.source_partition, int(part)),
-                ex.GreaterThanOrEqual(cols.source_offset, first),
-                ex.LessThanOrEqual(cols.source_offset, last),
-            ),
-            selected_fields=(cols.source_offset, cols.record_id),
-        ).to_arrow()
-        return found
+        return held_record_ids(table, self.columns, key, first, last)
 
     @override
     def replaced_by_key(self, key: str, rows: pa.RecordBatch) -> np.ndarray | None:
@@ -422,51 +373,7 @@ class _IcebergPartition(EpochSinkPartition):
         return props
 
     def _commit(self, rows: pa.Table | None, props: dict[str, str]) -> None:
-        sink = self._config
-        table = self._table
-        failure: Exception | None = None
-        for attempt in range(sink.commit_retries + 1):
-            if table is None:  # pragma: no cover - provisioned before anything is staged
-                break
-            try:
-                with table.transaction() as tx:
-                    if rows is not None:
-                        tx.upsert(rows, join_cols=list(sink.key_columns), snapshot_properties=props)
-                    else:
-                        snapshot = tx.update_snapshot(snapshot_properties=props)
-                        with snapshot.fast_append() as append:
-                            for data_file in self._files:
-                                append.append_data_file(data_file)
-            except (CommitFailedException, CommitStateUnknownException) as exc:
-                failure = exc
-            except ValidationException as exc:
-                # pyiceberg's own retry of an upsert found files another writer added
-                # whose key ranges may overlap (file statistics, not rows): redo the
-                # upsert on the refreshed table, which matches against its rows.
-                failure = exc
-            else:
-                self._table = table.refresh()
-                self.stats.commits += 1
-                return
-            table = table.refresh()
-            self._table = table
-            if landed(table, props[COMMIT_KEY]):
-                self.stats.commits += 1
-                return
-            self.stats.commit_retries += 1
-            logger.info(
-                "iceberg sink: table `%s` commit lost a race with another writer "
-                "(attempt %s of %s); retrying on the refreshed table",
-                sink.table,
-                attempt + 1,
-                sink.commit_retries + 1,
-            )
-            time.sleep(min(0.05 * 2**attempt, 2.0))
-        reason = type(failure).__name__ if failure is not None else "no table"
-        msg = (
-            f"iceberg sink: table `{sink.table}`: the epoch's commit failed "
-            f"{sink.commit_retries + 1} times ({reason}); expected it to win a "
-            f"retry; nothing of the epoch was published and it replays on restart (fewer "
-            f"`shards`, or a longer epoch, means fewer concurrent commits)"
-        )
-        raise SinkTerminalError(msg)
+        if self._table is None:  # pragma: no cover - provisioned before anything is staged
+            msg = f"iceberg sink: table `{self._config.table}` was not provisioned"
+            raise SinkTerminalError(msg)
+        self._table = commit(self._table, self._config, rows, props, self._files, self.stats)
