@@ -44,8 +44,9 @@ Example:
 from __future__ import annotations
 
 from thalweg_bytewax.config._client import ClientSettings, resolve_settings
+from thalweg_bytewax.config._connector import ConnectorConfig
+from thalweg_bytewax.config._duration import Duration, seconds
 from thalweg_bytewax.config._fields import (
-    Duration,
     PositiveDuration,
     as_duration,
     build_model,
@@ -62,6 +63,7 @@ __all__ = [
     "ClientSettings",
     "ENV_PREFIX",
     "ConfigModel",
+    "ConnectorConfig",
     "Duration",
     "SecretRef",
     "SecretReference",
@@ -75,6 +77,7 @@ __all__ = [
     "render_starter",
     "renamed_keys",
     "resolve_settings",
+    "seconds",
     "secret_uses",
     "to_toml",
 ]

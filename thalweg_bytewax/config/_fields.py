@@ -2,7 +2,8 @@
 
 A duration is a :class:`datetime.timedelta` in Python; a TOML file, a variable or a
 ``--set`` gives it in seconds (``3600``, ``0.5``, ``"3600"``) or as ISO 8601
-(``"PT1H"``, ``"P1D"``). Shown (``thalweg config show``, the reference), it is ISO 8601.
+(``"PT1H"``, ``"P1D"``). Shown (``thalweg config show``, the reference), it is seconds
+(see :mod:`thalweg_bytewax.config._duration`).
 
 A key that was renamed keeps working for one release: :func:`renamed_keys` moves its
 value to the new key with a :class:`DeprecationWarning` that names both.
@@ -10,34 +11,21 @@ value to the new key with a :class:`DeprecationWarning` that names both.
 
 from __future__ import annotations
 
-import re
 import warnings
 from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
+from thalweg_bytewax.config._duration import Duration
 from thalweg_bytewax.errors import ConfigError
 
-__all__ = ["Duration", "PositiveDuration", "as_duration", "build_model", "renamed_keys"]
+__all__ = ["PositiveDuration", "as_duration", "build_model", "renamed_keys"]
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
-_NUMBER = re.compile(r"\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*")
-
-
-def _seconds_text(value: Any) -> Any:
-    """A number written as text (a variable, a ``--set``) as seconds; anything else as is."""
-    if isinstance(value, str) and _NUMBER.fullmatch(value):
-        return float(value)
-    return value
-
-
-Duration = Annotated[timedelta, BeforeValidator(_seconds_text)]
-"""A duration: a ``timedelta``, seconds (a number, or a number as text) or ISO 8601."""
-
-PositiveDuration = Annotated[timedelta, BeforeValidator(_seconds_text), Field(gt=timedelta(0))]
+PositiveDuration = Annotated[Duration, Field(gt=timedelta(0))]
 """A :data:`Duration` longer than zero."""
 
 
