@@ -1,4 +1,10 @@
-"""``Duration``: a length of time, a ``timedelta`` in Python, seconds or ISO-8601 in TOML."""
+"""``Duration``: a length of time, a ``timedelta`` in Python, seconds or ISO-8601 in TOML.
+
+Every config model's durations are this type (a connector's, a pipeline section's, a
+flow's settings): a TOML file, a variable or a ``--set`` gives seconds (``3600``,
+``0.5``, ``"3600"``) or ISO-8601 (``"PT1H"``, ``"P1D"``); ``thalweg config show``, the
+starter file and the reference write seconds.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +12,9 @@ import re
 from datetime import timedelta
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, PlainSerializer, TypeAdapter
+from pydantic import BeforeValidator, Field, PlainSerializer, TypeAdapter
 
-__all__ = ["Duration", "seconds"]
+__all__ = ["Duration", "PositiveDuration", "seconds"]
 
 _LAX = TypeAdapter(timedelta)
 _NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
@@ -44,3 +50,6 @@ Duration = Annotated[
 ]
 """A length of time: a ``timedelta`` in Python; in TOML, a variable or ``--set``, a number
 of seconds (``2.5``) or ISO-8601 text (``"PT2.5S"``, ``"PT1M"``). Shown as seconds."""
+
+PositiveDuration = Annotated[Duration, Field(gt=timedelta(0))]
+"""A :data:`Duration` longer than zero."""

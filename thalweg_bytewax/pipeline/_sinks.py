@@ -11,12 +11,11 @@ postgres ``db_schema`` (now ``schema``), iceberg ``warehouse`` and ``catalog_uri
 
 from __future__ import annotations
 
-import warnings
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import ConfigDict, Field, model_validator
 
-from thalweg_bytewax.config import ClientSettings, ConfigModel, SecretRef
+from thalweg_bytewax.config import ClientSettings, ConfigModel, SecretRef, renamed_keys
 from thalweg_bytewax.connectors.arrow_ipc.config import ArrowIPCSinkConfig
 from thalweg_bytewax.connectors.iceberg.config import IcebergSinkConfig
 from thalweg_bytewax.connectors.parquet.config import ParquetSinkConfig
@@ -51,21 +50,6 @@ class _PipelineKeys(ConfigModel):
     """Leave the sink out (with a log line) when its secret reference does not resolve."""
     coverage: bool = True
     """Record coverage beside the raw lane (iceberg / postgres: append mode only)."""
-
-
-def _renamed(data: Any, kind: str, old: str, new: str) -> Any:
-    """``data`` with the key ``old`` renamed to ``new``, warning that it is deprecated."""
-    if not isinstance(data, dict) or old not in data:
-        return data
-    warnings.warn(
-        f"pipeline sink ({kind}): `{old}` is deprecated; write `{new}`",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    data = dict(data)
-    value = data.pop(old)
-    data.setdefault(new, value)
-    return data
 
 
 def _refuse_locators(section: Any) -> None:
@@ -109,8 +93,11 @@ class IcebergSinkSection(_PipelineKeys, IcebergSinkConfig):
     @model_validator(mode="before")
     @classmethod
     def _catalog_keys(cls, data: Any) -> Any:
-        data = _renamed(data, "iceberg", "warehouse", "catalog.warehouse")
-        data = _renamed(data, "iceberg", "catalog_uri", "catalog.uri")
+        data = renamed_keys(
+            data,
+            {"warehouse": "catalog.warehouse", "catalog_uri": "catalog.uri"},
+            where="pipeline sink (iceberg)",
+        )
         if not isinstance(data, dict):
             return data
         data = dict(data)
@@ -145,7 +132,7 @@ class PostgresSinkSection(_PipelineKeys, PostgresSinkConfig):
     @model_validator(mode="before")
     @classmethod
     def _schema_key(cls, data: Any) -> Any:
-        return _renamed(data, "postgres", "db_schema", "schema")
+        return renamed_keys(data, {"db_schema": "schema"}, where="pipeline sink (postgres)")
 
     @model_validator(mode="after")
     def _pipeline(self) -> Self:

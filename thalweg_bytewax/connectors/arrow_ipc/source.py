@@ -21,9 +21,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import warnings
 from datetime import timedelta
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -31,6 +29,7 @@ from bytewax.inputs import FixedPartitionedSource
 from typing_extensions import override
 
 from thalweg_bytewax._redact import redact_url
+from thalweg_bytewax.config import seconds_keywords
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX
 from thalweg_bytewax.records.model import KeyedBatch
@@ -45,13 +44,6 @@ from .config import ArrowIPCSourceConfig
 __all__ = ["ArrowIPCSource"]
 
 logger = logging.getLogger(__name__)
-
-
-def _seconds_keyword(value: object) -> Any:
-    """A number of seconds as a duration; anything else as given, for the model to refuse."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return timedelta(seconds=value)
-    return value
 
 
 class ArrowIPCSource(FixedPartitionedSource[KeyedBatch, tuple[str, int]]):
@@ -110,22 +102,13 @@ class ArrowIPCSource(FixedPartitionedSource[KeyedBatch, tuple[str, int]]):
         follow_interval_s: float | None = None,
     ) -> None:
         check_filesystem("arrow ipc source", filesystem)
-        if follow_interval_s is not None:
-            warnings.warn(
-                "arrow ipc source: `follow_interval_s` is deprecated; pass "
-                "`follow_interval=timedelta(seconds=...)`",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            if follow_interval is None:
-                follow_interval = _seconds_keyword(follow_interval_s)
+        interval = seconds_keywords(
+            ArrowIPCSourceConfig.component,
+            {"follow_interval": follow_interval},
+            {"follow_interval_s": follow_interval_s},
+        )
         self.config = ArrowIPCSourceConfig.build(
-            {
-                "path": path,
-                "follow": follow,
-                "metadata_prefix": metadata_prefix,
-                **({} if follow_interval is None else {"follow_interval": follow_interval}),
-            }
+            {"path": path, "follow": follow, "metadata_prefix": metadata_prefix, **interval}
         )
         self.path = self.config.path
         self.filesystem = filesystem

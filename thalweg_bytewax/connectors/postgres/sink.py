@@ -19,17 +19,15 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import warnings
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from types import MappingProxyType
-from typing import Any
 
 from typing_extensions import override
 
 from thalweg_bytewax import _deps
 from thalweg_bytewax.catalog import postgres as pgcat
-from thalweg_bytewax.config import SecretRef
+from thalweg_bytewax.config import SecretRef, seconds_keywords
 from thalweg_bytewax.contracts.spec import ContractSpec, ObjectSpec
 from thalweg_bytewax.coverage.store import CoverageStore
 from thalweg_bytewax.errors import ConfigError
@@ -52,13 +50,6 @@ __all__ = ["PostgresSink", "WriteMode"]
 _adbc = _deps.require("adbc_driver_postgresql.dbapi", extra="postgres")
 
 logger = logging.getLogger(__name__)
-
-
-def _seconds_keyword(value: object) -> Any:
-    """A number of seconds as a duration; anything else as given, for the model to refuse."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return timedelta(seconds=value)
-    return value
 
 
 _EMPTY: Mapping[str, Conversion] = MappingProxyType({})
@@ -170,22 +161,19 @@ class PostgresSink(ShardedEpochSink[_PostgresPartition]):
         max_backoff_s: float | None = None,
         connect_timeout_s: float | None = None,
     ) -> None:
-        deprecated = {
-            "retry_backoff_s": ("retry_backoff", retry_backoff_s),
-            "max_backoff_s": ("max_backoff", max_backoff_s),
-            "connect_timeout_s": ("connect_timeout", connect_timeout_s),
-        }
-        durations = {"retry_backoff": retry_backoff, "max_backoff": max_backoff}
-        durations["connect_timeout"] = connect_timeout
-        for old, (new, value) in deprecated.items():
-            if value is not None:
-                warnings.warn(
-                    f"postgres sink: `{old}` is deprecated; pass `{new}=timedelta(seconds=...)`",
-                    DeprecationWarning,
-                    stacklevel=2,
-                )
-                if durations[new] is None:
-                    durations[new] = _seconds_keyword(value)
+        durations = seconds_keywords(
+            PostgresSinkConfig.component,
+            {
+                "retry_backoff": retry_backoff,
+                "max_backoff": max_backoff,
+                "connect_timeout": connect_timeout,
+            },
+            {
+                "retry_backoff_s": retry_backoff_s,
+                "max_backoff_s": max_backoff_s,
+                "connect_timeout_s": connect_timeout_s,
+            },
+        )
         if isinstance(key_columns, str) or (
             key_columns is not None and not isinstance(key_columns, Sequence)
         ):
@@ -207,7 +195,7 @@ class PostgresSink(ShardedEpochSink[_PostgresPartition]):
                 "max_retries": max_retries,
                 "metadata_prefix": metadata_prefix,
                 "locators": locators,
-                **{k: v for k, v in durations.items() if v is not None},
+                **durations,
             }
         )
         config = self.config
