@@ -59,6 +59,12 @@ def test_db_schema_still_loads_with_a_deprecation_warning(tmp_path: Path) -> Non
     assert section.db_schema == "sales"
 
 
+def test_db_schema_beside_schema_is_refused_naming_both(tmp_path: Path) -> None:
+    table = 'kind = "postgres"\ndsn = "${env:PG_DSN}"\ntable = "orders"\nschema = "a"\n'
+    with pytest.raises(ConfigError, match="`db_schema` is the old name of `schema`; got both"):
+        _load(tmp_path, table + 'db_schema = "b"')
+
+
 def test_iceberg_warehouse_and_catalog_uri_still_load_with_a_deprecation_warning(
     tmp_path: Path,
 ) -> None:
