@@ -9,6 +9,10 @@ import pytest
 from pydantic import Field
 
 from thalweg_bytewax.config import ConnectorConfig, Duration, SecretRef, load_config
+from thalweg_bytewax.connectors.arrow_ipc import ArrowIPCSinkConfig, ArrowIPCSourceConfig
+from thalweg_bytewax.connectors.iceberg import IcebergSinkConfig
+from thalweg_bytewax.connectors.parquet import ParquetSinkConfig
+from thalweg_bytewax.connectors.postgres import PostgresSinkConfig
 from thalweg_bytewax.errors import ConfigError
 
 
@@ -62,3 +66,21 @@ def test_a_secret_keyword_is_never_quoted_when_refused() -> None:
         _Demo.build({"dsn": 12345678})
     assert "12345678" not in str(info.value)
     assert repr(_Demo.build({"dsn": "postgresql://u:hunter2@db/x"})).count("hunter2") == 0
+
+
+@pytest.mark.parametrize(
+    ("model", "values"),
+    [
+        (ParquetSinkConfig, {"path": "lake"}),
+        (ArrowIPCSinkConfig, {"path": "lake"}),
+        (ArrowIPCSourceConfig, {"path": "lake"}),
+        (IcebergSinkConfig, {"catalog": "wh", "table": "sales.orders"}),
+        (PostgresSinkConfig, {"dsn": "postgresql://db/x", "table": "orders"}),
+    ],
+)
+def test_every_sink_model_refuses_a_metadata_prefix_that_makes_bad_column_names(
+    model: type[ConnectorConfig], values: dict[str, object]
+) -> None:
+    with pytest.raises(ConfigError, match=f"^{model.component}: `metadata_prefix`"):
+        model.build({**values, "metadata_prefix": "bad prefix!"})
+    assert model.build({**values, "metadata_prefix": "_x_"}).metadata_prefix == "_x_"  # type: ignore[attr-defined]

@@ -9,7 +9,6 @@ keywords, a pipeline builds the sink's from a ``[sinks.<name>]`` table with ``ki
 
 from __future__ import annotations
 
-import os
 from datetime import timedelta
 from typing import Any, ClassVar, Literal
 
@@ -17,6 +16,8 @@ from pydantic import Field, field_validator
 
 from thalweg_bytewax.config import ConnectorConfig, Duration
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns
+
+from .._settings import MetadataPrefix, as_location
 
 __all__ = [
     "DEFAULT_FOLLOW_INTERVAL",
@@ -31,20 +32,6 @@ DEFAULT_MAX_FILE_ROWS = 4 * 1024 * 1024
 # How often a following source re-lists its directory: a listing is one directory walk.
 DEFAULT_FOLLOW_INTERVAL = timedelta(seconds=5)
 _CODECS = ("none", "lz4", "zstd")
-
-
-def _location(value: Any, expected: str) -> Any:
-    if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    if not isinstance(value, str):
-        msg = f"expected {expected}; got {value!r}"
-        raise ValueError(msg)  # noqa: TRY004 - pydantic reports ValueError by key
-    return value
-
-
-def _prefix(value: str) -> str:
-    MetadataColumns(value)  # a ConfigError (a ValueError) naming what it expected
-    return value
 
 
 class ArrowIPCSinkConfig(ConnectorConfig):
@@ -70,13 +57,13 @@ class ArrowIPCSinkConfig(ConnectorConfig):
     reader decompresses each batch)."""
     max_file_rows: int = Field(default=DEFAULT_MAX_FILE_ROWS, ge=1)
     """Rows after which a file is closed within an epoch."""
-    metadata_prefix: str = DEFAULT_PREFIX
+    metadata_prefix: MetadataPrefix = DEFAULT_PREFIX
     """The prefix of the metadata columns."""
 
     @field_validator("path", mode="before")
     @classmethod
     def _path(cls, value: Any) -> Any:
-        return _location(value, "a non-empty directory, URI or path on `filesystem`")
+        return as_location(value, "a non-empty directory, URI or path on `filesystem`")
 
     @field_validator("format", mode="before")
     @classmethod
@@ -95,8 +82,6 @@ class ArrowIPCSinkConfig(ConnectorConfig):
             return value.lower()
         msg = f"expected 'none', 'lz4' or 'zstd'; got {value!r}"
         raise ValueError(msg)
-
-    _metadata_prefix = field_validator("metadata_prefix")(_prefix)
 
     @property
     def columns(self) -> MetadataColumns:
@@ -127,15 +112,13 @@ class ArrowIPCSourceConfig(ConnectorConfig):
     finalized since the start are logged, and read when the flow restarts)."""
     follow_interval: Duration = Field(default=DEFAULT_FOLLOW_INTERVAL, gt=timedelta(0))
     """How long between listings when following (seconds, or ISO-8601)."""
-    metadata_prefix: str = DEFAULT_PREFIX
+    metadata_prefix: MetadataPrefix = DEFAULT_PREFIX
     """The prefix of the metadata columns."""
 
     @field_validator("path", mode="before")
     @classmethod
     def _path(cls, value: Any) -> Any:
-        return _location(value, "a directory, glob or file")
-
-    _metadata_prefix = field_validator("metadata_prefix")(_prefix)
+        return as_location(value, "a directory, glob or file")
 
     @property
     def columns(self) -> MetadataColumns:

@@ -37,6 +37,8 @@ from thalweg_bytewax.errors import ConfigError, SinkTerminalError
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns
 from thalweg_bytewax.typemap import validate_identifier
 
+from .._settings import MetadataPrefix
+
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
 
@@ -287,7 +289,7 @@ class IcebergSinkConfig(ConnectorConfig):
     """Arrow bytes buffered before data files are written."""
     commit_retries: int = Field(default=DEFAULT_COMMIT_RETRIES, ge=0)
     """Retries of a commit that lost a race with another writer."""
-    metadata_prefix: str = DEFAULT_PREFIX
+    metadata_prefix: MetadataPrefix = DEFAULT_PREFIX
     """The prefix of the metadata columns."""
     locators: Literal["required", "absent"] = "required"
     """`required` (rows carry `_twg_source_*` locators: exactly once) or `absent`."""
@@ -325,12 +327,6 @@ class IcebergSinkConfig(ConnectorConfig):
         if value is not None and (not value or "/" in value):
             msg = f"expected a non-empty name without `/`; got {value!r}"
             raise ValueError(msg)
-        return value
-
-    @field_validator("metadata_prefix")
-    @classmethod
-    def _prefix(cls, value: str) -> str:
-        MetadataColumns(value)  # a ConfigError (a ValueError) naming what it expected
         return value
 
     @model_validator(mode="after")

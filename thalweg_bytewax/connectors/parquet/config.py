@@ -8,13 +8,14 @@ sink's partitions read only it. The two arguments that are objects rather than s
 
 from __future__ import annotations
 
-import os
 from typing import Any, ClassVar
 
 from pydantic import Field, field_validator
 
 from thalweg_bytewax.config import ConnectorConfig
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns
+
+from .._settings import MetadataPrefix, as_location
 
 __all__ = [
     "CODECS",
@@ -68,7 +69,7 @@ class ParquetSinkConfig(ConnectorConfig):
     buffer is written as a (smaller) row group."""
     max_file_rows: int = Field(default=DEFAULT_MAX_FILE_ROWS, ge=1)
     """Rows after which a file is closed (it becomes visible at the epoch's snapshot)."""
-    metadata_prefix: str = DEFAULT_PREFIX
+    metadata_prefix: MetadataPrefix = DEFAULT_PREFIX
     """The prefix of the metadata columns."""
     allow_widening: bool = False
     """Let a batch widen a column losslessly (int32 to int64, float32 to float64, a wider
@@ -77,12 +78,7 @@ class ParquetSinkConfig(ConnectorConfig):
     @field_validator("path", mode="before")
     @classmethod
     def _path(cls, value: Any) -> Any:
-        if isinstance(value, os.PathLike):
-            return os.fspath(value)
-        if not isinstance(value, str):
-            msg = f"expected a non-empty directory, URI or path on `filesystem`; got {value!r}"
-            raise ValueError(msg)  # noqa: TRY004 - pydantic reports ValueError by key
-        return value
+        return as_location(value, "a non-empty directory, URI or path on `filesystem`")
 
     @field_validator("compression")
     @classmethod
@@ -90,12 +86,6 @@ class ParquetSinkConfig(ConnectorConfig):
         if value.lower() not in CODECS:
             msg = f"expected one of {', '.join(sorted(CODECS))}; got {value!r}"
             raise ValueError(msg)
-        return value
-
-    @field_validator("metadata_prefix")
-    @classmethod
-    def _prefix(cls, value: str) -> str:
-        MetadataColumns(value)  # a ConfigError (a ValueError) naming what it expected
         return value
 
     @property

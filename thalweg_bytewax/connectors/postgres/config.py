@@ -18,6 +18,8 @@ from pydantic import ConfigDict, Field, field_validator
 from thalweg_bytewax.config import ConnectorConfig, Duration, SecretRef
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns
 
+from .._settings import MetadataPrefix
+
 __all__ = ["PostgresSinkConfig", "WriteMode"]
 
 WriteMode = Literal["append", "upsert"]
@@ -78,7 +80,7 @@ class PostgresSinkConfig(ConnectorConfig):
     """The longest delay between retries."""
     connect_timeout: Duration = Field(default=timedelta(seconds=10), ge=timedelta(0))
     """The connection timeout of both clients."""
-    metadata_prefix: str = DEFAULT_PREFIX
+    metadata_prefix: MetadataPrefix = DEFAULT_PREFIX
     """The prefix of the metadata columns."""
     locators: Literal["required", "absent"] = "required"
     """`required` (rows carry `_twg_source_*` locators: exactly once) or `absent` (rows
@@ -92,12 +94,6 @@ class PostgresSinkConfig(ConnectorConfig):
         if "://" not in value.resolve():  # a plain value: nothing to look up
             msg = "expected a libpq URI (postgresql://user@host/db); got no URI"
             raise ValueError(msg)
-        return value
-
-    @field_validator("metadata_prefix")
-    @classmethod
-    def _prefix(cls, value: str) -> str:
-        MetadataColumns(value)  # a ConfigError (a ValueError) naming what it expected
         return value
 
     @field_validator("metadata", mode="before")
