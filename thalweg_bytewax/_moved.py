@@ -24,6 +24,8 @@ from types import ModuleType
 
 __all__ = ["MOVED", "install"]
 
+_CONNECTORS = "thalweg_bytewax.connectors"
+
 #: Old dotted module name -> the dotted name of the module's new home.
 MOVED: dict[str, str] = {
     "thalweg_bytewax._apache_kafka": "thalweg_bytewax.dev._apache_kafka",
@@ -80,6 +82,17 @@ MOVED: dict[str, str] = {
     "thalweg_bytewax.connectors._files_xml": "thalweg_bytewax.connectors.files._xml",
     "thalweg_bytewax.window_agg": "thalweg_bytewax.windows.aggregate",
     "thalweg_bytewax.window_fold": "thalweg_bytewax.windows.fold",
+    # Sinks: one folder per connector (`connectors.parquet` is that folder's package).
+    f"{_CONNECTORS}._parquet_partition": f"{_CONNECTORS}.parquet._partition",
+    f"{_CONNECTORS}._parquet_encoding": f"{_CONNECTORS}.parquet._encoding",
+    f"{_CONNECTORS}._parquet_schema": f"{_CONNECTORS}.parquet._schema",
+    f"{_CONNECTORS}._arrow_ipc_sink": f"{_CONNECTORS}.arrow_ipc._partition",
+    f"{_CONNECTORS}._arrow_ipc_source": f"{_CONNECTORS}.arrow_ipc._source_partition",
+    f"{_CONNECTORS}._iceberg_config": f"{_CONNECTORS}.iceberg.config",
+    f"{_CONNECTORS}._iceberg_partition": f"{_CONNECTORS}.iceberg._partition",
+    f"{_CONNECTORS}._postgres_coverage": f"{_CONNECTORS}.postgres._coverage",
+    f"{_CONNECTORS}._postgres_errors": f"{_CONNECTORS}.postgres._errors",
+    f"{_CONNECTORS}._postgres_partition": f"{_CONNECTORS}.postgres._partition",
 }
 
 

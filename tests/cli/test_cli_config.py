@@ -151,13 +151,16 @@ def test_init_writes_a_pipeline_starter_by_default(
     assert PipelineConfig.load("pipeline.toml", env={}) == PipelineConfig.load(env={})
 
 
+@pytest.mark.parametrize("kind", ["parquet", "arrow_ipc"])
 def test_an_uncommented_sink_example_loads(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
     monkeypatch.chdir(tmp_path)
     assert run(capsys, "init")[0] == 0
     text = (tmp_path / "pipeline.toml").read_text()
-    head, block = text.split("# [sinks.<name>]")
+    head, *blocks = text.split("# [sinks.<name>]")
+    (block,) = [b for b in blocks if f'# kind = "{kind}"' in b]
+    block = block.split("\n# [")[0]  # up to the next table
     keys = [
         line[2:].removesuffix("  # required")
         for line in block.splitlines()
@@ -167,7 +170,7 @@ def test_an_uncommented_sink_example_loads(
     extra = ["--set", "sinks.lane.from=clean", "--set", "sinks.lane.path=lane"]
     code, out, err = run(capsys, "config", "validate", "p.toml", *extra)
     assert code == 0, err
-    assert 'kind = "parquet"' in keys
+    assert f'kind = "{kind}"' in keys
 
 
 def test_orders_settings_files_still_validate_as_orders_settings(

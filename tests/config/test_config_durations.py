@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
 from thalweg_bytewax.config import (
     ConfigModel,
+    ConnectorConfig,
     PositiveDuration,
     SecretRef,
-    build_model,
     load_config,
     renamed_keys,
 )
@@ -40,8 +41,8 @@ def test_a_duration_in_a_variable_or_override_is_text_seconds() -> None:
     assert load_config(_Timed, env={}, overrides=["window=PT3M"]).window == timedelta(minutes=3)
 
 
-def test_a_duration_shows_as_iso_8601_and_refuses_zero() -> None:
-    assert _Timed(window=timedelta(minutes=5)).model_dump(mode="json")["window"] == "PT5M"
+def test_a_duration_shows_as_seconds_and_refuses_zero() -> None:
+    assert _Timed(window=timedelta(minutes=5)).model_dump(mode="json")["window"] == 300.0
     with pytest.raises(ConfigError, match="`THALWEG_WINDOW`: expected greater than"):
         load_config(_Timed, env={"THALWEG_WINDOW": "0"})
 
@@ -54,7 +55,15 @@ def test_an_old_key_warns_and_moves_to_its_new_name() -> None:
         renamed_keys({"window_s": 5, "window": 6}, {"window_s": "window"}, where="t")
 
 
-def test_a_model_built_from_keywords_is_refused_by_key_without_quoting_a_value() -> None:
+class _TimedConnector(ConnectorConfig):
+    component: ClassVar[str] = "timed"
+    window: PositiveDuration = timedelta(hours=1)
+    password: SecretRef | None = None
+
+
+def test_a_model_built_from_keywords_is_refused_by_key_without_quoting_a_secret() -> None:
     with pytest.raises(ConfigError, match=r"^timed: `window` expected") as caught:
-        build_model(_Timed, "timed", {"window": "hunter2-not-a-duration", "password": "pw"})
+        _TimedConnector.build({"window": "s3://u:hunter2@host/x", "password": 12345678})
+    assert "`password`" in str(caught.value)
     assert "hunter2" not in str(caught.value)
+    assert "12345678" not in str(caught.value)

@@ -45,8 +45,10 @@ def _config(source: dict[str, Any]) -> PipelineConfig:
                     "kind": "iceberg",
                     "from": "clean",
                     "table": "sales.orders",
-                    "catalog_uri": _url("postgresql", "db", "catalog"),
-                    "warehouse": _url("s3", "bucket", "warehouse"),
+                    "catalog": {
+                        "uri": _url("postgresql", "db", "catalog"),
+                        "warehouse": _url("s3", "bucket", "warehouse"),
+                    },
                 },
                 "pg": {
                     "kind": "postgres",
@@ -96,7 +98,7 @@ def test_built_connectors_print_no_credential(
     built: list[object] = [pipeline_source(config)]
     built += [build_sink(step, sink, config, tmp_path) for step, sink in config.sinks.items()]
     assert len(built) == 1 + len(config.sinks)
-    assert "ssl.keystore.password" in str(config.sinks["topic"].librdkafka)
+    assert "ssl.keystore.password" in str(getattr(config.sinks["topic"], "librdkafka", None))
     printed = " ".join(_printed(obj) for obj in built)
     printed += " " + " ".join(r.getMessage() for r in caplog.records)
     assert [s for s in SECRETS if s in printed] == []

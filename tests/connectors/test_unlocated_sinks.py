@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import bytewax.operators as op
@@ -76,7 +77,7 @@ def target(request: pytest.FixtureRequest) -> Iterator[Target]:
 
         def make_pg(**options: Any) -> PostgresSink:
             options.setdefault("shards", 1)
-            options.setdefault("retry_backoff_s", 0.01)
+            options.setdefault("retry_backoff", timedelta(seconds=0.01))
             return PostgresSink(dsn, "items", schema=schema, **options)
 
         def read_pg() -> pa.Table:
@@ -110,7 +111,9 @@ def pairs(table: pa.Table) -> list[tuple[int, str]]:
     """``(id, name)`` of every row, sorted (duplicates kept)."""
     if table.num_rows == 0:
         return []
-    return sorted(zip(table.column("id").to_pylist(), table.column("name").to_pylist(), strict=True))
+    return sorted(
+        zip(table.column("id").to_pylist(), table.column("name").to_pylist(), strict=True)
+    )
 
 
 def test_unlocated_append_lands_every_row_of_a_stock_source(target: Target) -> None:

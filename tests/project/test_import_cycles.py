@@ -28,10 +28,6 @@ ROOT = Path(__file__).resolve().parents[2] / PACKAGE
 # Each a sink and its partition module: the sink builds its partitions, each partition
 # names its sink's type.
 KNOWN_CONNECTOR_CYCLES = {
-    frozenset({"connectors._arrow_ipc_sink", "connectors.arrow_ipc"}),
-    frozenset({"connectors._iceberg_partition", "connectors.iceberg"}),
-    frozenset({"connectors._parquet_partition", "connectors.parquet"}),
-    frozenset({"connectors._postgres_partition", "connectors.postgres"}),
     frozenset({"connectors.kafka._sink_partition", "connectors.kafka.sink"}),
 }
 

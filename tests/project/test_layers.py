@@ -22,6 +22,7 @@ CONTRACT_IDS = {
     "no-examples",
     "bytewax-above-core",
     "connectors",
+    "connector-config-is-core",
     "operators",
     "cli-on-top",
     "flows-on-compiler",
@@ -31,6 +32,11 @@ BAD = [
     ("no-examples", "cli/_run.py", ["import flows.orders"]),
     ("bytewax-above-core", "pipeline/__init__.py", ["import bytewax.operators"]),
     ("connectors", "runtime/gates.py", ["from thalweg_bytewax.connectors import kafka"]),
+    (
+        "connector-config-is-core",
+        "connectors/parquet/config.py",
+        ["from thalweg_bytewax.runtime.epoch_sink import EpochSinkState"],
+    ),
     (
         "operators",
         "coverage.py",

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -290,7 +291,7 @@ class PostgresTarget(SinkTarget):
             )
         options.setdefault("schema", self.schema)
         options.setdefault("shards", 1)
-        options.setdefault("retry_backoff_s", 0.01)
+        options.setdefault("retry_backoff", timedelta(seconds=0.01))
         return PostgresSink(self.dsn, options.pop("table", self.table), **options)
 
     def _query(self, query: str, *params: object) -> list[tuple[Any, ...]]:

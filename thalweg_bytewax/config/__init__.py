@@ -44,13 +44,8 @@ Example:
 from __future__ import annotations
 
 from thalweg_bytewax.config._client import ClientSettings, resolve_settings
-from thalweg_bytewax.config._fields import (
-    Duration,
-    PositiveDuration,
-    as_duration,
-    build_model,
-    renamed_keys,
-)
+from thalweg_bytewax.config._connector import ConnectorConfig, renamed_keys, seconds_keywords
+from thalweg_bytewax.config._duration import Duration, PositiveDuration, seconds
 from thalweg_bytewax.config._layers import CONFIG_ENV, ENV_PREFIX
 from thalweg_bytewax.config._load import SecretUse, load_config, secret_uses
 from thalweg_bytewax.config._model import ConfigModel, Settings
@@ -62,19 +57,20 @@ __all__ = [
     "ClientSettings",
     "ENV_PREFIX",
     "ConfigModel",
+    "ConnectorConfig",
     "Duration",
     "SecretRef",
     "SecretReference",
     "SecretUse",
     "Settings",
     "PositiveDuration",
-    "as_duration",
-    "build_model",
     "load_config",
     "render_reference",
     "render_starter",
     "renamed_keys",
     "resolve_settings",
+    "seconds",
+    "seconds_keywords",
     "secret_uses",
     "to_toml",
 ]

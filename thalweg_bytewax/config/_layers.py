@@ -33,6 +33,7 @@ __all__ = [
     "override_layer",
     "submodel",
     "submodels",
+    "union_tag",
 ]
 
 ENV_PREFIX = "THALWEG_"
@@ -80,7 +81,8 @@ def submodel(annotation: Any) -> type[BaseModel] | None:
 def submodels(annotation: Any) -> list[type[BaseModel]]:
     """Every model class ``annotation`` may be: one, or the members of a union of models.
 
-    A discriminated union (a pipeline's ``[source]``: Kafka, files, ...) has several.
+    A union told apart by ``kind`` (a pipeline's ``[source]``, each ``[sinks.<name>]``)
+    has several.
     """
     if typing.get_origin(annotation) is typing.Annotated:
         return submodels(typing.get_args(annotation)[0])
@@ -89,6 +91,16 @@ def submodels(annotation: Any) -> list[type[BaseModel]]:
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         return [m for a in typing.get_args(annotation) for m in submodels(a)]
     return []
+
+
+def union_tag(member: type[BaseModel]) -> str:
+    """The ``kind`` that picks ``member`` in a union of models (``kafka``, ``parquet``).
+
+    The value its ``kind`` literal allows; a model without one is named by its class.
+    """
+    field = member.model_fields.get("kind")
+    tags = typing.get_args(field.annotation) if field is not None else ()
+    return str(tags[0]) if tags else member.__name__
 
 
 def element(annotation: Any) -> Any:
@@ -109,29 +121,33 @@ def element(annotation: Any) -> Any:
     return None
 
 
+def _field(models: list[type[BaseModel]], key: str) -> Any:
+    """The annotation of ``key`` (a field name or alias) in the first of ``models`` with it."""
+    for model in models:
+        for name, info in model.model_fields.items():
+            if key in (name, info.alias):
+                return info.annotation
+    return None
+
+
 def annotation_at(model: type[BaseModel], path: Iterable[str | int]) -> Any:
     """The annotation of the key ``path`` under ``model`` (``None`` when unknown).
 
     A path steps into lists by index and into tables of sections by key:
-    ``("windows", 0, "size_s")``, ``("sinks", "orders", "dsn")``.
+    ``("windows", 0, "size_s")``, ``("sinks", "orders", "dsn")``. Under a union of
+    sections (``[sinks.<name>]``, one model per ``kind``) a key is looked up in each.
     """
-    current: type[BaseModel] | None = model
+    current: list[type[BaseModel]] = [model]
     annotation: Any = None
     for part in path:
-        members = submodels(annotation) if current is None else []
-        if current is not None and isinstance(part, str) and part in current.model_fields:
-            annotation = current.model_fields[part].annotation
-        elif len(members) > 1 and isinstance(part, str):
-            # A union of models: the key as the first member that has it declares it.
-            having = [m for m in members if part in m.model_fields]
-            if not having:
-                return None
-            annotation = having[0].model_fields[part].annotation
-        elif current is None and (inner := element(annotation)) is not None:
+        found = _field(current, part) if isinstance(part, str) else None
+        if found is not None:
+            annotation = found
+        elif not current and (inner := element(annotation)) is not None:
             annotation = inner
         else:
             return None
-        current = submodel(annotation)
+        current = submodels(annotation)
     return annotation
 
 
@@ -208,7 +224,8 @@ def env_layer(model: type[BaseModel], env: Mapping[str, str]) -> Layer:
         if not var.startswith(ENV_PREFIX) or not raw or var == CONFIG_ENV:
             continue
         path = tuple(p.lower() for p in var[len(ENV_PREFIX) :].split(NESTED))
-        if path[0] not in model.model_fields or not all(path):
+        keys = {f.alias or name for name, f in model.model_fields.items()}
+        if path[0] not in keys | set(model.model_fields) or not all(path):
             continue
         _put(layer.values, path, _text_value(model, path, raw))
         layer.origins[path] = f"`{var}`"

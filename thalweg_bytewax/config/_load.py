@@ -24,6 +24,7 @@ from thalweg_bytewax.config._layers import (
     override_layer,
     submodel,
     submodels,
+    union_tag,
 )
 from thalweg_bytewax.config._secret import SecretRef, SecretReference, _parse
 from thalweg_bytewax.errors import ConfigError
@@ -255,18 +256,12 @@ def _untagged(
     for part in loc:
         members = submodels(annotation_at(model, kept)) if kept else []
         if len(members) > 1 and isinstance(part, str):
-            tagged = [m for m in members if _tag(m) == part]
+            tagged = [m for m in members if union_tag(m) == part]
             if tagged:
                 chosen[tuple(kept)] = tagged[0]
                 continue
         kept.append(part)
     return tuple(kept), chosen
-
-
-def _tag(member: type[BaseModel]) -> Any:
-    """The ``kind`` a member of a union of models is chosen by (its default)."""
-    field = member.model_fields.get("kind")
-    return None if field is None else field.default
 
 
 def _known_prefix(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[str | int, ...]:

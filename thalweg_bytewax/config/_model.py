@@ -14,7 +14,7 @@ from pydantic import (
     model_serializer,
 )
 
-from thalweg_bytewax._redact import is_secret_key, redact_value
+from thalweg_bytewax._redact import is_secret_key, redact_text, redact_value
 from thalweg_bytewax.config._layers import env_name
 from thalweg_bytewax.config._load import load_config
 from thalweg_bytewax.config._secret import SecretRef
@@ -42,7 +42,10 @@ class ConfigModel(BaseModel):
     def __repr_args__(self) -> Any:
         """The fields as ``repr`` shows them: redacted."""
         for key, value in super().__repr_args__():
-            yield key, redact_value(value)
+            if _foreign_models(value):  # a model of a library's own: its text, redacted
+                yield key, _Shown(redact_text(repr(value)))
+            else:
+                yield key, redact_value(value)
 
     # The return type given here, not read from the annotation: pydantic 2.10 cannot
     # resolve that string for a subclass defined in another module ("not fully defined").
@@ -98,6 +101,25 @@ class Settings(ConfigModel):
                 or invalid, and what was expected.
         """
         return load_config(cls, file=file, env=env, overrides=overrides)
+
+
+class _Shown:
+    """A value whose ``repr`` is given text (a redacted rendering)."""
+
+    __slots__ = ("_text",)
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+
+    def __repr__(self) -> str:
+        return self._text
+
+
+def _foreign_models(value: Any) -> bool:
+    """Whether ``value`` is (or holds) a pydantic model that does not redact itself."""
+    if isinstance(value, list | tuple):
+        return any(_foreign_models(v) for v in value)
+    return isinstance(value, BaseModel) and not isinstance(value, ConfigModel)
 
 
 def _shown(value: Any, dumped: Any) -> Any:

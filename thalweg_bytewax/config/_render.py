@@ -7,12 +7,13 @@ import math
 import types
 import typing
 from collections.abc import Iterator, Mapping
+from datetime import timedelta
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
 from pydantic.fields import FieldInfo
 
-from thalweg_bytewax.config._layers import env_name, submodel, submodels
+from thalweg_bytewax.config._layers import env_name, submodel, submodels, union_tag
 from thalweg_bytewax.config._secret import SecretRef
 from thalweg_bytewax.errors import ConfigError
 
@@ -82,10 +83,28 @@ def _type_name(annotation: Any) -> str:
         return " | ".join(json.dumps(a) for a in typing.get_args(annotation))
     if origin is typing.Annotated:
         return _type_name(typing.get_args(annotation)[0])
+    if annotation is timedelta:
+        return "duration (seconds or ISO-8601)"
+    items = typing.get_args(annotation)
+    if origin is tuple and len(items) == 2 and items[1] is Ellipsis:  # noqa: PLR2004 - tuple[X, ...]
+        return f"list[{_type_name(items[0])}]"
     if origin is not None:
         args = ", ".join(_type_name(a) for a in typing.get_args(annotation))
         return f"{getattr(origin, '__name__', str(origin))}[{args}]"
     return getattr(annotation, "__name__", str(annotation))
+
+
+def _doc(model: type[BaseModel]) -> str:
+    """The first line of a model's docstring."""
+    return (model.__doc__ or "").strip().split("\n")[0]
+
+
+def _shown_default(info: FieldInfo) -> str:
+    """A field's default as the reference table shows it."""
+    if info.is_required():
+        return "required"
+    value = _default(info)[1]
+    return "unset" if value is None else f"`{_toml_value(value)}`"
 
 
 def _describe(info: FieldInfo) -> str:
@@ -97,6 +116,8 @@ def _default(info: FieldInfo) -> tuple[bool, Any]:
     if info.is_required():
         return False, None
     value = info.get_default(call_default_factory=True, validated_data={})
+    if isinstance(value, timedelta):
+        return True, value.total_seconds()  # a duration is written in seconds
     annotation: Any = info.annotation
     return True, TypeAdapter(annotation).dump_python(value, mode="json")
 
@@ -112,21 +133,27 @@ def _fields(model: type[BaseModel]) -> Iterator[tuple[str, FieldInfo, type[BaseM
         yield info.alias or name, info, sub
 
 
-def _kind_of(member: type[BaseModel]) -> str:
-    """The ``kind`` that picks ``member`` in a union of models."""
-    field = member.model_fields.get("kind")
-    return str(field.default) if field is not None else member.__name__
-
-
 def _collection(annotation: Any) -> tuple[str, type[BaseModel]] | None:
-    """``("list", M)`` for ``list[M]``, ``("dict", M)`` for ``dict[str, M]``, else None."""
+    """``("list", M)`` for ``list[M]``, ``("dict", M)`` for ``dict[str, M]``, else None.
+
+    ``M`` is a model, or a union of models told apart by ``kind`` (``[sinks.<name>]``),
+    whose members :func:`_members` gives.
+    """
     args = typing.get_args(annotation)
     origin = typing.get_origin(annotation)
-    if origin is list and args and (item := submodel(args[0])) is not None:
-        return "list", item
-    if origin is dict and len(args) == 2 and (item := submodel(args[1])) is not None:  # noqa: PLR2004
-        return "dict", item
+    if origin is list and args and (found := submodels(args[0])):
+        return "list", found[0] if len(found) == 1 else args[0]
+    if origin is dict and len(args) == 2 and (found := submodels(args[1])):  # noqa: PLR2004
+        return "dict", found[0] if len(found) == 1 else args[1]
     return None
+
+
+def _members(item: Any) -> list[tuple[str | None, type[BaseModel]]]:
+    """The models ``item`` may be with their ``kind`` (``None`` for a single model)."""
+    found = submodels(item)
+    if len(found) == 1:
+        return [(None, found[0])]
+    return [(union_tag(model), model) for model in found]
 
 
 def _example(info: FieldInfo, path: tuple[str, ...]) -> str:
@@ -211,7 +238,7 @@ def render_starter(model: type[BaseModel], *, title: str) -> str:
                 out.append(f"# {text}" + (" (unset by default)" if optional else ""))
             members = submodels(info.annotation)
             if len(members) > 1:
-                kinds = ", ".join(f'"{_kind_of(m)}"' for m in members if m is not sub)
+                kinds = ", ".join(f'"{union_tag(m)}"' for m in members if m is not sub)
                 out.append(
                     f"# Other kinds: {kinds}; each takes its own keys (the configuration "
                     "reference lists them)."
@@ -222,10 +249,14 @@ def render_starter(model: type[BaseModel], *, title: str) -> str:
         for name, info, shape, item in collections:
             dotted = ".".join((*prefix, name))
             header = f"[[{dotted}]]" if shape == "list" else f"[{dotted}.<name>]"
-            out.extend(["", f"# {header}"])
-            if text := _describe(info):
-                out.append(f"# {text} (none by default; repeat the table for each)")
-            _block(item, (*prefix, name, "NAME"), "# ", env=env and shape == "dict")
+            # A union of sections (one per `kind`): one example table per kind.
+            for tag, member in _members(item):
+                out.extend(["", f"# {header}"])
+                if text := _describe(info):
+                    out.append(f"# {text} (none by default; repeat the table for each)")
+                if tag is not None:
+                    out.append(f"# An example of kind {json.dumps(tag)}: {_doc(member)}")
+                _block(member, (*prefix, name, "NAME"), "# ", env=env and shape == "dict")
 
     _block(model, (), "")
     return "\n".join(out) + "\n"
@@ -249,60 +280,89 @@ def render_reference(model: type[BaseModel]) -> str:
         for name, info, sub in _fields(node):
             path = (*prefix, name)
             collection = _collection(info.annotation) if sub is None else None
-            if sub is not None:
-                has = not info.is_required()
-                default = ("unset" if _default(info)[1] is None else "see below") if has else ""
-            else:
-                has, value = _default(info)
-                default = "unset" if value is None else f"`{_toml_value(value)}`"
-                if collection is not None and has and not value:
-                    default = "none; see below"
-            default = default if has else "required"
-            text = _describe(info).replace("|", "\\|")
-            kind = _type_name(info.annotation).replace("|", "\\|")
-            variable = f"`{env_name(path)}`" if env else "—"
-            key = ".".join(path).replace(".[]", "[]")
-            rows.append(f"| `{key}` | {kind} | {default} | {variable} | {text} |")
-            members = submodels(info.annotation)
-            if len(members) > 1:
-                _union_rows(members, path, sub, env=env)
+            rows.append(_row(path, info, sub, collection, env=env))
+            members = _members(info.annotation)
+            if len(members) > 1:  # one section of several kinds (`[source]`)
+                _union_rows(members, path, env=env, default=sub)
             elif sub is not None:
                 _rows(sub, path, env=env)
             elif collection is not None:
                 # One item's keys: `sinks.<name>.kind` (a table per name), `windows[].name`.
                 shape, item = collection
-                if shape == "dict":
-                    _rows(item, (*path, "<name>"), env=env)
+                where = (*path, "<name>") if shape == "dict" else (*path, "[]")
+                members = _members(item)
+                if len(members) == 1:
+                    _rows(members[0][1], where, env=env and shape == "dict")
                 else:
-                    _rows(item, (*path, "[]"), env=False)
+                    _union_rows(members, where, env=env and shape == "dict")
 
     def _union_rows(
-        members: list[type[BaseModel]],
+        members: list[tuple[str | None, type[BaseModel]]],
         prefix: tuple[str, ...],
-        default: type[BaseModel] | None,
         *,
         env: bool,
+        default: type[BaseModel] | None = None,
     ) -> None:
-        """One ``kind`` row, then each member's keys, said to be that kind's."""
-        kinds = " \\| ".join(json.dumps(_kind_of(m)) for m in members)
-        variable = f"`{env_name((*prefix, 'kind'))}`" if env else "—"
-        dotted = ".".join((*prefix, "kind"))
-        shown = f"`{json.dumps(_kind_of(default))}`" if default is not None else "required"
-        rows.append(
-            f"| `{dotted}` | {kinds} | {shown} | {variable} | Which kind of {prefix[-1]}; "
-            "the rows below say which kind takes each key. |"
-        )
-        for member in members:
-            before = len(rows)
-            _rows(member, prefix, env=env)
-            kind = _kind_of(member)
-            for i in range(before, len(rows)):
-                key, kind_type, value, var, text = rows[i].split(" | ", 4)
-                if key == f"| `{dotted}`":
-                    rows[i] = ""
-                    continue
-                rows[i] = f"{key} | {kind_type} | {value} | {var} | {kind}: {text}"
-        rows[:] = [r for r in rows if r]
+        """Each key of a union's members once: ``kind`` first, then the keys all share.
+
+        ``default`` is the member a section of several kinds is when unset (the sample
+        source); a table of such sections (``[sinks.<name>]``) has none.
+        """
+        seen: dict[str, list[tuple[str, FieldInfo, type[BaseModel] | None]]] = {}
+        for kind, member in members:
+            for name, info, sub in _fields(member):
+                seen.setdefault(name, []).append((kind or "", info, sub))
+        order = sorted(seen, key=lambda n: (n != "kind", len(seen[n]) != len(members)))
+        for name in order:
+            takers = seen[name]
+            _, info, sub = takers[0]
+            path = (*prefix, name)
+            collection = _collection(info.annotation) if sub is None else None
+            texts: dict[str, list[str]] = {}
+            for kind, taker, _ in takers:
+                texts.setdefault(_describe(taker), []).append(kind)
+            if name == "kind":
+                kinds = ", ".join(f"`{k}`" for k, _, _ in takers)
+                text = f"Which kind: {kinds}; it picks the keys below that apply."
+            elif len(texts) == 1 and len(takers) == len(members):
+                text = next(iter(texts))
+            else:
+                text = " ".join(f"{', '.join(ks)}: {t}" for t, ks in texts.items())
+            defaults = {_shown_default(t) for _, t, _ in takers}
+            cells = _row(path, info, sub, collection, env=env, text=text).split(" | ")
+            if name == "kind":
+                cells[1] = " \\| ".join(f'"{k}"' for k, _, _ in takers)
+                cells[2] = "required" if default is None else f'`"{union_tag(default)}"`'
+            elif len(defaults) > 1:  # e.g. `shards`: 16 for a lane, 1 for an Iceberg table
+                shown = "; ".join(f"{k} {_shown_default(t)}" for k, t, _ in takers)
+                cells[2] = shown.replace("|", "\\|")
+            rows.append(" | ".join(cells))
+            if sub is not None:
+                _rows(sub, path, env=env)
+
+    def _row(
+        path: tuple[str, ...],
+        info: FieldInfo,
+        sub: type[BaseModel] | None,
+        collection: tuple[str, Any] | None,
+        *,
+        env: bool,
+        text: str | None = None,
+    ) -> str:
+        if sub is not None:
+            has = not info.is_required()
+            default = ("unset" if _default(info)[1] is None else "see below") if has else ""
+        else:
+            has, value = _default(info)
+            default = "unset" if value is None else f"`{_toml_value(value)}`"
+            if collection is not None and has and not value:
+                default = "none; see below"
+        default = default if has else "required"
+        text = (_describe(info) if text is None else text).replace("|", "\\|")
+        kind = _type_name(info.annotation).replace("|", "\\|")
+        variable = f"`{env_name(path)}`" if env else "—"
+        key = ".".join(path).replace(".[]", "[]")
+        return f"| `{key}` | {kind} | {default} | {variable} | {text} |"
 
     _rows(model, ())
     return "\n".join(rows) + "\n"

@@ -248,7 +248,7 @@ class OrdersSettings(Settings):
                     "table": table,
                     "dsn": self.postgres_dsn,
                     "optional": True,
-                    "db_schema": self.postgres_schema,
+                    "schema": self.postgres_schema,
                     "shards": PG_SHARDS,
                     **upsert,
                 }

@@ -8,7 +8,7 @@ one with::
 Sections: ``[source]`` (kafka | files | sample), ``[codec]``, ``[contract]``,
 ``[dedup]``, ``[[sql.nodes]]`` (the node shape of :mod:`thalweg_bytewax.sql.dag`),
 ``[[windows]]`` (tumbling | sliding | session), ``[sinks.<step id>]`` (parquet |
-iceberg | postgres | kafka, each with ``from`` naming the stream it writes),
+arrow_ipc | iceberg | postgres | kafka, each with ``from`` naming the stream it writes),
 ``[raw_lane]``, ``[dlq]``, ``[audit]``.
 ``docs/pipeline.md`` walks through them; ``thalweg init`` writes a commented starter.
 
@@ -34,10 +34,23 @@ from thalweg_bytewax.pipeline._sections import (
     WindowKind,
     WindowSection,
 )
-from thalweg_bytewax.pipeline._sinks import SinkKind, SinkSection
+from thalweg_bytewax.pipeline._sinks import (
+    ArrowIPCSinkSection,
+    IcebergSinkSection,
+    KafkaSinkSection,
+    ParquetSinkSection,
+    PostgresSinkSection,
+    SinkKind,
+    SinkSection,
+)
 
 __all__ = [
     "CLEAN",
+    "ArrowIPCSinkSection",
+    "IcebergSinkSection",
+    "KafkaSinkSection",
+    "ParquetSinkSection",
+    "PostgresSinkSection",
     "AuditSection",
     "CodecSection",
     "ContractSection",

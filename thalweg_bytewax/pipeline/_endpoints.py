@@ -14,11 +14,23 @@ from bytewax.inputs import Source
 from bytewax.outputs import Sink
 
 from thalweg_bytewax.codecs import AvroCodec, JsonCodec, ProtobufCodec
-from thalweg_bytewax.config import resolve_settings
+from thalweg_bytewax.config import ConnectorConfig, resolve_settings
+from thalweg_bytewax.connectors.arrow_ipc.config import ArrowIPCSinkConfig
+from thalweg_bytewax.connectors.iceberg.config import IcebergSinkConfig
 from thalweg_bytewax.connectors.parquet import ParquetSink
+from thalweg_bytewax.connectors.parquet.config import ParquetSinkConfig
+from thalweg_bytewax.connectors.postgres.config import PostgresSinkConfig
 from thalweg_bytewax.dev._orders_sample import SampleOrdersSource
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.pipeline import PipelineConfig, SinkSection
+from thalweg_bytewax.pipeline import (
+    ArrowIPCSinkSection,
+    IcebergSinkSection,
+    KafkaSinkSection,
+    ParquetSinkSection,
+    PipelineConfig,
+    PostgresSinkSection,
+    SinkSection,
+)
 from thalweg_bytewax.registry import DirectorySchemaSource
 
 __all__ = [
@@ -112,50 +124,49 @@ def build_sink(step: str, sink: SinkSection, config: PipelineConfig, base: Path)
     raw_lane = config.under(config.raw_lane.path)
     # Window results and late reports carry no locator: such a sink upserts them
     # (effectively once) or appends them (at least once), and records no coverage.
-    located = sink.mode == "append" and sink.source not in config.window_streams()
-    if sink.kind == "parquet":
+    mode = getattr(sink, "mode", "append")
+    located = mode == "append" and sink.source not in config.window_streams()
+    if isinstance(sink, ParquetSinkSection | ArrowIPCSinkSection):
         store = raw_lane if sink.coverage and config.raw_lane.enabled else None
-        return ParquetSink(config.under(sink.path or ""), coverage_store=store)
-    if sink.kind == "iceberg":
-        from thalweg_bytewax.connectors.iceberg import (  # noqa: PLC0415 - an extra
-            IcebergCatalogConfig,
-            IcebergSink,
-        )
+        model = ParquetSinkConfig if sink.kind == "parquet" else ArrowIPCSinkConfig
+        settings = _settings(sink, model)
+        path = config.under(settings.pop("path"))
+        if isinstance(sink, ParquetSinkSection):
+            return ParquetSink(path, coverage_store=store, **settings)
+        from thalweg_bytewax.connectors.arrow_ipc import ArrowIPCSink  # noqa: PLC0415
 
-        uri = sink.catalog_uri.resolve() if sink.catalog_uri is not None else None
-        catalog = IcebergCatalogConfig(warehouse=config.location(sink.warehouse), uri=uri)
+        return ArrowIPCSink(path, coverage_store=store, **settings)
+    if isinstance(sink, IcebergSinkSection):
+        from thalweg_bytewax.connectors.iceberg import IcebergSink  # noqa: PLC0415 - an extra
+
+        settings = _settings(sink, IcebergSinkConfig)
+        catalog = sink.catalog
+        if catalog.warehouse is not None:
+            local = config.location(catalog.warehouse)
+            catalog = catalog.model_copy(update={"warehouse": local})
+        settings["catalog"] = catalog
         cover = located and sink.coverage and config.raw_lane.enabled
         return IcebergSink(
-            catalog,
-            sink.table or "",
-            mode=sink.mode,
-            key_columns=sink.key_columns,
-            locators="required" if located else "absent",
             coverage_store=raw_lane if cover else None,
-            **_shards(sink),
+            **{**settings, "locators": "required" if located else "absent"},
         )
-    if sink.kind == "postgres":
+    if isinstance(sink, PostgresSinkSection):
         try:
-            dsn = sink.dsn.resolve() if sink.dsn is not None else ""
+            sink.dsn.resolve()
         except ConfigError:
             if not sink.optional:
                 raise
-            dsn = ""
-        if not dsn and sink.optional:
             logger.info("pipeline sink %s: its DSN is not set; left out", step)
             return None
         from thalweg_bytewax.connectors.postgres import PostgresSink  # noqa: PLC0415
 
+        settings = _settings(sink, PostgresSinkConfig)
+        if not settings["key_columns"]:
+            settings["key_columns"] = None  # the contract's primary key, if any
         cover = located and sink.coverage and config.raw_lane.enabled
         return PostgresSink(
-            dsn,
-            sink.table or "",
-            schema=sink.db_schema,
-            mode=sink.mode,
-            key_columns=sink.key_columns or None,
-            locators="required" if located else "absent",
             coverage_store=raw_lane if cover else None,
-            **_shards(sink),
+            **{**settings, "locators": "required" if located else "absent"},
         )
     from thalweg_bytewax.connectors.kafka import KafkaSink  # noqa: PLC0415
 
@@ -171,7 +182,7 @@ def build_sink(step: str, sink: SinkSection, config: PipelineConfig, base: Path)
     )
 
 
-def _encoder(sink: SinkSection, base: Path) -> Any:
+def _encoder(sink: KafkaSinkSection, base: Path) -> Any:
     """The value encoder a Kafka sink section names."""
     from thalweg_bytewax.codecs import AvroEncoder, JsonEncoder, ProtobufEncoder  # noqa: PLC0415
 
@@ -192,5 +203,11 @@ def _encoder(sink: SinkSection, base: Path) -> Any:
     return JsonEncoder(registry, schema=schema, **common)
 
 
-def _shards(sink: SinkSection) -> dict[str, Any]:
+def _shards(sink: KafkaSinkSection) -> dict[str, Any]:
     return {"shards": sink.shards} if sink.shards else {}
+
+
+def _settings(section: ConnectorConfig, model: type[ConnectorConfig]) -> dict[str, Any]:
+    """The connector's own settings of ``section``, as its constructor's keywords."""
+    names = {field.alias or name: name for name, field in model.model_fields.items()}
+    return {key: getattr(section, name) for key, name in names.items()}

@@ -130,7 +130,10 @@ class PipelineConfig(ConfigModel):
                     f"got {sink.source!r}"
                 )
                 raise ConfigError(msg)
-            if sink.kind in ("parquet", "kafka") and sink.source in self.window_streams():
+            if (
+                sink.kind in ("parquet", "arrow_ipc", "kafka")
+                and sink.source in self.window_streams()
+            ):
                 msg = (
                     f"pipeline sink `{step}` ({sink.kind}): `from` = {sink.source!r} is a "
                     f"window stream, whose rows carry no source locator, and a {sink.kind} "

@@ -1,114 +1,202 @@
-"""The ``[sinks.<name>]`` sections: where a stream of the pipeline lands."""
+"""The ``[sinks.<name>]`` sections: where a stream of the pipeline lands.
+
+A section is the sink connector's own configuration model (``ParquetSinkConfig``,
+``ArrowIPCSinkConfig``, ``IcebergSinkConfig``, ``PostgresSinkConfig``) plus the keys
+only a pipeline has (``from``, ``optional``, ``coverage``); ``kind`` picks the model, so
+a section is checked by the same rules as the sink's keywords. Keys renamed when the
+sections became the connectors' models still load, with a ``DeprecationWarning``:
+postgres ``db_schema`` (now ``schema``), iceberg ``warehouse`` and ``catalog_uri`` (now
+``catalog.warehouse`` and ``catalog.uri``).
+"""
 
 from __future__ import annotations
 
-from typing import Literal, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import ConfigDict, Field, model_validator
 
-from thalweg_bytewax.config import ClientSettings, ConfigModel, SecretRef
+from thalweg_bytewax.config import ClientSettings, ConfigModel, SecretRef, renamed_keys
+from thalweg_bytewax.connectors.arrow_ipc.config import ArrowIPCSinkConfig
+from thalweg_bytewax.connectors.iceberg.config import IcebergSinkConfig
+from thalweg_bytewax.connectors.parquet.config import ParquetSinkConfig
+from thalweg_bytewax.connectors.postgres.config import PostgresSinkConfig
 from thalweg_bytewax.errors import ConfigError
 
-__all__ = ["SinkKind", "SinkSection"]
+__all__ = [
+    "ArrowIPCSinkSection",
+    "IcebergSinkSection",
+    "KafkaSinkSection",
+    "ParquetSinkSection",
+    "PostgresSinkSection",
+    "SinkKind",
+    "SinkSection",
+]
 
-SinkKind = Literal["parquet", "iceberg", "postgres", "kafka"]
+SinkKind = Literal["parquet", "arrow_ipc", "iceberg", "postgres", "kafka"]
 """The sink kinds a pipeline configures."""
 
-_NEEDS: dict[str, tuple[str, ...]] = {
-    "parquet": ("path",),
-    "iceberg": ("table",),
-    "postgres": ("dsn", "table"),
-    "kafka": ("bootstrap_servers", "topic", "encoder"),
-}
+# The iceberg catalog of a section that names none: SQLite in `warehouse` (under `data_dir`).
+_DEFAULT_WAREHOUSE = "warehouse"
 
 
-class SinkSection(ConfigModel):
-    """One sink; its name (the table key) is its step id. ``kind`` picks the keys that apply.
-
-    ``from`` names the stream it reads: a SQL node's ``sink`` name (or node name), a
-    window's name, or ``clean`` (the records that passed the contract).
-    """
+class _PipelineKeys(ConfigModel):
+    """The keys every sink section has, whatever its kind."""
 
     model_config = ConfigDict(**ConfigModel.model_config, populate_by_name=True)
 
-    kind: SinkKind
-    """parquet, iceberg, postgres or kafka."""
     source: str = Field(alias="from")
     """The stream it writes: a SQL node, a window, or `clean`."""
     optional: bool = False
     """Leave the sink out (with a log line) when its secret reference does not resolve."""
-    mode: Literal["append", "upsert"] = "append"
-    """iceberg / postgres: append rows (exactly once by locator) or upsert on `key_columns`."""
-    key_columns: list[str] = Field(default_factory=list)
-    """iceberg / postgres upsert: the key."""
-    # parquet
-    path: str | None = None
-    """parquet: the directory (relative paths are under `data_dir`)."""
-    # iceberg
-    table: str | None = None
-    """iceberg: `namespace.table`; postgres: the table name."""
-    warehouse: str = "warehouse"
-    """iceberg: the warehouse directory of the SQLite SQL catalog (under `data_dir`)."""
-    catalog_uri: SecretRef | None = None
-    """iceberg: a catalog URI (REST, SQL); unset = SQLite in the warehouse."""
-    # postgres
-    dsn: SecretRef | None = None
-    """postgres: the DSN, as a secret reference (`${env:PG_DSN}`)."""
-    db_schema: str = Field(default="public", pattern=r"^[a-z_][a-z0-9_]*$")
-    """postgres: the schema of the table."""
-    shards: int | None = Field(default=None, ge=1)
-    """Sink partitions (default: the sink's own)."""
-    # kafka
-    bootstrap_servers: str | None = None
-    """kafka: the brokers."""
-    topic: str | None = None
-    """kafka: the topic to write."""
-    encoder: Literal["avro", "json", "protobuf"] | None = None
-    """kafka: how rows become record values."""
-    framing: Literal["confluent", "none"] | None = None
-    """kafka: the value framing (default: confluent for avro and protobuf, none for json);
-    confluent framing needs `registry`."""
-    registry: SecretRef | None = None
-    """kafka: the schema registry the encoder looks up (or registers) its schema in."""
-    value_schema: str | None = None
-    """kafka: the writer schema file (avro `.avsc`, json JSON Schema), relative to the
-    pipeline file; avro with framing none needs it."""
-    subject: str | None = None
-    """kafka: the registry subject (default `<topic>-value`)."""
-    auto_register: bool = False
-    """kafka: register `value_schema` under the subject when it is not there yet."""
-    descriptor_set: str | None = None
-    """kafka, protobuf: a FileDescriptorSet file (`protoc --include_imports`)."""
-    message_type: str | None = None
-    """kafka, protobuf: the fully-qualified message name."""
-    message_key: str | None = None
-    """kafka: the column whose values are the record keys (default: none)."""
-    transactional: bool = False
-    """kafka: one Kafka transaction per epoch and shard (for `read_committed` readers)."""
-    librdkafka: ClientSettings = Field(default_factory=dict)
-    """kafka: librdkafka producer settings passed through (SASL, SSL, compression); a value
-    whose key names a credential (`sasl.password`, ...) is a secret: write a reference."""
     coverage: bool = True
     """Record coverage beside the raw lane (iceberg / postgres: append mode only)."""
 
+
+def _refuse_locators(section: Any) -> None:
+    if "locators" in section.model_fields_set:
+        msg = (
+            f"pipeline sink ({section.kind}): `locators` is set by the pipeline from the "
+            "stream a sink reads (windows carry none); remove it"
+        )
+        raise ConfigError(msg)
+
+
+def _needs_key(section: Any) -> None:
+    if section.mode == "upsert" and not section.key_columns:
+        msg = (
+            f"pipeline sink ({section.kind}): mode 'upsert' expected `key_columns`; "
+            "got none; name the columns a row is unique by"
+        )
+        raise ConfigError(msg)
+
+
+class ParquetSinkSection(_PipelineKeys, ParquetSinkConfig):
+    """A Parquet lane (`path` relative to `data_dir`), exactly once by locator."""
+
+    kind: Literal["parquet"]
+    """parquet: a Parquet lane."""
+
+
+class ArrowIPCSinkSection(_PipelineKeys, ArrowIPCSinkConfig):
+    """A directory of Arrow IPC files (`path` relative to `data_dir`), exactly once."""
+
+    kind: Literal["arrow_ipc"]
+    """arrow_ipc: a directory of Arrow IPC files."""
+
+
+class IcebergSinkSection(_PipelineKeys, IcebergSinkConfig):
+    """An Iceberg table; the catalog defaults to SQLite in `warehouse` under `data_dir`."""
+
+    kind: Literal["iceberg"]
+    """iceberg: an Iceberg table."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _catalog_keys(cls, data: Any) -> Any:
+        data = renamed_keys(
+            data,
+            {"warehouse": "catalog.warehouse", "catalog_uri": "catalog.uri"},
+            where="pipeline sink (iceberg)",
+        )
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        catalog = data.get("catalog")
+        catalog = dict(catalog) if isinstance(catalog, dict) else catalog
+        for old, new in (("catalog.warehouse", "warehouse"), ("catalog.uri", "uri")):
+            if old in data:
+                value = data.pop(old)
+                if isinstance(catalog, dict):
+                    catalog.setdefault(new, value)
+                elif catalog is None:
+                    catalog = {new: value}
+        if catalog is None:
+            catalog = {}
+        if isinstance(catalog, dict):
+            catalog.setdefault("warehouse", _DEFAULT_WAREHOUSE)
+        data["catalog"] = catalog
+        return data
+
     @model_validator(mode="after")
-    def _by_kind(self) -> Self:
-        missing = [k for k in _NEEDS[self.kind] if getattr(self, k) is None]
-        if missing:
-            keys = ", ".join(f"`{m}`" for m in missing)
-            msg = f"pipeline sink ({self.kind}): expected {keys}; got none"
-            raise ConfigError(msg)
-        if self.kind == "kafka" and self.framing != "none" and self.encoder != "json":
-            if self.registry is None:
-                msg = (
-                    f"pipeline sink (kafka, {self.encoder}): confluent framing expected "
-                    "`registry`; got none; set `registry` or framing = 'none'"
-                )
-                raise ConfigError(msg)
-        if self.mode == "upsert" and not self.key_columns:
+    def _pipeline(self) -> Self:
+        _refuse_locators(self)
+        return self
+
+
+class PostgresSinkSection(_PipelineKeys, PostgresSinkConfig):
+    """A PostgreSQL table; `dsn` is a secret reference (`${env:PG_DSN}`)."""
+
+    kind: Literal["postgres"]
+    """postgres: a PostgreSQL table."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _schema_key(cls, data: Any) -> Any:
+        return renamed_keys(data, {"db_schema": "schema"}, where="pipeline sink (postgres)")
+
+    @model_validator(mode="after")
+    def _pipeline(self) -> Self:
+        _refuse_locators(self)
+        _needs_key(self)
+        return self
+
+
+class KafkaSinkSection(_PipelineKeys):
+    """A Kafka topic, one record per row, exactly once by locator (transactional or not)."""
+
+    kind: Literal["kafka"]
+    """kafka: a Kafka topic."""
+    bootstrap_servers: str
+    """The brokers."""
+    topic: str
+    """The topic to write."""
+    encoder: Literal["avro", "json", "protobuf"]
+    """How rows become record values."""
+    framing: Literal["confluent", "none"] | None = None
+    """The value framing (default: confluent for avro and protobuf, none for json);
+    confluent framing needs `registry`."""
+    registry: SecretRef | None = None
+    """The schema registry the encoder looks up (or registers) its schema in."""
+    value_schema: str | None = None
+    """The writer schema file (avro `.avsc`, json JSON Schema), relative to the pipeline
+    file; avro with framing none needs it."""
+    subject: str | None = None
+    """The registry subject (default `<topic>-value`)."""
+    auto_register: bool = False
+    """Register `value_schema` under the subject when it is not there yet."""
+    descriptor_set: str | None = None
+    """protobuf: a FileDescriptorSet file (`protoc --include_imports`)."""
+    message_type: str | None = None
+    """protobuf: the fully-qualified message name."""
+    message_key: str | None = None
+    """The column whose values are the record keys (default: none)."""
+    transactional: bool = False
+    """One Kafka transaction per epoch and shard (for `read_committed` readers)."""
+    librdkafka: ClientSettings = Field(default_factory=dict)
+    """librdkafka producer settings passed through (SASL, SSL, compression); a value whose
+    key names a credential (`sasl.password`, ...) is a secret: write a reference."""
+    shards: int | None = Field(default=None, ge=1)
+    """Sink partitions (default: the sink's own)."""
+
+    @model_validator(mode="after")
+    def _framing(self) -> Self:
+        if self.framing != "none" and self.encoder != "json" and self.registry is None:
             msg = (
-                f"pipeline sink ({self.kind}): mode 'upsert' expected `key_columns`; "
-                "got none; name the columns a row is unique by"
+                f"pipeline sink (kafka, {self.encoder}): confluent framing expected "
+                "`registry`; got none; set `registry` or framing = 'none'"
             )
             raise ConfigError(msg)
         return self
+
+
+SinkSection = Annotated[
+    ParquetSinkSection
+    | ArrowIPCSinkSection
+    | IcebergSinkSection
+    | PostgresSinkSection
+    | KafkaSinkSection,
+    Field(discriminator="kind"),
+]
+"""One sink; its name (the table key) is its step id. ``kind`` picks the model:
+parquet, arrow_ipc, iceberg, postgres or kafka. ``from`` names the stream it reads: a
+SQL node's ``sink`` name (or node name), a window's name, or ``clean``."""

@@ -37,7 +37,15 @@ from thalweg_bytewax.contracts import ContractSpec, load_contract
 from thalweg_bytewax.errors import ConfigError, SchemaError
 from thalweg_bytewax.observability import otlp
 from thalweg_bytewax.operators.sql_dag import sql_dag
-from thalweg_bytewax.pipeline import CLEAN, PipelineConfig, SinkSection
+from thalweg_bytewax.pipeline import (
+    CLEAN,
+    IcebergSinkSection,
+    KafkaSinkSection,
+    ParquetSinkSection,
+    PipelineConfig,
+    PostgresSinkSection,
+    SinkSection,
+)
 from thalweg_bytewax.pipeline._endpoints import (
     SAMPLE_SCHEMAS,
     AnySink,
@@ -67,27 +75,26 @@ def _counts(config: PipelineConfig, built: Mapping[str, SinkSection]) -> list[Ta
     """What the summary reads back per sink: tables (Iceberg, PostgreSQL), Parquet lanes."""
     out: list[TableCount] = []
     for s in built.values():
-        if s.kind == "iceberg" and s.table:
-            from thalweg_bytewax.connectors.iceberg import (  # noqa: PLC0415
-                IcebergCatalogConfig,
-            )
-
-            warehouse = config.location(s.warehouse)
-            uri = s.catalog_uri.resolve() if s.catalog_uri is not None else None
-            catalog = IcebergCatalogConfig(warehouse=warehouse, uri=uri)
-            where = f"iceberg {redact_url(warehouse)}" if uri is None else "iceberg"
+        if isinstance(s, IcebergSinkSection):
+            catalog = s.catalog
+            if catalog.warehouse is not None:
+                local = config.location(catalog.warehouse)
+                catalog = catalog.model_copy(update={"warehouse": local})
+            where = "iceberg"
+            if catalog.uri is None:
+                where = f"iceberg {redact_url(catalog.warehouse or '')}"
             out.append(TableCount(s.table, where, iceberg_rows(catalog, s.table)))
     for s in built.values():
-        if s.kind == "postgres" and s.table and s.dsn is not None:
+        if isinstance(s, PostgresSinkSection):
             rows = postgres_rows(s.dsn.resolve(), s.db_schema, s.table)
             out.append(TableCount(f"{s.db_schema}.{s.table}", "postgres", rows))
     for s in built.values():
-        if s.kind == "parquet" and s.path:
+        if isinstance(s, ParquetSinkSection):
             lane = config.under(s.path)
             name = redact_value(str(lane))
             out.append(TableCount(name, "parquet", partial(lane_records, lane), "lane"))
     for s in built.values():
-        if s.kind == "kafka" and s.topic and s.bootstrap_servers:
+        if isinstance(s, KafkaSinkSection):
             settings = resolve_settings(s.librdkafka)
             count = partial(_topic_offsets, s.bootstrap_servers, s.topic, settings)
             out.append(TableCount(s.topic, "kafka", count, "topic"))

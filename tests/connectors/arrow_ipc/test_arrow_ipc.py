@@ -152,8 +152,11 @@ def test_a_directory_written_by_another_step_is_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"format": "feather"}, "`format` expected 'file' (.arrow, random access) or 'stream'"),
-        ({"compression": "snappy"}, "`compression` expected 'none', 'lz4' or 'zstd'; got 'snappy'"),
+        ({"format": "feather"}, "`format`: expected 'file' (.arrow, random access) or 'stream'"),
+        (
+            {"compression": "snappy"},
+            "`compression`: expected 'none', 'lz4' or 'zstd'; got 'snappy'",
+        ),
         ({"shards": 0}, "`shards` expected an integer >= 1; got 0"),
         ({"max_file_rows": True}, "`max_file_rows` expected an integer >= 1; got True"),
         ({"filesystem": "s3"}, "`filesystem` expected a `pyarrow.fs.FileSystem` or None; got str"),
@@ -166,8 +169,8 @@ def test_bad_arguments_are_refused(tmp_path: Path, kwargs: dict[str, Any], messa
 
 
 def test_none_compression_is_accepted_as_none(tmp_path: Path) -> None:
-    assert ArrowIPCSink(tmp_path, compression=None).compression is None
-    assert ArrowIPCSink(tmp_path, compression="ZSTD").compression == "zstd"
+    assert ArrowIPCSink(tmp_path, compression=None).config.ipc_compression is None
+    assert ArrowIPCSink(tmp_path, compression="ZSTD").config.ipc_compression == "zstd"
 
 
 @pytest.mark.slow

@@ -18,7 +18,8 @@ from bytewax.testing import TestingSink, run_main
 
 from tests.fixtures.flows import EntryPoint
 from tests.helpers import raw_batch, run_into
-from thalweg_bytewax.connectors.arrow_ipc import ArrowIPCSink, ArrowIPCSource
+from thalweg_bytewax.config import load_config
+from thalweg_bytewax.connectors.arrow_ipc import ArrowIPCSink, ArrowIPCSource, ArrowIPCSourceConfig
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.errors import ConfigError, SourceError
 from thalweg_bytewax.lanes import read_lane
@@ -137,7 +138,7 @@ def test_following_keeps_partitions_open_and_logs_new_files_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     run_into([("t:0", raw_batch("t", 0, range(5)))], ArrowIPCSink(tmp_path))
-    source = ArrowIPCSource(tmp_path, follow=True, follow_interval_s=3600)
+    source = ArrowIPCSource(tmp_path, follow=True, follow_interval=timedelta(hours=1))
     (key,) = source.list_parts()
     part = source.build_part("s.in", key, None)
     try:
@@ -148,7 +149,7 @@ def test_following_keeps_partitions_open_and_logs_new_files_once(
         run_into([("t:1", raw_batch("t", 1, range(3)))], ArrowIPCSink(tmp_path))
         watch = source._watch  # noqa: SLF001 - the watch's thread waits an hour; check now
         assert watch is not None
-        with caplog.at_level(logging.WARNING, "thalweg_bytewax.connectors._arrow_ipc_source"):
+        with caplog.at_level(logging.WARNING, "thalweg_bytewax.connectors.arrow_ipc._listing"):
             watch.check()
             watch.check()
         warned = [r.getMessage() for r in caplog.records]
@@ -172,8 +173,8 @@ def test_a_flow_that_does_not_follow_ends_after_its_files(tmp_path: Path) -> Non
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"follow": "yes"}, "`follow` expected True or False; got 'yes'"),
-        ({"follow_interval_s": 0}, "`follow_interval_s` expected seconds > 0; got 0"),
+        ({"follow": "yes"}, "`follow` expected a valid boolean; got 'yes'"),
+        ({"follow_interval": timedelta(0)}, "`follow_interval` expected greater than 0 seconds"),
         ({"filesystem": 3}, "`filesystem` expected a `pyarrow.fs.FileSystem` or None; got int"),
     ],
 )
@@ -327,3 +328,23 @@ def test_state_kept_per_file_is_refused_with_a_remedy_that_lands_every_record_on
     run_main(flow, epoch_interval=timedelta(0), recovery_config=RecoveryConfig(str(fresh)))
     offsets = read_lane(tmp_path / "lane", [OFF]).column(0).to_pylist()
     assert sorted(offsets) == list(range(30))
+
+
+def test_follow_interval_s_still_sets_the_interval_with_a_deprecation_warning(
+    tmp_path: Path,
+) -> None:
+    with pytest.warns(DeprecationWarning, match="follow_interval=timedelta"):
+        source = ArrowIPCSource(tmp_path, follow=True, follow_interval_s=90)
+    assert source.config.follow_interval == timedelta(seconds=90)
+
+
+def test_the_sources_settings_load_from_the_environment_as_from_its_keywords(
+    tmp_path: Path,
+) -> None:
+    source = ArrowIPCSource(tmp_path, follow=True, follow_interval=timedelta(minutes=2))
+    env = {
+        "THALWEG_PATH": str(tmp_path),
+        "THALWEG_FOLLOW": "true",
+        "THALWEG_FOLLOW_INTERVAL": "PT2M",
+    }
+    assert load_config(ArrowIPCSourceConfig, env=env) == source.config

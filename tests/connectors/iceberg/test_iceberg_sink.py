@@ -305,7 +305,7 @@ def test_a_bytewax_run_lands_every_row_once(
 def test_catalog_secrets_never_reach_reprs_or_messages(tmp_path: Any) -> None:
     config = IcebergCatalogConfig(
         type="rest",
-        uri="https://user:hunter2@catalog.invalid/api",
+        uri="https://user:hunter2@catalog.invalid/api",  # type: ignore[arg-type]
         token="tok-SECRET",  # type: ignore[arg-type]
         secret_properties={"s3.secret-access-key": "KEY-SECRET"},  # type: ignore[dict-item]
     )
@@ -316,7 +316,7 @@ def test_catalog_secrets_never_reach_reprs_or_messages(tmp_path: Any) -> None:
         IcebergCatalogConfig.of({"warehouse": "w", "properties": {"s3.secret-access-key": "KEY-SECRET"}})
     assert "KEY-SECRET" not in str(info.value)
     with pytest.raises(SinkTerminalError) as opened:
-        IcebergCatalogConfig(type="sql", warehouse=str(tmp_path), uri="postgresql://u:hunter2@127.0.0.1:1/x").load()
+        IcebergCatalogConfig(type="sql", warehouse=str(tmp_path), uri="postgresql://u:hunter2@127.0.0.1:1/x").load()  # type: ignore[arg-type]
     assert "hunter2" not in str(opened.value) and opened.value.__cause__ is None
     assert pickle.loads(pickle.dumps(opened.value)).args == opened.value.args
 

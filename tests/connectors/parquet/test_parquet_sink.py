@@ -287,7 +287,7 @@ def test_files_below_the_sample_size_reuse_the_dictionary_choice(
     # Many partitions with short epochs write many files of a few thousand rows: each
     # must not sample again (0.23 s of a 300k-record run), yet a file with far more
     # rows than the cached sample must (a tiny first file decides nothing).
-    from thalweg_bytewax.connectors import _parquet_encoding as encoding
+    from thalweg_bytewax.connectors.parquet import _encoding as encoding
 
     samples: list[int] = []
     real = encoding._leaves  # noqa: SLF001 - counting the sampling rounds

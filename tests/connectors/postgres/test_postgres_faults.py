@@ -9,6 +9,7 @@ loudly naming the table and nothing of it is written.
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
 from typing import Any
 
 import psycopg
@@ -21,7 +22,7 @@ from thalweg_bytewax.errors import SinkTerminalError
 
 
 def sink(dsn: str, schema: str, **kwargs: Any) -> PostgresSink:
-    kwargs.setdefault("retry_backoff_s", 0.05)
+    kwargs.setdefault("retry_backoff", timedelta(seconds=0.05))
     return PostgresSink(dsn, "orders", schema=schema, shards=1, **kwargs)
 
 
@@ -99,7 +100,7 @@ def test_a_server_back_within_the_retries_recovers(
     pg_proxy: tuple[Proxy, str], pg_dsn: str, pg_schema: str
 ) -> None:
     proxy, dsn = pg_proxy
-    p = sink(dsn, pg_schema, max_retries=6, retry_backoff_s=0.1).build_part(
+    p = sink(dsn, pg_schema, max_retries=6, retry_backoff=timedelta(seconds=0.1)).build_part(
         "flow.pg", "shard-000", None
     )
     try:

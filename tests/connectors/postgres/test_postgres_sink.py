@@ -40,7 +40,7 @@ def make_sink(pg_dsn: str, pg_schema: str) -> Iterator[MakeSink]:
     def make(**kwargs: Any) -> PostgresSink:
         kwargs.setdefault("schema", pg_schema)
         kwargs.setdefault("shards", 1)
-        kwargs.setdefault("retry_backoff_s", 0.01)
+        kwargs.setdefault("retry_backoff", timedelta(seconds=0.01))
         return PostgresSink(kwargs.pop("dsn", pg_dsn), kwargs.pop("table", "orders"), **kwargs)
 
     yield make
@@ -226,7 +226,7 @@ def test_the_dsn_is_never_in_messages_or_the_repr(pg_schema: str) -> None:
         "orders",
         schema=pg_schema,
         shards=1,
-        connect_timeout_s=1,
+        connect_timeout=timedelta(seconds=1),
     )
     assert secret not in repr(sink)
     with pytest.raises(Exception) as info:  # noqa: PT011 - the class is checked below
@@ -235,25 +235,25 @@ def test_the_dsn_is_never_in_messages_or_the_repr(pg_schema: str) -> None:
     assert "postgres sink" in str(info.value)
 
 
-class _CountingSink(PostgresSink):
-    """The real sink, counting the connections it opens."""
+def _count_connections(sink: PostgresSink, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The kinds of connection the real sink's table opens from now on, in order."""
+    opened: list[str] = []
+    for kind in ("control", "data"):
+        real = getattr(sink.pg, f"connect_{kind}")
 
-    opened: list[str]
+        def counted(real: Any = real, kind: str = kind) -> Any:
+            opened.append(kind)
+            return real()
 
-    def connect_control(self) -> Any:
-        self.opened.append("control")
-        return super().connect_control()
-
-    def connect_data(self) -> Any:
-        self.opened.append("data")
-        return super().connect_data()
+        monkeypatch.setattr(sink.pg, f"connect_{kind}", counted)
+    return opened
 
 
 def test_a_shard_over_many_source_partitions_opens_one_data_connection(
-    pg_dsn: str, pg_schema: str
+    pg_dsn: str, pg_schema: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    sink = _CountingSink(pg_dsn, "orders", schema=pg_schema, shards=1)
-    sink.opened = []
+    sink = PostgresSink(pg_dsn, "orders", schema=pg_schema, shards=1)
+    opened = _count_connections(sink, monkeypatch)
     p = part(sink)
     p.write_batch([batch("t", k, [0, 1]) for k in range(40)])
     # Between the coverage reads and the epoch's commit nothing holds a transaction open.
@@ -269,8 +269,8 @@ def test_a_shard_over_many_source_partitions_opens_one_data_connection(
     assert sorted(ids(pg_dsn, pg_schema)) == sorted([0, 1] * 40 + [2] * 5)
     # One data connection for every coverage read and commit; the control connection
     # only provisions (bookkeeping, then the table), never once per source partition.
-    assert sink.opened.count("data") == 1
-    assert sink.opened.count("control") == 2
+    assert opened.count("data") == 1
+    assert opened.count("control") == 2
 
 
 def test_an_upsert_replay_below_the_resumed_state_skips_rows_their_keys_replaced(

@@ -18,12 +18,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from thalweg_bytewax._redact import is_secret_key
-from thalweg_bytewax.config import ConfigModel, SecretRef
+from thalweg_bytewax.config import ConnectorConfig, SecretRef
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataPolicy, metadata_columns
 
@@ -91,13 +91,15 @@ def resolve_options(options: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v.resolve() if isinstance(v, SecretRef) else v for k, v in options.items()}
 
 
-class FileSourceConfig(ConfigModel):
+class FileSourceConfig(ConnectorConfig):
     """The settings of a :class:`~thalweg_bytewax.connectors.files.FileSource`.
 
     Build it from keywords (``FileSourceConfig(paths=["data/*.csv"], infer_schema=True)``),
     load it as a pipeline's ``[source]`` (``kind = "files"``), or let ``FileSource`` build
     it from its own keywords; ``FileSource.from_config`` takes it whole.
     """
+
+    component: ClassVar[str] = "file source"
 
     kind: Literal["files"] = "files"
     """The source kind, as a pipeline's `[source]` table names it."""

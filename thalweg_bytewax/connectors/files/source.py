@@ -58,7 +58,6 @@ from typing_extensions import override
 
 from thalweg_bytewax._choices import parse_enum
 from thalweg_bytewax._redact import redact_url
-from thalweg_bytewax.config import build_model
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataPolicy, metadata_columns
 from thalweg_bytewax.records.model import KeyedBatch
@@ -187,7 +186,7 @@ class FileSource(FixedPartitionedSource[KeyedBatch, int]):
             "limits": limits or DEFAULT_LIMITS,
         }
         metadata_columns(metadata_prefix, where)  # a bad prefix named as the keyword
-        self._start(build_model(FileSourceConfig, where, values), schema, object_name)
+        self._start(FileSourceConfig.build(values, component=where), schema, object_name)
 
     @classmethod
     def from_config(

@@ -20,16 +20,15 @@ import math
 from collections.abc import Mapping
 from datetime import timedelta
 from functools import cached_property
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import AfterValidator, AwareDatetime, BeforeValidator, Field, model_validator
 
 from thalweg_bytewax._redact import is_secret_key
 from thalweg_bytewax.config import (
-    ConfigModel,
+    ConnectorConfig,
     PositiveDuration,
     SecretRef,
-    build_model,
     renamed_keys,
     resolve_settings,
 )
@@ -109,13 +108,15 @@ def _finite(rate: float | None) -> float | None:
     return rate
 
 
-class KafkaSourceConfig(ConfigModel):
+class KafkaSourceConfig(ConnectorConfig):
     """The settings of a :class:`~thalweg_bytewax.connectors.kafka.KafkaSource`.
 
     Build it from keywords (``KafkaSourceConfig(brokers=["b:9092"], topics=["orders"])``),
     load it as a pipeline's ``[source]`` (``kind = "kafka"``), or let ``KafkaSource``
     build it from its own keywords; ``KafkaSource.from_config`` takes it whole.
     """
+
+    component: ClassVar[str] = "kafka source"
 
     kind: Literal["kafka"] = "kafka"
     """The source kind, as a pipeline's `[source]` table names it."""
@@ -167,17 +168,17 @@ class KafkaSourceConfig(ConfigModel):
     @model_validator(mode="before")
     @classmethod
     def _old_names(cls, data: Any) -> Any:
-        return renamed_keys(data, {"bootstrap_servers": "brokers"}, where="kafka source")
+        return renamed_keys(data, {"bootstrap_servers": "brokers"}, where=cls.component)
 
     @model_validator(mode="after")
     def _checked(self) -> Self:
-        metadata_columns(self.metadata_prefix, "kafka source")
+        metadata_columns(self.metadata_prefix, self.component)
         return self
 
     @cached_property
     def columns(self) -> MetadataColumns:
         """The metadata columns of :attr:`metadata_prefix`."""
-        return metadata_columns(self.metadata_prefix, "kafka source")
+        return metadata_columns(self.metadata_prefix, self.component)
 
     @property
     def add_config(self) -> dict[str, Any]:
@@ -310,4 +311,4 @@ def source_config(  # noqa: PLR0913 - every keyword of KafkaSource, checked by n
         "prefetch_budget": budget,
         "unreachable_timeout": unreachable_timeout,
     }
-    return build_model(KafkaSourceConfig, "kafka source", values)
+    return KafkaSourceConfig.build(values)

@@ -13,11 +13,11 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from functools import cached_property
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import BeforeValidator, Field, model_validator
 
-from thalweg_bytewax.config import ConfigModel
+from thalweg_bytewax.config import ConnectorConfig
 from thalweg_bytewax.coverage.spans import OffsetCoverage
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns, metadata_columns
@@ -55,13 +55,15 @@ def offsets_by_key(
     return out
 
 
-class RawLaneSourceConfig(ConfigModel):
+class RawLaneSourceConfig(ConnectorConfig):
     """The settings of a :class:`~thalweg_bytewax.connectors.raw_lane.RawLaneSource`.
 
     Build it from keywords (``RawLaneSourceConfig(path="thalweg-data/raw")``), load it as
     a pipeline's ``[source]`` (``kind = "raw_lane"``), or let ``RawLaneSource`` build it
     from its own keywords; ``RawLaneSource.from_config`` takes it whole.
     """
+
+    component: ClassVar[str] = "raw lane source"
 
     kind: Literal["raw_lane"] = "raw_lane"
     """The source kind, as a pipeline's `[source]` table names it."""

@@ -34,7 +34,6 @@ import pyarrow.fs as pafs
 from bytewax.inputs import FixedPartitionedSource
 from typing_extensions import override
 
-from thalweg_bytewax.config import build_model
 from thalweg_bytewax.coverage.spans import OffsetCoverage
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns
@@ -110,7 +109,7 @@ class RawLaneSource(FixedPartitionedSource[KeyedBatch, int]):
             "batch_size": batch_size,
             "metadata_prefix": metadata_prefix,
         }
-        config = build_model(RawLaneSourceConfig, "raw lane source", values)
+        config = RawLaneSourceConfig.build(values)
         self._start(config, filesystem, progress)
 
     @classmethod
@@ -164,7 +163,7 @@ class RawLaneSource(FixedPartitionedSource[KeyedBatch, int]):
     @offsets.setter
     def offsets(self, offsets: Mapping[tuple[str, int], OffsetCoverage]) -> None:
         values = {**self.config.model_dump(), "offsets": offsets_by_key(offsets)}
-        self.config = build_model(RawLaneSourceConfig, "raw lane source", values)
+        self.config = RawLaneSourceConfig.build(values)
         self._plan = self.config.plan()
 
     @override

@@ -23,10 +23,10 @@ from typing import Literal
 from typing_extensions import override
 
 from thalweg_bytewax._deps import require
-from thalweg_bytewax.catalog.iceberg import PartitionField, parse_partition_spec
+from thalweg_bytewax.catalog.iceberg import PartitionField
 from thalweg_bytewax.coverage.store import CoverageStore
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, metadata_columns
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX
 from thalweg_bytewax.runtime.epoch_sink import (
     EpochSinkState,
     LocatorMode,
@@ -34,16 +34,16 @@ from thalweg_bytewax.runtime.epoch_sink import (
     unlocated_guarantee,
 )
 from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink, coverage_store_option
-from thalweg_bytewax.typemap import IdentifierMode, validate_identifier
+from thalweg_bytewax.typemap import IdentifierMode
 
-from ._iceberg_config import IcebergCatalogConfig
-from ._iceberg_partition import (
-    COMMIT_KEY,
-    COVERAGE_PREFIX,
-    IcebergSinkStats,
-    _IcebergPartition,
-    decode_spans,
-    encode_spans,
+from ._partition import _IcebergPartition
+from ._stats import IcebergSinkStats
+from ._summary import COMMIT_KEY, COVERAGE_PREFIX, decode_spans, encode_spans
+from .config import (
+    DEFAULT_COMMIT_RETRIES,
+    DEFAULT_TARGET_FILE_BYTES,
+    IcebergCatalogConfig,
+    IcebergSinkConfig,
 )
 
 __all__ = [
@@ -58,15 +58,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-# Rows are buffered until this many Arrow bytes, then written as data files while the
-# epoch goes on: bounds memory per sink partition. pyiceberg's own target file size
-# (`write.target-file-size-bytes`, 512 MiB), so an epoch of up to ~4M narrow rows is one
-# data file as a bare `table.append` writes it; 64 MiB wrote three files an epoch of 1M
-# rows and ran at 0.8x the bare append (docs/benchmarks.md "Iceberg sink").
-DEFAULT_TARGET_FILE_BYTES = 512 * 1024 * 1024
-# Commits lost to concurrent writers are retried on the refreshed table this many times.
-DEFAULT_COMMIT_RETRIES = 8
 
 
 class IcebergSink(ShardedEpochSink[_IcebergPartition]):
@@ -100,6 +91,11 @@ class IcebergSink(ShardedEpochSink[_IcebergPartition]):
         orders = ...  # keyed batches with the locator columns
         op.output("iceberg", orders, IcebergSink("lake/warehouse", "shop.orders",
                                                  partition_by=["day(created_at)"]))
+
+    The keywords other than ``coverage_store`` build an
+    :class:`~thalweg_bytewax.connectors.iceberg.IcebergSinkConfig` (:attr:`config`), the
+    model a pipeline's ``[sinks.<name>]`` table with ``kind = "iceberg"`` builds too; the
+    sink's partitions read only that model.
 
     Args:
         catalog: An :class:`IcebergCatalogConfig`, a mapping of its fields, or a local
@@ -149,7 +145,7 @@ class IcebergSink(ShardedEpochSink[_IcebergPartition]):
         locators: LocatorMode = "required",
     ) -> None:
         require("pyiceberg", extra="iceberg")
-        self.locators: LocatorMode = check_locator_mode("iceberg sink", locators)
+        check_locator_mode("iceberg sink", locators)
         if locators == "absent" and coverage_store is not None:
             msg = (
                 "iceberg sink: `coverage_store` records source offsets; expected none with "
@@ -157,65 +153,40 @@ class IcebergSink(ShardedEpochSink[_IcebergPartition]):
                 "`coverage_store`, or give the rows a locator"
             )
             raise ConfigError(msg)
-        self.catalog = IcebergCatalogConfig.of(catalog)
-        self.table = _check_table(table)
-        if mode not in ("append", "upsert"):
-            msg = f"iceberg sink: `mode` expected 'append' or 'upsert'; got {mode!r}"
-            raise ConfigError(msg)
         keys = (key_columns,) if isinstance(key_columns, str) else tuple(key_columns)
-        for key in keys:
-            validate_identifier(key, mode=identifiers, what="key column", target="iceberg")
-        if mode == "upsert" and not keys:
-            msg = (
-                f"iceberg sink: table `{self.table}` in mode 'upsert' needs `key_columns`; "
-                f"expected the columns that identify a row; got none; name them, or use "
-                f"mode='append'"
-            )
-            raise ConfigError(msg)
-        for name, value, low in (
-            ("shards", shards, 1),
-            ("target_file_bytes", target_file_bytes, 1),
-            ("commit_retries", commit_retries, 0),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                msg = f"iceberg sink: `{name}` expected an integer >= {low}; got {value!r}"
-                raise ConfigError(msg)
-        if mode == "upsert" and shards > 1:
-            # Two shards upserting one key concurrently can both commit: pyiceberg's
-            # conflict check judges data files, not rows, so the table ends with the key
-            # twice and no error. One writer per table keeps upserts exact.
-            msg = (
-                f"iceberg sink: table `{self.table}` in mode 'upsert' expected shards=1; got "
-                f"shards={shards}; concurrent upserts of one key from two shards can leave "
-                f"the key twice, so an upserting table has one writer (use shards=1)"
-            )
-            raise ConfigError(msg)
-        if sink_id is not None and (not isinstance(sink_id, str) or not sink_id or "/" in sink_id):
-            msg = f"iceberg sink: `sink_id` expected a non-empty name without `/`; got {sink_id!r}"
-            raise ConfigError(msg)
-        self.mode = mode
-        self.key_columns = keys
-        self.partition_by = parse_partition_spec(list(partition_by))
-        self.allow_widening = bool(allow_widening)
-        self.comments = dict(comments or {})
-        self.identifiers: IdentifierMode = identifiers
-        self.shards = shards
-        self.sink_id = sink_id
-        self.target_file_bytes = target_file_bytes
-        self.commit_retries = commit_retries
-        self.columns = metadata_columns(metadata_prefix, "iceberg sink")
+        self.config = IcebergSinkConfig.build(
+            {
+                "catalog": IcebergCatalogConfig.of(catalog),
+                "table": table,
+                "mode": mode,
+                "key_columns": keys,
+                "partition_by": tuple(partition_by),
+                "allow_widening": allow_widening,
+                "comments": dict(comments or {}),
+                "identifiers": identifiers,
+                "shards": shards,
+                "sink_id": sink_id,
+                "target_file_bytes": target_file_bytes,
+                "commit_retries": commit_retries,
+                "metadata_prefix": metadata_prefix,
+                "locators": locators,
+            }
+        )
+        self.shards = self.config.shards
+        self.columns = self.config.columns
         self.coverage_store = coverage_store_option(coverage_store)
         self._announced = False
 
     def __repr__(self) -> str:
+        c = self.config
         return (
-            f"IcebergSink({self.catalog.describe()}, table={self.table!r}, mode={self.mode!r}, "
-            f"shards={self.shards})"
+            f"IcebergSink({c.catalog.describe()}, table={c.table!r}, mode={c.mode!r}, "
+            f"shards={c.shards})"
         )
 
     @override
     def coverage_sink_id(self, step_id: str) -> str:
-        return self.sink_id or step_id
+        return self.config.sink_id or step_id
 
     @override
     def build_shard(
@@ -224,30 +195,21 @@ class IcebergSink(ShardedEpochSink[_IcebergPartition]):
         sink_id = self.coverage_sink_id(step_id)
         if not self._announced:
             self._announced = True
-            if self.locators == "absent":
+            c = self.config
+            if c.locators == "absent":
                 text = unlocated_guarantee(
-                    f"iceberg sink: table `{self.table}` in the {self.catalog.describe()}",
-                    self.mode,
-                    self.key_columns,
+                    f"iceberg sink: table `{c.table}` in the {c.catalog.describe()}",
+                    c.mode,
+                    c.key_columns,
                 )
-                logger.log(logging.INFO if self.mode == "upsert" else logging.WARNING, "%s", text)
+                logger.log(logging.INFO if c.mode == "upsert" else logging.WARNING, "%s", text)
             else:
                 logger.info(
                     "iceberg sink: writing table `%s` in the %s, mode %s, coverage under `%s%s/`",
-                    self.table,
-                    self.catalog.describe(),
-                    self.mode,
+                    c.table,
+                    c.catalog.describe(),
+                    c.mode,
                     COVERAGE_PREFIX,
                     sink_id,
                 )
-        return _IcebergPartition(self, sink_id, resume_state, shard)
-
-
-def _check_table(table: object) -> str:
-    parts = table.split(".") if isinstance(table, str) else []
-    if len(parts) < 2:  # noqa: PLR2004 - namespace and name
-        msg = f"iceberg sink: `table` expected `namespace.table`; got {table!r}"
-        raise ConfigError(msg)
-    for part in parts:
-        validate_identifier(part, mode="strict", what="table", target="iceberg", relaxable=False)
-    return ".".join(parts)
+        return _IcebergPartition(self.config, sink_id, resume_state, shard)

@@ -10,14 +10,10 @@ and the layout.
 from __future__ import annotations
 
 import logging
-import os
-import threading
 import uuid
-import weakref
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, ClassVar
 
 import pyarrow as pa
@@ -27,15 +23,11 @@ from typing_extensions import override
 
 from thalweg_bytewax import _faults
 from thalweg_bytewax.coverage.spans import OffsetCoverage
-from thalweg_bytewax.errors import SinkTerminalError
 from thalweg_bytewax.records import RECORD_ID_BYTES
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState, buffered_size
 
-from ._parquet_encoding import column_options
-from ._parquet_schema import LaneSchema
-from .raw_lane._claim import claim_metadata, claim_problem
-from .raw_lane._shards import LaneSinkStats, StagedFile, lane_io
-from .raw_lane._store import (
+from ..raw_lane._shards import StagedFile, lane_io
+from ..raw_lane._store import (
     FINAL_NAME,
     STAGING_PREFIX,
     LaneStore,
@@ -43,9 +35,19 @@ from .raw_lane._store import (
     staging_prefix,
     topic_dir_name,
 )
+from ._budget import flush_siblings, keep_within_budget, siblings
+from ._encoding import column_options
+from ._schema import LaneSchema
+from ._stream import (
+    ParquetSinkStats,
+    TopicPartitionStream,
+    close_writer,
+    io_pool,
+    io_threads,
+)
 
 if TYPE_CHECKING:
-    from .parquet import ParquetSink
+    from .config import ParquetSinkConfig
 
 __all__ = ["ParquetSinkStats"]
 
@@ -56,38 +58,6 @@ logger = logging.getLogger(__name__)
 _MAX_PENDING_WRITES = 2
 
 
-class ParquetSinkStats(LaneSinkStats):
-    """Plain counters of one Parquet sink partition, exported by the observability layer.
-
-    Attributes:
-        files_finalized: Files made durable and visible under their final names.
-    """
-
-    __slots__ = ()
-
-
-@dataclass
-class _TopicPartitionStream:
-    directory: str
-    # The finalized files listed when this run met the partition: what a replay is
-    # checked against by record id (files this run finalizes are not added, so the
-    # partition's memory stays flat over a long run).
-    files: list[tuple[int, int, str]]
-    writer: pq.ParquetWriter | None = None
-    sink_file: pa.NativeFile | None = None
-    current: StagedFile | None = None
-    current_rows: int = 0
-    # The offsets of the open file (its rows and the buffer's): always inside one span
-    # of the epoch's pending coverage, so the name never spans a hole the base does
-    # not claim (rows refused on another shard).
-    open_span: tuple[int, int] | None = None
-    buffer: list[pa.RecordBatch] = field(default_factory=list)
-    buffer_rows: int = 0
-    buffer_bytes: int = 0
-    closed: list[StagedFile] = field(default_factory=list)
-    last_write: Future[None] | None = None
-
-
 class _ParquetPartition(EpochSinkPartition):
     replay_remedy: ClassVar[str] = "move the lane aside or write to a new path"
     merge_remedy: ClassVar[str] = (
@@ -96,34 +66,38 @@ class _ParquetPartition(EpochSinkPartition):
     readiness_critical: ClassVar[bool] = True  # the raw lane: if raw cannot land, not ready
 
     def __init__(
-        self, sink: ParquetSink, store: LaneStore, resume: EpochSinkState | None, shard: int
+        self,
+        config: ParquetSinkConfig,
+        store: LaneStore,
+        resume: EpochSinkState | None,
+        shard: int,
     ) -> None:
         self.stats: ParquetSinkStats = ParquetSinkStats()
         super().__init__(
             component="parquet sink",
-            columns=sink.columns,
+            columns=config.columns,
             resume_state=resume,
             shard=shard,
-            shards=sink.shards,
+            shards=config.shards,
             stats=self.stats,
         )
-        self._sink = sink
+        self._config = config
         self._store = store
-        self._streams: dict[str, _TopicPartitionStream] = {}
+        self._streams: dict[str, TopicPartitionStream] = {}
         # Batches are staged in the lane's schema, evolved or refused before any row
         # of them is staged; a change is recorded at the commit, before finalizing.
-        self._schema = LaneSchema(store, allow_widening=sink.allow_widening)
+        self._schema = LaneSchema(store, allow_widening=config.allow_widening)
         # Encoding and compressing Parquet releases the GIL, so background threads write
         # row groups while the flow keeps polling and building the next batches, and
         # the files of several topic-partitions compress in parallel at a snapshot.
         # Writes of one file stay in order (each waits for its predecessor); at most a
         # few row groups per thread wait in memory; commit_epoch() drains all of them
         # before anything becomes visible.
-        self._threads = _io_threads()
-        self._io = _io_pool()
+        self._threads = io_threads()
+        self._io = io_pool()
         self._pending: deque[Future[None]] = deque()
         self._buffered = 0  # bytes in the buffers of all this partition's streams
-        _siblings().add(self)
+        siblings().add(self)
 
     # -- hooks of the epoch protocol -------------------------------------------------
 
@@ -143,7 +117,7 @@ class _ParquetPartition(EpochSinkPartition):
                 # visible, and its rows are replayed from the source position.
                 with lane_io(self.component, self._store.root, "removing a stale staging file"):
                     self._store.delete(self._store.child(directory, name))
-        self._streams[key] = _TopicPartitionStream(directory, files)
+        self._streams[key] = TopicPartitionStream(directory, files)
         return OffsetCoverage((first, last) for first, last, _ in files)
 
     @override
@@ -215,7 +189,7 @@ class _ParquetPartition(EpochSinkPartition):
     # -- staging ---------------------------------------------------------------------
 
     def _start_file_if_apart(
-        self, stream: _TopicPartitionStream, key: str, first: int, last: int
+        self, stream: TopicPartitionStream, key: str, first: int, last: int
     ) -> None:
         """Close the open file unless it and ``first..last`` lie in one pending span.
 
@@ -232,7 +206,7 @@ class _ParquetPartition(EpochSinkPartition):
             self._close_current(stream)
 
     def _append(
-        self, stream: _TopicPartitionStream, key: str, batch: pa.RecordBatch, first: int, last: int
+        self, stream: TopicPartitionStream, key: str, batch: pa.RecordBatch, first: int, last: int
     ) -> None:
         if stream.buffer and stream.buffer[0].schema != batch.schema:
             # The lane's schema evolved (LaneSchema): a new file, one file, one schema.
@@ -248,31 +222,17 @@ class _ParquetPartition(EpochSinkPartition):
         stream.buffer_bytes += size
         self._buffered += size
         if (
-            stream.buffer_rows >= self._sink.row_group_rows
-            or stream.buffer_bytes >= self._sink.row_group_bytes
+            stream.buffer_rows >= self._config.row_group_rows
+            or stream.buffer_bytes >= self._config.row_group_bytes
         ):
             self._flush_buffer(stream, key)
         else:
-            self._keep_within_budget()
-
-    def _keep_within_budget(self) -> None:
-        """Write the largest buffers of the sink's partitions on this worker to fit.
-
-        Together they hold at most ``buffer_bytes``. Only partitions of the calling
-        thread (one Bytewax worker) are touched: no lock, no race.
-        """
-        mine = [p for p in _siblings() if p.sink is self._sink and not p.failed]
-        held = sum(p.buffered_bytes for p in mine)
-        while held > self._sink.buffer_bytes:
-            freed = max(mine, key=lambda p: p.largest_buffer).flush_largest()
-            if not freed:
-                return
-            held -= freed
+            keep_within_budget(self)
 
     @property
-    def sink(self) -> ParquetSink:
-        """The sink this partition belongs to."""
-        return self._sink
+    def config(self) -> ParquetSinkConfig:
+        """The settings of the sink this partition belongs to (one object per sink)."""
+        return self._config
 
     @property
     def buffered_bytes(self) -> int:
@@ -293,7 +253,7 @@ class _ParquetPartition(EpochSinkPartition):
         self._flush_buffer(stream, key)
         return held
 
-    def _flush_buffer(self, stream: _TopicPartitionStream, key: str) -> None:
+    def _flush_buffer(self, stream: TopicPartitionStream, key: str) -> None:
         if not stream.buffer:
             return
         table = pa.Table.from_batches(stream.buffer)
@@ -314,7 +274,7 @@ class _ParquetPartition(EpochSinkPartition):
             stream.writer = pq.ParquetWriter(
                 stream.sink_file,
                 table.schema,
-                compression=self._sink.compression,
+                compression=self._config.compression,
                 **column_options(table),
             )
             stream.current = StagedFile(path, first, last)
@@ -326,12 +286,12 @@ class _ParquetPartition(EpochSinkPartition):
         stream.current.first = min(stream.current.first, first)
         stream.current.last = max(stream.current.last, last)
         stream.current_rows += table.num_rows
-        if stream.current_rows >= self._sink.max_file_rows:
+        if stream.current_rows >= self._config.max_file_rows:
             self._close_current(stream)
 
     def _submit(
         self,
-        stream: _TopicPartitionStream,
+        stream: TopicPartitionStream,
         fn: Callable[..., object],
         *args: object,
         **kwargs: object,
@@ -359,7 +319,7 @@ class _ParquetPartition(EpochSinkPartition):
         if first is not None:
             raise first
 
-    def _close_current(self, stream: _TopicPartitionStream) -> None:
+    def _close_current(self, stream: TopicPartitionStream) -> None:
         stream.open_span = None
         if stream.writer is None:
             return
@@ -369,7 +329,7 @@ class _ParquetPartition(EpochSinkPartition):
         # after another in the snapshot, which then only links them under their names.
         self._submit(
             stream,
-            _close_writer,
+            close_writer,
             stream.writer,
             stream.sink_file,
             self._store,
@@ -392,13 +352,7 @@ class _ParquetPartition(EpochSinkPartition):
     # -- the durable wait ------------------------------------------------------------
 
     def _finalize_all(self) -> None:
-        # Bytewax snapshots the partitions of a worker one after another. Handing the
-        # buffered rows of every partition of this thread to the writer pool first lets
-        # their encoding run in parallel instead of one partition at a time (measured on
-        # the raw-lane benchmark: the final snapshot is most of the tail of a run).
-        for sibling in list(_siblings()):
-            if sibling is not self:
-                sibling.flush_buffers()
+        flush_siblings(self)  # the worker's other partitions encode meanwhile
         touched: set[str] = set()
         for key, stream in self._streams.items():
             self._flush_buffer(stream, key)
@@ -417,64 +371,3 @@ class _ParquetPartition(EpochSinkPartition):
             done.result()
         if touched:
             _faults.checkpoint("parquet.after_finalize")
-
-
-_LOCAL = threading.local()
-
-
-def _siblings() -> weakref.WeakSet[_ParquetPartition]:
-    """The live sink partitions of the calling thread (one Bytewax worker)."""
-    found: weakref.WeakSet[_ParquetPartition] | None = getattr(_LOCAL, "partitions", None)
-    if found is None:
-        found = weakref.WeakSet()
-        _LOCAL.partitions = found
-    return found
-
-
-_IO_POOL: ThreadPoolExecutor | None = None
-_IO_LOCK = threading.Lock()
-
-
-def _io_threads() -> int:
-    return min(4, os.cpu_count() or 1)
-
-
-def _io_pool() -> ThreadPoolExecutor:
-    """One writer pool per process, shared by every sink partition (bounded threads)."""
-    global _IO_POOL  # noqa: PLW0603 - a lazily created process-wide pool
-    with _IO_LOCK:
-        if _IO_POOL is None:
-            _IO_POOL = ThreadPoolExecutor(
-                max_workers=_io_threads(), thread_name_prefix="twg-parquet"
-            )
-        return _IO_POOL
-
-
-def _close_writer(
-    writer: pq.ParquetWriter,
-    sink_file: pa.NativeFile | None,
-    store: LaneStore,
-    staged: StagedFile,
-    rows: int,
-    offset_column: str,
-) -> None:
-    """Close a staging file with its claim in the footer, check the footer, fsync it.
-
-    The file gets the name ``<first>-<last>`` only if its footer, read back, holds the
-    rows and the offsets that name and the claim say (never a name for rows it lacks).
-    """
-    writer.add_key_value_metadata(claim_metadata(staged.first, staged.last, rows))
-    writer.close()
-    if sink_file is not None:
-        sink_file.close()
-    with store.fs.open_input_file(staged.path) as f:
-        problem = claim_problem(pq.read_metadata(f), staged.first, staged.last, rows, offset_column)
-    if problem is not None:
-        msg = (
-            f"parquet sink `{store.root}`: staging file `{staged.path}` is not finalized as "
-            f"`{final_name(staged.first, staged.last)}`: {problem}. The epoch fails and "
-            f"replays on resume; if it fails again, the file system or pyarrow wrote "
-            f"something else than was staged: check the disk and the pyarrow version"
-        )
-        raise SinkTerminalError(msg)
-    store.sync_file(staged.path)

@@ -25,31 +25,24 @@ from typing_extensions import override
 
 from thalweg_bytewax.coverage.store import CoverageStore
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
 from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink, coverage_store_option
 
-from ._parquet_partition import ParquetSinkStats, _ParquetPartition
-from .raw_lane._shards import LaneShards
+from ..raw_lane._shards import LaneShards
+from ._partition import _ParquetPartition
+from ._stream import ParquetSinkStats
+from .config import (
+    DEFAULT_BUFFER_BYTES,
+    DEFAULT_MAX_FILE_ROWS,
+    DEFAULT_ROW_GROUP_BYTES,
+    DEFAULT_ROW_GROUP_ROWS,
+    ParquetSinkConfig,
+)
 
 __all__ = ["ParquetSink", "ParquetSinkStats"]
 
 logger = logging.getLogger(__name__)
-
-# Polls are buffered per topic-partition until either bound, then written as one row
-# group by a background thread. 4 MiB (~12k raw orders) keeps row groups in flight
-# while the flow polls on: measured on the raw-lane benchmark, 8 MiB and more left most
-# encoding to the epoch's snapshot, where nothing else runs (~10% slower), while 512 KiB
-# made row groups too small to scan well (docs/benchmarks.md "raw lane").
-DEFAULT_ROW_GROUP_ROWS = 128 * 1024
-DEFAULT_ROW_GROUP_BYTES = 4 * 1024 * 1024
-# All the sink's buffers on one worker: 16 topic-partitions fill their 4 MiB row groups
-# as before; with more, the largest buffer is written early, so the memory held until
-# the snapshot no longer grows with the partitions a worker reads.
-DEFAULT_BUFFER_BYTES = 64 * 1024 * 1024
-DEFAULT_MAX_FILE_ROWS = 4 * 1024 * 1024
-# The codecs Parquet files can carry (pyarrow names, any case).
-_CODECS = frozenset({"none", "snappy", "gzip", "brotli", "lz4", "lz4_raw", "zstd"})
 
 
 class ParquetSink(ShardedEpochSink[_ParquetPartition]):
@@ -77,6 +70,11 @@ class ParquetSink(ShardedEpochSink[_ParquetPartition]):
         flow = Dataflow("raw_lane")
         raw = op.input("in", flow, KafkaSource(["localhost:9092"], ["orders"]))
         op.output("lane", raw, ParquetSink("lake/raw"))
+
+    The keywords other than ``filesystem`` and ``coverage_store`` build a
+    :class:`~thalweg_bytewax.connectors.parquet.ParquetSinkConfig` (:attr:`config`), the
+    model a pipeline's ``[sinks.<name>]`` table with ``kind = "parquet"`` builds too; the
+    sink's partitions read only that model.
 
     Args:
         path: A local directory, a URI (``file://``, ``s3://``, ``gs://``, …) or, with
@@ -121,12 +119,6 @@ class ParquetSink(ShardedEpochSink[_ParquetPartition]):
         coverage_store: CoverageStore | str | os.PathLike[str] | None = None,
         allow_widening: bool = False,
     ) -> None:
-        if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
-            msg = (
-                f"parquet sink: `path` expected a non-empty directory, URI or path on "
-                f"`filesystem`; got {path!r}"
-            )
-            raise ConfigError(msg)
         if filesystem is not None and not isinstance(filesystem, pafs.FileSystem):
             msg = (
                 f"parquet sink: `filesystem` expected a `pyarrow.fs.FileSystem` or None; got "
@@ -134,40 +126,25 @@ class ParquetSink(ShardedEpochSink[_ParquetPartition]):
                 f"`pyarrow.fs.PyFileSystem(pyarrow.fs.FSSpecHandler(fs))`)"
             )
             raise ConfigError(msg)
-        for name, value in (
-            ("shards", shards),
-            ("row_group_rows", row_group_rows),
-            ("row_group_bytes", row_group_bytes),
-            ("buffer_bytes", buffer_bytes),
-            ("max_file_rows", max_file_rows),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                msg = f"parquet sink: `{name}` expected an integer >= 1; got {value!r}"
-                raise ConfigError(msg)
-        if not isinstance(compression, str) or compression.lower() not in _CODECS:
-            msg = (
-                f"parquet sink: `compression` expected one of {', '.join(sorted(_CODECS))}; "
-                f"got {compression!r}"
-            )
-            raise ConfigError(msg)
-        if not isinstance(allow_widening, bool):
-            msg = f"parquet sink: `allow_widening` expected True or False; got {allow_widening!r}"
-            raise ConfigError(msg)
-        if not isinstance(metadata_prefix, str):
-            msg = f"parquet sink: `metadata_prefix` expected a string; got {metadata_prefix!r}"
-            raise ConfigError(msg)
-        self.path = os.fspath(path)
+        self.config = ParquetSinkConfig.build(
+            {
+                "path": path,
+                "shards": shards,
+                "compression": compression,
+                "row_group_rows": row_group_rows,
+                "row_group_bytes": row_group_bytes,
+                "buffer_bytes": buffer_bytes,
+                "max_file_rows": max_file_rows,
+                "metadata_prefix": metadata_prefix,
+                "allow_widening": allow_widening,
+            }
+        )
+        self.path = self.config.path
         self.filesystem = filesystem
-        self.shards = shards
-        self.compression = compression
-        self.row_group_rows = row_group_rows
-        self.row_group_bytes = row_group_bytes
-        self.buffer_bytes = buffer_bytes
-        self.max_file_rows = max_file_rows
-        self.columns = MetadataColumns(metadata_prefix)
-        self.allow_widening = allow_widening
+        self.shards = self.config.shards
+        self.columns = self.config.columns
         self.coverage_store = coverage_store_option(coverage_store)
-        self._lane = LaneShards(self.path, filesystem, "parquet sink", logger)
+        self._lane = LaneShards(self.config.path, filesystem, "parquet sink", logger)
 
     @override
     def list_parts(self) -> list[str]:
@@ -180,4 +157,4 @@ class ParquetSink(ShardedEpochSink[_ParquetPartition]):
         self, step_id: str, shard: int, resume_state: EpochSinkState | None
     ) -> _ParquetPartition:
         store = self._lane.prepare(step_id, shard)
-        return _ParquetPartition(self, store, resume_state, shard)
+        return _ParquetPartition(self.config, store, resume_state, shard)

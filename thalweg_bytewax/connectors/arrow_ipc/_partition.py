@@ -26,11 +26,11 @@ from thalweg_bytewax.coverage import OffsetCoverage
 from thalweg_bytewax.records import RECORD_ID_BYTES
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState
 
-from .raw_lane._shards import LaneSinkStats, StagedFile, lane_io
-from .raw_lane._store import LaneStore, staging_prefix, topic_dir_name
+from ..raw_lane._shards import LaneSinkStats, StagedFile, lane_io
+from ..raw_lane._store import LaneStore, staging_prefix, topic_dir_name
 
 if TYPE_CHECKING:
-    from .arrow_ipc import ArrowIPCSink
+    from .config import ArrowIPCSinkConfig
 
 __all__ = [
     "IPC_FINAL_NAME",
@@ -102,21 +102,25 @@ class _ArrowIPCPartition(EpochSinkPartition):
     merge_remedy: ClassVar[str] = "give each its own path (e.g. `ipc/decode`, `ipc/contract`)"
 
     def __init__(
-        self, sink: ArrowIPCSink, store: LaneStore, resume: EpochSinkState | None, shard: int
+        self,
+        config: ArrowIPCSinkConfig,
+        store: LaneStore,
+        resume: EpochSinkState | None,
+        shard: int,
     ) -> None:
         self.stats: ArrowIPCSinkStats = ArrowIPCSinkStats()
         super().__init__(
             component=COMPONENT,
-            columns=sink.columns,
+            columns=config.columns,
             resume_state=resume,
             shard=shard,
-            shards=sink.shards,
+            shards=config.shards,
             stats=self.stats,
         )
-        self._sink = sink
+        self._config = config
         self._store = store
-        self._suffix = SUFFIXES[sink.format]
-        self._options = ipc.IpcWriteOptions(compression=sink.compression)
+        self._suffix = config.suffix
+        self._options = ipc.IpcWriteOptions(compression=config.ipc_compression)
         self._streams: dict[str, _Stream] = {}
 
     # -- hooks -------------------------------------------------------------------------
@@ -210,7 +214,7 @@ class _ArrowIPCPartition(EpochSinkPartition):
             name = f"{staging_prefix(self.shard)}{uuid.uuid4().hex}{self._suffix}"
             path = self._store.child(stream.directory, name)
             stream.sink_file = self._store.open_output(path)
-            new = ipc.new_file if self._sink.format == "file" else ipc.new_stream
+            new = ipc.new_file if self._config.format == "file" else ipc.new_stream
             stream.writer = new(stream.sink_file, batch.schema, options=self._options)
             stream.schema = batch.schema
             stream.current = StagedFile(path, first, last)
@@ -220,7 +224,7 @@ class _ArrowIPCPartition(EpochSinkPartition):
         stream.current.first = min(stream.current.first, first)
         stream.current.last = max(stream.current.last, last)
         stream.rows += batch.num_rows
-        if stream.rows >= self._sink.max_file_rows:
+        if stream.rows >= self._config.max_file_rows:
             self._close_current(stream)
 
     def _close_writer(self, stream: _Stream) -> None:

@@ -29,7 +29,7 @@ from thalweg_bytewax.catalog.plan import SchemaEvolutionError
 from thalweg_bytewax.errors import SinkTerminalError
 from thalweg_bytewax.lanes._schema import conform, evolve, file_schemas, unify_file_schemas
 
-from .raw_lane._store import LaneStore
+from ..raw_lane._store import LaneStore
 
 __all__ = ["LaneSchema"]
 

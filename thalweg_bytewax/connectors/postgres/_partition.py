@@ -34,11 +34,12 @@ from thalweg_bytewax.coverage.spans import OffsetCoverage
 from thalweg_bytewax.errors import SinkTerminalError
 from thalweg_bytewax.runtime.epoch_sink import UNLOCATED, EpochSinkPartition, EpochSinkState
 
-from . import _postgres_coverage as cov
-from ._postgres_errors import describe_error, is_transient
+from . import _coverage as cov
+from ._errors import describe_error, is_transient
+from ._upsert import upsert
 
 if TYPE_CHECKING:
-    from .postgres import PostgresSink
+    from ._table import PostgresTable
 
 __all__: list[str] = []
 
@@ -71,17 +72,17 @@ class _PostgresPartition(EpochSinkPartition):
         "(at-least-once appends, effectively-once upserts by key)"
     )
 
-    def __init__(self, sink: PostgresSink, resume: EpochSinkState | None, shard: int) -> None:
+    def __init__(self, pg: PostgresTable, resume: EpochSinkState | None, shard: int) -> None:
         super().__init__(
-            component=f"postgres sink `{sink.target}`",
-            columns=sink.columns,
+            component=f"postgres sink `{pg.target}`",
+            columns=pg.columns,
             resume_state=resume,
             shard=shard,
-            shards=sink.shards,
-            locators=sink.locators,
+            shards=pg.config.shards,
+            locators=pg.config.locators,
         )
-        self._sink = sink
-        self.target_replaces_rows = sink.mode == "upsert"
+        self._pg = pg
+        self.target_replaces_rows = pg.mode == "upsert"
         self._staged: list[pa.Table] = []
         self._pending: dict[str, _Pending] = {}
         self._unlocated = False  # rows without a locator staged this epoch
@@ -95,7 +96,7 @@ class _PostgresPartition(EpochSinkPartition):
         # Read through this shard's own data connection (opened once, kept between
         # epochs), not a new connection per source partition: a flow over hundreds of
         # partitions would otherwise open as many connections at its start.
-        sink = self._sink
+        sink = self._pg
         sink.ensure_bookkeeping()
         conn = self._connection()
         holds = sink.target_at_start == "rows"
@@ -135,7 +136,7 @@ class _PostgresPartition(EpochSinkPartition):
         table is refilled. With one, the source resumes past the covered offsets and
         they would never come back: refused, naming the remedy.
         """
-        sink = self._sink
+        sink = self._pg
         span = f"{held.first}-{held.last} ({held.size:,} offsets)"
         resumed = self.resumed_offset(key)
         if resumed:
@@ -177,7 +178,7 @@ class _PostgresPartition(EpochSinkPartition):
     @override
     def stage(self, key: str, rows: pa.RecordBatch) -> None:
         if key == UNLOCATED:
-            self._staged.append(self._sink.prepare(rows))
+            self._staged.append(self._pg.prepare(rows))
             self._unlocated = True
             return
         cols = self.columns
@@ -186,7 +187,7 @@ class _PostgresPartition(EpochSinkPartition):
         first, last = bounds["min"].as_py(), bounds["max"].as_py()
         topic = rows.column(cols.source_topic)[0].as_py()
         part = rows.column(cols.source_partition)[0].as_py()
-        table = self._sink.prepare(rows)  # provision for this schema, cast to the table's types
+        table = self._pg.prepare(rows)  # provision for this schema, cast to the table's types
         pending = self._pending.get(key)
         if pending is None:
             self._pending[key] = _Pending(topic, part, first, last)
@@ -198,7 +199,7 @@ class _PostgresPartition(EpochSinkPartition):
     def commit_epoch(self) -> None:
         if not self._pending and not self._unlocated:
             return
-        sink = self._sink
+        sink = self._pg
         attempt = 0
         while True:
             try:
@@ -217,22 +218,24 @@ class _PostgresPartition(EpochSinkPartition):
                     )
                     raise SinkTerminalError(msg) from exc
                 attempt += 1
-                if attempt > sink.max_retries:
+                if attempt > sink.config.max_retries:
                     msg = (
                         f"postgres sink `{sink.target}`: the epoch's transaction failed "
                         f"{attempt} times on transient errors; expected the server back "
-                        f"within {sink.max_retries} retries; got {describe_error(exc, sink.dsn)} "
+                        f"within {sink.config.max_retries} retries; got "
+                        f"{describe_error(exc, sink.dsn)} "
                         f"(check the server and restart the flow: the epoch replays from "
                         f"the source, nothing is lost)"
                     )
                     raise SinkTerminalError(msg) from exc
-                delay = min(sink.max_backoff_s, sink.retry_backoff_s * 2 ** (attempt - 1))
+                wait = min(sink.config.max_backoff, sink.config.retry_backoff * 2 ** (attempt - 1))
+                delay = wait.total_seconds()
                 logger.warning(
                     "postgres sink `%s`: transient failure of an epoch's transaction "
                     "(attempt %s of %s, retrying in %.2f s): %s",
                     sink.target,
                     attempt,
-                    sink.max_retries + 1,
+                    sink.config.max_retries + 1,
                     delay,
                     describe_error(exc, sink.dsn),
                     exc_info=logger.isEnabledFor(logging.DEBUG),
@@ -258,18 +261,18 @@ class _PostgresPartition(EpochSinkPartition):
         pending = self._ledger_topic(key)
         if pending is None:
             return None
-        return self._sink.held_record_ids(pending[0], pending[1], first, last)
+        return self._pg.held_record_ids(pending[0], pending[1], first, last)
 
     @override
     def replaced_by_key(self, key: str, rows: pa.RecordBatch) -> np.ndarray | None:
         where = self._ledger_topic(key)
         if where is None:
             return None
-        return self._sink.replaced_by_key(where[0], where[1], rows)
+        return self._pg.replaced_by_key(where[0], where[1], rows)
 
     @override
     def describe_target(self, key: str) -> str:
-        return f"table `{self._sink.target}`"
+        return f"table `{self._pg.target}`"
 
     # -- the transaction -------------------------------------------------------------
 
@@ -282,7 +285,7 @@ class _PostgresPartition(EpochSinkPartition):
 
     def _connection(self) -> Any:
         if self._conn is None:
-            self._conn = self._sink.connect_data()
+            self._conn = self._pg.connect_data()
         return self._conn
 
     def _drop_connection(self) -> None:
@@ -299,7 +302,7 @@ class _PostgresPartition(EpochSinkPartition):
             logger.debug("postgres sink: closing a failed connection failed", exc_info=True)
 
     def _commit_once(self) -> None:
-        sink = self._sink
+        sink = self._pg
         conn = self._connection()
         cur = conn.cursor()
         try:
@@ -337,7 +340,7 @@ class _PostgresPartition(EpochSinkPartition):
 
     def _load(self, cur: Any, landed: set[tuple[str, int]]) -> None:
         """Bulk-load the buffered rows (minus partitions that landed), grouped by schema."""
-        sink = self._sink
+        sink = self._pg
         cols = self.columns
         groups: dict[pa.Schema, list[pa.Table]] = {}
         for staged in self._staged:
@@ -356,41 +359,4 @@ class _PostgresPartition(EpochSinkPartition):
             if sink.mode == "append":
                 cur.adbc_ingest(sink.table, data, mode="append", db_schema_name=sink.schema)
             else:
-                self._upsert(cur, _last_per_key(data, sink.key_columns))
-
-    def _upsert(self, cur: Any, data: pa.Table) -> None:
-        sink = self._sink
-        cur.adbc_ingest(self._temp, data, mode="create", temporary=True)
-        names = [sql.Identifier(n) for n in data.column_names]
-        keys = [sql.Identifier(k) for k in sink.key_columns]
-        others = [n for n in data.column_names if n not in sink.key_columns]
-        action: sql.Composable
-        if others:
-            action = sql.SQL("DO UPDATE SET {}").format(
-                sql.SQL(", ").join(
-                    sql.SQL("{} = EXCLUDED.{}").format(sql.Identifier(n), sql.Identifier(n))
-                    for n in others
-                )
-            )
-        else:
-            action = sql.SQL("DO NOTHING")
-        statement = sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {} ON CONFLICT ({}) {}").format(
-            sql.Identifier(sink.schema, sink.table),
-            sql.SQL(", ").join(names),
-            sql.SQL(", ").join(names),
-            sql.Identifier(self._temp),
-            sql.SQL(", ").join(keys),
-            action,
-        )
-        cur.execute(statement.as_string(None))
-        cur.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(self._temp)).as_string(None))
-
-
-def _last_per_key(data: pa.Table, keys: tuple[str, ...]) -> pa.Table:
-    """The last row of each key (``ON CONFLICT`` may touch a row only once per statement)."""
-    ordinal = "__twg_row"
-    indexed = data.append_column(ordinal, pa.array(np.arange(data.num_rows, dtype=np.int64)))
-    last = indexed.group_by(list(keys), use_threads=False).aggregate([(ordinal, "max")])
-    if last.num_rows == data.num_rows:
-        return data
-    return data.take(np.sort(last.column(f"{ordinal}_max").to_numpy()))
+                upsert(cur, sink, self._temp, data)

@@ -1,0 +1,182 @@
+"""``ConnectorConfig``: the base of a connector's frozen configuration model.
+
+A connector (a sink, a source) declares its settings once, as a subclass; the
+connector's keywords, a pipeline's TOML table and the environment all build that same
+model. :meth:`ConnectorConfig.build` is the keyword path: it validates the values and
+turns pydantic's report into one :class:`~thalweg_bytewax.errors.ConfigError` that names
+the connector, each key and what was expected, never quoting a secret.
+
+A renamed setting keeps working for one release, with a :class:`DeprecationWarning`
+that names both names: :func:`renamed_keys` for a model's keys (a TOML table, any
+config model's input), :func:`seconds_keywords` for a connector's Python keywords that
+took seconds (``retry_backoff_s``) before the ``timedelta`` one (``retry_backoff``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping
+from datetime import timedelta
+from typing import Any, ClassVar, Self
+
+import annotated_types
+from pydantic import SecretStr, ValidationError
+
+from thalweg_bytewax._redact import redact_value
+from thalweg_bytewax.config._model import ConfigModel
+from thalweg_bytewax.config._secret import SecretRef
+from thalweg_bytewax.errors import ConfigError
+
+__all__ = ["ConnectorConfig", "renamed_keys", "seconds_keywords"]
+
+# How much of a refused value a message quotes.
+_GOT_LIMIT = 80
+
+
+class ConnectorConfig(ConfigModel):
+    """Base of a connector's configuration: frozen, unknown keys refused, secrets typed.
+
+    Subclasses set :attr:`component` (``"parquet sink"``), the name messages start with.
+    """
+
+    component: ClassVar[str] = "connector"
+    """Who owns these settings, as error messages name it (``"parquet sink"``)."""
+
+    @classmethod
+    def build(cls, values: Mapping[str, Any], *, component: str | None = None) -> Self:
+        """The model of ``values`` (the connector's keywords, by field name).
+
+        Keywords are validated strictly: ``shards="4"`` or ``shards=True`` is refused, as
+        Python code means what it passes; TOML and the environment (text) go through
+        :func:`~thalweg_bytewax.config.load_config`, which converts.
+
+        Args:
+            values: The settings by field name.
+            component: Who messages name (default :attr:`component`), e.g. a subclass
+                of the connector.
+
+        Raises:
+            ConfigError: ``"<component>: `key` expected ...; got ..."`` for every key at
+                fault; a secret's value is never quoted.
+        """
+        try:
+            return cls.model_validate(dict(values), strict=True)
+        except ValidationError as exc:
+            failure = exc
+        problems = [_problem(cls, error) for error in failure.errors()]
+        msg = f"{component or cls.component}: {'; '.join(problems)}"
+        raise ConfigError(msg)
+
+
+def renamed_keys(
+    data: Any,
+    renames: Mapping[str, str | tuple[str, Callable[[Any], Any]]],
+    *,
+    where: str,
+) -> Any:
+    """``data`` (a model's input) with each old key moved to its new name, warning once each.
+
+    Args:
+        data: What a ``mode="before"`` model validator receives.
+        renames: Old key -> new key, or -> ``(new key, convert)`` when the value changes
+            shape too.
+        where: Who owns the keys, as the warning names it (``pipeline [dedup]``).
+
+    Returns:
+        The input with every old key renamed (a copy when one was).
+
+    Raises:
+        ConfigError: When both an old key and its new name are given.
+    """
+    if not isinstance(data, Mapping) or not any(old in data for old in renames):
+        return data
+    out = dict(data)
+    for old, spec in renames.items():
+        if old not in out:
+            continue
+        new, convert = (spec, None) if isinstance(spec, str) else spec
+        if new in out:
+            msg = f"{where}: `{old}` is the old name of `{new}`; got both; keep `{new}`"
+            raise ConfigError(msg)
+        warnings.warn(
+            f"{where}: `{old}` is deprecated; write `{new}` (the old name goes in the next "
+            "release)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        value = out.pop(old)
+        out[new] = convert(value) if convert is not None else value
+    return out
+
+
+def seconds_keywords(
+    component: str, durations: Mapping[str, object], old: Mapping[str, object]
+) -> dict[str, object]:
+    """A connector's duration keywords, each deprecated ``<name>_s`` one read as seconds.
+
+    Args:
+        component: The connector, as the warning names it (``"postgres sink"``).
+        durations: The ``timedelta`` keywords by name; ``None`` when not passed.
+        old: The deprecated keywords in seconds by name (``retry_backoff_s``); ``None``
+            when not passed.
+
+    Returns:
+        Every duration passed, by name: a ``<name>_s`` keyword (warned about) where
+        ``<name>`` is not passed; a value that is no number as given, for the model to
+        refuse by name.
+    """
+    out = {name: value for name, value in durations.items() if value is not None}
+    for name in durations:
+        value = old.get(f"{name}_s")
+        if value is None:
+            continue
+        warnings.warn(
+            f"{component}: `{name}_s` is deprecated; pass `{name}=timedelta(seconds=...)`",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            value = timedelta(seconds=value)
+        out.setdefault(name, value)
+    return out
+
+
+def _problem(model: type[ConnectorConfig], error: Any) -> str:
+    loc = tuple(error["loc"])
+    key = ".".join(str(p) for p in loc) or "settings"
+    text = str(error["msg"]).removeprefix("Value error, ")
+    if error["type"] == "value_error" or not loc:
+        return f"`{key}`: {text}" if loc else text
+    if error["type"] == "extra_forbidden":
+        known = ", ".join(f"`{name}`" for name in model.model_fields)
+        return f"`{key}`: unknown setting; expected one of {known}"
+    secret = _is_secret(model, loc)
+    got = "" if secret else f"; got {_got(error.get('input'))}"
+    expected = _bounded(model, loc) or text.removeprefix("Input should be ")
+    return f"`{key}` expected {expected[:1].lower()}{expected[1:]}{got}"
+
+
+def _bounded(model: type[ConnectorConfig], loc: tuple[Any, ...]) -> str | None:
+    """``an integer >= 1`` for a bounded integer field, whatever pydantic refused."""
+    field = model.model_fields.get(str(loc[0]))
+    if field is None or len(loc) != 1 or field.annotation is not int:
+        return None
+    for bound in field.metadata:
+        if isinstance(bound, annotated_types.Ge):
+            return f"an integer >= {bound.ge}"
+        if isinstance(bound, annotated_types.Gt):
+            return f"an integer > {bound.gt}"
+    return "an integer"
+
+
+def _is_secret(model: type[ConnectorConfig], loc: tuple[Any, ...]) -> bool:
+    field = model.model_fields.get(str(loc[0]))
+    text = repr(field.annotation) if field is not None else ""
+    return field is None or SecretRef.__name__ in text or SecretStr.__name__ in text
+
+
+def _got(value: Any) -> str:
+    if isinstance(value, timedelta):
+        return f"{value.total_seconds():g} seconds"
+    text = repr(redact_value(value))
+    return text if len(text) <= _GOT_LIMIT else text[: _GOT_LIMIT - 1] + "…"

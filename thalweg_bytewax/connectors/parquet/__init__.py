@@ -1,0 +1,40 @@
+"""Parquet output: the raw lane, durable at each epoch, exactly once across crashes.
+
+``from thalweg_bytewax.connectors.parquet import ParquetSink`` is the public import
+path; the modules behind it may move. :class:`ParquetSink` (see :mod:`.sink` for the
+layout and the guarantee) is configured by :class:`ParquetSinkConfig`, the same model
+its keywords, a pipeline's ``[sinks.<name>]`` table with ``kind = "parquet"`` and the
+environment build; its counters are :class:`ParquetSinkStats`.
+
+Each name loads its module on first use: reading the configuration model does not load
+Bytewax.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from thalweg_bytewax._lazy import lazy_dir, load_lazy
+
+if TYPE_CHECKING:
+    from ._stream import ParquetSinkStats
+    from .config import ParquetSinkConfig
+    from .sink import ParquetSink
+
+# Public name -> the submodule that defines it, imported on first access.
+_LAZY = {
+    "ParquetSink": ".sink",
+    "ParquetSinkConfig": ".config",
+    "ParquetSinkStats": "._stream",
+}
+
+__all__ = ["ParquetSink", "ParquetSinkConfig", "ParquetSinkStats"]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a name from its module on first access."""
+    return load_lazy(__name__, _LAZY, globals(), name)
+
+
+def __dir__() -> list[str]:
+    return lazy_dir(globals())

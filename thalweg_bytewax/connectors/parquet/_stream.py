@@ -1,0 +1,108 @@
+"""Private: the staging files of a Parquet sink partition and the pool that writes them.
+
+One :class:`TopicPartitionStream` per source partition holds the buffered rows and the
+open staging file; row groups are encoded by a process-wide pool of writer threads, and
+:func:`close_writer` closes a staging file only after its footer reads back as claimed.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from thalweg_bytewax.errors import SinkTerminalError
+
+from ..raw_lane._claim import claim_metadata, claim_problem
+from ..raw_lane._shards import LaneSinkStats, StagedFile
+from ..raw_lane._store import LaneStore, final_name
+
+__all__ = ["ParquetSinkStats", "TopicPartitionStream", "close_writer", "io_pool", "io_threads"]
+
+
+class ParquetSinkStats(LaneSinkStats):
+    """Plain counters of one Parquet sink partition, exported by the observability layer.
+
+    Attributes:
+        files_finalized: Files made durable and visible under their final names.
+    """
+
+    __slots__ = ()
+
+
+@dataclass
+class TopicPartitionStream:
+    """The buffered rows and the open staging file of one source partition."""
+
+    directory: str
+    # The finalized files listed when this run met the partition: what a replay is
+    # checked against by record id (files this run finalizes are not added, so the
+    # partition's memory stays flat over a long run).
+    files: list[tuple[int, int, str]]
+    writer: pq.ParquetWriter | None = None
+    sink_file: pa.NativeFile | None = None
+    current: StagedFile | None = None
+    current_rows: int = 0
+    # The offsets of the open file (its rows and the buffer's): always inside one span
+    # of the epoch's pending coverage, so the name never spans a hole the base does
+    # not claim (rows refused on another shard).
+    open_span: tuple[int, int] | None = None
+    buffer: list[pa.RecordBatch] = field(default_factory=list)
+    buffer_rows: int = 0
+    buffer_bytes: int = 0
+    closed: list[StagedFile] = field(default_factory=list)
+    last_write: Future[None] | None = None
+
+
+_IO_POOL: ThreadPoolExecutor | None = None
+_IO_LOCK = threading.Lock()
+
+
+def io_threads() -> int:
+    """The writer threads of the process: one per core, at most four."""
+    return min(4, os.cpu_count() or 1)
+
+
+def io_pool() -> ThreadPoolExecutor:
+    """One writer pool per process, shared by every sink partition (bounded threads)."""
+    global _IO_POOL  # noqa: PLW0603 - a lazily created process-wide pool
+    with _IO_LOCK:
+        if _IO_POOL is None:
+            _IO_POOL = ThreadPoolExecutor(
+                max_workers=io_threads(), thread_name_prefix="twg-parquet"
+            )
+        return _IO_POOL
+
+
+def close_writer(
+    writer: pq.ParquetWriter,
+    sink_file: pa.NativeFile | None,
+    store: LaneStore,
+    staged: StagedFile,
+    rows: int,
+    offset_column: str,
+) -> None:
+    """Close a staging file with its claim in the footer, check the footer, fsync it.
+
+    The file gets the name ``<first>-<last>`` only if its footer, read back, holds the
+    rows and the offsets that name and the claim say (never a name for rows it lacks).
+    """
+    writer.add_key_value_metadata(claim_metadata(staged.first, staged.last, rows))
+    writer.close()
+    if sink_file is not None:
+        sink_file.close()
+    with store.fs.open_input_file(staged.path) as f:
+        problem = claim_problem(pq.read_metadata(f), staged.first, staged.last, rows, offset_column)
+    if problem is not None:
+        msg = (
+            f"parquet sink `{store.root}`: staging file `{staged.path}` is not finalized as "
+            f"`{final_name(staged.first, staged.last)}`: {problem}. The epoch fails and "
+            f"replays on resume; if it fails again, the file system or pyarrow wrote "
+            f"something else than was staged: check the disk and the pyarrow version"
+        )
+        raise SinkTerminalError(msg)
+    store.sync_file(staged.path)

@@ -1,0 +1,41 @@
+"""PostgreSQL output: a table provisioned from the batches, every record exactly once.
+
+``from thalweg_bytewax.connectors.postgres import PostgresSink`` is the public import
+path; the modules behind it may move. See :mod:`.sink` for the guarantee;
+:class:`PostgresSinkConfig` is its settings (the DSN typed as a secret).
+
+Each name loads its module on first use: reading the configuration model loads neither
+Bytewax nor the connector's client.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from thalweg_bytewax._lazy import lazy_dir, load_lazy
+
+if TYPE_CHECKING:
+    from .config import PostgresSinkConfig, WriteMode
+    from .sink import PostgresSink
+
+# Public name -> the submodule that defines it, imported on first access.
+_LAZY = {
+    "PostgresSink": ".sink",
+    "PostgresSinkConfig": ".config",
+    "WriteMode": ".config",
+}
+
+__all__ = [
+    "PostgresSink",
+    "PostgresSinkConfig",
+    "WriteMode",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a name from its module on first access."""
+    return load_lazy(__name__, _LAZY, globals(), name)
+
+
+def __dir__() -> list[str]:
+    return lazy_dir(globals())
