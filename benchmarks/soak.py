@@ -25,10 +25,11 @@ stopped.
 
 ``--bootstrap HOST:PORT`` uses a running broker instead of starting Apache Kafka (the
 jars come from ``THALWEG_KAFKA_CACHE``; Java 17+ is needed, Maven the first time).
-The dedup window is ``--dedup-window-s`` (300 s) of event time: sample order ``i`` is
-created ``i`` x 100 ms after the sample's start, so at 1,000 orders/s the window (plus
-the minute of allowed skew) passes in a few seconds of the run, and the remembered ids
-are at their steady size long before the warm-up ends.
+The dedup window is ``--dedup-window-s`` (300 s, ``THALWEG_DEDUP_WINDOW``). The orders
+flow dedups by record id with no event-time column, so its clock is ingest time: the
+window is seconds of the run, and the remembered ids (``rate`` x (window + the minute
+of allowed skew)) reach their steady size six minutes in, before the last 20 minutes
+whose RSS slope is judged.
 """
 
 from __future__ import annotations
@@ -437,7 +438,7 @@ class Soak:
             "THALWEG_BOOTSTRAP_SERVERS": self.bootstrap,
             "THALWEG_TOPIC": self.topic,
             "THALWEG_TAIL": "1",
-            "THALWEG_DEDUP_WINDOW_S": f"{args.dedup_window_s:g}",
+            "THALWEG_DEDUP_WINDOW": f"{args.dedup_window_s:g}",
             "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
         }
         self.pods = [Pod(i, self.work / f"pod-{i}", env) for i in range(args.processes)]
@@ -807,7 +808,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--settle-s", type=float, default=60.0, help="warm-up after each start")
     p.add_argument("--rss-window-min", type=float, default=20.0, help="RSS slope window")
     p.add_argument("--max-rss-growth", type=float, default=2.0, help="RSS growth limit, %%")
-    p.add_argument("--dedup-window-s", type=float, default=300.0, help="THALWEG_DEDUP_WINDOW_S")
+    p.add_argument("--dedup-window-s", type=float, default=300.0, help="THALWEG_DEDUP_WINDOW")
     p.add_argument("--drain-timeout-s", type=float, default=600.0, help="catch-up limit")
     p.add_argument("--bootstrap", help="a running broker (default: start Apache Kafka)")
     p.add_argument("--topic", help="an existing topic to use (default: create soak-<time>)")

@@ -67,3 +67,15 @@ def test_a_model_built_from_keywords_is_refused_by_key_without_quoting_a_secret(
     assert "`password`" in str(caught.value)
     assert "hunter2" not in str(caught.value)
     assert "12345678" not in str(caught.value)
+
+
+def test_an_old_name_in_a_variable_is_read_not_ignored() -> None:
+    # A variable of an old key used to be skipped as someone else's: the setting kept
+    # its default (a 1 h dedup window for `THALWEG_DEDUP_WINDOW_S=300`) without a word.
+    from thalweg_bytewax.flows.orders import OrdersSettings
+
+    with pytest.warns(DeprecationWarning, match="`dedup_window_s` is deprecated"):
+        settings = OrdersSettings.load(env={"THALWEG_DEDUP_WINDOW_S": "300"})
+    assert settings.dedup_window == timedelta(minutes=5)
+    with pytest.raises(ConfigError, match="`dedup_window_s` is the old name of `dedup_window`"):
+        OrdersSettings.load(env={"THALWEG_DEDUP_WINDOW_S": "300", "THALWEG_DEDUP_WINDOW": "60"})

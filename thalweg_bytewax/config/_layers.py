@@ -217,15 +217,22 @@ def env_layer(model: type[BaseModel], env: Mapping[str, str]) -> Layer:
     or the file's value). A variable whose first part names no field belongs to someone
     else (``THALWEG_CONFIG``, a test's ``THALWEG_TEST_KAFKA``) and is ignored; one that
     names a field but an unknown key below it is kept, so validation refuses it by name.
+    An old name the model lists in ``old_names`` (``THALWEG_DEDUP_WINDOW_S``) is kept
+    too: the model's validator moves it to its new name with a warning, or refuses it
+    beside the new one.
     """
     layer = Layer(kind="env")
+    old_names: Mapping[str, str] = getattr(model, "old_names", {})
     for var in sorted(env):
         raw = env[var]
         if not var.startswith(ENV_PREFIX) or not raw or var == CONFIG_ENV:
             continue
         path = tuple(p.lower() for p in var[len(ENV_PREFIX) :].split(NESTED))
         keys = {f.alias or name for name, f in model.model_fields.items()}
-        if path[0] not in keys | set(model.model_fields) or not all(path):
+        known = path[0] in keys | set(model.model_fields) or (
+            len(path) == 1 and path[0] in old_names
+        )
+        if not known or not all(path):
             continue
         _put(layer.values, path, _text_value(model, path, raw))
         layer.origins[path] = f"`{var}`"

@@ -39,6 +39,12 @@ class ConfigModel(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
+    old_names: ClassVar[Mapping[str, str]] = {}
+    """Old top-level key -> its new name. The environment layer reads the old name's
+    variable too (``THALWEG_DEDUP_WINDOW_S`` for ``dedup_window_s``), so a model's
+    ``renamed_keys`` validator moves it with a warning instead of the variable being
+    ignored as someone else's."""
+
     def __repr_args__(self) -> Any:
         """The fields as ``repr`` shows them: redacted."""
         for key, value in super().__repr_args__():

@@ -141,6 +141,7 @@ class OrdersSettings(Settings):
     """
 
     component = "flows.orders"
+    old_names = {"dedup_window_s": "dedup_window"}
 
     bootstrap_servers: str | None = None
     """Kafka brokers; unset = the embedded sample."""
@@ -217,7 +218,7 @@ class OrdersSettings(Settings):
     @model_validator(mode="before")
     @classmethod
     def _old_names(cls, data: Any) -> Any:
-        return renamed_keys(data, {"dedup_window_s": "dedup_window"}, where="flows.orders")
+        return renamed_keys(data, cls.old_names, where="flows.orders")
 
     def pipeline(self) -> PipelineConfig:
         """These settings as a pipeline configuration (the bundled ``orders.toml`` as is).
