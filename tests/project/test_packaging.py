@@ -45,7 +45,9 @@ def _run(
 @pytest.fixture(scope="module")
 def dists(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     out = tmp_path_factory.mktemp("dist")
-    _run([sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(out), str(ROOT)])
+    # The wheel is built from the sdist, as users and the image get it: a checkout's own
+    # build/ directory (stale modules of an earlier layout) cannot leak into it.
+    _run([sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)])
     (wheel,) = out.glob("*.whl")
     (sdist,) = out.glob("*.tar.gz")
     return wheel, sdist
