@@ -265,7 +265,7 @@ def test_a_transaction_left_open_past_the_wait_fails_the_read_back_naming_it(
         shards=2,
         transactional=True,
         unreachable_timeout=timedelta(seconds=2),
-        add_config={"transaction.timeout.ms": 5000, "message.timeout.ms": 5000},
+        librdkafka={"transaction.timeout.ms": 5000, "message.timeout.ms": 5000},
     )
     mine = _shard_of_source(0, 2)
     first = sink.build_part("flow.out", shard_name(mine), None)

@@ -438,7 +438,7 @@ class KafkaTarget(SinkTarget):
         options.setdefault("encoder", JsonEncoder())
         # Compressed batches: the mock cluster keeps about 5 MB per partition, and the
         # 100k-row case must stay whole in it to be read back.
-        options.setdefault("add_config", {"compression.type": "zstd"})
+        options.setdefault("librdkafka", {"compression.type": "zstd"})
         return KafkaSink([self.bootstrap], self.topic, **options)
 
     def offsets(self, state: Any) -> dict[str, int]:

@@ -176,7 +176,7 @@ def build_sink(step: str, sink: SinkSection, config: PipelineConfig, base: Path)
         encoder=_encoder(sink, base),
         key=sink.message_key,
         transactional=sink.transactional,
-        add_config=resolve_settings(sink.librdkafka) or None,
+        librdkafka=resolve_settings(sink.librdkafka) or None,
         coverage_store=raw_lane if sink.coverage and config.raw_lane.enabled else None,
         **_shards(sink),
     )

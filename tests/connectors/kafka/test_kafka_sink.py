@@ -260,7 +260,7 @@ def test_trace_context_goes_into_the_headers_when_a_span_is_active(
             {"unreachable_timeout": None},
             r"`unreachable_timeout` expected a positive datetime.timedelta",
         ),
-        ({"add_config": {1: "secret"}}, r"`add_config` expected a mapping"),
+        ({"librdkafka": {1: "secret"}}, r"`librdkafka` expected a mapping"),
     ],
 )
 def test_bad_arguments_are_config_errors(kwargs: dict[str, Any], match: str) -> None:
@@ -269,9 +269,19 @@ def test_bad_arguments_are_config_errors(kwargs: dict[str, Any], match: str) -> 
         KafkaSink(**args)
 
 
-def test_the_repr_never_shows_add_config() -> None:
-    sink = KafkaSink(["b:9092"], "t", add_config={"sasl.password": "hunter2"})
+def test_the_repr_never_shows_librdkafka() -> None:
+    sink = KafkaSink(["b:9092"], "t", librdkafka={"sasl.password": "hunter2"})
     assert "hunter2" not in repr(sink)
+
+
+def test_librdkafka_is_the_one_name_the_old_add_config_warns_and_lands_on_it() -> None:
+    # The source and the sink spell their pass-through settings alike.
+    with pytest.warns(DeprecationWarning, match="`add_config` is deprecated; pass `librdkafka`"):
+        old = KafkaSink(["b:9092"], "t", add_config={"compression.type": "zstd"})
+    assert old.librdkafka == {"compression.type": "zstd"}
+    assert old.producer_config("flow.out", 0)["compression.type"] == "zstd"
+    with pytest.warns(DeprecationWarning), pytest.raises(ConfigError, match="keep one"):
+        KafkaSink(["b:9092"], "t", librdkafka={}, add_config={})
 
 
 def test_a_coverage_store_gets_each_committed_epoch_under_the_step_id(

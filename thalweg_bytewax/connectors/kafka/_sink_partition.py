@@ -128,7 +128,7 @@ class _KafkaSinkPartition(EpochSinkPartition):
             msg = (
                 f"{self.component}: could not reach the brokers within "
                 f"{sink.wait_s:g} s ({exc.args[0].name()}); check `brokers` and the "
-                f"security settings in `add_config`, or raise `unreachable_timeout`"
+                f"security settings in `librdkafka`, or raise `unreachable_timeout`"
             )
             raise SinkTransientError(msg) from exc
         except BaseException:

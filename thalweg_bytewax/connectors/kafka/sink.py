@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import uuid
+import warnings
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
@@ -126,8 +127,9 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
         transactional_id: Prefix of the transactional ids (``<prefix>-<shard>``);
             default ``thalweg-<topic>-<step id>``. Keep it stable across restarts.
         shards: Number of sink partitions the source partitions spread over.
-        add_config: librdkafka producer settings passed through (SASL/SSL,
-            compression); they override thalweg's defaults.
+        librdkafka: librdkafka producer settings passed through (SASL/SSL,
+            compression); they override thalweg's defaults and are never shown.
+        add_config: The old name of ``librdkafka`` (deprecated; warns).
         delivery_timeout: How long an epoch's records may take to be acknowledged, and
             how long a full local queue may block, before the sink fails loudly
             (``unreachable_timeout`` is added while the brokers are unreachable).
@@ -167,6 +169,7 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
         transactional: bool = False,
         transactional_id: str | None = None,
         shards: int = 16,
+        librdkafka: Mapping[str, Any] | None = None,
         add_config: Mapping[str, Any] | None = None,
         delivery_timeout: timedelta = timedelta(seconds=30),
         metadata_timeout: timedelta = timedelta(seconds=10),
@@ -176,6 +179,17 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
         metadata_prefix: str = DEFAULT_PREFIX,
         coverage_store: CoverageStore | str | os.PathLike[str] | None = None,
     ) -> None:
+        if add_config is not None:
+            warnings.warn(
+                f"{_COMPONENT}: `add_config` is deprecated; pass `librdkafka` (the old name "
+                "goes in the next release)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            if librdkafka is not None:
+                msg = f"{_COMPONENT}: got `librdkafka` and its old name `add_config`; keep one"
+                raise ConfigError(msg)
+            librdkafka = add_config
         self.brokers = check_names(brokers, "brokers", component=_COMPONENT)
         self.coverage_store = coverage_store_option(coverage_store)
         if not isinstance(topic, str) or not topic or ":" in topic:
@@ -229,7 +243,7 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
             raise ConfigError(msg)
         self.transactional_id = transactional_id
         self.shards = check_positive_int(shards, "shards", component=_COMPONENT)
-        self.add_config = check_config(add_config, "add_config", component=_COMPONENT)
+        self.librdkafka = check_config(librdkafka, "librdkafka", component=_COMPONENT)
         self.delivery_timeout_s = check_interval(
             delivery_timeout, "delivery_timeout", component=_COMPONENT
         )
@@ -248,7 +262,7 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
         self.columns = metadata_columns(metadata_prefix, _COMPONENT)
 
     def __repr__(self) -> str:
-        # add_config may hold credentials: never shown.
+        # librdkafka may hold credentials: never shown.
         return (
             f"KafkaSink(brokers={self.brokers!r}, topic={self.topic!r}, "
             f"partitioner={self.partitioner!r}, transactional={self.transactional!r}, "
@@ -270,7 +284,7 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
         return max(self.metadata_timeout_s, self.unreachable_timeout_s)
 
     def producer_config(self, step_id: str, shard: int) -> dict[str, Any]:
-        """The librdkafka producer settings of one shard: our defaults, then ``add_config``."""
+        """The librdkafka producer settings of one shard: our defaults, then ``librdkafka``."""
         config: dict[str, Any] = {
             BOOTSTRAP_SERVERS: ",".join(self.brokers),
             ENABLE_IDEMPOTENCE: True,
@@ -293,7 +307,7 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
             config[TRANSACTION_TIMEOUT_MS] = max(
                 60_000, int(self.delivery_timeout_s * 2000), int(self.acknowledge_s * 1000)
             )
-        config.update(self.add_config)
+        config.update(self.librdkafka)
         return config
 
     def reader_config(self) -> dict[str, Any]:
@@ -307,7 +321,7 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
             LOG_LEVEL: 3,
         }
         # Security settings apply to the reader too; producer-only ones are dropped.
-        for name, value in self.add_config.items():
+        for name, value in self.librdkafka.items():
             if name.startswith(("security.", "sasl.", "ssl.", "client.", "socket.")):
                 config[name] = value
         return config
