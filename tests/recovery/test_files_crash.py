@@ -60,7 +60,9 @@ def setup(tmp_path: Path) -> tuple[Path, Path, set[tuple[str, int]]]:
 
 def test_fault_kill_mid_file_then_resume_lands_each_row_once(setup, crash: CrashHarness) -> None:
     files, lane, expected = setup
-    flow = crash.flow(FLOW, snapshot_s=1, env=files_env(files, lane))
+    # A longer pause per batch spreads the run over enough one-second epochs that the
+    # third finalize comes before the files are done (at 0.1 s the run ended first).
+    flow = crash.flow(FLOW, snapshot_s=1, env=files_env(files, lane, THALWEG_DELAY_S="0.4"))
     flow.killed_at("parquet.before_finalize:3")
     before = read_lane(lane).num_rows if any(lane.rglob("*.parquet")) else 0
     assert 0 < before < len(expected), "the kill should fall mid-run"
