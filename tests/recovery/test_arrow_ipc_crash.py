@@ -33,7 +33,7 @@ KILLS = [
     "epoch_sink.mid_write:5",
     "epoch_sink.after_commit:2",
     "arrow_ipc.before_finalize:2",
-    "arrow_ipc.after_finalize:3",
+    "arrow_ipc.after_finalize:1",
 ]
 
 
@@ -104,7 +104,7 @@ def test_a_directory_written_across_kills_is_copied_in_offset_order_once(
     # the Parquet lane it copies into requires.
     spec = f"tests.recovery.arrow_ipc_crash_flow:build_flow({str(tmp_path)!r})"
     write = crash.flow(spec)
-    for fault in ("epoch_sink.after_commit:3", "arrow_ipc.after_finalize:4"):
+    for fault in ("epoch_sink.after_commit:3", "arrow_ipc.after_finalize:2"):
         write.killed_at(fault)
     write.finishes()
     written = ipc_record_ids(tmp_path / "ipc")

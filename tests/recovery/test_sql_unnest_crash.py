@@ -82,7 +82,7 @@ def recomputed(base: Path) -> list[ROW]:
     return [tuple(r) for r in con.sql(sql).fetchall()]
 
 
-@pytest.mark.parametrize("fault", ["epoch_sink.before_commit:5", "epoch_sink.after_commit:5"])
+@pytest.mark.parametrize("fault", ["epoch_sink.before_commit:3", "epoch_sink.after_commit:3"])
 def test_kill_and_resume_lands_every_derived_row_exactly_once(
     kafka_bootstrap: str, make_topic: Any, crash: CrashHarness, tmp_path: Path, fault: str
 ) -> None:
