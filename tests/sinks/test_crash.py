@@ -174,8 +174,8 @@ def test_an_upsert_table_killed_after_its_commit_resumes_to_the_last_row_of_each
     # up (the table holds each from a later offset): replays, skipped without a doubt.
     root = fresh_root(tmp_path)
     cmd = command(table_sink, root, shards=1, mode="upsert")  # one writer per upsert table
-    # The second kill comes two commits into the resumed run: an activation reads every
-    # partition its worker lists, so the resumed run has fewer epochs than seven commits.
+    # The second kill comes two commits into the resumed run, which commits fewer than
+    # seven times.
     for fault in ("epoch_sink.after_commit:4", "epoch_sink.after_commit:2"):
         crashed = subprocess.run(
             cmd, env=env_with(fault), cwd=ROOT, capture_output=True, text=True, timeout=120
