@@ -100,7 +100,7 @@ data_dir = "{tmp_path / "data"}"
 
 [source]
 kind = "kafka"
-bootstrap_servers = "{bootstrap}"
+brokers = "{bootstrap}"
 topics = ["{topic}"]
 tail = false
 

@@ -64,10 +64,16 @@ def int_bounds(array: pa.Array) -> tuple[int, int]:
     return int(low), int(high)
 
 
+# Spelled out: `DataType.to_pandas_dtype` imports pandas, which a plain install lacks.
 _INT_TYPES: dict[pa.DataType, np.dtype[np.integer]] = {
-    t: np.dtype(t.to_pandas_dtype())
-    for t in (pa.int8(), pa.int16(), pa.int32(), pa.int64())
-    + (pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64())
+    pa.int8(): np.dtype(np.int8),
+    pa.int16(): np.dtype(np.int16),
+    pa.int32(): np.dtype(np.int32),
+    pa.int64(): np.dtype(np.int64),
+    pa.uint8(): np.dtype(np.uint8),
+    pa.uint16(): np.dtype(np.uint16),
+    pa.uint32(): np.dtype(np.uint32),
+    pa.uint64(): np.dtype(np.uint64),
 }
 
 

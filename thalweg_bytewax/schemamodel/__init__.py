@@ -20,14 +20,21 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from thalweg_bytewax._deps import require
+from thalweg_bytewax._lazy import lazy_dir, load_lazy
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.schemamodel._avro import from_avro
 from thalweg_bytewax.schemamodel._json import from_json_schema
 from thalweg_bytewax.schemamodel._model import Kind, SchemaField, SchemaModel, SchemaType
 from thalweg_bytewax.schemamodel._odcs import LOSS_PROPERTY, ODCS_API_VERSION, to_odcs
-from thalweg_bytewax.schemamodel._protobuf import from_protobuf
+
+if TYPE_CHECKING:
+    from thalweg_bytewax.schemamodel._protobuf import from_protobuf
+
+# Lazy: the Protobuf spoke imports google.protobuf, which a JSON or Avro flow never needs.
+_LAZY = {"from_protobuf": "._protobuf"}
 
 __all__ = [
     "LOSS_PROPERTY",
@@ -43,6 +50,15 @@ __all__ = [
     "to_odcs",
     "to_odcs_yaml",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a name from its module on first access."""
+    return load_lazy(__name__, _LAZY, globals(), name)
+
+
+def __dir__() -> list[str]:
+    return lazy_dir(globals())
 
 
 def to_odcs_yaml(
