@@ -8,6 +8,8 @@ from collections import Counter
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests.fixtures.budget import PROFILE
+
 pytest_plugins = [
     "tests.fixtures.crash",
     "tests.fixtures.flows",
@@ -23,7 +25,7 @@ settings.register_profile(
 )
 settings.register_profile("dev", max_examples=25, deadline=None)
 settings.register_profile("thorough", max_examples=1000, deadline=None)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+settings.load_profile(PROFILE)
 
 FIXTURE_MARKERS: dict[str, str] = {
     "kafka_bootstrap": "kafka",
