@@ -11,9 +11,9 @@ schema-registry client.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from thalweg_bytewax._lazy import lazy_dir, load_lazy
+from thalweg_bytewax._lazy import lazy_package
 from thalweg_bytewax.codecs.base import (
     Codec,
     DecodeFailure,
@@ -63,11 +63,4 @@ _LAZY = {
     "ProtobufEncoder": "thalweg_bytewax.codecs._proto_encode",
 }
 
-
-def __getattr__(name: str) -> Any:
-    """Load a codec or encoder class from its module on first access."""
-    return load_lazy(__name__, _LAZY, globals(), name)
-
-
-def __dir__() -> list[str]:
-    return lazy_dir(globals())
+__getattr__, __dir__ = lazy_package(__name__, _LAZY, globals())
