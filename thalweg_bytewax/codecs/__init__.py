@@ -27,7 +27,7 @@ from thalweg_bytewax.codecs.base import (
 
 if TYPE_CHECKING:
     from thalweg_bytewax.codecs._avro_encode import AvroEncoder
-    from thalweg_bytewax.codecs._encode import BytesEncoder
+    from thalweg_bytewax.codecs._bytes_encode import BytesEncoder
     from thalweg_bytewax.codecs._json_encode import JsonEncoder
     from thalweg_bytewax.codecs._proto_encode import ProtobufEncoder
     from thalweg_bytewax.codecs.avro import AvroCodec
@@ -56,7 +56,7 @@ __all__ = [
 _LAZY = {
     "AvroCodec": "thalweg_bytewax.codecs.avro",
     "AvroEncoder": "thalweg_bytewax.codecs._avro_encode",
-    "BytesEncoder": "thalweg_bytewax.codecs._encode",
+    "BytesEncoder": "thalweg_bytewax.codecs._bytes_encode",
     "JsonCodec": "thalweg_bytewax.codecs.json",
     "JsonEncoder": "thalweg_bytewax.codecs._json_encode",
     "ProtobufCodec": "thalweg_bytewax.codecs.protobuf",
