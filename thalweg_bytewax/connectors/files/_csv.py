@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -105,18 +106,16 @@ def _parse_in(
     return table, ragged.rows
 
 
+@dataclass(eq=False)
 class _Block:
     """One block parsed: good rows (typed, or text to cast), their row indices, rejects."""
 
-    def __init__(
-        self, table: pa.Table, offsets: np.ndarray, bad: list[Bad], text: bool, rows: int
-    ) -> None:
-        self.table = table
-        self.offsets = offsets
-        self.bad = bad
-        self.text = text
-        self.rows = rows
-        """The rows of the block: good, ragged and unreadable."""
+    table: pa.Table
+    offsets: np.ndarray
+    bad: list[Bad]
+    text: bool
+    rows: int
+    """The rows of the block: good, ragged and unreadable."""
 
 
 def _read_block(
