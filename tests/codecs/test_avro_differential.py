@@ -250,10 +250,10 @@ def test_fast_subset_is_really_decoded_by_the_fast_path(url: str) -> None:
     payloads = _serialize(url, FAST_SCHEMA, records)
     codec = AvroCodec(url)
     key = 1
-    node = codec._writer(key).node
+    node = codec._schemas.get(key).node
 
     assert _avro_fast.supported(node)
-    assert not _avro_fast.supported(AvroCodec(url)._compile(0, "t", FULL_SCHEMA, {}).node)
+    assert not _avro_fast.supported(AvroCodec(url)._schemas.compile(0, "t", FULL_SCHEMA, {}).node)
     header = _avro_fast.ocf_header(_avro_fast.ocf_schema_json(FAST_SCHEMA, {}))
     bodies = pa.array([p[5:] for p in payloads], pa.binary())
     block = _avro_fast.decode_block(header, node, bodies)

@@ -170,7 +170,7 @@ def test_random_schemas_round_trip_on_every_path(case: tuple[dict[str, Any], lis
     ]
     assert _same(rows, expected)
     assert r_fast.batch.equals(r_exact.batch)
-    writer = fast._writers["fixed"]
+    writer = fast._schemas.writers["fixed"]
     if _avro_fast.supported(writer.node):
         header = _avro_fast.ocf_header(_avro_fast.ocf_schema_json(schema, {}))
         block = _avro_fast.decode_block(header, writer.node, pa.array(bodies, pa.binary()))

@@ -41,8 +41,8 @@ def test_the_fastavro_engine_never_takes_the_polars_path(schema_dir: Path) -> No
     codecs = {e: AvroCodec(schema_dir, engine=e) for e in ("auto", "polars", "fastavro")}
     for codec in codecs.values():
         codec.decode_batch([encode_order_avro(next(sample_orders(1)))])
-    assert codecs["auto"]._writers[1].fast and codecs["polars"]._writers[1].fast
-    assert not codecs["fastavro"]._writers[1].fast
+    assert codecs["auto"]._schemas.writers[1].fast and codecs["polars"]._schemas.writers[1].fast
+    assert not codecs["fastavro"]._schemas.writers[1].fast
 
 
 def test_the_polars_engine_requires_polars(

@@ -11,9 +11,9 @@ schema-registry client.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from thalweg_bytewax._lazy import lazy_dir, load_lazy
+from thalweg_bytewax._lazy import lazy_package
 from thalweg_bytewax.codecs.base import (
     Codec,
     DecodeFailure,
@@ -27,7 +27,7 @@ from thalweg_bytewax.codecs.base import (
 
 if TYPE_CHECKING:
     from thalweg_bytewax.codecs._avro_encode import AvroEncoder
-    from thalweg_bytewax.codecs._encode import BytesEncoder
+    from thalweg_bytewax.codecs._bytes_encode import BytesEncoder
     from thalweg_bytewax.codecs._json_encode import JsonEncoder
     from thalweg_bytewax.codecs._proto_encode import ProtobufEncoder
     from thalweg_bytewax.codecs.avro import AvroCodec
@@ -56,18 +56,11 @@ __all__ = [
 _LAZY = {
     "AvroCodec": "thalweg_bytewax.codecs.avro",
     "AvroEncoder": "thalweg_bytewax.codecs._avro_encode",
-    "BytesEncoder": "thalweg_bytewax.codecs._encode",
+    "BytesEncoder": "thalweg_bytewax.codecs._bytes_encode",
     "JsonCodec": "thalweg_bytewax.codecs.json",
     "JsonEncoder": "thalweg_bytewax.codecs._json_encode",
     "ProtobufCodec": "thalweg_bytewax.codecs.protobuf",
     "ProtobufEncoder": "thalweg_bytewax.codecs._proto_encode",
 }
 
-
-def __getattr__(name: str) -> Any:
-    """Load a codec or encoder class from its module on first access."""
-    return load_lazy(__name__, _LAZY, globals(), name)
-
-
-def __dir__() -> list[str]:
-    return lazy_dir(globals())
+__getattr__, __dir__ = lazy_package(__name__, _LAZY, globals())

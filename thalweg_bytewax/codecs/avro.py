@@ -33,8 +33,6 @@ import pyarrow as pa
 
 from thalweg_bytewax._choices import check_choice
 from thalweg_bytewax._deps import require
-from thalweg_bytewax.codecs import _avro_fast
-from thalweg_bytewax.codecs._avro_compile import compile_schema, reserved_fields
 from thalweg_bytewax.codecs._avro_decode import (
     _as_binary,
     _assemble,
@@ -45,16 +43,11 @@ from thalweg_bytewax.codecs._avro_resolve import (
     _FIXED_KEY,
     AvroDecodeError,
     _load_json,
-    _make_plan,
-    _newer,
     _OneLine,
-    _parse,
-    _Plan,
     _read,
-    _ref_docs,
     _Writer,
 )
-from thalweg_bytewax.codecs._avro_types import AvroNode
+from thalweg_bytewax.codecs._avro_writers import WriterSchemas
 from thalweg_bytewax.codecs.base import (
     DecodeFailure,
     DecodeResult,
@@ -70,12 +63,7 @@ from thalweg_bytewax.codecs.base import (
 from thalweg_bytewax.codecs.framing import peel
 from thalweg_bytewax.errors import ConfigError, SchemaError
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX
-from thalweg_bytewax.registry import (
-    SchemaKey,
-    SchemaSource,
-    UnknownSchemaError,
-    schema_source,
-)
+from thalweg_bytewax.registry import SchemaKey, SchemaSource, schema_source
 
 __all__ = ["AvroCodec", "AvroDecodeError", "AvroEngine"]
 
@@ -134,35 +122,33 @@ class AvroCodec:
         if engine == "polars":
             require("polars", extra="fast")
         self._framing = parse_framing(framing, "avro")
-        self._prefix = metadata_prefix
-        self._fast = engine != "fastavro"
-        self._writers: dict[SchemaKey, _Writer] = {}
-        self._newest: _Writer | None = None
-        self._optional: set[str] = set()  # newest-writer fields some older writer lacks
         self._logged_output: str | None = None
-        self._source: SchemaSource | None = None
+        source: SchemaSource | None = None
         if self._framing is Framing.CONFLUENT:
             if registry is None:
                 msg = "avro codec: framing 'confluent' needs registry=; pass a URL or source"
                 raise ConfigError(msg)
-            self._source = schema_source(registry)
+            source = schema_source(registry)
         elif schema is None and reader_schema is None:
             msg = "avro codec: framing 'none' needs schema= (the writer schema of the bodies)"
             raise ConfigError(msg)
-        self._reader: _Writer | None = None
+        self._schemas = WriterSchemas(
+            source, metadata_prefix=metadata_prefix, fast=engine != "fastavro"
+        )
         if reader_schema is not None:
-            self._reader = self._compile("reader", "reader schema", _load_json(reader_schema), {})
-            if self._reader.error is not None:
-                raise SchemaError(str(self._reader.error))
+            reader = self._schemas.compile("reader", "reader schema", _load_json(reader_schema), {})
+            if reader.error is not None:
+                raise SchemaError(str(reader.error))
+            self._schemas.reader = reader
         if self._framing is Framing.NONE:
             body_schema = schema if schema is not None else reader_schema
             assert body_schema is not None  # framing 'none' without either is rejected above
             doc = _load_json(body_schema)
-            w = self._compile(_FIXED_KEY, "schema", doc, {})
+            w = self._schemas.compile(_FIXED_KEY, "schema", doc, {})
             if w.error is not None and w.error.kind is not FailureKind.RESERVED_FIELD:
                 raise SchemaError(str(w.error))
-            self._writers[_FIXED_KEY] = w
-            self._see(w)
+            self._schemas.writers[_FIXED_KEY] = w
+            self._schemas.see(w)
 
     # -- schemas ------------------------------------------------------------------
 
@@ -172,90 +158,9 @@ class AvroCodec:
         return "avro"
 
     def __repr__(self) -> str:
-        src = self._source.description if self._source else None
+        source = self._schemas.source
+        src = source.description if source else None
         return f"AvroCodec(registry={src!r}, framing={self._framing.value!r})"
-
-    def _compile(self, key: SchemaKey, label: str, doc: Any, refs: Mapping[str, Any]) -> _Writer:
-        parsed, named = _parse(doc, refs, label)
-        node = compile_schema(parsed, named)
-        if node.kind != "record":
-            msg = f"avro {label}: expected a record schema at the top level; got {node.avro!r}"
-            raise SchemaError(msg)
-        w = _Writer(key, label, parsed, node, named, doc, reserved_fields(node, self._prefix))
-        if w.reserved:
-            fields = ", ".join(f"`{n}`" for n in w.reserved)
-            w.error = AvroDecodeError(
-                f"avro {label}: field(s) {fields} fall under the reserved metadata prefix "
-                f"`{self._prefix}`; rename them in the schema or configure another prefix",
-                FailureKind.RESERVED_FIELD,
-            )
-        w.fast = self._fast and _avro_fast.supported(node)
-        logger.info("avro %s: decodes to Arrow schema %s", label, _OneLine(node))
-        return w
-
-    def _writer(self, key: SchemaKey) -> _Writer:
-        w = self._writers.get(key)
-        if w is not None:
-            return w
-        label = f"schema id {key}" if isinstance(key, int) else f"schema guid {key}"
-        assert self._source is not None  # noqa: S101 - framing confluent always has one
-        try:
-            resolved = self._source.get(key)
-        except UnknownSchemaError as exc:
-            msg = f"avro {label}: unknown to `{self._source.description}`"
-            err = AvroDecodeError(msg, FailureKind.UNKNOWN_SCHEMA)
-            err.__cause__ = exc
-            # Not cached: the schema may be registered later (the source caches misses
-            # only as long as it chooses to).
-            return _Writer(key, label, None, AvroNode("prim", pa.null(), None), {}, None, [], err)
-        try:
-            if resolved.schema_type != "AVRO":
-                msg = (
-                    f"avro {label}: expected an AVRO schema; the registry has "
-                    f"{resolved.schema_type}"
-                )
-                raise SchemaError(msg)
-            w = self._compile(key, label, _load_json(resolved.schema_str), _ref_docs(resolved))
-        except SchemaError as exc:
-            w = _Writer(key, label, None, AvroNode("prim", pa.null(), None), {}, None, [])
-            w.error = AvroDecodeError(str(exc), FailureKind.SCHEMA_MISMATCH)
-        self._writers[key] = w
-        if w.error is None:
-            self._see(w)
-        return w
-
-    def _see(self, w: _Writer) -> None:
-        """Track the newest writer (output schema without a reader schema)."""
-        if self._reader is not None:
-            return
-        newest = self._newest
-        if newest is not None and not isinstance(w.key, int) and not _newer(w, newest):
-            logger.info(
-                "avro: %s does not widen the output schema of %s, which stays the output",
-                w.label,
-                newest.label,
-            )
-        if newest is None or _newer(w, newest):
-            old = newest
-            self._newest = w
-            if old is not None:
-                logger.info(
-                    "avro: output schema changed from %s to %s (fields now: %s)",
-                    old.label,
-                    w.label,
-                    ", ".join(w.node.field_names),
-                )
-        target = self._newest
-        assert target is not None  # noqa: S101 - set just above
-        for other in self._writers.values():
-            if other.error is None and other is not target:
-                self._optional |= set(target.node.field_names) - set(other.node.field_names)
-        if w is not target:
-            self._optional |= set(target.node.field_names) - set(w.node.field_names)
-
-    @property
-    def _target(self) -> _Writer | None:
-        return self._reader or self._newest
 
     @property
     def arrow_schema(self) -> pa.Schema:
@@ -266,17 +171,7 @@ class AvroCodec:
         Raises:
             SchemaError: When there is no reader schema and no writer schema seen yet.
         """
-        target = self._target
-        if target is None:
-            msg = "avro codec: no writer schema seen yet; pass reader_schema= or decode first"
-            raise SchemaError(msg)
-        fields = [
-            c.arrow_field(n)
-            for n, c in zip(target.node.field_names, target.node.children, strict=False)
-        ]
-        if self._reader is None:
-            fields = [f.with_nullable(True) if f.name in self._optional else f for f in fields]
-        return pa.schema(fields)
+        return self._schemas.arrow_schema()
 
     def arrow_schema_for(self, schema_id: SchemaKey) -> pa.Schema:
         """The Arrow schema one writer schema decodes to on its own (``describe-schema``).
@@ -284,17 +179,12 @@ class AvroCodec:
         Raises:
             SchemaError: When the schema is unknown or cannot be mapped.
         """
-        w = self._writer(schema_id)
+        w = self._schemas.get(schema_id)
         if w.error is not None and w.error.kind is not FailureKind.RESERVED_FIELD:
             raise SchemaError(str(w.error))
         return pa.schema(
             [c.arrow_field(n) for n, c in zip(w.node.field_names, w.node.children, strict=False)]
         )
-
-    def _plan(self, w: _Writer) -> _Plan:
-        target = self._target
-        assert target is not None  # noqa: S101 - a writer was seen
-        return _make_plan(w, target, self._reader)
 
     def decode_value(
         self, payload: bytes | None, *, headers: Sequence[tuple[str, bytes | None]] | None = None
@@ -317,14 +207,15 @@ class AvroCodec:
             msg = "avro: null payload (a tombstone) has no record to decode"
             raise AvroDecodeError(msg, FailureKind.NULL_PAYLOAD)
         if self._framing is Framing.NONE:
-            w, offset = self._writers[_FIXED_KEY], 0
+            w, offset = self._schemas.writers[_FIXED_KEY], 0
         else:
             ref = peel(payload, headers)
-            w, offset = self._writer(ref.key), ref.body_offset
+            w, offset = self._schemas.get(ref.key), ref.body_offset
         if w.error is not None:
             raise w.error
-        target = self._reader or w
-        rec = _read(w, memoryview(payload)[offset:], self._reader.parsed if self._reader else None)
+        reader = self._schemas.reader
+        target = reader or w
+        rec = _read(w, memoryview(payload)[offset:], reader.parsed if reader else None)
         record: dict[str, Any] = target.node.normalize(rec)  # a record schema: a dict
         return record
 
@@ -346,7 +237,7 @@ class AvroCodec:
         n = len(arr)
         failures: list[DecodeFailure] = []
         groups, offsets = _peel(self._framing, arr, headers, failures)
-        writers = {key: self._writer(key) for key in groups}
+        writers = {key: self._schemas.get(key) for key in groups}
         parts: list[tuple[np.ndarray, pa.RecordBatch]] = []
         for key, idx in groups.items():
             w = writers[key]
@@ -360,7 +251,7 @@ class AvroCodec:
         return DecodeResult(batch, failures)
 
     def _output_schema_or_empty(self) -> pa.Schema:
-        if self._target is None:
+        if self._schemas.target is None:
             return pa.schema([])
         schema = self.arrow_schema
         text = str(schema)
@@ -377,5 +268,6 @@ class AvroCodec:
         offsets: np.ndarray,
         failures: list[DecodeFailure],
     ) -> tuple[np.ndarray, pa.RecordBatch]:
-        plan = self._plan(w)
-        return decode_group(self._reader, w, plan, self.arrow_schema, arr, idx, offsets, failures)
+        plan = self._schemas.plan(w)
+        schema = self.arrow_schema
+        return decode_group(self._schemas.reader, w, plan, schema, arr, idx, offsets, failures)

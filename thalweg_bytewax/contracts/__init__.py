@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from thalweg_bytewax._lazy import load_lazy
+from thalweg_bytewax._lazy import lazy_package
 from thalweg_bytewax.contracts.merge import merge_rules
 from thalweg_bytewax.contracts.spec import (
     ColumnSpec,
@@ -93,8 +93,6 @@ _LAZY = {
     "rules_schema": "audit",
 }
 
-
-def __getattr__(name: str) -> object:
-    # The ODCS loader needs the `contracts` extra and the engine pulls in numpy and the
-    # SQL engine; import each only when one of its names is asked for.
-    return load_lazy(__name__, {n: f".{m}" for n, m in _LAZY.items()}, globals(), name)
+# The ODCS loader needs the `contracts` extra and the engine pulls in numpy and the SQL
+# engine; each is imported only when one of its names is asked for.
+__getattr__, __dir__ = lazy_package(__name__, {n: f".{m}" for n, m in _LAZY.items()}, globals())

@@ -18,9 +18,9 @@ Kafka source partition and sink partition does) never imports OpenTelemetry.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from thalweg_bytewax._lazy import load_lazy
+from thalweg_bytewax._lazy import lazy_package
 
 if TYPE_CHECKING:
     from .headers import KafkaHeadersGetter, KafkaHeadersSetter, extract_headers
@@ -69,14 +69,14 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Load a name from its module on first access (all but health need the SDK)."""
-    homes = {n: f".{home}" for n, home in _HOMES.items()}
-    return load_lazy(__name__, homes, globals(), name, before=_require_sdk)
-
-
 def _require_sdk(module: str) -> None:
     if module != ".health":
         from thalweg_bytewax import _deps  # noqa: PLC0415 - only when a name is asked for
 
         _deps.require("opentelemetry.sdk", extra="observability")
+
+
+# Every name but health's needs the SDK, required before its module is imported.
+__getattr__, __dir__ = lazy_package(
+    __name__, {n: f".{home}" for n, home in _HOMES.items()}, globals(), before=_require_sdk
+)

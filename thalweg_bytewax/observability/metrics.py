@@ -10,7 +10,8 @@ process (:func:`enable_metrics`); a second reader on the same registry would exp
 every series twice.
 
 Core counters (``KafkaSourceStats``, ``EpochSinkStats``) are registered here by the
-connector hooks and read by observable-instrument callbacks at collection time. The
+connector hooks and read by observable-instrument callbacks at collection time
+(:mod:`._collect` sums them into observations). The
 step counters (records in, out, rejected by reason) are plain integers too, kept per
 step and per worker thread (each written by one thread only, so no lock and no lost
 update) and summed at collection; only the histograms go through the SDK per batch,
@@ -21,8 +22,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.metrics import CallbackOptions, Observation
@@ -32,7 +32,9 @@ from opentelemetry.sdk.resources import Resource
 
 from thalweg_bytewax.runtime.crossings import crossings
 
+from . import _collect as collect
 from . import instruments as spec
+from ._collect import SinkCounters, SinkEntry, SourceCounters, SourceEntry, StepCounts
 from .window import ThroughputWindow
 
 __all__ = [
@@ -42,54 +44,6 @@ __all__ = [
     "enable_metrics",
     "metrics",
 ]
-
-
-class SourceCounters(Protocol):
-    """The plain counters a source partition keeps (``KafkaSourceStats``)."""
-
-    records: int
-    bytes: int
-    batches: int
-    transient_errors: int
-
-
-class SinkCounters(Protocol):
-    """The plain counters a sink partition keeps (``EpochSinkStats``)."""
-
-    rows_written: int
-    rows_skipped_replay: int
-    epochs_committed: int
-
-
-@dataclass(slots=True)
-class _Source:
-    step_id: str
-    topic: str
-    partition: int
-    stats: SourceCounters
-    next_offset: int | None = None
-    high: int | None = None
-
-
-@dataclass(slots=True)
-class _Sink:
-    step_id: str
-    stats: SinkCounters
-    committed: Callable[[], Mapping[str, int]]
-
-
-@dataclass(slots=True)
-class _StepCounts:
-    """One worker thread's counts of one step (written by that thread only)."""
-
-    step_id: str
-    records_in: int = 0
-    records_out: int = 0
-    rejected: dict[str, int] = field(default_factory=dict)
-
-
-def _attrs(step_id: str, topic: str, partition: int) -> dict[str, Any]:
-    return {"step_id": step_id, "topic": topic, "partition": partition}
 
 
 class Metrics:
@@ -106,9 +60,9 @@ class Metrics:
         self, readers: Sequence[MetricReader] = (), *, resource: Resource | None = None
     ) -> None:
         self._lock = threading.Lock()
-        self._sources: dict[tuple[str, str, int], _Source] = {}
-        self._sinks: list[_Sink] = []
-        self._steps: list[_StepCounts] = []
+        self._sources: dict[tuple[str, str, int], SourceEntry] = {}
+        self._sinks: list[SinkEntry] = []
+        self._steps: list[StepCounts] = []
         self._local = threading.local()
         self._step_attrs: dict[str, dict[str, Any]] = {}
         self.window = ThroughputWindow()
@@ -136,19 +90,31 @@ class Metrics:
             (spec.SOURCE_BATCHES, "batches"),
             (spec.SOURCE_TRANSIENT_ERRORS, "transient_errors"),
         ):
-            observable(s, lambda attr=attr: self._source_counter(attr))  # type: ignore[misc]
+            observable(
+                s,
+                lambda attr=attr: collect.source_counter(self._source_list(), attr),  # type: ignore[misc]
+            )
         for s, attr in (
             (spec.SINK_ROWS_WRITTEN, "rows_written"),
             (spec.SINK_ROWS_SKIPPED, "rows_skipped_replay"),
             (spec.SINK_EPOCHS, "epochs_committed"),
         ):
-            observable(s, lambda attr=attr: self._sink_counter(attr))  # type: ignore[misc]
-        observable(spec.CONSUMER_LAG, self._consumer_lag)
-        observable(spec.COVERAGE_LAG, self._coverage_lag)
-        observable(spec.STEP_RECORDS_IN, lambda: self._step_counter("records_in"))
-        observable(spec.STEP_RECORDS_OUT, lambda: self._step_counter("records_out"))
-        observable(spec.REJECTED_RECORDS, self._rejected_counter)
-        observable(spec.CROSSING_RECORDS, _crossing_counter)
+            observable(
+                s,
+                lambda attr=attr: collect.sink_counter(self._sink_list(), attr),  # type: ignore[misc]
+            )
+        observable(spec.CONSUMER_LAG, lambda: collect.consumer_lag(self._source_list()))
+        observable(
+            spec.COVERAGE_LAG, lambda: collect.coverage_lag(self._source_list(), self._sink_list())
+        )
+        observable(
+            spec.STEP_RECORDS_IN, lambda: collect.step_counter(self._step_list(), "records_in")
+        )
+        observable(
+            spec.STEP_RECORDS_OUT, lambda: collect.step_counter(self._step_list(), "records_out")
+        )
+        observable(spec.REJECTED_RECORDS, lambda: collect.rejected_counter(self._step_list()))
+        observable(spec.CROSSING_RECORDS, collect.crossing_counter)
 
         def hist(s: spec.InstrumentSpec) -> Any:
             return meter.create_histogram(
@@ -164,7 +130,8 @@ class Metrics:
     def add_source(self, step_id: str, topic: str, partition: int, stats: SourceCounters) -> None:
         """Export a source partition's counters (a rebuilt partition replaces its entry)."""
         with self._lock:
-            self._sources[(step_id, topic, partition)] = _Source(step_id, topic, partition, stats)
+            entry = SourceEntry(step_id, topic, partition, stats)
+            self._sources[(step_id, topic, partition)] = entry
 
     def source_position(
         self, step_id: str, topic: str, partition: int, next_offset: int, high: int | None
@@ -181,7 +148,7 @@ class Metrics:
     ) -> None:
         """Export a sink partition's counters and committed positions (kept after close)."""
         with self._lock:
-            self._sinks.append(_Sink(step_id, stats, committed))
+            self._sinks.append(SinkEntry(step_id, stats, committed))
 
     # -- per batch ----------------------------------------------------------------------
 
@@ -192,14 +159,14 @@ class Metrics:
             attrs = self._step_attrs.setdefault(step_id, {"step_id": step_id})
         return attrs
 
-    def _counts(self, step_id: str) -> _StepCounts:
+    def _counts(self, step_id: str) -> StepCounts:
         try:
-            mine: dict[str, _StepCounts] = self._local.steps
+            mine: dict[str, StepCounts] = self._local.steps
         except AttributeError:
             mine = self._local.steps = {}
         counts = mine.get(step_id)
         if counts is None:
-            counts = mine[step_id] = _StepCounts(step_id)
+            counts = mine[step_id] = StepCounts(step_id)
             with self._lock:  # once per step and thread
                 self._steps.append(counts)
         return counts
@@ -241,112 +208,28 @@ class Metrics:
 
     # -- read at collection ---------------------------------------------------------------
 
-    def _source_list(self) -> list[_Source]:
+    def _source_list(self) -> list[SourceEntry]:
         with self._lock:
             return list(self._sources.values())
 
-    def _sink_list(self) -> list[_Sink]:
+    def _sink_list(self) -> list[SinkEntry]:
         with self._lock:
             return list(self._sinks)
 
-    def _source_counter(self, attr: str) -> Iterable[Observation]:
-        for s in self._source_list():
-            yield Observation(getattr(s.stats, attr), _attrs(s.step_id, s.topic, s.partition))
-
-    def _sink_counter(self, attr: str) -> Iterable[Observation]:
-        # Partitions of one sink (and rebuilt ones) share a step id: sum them, so the
-        # series only grows.
-        sums: dict[str, int] = {}
-        for s in self._sink_list():
-            sums[s.step_id] = sums.get(s.step_id, 0) + getattr(s.stats, attr)
-        for step_id, n in sums.items():
-            yield Observation(n, {"step_id": step_id})
-
-    def _step_list(self) -> list[_StepCounts]:
+    def _step_list(self) -> list[StepCounts]:
         with self._lock:
             return list(self._steps)
-
-    def _step_counter(self, attr: str) -> Iterable[Observation]:
-        # Threads of one step (workers) each keep their counts: sum them.
-        sums: dict[str, int] = {}
-        for c in self._step_list():
-            sums[c.step_id] = sums.get(c.step_id, 0) + getattr(c, attr)
-        for step_id, n in sums.items():
-            yield Observation(n, {"step_id": step_id})
-
-    def _rejected_counter(self) -> Iterable[Observation]:
-        sums: dict[tuple[str, str], int] = {}
-        for c in self._step_list():
-            for reason, n in list(c.rejected.items()):  # a copy: its thread goes on adding
-                key = (c.step_id, reason)
-                sums[key] = sums.get(key, 0) + n
-        for (step_id, reason), n in sums.items():
-            yield Observation(n, {"step_id": step_id, "reason": reason})
-
-    def _consumer_lag(self) -> Iterable[Observation]:
-        for s in self._source_list():
-            if s.high is not None and s.next_offset is not None:
-                lag = max(0, s.high - s.next_offset)
-                yield Observation(lag, _attrs(s.step_id, s.topic, s.partition))
-
-    def _coverage_lag(self) -> Iterable[Observation]:
-        highs = {
-            f"{s.topic}:{s.partition}": s.high for s in self._source_list() if s.high is not None
-        }
-        lags: dict[tuple[str, str], int] = {}
-        for sink in self._sink_list():
-            try:
-                committed = dict(sink.committed())
-            except Exception:  # noqa: S112 - a closed partition has nothing to report
-                continue
-            for key, next_offset in committed.items():
-                high = highs.get(key)
-                if high is not None:
-                    lag = max(0, high - next_offset)
-                    k = (sink.step_id, key)
-                    lags[k] = min(lags.get(k, lag), lag)
-        for (step_id, key), lag in lags.items():
-            topic, _, part = key.rpartition(":")
-            yield Observation(lag, _attrs(step_id, topic, int(part)))
 
     # -- /stats ---------------------------------------------------------------------------
 
     def stats(self) -> dict[str, Any]:
         """Counters and the rolling per-stage digest, as JSON-ready data."""
-        sources = {
-            f"{s.topic}:{s.partition}": {
-                "step_id": s.step_id,
-                "records": s.stats.records,
-                "bytes": s.stats.bytes,
-                "batches": s.stats.batches,
-                "transient_errors": s.stats.transient_errors,
-                "next_offset": s.next_offset,
-                "high_watermark": s.high,
-            }
-            for s in self._source_list()
-        }
-        sinks: dict[str, dict[str, int]] = {}
-        for sink in self._sink_list():
-            acc = sinks.setdefault(
-                sink.step_id, {"rows_written": 0, "rows_skipped_replay": 0, "epochs_committed": 0}
-            )
-            acc["rows_written"] += sink.stats.rows_written
-            acc["rows_skipped_replay"] += sink.stats.rows_skipped_replay
-            acc["epochs_committed"] += sink.stats.epochs_committed
         return {
             "window_seconds": self.window.seconds,
             "stages": self.window.digest(),
-            "sources": sources,
-            "sinks": sinks,
+            **collect.stats(self._source_list(), self._sink_list()),
             "crossings": crossings().as_dict(),
         }
-
-
-def _crossing_counter() -> Iterable[Observation]:
-    counts = crossings().as_dict()
-    yield Observation(counts["records_pickled"], {"kind": "pickled"})
-    yield Observation(counts["other_rows_pickled"], {"kind": "pickled_other"})
-    yield Observation(counts["records_handed_over"], {"kind": "handed_over"})
 
 
 _metrics: Metrics | None = None

@@ -18,9 +18,9 @@ machinery).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from thalweg_bytewax._lazy import lazy_dir, load_lazy
+from thalweg_bytewax._lazy import lazy_package
 
 # Eager: the submodule ``operators.sql`` has the operator's name, and importing that
 # submodule later (``operators.sql_dag`` does) would rebind the package attribute
@@ -84,11 +84,4 @@ __all__ += ["DEFAULT_ALLOWED_SKEW", "MetadataColumns", "MetadataPolicy", "RawRec
 __all__ += ["sql"]
 __all__ += ["Session", "Sliding", "Tumbling", "WindowAggOut", "WindowAggStats", "window_agg"]
 
-
-def __getattr__(name: str) -> Any:
-    """Load an operator (or a name its signature uses) from its module on first access."""
-    return load_lazy(__name__, _LAZY, globals(), name)
-
-
-def __dir__() -> list[str]:
-    return lazy_dir(globals())
+__getattr__, __dir__ = lazy_package(__name__, _LAZY, globals())

@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from thalweg_bytewax._lazy import lazy_dir, load_lazy
+from thalweg_bytewax._lazy import lazy_package
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.registry._base import (
     RegistryError,
@@ -77,14 +77,7 @@ _URL_PREFIXES = ("http://", "https://", "mock://")
 # Loaded from ._confluent on first access (it imports confluent-kafka's registry client).
 _CONFLUENT_NAMES = dict.fromkeys(("RegistrySchemaSource", "registry_client"), "._confluent")
 
-
-def __getattr__(name: str) -> Any:
-    """Load the registry-client names from their module on first access."""
-    return load_lazy(__name__, _CONFLUENT_NAMES, globals(), name)
-
-
-def __dir__() -> list[str]:
-    return lazy_dir(globals())
+__getattr__, __dir__ = lazy_package(__name__, _CONFLUENT_NAMES, globals())
 
 
 def _is_registry_client(value: object) -> bool:

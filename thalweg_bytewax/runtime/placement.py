@@ -34,7 +34,8 @@ partitions) a source lists every partition, and when the settings are unknown
 :func:`declare_cluster`) every worker does and Bytewax places the partitions itself, as
 before: the data stays correct, only batches may cross
 (:mod:`~thalweg_bytewax.runtime.crossings` counts them).
-``tests/runtime/test_placement.py`` pins these rules on the pinned Bytewax.
+``tests/runtime/test_placement.py`` pins these rules on the pinned Bytewax. The hash
+itself, Rust's ``DefaultHasher`` as Bytewax applies it, is :mod:`._siphash`'s.
 """
 
 from __future__ import annotations
@@ -49,6 +50,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
+
+from thalweg_bytewax.runtime._siphash import (
+    siphash13,
+    siphash13_many,
+    state_key_bytes,
+    state_worker,
+)
 
 __all__ = [
     "BALANCE_MODULUS",
@@ -73,105 +81,10 @@ BALANCE_MODULUS = 5040
 _SALT_SEP = "@"
 _SALT_WIDTH = 8  # hex digits
 _SUFFIX = 1 + _SALT_WIDTH
-_MASK = (1 << 64) - 1
 _THREAD_PREFIX = "timely:work-"
 
 
-# -- Rust's DefaultHasher ------------------------------------------------------------------
-
-
-def _rotl(x: int, b: int) -> int:
-    return ((x << b) | (x >> (64 - b))) & _MASK
-
-
-def _words(data: bytes) -> list[int]:
-    """The message words of SipHash: 8-byte little-endian blocks, the length in the last."""
-    tail = len(data) % 8
-    padded = data + b"\0" * ((8 - tail) % 8 if tail else 8)
-    words = [int.from_bytes(padded[i : i + 8], "little") for i in range(0, len(padded), 8)]
-    words[-1] |= (len(data) & 0xFF) << 56
-    return words
-
-
-def siphash13(data: bytes) -> int:
-    """SipHash-1-3 of ``data`` with zero keys: Rust's ``DefaultHasher`` over raw bytes."""
-    v0, v1, v2, v3 = 0x736F6D6570736575, 0x646F72616E646F6D, 0x6C7967656E657261, 0x7465646279746573
-
-    def sipround() -> None:
-        nonlocal v0, v1, v2, v3
-        v0 = (v0 + v1) & _MASK
-        v1 = _rotl(v1, 13) ^ v0
-        v0 = _rotl(v0, 32)
-        v2 = (v2 + v3) & _MASK
-        v3 = _rotl(v3, 16) ^ v2
-        v0 = (v0 + v3) & _MASK
-        v3 = _rotl(v3, 21) ^ v0
-        v2 = (v2 + v1) & _MASK
-        v1 = _rotl(v1, 17) ^ v2
-        v2 = _rotl(v2, 32)
-
-    for m in _words(data):
-        v3 ^= m
-        sipround()
-        v0 ^= m
-    v2 ^= 0xFF
-    sipround()
-    sipround()
-    sipround()
-    return v0 ^ v1 ^ v2 ^ v3
-
-
-def _key_bytes(key: str) -> bytes:
-    """What Bytewax hashes for a state key: its UTF-8 bytes and Rust's ``str`` terminator."""
-    return key.encode("utf-8", "surrogatepass") + b"\xff"
-
-
-@functools.lru_cache(maxsize=65536)
-def state_worker(key: str, workers: int) -> int:
-    """The worker Bytewax 0.21.1 runs a stateful step's ``key`` on, among ``workers``."""
-    return siphash13(_key_bytes(key)) % workers
-
-
-def _siphash13_many(messages: np.ndarray) -> np.ndarray:
-    """SipHash-1-3 (zero keys) of each row of ``messages`` (uint8, all one length)."""
-    rows, length = messages.shape
-    pad = (8 - length % 8) % 8 if length % 8 else 8
-    padded = np.zeros((rows, length + pad), np.uint8)
-    padded[:, :length] = messages
-    padded[:, -1] = length & 0xFF
-    words = padded.view("<u8")
-    v0 = np.full(rows, 0x736F6D6570736575, np.uint64)
-    v1 = np.full(rows, 0x646F72616E646F6D, np.uint64)
-    v2 = np.full(rows, 0x6C7967656E657261, np.uint64)
-    v3 = np.full(rows, 0x7465646279746573, np.uint64)
-
-    def rotl(x: np.ndarray, b: int) -> np.ndarray:
-        return (x << np.uint64(b)) | (x >> np.uint64(64 - b))
-
-    def sipround() -> None:
-        nonlocal v0, v1, v2, v3
-        v0 = v0 + v1
-        v1 = rotl(v1, 13) ^ v0
-        v0 = rotl(v0, 32)
-        v2 = v2 + v3
-        v3 = rotl(v3, 16) ^ v2
-        v0 = v0 + v3
-        v3 = rotl(v3, 21) ^ v0
-        v2 = v2 + v1
-        v1 = rotl(v1, 17) ^ v2
-        v2 = rotl(v2, 32)
-
-    with np.errstate(over="ignore"):
-        for i in range(words.shape[1]):
-            m = words[:, i]
-            v3 = v3 ^ m
-            sipround()
-            v0 = v0 ^ m
-        v2 = v2 ^ np.uint64(0xFF)
-        sipround()
-        sipround()
-        sipround()
-    return v0 ^ v1 ^ v2 ^ v3
+# -- routing keys ------------------------------------------------------------------------
 
 
 def _target(key: str) -> int:
@@ -193,7 +106,7 @@ def routing_key(key: str) -> str:
     state keys) to the partition's target modulo :data:`BALANCE_MODULUS`. The same in
     every process, run and worker count.
     """
-    prefix = np.frombuffer(_key_bytes(f"{key}{_SALT_SEP}")[:-1], np.uint8)
+    prefix = np.frombuffer(state_key_bytes(f"{key}{_SALT_SEP}")[:-1], np.uint8)
     target = _target(key)
     chunk = 4 * BALANCE_MODULUS
     shifts = np.arange(_SALT_WIDTH - 1, -1, -1, dtype=np.uint64) * np.uint64(4)
@@ -204,7 +117,7 @@ def routing_key(key: str) -> str:
         messages[:, : prefix.size] = prefix
         messages[:, prefix.size : prefix.size + _SALT_WIDTH] = digits
         messages[:, -1] = 0xFF
-        hashes = _siphash13_many(messages)
+        hashes = siphash13_many(messages)
         hits = np.flatnonzero(hashes % np.uint64(BALANCE_MODULUS) == np.uint64(target))
         if hits.size:
             return f"{key}{_SALT_SEP}{int(salts[hits[0]]):0{_SALT_WIDTH}x}"

@@ -20,10 +20,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from thalweg_bytewax._deps import require
-from thalweg_bytewax._lazy import lazy_dir, load_lazy
+from thalweg_bytewax._lazy import lazy_package
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.schemamodel._avro import from_avro
 from thalweg_bytewax.schemamodel._json import from_json_schema
@@ -51,14 +51,7 @@ __all__ = [
     "to_odcs_yaml",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    """Load a name from its module on first access."""
-    return load_lazy(__name__, _LAZY, globals(), name)
-
-
-def __dir__() -> list[str]:
-    return lazy_dir(globals())
+__getattr__, __dir__ = lazy_package(__name__, _LAZY, globals())
 
 
 def to_odcs_yaml(

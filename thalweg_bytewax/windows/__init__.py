@@ -21,7 +21,7 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from thalweg_bytewax._lazy import lazy_dir, load_lazy
+from thalweg_bytewax._lazy import lazy_package, load_lazy
 
 if TYPE_CHECKING:
     from thalweg_bytewax.windows.aggregate import (
@@ -110,6 +110,8 @@ __all__ = [
     "split_by_key",
 ]
 
+_load, __dir__ = lazy_package(__name__, _HOMES, globals())
+
 
 def __getattr__(name: str) -> Any:
     """Load a public name from its module on first access."""
@@ -122,8 +124,4 @@ def __getattr__(name: str) -> Any:
             stacklevel=2,
         )
         return load_lazy(__name__, _MOVED_TO_DEDUP, {}, name)
-    return load_lazy(__name__, _HOMES, globals(), name)
-
-
-def __dir__() -> list[str]:
-    return lazy_dir(globals())
+    return _load(name)

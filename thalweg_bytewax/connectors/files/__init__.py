@@ -14,9 +14,9 @@ checks (``_limits``), a file's format from its name (``_formats``) and
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from thalweg_bytewax._lazy import lazy_dir, load_lazy
+from thalweg_bytewax._lazy import lazy_package
 
 if TYPE_CHECKING:
     from ._limits import DEFAULT_LIMITS, FileLimits, XmlLimits
@@ -50,11 +50,4 @@ __all__ = [
     "split_rejects",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    """Load a public name from its module on first access."""
-    return load_lazy(__name__, _LAZY, globals(), name)
-
-
-def __dir__() -> list[str]:
-    return lazy_dir(globals())
+__getattr__, __dir__ = lazy_package(__name__, _LAZY, globals())

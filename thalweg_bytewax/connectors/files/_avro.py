@@ -1,7 +1,8 @@
 """Private to :mod:`thalweg_bytewax.connectors.files`: Avro Object Container Files.
 
 The container is walked block by block here (header, then per block: record count,
-byte size, data, the 16-byte sync marker). A block's data (``null`` or ``deflate``
+byte size, data, the 16-byte sync marker; the container's fields are read by
+:mod:`._avro_container`). A block's data (``null`` or ``deflate``
 codec) is split into record bodies, and the bodies are decoded by
 :class:`~thalweg_bytewax.codecs.AvroCodec` with ``framing="none"`` and the file's writer
 schema — the same decode a Kafka record with that body gets. Each body is the row's
@@ -24,11 +25,10 @@ caps those items at ``max_block_records`` per block before any decoder loops ove
 
 from __future__ import annotations
 
-import io
 import json
 import zlib
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import Any
 
 import fastavro
 import numpy as np
@@ -37,148 +37,21 @@ import pyarrow as pa
 from thalweg_bytewax.codecs.avro import AvroCodec
 from thalweg_bytewax.errors import ThalwegError
 
+from ._avro_container import (
+    Corrupt,
+    block_data,
+    min_width,
+    read_header,
+    read_long,
+    resync_block,
+    size_of,
+    split_bodies,
+)
 from ._avro_items import ItemWalker, has_zero_width_items
 from ._common import Bad, Chunk, Target, cast_rows, whole_file_bad
 from ._limits import DEFAULT_LIMITS, FileLimits, LimitExceeded, over_limit
 
 __all__ = ["read_avro"]
-
-_MAGIC = b"Obj\x01"
-
-
-class _Corrupt(Exception):
-    """The container's structure is broken at this point."""
-
-
-def _long(f: IO[bytes]) -> int:
-    shift = 0
-    acc = 0
-    while True:
-        b = f.read(1)
-        if not b:
-            raise EOFError
-        acc |= (b[0] & 0x7F) << shift
-        if not b[0] & 0x80:
-            return (acc >> 1) ^ -(acc & 1)
-        shift += 7
-        if shift > 63:
-            msg = "varint longer than 10 bytes"
-            raise _Corrupt(msg)
-
-
-def _sized(f: IO[bytes], end: int) -> bytes:
-    """A length-prefixed value, its length checked against the bytes left first."""
-    n = _long(f)
-    if n < 0 or n > end - f.tell():
-        msg = f"a header value of {n} bytes with {end - f.tell()} left in the file"
-        raise _Corrupt(msg)
-    return f.read(n)
-
-
-def _header(f: IO[bytes], end: int) -> tuple[dict[str, bytes], bytes]:
-    if f.read(4) != _MAGIC:
-        msg = "not an Avro container (bad magic bytes)"
-        raise _Corrupt(msg)
-    meta: dict[str, bytes] = {}
-    while (count := _long(f)) != 0:
-        if count < 0:
-            count = -count
-            _long(f)  # the block's byte size
-        if count > (end - f.tell()) // 2:  # an entry is two lengths at least
-            msg = f"a header map of {count} entries with {end - f.tell()} bytes left"
-            raise _Corrupt(msg)
-        for _ in range(count):
-            key = _sized(f, end).decode()
-            meta[key] = _sized(f, end)
-    sync = f.read(16)
-    if len(sync) != 16:
-        raise EOFError
-    return meta, sync
-
-
-def _data(codec: str, raw: bytes, cap: int) -> bytes:
-    if codec == "null":
-        return raw
-    if codec == "deflate":
-        inflate = zlib.decompressobj(-15)
-        data = inflate.decompress(raw, cap + 1)  # never more than the bound, plus one
-        if len(data) > cap:
-            what = f"a deflate block inflating past {cap:,} bytes"
-            raise LimitExceeded(over_limit("max_block_bytes", cap, what))
-        if not inflate.eof:
-            msg = "deflate data is truncated"
-            raise _Corrupt(msg)
-        return data
-    msg = f"block codec {codec!r} is not supported (expected 'null' or 'deflate')"
-    raise _Corrupt(msg)
-
-
-def _split(data: bytes, count: int, parsed: Any) -> tuple[list[bytes], str | None]:
-    """The record bodies of one block, and why splitting stopped early (if it did)."""
-    buf = io.BytesIO(data)
-    bodies: list[bytes] = []
-    pos = 0
-    for _ in range(count):
-        try:
-            fastavro.schemaless_reader(buf, parsed, None)
-        except Exception as exc:  # noqa: BLE001 - any reader failure: the rest is unreadable
-            return bodies, f"{type(exc).__name__}: {exc}"
-        end = buf.tell()
-        bodies.append(data[pos:end])
-        pos = end
-    if pos != len(data):
-        return bodies, f"{len(data) - pos} byte(s) left after {count} records"
-    return bodies, None
-
-
-def _resync(f: IO[bytes], sync: bytes) -> bool:
-    """Move ``f`` just past the next sync marker; False at the end of the file."""
-    tail = b""
-    while True:
-        chunk = f.read(1 << 16)
-        if not chunk:
-            return False
-        data = tail + chunk
-        at = data.find(sync)
-        if at >= 0:
-            f.seek(f.tell() - len(data) + at + 16)
-            return True
-        tail = data[-15:]
-
-
-def min_width(schema: Any, named: dict[str, Any], seen: frozenset[str] = frozenset()) -> int:
-    """The fewest bytes a value of a parsed Avro schema can take (0: ``null``)."""
-    if isinstance(schema, str):
-        if schema in _WIDTHS:
-            return _WIDTHS[schema]
-        if schema in seen or schema not in named:
-            return 0  # a recursive reference: a lower bound is enough
-        return min_width(named[schema], named, seen | {schema})
-    if isinstance(schema, list):
-        return 1  # the branch index
-    kind = schema.get("type")
-    if kind == "record":
-        name = schema.get("name", "")
-        return sum(min_width(f["type"], named, seen | {name}) for f in schema["fields"])
-    if kind == "fixed":
-        return int(schema.get("size", 0))
-    if kind in ("array", "map", "enum"):
-        return 1
-    return min_width(kind, named, seen)
-
-
-_WIDTHS = {
-    "null": 0, "boolean": 1, "int": 1, "long": 1, "float": 4, "double": 8,
-    "bytes": 1, "string": 1,
-}
-
-
-def _size_of(f: IO[bytes]) -> int:
-    here = f.tell()
-    end = f.seek(0, io.SEEK_END)
-    f.seek(here)
-    return end
-
 
 def read_avro(
     target: Target,
@@ -189,9 +62,9 @@ def read_avro(
 ) -> Iterator[Chunk]:
     """Avro OCF blocks, decoded by the Avro codec, in record order."""
     with target.open() as f:
-        end = _size_of(f)
+        end = size_of(f)
         try:
-            meta, sync = _header(f, end)
+            meta, sync = read_header(f, end)
             writer = json.loads(meta["avro.schema"])
             codec_name = meta.get("avro.codec", b"null").decode()
             parsed = fastavro.parse_schema(writer)
@@ -202,7 +75,7 @@ def read_avro(
                 ItemWalker(parsed, limits.max_block_records)
                 if has_zero_width_items(parsed) else None
             )
-        except (EOFError, _Corrupt, KeyError, ValueError, TypeError) as exc:
+        except (EOFError, Corrupt, KeyError, ValueError, TypeError) as exc:
             yield whole_file_bad(start, "cannot read the Avro container header", exc)
             return
         except Exception as exc:  # fastavro / the codec refusing the writer schema
@@ -214,11 +87,11 @@ def read_avro(
         while True:
             at = f.tell()
             try:
-                count = _long(f)
-                size = _long(f)
+                count = read_long(f)
+                size = read_long(f)
             except EOFError:
                 return
-            except _Corrupt as exc:
+            except Corrupt as exc:
                 yield whole_file_bad(max(first, start), f"Avro block at byte {at}", exc)
                 return
             left = end - f.tell()
@@ -243,7 +116,7 @@ def read_avro(
                     yield Chunk(None, np.zeros(0, np.int64), first + count,
                                 bad=[Bad(max(first, start), msg, raw)])
                 first += count
-                if marker != sync and not _resync_block(f, sync, at):
+                if marker != sync and not resync_block(f, sync, at):
                     return
                 continue
             raw = f.read(size)
@@ -263,7 +136,7 @@ def read_avro(
                 bad = [Bad(max(first, start), msg, raw)]
                 first += count
                 yield Chunk(None, np.zeros(0, np.int64), max(first, start), bad=bad)
-                if not _resync_block(f, sync, at):
+                if not resync_block(f, sync, at):
                     return
                 continue
             yield from _block(
@@ -287,27 +160,6 @@ def _over_bounds(count: int, size: int, width: int, limits: FileLimits) -> str |
     return None
 
 
-def _resync_block(f: IO[bytes], sync: bytes, at: int) -> bool:
-    """After a bad marker: continue at the block following the bad one, if found."""
-    f.seek(at)
-    _long(f)
-    size = _long(f)  # checked against the bytes left when the block was read
-    f.seek(f.tell() + size + 16)  # past the damaged marker: the next block, if intact
-    here = f.tell()
-    try:
-        _long(f)
-        nsize = _long(f)
-        if nsize >= 0:
-            f.seek(f.tell() + nsize)
-            if f.read(16) == sync:
-                f.seek(here)
-                return True
-    except (EOFError, _Corrupt):
-        pass
-    f.seek(here)
-    return _resync(f, sync)
-
-
 def _block(
     codec: AvroCodec,
     codec_name: str,
@@ -324,15 +176,15 @@ def _block(
 ) -> Iterator[Chunk]:
     bad: list[Bad] = []
     try:
-        data = _data(codec_name, raw, limits.max_block_bytes)
+        data = block_data(codec_name, raw, limits.max_block_bytes)
         if count * width > len(data):
             msg = f"{count} records of {width} byte(s) at least in {len(data)} byte(s)"
-            raise _Corrupt(msg)
-    except (zlib.error, _Corrupt, LimitExceeded) as exc:
+            raise Corrupt(msg)
+    except (zlib.error, Corrupt, LimitExceeded) as exc:
         msg = f"Avro block at byte {at} ({count} records from record {first}): {exc}"
         yield Chunk(None, np.zeros(0, np.int64), first + count, bad=[Bad(first, msg, raw)])
         return
-    bodies, stopped = walker.split(data, count) if walker else _split(data, count, parsed)
+    bodies, stopped = walker.split(data, count) if walker else split_bodies(data, count, parsed)
     if stopped is not None:
         lost = first + len(bodies)
         rest = data[sum(len(b) for b in bodies) :]

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
-from ._common import Bad, Chunk, Target, cast_rows, chunk_of, whole_file_bad
+from ._common import Bad, Chunk, Target, typed_chunk, whole_file_bad
 from ._limits import DEFAULT_LIMITS, FileLimits, over_limit
 
 __all__ = ["read_ipc", "read_parquet"]
@@ -28,14 +28,6 @@ logger = logging.getLogger(__name__)
 
 WHOLE_ROW_GROUP_BYTES = 256 << 20
 """Parquet row groups up to this size (uncompressed) are read in one call."""
-
-
-def _typed(batch: pa.RecordBatch, schema: pa.Schema | None, first: int, start: int) -> Chunk:
-    chunk = chunk_of(batch, first, start)
-    if schema is None or chunk.rows is None:
-        return chunk
-    rows, offsets, bad = cast_rows(chunk.rows, schema, 0, chunk.offsets)
-    return Chunk(rows, offsets, chunk.next_row, None, bad)
 
 
 def read_parquet(
@@ -77,7 +69,7 @@ def read_parquet(
             else:
                 batches = f.iter_batches(batch_size=batch_rows, row_groups=[rg], columns=columns)
             for batch in batches:
-                yield _typed(batch, schema, done, start)
+                yield typed_chunk(batch, schema, done, start)
                 done += batch.num_rows
         except (OSError, pa.ArrowException) as exc:
             text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -132,7 +124,7 @@ def read_ipc(
             batch.validate(full=True)
             if first + n > start:
                 for i in range(0, n, batch_rows):
-                    yield _typed(batch.slice(i, batch_rows), schema, first + i, start)
+                    yield typed_chunk(batch.slice(i, batch_rows), schema, first + i, start)
             first += n
     except (OSError, MemoryError, pa.ArrowException) as exc:
         yield whole_file_bad(max(first, start), f"Arrow IPC unreadable from row {first}", exc)

@@ -31,6 +31,7 @@ __all__ = [
     "chunk_of",
     "rest_bad",
     "row_json",
+    "typed_chunk",
     "whole_file_bad",
 ]
 
@@ -163,6 +164,19 @@ def cast_rows(
     idx = np.asarray(good, dtype=np.int64)
     return _cast(selected.take(pa.array(idx)), schema), offs[idx], bad
 
+
+
+def typed_chunk(batch: pa.RecordBatch, schema: pa.Schema | None, first: int, start: int) -> Chunk:
+    """:func:`chunk_of` a batch, its rows cast to ``schema`` when one is given.
+
+    For a format that reads whole batches with types of its own (Parquet, Arrow IPC,
+    Excel): the rows that do not fit ``schema`` become the chunk's bad rows.
+    """
+    chunk = chunk_of(batch, first, start)
+    if schema is None or chunk.rows is None:
+        return chunk
+    rows, offsets, bad = cast_rows(chunk.rows, schema, 0, chunk.offsets)
+    return Chunk(rows, offsets, chunk.next_row, None, bad)
 
 def _cast(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     if batch.schema.equals(schema, check_metadata=False):

@@ -11,9 +11,10 @@ What goes wrong stays inside its block:
 * a value that does not parse as its column's type makes only its block be parsed
   again as text and cast: the rows that do not cast are rejected, the others kept;
 * a block that does not even read as text has its lines checked for UTF-8 (columnar,
-  over the block's buffer): each line that is not UTF-8 is one DLQ row with its bytes
-  and row index, and the block's other lines are parsed again without them; a block
-  unreadable for another reason is one DLQ row at its first row. The next block goes on.
+  over the block's buffer: :mod:`._csv_lines`): each line that is not UTF-8 is one DLQ
+  row with its bytes and row index, and the block's other lines are parsed again
+  without them; a block unreadable for another reason is one DLQ row at its first row.
+  The next block goes on.
 
 A row's index is its 0-based data row: blank lines are not rows, ragged ones are. Rows
 come out in batches of at most ``batch_rows``; a resume skips whole blocks before the
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,6 +34,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from ._common import Bad, Chunk, Target, cast_rows, rest_bad, whole_file_bad
+from ._csv_lines import BlockLines, count_rows, not_utf8_message
 from ._limits import DEFAULT_LIMITS, FileLimits, LimitExceeded, LongLine
 from ._lines import line_blocks, long_line_message, open_lines
 
@@ -56,19 +59,6 @@ class _Ragged:
     def __call__(self, row: pacsv.InvalidRow) -> str:
         self.rows.append(row)
         return "skip"
-
-
-def count_rows(block: bytes) -> int:
-    """The rows of a block of whole lines: its lines that are not blank or a lone CR."""
-    a = np.frombuffer(block, np.uint8)
-    if not len(a):
-        return 0
-    nl = np.flatnonzero(a == ord("\n"))
-    starts = np.concatenate(([0], nl + 1))
-    ends = np.concatenate((nl, [len(a)]))
-    length = ends - starts
-    cr = (length == 1) & (a[np.minimum(starts, len(a) - 1)] == ord("\r"))
-    return int(((length > 0) & ~cr).sum())
 
 
 def _header(block: bytes) -> tuple[list[str], bytes]:
@@ -105,18 +95,16 @@ def _parse_in(
     return table, ragged.rows
 
 
+@dataclass(eq=False)
 class _Block:
     """One block parsed: good rows (typed, or text to cast), their row indices, rejects."""
 
-    def __init__(
-        self, table: pa.Table, offsets: np.ndarray, bad: list[Bad], text: bool, rows: int
-    ) -> None:
-        self.table = table
-        self.offsets = offsets
-        self.bad = bad
-        self.text = text
-        self.rows = rows
-        """The rows of the block: good, ragged and unreadable."""
+    table: pa.Table
+    offsets: np.ndarray
+    bad: list[Bad]
+    text: bool
+    rows: int
+    """The rows of the block: good, ragged and unreadable."""
 
 
 def _read_block(
@@ -131,7 +119,7 @@ def _read_block(
         try:
             table, ragged = _parse(block, names, text, threads=True)
         except pa.ArrowInvalid as exc:
-            lines = _Lines(block)
+            lines = BlockLines(block)
             bad_lines = lines.not_utf8()
             if len(bad_lines):  # only those lines are bad: the others, parsed again
                 return _without_lines(lines, bad_lines, first, names, typed, text)
@@ -160,69 +148,8 @@ def _empty(names: list[str], text: pacsv.ConvertOptions) -> pa.Table:
     return pa.table({n: pa.array([], pa.string()) for n in cols})
 
 
-class _Lines:
-    """The lines of a block of whole lines, as spans of its buffer (no copy)."""
-
-    def __init__(self, block: bytes) -> None:
-        self.block = block
-        self.bytes = np.frombuffer(block, np.uint8)
-        nl = np.flatnonzero(self.bytes == ord("\n"))
-        # Line i is bytes starts[i]:starts[i + 1], its newline included.
-        self.starts = np.concatenate(([0], nl + 1)).astype(np.int64)
-        if self.starts[-1] == len(block):  # nothing after the last newline
-            self.starts = self.starts[:-1]
-        self.bounds = np.append(self.starts, len(block))
-        size = np.diff(self.bounds) - (self.bytes[self.bounds[1:] - 1] == ord("\n"))
-        lone_cr = (size == 1) & (self.bytes[np.minimum(self.starts, len(block) - 1)] == ord("\r"))
-        self.is_row = (size > 0) & ~lone_cr
-        """Which lines are rows: not blank, not a lone CR (as :func:`count_rows`)."""
-
-    def not_utf8(self) -> np.ndarray:
-        """The indices of the lines that are not valid UTF-8, in order.
-
-        The lines are one Arrow string array over the block's buffer; its full validation
-        (UTF-8 included) runs on halves of a failing range down to single lines, so the
-        cost is a few validations per bad line, not one per line.
-        """
-        n = len(self.starts)
-        if not n:
-            return np.zeros(0, np.int64)
-        text = pa.LargeStringArray.from_buffers(
-            n, pa.py_buffer(self.bounds), pa.py_buffer(self.block)
-        )
-        found: list[int] = []
-        pending = [(0, n)]
-        while pending:
-            at, k = pending.pop()
-            try:
-                text.slice(at, k).validate(full=True)
-            except pa.ArrowInvalid:
-                if k == 1:
-                    found.append(at)
-                else:
-                    half = k // 2
-                    pending += [(at + half, k - half), (at, half)]
-        return np.sort(np.asarray(found, np.int64))
-
-    def raw(self, i: int) -> bytes:
-        """Line ``i`` as it is in the file, without its line end."""
-        line = self.block[int(self.bounds[i]) : int(self.bounds[i + 1])]
-        return line.removesuffix(b"\n").removesuffix(b"\r")
-
-
-def _not_utf8_message(raw: bytes) -> str:
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError as exc:  # always: the line failed Arrow's validation
-        return (
-            f"CSV row is not UTF-8 text: byte 0x{raw[exc.start]:02x} at byte {exc.start} of "
-            "the row; transcode the file to UTF-8 and replay the row"
-        )
-    return "CSV row is not UTF-8 text; transcode the file to UTF-8 and replay the row"
-
-
 def _without_lines(
-    lines: _Lines, bad_lines: np.ndarray, first: int, names: list[str],
+    lines: BlockLines, bad_lines: np.ndarray, first: int, names: list[str],
     typed: pacsv.ConvertOptions, text: pacsv.ConvertOptions,
 ) -> _Block:
     """A block whose ``bad_lines`` are not UTF-8: each one DLQ row, the rest parsed.
@@ -231,7 +158,7 @@ def _without_lines(
     are parsed again as one block, and their rows keep the row indices they have here.
     """
     row_of = first + np.cumsum(lines.is_row) - 1  # the row index of each line
-    bad = [Bad(int(row_of[i]), _not_utf8_message(raw), raw)
+    bad = [Bad(int(row_of[i]), not_utf8_message(raw), raw)
            for i in bad_lines.tolist() for raw in [lines.raw(i)]]
     keep = np.ones(len(lines.starts), bool)
     keep[bad_lines] = False

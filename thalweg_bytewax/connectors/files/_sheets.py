@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from thalweg_bytewax._deps import require
 
-from ._common import Bad, Chunk, Target, cast_rows, chunk_of, whole_file_bad
+from ._common import Bad, Chunk, Target, typed_chunk, whole_file_bad
 from ._limits import DEFAULT_LIMITS, FileLimits
 from ._workbook import check_workbook
 
@@ -38,11 +38,7 @@ def _window(
         except (pa.ArrowInvalid, pa.ArrowTypeError):
             columns.append(pa.array([None if v is None else str(v) for v in values], pa.string()))
     batch = pa.RecordBatch.from_arrays(columns, names=names)
-    chunk = chunk_of(batch, first, start)
-    if schema is None or chunk.rows is None:
-        return chunk
-    good, offsets, bad = cast_rows(chunk.rows, schema, 0, chunk.offsets)
-    return Chunk(good, offsets, chunk.next_row, None, bad)
+    return typed_chunk(batch, schema, first, start)
 
 
 def read_excel(

@@ -74,21 +74,10 @@ from ._lines import read_ndjson
 from ._partition import FilePartition, FileTarget
 from ._paths import expand
 from ._sheets import read_excel
-from ._split import FilesOut, split_rejects
 from ._xml import read_xml
 from .config import DEFAULT_BATCH_ROWS, FileFormat, FileSourceConfig, resolve_options
 
-__all__ = [
-    "DEFAULT_BATCH_ROWS",
-    "DEFAULT_LIMITS",
-    "FileFormat",
-    "FileLimits",
-    "FileSource",
-    "FileSourceConfig",
-    "FilesOut",
-    "XmlLimits",
-    "split_rejects",
-]
+__all__ = ["FileSource"]
 
 logger = logging.getLogger(__name__)
 

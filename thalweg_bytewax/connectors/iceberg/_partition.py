@@ -13,7 +13,8 @@ EpochSinkPartition`'s. This module:
   whose snapshot summary carries the covered offsets of every source partition it
   touched (``thalweg.coverage.<sink id>/<topic>:<partition>`` → ``"0-99,150-199"``);
 * in ``upsert`` mode keeps the epoch's rows, deduplicated by key (last wins), and
-  upserts them in one transaction carrying the same coverage properties;
+  upserts them in one transaction carrying the same coverage properties (what an epoch
+  stages until its commit is :mod:`._staging`'s);
 * on resume reads the coverage back as the union over the current snapshot's ancestry;
 * with ``locators="absent"`` stages rows without a locator (key ``UNLOCATED``) the same
   way, in commits without coverage properties.
@@ -35,7 +36,6 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from typing_extensions import override
 
 from thalweg_bytewax import _faults
@@ -55,16 +55,15 @@ from thalweg_bytewax.catalog.plan import TableShape  # noqa: E402
 from thalweg_bytewax.catalog.reconcile import reconcile  # noqa: E402
 from thalweg_bytewax.coverage.spans import OffsetCoverage  # noqa: E402
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError  # noqa: E402
-from thalweg_bytewax.records.uniform import int_bounds  # noqa: E402
 from thalweg_bytewax.runtime.epoch_sink import (  # noqa: E402
     UNLOCATED,
     EpochSinkPartition,
     EpochSinkState,
-    buffered_size,
 )
 
 from ._commit import commit  # noqa: E402
 from ._reads import held_record_ids, holds_partition, replaced_by_key  # noqa: E402
+from ._staging import EpochStage, last_per_key  # noqa: E402
 from ._stats import IcebergSinkStats  # noqa: E402
 from ._summary import (  # noqa: E402
     COMMIT_KEY,
@@ -77,7 +76,6 @@ from ._summary import (  # noqa: E402
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
-    from pyiceberg.manifest import DataFile
     from pyiceberg.table import Table
 
     from .config import IcebergSinkConfig
@@ -128,14 +126,7 @@ class _IcebergPartition(EpochSinkPartition):
         self._held: dict[str, OffsetCoverage] | None = None
         self._schema: pa.Schema | None = None  # the last batch schema provisioned
         self._shape: TableShape | None = None  # the table's columns batches are cast to
-        self._buffer: list[pa.RecordBatch] = []
-        self._buffer_bytes = 0  # an upper bound, exact up to ``_buffer_measured``
-        self._buffer_measured = 0  # the buffered batches whose exact size is counted
-        self._files: list[DataFile] = []
-        # Per source partition, the offsets staged since the last commit: each staged
-        # group's span, never a hole between two (rows refused on another shard).
-        self._pending: dict[str, OffsetCoverage] = {}
-        self._staged_unlocated = False  # rows without a locator staged this epoch
+        self._staged = EpochStage()
         # Source partitions the table lost: the next commit of each marks the reset.
         self._reset: set[str] = set()
         # Whether another writer's snapshot in the ancestry removed rows (read with the
@@ -201,47 +192,34 @@ class _IcebergPartition(EpochSinkPartition):
     @override
     def stage(self, key: str, rows: pa.RecordBatch) -> None:
         if key == UNLOCATED:
-            self._staged_unlocated = True
+            self._staged.unlocated = True
         else:
-            first, last = int_bounds(rows.column(self.columns.source_offset))
-            pending = self._pending.get(key)
-            staged = OffsetCoverage([(first, last)])
-            self._pending[key] = staged if pending is None else pending.union(staged)
-        rows = self._conform(rows)
-        self._buffer.append(rows)
-        self._buffer_bytes += rows.get_total_buffer_size()
-        if self._config.mode == "append" and self._buffer_full():
+            self._staged.offsets(key, rows.column(self.columns.source_offset))
+        self._staged.add(self._conform(rows))
+        if self._config.mode == "append" and self._staged.full(self._config.target_file_bytes):
             self._write_files()
 
     @override
     def commit_epoch(self) -> None:
-        if not self._pending and not self._staged_unlocated:
+        if not self._staged:
             return  # nothing staged: no empty snapshot
         if self._config.mode == "append":
             self._write_files()
             rows = None
         else:
-            rows = self._epoch_rows()
+            rows = last_per_key(self._staged.batches, list(self._config.key_columns))
         _faults.checkpoint("iceberg.before_commit")
         self._commit(rows, self._properties())
         _faults.checkpoint("iceberg.after_commit")
-        self._reset -= self._pending.keys()
-        self._files = []
-        self._buffer = []
-        self._buffer_bytes = self._buffer_measured = 0
-        self._pending = {}
-        self._staged_unlocated = False
+        self._reset -= self._staged.pending.keys()
+        self._staged.clear()
         self._key_windows.clear()  # a replay rarely outlasts an epoch: its reads go
 
     @override
     def abort(self) -> None:
         # Data files written this epoch are never committed: orphans no snapshot
         # references, removed by the table's orphan-file maintenance.
-        self._files = []
-        self._buffer = []
-        self._buffer_bytes = self._buffer_measured = 0
-        self._pending = {}
-        self._staged_unlocated = False
+        self._staged.clear()
 
     @override
     def held_record_ids(self, key: str, first: int, last: int) -> pa.Table | None:
@@ -278,22 +256,6 @@ class _IcebergPartition(EpochSinkPartition):
         held, foreign_deletes = read_coverage(self._current_table(), self._sink_id)
         self._foreign_deletes = self._foreign_deletes or foreign_deletes
         return held
-
-    def _buffer_full(self) -> bool:
-        """Whether the buffered rows reach ``target_file_bytes``.
-
-        Each batch adds its buffers' total size, which is cheap but overcounts a batch
-        sliced from larger buffers; only when that bound reaches the target are the
-        batches not measured yet measured exactly (``nbytes``, ~15x the cost), each once.
-        """
-        target = self._config.target_file_bytes
-        if self._buffer_bytes < target:
-            return False
-        unmeasured = self._buffer[self._buffer_measured :]
-        exact = self._buffer_bytes - sum(b.get_total_buffer_size() for b in unmeasured)
-        self._buffer_bytes = exact + sum(buffered_size(b) for b in unmeasured)
-        self._buffer_measured = len(self._buffer)
-        return self._buffer_bytes >= target
 
     def _conform(self, rows: pa.RecordBatch) -> pa.RecordBatch:
         """Provision the table for a new schema, then reconcile rows to its columns."""
@@ -335,36 +297,20 @@ class _IcebergPartition(EpochSinkPartition):
 
     def _write_files(self) -> None:
         """Write the buffered rows as data files (invisible until the epoch commits)."""
-        if not self._buffer or self._config.mode != "append":
+        if not self._staged.batches or self._config.mode != "append":
             return
         table = self._table
         if table is None:  # pragma: no cover - provisioned before anything is buffered
             msg = f"iceberg sink: table `{self._config.table}` was not provisioned"
             raise SinkTerminalError(msg)
-        data = pa.Table.from_batches(self._buffer)
+        data = pa.Table.from_batches(self._staged.take_batches())
         files = list(_dataframe_to_data_files(table.metadata, data, table.io))
-        self._files.extend(files)
+        self._staged.files.extend(files)
         self.stats.data_files_written += len(files)
-        self._buffer = []
-        self._buffer_bytes = self._buffer_measured = 0
-
-    def _epoch_rows(self) -> pa.Table:
-        """The epoch's rows for an upsert, one per key: the last one staged wins."""
-        # A schema evolved mid-epoch leaves batches of two shapes: promote to the newer.
-        data = pa.concat_tables(
-            [pa.Table.from_batches([b]) for b in self._buffer], promote_options="default"
-        )
-        keys = list(self._config.key_columns)
-        index = "__thalweg_row__"
-        data = data.append_column(index, pa.array(np.arange(data.num_rows, dtype=np.int64)))
-        last = data.group_by(keys, use_threads=False).aggregate([(index, "max")])
-        keep = pc.sort_indices(last.column(f"{index}_max"))
-        rows = data.take(pc.take(last.column(f"{index}_max"), keep))
-        return rows.drop_columns([index])
 
     def _properties(self) -> dict[str, str]:
         props = {COMMIT_KEY: uuid.uuid4().hex}
-        for key, staged in self._pending.items():
+        for key, staged in self._staged.pending.items():
             held = self.coverage(key) or OffsetCoverage()
             name = f"{COVERAGE_PREFIX}{self._sink_id}/{key}"
             props[name] = encode_spans(held.union(staged))
@@ -376,4 +322,4 @@ class _IcebergPartition(EpochSinkPartition):
         if self._table is None:  # pragma: no cover - provisioned before anything is staged
             msg = f"iceberg sink: table `{self._config.table}` was not provisioned"
             raise SinkTerminalError(msg)
-        self._table = commit(self._table, self._config, rows, props, self._files, self.stats)
+        self._table = commit(self._table, self._config, rows, props, self._staged.files, self.stats)

@@ -41,21 +41,12 @@ from thalweg_bytewax.records.model import KeyedBatch
 from thalweg_bytewax.runtime import crossings
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 
-from ._contents import io_error, lane_files, lane_held_offsets, lane_rows_missing
-from ._only_output import only_output
+from ._contents import io_error, lane_files, lane_held_offsets
 from ._partition import ProgressCallback, RawLanePartition
 from ._store import open_store
 from .config import DEFAULT_BATCH_SIZE, RawLaneSourceConfig, offsets_by_key
 
-__all__ = [
-    "DEFAULT_BATCH_SIZE",
-    "ProgressCallback",
-    "RawLaneSource",
-    "RawLaneSourceConfig",
-    "lane_held_offsets",
-    "lane_rows_missing",
-    "only_output",
-]
+__all__ = ["RawLaneSource"]
 
 logger = logging.getLogger(__name__)
 
