@@ -135,7 +135,8 @@ def test_an_allocator_that_cannot_grow_fails_the_chunk_as_memory() -> None:
     with pytest.raises(WasmUdfError) as caught:
         f(text)
     assert caught.value.kind is UdfFailure.MEMORY
-    assert "could not allocate 3200000 bytes within the memory cap of 1048576 bytes" in str(
+    # The chunk's buffers: offsets (72), data (3,200,000), values (128), validity (8).
+    assert "could not allocate 3200208 bytes within the memory cap of 1048576 bytes" in str(
         caught.value
     )
     assert f.apply([text]).failures == ()  # bisected down to chunks that fit
@@ -182,7 +183,7 @@ def test_a_pointer_outside_memory_is_never_written() -> None:
     with pytest.raises(WasmUdfError) as caught:
         f(pa.array([1, 2], pa.int64()))
     assert caught.value.kind is UdfFailure.ABI
-    assert "`twg_alloc(16)` returned 65530, outside its memory of 65536 bytes" in str(caught.value)
+    assert "`twg_alloc(40)` returned 65530, outside its memory of 65536 bytes" in str(caught.value)
 
 
 def test_the_sandbox_error_pickles_with_its_kind() -> None:
