@@ -6,6 +6,8 @@ import bytewax.operators as op
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from bytewax.dataflow import Stream
+from bytewax.operators import KeyedStream
 
 import thalweg_bytewax.operators as twg
 from tests.helpers import run_flow
@@ -31,7 +33,7 @@ def part(partition: int, first: int, values: list[int | None]) -> tuple[str, pa.
     return f"readings:{partition}", batch
 
 
-def batches(stream):  # type: ignore[no-untyped-def]
+def batches(stream: Stream[tuple[str, pa.RecordBatch]]) -> KeyedStream[pa.RecordBatch]:
     k = op.key_on("key", stream, lambda kv: kv[0])
     return op.map_value("batch", k, lambda kv: kv[1])
 
