@@ -217,3 +217,21 @@ def test_custom_sink_killed_and_resumed_holds_each_row_once(tmp_path: Path, faul
     assert published  # some epochs made it before the kill
     resumed = run(*script, env=clean_env())
     assert resumed.stdout.splitlines() == ["200 rows, 200 distinct (partition, offset)"]
+
+
+@pytest.mark.slow
+def test_wasm_functions_map_and_query_and_a_trapping_row_goes_to_the_dlq() -> None:
+    """docs/examples/howto_wasm_udf.py (docs/how-to/wasm-udf.md)."""
+    out = run(sys.executable, str(EXAMPLES / "howto_wasm_udf.py"), env=clean_env())
+    lines = out.stdout.splitlines()
+    assert lines == [
+        "ok: offset 0 fahrenheit=32.0 each=5 per_slot=3",
+        "ok: offset 1 fahrenheit=70.7 each=3 per_slot=2",
+        "ok: offset 2 fahrenheit=212.0 each=2 per_slot=1",
+        "ok: offset 4 fahrenheit=98.60000000000001 each=3 per_slot=2",
+        "dlq: offset 3 udf trapped: wasm trap: integer divide by zero on row 0 of its input; "
+        "fix the function",
+    ]
+    # The guide shows the output as it is.
+    guide = (ROOT / "docs/how-to/wasm-udf.md").read_text()
+    assert "\n".join(lines) in guide

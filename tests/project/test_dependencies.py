@@ -47,6 +47,7 @@ def test_extras_hold_only_what_is_truly_optional() -> None:
         "files": {"python-calamine", "lxml", "fsspec"},
         "proto": {"grpcio-tools"},
         "otlp": {"opentelemetry-exporter-otlp-proto-http"},
+        "wasm": {"wasmtime"},
         "dev": {"pgserver"},
     }
     for extra, packages in optional.items():
@@ -61,6 +62,7 @@ def test_extras_hold_only_what_is_truly_optional() -> None:
     [
         ("iceberg", 'pip install "thalweg-bytewax"'),
         ("files", 'pip install "thalweg-bytewax[files]"'),
+        ("wasm", 'pip install "thalweg-bytewax[wasm]"'),
     ],
 )
 def test_a_missing_module_names_what_installs_it(extra: str, hint: str) -> None:

@@ -1,12 +1,12 @@
 """The one dead-letter record format of the project, with stable reason codes.
 
 Every stage that can reject a record (decode, contract, data quality, a sink that
-exhausted its retries) emits DLQ rows with the same Arrow schema, so one DLQ stream and
-one DLQ table serve the whole flow. A DLQ row keeps what is needed to understand and
-replay the failure: the reason code, the failed rule ids, a human message naming what
-and where, the step, the record's locator and id, the raw key and payload bytes with
-the envelope intact (where the batch still carries them), the decoded row as JSON
-(where there is one) and when it was rejected.
+exhausted its retries, a WASM function that failed) emits DLQ rows with the same Arrow
+schema, so one DLQ stream and one DLQ table serve the whole flow. A DLQ row keeps what
+is needed to understand and replay the failure: the reason code, the failed rule ids, a
+human message naming what and where, the step, the record's locator and id, the raw key
+and payload bytes with the envelope intact (where the batch still carries them), the
+decoded row as JSON (where there is one) and when it was rejected.
 """
 
 from __future__ import annotations
@@ -70,6 +70,9 @@ class RejectReason(StrEnum):
     """The record fails a data-quality rule."""
     RETRY_EXHAUSTED = "retry_exhausted"
     """A sink could not write the record after its retries."""
+    UDF = "udf"
+    """A WASM user-defined function failed on the record: out of fuel, past its memory
+    cap, a trap or a non-zero status (the message says which)."""
 
 
 def dlq_schema(columns: MetadataColumns = _DEFAULT_COLUMNS) -> pa.Schema:

@@ -12,7 +12,7 @@ options keyword-only. The names their signatures and docs use (output dataclasse
 modes, rules, metadata policies) are exported here too.
 
 Each name loads its module on first use, so a flow pays at start-up only for the
-operators it uses (``decode`` alone does not load the contracts, SQL or window
+operators it uses (``decode`` alone does not load the contracts, SQL, window or WASM
 machinery).
 """
 
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from thalweg_bytewax.operators.deduplication import dedup
     from thalweg_bytewax.operators.records import to_dicts, to_raw_records
     from thalweg_bytewax.operators.validation import ValidateOut, failed_rules_column, validate
+    from thalweg_bytewax.operators.wasm import WasmOut, wasm_map, wasm_sql
     from thalweg_bytewax.operators.windowing import (
         Session,
         Sliding,
@@ -73,6 +74,9 @@ _LAZY = {
     "WindowAggOut": "thalweg_bytewax.operators.windowing",
     "WindowAggStats": "thalweg_bytewax.operators.windowing",
     "window_agg": "thalweg_bytewax.operators.windowing",
+    "WasmOut": "thalweg_bytewax.operators.wasm",
+    "wasm_map": "thalweg_bytewax.operators.wasm",
+    "wasm_sql": "thalweg_bytewax.operators.wasm",
 }
 
 __all__: list[str] = []
@@ -83,5 +87,6 @@ __all__ += ["ContractMode", "ContractSpec", "DropRule", "Rule", "RuleSet"]
 __all__ += ["DEFAULT_ALLOWED_SKEW", "MetadataColumns", "MetadataPolicy", "RawRecord"]
 __all__ += ["sql"]
 __all__ += ["Session", "Sliding", "Tumbling", "WindowAggOut", "WindowAggStats", "window_agg"]
+__all__ += ["WasmOut", "wasm_map", "wasm_sql"]
 
 __getattr__, __dir__ = lazy_package(__name__, _LAZY, globals())

@@ -12,25 +12,28 @@ source partition, ``"topic:N"``), so the epoch sinks keep one owner per source p
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 import bytewax.operators as op
+import numpy as np
 import pyarrow as pa
 from bytewax.dataflow import operator
 from bytewax.operators import KeyedStream
 from bytewax.outputs import DynamicSink, FixedPartitionedSink
 
-from thalweg_bytewax.records import DEFAULT_PREFIX, metadata_columns
+from thalweg_bytewax.lanes.dlq import RejectReason, dlq_batch_from_rows
+from thalweg_bytewax.records import DEFAULT_PREFIX, MetadataColumns, metadata_columns
 from thalweg_bytewax.sql.dag import SqlDag
 from thalweg_bytewax.sql.dag_nodes import SqlDagError
-from thalweg_bytewax.sql.dag_runner import DagPlan, DagRunner
+from thalweg_bytewax.sql.dag_runner import DagPlan, DagRunner, empty_batch
 from thalweg_bytewax.sql.node import (
     DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
     DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
 )
+from thalweg_bytewax.udf.function import WasmFunction, WasmUdfError
 
 __all__ = ["SqlDagOut", "sql_dag"]
 
@@ -54,12 +57,16 @@ class SqlDagOut:
         runner: The runner shared by the workers of this process; its ``runs`` count
             the queries per node and ``batches`` the input batches.
         stream_prefix: The prefix of the node streams' step ids (the step id).
+        rejected: With WASM ``functions``: DLQ batches (reason ``udf``) of the input
+            batches a function failed on, each rejected whole (every node's result is
+            empty for it); ``None`` without functions.
     """
 
     results: KeyedStream[dict[str, pa.RecordBatch]]
     schemas: Mapping[str, pa.Schema]
     runner: DagRunner = field(repr=False)
     stream_prefix: str
+    rejected: KeyedStream[pa.RecordBatch] | None = None
     _streams: dict[str, KeyedStream[pa.RecordBatch]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -124,6 +131,7 @@ def sql_dag(
     timeout_seconds: float | None = DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
     memory_limit_bytes: int = DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
     metadata_prefix: str = DEFAULT_PREFIX,
+    functions: Sequence[WasmFunction] = (),
 ) -> SqlDagOut:
     """Run a SQL DAG per keyed batch; one stream per node, sinks at any node.
 
@@ -155,6 +163,12 @@ def sql_dag(
             nodes run on (DuckDB ``memory_limit``, default 1 GiB, no spill to disk); a
             query past it fails the batch naming the node, the limit and how to raise it.
         metadata_prefix: The prefix of the metadata columns (for the locator check).
+        functions: WASM scalar functions the queries may call by their SQL names
+            (:class:`~thalweg_bytewax.udf.function.WasmFunction`, the ``wasm`` extra).
+            A batch a function fails on (out of fuel, past its memory cap, a trap) goes
+            whole to ``rejected`` with reason ``udf``, and every node's result is empty
+            for it: the flow goes on. Sub-steps then ``run``, ``results`` and
+            ``rejected``.
 
     Returns:
         The per-batch results (index by node name for a node's stream), the schemas
@@ -170,6 +184,7 @@ def sql_dag(
         columns=columns,
         timeout_seconds=timeout_seconds,
         memory_limit_bytes=memory_limit_bytes,
+        functions=functions,
     )
     if sinks:
         _check_sinks(dag, sinks)
@@ -178,16 +193,61 @@ def sql_dag(
         columns=columns,
         timeout_seconds=timeout_seconds,
         memory_limit_bytes=memory_limit_bytes,
+        functions=functions,
     )
+    rejected: KeyedStream[pa.RecordBatch] | None = None
+    if functions:
+        guarded = _Guarded(step_id, runner, schemas, columns)
+        runs = op.map_value("run", up, guarded.run)
+        results = op.map_value("results", runs, lambda r: r[0])
+        rejected = op.filter_map_value("rejected", runs, lambda r: r[1])
+    else:
 
-    def run(item: tuple[str, pa.RecordBatch]) -> tuple[str, dict[str, pa.RecordBatch]]:
-        key, batch = item
-        return key, runner.run(batch)
+        def run(item: tuple[str, pa.RecordBatch]) -> tuple[str, dict[str, pa.RecordBatch]]:
+            key, batch = item
+            return key, runner.run(batch)
 
-    results = op.map("run", up, run)
+        results = op.map("run", up, run)
     for sink_name, node in dag.sinks.items():
         if sink_name in sinks:
             batches = op.filter_map(f"node_{node}", results, _picker(node))
             op.output(f"sink_{sink_name}", batches, sinks[sink_name])
     logger.info("sql_dag %s: nodes %s", step_id, dag.order)
-    return SqlDagOut(results, MappingProxyType(schemas), runner, step_id.rsplit(".", 1)[-1])
+    return SqlDagOut(
+        results, MappingProxyType(schemas), runner, step_id.rsplit(".", 1)[-1], rejected
+    )
+
+
+class _Guarded:
+    """Runs the DAG per batch; a batch a WASM function fails on becomes DLQ rows."""
+
+    def __init__(
+        self,
+        step_id: str,
+        runner: DagRunner,
+        schemas: Mapping[str, pa.Schema],
+        columns: MetadataColumns,
+    ) -> None:
+        self.step_id = step_id
+        self.runner = runner
+        self.columns = columns
+        self.empty = {name: empty_batch(schema) for name, schema in schemas.items()}
+
+    def run(self, batch: pa.RecordBatch) -> tuple[dict[str, pa.RecordBatch], pa.RecordBatch | None]:
+        try:
+            return self.runner.run(batch), None
+        except WasmUdfError as exc:
+            message = (
+                f"sql_dag `{self.step_id}`: {exc}; the batch of {batch.num_rows} rows is "
+                f"rejected whole"
+            )
+            logger.warning("%s", message)
+            rejected = dlq_batch_from_rows(
+                batch,
+                pa.array(np.arange(batch.num_rows, dtype=np.int64)),
+                reason=RejectReason.UDF,
+                step_id=self.step_id,
+                messages=pa.repeat(pa.scalar(message, pa.string()), batch.num_rows),
+                columns=self.columns,
+            )
+            return dict(self.empty), rejected

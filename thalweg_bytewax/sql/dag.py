@@ -37,8 +37,8 @@ import graphlib
 import logging
 import os
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import pyarrow as pa
@@ -62,6 +62,9 @@ from thalweg_bytewax.sql.node import (
     SqlNodeError,
 )
 from thalweg_bytewax.sql.syntax import SqlError, check_query, first_line
+
+if TYPE_CHECKING:
+    from thalweg_bytewax.udf.function import WasmFunction
 
 __all__ = ["SqlDag", "table_references"]
 
@@ -264,6 +267,7 @@ class SqlDag:
         columns: MetadataColumns = DEFAULT_COLUMNS,
         timeout_seconds: float | None = DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
         memory_limit_bytes: int = DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
+        functions: Sequence[WasmFunction] = (),
     ) -> dict[str, pa.Schema]:
         """Check every query against ``schema`` and return each node's output schema.
 
@@ -280,6 +284,8 @@ class SqlDag:
             timeout_seconds: The bound on each check query.
             memory_limit_bytes: The memory limit of the transform database the nodes
                 run on (see :class:`DagRunner`).
+            functions: WASM scalar functions the queries may call (see
+                :class:`DagRunner`).
 
         Returns:
             The output schema of every node, by name, in execution order.
@@ -293,6 +299,7 @@ class SqlDag:
             columns=columns,
             timeout_seconds=timeout_seconds,
             memory_limit_bytes=memory_limit_bytes,
+            functions=functions,
         )
         out: dict[str, pa.RecordBatch] = {INPUT: empty_batch(schema)}
         refused: tuple[type[Exception], ...] = (*engine_errors(), SqlNodeError, ConfigError)

@@ -10,8 +10,8 @@ written. A query failing on a batch raises :class:`SqlDagRunError` naming the no
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 
@@ -19,6 +19,7 @@ from thalweg_bytewax.errors import ConfigError, ThalwegError
 from thalweg_bytewax.records import DEFAULT_COLUMNS, MetadataColumns
 from thalweg_bytewax.sql.bounds import SqlMemoryError, engine_errors
 from thalweg_bytewax.sql.dag_nodes import INPUT, SqlNode, dag_error
+from thalweg_bytewax.sql.engine import SqlSession
 from thalweg_bytewax.sql.node import (
     DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
     DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
@@ -28,6 +29,10 @@ from thalweg_bytewax.sql.node import (
 )
 from thalweg_bytewax.sql.node import SqlNode as _NodeEngine
 from thalweg_bytewax.sql.syntax import first_line
+from thalweg_bytewax.udf.sql_functions import take_failure
+
+if TYPE_CHECKING:
+    from thalweg_bytewax.udf.function import WasmFunction
 
 __all__ = ["DagPlan", "DagRunner", "SqlDagRunError", "empty_batch"]
 
@@ -72,6 +77,10 @@ class DagRunner:
             nodes run on (DuckDB's ``memory_limit``, no spill to disk); a node's query
             past it fails the batch with :class:`SqlDagRunError` naming the node, the
             limit and how to raise it.
+        functions: WASM scalar functions every node's query may call by their SQL
+            names; the nodes then run on databases of their own (of the same memory
+            limit), and a function failing on a batch raises
+            :class:`~thalweg_bytewax.udf.function.WasmUdfError` naming the node.
 
     Raises:
         SqlDagError: When a node's query is refused by the engine (it reads files,
@@ -86,10 +95,23 @@ class DagRunner:
         columns: MetadataColumns = DEFAULT_COLUMNS,
         timeout_seconds: float | None = DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
         memory_limit_bytes: int = DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
+        functions: Sequence[WasmFunction] = (),
     ) -> None:
         self.dag = dag
         self.timeout_seconds = timeout_seconds
         self.memory_limit_bytes = memory_limit_bytes
+        self.functions = tuple(functions)
+        # The nodes reading several relations share one database with the functions.
+        self._session = (
+            SqlSession(
+                DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
+                threads=1,
+                memory_limit_bytes=memory_limit_bytes,
+                functions=self.functions,
+            )
+            if self.functions
+            else None
+        )
         self._engines: dict[str, _Engine] = {}
         for name in dag.order:
             reads = dag.reads(name)
@@ -104,6 +126,7 @@ class DagRunner:
                     columns=columns,
                     timeout_seconds=timeout_seconds,
                     memory_limit_bytes=memory_limit_bytes,
+                    functions=self.functions,
                 )
             except ConfigError as exc:
                 raise dag_error(name, str(exc)) from exc
@@ -135,6 +158,7 @@ class DagRunner:
             SqlNodeError: From the engine, when the query fails.
             SqlTimeoutError: When the query passed the time bound.
             SqlMemoryError: When the query needed more than the memory limit.
+            WasmUdfError: When a WASM function failed on the batch, naming the node.
         """
         engine = self._engines[name]
         if isinstance(engine, _NodeEngine):
@@ -142,11 +166,19 @@ class DagRunner:
         else:
             tables = {k: results[k] for k in engine}
             query = self.dag.nodes[name].query
-            session = transform_session(self.memory_limit_bytes)
+            session = self._session or transform_session(self.memory_limit_bytes)
+            if self.functions:
+                take_failure()  # a failure left by an earlier query is not this one's
             try:
                 table = session.query(tables, query, timeout_seconds=self.timeout_seconds)
             except SqlMemoryError as exc:
                 raise memory_limit_error(name, self.memory_limit_bytes, exc) from exc
+            except engine_errors() as exc:
+                failure = take_failure() if self.functions else None
+                if failure is None:
+                    raise
+                msg = f"sql `{name}`: {failure}"
+                raise type(failure)(msg, failure.kind) from exc
             out = _one_batch(table)
         self.runs[name] += 1
         return out

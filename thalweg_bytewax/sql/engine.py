@@ -31,8 +31,8 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -42,12 +42,19 @@ from thalweg_bytewax.sql._functions import install_functions
 from thalweg_bytewax.sql.bounds import DEFAULT_MEMORY_LIMIT_BYTES, check_memory_limit, run_bounded
 from thalweg_bytewax.sql.prepared import PreparedQuery
 
+if TYPE_CHECKING:
+    from thalweg_bytewax.udf.function import WasmFunction
+
 __all__ = ["SqlSession", "shared_cursor"]
 
 logger = logging.getLogger(__name__)
 
 
-def _open_sandboxed(threads: int | None = None, memory_limit_bytes: int | None = None) -> Any:
+def _open_sandboxed(
+    threads: int | None = None,
+    memory_limit_bytes: int | None = None,
+    functions: Sequence[WasmFunction] = (),
+) -> Any:
     duckdb = require("duckdb", extra="sql")
     # The thread count and the memory limit are fixed here: once the configuration is
     # locked, SET cannot move them.
@@ -64,6 +71,10 @@ def _open_sandboxed(threads: int | None = None, memory_limit_bytes: int | None =
     # Timestamps with a zone render and convert in UTC whatever the host's zone is.
     con.execute("SET TimeZone='UTC'")
     install_functions(con)
+    if functions:
+        from thalweg_bytewax.udf.sql_functions import register  # noqa: PLC0415 - optional
+
+        register(con, functions)
     con.execute("SET lock_configuration=true")
     return con
 
@@ -97,6 +108,7 @@ class SqlSession:
         *,
         threads: int | None = None,
         memory_limit_bytes: int = DEFAULT_MEMORY_LIMIT_BYTES,
+        functions: Sequence[WasmFunction] = (),
     ) -> None:
         if timeout_seconds is not None and not timeout_seconds > 0:
             msg = (
@@ -111,6 +123,7 @@ class SqlSession:
         self.timeout_seconds = timeout_seconds
         self.threads = threads
         self.memory_limit_bytes = memory_limit_bytes
+        self.functions = tuple(functions)
         self._lock = threading.Lock()
         self._con: tuple[int, Any] | None = None
         self._local = threading.local()
@@ -120,6 +133,7 @@ class SqlSession:
             "timeout_seconds": self.timeout_seconds,
             "threads": self.threads,
             "memory_limit_bytes": self.memory_limit_bytes,
+            "functions": self.functions,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -127,6 +141,7 @@ class SqlSession:
             state["timeout_seconds"],
             threads=state.get("threads"),
             memory_limit_bytes=state.get("memory_limit_bytes", DEFAULT_MEMORY_LIMIT_BYTES),
+            functions=state.get("functions", ()),
         )
 
     def cursor(self) -> Any:
@@ -145,7 +160,10 @@ class SqlSession:
         pid = os.getpid()
         with self._lock:
             if self._con is None or self._con[0] != pid:
-                self._con = (pid, _open_sandboxed(self.threads, self.memory_limit_bytes))
+                self._con = (
+                    pid,
+                    _open_sandboxed(self.threads, self.memory_limit_bytes, self.functions),
+                )
             return self._con[1].cursor()
 
     def _bound(self, timeout_seconds: float | None) -> float | None:

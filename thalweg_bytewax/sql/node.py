@@ -20,8 +20,9 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -40,6 +41,10 @@ from thalweg_bytewax.sql.engine import SqlSession
 from thalweg_bytewax.sql.lineage import attach_aggregate_lineage, attach_row_lineage, drop_hidden
 from thalweg_bytewax.sql.prepared import PreparedQuery
 from thalweg_bytewax.sql.syntax import SqlError, first_line
+from thalweg_bytewax.udf.sql_functions import take_failure
+
+if TYPE_CHECKING:
+    from thalweg_bytewax.udf.function import WasmFunction
 
 __all__ = [
     "DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES",
@@ -131,6 +136,11 @@ class SqlNode:
             on, shared with the process's other nodes of the same limit (DuckDB's
             ``memory_limit``; no spill to disk). A run past it raises
             :class:`~thalweg_bytewax.sql.bounds.SqlMemoryError` naming the node.
+        functions: WASM scalar functions the query may call by their SQL names
+            (:class:`~thalweg_bytewax.udf.function.WasmFunction`). A node with functions
+            runs on a database of its own (of the same memory limit), so its function
+            names are its own; a function failing on a batch raises
+            :class:`~thalweg_bytewax.udf.function.WasmUdfError` naming the node.
 
     Raises:
         ConfigError: When the query is not one ``SELECT``, reads anything else (files,
@@ -149,6 +159,7 @@ class SqlNode:
         columns: MetadataColumns = DEFAULT_COLUMNS,
         timeout_seconds: float | None = DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
         memory_limit_bytes: int = DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
+        functions: Sequence[WasmFunction] = (),
     ) -> None:
         self.step_id = step_id
         if not _NAME.match(name) or name.startswith("__twg"):
@@ -174,7 +185,20 @@ class SqlNode:
         self.columns = columns
         self.timeout_seconds = timeout_seconds
         self.memory_limit_bytes = memory_limit_bytes
+        self.functions = tuple(functions)
+        self._own_session = (
+            SqlSession(
+                DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
+                threads=1,
+                memory_limit_bytes=memory_limit_bytes,
+                functions=self.functions,
+            )
+            if self.functions
+            else None
+        )
         self._check_params()
+        if self._own_session is not None:
+            self._check_functions(self._own_session)
         self._prepared: PreparedQuery | None = None
         self._rows = _row_numbers(0)  # 0, 1, 2 ...: sliced per batch, grown once
 
@@ -196,6 +220,19 @@ class SqlNode:
             )
             raise ConfigError(msg)
 
+    def _check_functions(self, session: SqlSession) -> None:
+        """Open the node's database now, so a function DuckDB refuses fails the build."""
+        duckdb = require("duckdb", extra="sql")
+        try:
+            session.cursor()
+        except duckdb.Error as exc:
+            names = ", ".join(f"`{f.name}`" for f in self.functions)
+            msg = (
+                f"sql `{self.step_id}`: expected DuckDB to accept the functions {names}; "
+                f"got {first_line(exc)}; rename a function that clashes with a built-in"
+            )
+            raise ConfigError(msg) from exc
+
     @property
     def mode(self) -> LineageMode:
         """How this node keeps lineage (decided at build, revised once on first run)."""
@@ -207,6 +244,8 @@ class SqlNode:
         Raises:
             SqlNodeError: When DuckDB fails the query on this batch (a type error, the
                 sandbox refusing a file or network read), naming the node.
+            WasmUdfError: When a WASM function of the node failed on this batch (out
+                of fuel, past its memory cap, a trap), naming the node.
             SqlTimeoutError: When the run passed the node's time bound.
             SqlMemoryError: When the run needed more than the node's memory limit,
                 naming the node, the limit and how to raise it.
@@ -232,8 +271,11 @@ class SqlNode:
 
     def _query(self, registered: pa.RecordBatch) -> pa.Table:
         duckdb = require("duckdb", extra="sql")
+        if self.functions:
+            take_failure()  # a failure left by an earlier query is not this one's
         if self._prepared is None or self._prepared.sql != self.plan.sql:
-            self._prepared = transform_session(self.memory_limit_bytes).prepare(
+            session = self._own_session or transform_session(self.memory_limit_bytes)
+            self._prepared = session.prepare(
                 self.name, self.plan.sql, timeout_seconds=self.timeout_seconds, params=self.params
             )
         try:
@@ -257,6 +299,10 @@ class SqlNode:
         except SqlMemoryError as exc:
             raise memory_limit_error(self.step_id, self.memory_limit_bytes, exc) from exc
         except duckdb.Error as exc:
+            failure = take_failure() if self.functions else None
+            if failure is not None:
+                msg = f"sql `{self.step_id}`: {failure}"
+                raise type(failure)(msg, failure.kind) from exc
             raise self._error(exc) from exc
 
     def _error(self, exc: BaseException) -> SqlNodeError:

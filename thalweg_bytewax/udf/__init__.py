@@ -1,0 +1,63 @@
+"""Sandboxed WASM user-defined functions over Arrow columns.
+
+Pure transforms a user compiles to WebAssembly (Rust, C, Zig, AssemblyScript...) run
+in-process, in a sandbox with nothing to reach: the module may import nothing (no WASI,
+no host function: no filesystem, network, environment or clock), each call is
+fuel-metered in proportion to its rows and memory-capped, and every failure (out of
+fuel, past the cap, a trap) fails only its rows. The data crosses as Arrow buffers, a
+chunk of a column per call, never a Python call per row.
+
+* :mod:`.module`: loading a module (size bound, no imports, the ABI exports), compiled
+  once per process;
+* :mod:`.function`: the ABI, a function over Arrow columns, fuel, the memory cap,
+  failures and their bisection down to the failing rows;
+* :mod:`.sql_functions`: the functions as DuckDB scalar functions.
+
+The operators are ``twg.wasm_map`` and ``twg.wasm_sql`` (``thalweg_bytewax.operators``);
+see ``docs/how-to/wasm-udf.md``. Needs the ``wasm`` extra (``wasmtime``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from thalweg_bytewax._lazy import lazy_dir, load_lazy
+
+if TYPE_CHECKING:
+    from thalweg_bytewax.udf.function import (
+        ArgType,
+        RowFailure,
+        UdfFailure,
+        UdfResult,
+        WasmFunction,
+        WasmUdfError,
+    )
+    from thalweg_bytewax.udf.module import WasmModule, WasmModuleError
+
+_HOMES = {
+    **dict.fromkeys(
+        ("ArgType", "RowFailure", "UdfFailure", "UdfResult", "WasmFunction", "WasmUdfError"),
+        ".function",
+    ),
+    **dict.fromkeys(("WasmModule", "WasmModuleError"), ".module"),
+}
+
+__all__ = [
+    "ArgType",
+    "RowFailure",
+    "UdfFailure",
+    "UdfResult",
+    "WasmFunction",
+    "WasmModule",
+    "WasmModuleError",
+    "WasmUdfError",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name from its module on first access."""
+    return load_lazy(__name__, _HOMES, globals(), name)
+
+
+def __dir__() -> list[str]:
+    return lazy_dir(globals())
