@@ -20,12 +20,14 @@ if TYPE_CHECKING:
     from ._partition import FlightSinkStats
     from .config import FlightSinkConfig, FlightSourceConfig
     from .sink import FlightSink
+    from .source import FlightSource
 
 # Public name -> the submodule that defines it, imported on first access.
 _LAZY = {
     "FlightSink": ".sink",
     "FlightSinkConfig": ".config",
     "FlightSinkStats": "._partition",
+    "FlightSource": ".source",
     "FlightSourceConfig": ".config",
 }
 
@@ -33,6 +35,7 @@ __all__ = [
     "FlightSink",
     "FlightSinkConfig",
     "FlightSinkStats",
+    "FlightSource",
     "FlightSourceConfig",
 ]
 
