@@ -93,7 +93,7 @@ def test_rows_a_flight_sink_stored_come_back_keyed_with_their_locators(
 
 def test_a_resumed_partition_starts_after_the_last_row_it_emitted(plain: PlainServer) -> None:
     location = f"grpc://127.0.0.1:{plain.port}"
-    source = FlightSource(location, "numbers")
+    source = FlightSource(location, "numbers", max_queued_batches=1)
     assert source.list_parts() == ["numbers:0", "numbers:1"]
     part = source.build_part("in", "numbers:1", None)
     first = poll(part, until_rows=10)

@@ -110,7 +110,9 @@ class FlightEndpointPartition(StatefulSourcePartition[KeyedBatch, int]):
     @override
     def next_batch(self) -> list[KeyedBatch]:
         out: list[KeyedBatch] = []
-        while not self._ended:
+        for _ in range(self._queue.maxsize):  # at most a queue's worth per call
+            if self._ended:
+                break
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
