@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from datetime import timedelta
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -43,7 +44,7 @@ def items() -> list[tuple[str, pa.RecordBatch]]:
     return [("t:0", raw_batch("t", 0, range(5))), ("t:1", raw_batch("t", 1, range(10, 13)))]
 
 
-def transform(location: str, **options: object) -> Callable[..., twg.FlightTransformOut]:
+def transform(location: str, **options: Any) -> Callable[..., twg.FlightTransformOut]:
     return lambda up: twg.flight_transform("sidecar", up, location=location, **options)
 
 
@@ -215,7 +216,7 @@ def test_a_flapping_sidecar_opens_the_breaker_and_a_probe_closes_it(
     now[0] = 31.0
     answer = caller.run(batch)  # the probe
     assert answer.ok is not None and answer.ok.column("length").to_pylist() == [2, 2, 2]
-    assert breaker.state is BreakerState.CLOSED and breaker.opened == 1
+    assert breaker.state.value == "closed" and breaker.opened == 1
 
 
 def test_a_failed_probe_opens_the_breaker_again() -> None:

@@ -69,7 +69,7 @@ class RejectReason(StrEnum):
     DQ = "dq"
     """The record fails a data-quality rule."""
     RETRY_EXHAUSTED = "retry_exhausted"
-    """A sink could not write the record after its retries."""
+    """A sink could not write the record, or a sidecar answer it, after the retries."""
 
 
 def dlq_schema(columns: MetadataColumns = _DEFAULT_COLUMNS) -> pa.Schema:

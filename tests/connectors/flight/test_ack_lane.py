@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.flight as flight
+import pytest
 
 from tests.helpers import raw_batch
 from thalweg_bytewax.connectors.flight._ack_lane import AckLane
+from thalweg_bytewax.errors import SinkTransientError
 from thalweg_bytewax.flight.table_server import TableServer
 
 WAIT_S = 30.0
@@ -17,14 +20,14 @@ WAIT_S = 30.0
 
 
 def lane_to(server: TableServer, *, max_bytes: int, max_burst: int = 64) -> AckLane:
-    def open_stream(client: flight.FlightClient, schema: pa.Schema) -> tuple[object, object]:
+    def open_stream(client: flight.FlightClient, schema: pa.Schema) -> Any:
         return client.do_put(flight.FlightDescriptor.for_path("orders"), schema)
 
     return AckLane(
         component="flight sink `orders`",
         location=server.location,
         connect=lambda: flight.FlightClient(server.location),
-        open_stream=open_stream,  # type: ignore[arg-type]
+        open_stream=open_stream,
         max_unconfirmed_bytes=max_bytes,
         max_burst=max_burst,
         retry_for=5.0,
@@ -84,6 +87,21 @@ def test_a_stalled_server_fills_the_channel_and_send_blocks_within_the_bound(
         lane.wait_confirmed(WAIT_S)
         assert lane.stats.peak_unconfirmed_bytes <= bound
         assert table_server.rows_stored == 20_000
+    finally:
+        table_server.resume()
+        lane.close()
+
+
+def test_a_confirm_that_never_comes_fails_the_lane_loudly(table_server: TableServer) -> None:
+    table_server.stall()
+    lane = lane_to(table_server, max_bytes=1 << 30)
+    try:
+        lane.send(raw_batch("t", 0, range(10)), {"t:0": 9})
+        with pytest.raises(SinkTransientError, match="1 batches not confirmed within 0.2 s"):
+            lane.wait_confirmed(0.2)
+        with pytest.raises(SinkTransientError, match="is the server stalled"):
+            lane.send(raw_batch("t", 0, range(10, 20)), {"t:0": 19})  # failed for good
+        assert lane.confirmed == {}
     finally:
         table_server.resume()
         lane.close()

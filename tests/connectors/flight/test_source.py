@@ -48,7 +48,9 @@ class PlainServer(flight.FlightServerBase):  # type: ignore[misc]
     @staticmethod
     def table(part: int) -> list[pa.RecordBatch]:
         values = [part * 1000 + i for i in range(25)]
-        return pa.Table.from_pydict({"x": values}).combine_chunks().to_batches(max_chunksize=10)
+        table = pa.Table.from_pydict({"x": values}).combine_chunks()
+        batches: list[pa.RecordBatch] = table.to_batches(max_chunksize=10)
+        return batches
 
     @override
     def do_get(self, context: Any, ticket: flight.Ticket) -> flight.RecordBatchStream:

@@ -243,7 +243,8 @@ class AckLane:
                 now = time.monotonic()
                 retry_until = retry_until if retry_until is not None else now + self._retry_for
                 self._drop_client()
-                if error.retryable and now + pause < retry_until and not self._closing:
+                failed = self._closing or self._error is not None  # closed, or timed out
+                if error.retryable and now + pause < retry_until and not failed:
                     logger.info("%s: stream broke; reopening in %.2f s", self.component, pause)
                     time.sleep(pause)
                     pause = min(pause * 2, RETRY_CAP_S)
