@@ -73,16 +73,19 @@ EVERY_ROW = sorted((p, o) for p in range(PARTITIONS) for o in range(ROWS))
 
 
 @pytest.mark.parametrize(
-    "faults",
+    ("faults", "workers"),
     [
-        ["flight.after_send:3", "flight.after_confirm:2", "epoch_sink.after_commit:4"],
-        ["epoch_sink.mid_write:5", "epoch_sink.before_commit:3"],
+        (["flight.after_send:3", "flight.after_confirm:2", "epoch_sink.after_commit:4"], 1),
+        (["epoch_sink.mid_write:5", "epoch_sink.before_commit:3"], 1),
+        (["flight.after_confirm:3", "epoch_sink.after_commit:2"], 2),
     ],
+    ids=["flight-points", "epoch-points", "two-workers"],
 )
 def test_a_flow_killed_at_each_point_lands_every_row_once(
-    crash: CrashHarness, server: ServerProcess, faults: list[str]
+    crash: CrashHarness, server: ServerProcess, faults: list[str], workers: int
 ) -> None:
-    flow = crash.flow(f"tests.connectors.flight.crash_flow:build_flow({server.location!r})")
+    spec = f"tests.connectors.flight.crash_flow:build_flow({server.location!r})"
+    flow = crash.flow(spec, "-w", str(workers))
     for fault in faults:
         flow.killed_at(fault)
         rows = located(server.held())
