@@ -28,6 +28,8 @@ __all__ = [
     "FailureKind",
     "MissingDependencyError",
     "SchemaError",
+    "SidecarError",
+    "SidecarTransientError",
     "SinkError",
     "SinkTerminalError",
     "SinkTransientError",
@@ -159,6 +161,22 @@ class SinkTransientError(SinkError, TransientError):
 
 class SinkTerminalError(SinkError):
     """A sink failure that retrying cannot fix; the epoch fails loudly, naming the target."""
+
+    __module__ = "thalweg_bytewax"
+
+
+class SidecarError(ThalwegError):
+    """A sidecar (a Flight service a step sends its batches to) failed or answered wrongly.
+
+    Terminal as raised: a reply that dropped, reordered or invented rows, or an answer
+    that is no record batch, means the sidecar must be fixed.
+    """
+
+    __module__ = "thalweg_bytewax"
+
+
+class SidecarTransientError(SidecarError, TransientError):
+    """A sidecar call worth retrying: a timeout, the service down or its code raising."""
 
     __module__ = "thalweg_bytewax"
 

@@ -235,3 +235,25 @@ def test_wasm_functions_map_and_query_and_a_trapping_row_goes_to_the_dlq() -> No
     # The guide shows the output as it is.
     guide = (ROOT / "docs/how-to/wasm-udf.md").read_text()
     assert "\n".join(lines) in guide
+
+
+EXPECTED_FLIGHT = "200 rows scored and landed, 200 distinct locators, 0 dead-lettered, mean score 6.40"
+
+
+@pytest.mark.slow
+def test_flight_sidecar_scores_every_row_once_in_process_and_served_by_the_cli() -> None:
+    """docs/examples/howto_flight_sidecar.py (docs/how-to/flight-sidecar.md), both ways."""
+    script = str(EXAMPLES / "howto_flight_sidecar.py")
+    assert run(sys.executable, script, env=clean_env()).stdout.strip() == EXPECTED_FLIGHT
+    serve = [THALWEG, "sidecar", "serve", "docs.examples.howto_flight_sidecar:score"]
+    proc = subprocess.Popen(
+        [*serve, "--port", "0"], cwd=ROOT, env=clean_env(), stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        location = proc.stdout.readline().split(" at ")[1].strip()
+        done = run(sys.executable, script, "--sidecar", location, env=clean_env())
+        assert done.stdout.strip() == EXPECTED_FLIGHT
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)

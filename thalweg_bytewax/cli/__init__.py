@@ -39,6 +39,8 @@ Commands:
 * ``thalweg describe-schema ...`` — print the exact Arrow schema a source decodes to
   (from a registry subject or id, an ``.avsc``, a ``.pb`` + message, or a JSON Schema),
   with the metadata columns a policy appends and DuckDB type hints.
+* ``thalweg sidecar serve MODULE:FUNCTION [--port N]`` — serve a function
+  ``pa.RecordBatch -> pa.RecordBatch`` over Arrow Flight to ``flight_transform`` steps.
 * ``thalweg query [SQL]`` — SQL (DuckDB) over a data directory's lanes and Iceberg
   tables; ``thalweg describe MODULE[:FLOW]`` — a flow's steps as a Mermaid flowchart.
 """
@@ -78,6 +80,7 @@ def _parser() -> argparse.ArgumentParser:
         _query,
         _run,
         _schema,
+        _sidecar,
     )
     from thalweg_bytewax.config._cli import add_commands as add_config
     from thalweg_bytewax.protobundle._cli import add_commands as add_proto
@@ -96,6 +99,7 @@ def _parser() -> argparse.ArgumentParser:
         _describe.add_commands,  # describe
         _run.add_commands,  # run
         _cluster.add_commands,  # cluster
+        _sidecar.add_commands,  # sidecar serve
         add_config,  # config validate|show|secrets, init
         add_proto,  # proto bundle
         add_schema,  # schema to-odcs

@@ -70,6 +70,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "thalweg cluster -r /data/recovery pipeline",
         "thalweg cluster -r recovery/ -s 10 orders -w 2",
     ),
+    "sidecar": ("thalweg sidecar serve my_models.scoring:score --port 8815",),
+    "sidecar serve": ("thalweg sidecar serve my_models.scoring:score --port 8815",),
     "config": ("thalweg config validate pipeline.toml",),
     "config validate": (
         "thalweg config validate orders.toml --model thalweg_bytewax.flows.orders:OrdersSettings",

@@ -69,7 +69,7 @@ class RejectReason(StrEnum):
     DQ = "dq"
     """The record fails a data-quality rule."""
     RETRY_EXHAUSTED = "retry_exhausted"
-    """A sink could not write the record after its retries."""
+    """A sink could not write the record, or a sidecar answer it, after the retries."""
     UDF = "udf"
     """A WASM user-defined function failed on the record: out of fuel, past its memory
     cap, a trap or a non-zero status (the message says which)."""

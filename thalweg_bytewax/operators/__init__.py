@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from thalweg_bytewax.operators.decoding import DecodeOut, decode
     from thalweg_bytewax.operators.deduplication import dedup
     from thalweg_bytewax.operators.records import to_dicts, to_raw_records
+    from thalweg_bytewax.operators.sidecar import FlightTransformOut, flight_transform
     from thalweg_bytewax.operators.validation import ValidateOut, failed_rules_column, validate
     from thalweg_bytewax.operators.wasm import WasmOut, wasm_map, wasm_sql
     from thalweg_bytewax.operators.windowing import (
@@ -57,6 +58,8 @@ _LAZY = {
     "decode": "thalweg_bytewax.operators.decoding",
     "to_dicts": "thalweg_bytewax.operators.records",
     "to_raw_records": "thalweg_bytewax.operators.records",
+    "FlightTransformOut": "thalweg_bytewax.operators.sidecar",
+    "flight_transform": "thalweg_bytewax.operators.sidecar",
     "ToBatchesOut": "thalweg_bytewax.operators.batching",
     "to_batches": "thalweg_bytewax.operators.batching",
     "ContractMode": "thalweg_bytewax.contracts.spec",
@@ -83,6 +86,7 @@ __all__: list[str] = []
 __all__ += ["ValidateOut", "dedup", "failed_rules_column", "validate"]
 __all__ += ["DecodeOut", "decode", "to_dicts", "to_raw_records"]
 __all__ += ["ToBatchesOut", "to_batches"]
+__all__ += ["FlightTransformOut", "flight_transform"]
 __all__ += ["ContractMode", "ContractSpec", "DropRule", "Rule", "RuleSet"]
 __all__ += ["DEFAULT_ALLOWED_SKEW", "MetadataColumns", "MetadataPolicy", "RawRecord"]
 __all__ += ["sql"]

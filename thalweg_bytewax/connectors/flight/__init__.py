@@ -1,0 +1,49 @@
+"""Arrow Flight out and in: a Flight server as a sink target and as a source.
+
+``from thalweg_bytewax.connectors.flight import FlightSink, FlightSource`` is the public
+import path; the modules behind it may move. See :mod:`.sink` for the exactly-once
+protocol with its pipelined ack lane and :mod:`.source` for the reader;
+:class:`FlightSinkConfig` and :class:`FlightSourceConfig` are their settings. The
+sidecar operator is :func:`thalweg_bytewax.operators.flight_transform`.
+
+Each name loads its module on first use: reading the configuration model loads neither
+Bytewax nor the connector's client.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from thalweg_bytewax._lazy import lazy_dir, load_lazy
+
+if TYPE_CHECKING:
+    from ._partition import FlightSinkStats
+    from .config import FlightSinkConfig, FlightSourceConfig
+    from .sink import FlightSink
+    from .source import FlightSource
+
+# Public name -> the submodule that defines it, imported on first access.
+_LAZY = {
+    "FlightSink": ".sink",
+    "FlightSinkConfig": ".config",
+    "FlightSinkStats": "._partition",
+    "FlightSource": ".source",
+    "FlightSourceConfig": ".config",
+}
+
+__all__ = [
+    "FlightSink",
+    "FlightSinkConfig",
+    "FlightSinkStats",
+    "FlightSource",
+    "FlightSourceConfig",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a name from its module on first access."""
+    return load_lazy(__name__, _LAZY, globals(), name)
+
+
+def __dir__() -> list[str]:
+    return lazy_dir(globals())
