@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from datetime import timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -257,7 +258,9 @@ def build_pipeline(  # noqa: PLR0912, PLR0913, PLR0915 - one flow, drawn in the 
             stream,
             SqlDag(specs),
             schema=_decoded_schema(payload, config.codec.metadata),
-            timeout_seconds=config.sql.timeout_s,
+            timeout=None
+            if config.sql.timeout_s is None
+            else timedelta(seconds=config.sql.timeout_s),
             memory_limit_bytes=config.sql.memory_limit_mb * 1024 * 1024,
         )
         # A node's stream is taken only when a window or sink reads it: each one taken
