@@ -64,7 +64,7 @@ PIPELINE_BASE: dict[str, Any] = {
             "name": "per_minute",
             "from": "out",
             "time_column": "created_at",
-            "size_s": 60.0,
+            "size": 60.0,
             "aggs": {"n": ["count", "*"]},
         }
     ],

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from datetime import timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -258,9 +257,7 @@ def build_pipeline(  # noqa: PLR0912, PLR0913, PLR0915 - one flow, drawn in the 
             stream,
             SqlDag(specs),
             schema=_decoded_schema(payload, config.codec.metadata),
-            timeout=None
-            if config.sql.timeout_s is None
-            else timedelta(seconds=config.sql.timeout_s),
+            timeout=config.sql.timeout,
             memory_limit_bytes=config.sql.memory_limit_mb * 1024 * 1024,
         )
         # A node's stream is taken only when a window or sink reads it: each one taken
