@@ -373,7 +373,8 @@ def test_the_sql_timeout_is_a_timedelta_and_its_old_seconds_keyword_warns_and_la
     from bytewax.testing import TestingSource
 
     flow = Dataflow("validate_sql_timeout")
-    keyed = op.key_on("key", op.input("in", flow, TestingSource([])), lambda _: "orders:0")
+    source: TestingSource[pa.RecordBatch] = TestingSource([])
+    keyed = op.key_on("key", op.input("in", flow, source), lambda _: "orders:0")
 
     def bound(step: str, **kwargs) -> float | None:
         out = twg.validate(step, keyed, CONTRACT, **kwargs)
