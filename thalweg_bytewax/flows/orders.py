@@ -76,7 +76,7 @@ to), so the default needs no registry. Point it at Kafka by environment alone::
 | ``THALWEG_ICEBERG_NAMESPACE`` | Iceberg namespace of the tables | ``sales`` |
 | ``THALWEG_POSTGRES_DSN`` | PostgreSQL to land the tables in too (a secret) | unset |
 | ``THALWEG_POSTGRES_SCHEMA`` | PostgreSQL schema of the tables | ``public`` |
-| ``THALWEG_WINDOW_LATENESS`` | how long a revenue window waits for late orders (seconds or ISO 8601) | ``3600`` |
+| ``THALWEG_WINDOW_LATENESS`` | how long a revenue window waits for late orders | ``3600`` |
 | ``THALWEG_OBSERVABILITY`` | OTLP export: ``THALWEG_OBSERVABILITY__OTLP__<KEY>`` | off |
 
 A bad value raises ``ConfigError`` naming the variable. Importing this module reads the
