@@ -59,7 +59,7 @@ def _config(source: dict[str, Any]) -> PipelineConfig:
                 "topic": {
                     "kind": "kafka",
                     "from": "clean",
-                    "bootstrap_servers": "localhost:9092",
+                    "brokers": "localhost:9092",
                     "topic": "orders_out",
                     "encoder": "json",
                     "librdkafka": KAFKA_SECRETS,

@@ -34,7 +34,7 @@ from flows.orders import OrdersSettings
 from thalweg_bytewax.cli import main
 from thalweg_bytewax.config import SecretRef, load_config
 from thalweg_bytewax.connectors.files import FileSourceConfig
-from thalweg_bytewax.connectors.kafka import KafkaSourceConfig
+from thalweg_bytewax.connectors.kafka import KafkaSinkConfig, KafkaSourceConfig
 from thalweg_bytewax.connectors.raw_lane import RawLaneSourceConfig
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.pipeline import PipelineConfig
@@ -64,7 +64,7 @@ PIPELINE_BASE: dict[str, Any] = {
             "name": "per_minute",
             "from": "out",
             "time_column": "created_at",
-            "size_s": 60.0,
+            "size": 60.0,
             "aggs": {"n": ["count", "*"]},
         }
     ],
@@ -76,7 +76,7 @@ PIPELINE_BASE: dict[str, Any] = {
         "topic": {
             "kind": "kafka",
             "from": "out",
-            "bootstrap_servers": "localhost:9092",
+            "brokers": "localhost:9092",
             "topic": "orders_out",
             "encoder": "json",
         },
@@ -86,10 +86,15 @@ PIPELINE_BASE: dict[str, Any] = {
 MODELS: dict[str, tuple[type[BaseModel], dict[str, Any]]] = {
     "thalweg_bytewax.pipeline:PipelineConfig": (PipelineConfig, PIPELINE_BASE),
     "flows.orders:OrdersSettings": (OrdersSettings, {}),
-    # Each source's own model, whole (the pipeline walk reaches the Kafka one only).
+    # Each source's own model, whole (the pipeline walk reaches the Kafka one only), and
+    # the Kafka sink's (the walk reaches it as a pipeline section, beside its encoder keys).
     "thalweg_bytewax.connectors.kafka:KafkaSourceConfig": (
         KafkaSourceConfig,
         {"brokers": "localhost:9092"},
+    ),
+    "thalweg_bytewax.connectors.kafka:KafkaSinkConfig": (
+        KafkaSinkConfig,
+        {"brokers": "localhost:9092", "topic": "out"},
     ),
     "thalweg_bytewax.connectors.files:FileSourceConfig": (FileSourceConfig, {"paths": ["x.csv"]}),
     "thalweg_bytewax.connectors.raw_lane:RawLaneSourceConfig": (
@@ -118,8 +123,9 @@ class Field:
 def _members(annotation: Any) -> tuple[Any, ...]:
     """The members of a union (``X | None`` -> ``(X,)``), else ``(annotation,)``."""
     origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):
-        return tuple(a for a in typing.get_args(annotation) if a is not type(None))
+    if origin in (typing.Union, types.UnionType):  # each member bare (`Annotated[str, ...]`)
+        args = (a for a in typing.get_args(annotation) if a is not type(None))
+        return tuple(m for a in args for m in _members(a))
     if origin is typing.Annotated:
         return _members(typing.get_args(annotation)[0])
     return (annotation,)
@@ -272,6 +278,8 @@ def test_the_walk_finds_every_section_and_enough_fields() -> None:
         "PipelineConfig:contract.path",
         "PipelineConfig:codec.registry",
         "PipelineConfig:sinks.topic.librdkafka",
+        "PipelineConfig:sinks.topic.password",
+        "PipelineConfig:sinks.topic.headers",
         "PipelineConfig:sinks.pg.dsn",
         "PipelineConfig:sinks.ice.catalog.uri",
         "PipelineConfig:sinks.ice.catalog.token",
@@ -287,6 +295,9 @@ def test_the_walk_finds_every_section_and_enough_fields() -> None:
         "OrdersSettings:data_dir",
         "KafkaSourceConfig:password",
         "KafkaSourceConfig:librdkafka",
+        "KafkaSinkConfig:password",
+        "KafkaSinkConfig:librdkafka",
+        "KafkaSinkConfig:brokers",
         "FileSourceConfig:paths",
         "FileSourceConfig:storage_options",
         "FileSourceConfig:record_path",

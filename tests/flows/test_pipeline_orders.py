@@ -185,10 +185,10 @@ def test_a_kafka_sink_in_a_pipeline_file_writes_each_order_once_as_json(
         "source.count=500",
         "sinks.out.kind=kafka",
         "sinks.out.from=orders",
-        f"sinks.out.bootstrap_servers={bootstrap}",
+        f"sinks.out.brokers={bootstrap}",
         f"sinks.out.topic={topic}",
         "sinks.out.encoder=json",
-        "sinks.out.message_key=order_id",
+        "sinks.out.key=order_id",
         "sinks.out.shards=2",
     ]
     config = PipelineConfig.load(ORDERS_TOML, env={}, overrides=extra)
@@ -226,7 +226,7 @@ def test_kafka_sink_sections_are_checked_at_load(extra, named):
     base = [
         "sinks.k.kind=kafka",
         "sinks.k.from=orders",
-        "sinks.k.bootstrap_servers=localhost:9092",
+        "sinks.k.brokers=localhost:9092",
         "sinks.k.topic=out",
     ]
     with pytest.raises(ConfigError, match=named):

@@ -56,7 +56,7 @@ def _load(kind: str, data: Path, *extra: str) -> PipelineConfig:
 def _write(tmp_path: Path, window: str) -> Path:
     """docs/examples/windows_tumbling.toml with its window's sizing keys replaced."""
     text = _example("tumbling").read_text("utf-8")
-    text = text.replace('kind = "tumbling"\nsize_s = 60\nallowed_lateness_s = 10', window)
+    text = text.replace('kind = "tumbling"\nsize = 60\nallowed_lateness = 10', window)
     file = tmp_path / "pipeline.toml"
     file.write_text(text, encoding="utf-8")
     return file
@@ -161,21 +161,22 @@ def test_python_m_bytewax_run_runs_the_session_example(tmp_path):
 
 
 def test_tumbling_is_the_default_kind(tmp_path):
-    (window,) = PipelineConfig.load(_write(tmp_path, "size_s = 60"), env={}).windows
+    (window,) = PipelineConfig.load(_write(tmp_path, "size = 60"), env={}).windows
     assert window.kind == "tumbling" and window.spec() == twg.Tumbling(timedelta(minutes=1))
 
 
 @pytest.mark.parametrize(
     ("keys", "named"),
     [
-        ('kind = "sliding"\nlength_s = 60\nstep_s = 90', r"`step_s` <= `length_s` \(60.0\); got 90.0"),
-        ('kind = "sliding"\nlength_s = 60', r"\(sliding\): expected `step_s`"),
-        ('kind = "session"\ngap_s = 0', r"\(session\): expected `gap_s` > 0 seconds; got 0.0"),
-        ('kind = "session"\ngap_s = -2', r"`gap_s` > 0 seconds; got -2.0"),
-        ('kind = "session"\nsize_s = 60', r"`size_s` is for tumbling windows; a session window expected `gap_s`"),
-        ('kind = "hopping"\nsize_s = 60', r"`kind` expected one of \['tumbling', 'sliding', 'session'\]; got 'hopping'"),
-        ("", r"\(tumbling\): expected `size_s`"),
-        ('size_s = 60\nallowed_lateness_s = -1', r"`allowed_lateness_s` >= 0 seconds; got -1.0"),
+        ('kind = "sliding"\nlength = 60\nstep = 90', r"`step` <= `length` \(60 seconds\); got 90 seconds"),
+        ('kind = "sliding"\nlength = "PT1M"\nstep = "PT90S"', r"`step` <= `length` \(60 seconds\); got 90 seconds"),
+        ('kind = "sliding"\nlength = 60', r"\(sliding\): expected `step` \(a duration > 0"),
+        ('kind = "session"\ngap = 0', r"\(session\): expected `gap` > 0 seconds; got 0 seconds"),
+        ('kind = "session"\ngap = -2', r"`gap` > 0 seconds; got -2 seconds"),
+        ('kind = "session"\nsize = 60', r"`size` is for tumbling windows; a session window expected `gap`"),
+        ('kind = "hopping"\nsize = 60', r"`kind` expected one of \['tumbling', 'sliding', 'session'\]; got 'hopping'"),
+        ("", r"\(tumbling\): expected `size`"),
+        ('size = 60\nallowed_lateness = -1', r"`allowed_lateness` >= 0 seconds; got -1 seconds"),
     ],
 )  # fmt: skip
 def test_an_invalid_window_fails_at_load_naming_the_key(tmp_path, keys, named):
@@ -187,7 +188,7 @@ def test_an_invalid_window_fails_at_load_naming_the_key(tmp_path, keys, named):
 
 
 def _bad(tmp_path: Path, old: str, new: str) -> Path:
-    text = _write(tmp_path, "size_s = 60").read_text("utf-8")
+    text = _write(tmp_path, "size = 60").read_text("utf-8")
     assert old in text
     (tmp_path / "bad.toml").write_text(text.replace(old, new), encoding="utf-8")
     return tmp_path / "bad.toml"

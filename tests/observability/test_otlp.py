@@ -112,7 +112,7 @@ reader_schema = "schemas/1.avsc"
 [observability.otlp]
 endpoint = "{endpoint}"
 headers = {{ authorization = "Bearer ${{env:OTLP_TEST_TOKEN}}" }}
-metric_export_interval_s = 0.5
+metric_export_interval = 0.5
 service_name = "orders-ingest"
 resource_attributes = {{ "deployment.environment" = "test" }}
 """

@@ -13,6 +13,7 @@ import base64
 import contextlib
 import json
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 
 import pyarrow as pa
 import pytest
@@ -68,7 +69,9 @@ def _schema_reply(codec: str) -> Reply:
 
 
 def _codec(codec: str, url: str, attempts: int = 3) -> Codec:
-    source = RegistrySchemaSource(url, max_attempts=attempts, initial_backoff_s=0.01)
+    source = RegistrySchemaSource(
+        url, max_attempts=attempts, initial_backoff=timedelta(milliseconds=10)
+    )
     if codec == "avro":
         return AvroCodec(source)
     return ProtobufCodec(source, message_type=ORDER_MESSAGE_TYPE)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import uuid
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -217,7 +218,7 @@ def test_a_codec_with_another_prefix_still_cannot_shadow_metadata():
 
 
 def test_an_unreachable_registry_fails_the_flow_loudly():
-    source = RegistrySchemaSource("http://127.0.0.1:9", max_attempts=2, initial_backoff_s=0.01)
+    source = RegistrySchemaSource("http://127.0.0.1:9", max_attempts=2, initial_backoff=timedelta(milliseconds=10))
     with pytest.raises(BytewaxRuntimeError) as info:
         run([("orders:0", raw_values([encode_order_avro(next(sample_orders(1)))]))], AvroCodec(source))
     assert "127.0.0.1:9" in str(cause_of(info.value, RegistryUnavailableError))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+from typing import Any
+
 import bytewax.operators as op
 import pyarrow as pa
 import pytest
@@ -11,6 +14,7 @@ from bytewax.testing import TestingSink, TestingSource, run_main
 import thalweg_bytewax.operators as twg
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.records.metadata import DEFAULT_COLUMNS as C
+from thalweg_bytewax.sql.bounds import SqlTimeoutError
 
 
 def part(topic: str, partition: int, first: int, items: list[list[int]]) -> pa.RecordBatch:
@@ -58,3 +62,64 @@ def test_a_refused_query_fails_the_build_naming_the_step() -> None:
     batches = op.map_value("batch", keyed, lambda kv: kv[1])
     with pytest.raises(ConfigError, match=r"sql `sql_refused.peek`: expected"):
         twg.sql("peek", batches, "SELECT * FROM read_csv('/etc/passwd')")
+
+
+SLOW = "SELECT count(*) AS n FROM input, range(100000000) AS r(i) WHERE i % 7 = len(items)"
+
+
+def _one_batch(name: str) -> tuple[Dataflow, op.KeyedStream[pa.RecordBatch]]:
+    flow = Dataflow(name)
+    s = op.input("inp", flow, TestingSource([("orders:0", part("orders", 0, 0, [[1]]))]))
+    keyed = op.key_on("key", s, lambda kv: kv[0])
+    return flow, op.map_value("batch", keyed, lambda kv: kv[1])
+
+
+@pytest.mark.parametrize(
+    "bound",
+    [{"timeout": timedelta(seconds=0.2)}, {"timeout_seconds": 0.2}],
+    ids=["timeout", "old-timeout_seconds"],
+)
+def test_the_timeout_is_a_timedelta_and_the_old_seconds_keyword_warns_and_bounds_alike(
+    bound: dict[str, Any],
+) -> None:
+    flow, batches = _one_batch("sql_bounded")
+    if "timeout_seconds" in bound:
+        with pytest.warns(
+            DeprecationWarning, match="`timeout_seconds` is deprecated; pass `timeout"
+        ):
+            out = twg.sql("slow", batches, SLOW, **bound)
+    else:
+        out = twg.sql("slow", batches, SLOW, **bound)
+    op.output("out", out, TestingSink([]))
+    with pytest.raises(Exception, match=r"sql_bounded\.slow") as caught:
+        run_main(flow)
+    causes = []
+    cause: BaseException | None = caught.value
+    while cause is not None:
+        causes.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    assert any(isinstance(c, SqlTimeoutError) for c in causes), causes
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"timeout": 5}, r"`timeout` expected a positive datetime.timedelta or None; got 5"),
+        ({"timeout": timedelta(0)}, r"`timeout` expected a positive datetime.timedelta"),
+    ],
+)
+def test_a_timeout_that_is_no_positive_timedelta_is_refused_naming_it(
+    kwargs: dict[str, Any], match: str
+) -> None:
+    _, batches = _one_batch("sql_bad_timeout")
+    with pytest.raises(ConfigError, match=match):
+        twg.sql("q", batches, "SELECT * FROM input", **kwargs)
+
+
+def test_the_timeout_and_its_old_name_together_are_refused() -> None:
+    _, batches = _one_batch("sql_both")
+    with (
+        pytest.warns(DeprecationWarning),
+        pytest.raises(ConfigError, match="got `timeout` and its old name `timeout_seconds`"),
+    ):
+        twg.sql("q", batches, "SELECT * FROM input", timeout=timedelta(1), timeout_seconds=1.0)

@@ -26,6 +26,7 @@ from thalweg_bytewax.contracts import (
 from thalweg_bytewax.contracts.evaluate import drop_masks, evaluate
 from thalweg_bytewax.contracts.spec import ContractMode
 from thalweg_bytewax.dedup.key_memory import SeenWindow
+from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.lanes.dlq import dlq_schema, rejected_from_dlq_batch
 from thalweg_bytewax.operators._validator import Validator
 from thalweg_bytewax.operators.validation import failed_rules_column
@@ -364,3 +365,25 @@ def test_not_null_and_type_rules_on_a_missing_column_still_fail_every_row():
     assert out.clean is None
     assert out.rejected is not None
     assert out.rejected["reason"].to_pylist() == ["contract", "contract"]
+
+
+def test_the_sql_timeout_is_a_timedelta_and_its_old_seconds_keyword_warns_and_lands_on_it():
+    import bytewax.operators as op
+    from bytewax.dataflow import Dataflow
+    from bytewax.testing import TestingSource
+
+    flow = Dataflow("validate_sql_timeout")
+    source: TestingSource[pa.RecordBatch] = TestingSource([])
+    keyed = op.key_on("key", op.input("in", flow, source), lambda _: "orders:0")
+
+    def bound(step: str, **kwargs) -> float | None:
+        out = twg.validate(step, keyed, CONTRACT, **kwargs)
+        return out.ruleset.session.timeout_seconds
+
+    assert bound("default") == 1.0
+    assert bound("new", sql_timeout=timedelta(seconds=2.5)) == 2.5
+    assert bound("unbounded", sql_timeout=None) is None
+    with pytest.warns(DeprecationWarning, match="`sql_timeout_seconds` is deprecated; pass `sql_t"):
+        assert bound("old", sql_timeout_seconds=2.5) == 2.5
+    with pytest.raises(ConfigError, match="`sql_timeout` expected a positive datetime.timedelta"):
+        bound("number", sql_timeout=2.5)

@@ -7,8 +7,8 @@ native extensions (``_record_ids``, ``contracts/_native``, ...) have no Python s
 so grimp counts ``from pkg import _native`` as an import of ``pkg``; here it is an
 import of the extension module, which imports nothing of ours.
 
-The connectors are being untangled: the cycles they hold today are listed below, so
-the test fails both on a new cycle and on one that is gone but still listed.
+None is allowed: a partition takes its connector's configuration model, never the
+connector itself, so no sink and partition module import each other.
 """
 
 from __future__ import annotations
@@ -24,12 +24,6 @@ import pytest
 
 PACKAGE = "thalweg_bytewax"
 ROOT = Path(__file__).resolve().parents[2] / PACKAGE
-
-# Each a sink and its partition module: the sink builds its partitions, each partition
-# names its sink's type.
-KNOWN_CONNECTOR_CYCLES = {
-    frozenset({"connectors.kafka._sink_partition", "connectors.kafka.sink"}),
-}
 
 
 def extension_modules() -> set[str]:
@@ -135,16 +129,10 @@ def _describe(group: frozenset[str], edges: Mapping[str, set[str]]) -> str:
 def test_no_library_modules_import_each_other() -> None:
     edges = import_graph()
     found = cycles(edges)
-    now = {frozenset(map(_short, g)) for g in found}
-    new = [
-        _describe(g, edges)
-        for g in found
-        if frozenset(map(_short, g)) not in KNOWN_CONNECTOR_CYCLES
-    ]
-    gone = sorted(sorted(g) for g in KNOWN_CONNECTOR_CYCLES - now)
-    assert not new, "modules that import each other (move the shared name to the module "
-    "that owns it, or name it by a Protocol):\n" + "\n".join(new)
-    assert not gone, f"these cycles are gone: take them off KNOWN_CONNECTOR_CYCLES: {gone}"
+    assert found == [], "modules that import each other (move the shared name to the "
+    "module that owns it, or name it by a Protocol):\n" + "\n".join(
+        _describe(g, edges) for g in found
+    )
 
 
 @pytest.mark.parametrize(

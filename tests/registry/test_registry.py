@@ -8,6 +8,7 @@ import json
 import pickle
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +95,9 @@ def test_unreachable_registry_retries_then_fails_loudly_naming_the_url(
 ) -> None:
     port = closed_port()
     source = RegistrySchemaSource(
-        f"http://user:s3cret@127.0.0.1:{port}", max_attempts=3, initial_backoff_s=0.05
+        f"http://user:s3cret@127.0.0.1:{port}",
+        max_attempts=3,
+        initial_backoff=timedelta(milliseconds=50),
     )
     waits: list[float] = []  # the backoffs between attempts, counted instead of timed
     monkeypatch.setattr("thalweg_bytewax.registry._confluent.time.sleep", waits.append)
@@ -109,6 +112,33 @@ def test_unreachable_registry_retries_then_fails_loudly_naming_the_url(
     assert str(back) == message
 
 
+def test_the_backoffs_are_timedeltas_and_their_old_seconds_keywords_warn_and_land_on_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    url = f"http://127.0.0.1:{closed_port()}"
+    with pytest.warns(DeprecationWarning, match=r"`(initial|max)_backoff_s` is deprecated; pass"):
+        old = RegistrySchemaSource(url, max_attempts=4, initial_backoff_s=0.5, max_backoff_s=0.8)
+    new = RegistrySchemaSource(
+        url,
+        max_attempts=4,
+        initial_backoff=timedelta(seconds=0.5),
+        max_backoff=timedelta(seconds=0.8),
+    )
+    for source in (old, new):
+        waits: list[float] = []
+        monkeypatch.setattr("thalweg_bytewax.registry._confluent.time.sleep", waits.append)
+        with pytest.raises(RegistryUnavailableError):
+            source.get_by_id(1)
+        assert waits == [0.5, 0.8, 0.8]  # doubling, capped at max_backoff
+    with pytest.raises(ConfigError, match="`max_backoff` expected a datetime.timedelta"):
+        RegistrySchemaSource(url, max_backoff=2)  # type: ignore[arg-type]
+    with (
+        pytest.warns(DeprecationWarning),
+        pytest.raises(ConfigError, match="got `max_backoff` and its old name `max_backoff_s`"),
+    ):
+        RegistrySchemaSource(url, max_backoff=timedelta(seconds=1), max_backoff_s=1.0)
+
+
 @contextlib.contextmanager
 def _http_404(body: bytes, content_type: str) -> Iterator[str]:
     with serve_http(lambda _: (404, content_type, body)) as server:
@@ -118,10 +148,14 @@ def _http_404(body: bytes, content_type: str) -> Iterator[str]:
 def test_gateway_404_is_an_outage_not_an_unknown_schema() -> None:
     html = b"<html><body><h1>404 Not Found</h1>nginx</body></html>"
     with _http_404(html, "text/html") as url:
-        source = RegistrySchemaSource(url, max_attempts=2, initial_backoff_s=0.01)
+        source = RegistrySchemaSource(
+            url, max_attempts=2, initial_backoff=timedelta(milliseconds=10)
+        )
         with pytest.raises(RegistryUnavailableError, match="2 times"):
             source.get_by_id(1)
-        codec = AvroCodec(RegistrySchemaSource(url, max_attempts=2, initial_backoff_s=0.01))
+        codec = AvroCodec(
+            RegistrySchemaSource(url, max_attempts=2, initial_backoff=timedelta(milliseconds=10))
+        )
         with pytest.raises(RegistryUnavailableError):
             codec.decode_batch([encode_confluent(1, b"\x02")])
 
@@ -129,7 +163,9 @@ def test_gateway_404_is_an_outage_not_an_unknown_schema() -> None:
 def test_registry_not_found_code_is_an_unknown_schema() -> None:
     body = json.dumps({"error_code": 40403, "message": "Schema 1 not found"}).encode()
     with _http_404(body, "application/json") as url:
-        source = RegistrySchemaSource(url, max_attempts=3, initial_backoff_s=0.01)
+        source = RegistrySchemaSource(
+            url, max_attempts=3, initial_backoff=timedelta(milliseconds=10)
+        )
         with pytest.raises(UnknownSchemaError, match="schema id 1 not found"):
             source.get_by_id(1)
         result = AvroCodec(source).decode_batch([encode_confluent(1, b"\x02")])

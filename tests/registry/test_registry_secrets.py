@@ -14,6 +14,7 @@ import contextlib
 import json
 import logging
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
@@ -128,7 +129,7 @@ def test_lookup_against_a_closed_port_never_echoes_the_secret(
     template: str, password: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     url = template.format(scheme="https", host=f"127.0.0.1:{closed_port()}")
-    source = RegistrySchemaSource(url, max_attempts=2, initial_backoff_s=0.01)
+    source = RegistrySchemaSource(url, max_attempts=2, initial_backoff=timedelta(milliseconds=10))
     assert all(s not in repr(source) for s in SECRETS)
     with pytest.raises(RegistryUnavailableError) as info:
         source.get_by_id(1)
@@ -160,7 +161,9 @@ def test_lookup_answered_by_an_echoing_server_never_echoes_the_secret(
 ) -> None:
     with _echo_server(status, body) as (host, seen):
         url = template.format(scheme="http", host=host)
-        source = RegistrySchemaSource(url, max_attempts=2, initial_backoff_s=0.01)
+        source = RegistrySchemaSource(
+            url, max_attempts=2, initial_backoff=timedelta(milliseconds=10)
+        )
         with pytest.raises(error) as info:
             source.get_by_id(1)
     _assert_clean(info.value, caplog, base64.b64encode(f"alice:{password}".encode()).decode())
@@ -192,7 +195,9 @@ def test_a_client_built_elsewhere_is_redacted_too(caplog: pytest.LogCaptureFixtu
     caplog.set_level(logging.WARNING)
     with _echo_server(500, _html_echo) as (host, seen):
         client = SchemaRegistryClient({"url": f"http://alice:SECRETx@{host}", "max.retries": 0})
-        source = RegistrySchemaSource(client, max_attempts=2, initial_backoff_s=0.01)
+        source = RegistrySchemaSource(
+            client, max_attempts=2, initial_backoff=timedelta(milliseconds=10)
+        )
         assert "SECRETx" not in repr(source)
         with pytest.raises(RegistryUnavailableError) as info:
             source.get_by_id(1)

@@ -44,7 +44,14 @@ Example:
 from __future__ import annotations
 
 from thalweg_bytewax.config._client import ClientSettings, resolve_settings
-from thalweg_bytewax.config._connector import ConnectorConfig, renamed_keys, seconds_keywords
+from thalweg_bytewax.config._connector import (
+    UNSET,
+    ConnectorConfig,
+    Unset,
+    bound_keyword,
+    renamed_keys,
+    seconds_keywords,
+)
 from thalweg_bytewax.config._duration import Duration, PositiveDuration, seconds
 from thalweg_bytewax.config._layers import CONFIG_ENV, ENV_PREFIX
 from thalweg_bytewax.config._load import SecretUse, load_config, secret_uses
@@ -71,6 +78,9 @@ __all__ = [
     "resolve_settings",
     "seconds",
     "seconds_keywords",
+    "bound_keyword",
+    "UNSET",
+    "Unset",
     "secret_uses",
     "to_toml",
 ]

@@ -27,7 +27,7 @@ from thalweg_bytewax.config._model import ConfigModel
 from thalweg_bytewax.config._secret import SecretRef
 from thalweg_bytewax.errors import ConfigError
 
-__all__ = ["ConnectorConfig", "renamed_keys", "seconds_keywords"]
+__all__ = ["UNSET", "ConnectorConfig", "Unset", "bound_keyword", "renamed_keys", "seconds_keywords"]
 
 # How much of a refused value a message quotes.
 _GOT_LIMIT = 80
@@ -139,6 +139,64 @@ def seconds_keywords(
             value = timedelta(seconds=value)
         out.setdefault(name, value)
     return out
+
+
+class Unset:
+    """The type of :data:`UNSET`: a keyword left out, where ``None`` means something."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET = Unset()
+"""A keyword not passed (``None`` is a value: no bound)."""
+
+
+def bound_keyword(  # noqa: PLR0913 - the new and the old keyword, each named
+    where: str,
+    name: str,
+    value: timedelta | None | Unset,
+    old_name: str,
+    old: float | None | Unset,
+    *,
+    default: timedelta | None,
+) -> float | None:
+    """A time bound keyword in seconds (``None``: unbounded); its deprecated seconds one warns.
+
+    Args:
+        where: Who takes the keyword, as messages name it (``"sql `lines`"``).
+        name: The ``timedelta`` keyword (``timeout``).
+        value: Its value; :data:`UNSET` when not passed.
+        old_name: The deprecated keyword in seconds (``timeout_seconds``).
+        old: Its value; :data:`UNSET` when not passed.
+        default: The bound when neither is passed.
+
+    Raises:
+        ConfigError: When both are passed, or ``value`` is no positive ``timedelta``
+            nor ``None``.
+    """
+    if not isinstance(old, Unset):
+        warnings.warn(
+            f"{where}: `{old_name}` is deprecated; pass `{name}=timedelta(seconds=...)` "
+            "(the old name goes in the next release)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        if not isinstance(value, Unset):
+            msg = f"{where}: got `{name}` and its old name `{old_name}`; keep `{name}`"
+            raise ConfigError(msg)
+        return old
+    if isinstance(value, Unset):
+        value = default
+    if value is None:
+        return None
+    if not isinstance(value, timedelta) or value <= timedelta(0):
+        msg = (
+            f"{where}: `{name}` expected a positive datetime.timedelta or None; got "
+            f"{_got(value)}; e.g. {name}=timedelta(seconds=30)"
+        )
+        raise ConfigError(msg)
+    return value.total_seconds()
 
 
 def _problem(model: type[ConnectorConfig], error: Any) -> str:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import typing
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -278,6 +280,16 @@ def _known_prefix(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[str | i
     return tuple(kept)
 
 
+_TIMEDELTA = re.compile(r"datetime\.timedelta\(([^()]*)\)")
+
+
+def _seconds_of(args: str) -> float:
+    """The seconds of ``timedelta``'s repr arguments (``days=1, seconds=5``; ``0``)."""
+    parts = [p.strip() for p in args.split(",") if p.strip()]
+    kwargs = dict(p.split("=", 1) for p in parts if "=" in p)
+    return timedelta(**{k: float(v) for k, v in kwargs.items()}).total_seconds()
+
+
 def _expectation(error: Any) -> str:
     """Pydantic's message as an "expected …" phrase (``Input should be a valid integer``)."""
     text = str(error["msg"])
@@ -285,6 +297,8 @@ def _expectation(error: Any) -> str:
         if text.startswith(prefix):
             text = text[len(prefix) :]
             break
+    # A duration's bound, in seconds as it is written (`datetime.timedelta(0)`: 0 seconds).
+    text = _TIMEDELTA.sub(lambda m: f"{_seconds_of(m.group(1)):g} seconds", text)
     return text[:1].lower() + text[1:]
 
 

@@ -76,7 +76,7 @@ to), so the default needs no registry. Point it at Kafka by environment alone::
 | ``THALWEG_ICEBERG_NAMESPACE`` | Iceberg namespace of the tables | ``sales`` |
 | ``THALWEG_POSTGRES_DSN`` | PostgreSQL to land the tables in too (a secret) | unset |
 | ``THALWEG_POSTGRES_SCHEMA`` | PostgreSQL schema of the tables | ``public`` |
-| ``THALWEG_WINDOW_LATENESS_S`` | how long a revenue window waits for late orders | ``3600`` |
+| ``THALWEG_WINDOW_LATENESS`` | how long a revenue window waits for late orders | ``3600`` |
 | ``THALWEG_OBSERVABILITY`` | OTLP export: ``THALWEG_OBSERVABILITY__OTLP__<KEY>`` | off |
 
 A bad value raises ``ConfigError`` naming the variable. Importing this module reads the
@@ -98,7 +98,7 @@ from bytewax.outputs import Sink
 from pydantic import Field, model_validator
 
 from thalweg_bytewax.codecs import AvroCodec
-from thalweg_bytewax.config import PositiveDuration, SecretRef, Settings, renamed_keys
+from thalweg_bytewax.config import Duration, PositiveDuration, SecretRef, Settings, renamed_keys
 from thalweg_bytewax.connectors.raw_lane import only_output
 from thalweg_bytewax.coverage.recovery_plan import RawLane
 from thalweg_bytewax.flows import ORDERS_CONTRACT, ORDERS_SCHEMAS
@@ -141,7 +141,7 @@ class OrdersSettings(Settings):
     """
 
     component = "flows.orders"
-    old_names = {"dedup_window_s": "dedup_window"}
+    old_names = {"dedup_window_s": "dedup_window", "window_lateness_s": "window_lateness"}
 
     bootstrap_servers: str | None = None
     """Kafka brokers; unset = the embedded sample."""
@@ -168,8 +168,9 @@ class OrdersSettings(Settings):
     """A PostgreSQL DSN to land the tables in too; unset = Iceberg only."""
     postgres_schema: str = Field(default="public", pattern=r"^[a-z_][a-z0-9_]*$")
     """The PostgreSQL schema of the tables."""
-    window_lateness_s: float = Field(default=3600.0, ge=0)
-    """How long a revenue window waits for late orders, in seconds of event time."""
+    window_lateness: Duration = Field(default=timedelta(hours=1), ge=timedelta(0))
+    """How long a revenue window waits for late orders, in event time: seconds or ISO 8601
+    (`3600`, `"PT1H"`); `window_lateness_s` is its old name."""
     observability: ObservabilitySection = Field(default_factory=ObservabilitySection)
     """OTLP export of traces and metrics (`[observability.otlp]`), as in a pipeline file."""
 
@@ -282,11 +283,11 @@ class OrdersSettings(Settings):
                     {
                         "name": "revenue",
                         "from": "orders",
-                        "size_s": REVENUE_WINDOW.total_seconds(),
+                        "size": REVENUE_WINDOW,
                         "time_column": REVENUE_TIME_COLUMN,
                         "group_by": list(REVENUE_GROUP_BY),
                         "aggs": {k: list(v) for k, v in REVENUE_AGGS.items()},
-                        "allowed_lateness_s": self.window_lateness_s,
+                        "allowed_lateness": self.window_lateness,
                     }
                 ],
                 "sinks": sinks,

@@ -32,6 +32,8 @@ from ._switch import arm as arm_export
 from .settings import OtlpExport, OtlpSection
 
 if TYPE_CHECKING:
+    from datetime import timedelta
+
     from opentelemetry.sdk.metrics.export import MetricReader
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
@@ -140,6 +142,11 @@ def arm(section: OtlpSection, *, flow_id: str) -> bool:
     return True
 
 
+def _seconds(value: timedelta | None) -> float | None:
+    """A duration as the exporters take it, in seconds (``None``: the SDK's default)."""
+    return None if value is None else value.total_seconds()
+
+
 def _endpoint(base: str | None, signal: str) -> str | None:
     return None if base is None else f"{base.removesuffix('/')}/v1/{signal}"
 
@@ -202,15 +209,16 @@ def exporters(
         )
         provider = TracerProvider(sampler=sampler, resource=resource)
         span_exporter = OTLPSpanExporter(
-            endpoint=_endpoint(s.endpoint, "traces"), headers=headers, timeout=s.timeout_s
+            endpoint=_endpoint(s.endpoint, "traces"), headers=headers, timeout=_seconds(s.timeout)
         )
         provider.add_span_processor(BatchSpanProcessor(span_exporter))
     readers: tuple[MetricReader, ...] = ()
     if s.metrics:
         metric_exporter = OTLPMetricExporter(
-            endpoint=_endpoint(s.endpoint, "metrics"), headers=headers, timeout=s.timeout_s
+            endpoint=_endpoint(s.endpoint, "metrics"), headers=headers, timeout=_seconds(s.timeout)
         )
-        interval = None if s.metric_export_interval_s is None else s.metric_export_interval_s * 1000
+        every = s.metric_export_interval
+        interval = None if every is None else every.total_seconds() * 1000
         readers = (PeriodicExportingMetricReader(metric_exporter, interval),)
     signals = [n for n, on in (("traces", provider is not None), ("metrics", bool(readers))) if on]
     where = s.endpoint or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "the SDK default"

@@ -11,13 +11,17 @@ defaults. See ``docs/operations.md``, "OTLP export".
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from thalweg_bytewax.config import ConfigModel, SecretRef
+from thalweg_bytewax.config import ConfigModel, PositiveDuration, SecretRef, renamed_keys
 
 __all__ = ["ObservabilitySection", "OtlpExport", "OtlpSection"]
+
+
+# The durations' names when they were seconds.
+_OLD_NAMES = {"timeout_s": "timeout", "metric_export_interval_s": "metric_export_interval"}
 
 
 class OtlpSection(ConfigModel):
@@ -39,16 +43,16 @@ class OtlpSection(ConfigModel):
     # Headers usually carry an API key: `${env:…}` / `${file:…}` references, never printed.
     headers: dict[str, SecretRef] = Field(default_factory=dict)
     """Request headers (e.g. `authorization`), over those of `OTEL_EXPORTER_OTLP_HEADERS`."""
-    timeout_s: float | None = Field(default=None, gt=0)
-    """One export request's timeout, in seconds; unset = `OTEL_EXPORTER_OTLP_TIMEOUT`,
-    else 10."""
+    timeout: PositiveDuration | None = None
+    """One export request's timeout (seconds or ISO-8601; `timeout_s` is its old name);
+    unset = `OTEL_EXPORTER_OTLP_TIMEOUT`, else 10 seconds."""
     traces: bool = True
     """Export the batch spans."""
     metrics: bool = True
     """Export the metrics (next to the Prometheus `/metrics`)."""
-    metric_export_interval_s: float | None = Field(default=None, gt=0)
-    """How often metrics are pushed, in seconds; unset = `OTEL_METRIC_EXPORT_INTERVAL`
-    (ms), else 60."""
+    metric_export_interval: PositiveDuration | None = None
+    """How often metrics are pushed (seconds or ISO-8601; `metric_export_interval_s` is its
+    old name); unset = `OTEL_METRIC_EXPORT_INTERVAL` (ms), else 60 seconds."""
     trace_sample_ratio: float | None = Field(default=None, ge=0, le=1)
     """Sample root traces at this ratio, `ParentBased(TraceIdRatioBased(r))`; unset =
     `OTEL_TRACES_SAMPLER`, else every trace (`ParentBased(ALWAYS_ON)`)."""
@@ -56,6 +60,11 @@ class OtlpSection(ConfigModel):
     """The resource's `service.name`; unset = `OTEL_SERVICE_NAME`, else `thalweg-<flow id>`."""
     resource_attributes: dict[str, str] = Field(default_factory=dict)
     """Further resource attributes, over those of `OTEL_RESOURCE_ATTRIBUTES`."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return renamed_keys(data, _OLD_NAMES, where="[observability.otlp]")
 
 
 class ObservabilitySection(ConfigModel):

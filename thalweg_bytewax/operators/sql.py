@@ -10,12 +10,14 @@ with the engine, the sandbox and the lineage rules.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import timedelta
 
 import bytewax.operators as op
 import pyarrow as pa
 from bytewax.dataflow import operator
 from bytewax.operators import KeyedStream
 
+from thalweg_bytewax.config import UNSET, Unset, bound_keyword
 from thalweg_bytewax.records import DEFAULT_COLUMNS, MetadataColumns
 from thalweg_bytewax.sql.node import (
     DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
@@ -35,8 +37,9 @@ def sql(
     name: str = "input",
     params: Mapping[str, object] | None = None,
     columns: MetadataColumns = DEFAULT_COLUMNS,
-    timeout_seconds: float | None = DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
+    timeout: timedelta | None | Unset = UNSET,
     memory_limit_bytes: int = DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
+    timeout_seconds: float | None | Unset = UNSET,
 ) -> KeyedStream[pa.RecordBatch]:
     """Run one ``SELECT`` over each batch of a keyed stream; the output keyed like the input.
 
@@ -56,7 +59,7 @@ def sql(
     ``name``, its own CTEs and ``unnest`` / ``range`` / ``generate_series``. Files,
     ``ATTACH``, ``INSTALL`` / ``LOAD``, ``SET``, ``PRAGMA``, ``COPY`` and HTTP reads are
     refused naming ``step_id``; at run time external access is off and the configuration
-    locked, a second wall. Each run is bounded in time (``timeout_seconds``) and in
+    locked, a second wall. Each run is bounded in time (``timeout``) and in
     memory: the process's transform database has a DuckDB ``memory_limit`` (default
     1 GiB, shared by the nodes with the same limit) and never spills to disk, so a query
     that needs more fails the batch with ``SqlMemoryError`` naming ``step_id``, the
@@ -80,9 +83,11 @@ def sql(
         name: The relation name of the batch in ``query``.
         params: Values for ``$name`` parameters of ``query``.
         columns: The metadata column names.
-        timeout_seconds: The bound on one run over one batch (``None``: unbounded).
+        timeout: The bound on one run over one batch (default 60 s; ``None``:
+            unbounded).
         memory_limit_bytes: The memory limit of the transform database the query runs
             on (at least 16 MiB).
+        timeout_seconds: Deprecated: ``timeout`` in seconds.
 
     Returns:
         The query's output per batch, keyed by the input's key.
@@ -91,13 +96,21 @@ def sql(
         ConfigError: At build time, for a query that is not one ``SELECT`` over ``name``,
             whose parameters do not match ``params``, or a memory limit under 16 MiB.
     """
+    bound = bound_keyword(
+        f"sql `{step_id}`",
+        "timeout",
+        timeout,
+        "timeout_seconds",
+        timeout_seconds,
+        default=timedelta(seconds=DEFAULT_SQL_NODE_TIMEOUT_SECONDS),
+    )
     node = SqlNode(
         step_id,
         query,
         name=name,
         params=params,
         columns=columns,
-        timeout_seconds=timeout_seconds,
+        timeout_seconds=bound,
         memory_limit_bytes=memory_limit_bytes,
     )
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from types import MappingProxyType
 from typing import Any
 
@@ -24,6 +25,7 @@ from bytewax.dataflow import operator
 from bytewax.operators import KeyedStream
 from bytewax.outputs import DynamicSink, FixedPartitionedSink
 
+from thalweg_bytewax.config import UNSET, Unset, bound_keyword
 from thalweg_bytewax.lanes.dlq import RejectReason, dlq_batch_from_rows
 from thalweg_bytewax.records import DEFAULT_PREFIX, MetadataColumns, metadata_columns
 from thalweg_bytewax.sql.dag import SqlDag
@@ -128,10 +130,11 @@ def sql_dag(
     *,
     schema: pa.Schema,
     sinks: Mapping[str, DynamicSink[Any] | FixedPartitionedSink[Any, Any]] = _NO_SINKS,
-    timeout_seconds: float | None = DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
+    timeout: timedelta | None | Unset = UNSET,
     memory_limit_bytes: int = DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
     metadata_prefix: str = DEFAULT_PREFIX,
     functions: Sequence[WasmFunction] = (),
+    timeout_seconds: float | None | Unset = UNSET,
 ) -> SqlDagOut:
     """Run a SQL DAG per keyed batch; one stream per node, sinks at any node.
 
@@ -158,7 +161,8 @@ def sql_dag(
         schema: The schema of the input batches, for the build-time checks.
         sinks: Sinks by the names the nodes give in ``sink``; each node with a sink is
             written to it. Empty: attach sinks yourself from the returned streams.
-        timeout_seconds: The bound on each node's query per batch.
+        timeout: The bound on each node's query per batch (default 60 s; ``None``:
+            unbounded).
         memory_limit_bytes: The memory limit of the process's transform database the
             nodes run on (DuckDB ``memory_limit``, default 1 GiB, no spill to disk); a
             query past it fails the batch naming the node, the limit and how to raise it.
@@ -169,6 +173,7 @@ def sql_dag(
             whole to ``rejected`` with reason ``udf``, and every node's result is empty
             for it: the flow goes on. Sub-steps then ``run``, ``results`` and
             ``rejected``.
+        timeout_seconds: Deprecated: ``timeout`` in seconds.
 
     Returns:
         The per-batch results (index by node name for a node's stream), the schemas
@@ -179,10 +184,18 @@ def sql_dag(
             match the sinks the nodes name.
     """
     columns = metadata_columns(metadata_prefix, f"sql_dag `{step_id}`")
+    bound = bound_keyword(
+        f"sql_dag `{step_id}`",
+        "timeout",
+        timeout,
+        "timeout_seconds",
+        timeout_seconds,
+        default=timedelta(seconds=DEFAULT_SQL_NODE_TIMEOUT_SECONDS),
+    )
     schemas = dag.bind(
         schema,
         columns=columns,
-        timeout_seconds=timeout_seconds,
+        timeout_seconds=bound,
         memory_limit_bytes=memory_limit_bytes,
         functions=functions,
     )
@@ -191,7 +204,7 @@ def sql_dag(
     runner = DagRunner(
         dag,
         columns=columns,
-        timeout_seconds=timeout_seconds,
+        timeout_seconds=bound,
         memory_limit_bytes=memory_limit_bytes,
         functions=functions,
     )

@@ -27,6 +27,7 @@ from bytewax.operators import KeyedStream, StatefulLogic
 from typing_extensions import override
 
 from thalweg_bytewax._choices import parse_enum
+from thalweg_bytewax.config import UNSET, Unset, bound_keyword
 from thalweg_bytewax.contracts.ruleset import (
     DEFAULT_SQL_MEMORY_LIMIT_BYTES,
     DEFAULT_SQL_TIMEOUT_SECONDS,
@@ -105,8 +106,9 @@ def validate(
     drop: Sequence[DropRule] | None = None,
     object_name: str | None = None,
     metadata_prefix: str = DEFAULT_PREFIX,
-    sql_timeout_seconds: float | None = DEFAULT_SQL_TIMEOUT_SECONDS,
+    sql_timeout: timedelta | None | Unset = UNSET,
     sql_memory_limit_bytes: int = DEFAULT_SQL_MEMORY_LIMIT_BYTES,
+    sql_timeout_seconds: float | None | Unset = UNSET,
 ) -> ValidateOut:
     """Validate keyed Arrow batches against a contract and manual rules.
 
@@ -142,12 +144,14 @@ def validate(
         drop: Drop rules, applied before validation.
         object_name: The contract's schema object, if it has several.
         metadata_prefix: Prefix of the metadata columns.
-        sql_timeout_seconds: Time bound of each SQL query (rules, metrics, drop rules)
-            over one batch; a rule interrupted by it fails every row of the batch (a
-            drop rule drops nothing), logged once and counted. ``None``: no bound.
+        sql_timeout: Time bound of each SQL query (rules, metrics, drop rules) over one
+            batch, a ``timedelta`` (default 1 s); a rule interrupted by it fails every
+            row of the batch (a drop rule drops nothing), logged once and counted.
+            ``None``: no bound.
         sql_memory_limit_bytes: Memory limit of the step's DuckDB database (default
             256 MiB, no spill to disk); a rule whose query needs more fails every row of
             the batch, logged once and counted, like one past its time bound.
+        sql_timeout_seconds: Deprecated: ``sql_timeout`` in seconds.
 
     Returns:
         ``ValidateOut(clean, rejected, audit, ruleset)``.
@@ -159,12 +163,20 @@ def validate(
         ContractViolationError: At run time in ``strict`` mode (it stops the flow).
     """
     mode = parse_enum(ContractMode, mode, where=f"validate `{step_id}`", argument="mode")
+    bound = bound_keyword(
+        f"validate `{step_id}`",
+        "sql_timeout",
+        sql_timeout,
+        "sql_timeout_seconds",
+        sql_timeout_seconds,
+        default=timedelta(seconds=DEFAULT_SQL_TIMEOUT_SECONDS),
+    )
     ruleset = RuleSet.from_contract(
         contract,
         object_name=object_name,
         rules=rules or (),
         drop=drop or (),
-        sql_timeout_seconds=sql_timeout_seconds,
+        sql_timeout_seconds=bound,
         sql_memory_limit_bytes=sql_memory_limit_bytes,
     )
     columns = metadata_columns(metadata_prefix, f"validate `{step_id}`")

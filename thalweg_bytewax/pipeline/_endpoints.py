@@ -14,7 +14,7 @@ from bytewax.inputs import Source
 from bytewax.outputs import Sink
 
 from thalweg_bytewax.codecs import AvroCodec, JsonCodec, ProtobufCodec
-from thalweg_bytewax.config import ConnectorConfig, resolve_settings
+from thalweg_bytewax.config import ConnectorConfig
 from thalweg_bytewax.connectors.arrow_ipc.config import ArrowIPCSinkConfig
 from thalweg_bytewax.connectors.iceberg.config import IcebergSinkConfig
 from thalweg_bytewax.connectors.parquet import ParquetSink
@@ -168,17 +168,12 @@ def build_sink(step: str, sink: SinkSection, config: PipelineConfig, base: Path)
             coverage_store=raw_lane if cover else None,
             **{**settings, "locators": "required" if located else "absent"},
         )
-    from thalweg_bytewax.connectors.kafka import KafkaSink  # noqa: PLC0415
+    from thalweg_bytewax.connectors.kafka import KafkaSink, KafkaSinkConfig  # noqa: PLC0415
 
-    return KafkaSink(
-        sink.bootstrap_servers or "",
-        sink.topic or "",
+    return KafkaSink.from_config(
+        KafkaSinkConfig.build(_settings(sink, KafkaSinkConfig)),
         encoder=_encoder(sink, base),
-        key=sink.message_key,
-        transactional=sink.transactional,
-        librdkafka=resolve_settings(sink.librdkafka) or None,
         coverage_store=raw_lane if sink.coverage and config.raw_lane.enabled else None,
-        **_shards(sink),
     )
 
 
@@ -201,10 +196,6 @@ def _encoder(sink: KafkaSinkSection, base: Path) -> Any:
         pb = resolve_path(base, sink.descriptor_set) if sink.descriptor_set else None
         return ProtobufEncoder(registry, pb, message_type=sink.message_type, **common)
     return JsonEncoder(registry, schema=schema, **common)
-
-
-def _shards(sink: KafkaSinkSection) -> dict[str, Any]:
-    return {"shards": sink.shards} if sink.shards else {}
 
 
 def _settings(section: ConnectorConfig, model: type[ConnectorConfig]) -> dict[str, Any]:

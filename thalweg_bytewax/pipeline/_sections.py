@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING, Annotated, Literal, Self
 
 from pydantic import BeforeValidator, Field, model_validator
 
-from thalweg_bytewax.config import ConfigModel, PositiveDuration, SecretRef, renamed_keys
+from thalweg_bytewax.config import (
+    ConfigModel,
+    Duration,
+    PositiveDuration,
+    SecretRef,
+    renamed_keys,
+    seconds,
+)
 from thalweg_bytewax.connectors.files.config import FileSourceConfig
 from thalweg_bytewax.connectors.kafka.config import KafkaSourceConfig
 from thalweg_bytewax.connectors.raw_lane.config import RawLaneSourceConfig
@@ -217,10 +224,16 @@ class SqlSection(ConfigModel):
 
     nodes: list[SqlNodeSection] = Field(default_factory=list)
     """The nodes, as `[[sql.nodes]]` tables; none = no transform step."""
-    timeout_s: float | None = Field(default=None, gt=0)
-    """A time bound per node and batch; unset = none."""
+    timeout: PositiveDuration | None = None
+    """A time bound per node and batch (seconds or ISO-8601; `timeout_s` is its old name);
+    unset = none."""
     memory_limit_mb: int = Field(default=1024, ge=16)
     """The memory limit of the DuckDB database the nodes run on, in MiB (no spill to disk)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: object) -> object:
+        return renamed_keys(data, {"timeout_s": "timeout"}, where="pipeline [sql]")
 
 
 WindowKind = Literal["tumbling", "sliding", "session"]
@@ -228,22 +241,33 @@ WindowKind = Literal["tumbling", "sliding", "session"]
 
 # The keys that size a window, by kind: a window takes its own kind's and no other's.
 _WINDOW_KEYS: dict[str, tuple[str, ...]] = {
-    "tumbling": ("size_s",),
-    "sliding": ("length_s", "step_s"),
-    "session": ("gap_s",),
+    "tumbling": ("size",),
+    "sliding": ("length", "step"),
+    "session": ("gap",),
+}
+# The window keys' names before they became durations (seconds, `_s`).
+_OLD_WINDOW_KEYS = {
+    "size_s": "size",
+    "length_s": "length",
+    "step_s": "step",
+    "gap_s": "gap",
+    "allowed_lateness_s": "allowed_lateness",
+    "allowed_skew_s": "allowed_skew",
 }
 
 
 class WindowSection(ConfigModel):
     """An event-time window over a SQL node's rows; ``kind`` picks the keys that size it.
 
-    * ``tumbling`` (the default): fixed, non-overlapping windows of ``size_s``;
-    * ``sliding``: windows of ``length_s`` starting every ``step_s`` (``step_s`` <=
-      ``length_s``; a record counts in every window that holds it);
-    * ``session``: runs of a group's records less than ``gap_s`` apart; a session ends
-      ``gap_s`` after its last record.
+    * ``tumbling`` (the default): fixed, non-overlapping windows of ``size``;
+    * ``sliding``: windows of ``length`` starting every ``step`` (``step`` <= ``length``;
+      a record counts in every window that holds it);
+    * ``session``: runs of a group's records less than ``gap`` apart; a session ends
+      ``gap`` after its last record.
 
-    Windows are aligned to the Unix epoch (UTC), as in
+    Every duration is seconds or ISO-8601 (``60``, ``"PT1M"``); the keys' old names in
+    seconds (``size_s``, ``allowed_lateness_s``, ...) still load, with a
+    ``DeprecationWarning``. Windows are aligned to the Unix epoch (UTC), as in
     :func:`thalweg_bytewax.operators.window_agg`, which builds them. Sinks read the
     closed windows with ``from = "<name>"`` and the late records' report with
     ``from = "<name>.late"``.
@@ -254,15 +278,16 @@ class WindowSection(ConfigModel):
     source: str = Field(alias="from")
     """The SQL node (its `sink` name or node name) whose rows are windowed."""
     kind: WindowKind = "tumbling"
-    """`tumbling` (takes `size_s`), `sliding` (`length_s`, `step_s`) or `session` (`gap_s`)."""
-    size_s: float | None = None
-    """tumbling: the window length, in seconds."""
-    length_s: float | None = None
-    """sliding: the window length, in seconds."""
-    step_s: float | None = None
-    """sliding: seconds from one window's start to the next (at most `length_s`)."""
-    gap_s: float | None = None
-    """session: the silence, in seconds, that ends a group's session."""
+    """`tumbling` (takes `size`), `sliding` (`length`, `step`) or `session` (`gap`)."""
+    size: Duration | None = None
+    """tumbling: the window length (seconds or ISO-8601; `size_s` is its old name)."""
+    length: Duration | None = None
+    """sliding: the window length (`length_s` is its old name)."""
+    step: Duration | None = None
+    """sliding: from one window's start to the next, at most `length` (`step_s` is its
+    old name)."""
+    gap: Duration | None = None
+    """session: the silence that ends a group's session (`gap_s` is its old name)."""
     time_column: str
     """The event-time column (a timestamp)."""
     group_by: list[str] = Field(default_factory=list)
@@ -270,11 +295,12 @@ class WindowSection(ConfigModel):
     aggs: dict[str, list[str]]
     """Output column = [function, input column], e.g. `revenue_eur = ["sum", "amount_eur"]`;
     functions: count (column `*` counts every row), sum, min, max, avg."""
-    allowed_lateness_s: float = 0.0
-    """How long a window waits for late records, in seconds of event time (>= 0)."""
-    allowed_skew_s: float = 60.0
+    allowed_lateness: Duration = timedelta(0)
+    """How long a window waits for late records, in event time (>= 0;
+    `allowed_lateness_s` is its old name)."""
+    allowed_skew: Duration = timedelta(seconds=60)
     """How far ahead of its ingest time a record's event time may be before it is clamped
-    (>= 0)."""
+    (>= 0; `allowed_skew_s` is its old name)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -286,6 +312,9 @@ class WindowSection(ConfigModel):
                 f"got {data['kind']!r}"
             )
             raise ConfigError(msg)
+        if isinstance(data, dict):
+            where = f"pipeline window `{data.get('name', '?')}`"
+            return renamed_keys(data, _OLD_WINDOW_KEYS, where=where)
         return data
 
     @model_validator(mode="after")
@@ -303,19 +332,24 @@ class WindowSection(ConfigModel):
         for key in own:
             value = getattr(self, key)
             if value is None:
-                msg = f"{where}: expected `{key}` (seconds, > 0); got none; add it to the table"
+                msg = (
+                    f"{where}: expected `{key}` (a duration > 0: seconds or ISO-8601); got "
+                    "none; add it to the table"
+                )
                 raise ConfigError(msg)
-            if not value > 0:
-                msg = f"{where}: expected `{key}` > 0 seconds; got {value!r}"
+            if value <= timedelta(0):
+                msg = f"{where}: expected `{key}` > 0 seconds; got {seconds(value):g} seconds"
                 raise ConfigError(msg)
-        for key in ("allowed_lateness_s", "allowed_skew_s"):
-            if not getattr(self, key) >= 0:
-                msg = f"{where}: expected `{key}` >= 0 seconds; got {getattr(self, key)!r}"
+        for key in ("allowed_lateness", "allowed_skew"):
+            value = getattr(self, key)
+            if value < timedelta(0):
+                msg = f"{where}: expected `{key}` >= 0 seconds; got {seconds(value):g} seconds"
                 raise ConfigError(msg)
-        if self.kind == "sliding" and (self.step_s or 0) > (self.length_s or 0):
+        step, length = self.step or timedelta(0), self.length or timedelta(0)
+        if self.kind == "sliding" and step > length:
             msg = (
-                f"{where}: expected `step_s` <= `length_s` ({self.length_s!r}); got "
-                f'{self.step_s!r}; for gaps between windows use kind = "tumbling"'
+                f"{where}: expected `step` <= `length` ({seconds(length):g} seconds); got "
+                f'{seconds(step):g} seconds; for gaps between windows use kind = "tumbling"'
             )
             raise ConfigError(msg)
         for out, spec in self.aggs.items():
@@ -339,24 +373,21 @@ class WindowSection(ConfigModel):
         """The window as :mod:`thalweg_bytewax.windows.aggregate` takes it (``Tumbling`` ...)."""
         from thalweg_bytewax.windows.aggregate import Session, Sliding, Tumbling  # noqa: PLC0415
 
+        none = timedelta(0)
         if self.kind == "sliding":
-            return Sliding(_seconds(self.length_s), _seconds(self.step_s))
+            return Sliding(self.length or none, self.step or none)
         if self.kind == "session":
-            return Session(_seconds(self.gap_s))
-        return Tumbling(_seconds(self.size_s))
+            return Session(self.gap or none)
+        return Tumbling(self.size or none)
 
     def agg_specs(self) -> dict[str, tuple[str, str]]:
         """``aggs`` as the operator takes them: output column -> (function, column)."""
         return {out: (spec[0], spec[1]) for out, spec in self.aggs.items()}
 
     def lateness(self) -> timedelta:
-        """``allowed_lateness_s`` as a duration."""
-        return timedelta(seconds=self.allowed_lateness_s)
+        """:attr:`allowed_lateness` (kept for callers of the release before)."""
+        return self.allowed_lateness
 
     def skew(self) -> timedelta:
-        """``allowed_skew_s`` as a duration."""
-        return timedelta(seconds=self.allowed_skew_s)
-
-
-def _seconds(value: float | None) -> timedelta:
-    return timedelta(seconds=value or 0.0)
+        """:attr:`allowed_skew` (kept for callers of the release before)."""
+        return self.allowed_skew

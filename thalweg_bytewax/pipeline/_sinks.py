@@ -1,12 +1,14 @@
 """The ``[sinks.<name>]`` sections: where a stream of the pipeline lands.
 
 A section is the sink connector's own configuration model (``ParquetSinkConfig``,
-``ArrowIPCSinkConfig``, ``IcebergSinkConfig``, ``PostgresSinkConfig``) plus the keys
-only a pipeline has (``from``, ``optional``, ``coverage``); ``kind`` picks the model, so
-a section is checked by the same rules as the sink's keywords. Keys renamed when the
-sections became the connectors' models still load, with a ``DeprecationWarning``:
-postgres ``db_schema`` (now ``schema``), iceberg ``warehouse`` and ``catalog_uri`` (now
-``catalog.warehouse`` and ``catalog.uri``).
+``ArrowIPCSinkConfig``, ``IcebergSinkConfig``, ``PostgresSinkConfig``,
+``KafkaSinkConfig``) plus the keys only a pipeline has (``from``, ``optional``,
+``coverage``; a kafka sink's encoder keys); ``kind`` picks the model, so a section is
+checked by the same rules as the sink's keywords. Keys renamed when the sections became
+the connectors' models still load, with a ``DeprecationWarning``: postgres ``db_schema``
+(now ``schema``), iceberg ``warehouse`` and ``catalog_uri`` (now ``catalog.warehouse``
+and ``catalog.uri``), kafka ``bootstrap_servers`` and ``message_key`` (now ``brokers``
+and ``key``).
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import ConfigDict, Field, model_validator
 
-from thalweg_bytewax.config import ClientSettings, ConfigModel, SecretRef, renamed_keys
+from thalweg_bytewax.config import ConfigModel, SecretRef, renamed_keys
 from thalweg_bytewax.connectors.arrow_ipc.config import ArrowIPCSinkConfig
 from thalweg_bytewax.connectors.iceberg.config import IcebergSinkConfig
+from thalweg_bytewax.connectors.kafka.config import KafkaSinkConfig
 from thalweg_bytewax.connectors.parquet.config import ParquetSinkConfig
 from thalweg_bytewax.connectors.postgres.config import PostgresSinkConfig
 from thalweg_bytewax.errors import ConfigError
@@ -141,15 +144,11 @@ class PostgresSinkSection(_PipelineKeys, PostgresSinkConfig):
         return self
 
 
-class KafkaSinkSection(_PipelineKeys):
+class KafkaSinkSection(_PipelineKeys, KafkaSinkConfig):
     """A Kafka topic, one record per row, exactly once by locator (transactional or not)."""
 
     kind: Literal["kafka"]
     """kafka: a Kafka topic."""
-    bootstrap_servers: str
-    """The brokers."""
-    topic: str
-    """The topic to write."""
     encoder: Literal["avro", "json", "protobuf"]
     """How rows become record values."""
     framing: Literal["confluent", "none"] | None = None
@@ -168,15 +167,11 @@ class KafkaSinkSection(_PipelineKeys):
     """protobuf: a FileDescriptorSet file (`protoc --include_imports`)."""
     message_type: str | None = None
     """protobuf: the fully-qualified message name."""
-    message_key: str | None = None
-    """The column whose values are the record keys (default: none)."""
-    transactional: bool = False
-    """One Kafka transaction per epoch and shard (for `read_committed` readers)."""
-    librdkafka: ClientSettings = Field(default_factory=dict)
-    """librdkafka producer settings passed through (SASL, SSL, compression); a value whose
-    key names a credential (`sasl.password`, ...) is a secret: write a reference."""
-    shards: int | None = Field(default=None, ge=1)
-    """Sink partitions (default: the sink's own)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _key_name(cls, data: Any) -> Any:
+        return renamed_keys(data, {"message_key": "key"}, where="pipeline sink (kafka)")
 
     @model_validator(mode="after")
     def _framing(self) -> Self:

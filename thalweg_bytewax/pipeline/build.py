@@ -30,7 +30,6 @@ from bytewax.dataflow import Dataflow
 
 import thalweg_bytewax.operators as twg
 from thalweg_bytewax._redact import redact_url, redact_value
-from thalweg_bytewax.config import resolve_settings
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.connectors.rules import RuleRegistrySink
 from thalweg_bytewax.contracts import ContractSpec, load_contract
@@ -95,19 +94,17 @@ def _counts(config: PipelineConfig, built: Mapping[str, SinkSection]) -> list[Ta
             out.append(TableCount(name, "parquet", partial(lane_records, lane), "lane"))
     for s in built.values():
         if isinstance(s, KafkaSinkSection):
-            settings = resolve_settings(s.librdkafka)
-            count = partial(_topic_offsets, s.bootstrap_servers, s.topic, settings)
+            count = partial(_topic_offsets, s)
             out.append(TableCount(s.topic, "kafka", count, "topic"))
     return out
 
 
-def _topic_offsets(bootstrap: str, topic: str, settings: dict[str, str]) -> int | None:
+def _topic_offsets(sink: KafkaSinkSection) -> int | None:
     """The offsets a topic spans (records, plus transaction markers); None when it is absent."""
     from confluent_kafka import Consumer, TopicPartition  # noqa: PLC0415
 
-    consumer = Consumer(
-        {**settings, "bootstrap.servers": bootstrap, "group.id": "thalweg-summary", "log_level": 3}
-    )
+    topic = sink.topic
+    consumer = Consumer(sink.reader_config())
     try:
         meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
         if meta is None or meta.error is not None:
@@ -260,7 +257,7 @@ def build_pipeline(  # noqa: PLR0912, PLR0913, PLR0915 - one flow, drawn in the 
             stream,
             SqlDag(specs),
             schema=_decoded_schema(payload, config.codec.metadata),
-            timeout_seconds=config.sql.timeout_s,
+            timeout=config.sql.timeout,
             memory_limit_bytes=config.sql.memory_limit_mb * 1024 * 1024,
         )
         # A node's stream is taken only when a window or sink reads it: each one taken

@@ -8,7 +8,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import warnings
 from collections.abc import Callable, Mapping
+from datetime import timedelta
 from typing import Any, Literal
 
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
@@ -69,6 +71,29 @@ def registry_client(url: str, conf: Mapping[str, Any] | None = None) -> SchemaRe
     return SchemaRegistryClient(full)
 
 
+_INITIAL_BACKOFF = timedelta(seconds=0.1)
+_MAX_BACKOFF = timedelta(seconds=2)
+
+
+def _backoff(name: str, value: object, old: float | None, default: timedelta) -> float:
+    """A backoff keyword in seconds; its deprecated ``<name>_s`` one in seconds warns."""
+    if old is not None:
+        warnings.warn(
+            f"schema registry: `{name}_s` is deprecated; pass `{name}=timedelta(seconds=...)` "
+            "(the old name goes in the next release)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        if value != default:
+            msg = f"schema registry: got `{name}` and its old name `{name}_s`; keep `{name}`"
+            raise ConfigError(msg)
+        value = timedelta(seconds=old) if isinstance(old, int | float) else old
+    if not isinstance(value, timedelta) or value < timedelta(0):
+        msg = f"schema registry: `{name}` expected a datetime.timedelta >= 0; got {value!r}"
+        raise ConfigError(msg)
+    return value.total_seconds()
+
+
 class RegistrySchemaSource(SchemaSource):
     """Schemas from a Confluent-compatible schema registry.
 
@@ -76,7 +101,7 @@ class RegistrySchemaSource(SchemaSource):
     here after references are resolved. Only the registry's own "not found" answers (404
     with error code 40400-40406) raise :class:`UnknownSchemaError`. A transport error, a
     5xx, a 429 or a 404 without such a code (a gateway page) is retried
-    with exponential backoff (``initial_backoff_s`` doubling up to ``max_backoff_s``) for
+    with exponential backoff (``initial_backoff`` doubling up to ``max_backoff``) for
     at most ``max_attempts`` attempts, then raises :class:`RegistryUnavailableError`.
     Lookups are rare (once per schema id per process), so the blocking wait is bounded
     by roughly the sum of the backoffs.
@@ -87,8 +112,10 @@ class RegistrySchemaSource(SchemaSource):
         conf: Extra client settings when ``registry`` is a URL. Secrets in here never
             reach a message, log line or repr.
         max_attempts: Attempts per lookup before the registry counts as unavailable.
-        initial_backoff_s: First wait between attempts.
-        max_backoff_s: Cap on one wait.
+        initial_backoff: First wait between attempts (default 0.1 s).
+        max_backoff: Cap on one wait (default 2 s).
+        initial_backoff_s: Deprecated: ``initial_backoff`` in seconds.
+        max_backoff_s: Deprecated: ``max_backoff`` in seconds.
 
     Raises:
         ConfigError: On an invalid URL or setting.
@@ -100,13 +127,17 @@ class RegistrySchemaSource(SchemaSource):
         *,
         conf: Mapping[str, Any] | None = None,
         max_attempts: int = 5,
-        initial_backoff_s: float = 0.1,
-        max_backoff_s: float = 2.0,
+        initial_backoff: timedelta = _INITIAL_BACKOFF,
+        max_backoff: timedelta = _MAX_BACKOFF,
+        initial_backoff_s: float | None = None,
+        max_backoff_s: float | None = None,
     ) -> None:
         super().__init__()
         if max_attempts < 1:
             msg = f"schema registry: expected max_attempts >= 1; got {max_attempts!r}"
             raise ConfigError(msg)
+        first = _backoff("initial_backoff", initial_backoff, initial_backoff_s, _INITIAL_BACKOFF)
+        cap = _backoff("max_backoff", max_backoff, max_backoff_s, _MAX_BACKOFF)
         if isinstance(registry, str):
             # The client's own retry loop sleeps up to 20 s per attempt by default; we
             # retry here instead so the bound is ours and the error names the URL.
@@ -131,8 +162,8 @@ class RegistrySchemaSource(SchemaSource):
         self._urls: RegistryUrls = urls
         self._url = urls.shown
         self._max_attempts = max_attempts
-        self._initial_backoff_s = initial_backoff_s
-        self._max_backoff_s = max_backoff_s
+        self._initial_backoff_s = first
+        self._max_backoff_s = cap
 
     @property
     def client(self) -> SchemaRegistryClient:

@@ -13,7 +13,9 @@ one frozen model: what its keywords build, and what a pipeline's ``[source]`` ta
 
 :class:`KafkaSink` writes keyed Arrow batches (or raw records) to a topic, each input
 record exactly once across crashes (see :mod:`.sink`); its counters are
-:class:`KafkaSinkStats`. ``thalweg_bytewax.connectors.kafka.dlq`` turns DLQ batches into
+:class:`KafkaSinkStats` and its settings :class:`KafkaSinkConfig` (module ``config``),
+what a pipeline's ``[sinks.<name>]`` table with ``kind = "kafka"`` loads too.
+``thalweg_bytewax.connectors.kafka.dlq`` turns DLQ batches into
 Kafka records with Kafka Connect's error headers.
 
 Each name loads its module on first use: a flow that only reads does not load the sink.
@@ -26,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from thalweg_bytewax._lazy import lazy_dir, load_lazy
 
 if TYPE_CHECKING:
-    from .config import KafkaSourceConfig
+    from .config import KafkaSinkConfig, KafkaSourceConfig
     from .sink import KafkaSink
     from .source import KafkaPartitionState, KafkaSource, StartingOffset
     from .stats import KafkaSinkStats, KafkaSourceStats
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "KafkaPartitionState": ".source",
     "KafkaSink": ".sink",
+    "KafkaSinkConfig": ".config",
     "KafkaSinkStats": ".stats",
     "KafkaSource": ".source",
     "KafkaSourceConfig": ".config",
@@ -45,6 +48,7 @@ _LAZY = {
 __all__ = [
     "KafkaPartitionState",
     "KafkaSink",
+    "KafkaSinkConfig",
     "KafkaSinkStats",
     "KafkaSource",
     "KafkaSourceConfig",

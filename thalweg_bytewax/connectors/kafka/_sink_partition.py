@@ -33,7 +33,9 @@ from ._sink_records import prepare, trace_headers
 from .stats import KafkaSinkStats
 
 if TYPE_CHECKING:
-    from .sink import KafkaSink
+    from thalweg_bytewax.codecs.base import Encoder
+
+    from .config import KafkaSinkConfig
 
 __all__ = ["out_state_key"]
 
@@ -60,30 +62,32 @@ class _KafkaSinkPartition(EpochSinkPartition):
 
     def __init__(
         self,
-        sink: KafkaSink,
+        config: KafkaSinkConfig,
+        encoder: Encoder | None,
         step_id: str,
         resume: EpochSinkState | None,
         shard: int,
     ) -> None:
         self.stats: KafkaSinkStats = KafkaSinkStats()
         super().__init__(
-            component=f"kafka sink `{sink.topic}`",
-            columns=sink.columns,
+            component=f"kafka sink `{config.topic}`",
+            columns=config.columns,
             resume_state=resume,
             shard=shard,
-            shards=sink.shards,
+            shards=config.shards,
             stats=self.stats,
         )
-        self._sink = sink
-        self._topic = sink.topic
-        settings = sink.producer_config(step_id, shard)
+        self._config = config
+        self._encoder = encoder
+        self._topic = config.topic
+        settings = config.producer_config(step_id, shard)
         self._reports = DeliveryReports(
             self.component, self._topic, shard, settings.get("transactional.id")
         )
         settings["on_delivery"] = self._reports.on_delivery
         settings["error_cb"] = self._reports.on_client_error
         self._producer = Producer(settings)
-        self._reader = Consumer(sink.reader_config())
+        self._reader = Consumer(config.reader_config())
         self._clients_closed = False
         self._in_txn = False
         self._stable: Stable | None = None
@@ -92,8 +96,8 @@ class _KafkaSinkPartition(EpochSinkPartition):
             # is waited for until `unreachable_timeout`.
             md = retried(
                 lambda t: self._producer.list_topics(self._topic, timeout=t),
-                wait_s=sink.wait_s,
-                request_s=sink.metadata_timeout_s,
+                wait_s=config.wait_s,
+                request_s=config.metadata_timeout_s,
             )
             meta = md.topics.get(self._topic)
             if meta is None or meta.error is not None or not meta.partitions:
@@ -104,30 +108,30 @@ class _KafkaSinkPartition(EpochSinkPartition):
                 )
                 raise SinkTerminalError(msg)
             self._partitions = sorted(meta.partitions)
-            if sink.transactional:
+            if config.transactional:
                 # Fences an earlier producer with this transactional.id and aborts its
                 # open transaction, so its unflushed epoch never becomes visible.
                 retried(
                     self._producer.init_transactions,
-                    wait_s=sink.wait_s,
-                    request_s=sink.metadata_timeout_s,
+                    wait_s=config.wait_s,
+                    request_s=config.metadata_timeout_s,
                 )
                 # After the fence, so that this shard's previous run wrote everything
                 # below the marks; the read-back waits only behind those records, which
                 # no transaction of this run precedes (no deadlock: see _sink_stable).
                 self._stable = take_marks(
-                    sink.reader_config(),
+                    config.reader_config(),
                     self._topic,
                     self._partitions,
                     producer_settings=settings,
-                    wait_s=sink.wait_s,
+                    wait_s=config.wait_s,
                     component=self.component,
                 )
         except KafkaException as exc:
             self._close_clients()
             msg = (
                 f"{self.component}: could not reach the brokers within "
-                f"{sink.wait_s:g} s ({exc.args[0].name()}); check `brokers` and the "
+                f"{config.wait_s:g} s ({exc.args[0].name()}); check `brokers` and the "
                 f"security settings in `librdkafka`, or raise `unreachable_timeout`"
             )
             raise SinkTransientError(msg) from exc
@@ -147,7 +151,7 @@ class _KafkaSinkPartition(EpochSinkPartition):
 
     @override
     def open_partition(self, key: str, topic: str, partition: int) -> OffsetCoverage:
-        if self._sink.partitioner == "source":
+        if self._config.partitioner == "source":
             self._check_source_partition(key, partition)
             wanted = [partition]
         else:
@@ -159,7 +163,7 @@ class _KafkaSinkPartition(EpochSinkPartition):
                 self._topic,
                 todo,
                 mine=self._mine,
-                timeout_s=self._sink.wait_s,
+                timeout_s=self._config.wait_s,
                 component=self.component,
                 stable=self._stable,
             )
@@ -197,20 +201,20 @@ class _KafkaSinkPartition(EpochSinkPartition):
     @override
     def stage(self, key: str, rows: pa.RecordBatch) -> None:
         self._reports.raise_errors()
-        sink = self._sink
+        config = self._config
         prepared = prepare(
             rows,
             topic=self._topic,
             component=self.component,
             columns=self.columns,
-            encoder=sink.encoder,
-            key=sink.key,
-            headers=sink.headers,
-            keep_source_headers=sink.keep_source_headers,
-            by_source_partition=sink.partitioner == "source",
+            encoder=self._encoder,
+            key=config.key,
+            headers=config.headers,
+            keep_source_headers=config.keep_source_headers,
+            by_source_partition=config.partitioner == "source",
             trace=trace_headers(),
         )
-        if sink.transactional and not self._in_txn:
+        if config.transactional and not self._in_txn:
             self._reports.call("begin the epoch's transaction", self._producer.begin_transaction)
             self._in_txn = True
         produce_all(self._producer, self._topic, prepared, self._wait_for_room)
@@ -219,8 +223,8 @@ class _KafkaSinkPartition(EpochSinkPartition):
 
     @override
     def commit_epoch(self) -> None:
-        sink = self._sink
-        timeout = sink.acknowledge_s
+        config = self._config
+        timeout = config.acknowledge_s
         if self._in_txn:
             # commit_transaction flushes first and fails if any delivery failed; one
             # that failed transiently (the coordinator restarting) is committed again.
@@ -246,7 +250,9 @@ class _KafkaSinkPartition(EpochSinkPartition):
                 )
                 raise SinkTransientError(msg)
         self._reports.raise_errors()
-        ends = end_offsets(self._reader, self._topic, self._partitions, sink.wait_s, self.component)
+        ends = end_offsets(
+            self._reader, self._topic, self._partitions, config.wait_s, self.component
+        )
         self._starts.update(ends)
 
     @override
@@ -266,7 +272,7 @@ class _KafkaSinkPartition(EpochSinkPartition):
                 # The newer producer's init_transactions aborted this transaction on
                 # the broker; this one can no longer talk to the coordinator.
                 return
-            self._producer.abort_transaction(self._sink.delivery_timeout_s)
+            self._producer.abort_transaction(self._config.delivery_timeout_s)
         else:
             # Records still queued locally are dropped; those already sent may land
             # and are skipped by the reconciliation on resume.
@@ -313,7 +319,7 @@ class _KafkaSinkPartition(EpochSinkPartition):
     def _wait_for_room(self, args: tuple[Any, ...]) -> None:
         """Poll until the full local queue takes the record, or fail after the timeout."""
         self.stats.queue_full_waits += 1
-        wait_s = self._sink.acknowledge_s
+        wait_s = self._config.acknowledge_s
         deadline = time.monotonic() + wait_s
         while True:
             self._producer.poll(_QUEUE_POLL_S)

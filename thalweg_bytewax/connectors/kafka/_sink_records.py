@@ -31,6 +31,8 @@ from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.records.ids import RECORD_ID_BYTES
 from thalweg_bytewax.records.metadata import MetadataColumns
 
+from ._sink_settings import RESERVED_HEADER_PREFIX
+
 try:  # the observability extra is optional: without it no trace context is sent
     from opentelemetry import propagate, trace
 except ImportError:  # pragma: no cover - installed in the test environment
@@ -56,8 +58,6 @@ logger = logging.getLogger(__name__)
 
 HEADER_LOCATOR = "_twg.locator"
 """Header: the record's source locator and record id, packed (see :func:`parse_locator`)."""
-RESERVED_HEADER_PREFIX = "_twg."
-"""Header names with this prefix are the sink's own; ``headers=`` may not use them."""
 
 _HEAD = struct.Struct(">Biq")  # flags, partition, offset
 LOCATOR_HEAD_BYTES = _HEAD.size + RECORD_ID_BYTES

@@ -17,30 +17,33 @@ from __future__ import annotations
 
 import logging
 import os
-import uuid
 import warnings
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from typing_extensions import override
 
+from thalweg_bytewax.config import SecretRef
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, metadata_columns
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
 from thalweg_bytewax.runtime.parts import stable_route
 from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink, coverage_store_option
 
-from ._args import (
-    check_bool,
-    check_config,
-    check_interval,
-    check_names,
-    check_positive_int,
-)
-from ._config import BOOTSTRAP_SERVERS, DEFAULT_UNREACHABLE_TIMEOUT, GROUP_ID, LOG_LEVEL
+from ._args import check_config, check_interval
+from ._config import DEFAULT_UNREACHABLE_TIMEOUT
 from ._sink_partition import _KafkaSinkPartition
-from ._sink_records import HEADER_LOCATOR, RESERVED_HEADER_PREFIX, Locator, parse_locator
+from ._sink_records import HEADER_LOCATOR, Locator, parse_locator
+from ._sink_settings import (
+    DEFAULT_DELIVERY_TIMEOUT,
+    DEFAULT_QUEUE_MAX_BYTES,
+    DEFAULT_QUEUE_MAX_MESSAGES,
+    DEFAULT_SINK_METADATA_TIMEOUT,
+    DEFAULT_SINK_SHARDS,
+    Partitioner,
+)
+from .config import KafkaSinkConfig
 from .stats import KafkaSinkStats
 
 if TYPE_CHECKING:
@@ -50,6 +53,7 @@ if TYPE_CHECKING:
 __all__ = [
     "HEADER_LOCATOR",
     "KafkaSink",
+    "KafkaSinkConfig",
     "KafkaSinkStats",
     "Locator",
     "Partitioner",
@@ -58,33 +62,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-Partitioner = Literal["key", "source"]
-"""How records find their output partition: by key (murmur2, as Java clients do) or the
-partition number of their source partition."""
-
-_COMPONENT = "kafka sink"
-
-# librdkafka producer property names, in one place.
-ENABLE_IDEMPOTENCE = "enable.idempotence"
-ACKS = "acks"
-PARTITIONER = "partitioner"
-DELIVERY_REPORT_ONLY_ERROR = "delivery.report.only.error"
-MESSAGE_TIMEOUT_MS = "message.timeout.ms"
-QUEUE_MAX_MESSAGES = "queue.buffering.max.messages"
-QUEUE_MAX_KBYTES = "queue.buffering.max.kbytes"
-LINGER_MS = "linger.ms"
-TRANSACTIONAL_ID = "transactional.id"
-TRANSACTION_TIMEOUT_MS = "transaction.timeout.ms"
-ISOLATION_LEVEL = "isolation.level"
-ENABLE_PARTITION_EOF = "enable.partition.eof"
-
-# The local queue bounds the sink's memory: librdkafka refuses more (BufferError) and
-# the sink waits for deliveries. 64 MiB / 100k records keeps several 10k-record polls
-# in flight (measured on benchmarks/kafka_sink.py, docs/benchmarks.md "Kafka sink").
-DEFAULT_QUEUE_MAX_BYTES = 64 * 1024 * 1024
-DEFAULT_QUEUE_MAX_MESSAGES = 100_000
-# Java clients' partitioner: a key lands where a Java producer would put it.
-_MURMUR2 = "murmur2_random"
+_COMPONENT = KafkaSinkConfig.component
 
 
 class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
@@ -110,6 +88,11 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
         raw = op.input("in", flow, KafkaSource(["localhost:9092"], ["orders"]))
         op.output("out", raw, KafkaSink(["localhost:9092"], "orders-copy"))
 
+    The keywords other than ``encoder`` and ``coverage_store`` build a
+    :class:`~thalweg_bytewax.connectors.kafka.KafkaSinkConfig` (:attr:`config`), the
+    model a pipeline's ``[sinks.<name>]`` table with ``kind = "kafka"`` builds too; the
+    partitions read only that model.
+
     Args:
         brokers: Bootstrap servers, as a list or a comma-separated string.
         topic: The output topic (it must exist, or the cluster must auto-create it).
@@ -128,7 +111,11 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
             default ``thalweg-<topic>-<step id>``. Keep it stable across restarts.
         shards: Number of sink partitions the source partitions spread over.
         librdkafka: librdkafka producer settings passed through (SASL/SSL,
-            compression); they override thalweg's defaults and are never shown.
+            compression); they override thalweg's defaults. Values whose key names a
+            credential (``sasl.password``, ``ssl.key.password``, ...) are secrets:
+            never shown, resolved only where a client is built.
+        password: The SASL password (wins over ``librdkafka``'s ``sasl.password``), a
+            secret; a ``${env:NAME}`` reference is resolved where a client is built.
         add_config: The old name of ``librdkafka`` (deprecated; warns).
         delivery_timeout: How long an epoch's records may take to be acknowledged, and
             how long a full local queue may block, before the sink fails loudly
@@ -156,7 +143,7 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
         ConfigError: On an invalid argument.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - one documented knob each
         self,
         brokers: Sequence[str] | str,
         topic: str,
@@ -168,11 +155,12 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
         keep_source_headers: bool = True,
         transactional: bool = False,
         transactional_id: str | None = None,
-        shards: int = 16,
+        shards: int = DEFAULT_SINK_SHARDS,
         librdkafka: Mapping[str, Any] | None = None,
+        password: str | SecretRef | None = None,
         add_config: Mapping[str, Any] | None = None,
-        delivery_timeout: timedelta = timedelta(seconds=30),
-        metadata_timeout: timedelta = timedelta(seconds=10),
+        delivery_timeout: timedelta = DEFAULT_DELIVERY_TIMEOUT,
+        metadata_timeout: timedelta = DEFAULT_SINK_METADATA_TIMEOUT,
         unreachable_timeout: timedelta = DEFAULT_UNREACHABLE_TIMEOUT,
         queue_max_messages: int = DEFAULT_QUEUE_MAX_MESSAGES,
         queue_max_bytes: int = DEFAULT_QUEUE_MAX_BYTES,
@@ -190,141 +178,109 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
                 msg = f"{_COMPONENT}: got `librdkafka` and its old name `add_config`; keep one"
                 raise ConfigError(msg)
             librdkafka = add_config
-        self.brokers = check_names(brokers, "brokers", component=_COMPONENT)
-        self.coverage_store = coverage_store_option(coverage_store)
-        if not isinstance(topic, str) or not topic or ":" in topic:
-            msg = (
-                f"{_COMPONENT}: `topic` expected a non-empty topic name without ':'; "
-                f"got {topic!r}"
-            )
+        # Python code means what it passes: a number is no duration here (TOML's seconds
+        # are read by the model), and a map's keys must be property names.
+        for name, value in (
+            ("delivery_timeout", delivery_timeout),
+            ("metadata_timeout", metadata_timeout),
+            ("unreachable_timeout", unreachable_timeout),
+        ):
+            check_interval(value, name, component=_COMPONENT)
+        settings = check_config(librdkafka, "librdkafka", component=_COMPONENT)
+        config = KafkaSinkConfig.build(
+            {
+                "brokers": brokers,
+                "topic": topic,
+                "key": key,
+                "headers": dict(headers) if isinstance(headers, Mapping) else headers or {},
+                "partitioner": partitioner,
+                "keep_source_headers": keep_source_headers,
+                "transactional": transactional,
+                "transactional_id": transactional_id,
+                "shards": shards,
+                "librdkafka": settings,
+                "password": password,
+                "delivery_timeout": delivery_timeout,
+                "metadata_timeout": metadata_timeout,
+                "unreachable_timeout": unreachable_timeout,
+                "queue_max_messages": queue_max_messages,
+                "queue_max_bytes": queue_max_bytes,
+                "metadata_prefix": metadata_prefix,
+            }
+        )
+        self._start(config, encoder, coverage_store)
+
+    @classmethod
+    def from_config(
+        cls,
+        config: KafkaSinkConfig,
+        *,
+        encoder: Encoder | None = None,
+        coverage_store: CoverageStore | str | os.PathLike[str] | None = None,
+    ) -> KafkaSink:
+        """The sink a :class:`KafkaSinkConfig` describes (a pipeline's ``[sinks.<name>]``).
+
+        Args:
+            config: The sink's settings.
+            encoder: Encodes each batch to values; ``None`` sends the raw payload.
+            coverage_store: Where to record each committed epoch's coverage.
+
+        Raises:
+            ConfigError: When ``config`` is not a ``KafkaSinkConfig``, or on a bad
+                ``encoder``.
+        """
+        if not isinstance(config, KafkaSinkConfig):
+            msg = f"{_COMPONENT}: expected a KafkaSinkConfig; got {type(config).__name__}"
             raise ConfigError(msg)
-        self.topic = topic
+        sink = cls.__new__(cls)
+        sink._start(config, encoder, coverage_store)  # noqa: SLF001 - its own class
+        return sink
+
+    def _start(
+        self,
+        config: KafkaSinkConfig,
+        encoder: Encoder | None,
+        coverage_store: CoverageStore | str | os.PathLike[str] | None,
+    ) -> None:
         if encoder is not None and not callable(getattr(encoder, "encode_batch", None)):
             msg = (
                 f"{_COMPONENT}: `encoder` expected an encoder with `encode_batch(batch, *, "
                 f"topic)` or None; got {type(encoder).__name__}"
             )
             raise ConfigError(msg)
-        self.encoder = encoder
-        if key is not None and (not isinstance(key, str) or not key):
-            msg = f"{_COMPONENT}: `key` expected a column name or None; got {key!r}"
-            raise ConfigError(msg)
-        self.key = key
-        headers = dict(headers or {})
-        for name, col in headers.items():
-            if not isinstance(name, str) or not isinstance(col, str) or not name or not col:
-                msg = (
-                    f"{_COMPONENT}: `headers` expected header names mapped to column "
-                    f"names; got {name!r}: {col!r}"
-                )
-                raise ConfigError(msg)
-            if name.startswith(RESERVED_HEADER_PREFIX):
-                msg = (
-                    f"{_COMPONENT}: `headers` names `{name}`, which the sink writes itself "
-                    f"(`{RESERVED_HEADER_PREFIX}*`); expected another header name"
-                )
-                raise ConfigError(msg)
-        self.headers = headers
-        if partitioner not in ("key", "source"):
-            msg = f"{_COMPONENT}: `partitioner` expected 'key' or 'source'; got {partitioner!r}"
-            raise ConfigError(msg)
-        self.partitioner: Partitioner = partitioner
-        self.keep_source_headers = check_bool(
-            keep_source_headers, "keep_source_headers", component=_COMPONENT
-        )
-        self.transactional = check_bool(transactional, "transactional", component=_COMPONENT)
-        if transactional_id is not None and (
-            not isinstance(transactional_id, str) or not transactional_id
-        ):
-            msg = (
-                f"{_COMPONENT}: `transactional_id` expected a non-empty string or None; "
-                f"got {transactional_id!r}"
-            )
-            raise ConfigError(msg)
-        self.transactional_id = transactional_id
-        self.shards = check_positive_int(shards, "shards", component=_COMPONENT)
-        self.librdkafka = check_config(librdkafka, "librdkafka", component=_COMPONENT)
-        self.delivery_timeout_s = check_interval(
-            delivery_timeout, "delivery_timeout", component=_COMPONENT
-        )
-        self.metadata_timeout_s = check_interval(
-            metadata_timeout, "metadata_timeout", component=_COMPONENT
-        )
-        self.unreachable_timeout_s = check_interval(
-            unreachable_timeout, "unreachable_timeout", component=_COMPONENT
-        )
-        self.queue_max_messages = check_positive_int(
-            queue_max_messages, "queue_max_messages", component=_COMPONENT
-        )
-        self.queue_max_bytes = check_positive_int(
-            queue_max_bytes, "queue_max_bytes", component=_COMPONENT
-        )
-        self.columns = metadata_columns(metadata_prefix, _COMPONENT)
+        self._config = config
+        self._encoder = encoder
+        self.coverage_store = coverage_store_option(coverage_store)
+        self.shards = config.shards
+        self.columns = config.columns
+
+    @property
+    def config(self) -> KafkaSinkConfig:
+        """The sink's settings, one frozen model (what its partitions read)."""
+        return self._config
+
+    @property
+    def encoder(self) -> Encoder | None:
+        """Encodes each batch to record values; ``None`` sends the raw payload."""
+        return self._encoder
+
+    @property
+    def topic(self) -> str:
+        """The output topic."""
+        return self._config.topic
 
     def __repr__(self) -> str:
-        # librdkafka may hold credentials: never shown.
+        # librdkafka and the password hold credentials: never shown.
+        c = self._config
         return (
-            f"KafkaSink(brokers={self.brokers!r}, topic={self.topic!r}, "
-            f"partitioner={self.partitioner!r}, transactional={self.transactional!r}, "
-            f"shards={self.shards!r})"
+            f"KafkaSink(brokers={c.brokers!r}, topic={c.topic!r}, "
+            f"partitioner={c.partitioner!r}, transactional={c.transactional!r}, "
+            f"shards={c.shards!r})"
         )
 
-    @property
-    def acknowledge_s(self) -> float:
-        """How long a record may wait for its acknowledgement, in seconds.
-
-        ``delivery_timeout`` plus ``unreachable_timeout``: a broker restarting holds
-        records that long.
-        """
-        return self.delivery_timeout_s + self.unreachable_timeout_s
-
-    @property
-    def wait_s(self) -> float:
-        """How long requests answered with a transient error are retried."""
-        return max(self.metadata_timeout_s, self.unreachable_timeout_s)
-
     def producer_config(self, step_id: str, shard: int) -> dict[str, Any]:
-        """The librdkafka producer settings of one shard: our defaults, then ``librdkafka``."""
-        config: dict[str, Any] = {
-            BOOTSTRAP_SERVERS: ",".join(self.brokers),
-            ENABLE_IDEMPOTENCE: True,
-            ACKS: "all",
-            PARTITIONER: _MURMUR2,
-            # Success reports would cost a Python callback per record; failures are
-            # what the epoch's check needs (flush() returning 0 means the rest landed).
-            DELIVERY_REPORT_ONLY_ERROR: True,
-            MESSAGE_TIMEOUT_MS: int(self.acknowledge_s * 1000),
-            QUEUE_MAX_MESSAGES: self.queue_max_messages,
-            QUEUE_MAX_KBYTES: max(1, self.queue_max_bytes // 1024),
-            LINGER_MS: 5,
-            LOG_LEVEL: 3,
-        }
-        if self.transactional:
-            prefix = self.transactional_id or f"thalweg-{self.topic}-{step_id}"
-            config[TRANSACTIONAL_ID] = f"{prefix}-{shard}"
-            # A transaction spans at most one epoch plus its flush (librdkafka refuses a
-            # message timeout longer than the transaction's).
-            config[TRANSACTION_TIMEOUT_MS] = max(
-                60_000, int(self.delivery_timeout_s * 2000), int(self.acknowledge_s * 1000)
-            )
-        config.update(self.librdkafka)
-        return config
-
-    def reader_config(self) -> dict[str, Any]:
-        """The librdkafka consumer settings used to read the topic back on resume."""
-        config: dict[str, Any] = {
-            BOOTSTRAP_SERVERS: ",".join(self.brokers),
-            GROUP_ID: f"thalweg-unused-{uuid.uuid4().hex[:8]}",
-            "enable.auto.commit": False,
-            ENABLE_PARTITION_EOF: True,
-            ISOLATION_LEVEL: "read_committed" if self.transactional else "read_uncommitted",
-            LOG_LEVEL: 3,
-        }
-        # Security settings apply to the reader too; producer-only ones are dropped.
-        for name, value in self.librdkafka.items():
-            if name.startswith(("security.", "sasl.", "ssl.", "client.", "socket.")):
-                config[name] = value
-        return config
+        """The librdkafka producer settings of one shard, secrets resolved (of :attr:`config`)."""
+        return self._config.producer_config(step_id, shard)
 
     @override
     def part_fn(self, item_key: str) -> int:
@@ -340,4 +296,4 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
     def build_shard(
         self, step_id: str, shard: int, resume_state: EpochSinkState | None
     ) -> _KafkaSinkPartition:
-        return _KafkaSinkPartition(self, step_id, resume_state, shard)
+        return _KafkaSinkPartition(self._config, self._encoder, step_id, resume_state, shard)
