@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 
 import bytewax.operators as op
 import numpy as np
@@ -21,6 +22,7 @@ import pyarrow as pa
 from bytewax.dataflow import operator
 from bytewax.operators import KeyedStream
 
+from thalweg_bytewax.config import UNSET, bound_keyword
 from thalweg_bytewax.coverage.input_span import input_span, input_span_metadata
 from thalweg_bytewax.errors import ConfigError, SchemaError
 from thalweg_bytewax.lanes.dlq import RejectReason, dlq_batch_from_rows
@@ -244,7 +246,7 @@ def wasm_sql(
     functions: Sequence[WasmFunction],
     name: str = "input",
     params: Mapping[str, object] | None = None,
-    timeout_seconds: float | None = DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
+    timeout: timedelta | None = timedelta(seconds=DEFAULT_SQL_NODE_TIMEOUT_SECONDS),
     memory_limit_bytes: int = DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
     metadata_prefix: str = DEFAULT_PREFIX,
 ) -> WasmOut:
@@ -275,7 +277,7 @@ def wasm_sql(
         functions: The WASM functions the query may call.
         name: The relation name of the batch in ``query``.
         params: Values for ``$name`` parameters of ``query``.
-        timeout_seconds: The bound on one run over one batch (``None``: unbounded).
+        timeout: The bound on one run over one batch (``None``: unbounded).
         memory_limit_bytes: The memory limit of the step's database.
         metadata_prefix: The prefix of the metadata columns.
 
@@ -290,13 +292,21 @@ def wasm_sql(
     if not functions:
         msg = f"wasm_sql `{step_id}`: expected at least one WasmFunction; got none (use twg.sql)"
         raise ConfigError(msg)
+    bound = bound_keyword(
+        f"wasm_sql `{step_id}`",
+        "timeout",
+        timeout,
+        "timeout_seconds",
+        UNSET,
+        default=timedelta(seconds=DEFAULT_SQL_NODE_TIMEOUT_SECONDS),
+    )
     node = SqlNode(
         step_id,
         query,
         name=name,
         params=params,
         columns=columns,
-        timeout_seconds=timeout_seconds,
+        timeout_seconds=bound,
         memory_limit_bytes=memory_limit_bytes,
         functions=functions,
     )
