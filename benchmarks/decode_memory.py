@@ -347,7 +347,13 @@ def main() -> None:
         peaks: dict[str, list[float]] = {}
         for _ in range(args.repeat):
             for name in args.variants.split(","):
-                base, *own = name.split(":")
+                base, *parts = name.split(":")
+                own: list[str] = []
+                for part in parts:  # a value may hold colons: `_RJEM_MALLOC_CONF=a:1`
+                    if "=" in part or not own:
+                        own.append(part)
+                    else:
+                        own[-1] += ":" + part
                 variant_env = dict(env)
                 rk = json.loads(args.librdkafka or "{}")
                 for item in own:
