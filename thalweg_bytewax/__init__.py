@@ -7,7 +7,6 @@ Bytewax inputs and outputs live in :mod:`thalweg_bytewax.connectors`, operators 
 
 from __future__ import annotations
 
-from thalweg_bytewax._arrow_pool import install as _install_arrow_pool
 from thalweg_bytewax._excepthook import install as _install_excepthook
 from thalweg_bytewax._moved import install as _install_moved_names
 from thalweg_bytewax.errors import (
@@ -29,7 +28,6 @@ __version__ = "0.1.0"
 
 _install_moved_names()  # a module that moved stays importable by its old name
 _install_excepthook()  # a failed run ends with the thalweg error, not Bytewax's text
-_install_arrow_pool()  # jemalloc: mimalloc keeps ~60 MB more of a decode flow resident
 
 __all__ = [
     "DEFAULT_PREFIX",
