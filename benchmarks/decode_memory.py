@@ -39,8 +39,8 @@ variants (A B A B ...), so a load change on a shared machine falls on both.
 
 Usage::
 
-    python benchmarks/decode_memory.py --records 480000 --partitions 16 --compression zstd \
-        --variants naive,thalweg --repeat 3 --double
+    python benchmarks/decode_memory.py --records 480000 --partitions 16 --repeat 2 --double \
+        --variants naive,thalweg,thalweg-prefetch-16m,thalweg-decode-only
 """
 
 from __future__ import annotations
