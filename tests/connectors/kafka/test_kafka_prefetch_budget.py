@@ -1,9 +1,10 @@
 """KafkaSource shares one prefetch budget among its partitions: memory bounded per process.
 
-Each partition has its own librdkafka consumer, whose prefetch queue
-(``queued.max.messages.kbytes``) is the largest term of its memory; the source gives
-each the even share of ``prefetch_budget`` over the partitions it listed, between
-256 KiB and 4 MiB, unless ``librdkafka`` sets it.
+Each partition has its own librdkafka prefetch queue, the largest term of its memory;
+the source gives each the even share of ``prefetch_budget`` over the partitions it
+listed, in bytes (``queued.max.messages.kbytes``, between 256 KiB and 4 MiB) and in
+records (``queued.min.messages``: the byte share over 512 bytes a record, between 1,000
+records and one poll), unless ``librdkafka`` sets them.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from thalweg_bytewax.connectors.kafka import KafkaSource, _native, _partition
 from thalweg_bytewax.connectors.kafka._config import (
     DEFAULT_PREFETCH_BUDGET,
     partition_prefetch_kbytes,
+    partition_prefetch_records,
 )
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.testing import produce
@@ -38,6 +40,20 @@ def test_the_budget_is_shared_evenly_between_256_kib_and_4_mib() -> None:
 def test_the_default_budget_keeps_4_mib_up_to_64_partitions() -> None:
     assert partition_prefetch_kbytes(DEFAULT_PREFETCH_BUDGET, 64) == 4096  # noqa: PLR2004
     assert partition_prefetch_kbytes(DEFAULT_PREFETCH_BUDGET, 256) == 1024  # noqa: PLR2004
+
+
+def test_the_default_budget_keeps_one_poll_up_to_51_partitions_then_shares_records() -> None:
+    for partitions, records in ((1, 10_000), (51, 10_000), (64, 8192), (256, 2048)):
+        assert partition_prefetch_records(DEFAULT_PREFETCH_BUDGET, partitions, 10_000) == records
+
+
+def test_the_budget_bounds_records_at_512_bytes_each_between_1000_and_one_poll() -> None:
+    assert partition_prefetch_records(16 * MiB, 16, 10_000) == 2048  # noqa: PLR2004
+    assert partition_prefetch_records(16 * MiB, 4, 10_000) == 8192  # noqa: PLR2004
+    assert partition_prefetch_records(16 * MiB, 1, 10_000) == 10_000  # noqa: PLR2004 - a poll
+    assert partition_prefetch_records(16 * MiB, 256, 10_000) == 1_000  # noqa: PLR2004 - floor
+    assert partition_prefetch_records(16 * MiB, 1, 10) == 1_000  # noqa: PLR2004 - tiny polls
+    assert partition_prefetch_records(None, 256, 50_000) == 50_000  # noqa: PLR2004 - no budget
 
 
 @pytest.mark.parametrize("budget", [0, -1, 1.5, "64MiB", True])
@@ -71,6 +87,7 @@ def test_each_partition_consumer_gets_its_share_of_the_listing(
     source = KafkaSource([kafka_bootstrap], [topic], tail=False, prefetch_budget=2 * MiB)
     settings = _built_settings(monkeypatch, source)
     assert [s[QUEUED] for s in settings] == [512] * 4  # 2 MiB over 4 partitions
+    assert [s["queued.min.messages"] for s in settings] == [1024] * 4  # 512 KiB / 512 B
 
 
 def test_librdkafka_settings_win_over_the_budget(
@@ -86,6 +103,14 @@ def test_librdkafka_settings_win_over_the_budget(
         librdkafka={QUEUED: 300},
     )
     assert [s[QUEUED] for s in _built_settings(monkeypatch, source)] == [300] * 4
+    records = KafkaSource(
+        [kafka_bootstrap],
+        [topic],
+        tail=False,
+        prefetch_budget=2 * MiB,
+        librdkafka={"queued.min.messages": 7},
+    )
+    assert {s["queued.min.messages"] for s in _built_settings(monkeypatch, records)} == {7}
 
 
 def _queued_after_first_poll(bootstrap: str, topic: str, **kwargs: Any) -> int:
@@ -127,7 +152,7 @@ def test_a_partition_prefetches_about_one_poll_of_small_records_not_4_mib(
 @pytest.mark.parametrize(
     ("batch_size", "records"), [(10_000, 10_000), (50_000, 50_000), (10, 1_000)]
 )
-def test_the_prefetch_in_records_is_one_poll_and_at_least_1000(
+def test_without_a_budget_the_prefetch_in_records_is_one_poll_and_at_least_1000(
     kafka_bootstrap: str,
     make_topic: Callable[[], str],
     monkeypatch: pytest.MonkeyPatch,
@@ -136,9 +161,26 @@ def test_the_prefetch_in_records_is_one_poll_and_at_least_1000(
 ) -> None:
     topic = make_topic()
     produce(kafka_bootstrap, topic, [{"value": b"x", "partition": 0}])
-    source = KafkaSource([kafka_bootstrap], [topic], tail=False, batch_size=batch_size)
+    source = KafkaSource(
+        [kafka_bootstrap], [topic], tail=False, batch_size=batch_size, prefetch_budget=None
+    )
     assert {s["queued.min.messages"] for s in _built_settings(monkeypatch, source)} == {records}
     custom = KafkaSource(
-        [kafka_bootstrap], [topic], tail=False, librdkafka={"queued.min.messages": 7}
+        [kafka_bootstrap],
+        [topic],
+        tail=False,
+        prefetch_budget=None,
+        librdkafka={"queued.min.messages": 7},
     )
     assert {s["queued.min.messages"] for s in _built_settings(monkeypatch, custom)} == {7}
+
+
+def test_a_small_budget_reaches_librdkafka_in_bytes_and_records(
+    kafka_bootstrap: str, make_topic: Callable[[], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 16 MiB over the topic's 4 partitions: 4 MiB and 8,192 records each.
+    topic = make_topic()
+    produce(kafka_bootstrap, topic, [{"value": b"x", "partition": p} for p in range(4)])
+    source = KafkaSource([kafka_bootstrap], [topic], tail=False, prefetch_budget=16 * MiB)
+    settings = _built_settings(monkeypatch, source)
+    assert [(s[QUEUED], s["queued.min.messages"]) for s in settings] == [(4096, 8192)] * 4

@@ -21,6 +21,7 @@ __all__ = [
     "StartingOffset",
     "consumer_config",
     "partition_prefetch_kbytes",
+    "partition_prefetch_records",
 ]
 
 StartingOffset = Literal["earliest", "latest"] | int | datetime
@@ -64,25 +65,34 @@ ISOLATION_LEVEL = "isolation.level"
 # local queue passes its threshold; measured here it cut a bare consume() loop from
 # ~860k to ~200k records/s. 10 ms keeps the fetcher busy without spinning.
 DEFAULT_FETCH_QUEUE_BACKOFF_MS = 10
-# Bounds librdkafka's prefetch per consumer (default 64 MiB); with one consumer per
-# partition it is the largest term of a partition's memory bound (docs/connectors/
-# kafka.md "Memory"). 4 MiB holds more than one 10k-record poll of ~250-byte records, so
-# a poll is served from the queue while the next fetch runs; measured on the raw-lane
-# benchmark (native consume, 6 alternated runs), 2, 4 and 16 MiB took the same CPU per
+# Bounds librdkafka's prefetch per partition (its own default is 64 MiB); it is the
+# largest term of a partition's memory bound (docs/connectors/kafka.md "Memory"). 4 MiB
+# holds more than one 10k-record poll of ~250-byte records, so a poll is served from
+# the queue while the next fetch runs; measured on the raw-lane benchmark (native
+# consume, 6 alternated runs), 2, 4 and 16 MiB took the same CPU per
 # record (medians 2.5-2.7 us, within the spread), and 32 MiB earlier gained nothing but
 # ~90 MB of RSS at 16 partitions. It counts payload bytes only: librdkafka also keeps a
 # ~260-byte operation per message and a decompression buffer per record batch (467 bytes
 # per queued ~140-byte sample order, measured), so 4 MiB of such records is ~14 MB.
 DEFAULT_QUEUED_MAX_MESSAGES_KBYTES = 4 * 1024
-# The prefetch of all a source's partitions in a process, shared out evenly: up to 64
-# partitions keep the 4 MiB above, 256 get 1 MiB each, so a process's prefetch memory
-# stays bounded however many partitions it reads. Each keeps at least 256 KiB (a fetch
-# returns whole record batches anyway). Not lower by default: on the decode benchmark
-# (plain JSON, 76 partitions, 2 alternated runs each) a 64 MiB budget (~860 KiB a
-# partition) cut peak RSS at 600k records from ~590 to ~515 MB but took 0.2-0.6 s more
-# CPU (more fetch round trips a record).
+# The prefetch of all a source's partitions in a process, shared out evenly, in bytes
+# and in records (`PREFETCH_BYTES_PER_RECORD`): up to 51 partitions keep 4 MiB and one
+# 10k-record poll each, 64 get 4 MiB and 8,192 records, 256 get 1 MiB and 2,048, so a
+# process's prefetch memory stays bounded however many partitions it reads. Each keeps
+# at least 256 KiB and 1,000 records (a fetch returns whole record batches anyway). Not
+# lower by default: on the decode memory benchmark (16 partitions of 30k plain Avro
+# orders, zstd, 3 alternated runs each) 16 MiB (1 MiB and 2,048 records a partition)
+# cut peak RSS from 428 to 326 MB but took 9.15 against 6.55 us of CPU a record, and
+# 32 MiB (4,096 records) 363 MB at 7.55 us: smaller polls, more work a record. Earlier,
+# on the decode benchmark (plain JSON, 76 partitions) a 64 MiB budget took 0.2-0.6 s
+# more CPU than 256 MiB.
 DEFAULT_PREFETCH_BUDGET = 256 * 1024 * 1024
 MIN_PARTITION_PREFETCH_KBYTES = 256
+# What a queued small record costs librdkafka beyond its payload's share of the byte
+# bound: a ~260-byte operation and its share of the decompressed record batch (467
+# bytes a ~140-byte sample order, measured). The budget's share of a partition in
+# records is its share in bytes over this.
+PREFETCH_BYTES_PER_RECORD = 512
 
 
 # The prefetch of one partition in records is one poll (`batch_size`): librdkafka
@@ -110,6 +120,20 @@ def partition_prefetch_kbytes(budget: int | None, partitions: int) -> int:
         return DEFAULT_QUEUED_MAX_MESSAGES_KBYTES
     share = budget // max(1, partitions) // 1024
     return max(MIN_PARTITION_PREFETCH_KBYTES, min(DEFAULT_QUEUED_MAX_MESSAGES_KBYTES, share))
+
+
+def partition_prefetch_records(budget: int | None, partitions: int, batch_size: int) -> int:
+    """``queued.min.messages`` of one of ``partitions`` sharing ``budget`` bytes.
+
+    One poll (``batch_size``, at least 1,000 records) without a budget; with one, the
+    budget's even share over :data:`PREFETCH_BYTES_PER_RECORD`, between 1,000 records
+    and one poll.
+    """
+    poll = max(batch_size, MIN_PREFETCH_RECORDS)
+    if budget is None:
+        return poll
+    share = budget // max(1, partitions) // PREFETCH_BYTES_PER_RECORD
+    return max(MIN_PREFETCH_RECORDS, min(poll, share))
 
 
 def consumer_config(brokers: Sequence[str], add_config: Mapping[str, Any] | None) -> dict[str, Any]:

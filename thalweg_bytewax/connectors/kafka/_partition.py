@@ -25,6 +25,7 @@ from thalweg_bytewax.runtime import admission
 from thalweg_bytewax.runtime.parts import encode_part
 
 from ._backoff import ERROR_BACKOFF, IDLE_BACKOFF, Backoff
+from ._config import QUEUED_MIN_MESSAGES, partition_prefetch_records
 from ._lazy_consumer import LazyConsumer
 from ._metadata import SourceMetadata
 from ._native import CONSUME_ENV, open_native, use_native
@@ -65,6 +66,10 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
             self._key, self.stats, None if config.tail else config.unreachable_timeout_s
         )
         consumer_settings = config.consumer_config(sharing_prefetch)
+        if QUEUED_MIN_MESSAGES not in config.add_config:  # the budget bounds records too
+            consumer_settings[QUEUED_MIN_MESSAGES] = partition_prefetch_records(
+                config.prefetch_budget, sharing_prefetch, config.batch_size
+            )
         # The data plane: the native batch consume into Arrow buffers when it is built
         # (a librdkafka handle shared with the worker's other partitions of this source,
         # see `open_native`), else confluent-kafka's messages.

@@ -109,9 +109,11 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, KafkaPartitionState]):
         prefetch_budget: Bytes of records librdkafka may prefetch for all the source's
             partitions in a process, shared out evenly: each partition's
             ``queued.max.messages.kbytes`` is its share of the listed partitions,
-            between 256 KiB and 4 MiB (256 MiB: up to 64 partitions keep 4 MiB each,
-            256 get 1 MiB). ``None`` gives every partition 4 MiB; a
-            ``queued.max.messages.kbytes`` in ``add_config`` wins.
+            between 256 KiB and 4 MiB, and its ``queued.min.messages`` that share over
+            512 bytes (what a queued small record costs), between 1,000 records and
+            ``batch_size`` (256 MiB: up to 51 partitions keep 4 MiB and one poll each,
+            256 get 1 MiB and 2,048 records). ``None`` gives every partition 4 MiB and
+            one poll; either setting in ``librdkafka`` wins.
         unreachable_timeout: In a bounded run (``tail=False``), how long a partition
             short of its end offset may read nothing while the client reports the
             brokers unreachable before the run fails with a ``SourceError`` naming the
