@@ -8,7 +8,7 @@ batches of at most ``batch_size`` rows. Its state is the next offset to emit.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -18,6 +18,7 @@ from typing_extensions import override
 
 from thalweg_bytewax.coverage.spans import OffsetCoverage
 from thalweg_bytewax.records.model import KeyedBatch
+from thalweg_bytewax.runtime import pacing
 
 from ._contents import LaneFile, io_error
 from ._store import LaneStore
@@ -129,7 +130,8 @@ class RawLanePartition(StatefulSourcePartition[KeyedBatch, int]):
 
     @override
     def next_awake(self) -> datetime | None:
-        return None
+        # Asked after each batch; not None: a partition the epoch holds back would spin.
+        return pacing.after_batch(datetime.now(UTC))
 
     @override
     def snapshot(self) -> int:
