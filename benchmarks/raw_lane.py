@@ -63,7 +63,8 @@ Usage::
         --double --variants orders,orders-2p,orders-4p
 
 ``--profile DIR`` writes a cProfile of every worker thread of every flow process to
-``DIR`` (``<variant>-<pid>.prof``; read with ``python -m pstats``).
+``DIR`` (``<variant>-<pid>-<n>.prof``; read with ``python -m pstats``), timed in the
+thread's CPU time, so a worker waiting for a lock or another process costs nothing.
 
 It starts librdkafka's mock cluster unless ``--bootstrap`` names a broker (``apache``:
 an Apache Kafka node started for the run). The mock
@@ -263,7 +264,7 @@ def _single(
     try:
         flow, counted = _build(kind, bootstrap, topics, start, root)
         begin = time.time()
-        run_main(flow)  # type: ignore[no-untyped-call]
+        run_main(flow, epoch_interval=_epoch())  # type: ignore[no-untyped-call]
         own = _own_figures(begin, counted)
         n, nbytes, check_cpu_s = _check(kind, root, expected, [own])
     finally:
@@ -418,8 +419,16 @@ def _process_of_2p(args: argparse.Namespace) -> None:
         args.child, args.bootstrap, args.topics.split(","), args.start, Path(args.lane)
     )
     begin = time.time()
-    cluster_main(flow, addresses, args.proc_id)  # type: ignore[no-untyped-call]
+    cluster_main(flow, addresses, args.proc_id, epoch_interval=_epoch())  # type: ignore[no-untyped-call]
     print(json.dumps(_own_figures(begin, counted)))
+
+
+def _epoch() -> Any:
+    """The epoch interval ``--epoch-s`` asked for; None: Bytewax's 10 s."""
+    from datetime import timedelta
+
+    seconds = os.environ.get("BENCH_EPOCH_S")
+    return timedelta(seconds=float(seconds)) if seconds else None
 
 
 def _own_figures(begin: float, counted: list[int]) -> dict[str, Any]:
@@ -491,6 +500,7 @@ def _profiled(source: Any) -> Any:
     if not os.environ.get("BENCH_PROFILE_DIR"):
         return source
     import cProfile
+    import ctypes
     import threading
 
     inner = source.build_part
@@ -498,7 +508,10 @@ def _profiled(source: Any) -> Any:
     def build_part(*args: Any) -> Any:
         ident = threading.get_ident()
         if ident not in _PROFILES:
-            _PROFILES[ident] = cProfile.Profile()
+            # A Timely worker thread gets a fresh thread state each time it takes the GIL,
+            # which would drop the profiler: one more hold keeps this one for the thread.
+            ctypes.pythonapi.PyGILState_Ensure()
+            _PROFILES[ident] = cProfile.Profile(time.thread_time)  # CPU, not waits
             _PROFILES[ident].enable()
         return inner(*args)
 
@@ -593,6 +606,12 @@ def main() -> None:
         default=0.5,
         help="with --double, the share of every partition (its end) the small run reads",
     )
+    parser.add_argument(
+        "--epoch-s",
+        type=float,
+        default=0,
+        help="epoch interval of the orders and stock variants (0: Bytewax's 10 s)",
+    )
     parser.add_argument("--save", default="", help="append each run's figures to this file")
     parser.add_argument(
         "--profile", default="", help="write a cProfile of each flow process's workers here"
@@ -620,6 +639,8 @@ def main() -> None:
     from thalweg_bytewax.testing import produce_sample_orders
 
     byte_compile()
+    if args.epoch_s:
+        os.environ["BENCH_EPOCH_S"] = str(args.epoch_s)
     if args.profile:
         Path(args.profile).mkdir(parents=True, exist_ok=True)
         os.environ["BENCH_PROFILE_DIR"] = str(Path(args.profile).resolve())
