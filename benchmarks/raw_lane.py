@@ -20,10 +20,6 @@ then times, each in its own process so peak RSS is per variant:
                   over the same topics, in one / two / four processes of one worker; each
                   process also reports the records it pickled to another process
                   (``crossings``), its own CPU and its peak RSS;
-* ``orders-2p-spin`` / ``orders-4p-spin`` — ``orders-2p`` / ``orders-4p`` with the
-                  source partitions asking to be read again at once after a batch
-                  (``next_awake`` None), as before ``runtime.pacing``: a worker held
-                  back by the epoch spins instead of parking;
 * ``stock`` / ``stock-2p`` / ``stock-4p`` — a stock Bytewax flow that does next to
                   nothing: ``bytewax.connectors.kafka.KafkaSource`` (one item a message)
                   into a sink that counts; what Bytewax and Timely cost per process;
@@ -122,8 +118,6 @@ VARIANT_ENV = {
     "decode-lowmem-mmap": _MMAP_512K,
     "raw-lane-jemalloc": {"ARROW_DEFAULT_MEMORY_POOL": "jemalloc"},
     "raw-lane-system": {"ARROW_DEFAULT_MEMORY_POOL": "system"},
-    "orders-2p-spin": {"BENCH_SPIN": "1"},
-    "orders-4p-spin": {"BENCH_SPIN": "1"},
 }
 
 
@@ -459,10 +453,6 @@ def _build(
     from thalweg_bytewax.flows.orders import OrdersSettings
     from thalweg_bytewax.flows.orders import build_flow as build_orders
 
-    if os.environ.get("BENCH_SPIN"):  # the partitions' wake-up before pacing.after_batch
-        from thalweg_bytewax.runtime import pacing
-
-        pacing.after_batch = lambda now: None  # type: ignore[assignment,return-value]
     settings = OrdersSettings(
         data_dir=root, bootstrap_servers=bootstrap, topic=topics[0], tail=False
     )
@@ -545,8 +535,6 @@ VARIANTS = {
     "orders": _variant_of("orders", 1),
     "orders-2p": _variant_of("orders", 2),
     "orders-4p": _variant_of("orders", 4),
-    "orders-2p-spin": _variant_of("orders", 2),
-    "orders-4p-spin": _variant_of("orders", 4),
     "stock": _variant_of("stock", 1),
     "stock-2p": _variant_of("stock", 2),
     "stock-4p": _variant_of("stock", 4),
@@ -760,7 +748,7 @@ def _report_processes(runs: dict[str, list[dict[str, Any]]], *, double: bool) ->
         pickled = max(sum(p["records_pickled"] for p in r["processes"]) for r in rs)
         other = max(sum(p["other_rows_pickled"] for p in r["processes"]) for r in rs)
         line = f"{name:<18}{cpu:>26}{rss:>30}{total:>10.0f}{pickled:>17,}{other:>12,}"
-        one = re.sub(r"-\dp(-spin)?$", "", name)
+        one = re.sub(r"-\dp$", "", name)
         if double and f"{name}-1x" in runs and f"{one}-1x" in runs:
             ratio = statistics.median(_marginals(runs, name)) / statistics.median(
                 _marginals(runs, one)

@@ -15,7 +15,6 @@ from bytewax.inputs import StatefulSourcePartition
 from typing_extensions import override
 
 from thalweg_bytewax.records.model import KeyedBatch
-from thalweg_bytewax.runtime import pacing
 
 __all__ = ["GeneratedPartition"]
 
@@ -58,11 +57,8 @@ class GeneratedPartition(StatefulSourcePartition[KeyedBatch, int]):
         start, stop = self._next_offset, min(self._end, self._next_offset + self._batch_size)
         batch = self.build(start, stop)
         self._next_offset = stop
-        now = datetime.now(UTC)
-        # Not None: a partition the epoch holds back would spin its worker.
-        self._next_awake = pacing.after_batch(now)
         if self._rate:
-            self._next_awake = now + timedelta(seconds=batch.num_rows / self._rate)
+            self._next_awake = datetime.now(UTC) + timedelta(seconds=batch.num_rows / self._rate)
         return [(self._key, batch)]
 
     @override

@@ -22,7 +22,6 @@ from typing_extensions import override
 from thalweg_bytewax.errors import SourceError
 from thalweg_bytewax.records.metadata import MetadataColumns
 from thalweg_bytewax.records.model import KeyedBatch
-from thalweg_bytewax.runtime import pacing
 from thalweg_bytewax.runtime.parts import encode_part
 
 from ._listing import COMPONENT, FileWatch, IPCFiles
@@ -171,8 +170,6 @@ class IPCDirectoryPartition(StatefulSourcePartition[KeyedBatch, tuple[str, int]]
                 raise SourceError(msg) from exc
             if batch is not None:
                 self._next += 1
-                # Not None: a partition the epoch holds back would spin its worker.
-                self._awake = pacing.after_batch(_utcnow())
                 return self._keyed(batch)
             self._close_file()
             if self._at + 1 < len(self._paths):  # on to the directory's next file

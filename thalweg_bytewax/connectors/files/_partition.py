@@ -40,7 +40,7 @@ from thalweg_bytewax.lanes.dlq import RejectReason, dlq_batch_from_rows
 from thalweg_bytewax.records.ids import record_ids_array
 from thalweg_bytewax.records.metadata import MetadataColumns
 from thalweg_bytewax.records.model import KeyedBatch
-from thalweg_bytewax.runtime import admission, pacing
+from thalweg_bytewax.runtime import admission
 
 from ._common import Bad, Chunk
 
@@ -171,8 +171,6 @@ class FilePartition(StatefulSourcePartition[KeyedBatch, int]):
         self._next_row = max(self._next_row, next_row)
         nbytes = sum(batch.nbytes for _, batch in out)
         admission.ledger().emitted(self._flow, self._key, next_row - 1, nbytes)
-        # Not None: a partition the epoch holds back would spin its worker.
-        self._next_awake = pacing.after_batch(datetime.now(UTC))
         if _slots.acquire(blocking=False):
             try:
                 self._pending = _ahead_pool().submit(self._prepare)

@@ -21,7 +21,7 @@ from thalweg_bytewax.errors import SourceError
 from thalweg_bytewax.observability.gate import observe_source_partition
 from thalweg_bytewax.records.kafka_batches import raw_batch_from_messages, raw_batch_from_native
 from thalweg_bytewax.records.model import KeyedBatch
-from thalweg_bytewax.runtime import admission, pacing
+from thalweg_bytewax.runtime import admission
 from thalweg_bytewax.runtime.parts import encode_part
 
 from ._backoff import ERROR_BACKOFF, IDLE_BACKOFF, Backoff
@@ -292,8 +292,7 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
         else:
             self._errors.reset()
             self._idle.reset()
-            # Not None: a partition the epoch holds back would spin its worker.
-            self._next_awake = pacing.after_batch(now)
+            self._next_awake = None
             self._health.recovered()
         if not got:
             if self._end_offset is not None and self._position() >= self._end_offset:

@@ -8,7 +8,7 @@ batches of at most ``batch_size`` rows. Its state is the next offset to emit.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -18,7 +18,6 @@ from typing_extensions import override
 
 from thalweg_bytewax.coverage.spans import OffsetCoverage
 from thalweg_bytewax.records.model import KeyedBatch
-from thalweg_bytewax.runtime import pacing
 
 from ._contents import LaneFile, io_error
 from ._store import LaneStore
@@ -130,8 +129,7 @@ class RawLanePartition(StatefulSourcePartition[KeyedBatch, int]):
 
     @override
     def next_awake(self) -> datetime | None:
-        # Asked after each batch; not None: a partition the epoch holds back would spin.
-        return pacing.after_batch(datetime.now(UTC))
+        return None
 
     @override
     def snapshot(self) -> int:
