@@ -13,7 +13,16 @@ then times, each in its own process so peak RSS is per variant:
 * ``raw-lane-pure`` — the same flow through confluent-kafka's ``Message`` objects
                   (``THALWEG_KAFKA_CONSUME=pure``);
 * ``raw-lane-w2`` — the same flow, two workers in one process (``-w 2``);
-* ``raw-lane-2p`` — the same flow, two processes of one worker (``-i 0/1 -a``);
+* ``raw-lane-2p`` / ``raw-lane-4p`` — the same flow, two / four processes of one
+                  worker (``-i 0/1 -a``);
+* ``orders`` / ``orders-2p`` / ``orders-4p`` — the flagship ``flows.orders`` (raw lane,
+                  decode, dedup, contract, SQL, the revenue window, three Iceberg tables)
+                  over the same topics, in one / two / four processes of one worker; each
+                  process also reports the records it pickled to another process
+                  (``crossings``), its own CPU and its peak RSS;
+* ``stock`` / ``stock-2p`` / ``stock-4p`` — a stock Bytewax flow that does next to
+                  nothing: ``bytewax.connectors.kafka.KafkaSource`` (one item a message)
+                  into a sink that counts; what Bytewax and Timely cost per process;
 * ``raw-lane-lowmem`` — the same flow with small per-partition bounds (256 KiB
                   prefetch and fetch, 1,000-record polls, 256 KiB row groups) and
                   0.5 s epochs (a staging file keeps each row group's footer metadata
@@ -46,6 +55,12 @@ Usage::
     python benchmarks/raw_lane.py --records 240000 --variants bare,raw-lane,raw-lane-pure
     python benchmarks/raw_lane.py --records 240000 --repeat 5 --double \
         --variants raw-lane,raw-lane-w2,raw-lane-2p
+    python benchmarks/raw_lane.py --records 160000 --per-partition 40000 --repeat 5 \
+        --double --variants orders,orders-2p,orders-4p
+
+``--profile DIR`` writes a cProfile of every worker thread of every flow process to
+``DIR`` (``<variant>-<pid>-<n>.prof``; read with ``python -m pstats``), timed in the
+thread's CPU time, so a worker waiting for a lock or another process costs nothing.
 
 It starts librdkafka's mock cluster unless ``--bootstrap`` names a broker (``apache``:
 an Apache Kafka node started for the run). The mock
@@ -74,6 +89,7 @@ _sys.path.insert(0, str(_Path(__file__).parent))
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -82,10 +98,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from _harness import (  # noqa: E402
     COMPRESSIONS,
     broker,
+    byte_compile,
     check_retention,
     peak_rss_mb,
     run_processes,
@@ -191,23 +209,80 @@ def variant_raw_lane_2p(
     bootstrap: str, topics: list[str], expected: int, start: int = 0
 ) -> dict[str, float]:
     """Two processes of one worker; this one only starts them and reads the lane."""
-    lane = Path(tempfile.mkdtemp(prefix="twg-bench-lane-"))
-    base = [sys.executable, __file__, "--child", "raw-lane", "--bootstrap", bootstrap]
-    base += ["--topics", ",".join(topics), "--start", str(start), "--lane", str(lane)]
+    return variant_cluster("raw-lane", 2, bootstrap, topics, expected, start)
+
+
+def variant_cluster(
+    kind: str, processes: int, bootstrap: str, topics: list[str], expected: int, start: int = 0
+) -> dict[str, Any]:
+    """``processes`` processes of one worker running ``kind``; this one starts them.
+
+    Returns the variant's figures and, under ``processes``, each process's own:
+    its wall span, peak RSS, CPU and crossings.
+    """
+    root = Path(tempfile.mkdtemp(prefix=f"twg-bench-{kind}-"))
+    base = [sys.executable, __file__, "--child", kind, "--bootstrap", bootstrap]
+    base += ["--topics", ",".join(topics), "--start", str(start), "--lane", str(root)]
     try:
-        outs = run_processes(base, name="raw-lane-2p")
-        n, nbytes, check_cpu_s = _check_lane(lane, expected)
+        outs = run_processes(base, name=f"{kind}-{processes}p", count=processes)
+        n, nbytes, check_cpu_s = _check(kind, root, expected, outs)
     finally:
-        shutil.rmtree(lane, ignore_errors=True)
+        shutil.rmtree(root, ignore_errors=True)
     seconds = max(o["end"] for o in outs) - min(o["begin"] for o in outs)
-    rss = sum(o["peak_rss_mb"] for o in outs)
     return {
         "records": n,
         "bytes": nbytes,
         "seconds": seconds,
-        "peak_rss_mb": rss,
+        "peak_rss_mb": sum(o["peak_rss_mb"] for o in outs),
         "check_cpu_s": check_cpu_s,
+        "processes": outs,  # type: ignore[dict-item]
     }
+
+
+def _variant_of(kind: str, processes: int) -> Any:
+    def run(bootstrap: str, topics: list[str], expected: int, start: int = 0) -> dict[str, Any]:
+        if processes == 1:
+            return _single(kind, bootstrap, topics, expected, start)
+        return variant_cluster(kind, processes, bootstrap, topics, expected, start)
+
+    return run
+
+
+def _single(
+    kind: str, bootstrap: str, topics: list[str], expected: int, start: int
+) -> dict[str, Any]:
+    """``kind`` in this process, one worker; its figures as a cluster process's."""
+    from bytewax.testing import run_main
+
+    root = Path(tempfile.mkdtemp(prefix=f"twg-bench-{kind}-"))
+    try:
+        flow, counted = _build(kind, bootstrap, topics, start, root)
+        begin = time.time()
+        run_main(flow, epoch_interval=_epoch())  # type: ignore[no-untyped-call]
+        own = _own_figures(begin, counted)
+        n, nbytes, check_cpu_s = _check(kind, root, expected, [own])
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return {
+        "records": n,
+        "bytes": nbytes,
+        "seconds": own["end"] - begin,
+        "peak_rss_mb": own["peak_rss_mb"],
+        "check_cpu_s": check_cpu_s,
+        "processes": [own],  # type: ignore[dict-item]
+    }
+
+
+def _check(
+    kind: str, root: Path, expected: int, outs: list[dict[str, Any]]
+) -> tuple[int, int, float]:
+    """What landed, checked against ``expected``: the lane's, or the stock sink's count."""
+    if kind == "stock":
+        n = sum(int(o["counted"]) for o in outs)
+        if n != expected:
+            raise SystemExit(f"stock flow counted {n} records; expected {expected}")
+        return n, 0, 0.0
+    return _check_lane(root / "raw" if kind == "orders" else root, expected)
 
 
 def _check_lane(lane: Path, expected: int) -> tuple[int, int, float]:
@@ -325,13 +400,122 @@ def _own_cpu_s() -> float:
 
 
 def _process_of_2p(args: argparse.Namespace) -> None:
-    """One process of ``raw-lane-2p``: its part of the flow, timed on the wall clock."""
+    """One process of a ``-Np`` variant: its part of the flow, timed on the wall clock."""
     from bytewax.testing import cluster_main
 
-    flow = _flow(args.bootstrap, args.topics.split(","), args.start, Path(args.lane), lowmem=False)
+    from thalweg_bytewax.runtime.placement import declare_cluster
+
+    addresses = args.addresses.split(",")
+    # What `python -m bytewax.run -i/-a` tells placement: each partition read, and its
+    # state and shards kept, on one worker (docs/scaling.md).
+    declare_cluster(process_id=args.proc_id, processes=len(addresses))
+    flow, counted = _build(
+        args.child, args.bootstrap, args.topics.split(","), args.start, Path(args.lane)
+    )
     begin = time.time()
-    cluster_main(flow, args.addresses.split(","), args.proc_id)  # type: ignore[no-untyped-call]
-    print(json.dumps({"begin": begin, "end": time.time(), "peak_rss_mb": peak_rss_mb()}))
+    cluster_main(flow, addresses, args.proc_id, epoch_interval=_epoch())  # type: ignore[no-untyped-call]
+    print(json.dumps(_own_figures(begin, counted)))
+
+
+def _epoch() -> Any:
+    """The epoch interval ``--epoch-s`` asked for; None: Bytewax's 10 s."""
+    from datetime import timedelta
+
+    seconds = os.environ.get("BENCH_EPOCH_S")
+    return timedelta(seconds=float(seconds)) if seconds else None
+
+
+def _own_figures(begin: float, counted: list[int]) -> dict[str, Any]:
+    """This process's wall span, peak RSS, CPU, records pickled and, if any, counted."""
+    from thalweg_bytewax.runtime.crossings import crossings
+
+    _dump_profiles()
+    return {
+        "begin": begin,
+        "end": time.time(),
+        "peak_rss_mb": peak_rss_mb(),
+        "cpu_s": _own_cpu_s(),
+        "counted": sum(counted),
+        **crossings().as_dict(),
+    }
+
+
+def _build(
+    kind: str, bootstrap: str, topics: list[str], start: int, root: Path
+) -> tuple[object, list[int]]:
+    """The flow of ``kind`` writing under ``root``, and the count its stock sink keeps."""
+    counted: list[int] = []
+    if kind == "raw-lane":
+        return _flow(bootstrap, topics, start, root, lowmem=False), counted
+    if kind == "stock":
+        return _stock_flow(bootstrap, topics, start, counted), counted
+    from thalweg_bytewax.connectors.kafka import KafkaSource
+    from thalweg_bytewax.flows.orders import OrdersSettings
+    from thalweg_bytewax.flows.orders import build_flow as build_orders
+
+    settings = OrdersSettings(
+        data_dir=root, bootstrap_servers=bootstrap, topic=topics[0], tail=False
+    )
+    source = KafkaSource([bootstrap], topics, tail=False, starting_offset=start or "earliest")
+    return build_orders(settings, source=_profiled(source)), counted
+
+
+def _stock_flow(bootstrap: str, topics: list[str], start: int, counted: list[int]) -> object:
+    """Stock Bytewax: its Kafka source, one item a message, into a sink that counts."""
+    import bytewax.operators as op
+    from bytewax.connectors.kafka import KafkaSource
+    from bytewax.dataflow import Dataflow
+    from bytewax.outputs import DynamicSink, StatelessSinkPartition
+
+    class _Count(StatelessSinkPartition):  # type: ignore[type-arg]
+        def write_batch(self, items: list[Any]) -> None:
+            counted.append(len(items))
+
+    class _Sink(DynamicSink):  # type: ignore[type-arg]
+        def build(self, step_id: str, worker_index: int, worker_count: int) -> _Count:
+            return _Count()
+
+    flow = Dataflow("bench_stock")
+    offset = start if start else -2  # OFFSET_BEGINNING
+    source = KafkaSource([bootstrap], topics, tail=False, starting_offset=offset)
+    op.output("count", op.input("in", flow, _profiled(source)), _Sink())
+    return flow
+
+
+_PROFILES: dict[int, Any] = {}
+
+
+def _profiled(source: Any) -> Any:
+    """``source``, profiling each worker thread that builds a partition (``--profile``)."""
+    if not os.environ.get("BENCH_PROFILE_DIR"):
+        return source
+    import cProfile
+    import ctypes
+    import threading
+
+    inner = source.build_part
+
+    def build_part(*args: Any) -> Any:
+        ident = threading.get_ident()
+        if ident not in _PROFILES:
+            # A Timely worker thread gets a fresh thread state each time it takes the GIL,
+            # which would drop the profiler: one more hold keeps this one for the thread.
+            ctypes.pythonapi.PyGILState_Ensure()
+            _PROFILES[ident] = cProfile.Profile(time.thread_time)  # CPU, not waits
+            _PROFILES[ident].enable()
+        return inner(*args)
+
+    source.build_part = build_part
+    return source
+
+
+def _dump_profiles() -> None:
+    out = os.environ.get("BENCH_PROFILE_DIR")
+    for i, prof in enumerate(_PROFILES.values()):
+        prof.create_stats()
+        prof.dump_stats(
+            str(Path(out or ".") / f"{os.environ['BENCH_VARIANT']}-{os.getpid()}-{i}.prof")
+        )
 
 
 VARIANTS = {
@@ -347,6 +531,13 @@ VARIANTS = {
     "decode-lowmem-mmap": variant_decode_lowmem,
     "raw-lane-w2": variant_raw_lane_w2,
     "raw-lane-2p": variant_raw_lane_2p,
+    "raw-lane-4p": _variant_of("raw-lane", 4),
+    "orders": _variant_of("orders", 1),
+    "orders-2p": _variant_of("orders", 2),
+    "orders-4p": _variant_of("orders", 4),
+    "stock": _variant_of("stock", 1),
+    "stock-2p": _variant_of("stock", 2),
+    "stock-4p": _variant_of("stock", 4),
 }
 
 
@@ -356,7 +547,7 @@ def _run_child(
     """Run one variant in a fresh interpreter; CPU over all its processes."""
     args = ["--child", name.removesuffix("-1x"), "--bootstrap", bootstrap]
     args += ["--topics", ",".join(topics), "--expected", str(expected), "--start", str(start)]
-    env = {**os.environ, **VARIANT_ENV.get(name.removesuffix("-1x"), {})}
+    env = {**os.environ, **VARIANT_ENV.get(name.removesuffix("-1x"), {}), "BENCH_VARIANT": name}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(
         [sys.executable, __file__, *args], capture_output=True, text=True, check=False, env=env
@@ -397,6 +588,22 @@ def main() -> None:
     parser.add_argument(
         "--double", action="store_true", help="also run each variant on half of every partition"
     )
+    parser.add_argument(
+        "--small",
+        type=float,
+        default=0.5,
+        help="with --double, the share of every partition (its end) the small run reads",
+    )
+    parser.add_argument(
+        "--epoch-s",
+        type=float,
+        default=0,
+        help="epoch interval of the orders and stock variants (0: Bytewax's 10 s)",
+    )
+    parser.add_argument("--save", default="", help="append each run's figures to this file")
+    parser.add_argument(
+        "--profile", default="", help="write a cProfile of each flow process's workers here"
+    )
     parser.add_argument("--child", choices=sorted(VARIANTS), help=argparse.SUPPRESS)
     parser.add_argument("--topics", default="", help=argparse.SUPPRESS)
     parser.add_argument("--expected", type=int, default=0, help=argparse.SUPPRESS)
@@ -419,6 +626,12 @@ def main() -> None:
 
     from thalweg_bytewax.testing import produce_sample_orders
 
+    byte_compile()
+    if args.epoch_s:
+        os.environ["BENCH_EPOCH_S"] = str(args.epoch_s)
+    if args.profile:
+        Path(args.profile).mkdir(parents=True, exist_ok=True)
+        os.environ["BENCH_PROFILE_DIR"] = str(Path(args.profile).resolve())
     with broker(args.bootstrap) as bootstrap:
         n_topics = max(1, -(-args.records // (4 * args.per_partition)))
         per_topic = args.records // n_topics
@@ -444,7 +657,7 @@ def main() -> None:
         check_retention(bootstrap, topics)
 
         per_partition = per_topic // 4
-        middle = per_partition // 2
+        middle = per_partition - round(per_partition * args.small)
         half = (per_partition - middle) * 4 * n_topics
         names = list(VARIANTS)
         if args.variants:
@@ -457,10 +670,18 @@ def main() -> None:
         if args.double:
             plan += [(f"{n}-1x", half, middle) for n in names]
         runs: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in plan}
-        for _ in range(args.repeat):  # alternated, so a slow spell hits every variant
-            for name, expected, start in plan:
+        loads = [os.getloadavg()]
+        for i in range(args.repeat):  # alternated, so a slow spell hits every variant
+            for name, expected, start in plan if i % 2 == 0 else plan[::-1]:
                 runs[name].append(_run_child(name, bootstrap, topics, expected, start))
+                if args.save:  # each run as it ends, so an interrupted session keeps them
+                    with open(args.save, "a", encoding="utf-8") as out:
+                        out.write(json.dumps({"variant": name, **runs[name][-1]}) + "\n")
+            loads.append(os.getloadavg())
+        print("load average (1, 5, 15 min) at the start and after each round:")
+        print("  " + "  ".join("/".join(f"{v:.2f}" for v in load) for load in loads))
         _report(runs, double=args.double)
+        _report_processes(runs, double=args.double)
 
 
 def _report(runs: dict[str, list[dict[str, float]]], *, double: bool) -> None:
@@ -495,6 +716,45 @@ def _report(runs: dict[str, list[dict[str, float]]], *, double: bool) -> None:
         for name, rate in rates.items():
             if name.startswith("raw-lane"):
                 print(f"{name} / bare = {rate / rates['bare']:.2f}")
+
+
+def _marginals(runs: dict[str, list[dict[str, Any]]], name: str) -> list[float]:
+    """Marginal CPU us a record of each pair of runs of ``name`` (2x against 1x)."""
+    twos, ones = runs[name], runs[f"{name}-1x"]
+    added = twos[0]["records"] - ones[0]["records"]
+    return [(t["cpu_s"] - o["cpu_s"]) / added * 1e6 for t, o in zip(twos, ones, strict=True)]
+
+
+def _report_processes(runs: dict[str, list[dict[str, Any]]], *, double: bool) -> None:
+    """Per process of each variant: CPU, peak RSS, records pickled; marginal vs one process."""
+    shown = [n for n in runs if not n.endswith("-1x") and "processes" in runs[n][0]]
+    if not shown:
+        return
+    print(
+        f"\n{'variant (2x run)':<18}{'CPU s per process':>26}{'peak RSS MB per process':>30}"
+        f"{'RSS total':>10}{'records pickled':>17}{'other rows':>12}"
+        + (f"{'marginal x 1 process':>22}" if double else "")
+    )
+    for name in shown:
+        rs = runs[name]
+        procs = len(rs[0]["processes"])
+
+        def med(key: str, i: int, rs: list[dict[str, Any]] = rs) -> float:
+            return statistics.median(r["processes"][i][key] for r in rs)
+
+        cpu = "/".join(f"{med('cpu_s', i):.1f}" for i in range(procs))
+        rss = "/".join(f"{med('peak_rss_mb', i):.0f}" for i in range(procs))
+        total = statistics.median(sum(p["peak_rss_mb"] for p in r["processes"]) for r in rs)
+        pickled = max(sum(p["records_pickled"] for p in r["processes"]) for r in rs)
+        other = max(sum(p["other_rows_pickled"] for p in r["processes"]) for r in rs)
+        line = f"{name:<18}{cpu:>26}{rss:>30}{total:>10.0f}{pickled:>17,}{other:>12,}"
+        one = re.sub(r"-\dp$", "", name)
+        if double and f"{name}-1x" in runs and f"{one}-1x" in runs:
+            ratio = statistics.median(_marginals(runs, name)) / statistics.median(
+                _marginals(runs, one)
+            )
+            line += f"{ratio:>21.2f}x"
+        print(line)
 
 
 if __name__ == "__main__":
