@@ -35,6 +35,7 @@ import io
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -217,6 +218,8 @@ def floor_parts(
     shape: Any, fmt: str, bootstrap: str, topics: list[str], expected: int
 ) -> dict[str, float]:
     """The CPU seconds of each part other than the consume, each timed alone."""
+    import pyarrow as pa
+
     from thalweg_bytewax.operators.decoding import _Decoder
     from thalweg_bytewax.records import raw_batch_from_native
     from thalweg_bytewax.records.ids import record_ids_array
@@ -239,8 +242,14 @@ def floor_parts(
     try:
         decoders = _decoders(shape, fmt, tmp)
         for v in values[:2]:  # imports and first-call set-up of every decoder, untimed
-            for decode in decoders.values():
-                decode(v)
+            for name, decode in list(decoders.items()):
+                try:
+                    decode(v)
+                except pa.ArrowInvalid as exc:
+                    # pyarrow.json refuses a null where the codec's schema says required
+                    # (the codec itself reports such rows); no figure for it then.
+                    print(f"floor parse {name}: left out: {exc}", file=sys.stderr)
+                    del decoders[name]
         decoder = _Decoder("decode", _codec(shape, fmt, tmp), MetadataPolicy.LOCATOR, cols)
         tables: dict[tuple[str, int], list[Any]] = {}
         for topic, partition, raw in raws:

@@ -335,7 +335,12 @@ def run_variant(args: argparse.Namespace) -> dict[str, float]:
         else:
             lane = "lane" in mode
             flow = _thalweg_flow(shape_, fmt, args.bootstrap, topics, out, lane=lane, t0=first)
-            run_main(flow)
+            if "long" in mode:  # one epoch for the whole run, however slow the machine
+                from datetime import timedelta
+
+                run_main(flow, epoch_interval=timedelta(hours=1))
+            else:
+                run_main(flow)
         n = _count_rows(out if kind != "thalweg" else out / "orders")
         if n != args.expected:
             msg = f"{name}: Parquet holds {n} records; expected {args.expected}"
@@ -418,6 +423,9 @@ def _run_child(args: list[str], name: str) -> dict[str, float]:
 KINDS = ("stock", "naive", "thalweg-pure", "thalweg", "thalweg-lane", "thalweg-w2", "thalweg-2p")
 FLOOR_KINDS = ("floor-consume", "floor-parts")
 """The floor's parts, each alone (``benchmarks/_floor.py``); ``--kinds`` names them."""
+LONG_KINDS = ("thalweg-long",)
+"""The thalweg flow with one epoch for the whole run (Bytewax's default is 10 s of wall
+time, so a run slowed by a loaded machine closes its files more often)."""
 FIRST_KINDS = ("stock-first", "thalweg-first")
 """Start-up: process start to the first record out of the deserialize / decode step."""
 
@@ -428,7 +436,9 @@ def _name(kind: str, fmt: str) -> str:
 
 
 VARIANTS = tuple(
-    _name(k, fmt) for fmt in ("avro", "json") for k in (*KINDS, *FLOOR_KINDS, *FIRST_KINDS)
+    _name(k, fmt)
+    for fmt in ("avro", "json")
+    for k in (*KINDS, *FLOOR_KINDS, *LONG_KINDS, *FIRST_KINDS)
 )
 
 
