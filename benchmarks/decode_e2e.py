@@ -24,7 +24,16 @@ no logical types). Then runs each variant in its own process:
 * ``thalweg-<fmt>-lane`` — the same flow writing the raw lane too (``KafkaSource ->
   ParquetSink`` beside the decode), as ``flows.orders`` does;
 * ``thalweg-<fmt>-w2`` — the same flow with two workers in one process (``-w 2``);
-* ``thalweg-<fmt>-2p`` — the same flow in two processes of one worker each (``-i 0/1 -a``).
+* ``thalweg-<fmt>-2p`` — the same flow in two processes of one worker each (``-i 0/1 -a``);
+* ``floor-<fmt>-consume`` and ``floor-<fmt>-parts`` — the floor of the job, its parts each
+  measured alone on the same topics (``benchmarks/_floor.py``): librdkafka's fetch and
+  decompression through the native batch consume, the fastest batch parse, the record
+  ids, the Parquet write of the decoded table. The report sums their marginal CPU and
+  sets the flows against it;
+* ``stock-<fmt>-first`` and ``thalweg-<fmt>-first`` — start-up: the stock and thalweg
+  flows with an ``inspect`` after the deserialize / decode step noting the seconds from
+  the driver's clock before it started the process to the first record, and the CPU
+  the process had spent by then (run on the 1x topics only).
 
 Every figure is of the whole variant: wall time and CPU seconds (user + system) from the
 variant's process start to its exit, summed over all its processes (the driver reads
@@ -41,6 +50,16 @@ what ``pip install`` does for an installed wheel): without it, an editable check
 with ``PYTHONDONTWRITEBYTECODE`` set recompiles every thalweg module from source in
 each variant process (~0.2 s of CPU), a start-up cost no installed user pays, while
 the stock variant's dependencies come precompiled from ``site-packages``.
+
+The floor and start-up against stock Bytewax, plain and sample orders::
+
+    python benchmarks/decode_e2e.py --records 160000 --partitions 16 --compression zstd \
+        --repeat 3 --double --shape plain --format json \
+        --kinds stock,naive,thalweg,floor-consume,floor-parts
+    python benchmarks/decode_e2e.py --records 16000 --partitions 16 --compression zstd \
+        --repeat 5 --shape plain --format json --kinds stock-first,thalweg-first
+
+Each run's figures are printed as a JSON line as it ends, the tables after the last.
 
 It starts librdkafka's mock cluster unless ``--bootstrap`` names a broker (``apache``:
 an Apache Kafka node started for the run). The mock
@@ -135,7 +154,25 @@ def _stock_sink(out: Path, schema: Any):  # type: ignore[no-untyped-def]
     return _Sink()
 
 
-def _stock_flow(shape: Shape, fmt: str, bootstrap: str, topics: list[str], out: Path):  # type: ignore[no-untyped-def]
+def _first_record(flow: Any, step: str, stream: Any, t0: float) -> None:
+    """Note the seconds from ``t0`` (the driver's clock before it started this process)."""
+    import bytewax.operators as op
+
+    def note(_step: str, _item: object) -> None:
+        if "first_record_s" not in _FIRST:
+            _FIRST["first_record_s"] = time.time() - t0
+            # The CPU it took (all threads): what a loaded machine does not stretch.
+            _FIRST["first_record_cpu_s"] = time.process_time()
+
+    op.inspect(step, stream, note)
+
+
+_FIRST: dict[str, float] = {}
+
+
+def _stock_flow(  # type: ignore[no-untyped-def]
+    shape: Shape, fmt: str, bootstrap: str, topics: list[str], out: Path, *, t0: float = 0.0
+):
     import io
 
     import bytewax.operators as op
@@ -159,12 +196,21 @@ def _stock_flow(shape: Shape, fmt: str, bootstrap: str, topics: list[str], out: 
     flow = Dataflow("stock_decode")
     msgs = op.input("in", flow, KafkaSource([bootstrap], topics, tail=False))
     dicts = op.map("deserialize", msgs, from_avro if fmt == "avro" else from_json)
+    if t0:
+        _first_record(flow, "first", dicts, t0)
     op.output("parquet", dicts, _stock_sink(out, shape.arrow_schema(fmt)))
     return flow
 
 
 def _thalweg_flow(  # type: ignore[no-untyped-def]
-    shape: Shape, fmt: str, bootstrap: str, topics: list[str], out: Path, *, lane: bool = False
+    shape: Shape,
+    fmt: str,
+    bootstrap: str,
+    topics: list[str],
+    out: Path,
+    *,
+    lane: bool = False,
+    t0: float = 0.0,
 ):
     import bytewax.operators as op
     from bytewax.dataflow import Dataflow
@@ -187,6 +233,8 @@ def _thalweg_flow(  # type: ignore[no-untyped-def]
     if lane:  # the raw lane beside the decode, as flows.orders writes it
         op.output("raw_lane", raw, ParquetSink(out / "raw"))
     decoded = twg.decode("decode", raw, codec)
+    if t0:
+        _first_record(flow, "first", decoded.ok, t0)
     op.output("orders", decoded.ok, ParquetSink(out / "orders"))
     op.output("dlq", decoded.rejected, ParquetSink(out / "dlq"))
     return flow
@@ -258,13 +306,22 @@ def run_variant(args: argparse.Namespace) -> dict[str, float]:
         flow = _thalweg_flow(shape_, fmt, args.bootstrap, topics, Path(args.out))
         cluster_main(flow, args.addresses.split(","), args.proc_id)
         return {"peak_rss_mb": peak_rss_mb()}
+    if kind == "floor":
+        import _floor
+
+        if "consume" in mode:
+            result = _floor.floor_consume(args.bootstrap, topics, args.expected)
+        else:
+            result = _floor.floor_parts(shape_, fmt, args.bootstrap, topics, args.expected)
+        return {**result, "peak_rss_mb": peak_rss_mb()}
     out = Path(tempfile.mkdtemp(prefix=f"twg-bench-{name}-"))
     rss = 0.0
+    first = args.t0 if "first" in mode else 0.0
     try:
         if kind == "naive":
             _naive(shape_, fmt, args.bootstrap, topics, out, args.expected)
         elif kind == "stock":
-            run_main(_stock_flow(shape_, fmt, args.bootstrap, topics, out))
+            run_main(_stock_flow(shape_, fmt, args.bootstrap, topics, out, t0=first))
         elif "2p" in mode:
             base = [sys.executable, __file__, *sys.argv[1:], "--out", str(out)]
             rss += sum(o["peak_rss_mb"] for o in run_processes(base, name=name))
@@ -277,14 +334,20 @@ def run_variant(args: argparse.Namespace) -> dict[str, float]:
             )
         else:
             lane = "lane" in mode
-            run_main(_thalweg_flow(shape_, fmt, args.bootstrap, topics, out, lane=lane))
+            flow = _thalweg_flow(shape_, fmt, args.bootstrap, topics, out, lane=lane, t0=first)
+            if "long" in mode:  # one epoch for the whole run, however slow the machine
+                from datetime import timedelta
+
+                run_main(flow, epoch_interval=timedelta(hours=1))
+            else:
+                run_main(flow)
         n = _count_rows(out if kind != "thalweg" else out / "orders")
         if n != args.expected:
             msg = f"{name}: Parquet holds {n} records; expected {args.expected}"
             raise SystemExit(msg)
     finally:
         shutil.rmtree(out, ignore_errors=True)
-    return {"records": n, "peak_rss_mb": rss or peak_rss_mb()}
+    return {"records": n, "peak_rss_mb": rss or peak_rss_mb(), **_FIRST}
 
 
 # -- driver ------------------------------------------------------------------------------
@@ -341,7 +404,10 @@ def _run_child(args: list[str], name: str) -> dict[str, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     out = subprocess.run(
-        [sys.executable, __file__, *args], capture_output=True, text=True, check=False
+        [sys.executable, __file__, *args, "--t0", repr(time.time())],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -355,6 +421,13 @@ def _run_child(args: list[str], name: str) -> dict[str, float]:
 
 
 KINDS = ("stock", "naive", "thalweg-pure", "thalweg", "thalweg-lane", "thalweg-w2", "thalweg-2p")
+FLOOR_KINDS = ("floor-consume", "floor-parts")
+"""The floor's parts, each alone (``benchmarks/_floor.py``); ``--kinds`` names them."""
+LONG_KINDS = ("thalweg-long",)
+"""The thalweg flow with one epoch for the whole run (Bytewax's default is 10 s of wall
+time, so a run slowed by a loaded machine closes its files more often)."""
+FIRST_KINDS = ("stock-first", "thalweg-first")
+"""Start-up: process start to the first record out of the deserialize / decode step."""
 
 
 def _name(kind: str, fmt: str) -> str:
@@ -362,7 +435,11 @@ def _name(kind: str, fmt: str) -> str:
     return "-".join([base, fmt, *mode])
 
 
-VARIANTS = tuple(_name(k, fmt) for fmt in ("avro", "json") for k in KINDS)
+VARIANTS = tuple(
+    _name(k, fmt)
+    for fmt in ("avro", "json")
+    for k in (*KINDS, *FLOOR_KINDS, *LONG_KINDS, *FIRST_KINDS)
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -394,6 +471,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", default="", help=argparse.SUPPRESS)
     parser.add_argument("--proc-id", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--addresses", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--t0", type=float, default=0.0, help=argparse.SUPPRESS)
     return parser
 
 
@@ -425,15 +503,20 @@ def _measure(
     for _ in range(args.repeat):  # alternate the variants so load drifts hit all of them
         for kind in kinds:
             name = _name(kind, fmt)
-            for factor, tops, expected in sizes:
+            for factor, tops, expected in sizes[:1] if kind in FIRST_KINDS else sizes:
                 child = ["--child", name, "--shape", shape.name, "--bootstrap", bootstrap]
                 child += ["--topics", ",".join(tops), "--expected", str(expected)]
-                runs.setdefault((name, factor), []).append(_run_child(child, name))
+                run = _run_child(child, name)
+                runs.setdefault((name, factor), []).append(run)
+                # Each run as it ends: a run cut short still leaves what it measured.
+                print(json.dumps({"run": name, "factor": factor, **run}), flush=True)
     results: dict[str, dict[str, float]] = {}
     for (name, factor), rs in runs.items():
         wall = median(r["seconds"] for r in rs)
         best = min(rs, key=lambda r: abs(r["seconds"] - wall))
         row = dict(best, bytes=nbytes * factor, cpu_min=min(r["cpu_s"] for r in rs))
+        for key in rs[0]:  # each figure's median over the runs (the floor's parts, start-up)
+            row[f"med:{key}"] = median(r[key] for r in rs)
         results[f"{shape.name}/{name}" + ("" if factor == 1 else "@2x")] = row
     return results
 
@@ -445,7 +528,7 @@ def _report(results: dict[str, dict[str, float]], double: bool) -> None:
         + (f"{'RSS 2x':>8}{'marg. us':>9}{'of sys':>8}{'cheapest':>9}" if double else "")
     )
     for key, r in results.items():
-        if key.endswith("@2x"):
+        if key.endswith(("@2x", "-first")) or key.split("/")[1].startswith("floor"):
             continue
         shape, name = key.split("/")
         # Without the stock variant in the run (--kinds), the ratios are left out.
@@ -466,6 +549,61 @@ def _report(results: dict[str, dict[str, float]], double: bool) -> None:
             cheapest = (d["cpu_min"] - r["cpu_min"]) / added * 1e6
             line += f"{d['peak_rss_mb']:>8.0f}{marginal:>9.2f}{sys_marginal:>8.2f}{cheapest:>9.2f}"
         print(line)
+
+
+def _marginal(results: dict[str, dict[str, float]], key: str, figure: str = "cpu_s") -> float:
+    """Median-run marginal of ``figure`` per added record, in microseconds."""
+    one, two = results[key], results[key + "@2x"]
+    added = two["records"] - one["records"]
+    return (two[f"med:{figure}"] - one[f"med:{figure}"]) / added * 1e6
+
+
+def _floor_report(results: dict[str, dict[str, float]]) -> None:
+    """The floor's parts per shape and format, their sum, and the flows against it."""
+    for key in results:
+        shape, name = key.split("/")
+        if not name.startswith("floor-") or not name.endswith("-parts"):
+            continue
+        fmt = name.split("-")[1]
+        if f"{shape}/floor-{fmt}-consume@2x" not in results or key + "@2x" not in results:
+            continue
+        parts = {
+            "consume (native batch, fetch + decompression)": _marginal(
+                results, f"{shape}/floor-{fmt}-consume"
+            )
+        }
+        figures = [f for f in results[key] if f.startswith("med:") and ":" in f[4:]]
+        figures += ["med:ids"]
+        for figure in figures:
+            parts[figure[4:]] = _marginal(results, key, figure[4:])
+        parses = {k: v for k, v in parts.items() if k.startswith("parse:")}
+        parse = min(parses, key=parses.__getitem__)
+        floor = (
+            parts["consume (native batch, fetch + decompression)"]
+            + parses[parse]
+            + parts["ids"]
+            + parts["write:sink's (zstd)"]
+        )
+        print(f"\nfloor of {shape} {fmt}, marginal CPU us a record (median runs):")
+        for part, value in parts.items():
+            taken = part in (parse, "ids", "write:sink's (zstd)") or part.startswith("consume")
+            print(f"  {part:<52}{value:>7.2f}{'  *' if taken else ''}")
+        print(f"  {'floor (the parts marked *)':<52}{floor:>7.2f}")
+        for kind in ("thalweg", "naive", "stock", "thalweg-lane"):
+            flow = f"{shape}/{_name(kind, fmt)}"
+            if flow + "@2x" in results:
+                m = _marginal(results, flow)
+                print(f"  {kind:<52}{m:>7.2f}  {m / floor:.2f}x floor")
+
+
+def _startup_report(results: dict[str, dict[str, float]]) -> None:
+    """Process start to the first record, stock against thalweg (median / min of runs)."""
+    for key, r in results.items():
+        if key.endswith("-first") and "med:first_record_s" in r:
+            print(
+                f"start-up {key:<28} first record after {r['med:first_record_s']:.2f} s,"
+                f" {r['med:first_record_cpu_s']:.2f} s of CPU (medians of the runs)"
+            )
 
 
 def _byte_compile() -> None:
@@ -493,6 +631,8 @@ def main() -> None:
             for fmt in args.format or ["avro", "json"]:
                 results |= _measure(bootstrap, shape(name), fmt, kinds, args, stamp)
         _report(results, args.double)
+        _floor_report(results)
+        _startup_report(results)
         print(json.dumps(results))
 
 
