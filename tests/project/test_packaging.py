@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+# One pytest-xdist worker runs the whole module (`--dist loadgroup`): its fixture
+# builds the sdist and the wheel once for the module.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_packaging")]
 
 ROOT = Path(__file__).resolve().parents[2]
 

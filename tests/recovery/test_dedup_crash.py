@@ -30,7 +30,9 @@ from tests.helpers import located
 from thalweg_bytewax.contracts import read_audit
 from thalweg_bytewax.lanes.dlq import read_dlq
 
-pytestmark = [pytest.mark.slow]
+# One pytest-xdist worker runs the whole module (`--dist loadgroup`): its fixture runs
+# the flow killed mid-stream once for the module.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_dedup_crash")]
 
 ROOT = Path(__file__).resolve().parents[2]
 PARTITIONS = 2
