@@ -20,10 +20,6 @@ from thalweg_bytewax.cli._lake import lane_files, open_lake
 from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
 from thalweg_bytewax.lanes.dlq import read_dlq
 
-# One pytest-xdist worker runs the whole module (`--dist loadgroup`): its fixture
-# runs the orders flow once for the module.
-pytestmark = pytest.mark.xdist_group("test_cli_query")
-
 N = 1_000
 
 

@@ -68,10 +68,6 @@ import pytest
 from tests.recovery import previous_release_flow as prf
 from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
 
-# One pytest-xdist worker runs the whole module (`--dist loadgroup`): its fixture
-# resumes the store once for the module, holding its fixed root.
-pytestmark = pytest.mark.xdist_group("test_previous_release_resume")
-
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "previous_release"
 STORE = FIXTURE / "store"
 STORE_DB = STORE / "recovery" / "part-0.sqlite3"

@@ -30,9 +30,7 @@ from thalweg_bytewax.config import SecretRef
 from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.typemap import iceberg_type_name, is_nested, postgres_type
 
-# One pytest-xdist worker runs the whole module (`--dist loadgroup`): its fixture
-# lands the sample orders once for the module.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_sample_orders")]
+pytestmark = pytest.mark.slow
 
 N = 3_000
 
