@@ -53,6 +53,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 APACHE_OUTCOMES: Counter[str] = Counter()
 """Outcomes of the tests that ran on Apache Kafka, for the summary line CI greps."""
 
+ON_APACHE = "thalweg_on_apache_kafka"
+"""The attribute a test's report carries when the test ran on Apache Kafka. Under
+pytest-xdist the reports are made in the workers and sent to the controller, which
+prints the summary; an attribute of the report travels with it, the item does not."""
+
 
 def _on_apache_kafka(item: pytest.Item) -> bool:
     if item.get_closest_marker("apache_kafka") is not None:
@@ -65,14 +70,24 @@ def _on_apache_kafka(item: pytest.Item) -> bool:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> object:
-    """Count each Apache Kafka test once: its call's outcome, or its setup's if it skipped."""
+    """Mark the report of each test that ran on Apache Kafka (see ``ON_APACHE``)."""
     outcome = yield
     report: pytest.TestReport = outcome.get_result()  # type: ignore[attr-defined]
-    if not _on_apache_kafka(item):
-        return None
+    if _on_apache_kafka(item):
+        setattr(report, ON_APACHE, True)
+    return None
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Count each Apache Kafka test once: its call's outcome, or its setup's if it skipped.
+
+    Called in the process that runs the test and, under pytest-xdist, again in the
+    controller with the worker's report: the controller's count is the one it prints.
+    """
+    if not getattr(report, ON_APACHE, False):
+        return
     if report.when == "call" or (report.when == "setup" and not report.passed):
         APACHE_OUTCOMES[report.outcome] += 1
-    return None
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.workers import built_once
+
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,10 +46,14 @@ def _run(
 
 @pytest.fixture(scope="module")
 def dists(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    out = tmp_path_factory.mktemp("dist")
     # The wheel is built from the sdist, as users and the image get it: a checkout's own
-    # build/ directory (stale modules of an earlier layout) cannot leak into it.
-    _run([sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)])
+    # build/ directory (stale modules of an earlier layout) cannot leak into it. Once per
+    # run, also on pytest-xdist workers: the build writes its metadata into the checkout.
+    out = built_once(
+        tmp_path_factory,
+        "dist",
+        lambda out: _run([sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)]),
+    )
     (wheel,) = out.glob("*.whl")
     (sdist,) = out.glob("*.tar.gz")
     return wheel, sdist

@@ -1,7 +1,7 @@
 """Kill the quality lane mid-stream, resume it: dedup state survives, every lane is exactly once.
 
-Runs ``python -m bytewax.run flows.dedup_lane`` in a subprocess with a recovery
-directory. The source republishes orders at later offsets (producer retries, up to 700
+Runs ``python -m bytewax.run flows.dedup_lane`` through the ``crash`` harness
+(tests/fixtures/crash.py) on a recovery store. The source republishes orders at later offsets (producer retries, up to 700
 offsets later) and redelivers the tail of each poll. The flow is SIGKILLed mid-stream
 (at a fault-injection point inside a sink's epoch snapshot, or from outside), so retries
 of orders that were committed before the crash only arrive after the resume: only the
@@ -12,10 +12,8 @@ the scenario has teeth.
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -26,13 +24,14 @@ import pyarrow.dataset as ds
 import pytest
 
 from flows.dedup_lane import origins, planned_order
+from tests.fixtures.crash import CrashableFlow, CrashHarness
+from tests.fixtures.workers import built_once
 from tests.helpers import located
 from thalweg_bytewax.contracts import read_audit
 from thalweg_bytewax.lanes.dlq import read_dlq
 
 pytestmark = [pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
 PARTITIONS = 2
 PER_PARTITION = 1500
 SEED = 11  # the flow's default
@@ -81,42 +80,32 @@ def truth() -> Truth:
 TRUTH = truth()
 
 
-def flow_env(lake: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "THALWEG_FAULT"}
-    env.update(
-        {
-            "PYTHONPATH": os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]),
-            "THALWEG_DATA_DIR": str(lake),
-            "THALWEG_SAMPLE_PARTITIONS": str(PARTITIONS),
-            "THALWEG_SAMPLE_PER_PARTITION": str(PER_PARTITION),
-            "THALWEG_RETRY_RATE": str(RETRY_RATE),
-            "THALWEG_BATCH_SIZE": "100",
-            "THALWEG_MAX_RECORDS_PER_S": "400",
-            "THALWEG_SHARDS": "2",
-            **extra,
-        }
-    )
-    return env
+def flow_vars(lake: Path, **extra: str) -> dict[str, str]:
+    """The quality-lane flow's variables: its lanes under ``lake``, throttled to fall mid-stream."""
+    return {
+        "THALWEG_DATA_DIR": str(lake),
+        "THALWEG_SAMPLE_PARTITIONS": str(PARTITIONS),
+        "THALWEG_SAMPLE_PER_PARTITION": str(PER_PARTITION),
+        "THALWEG_RETRY_RATE": str(RETRY_RATE),
+        "THALWEG_BATCH_SIZE": "100",
+        "THALWEG_MAX_RECORDS_PER_S": "400",
+        "THALWEG_SHARDS": "2",
+        **extra,
+    }
 
 
-def init_recovery(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "bytewax.recovery", str(path), "1"], check=True)
-    return path
-
-
-def bytewax_args(recovery: Path) -> list[str]:
-    return ["flows.dedup_lane", "-r", str(recovery), "-s", "1", "-b", "0"]
-
-
-def run(args: list[str], env: dict[str, str], *, forgetful: bool = False) -> None:
-    head = [sys.executable, "-c", _FORGETFUL_RUNNER] if forgetful else [
-        sys.executable, "-m", "bytewax.run"
-    ]  # fmt: skip
-    done = subprocess.run(
-        head + args, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+def dedup_lane(
+    crash: CrashHarness, lake: Path, recovery: Path, *, forgetful: bool = False, **extra: str
+) -> CrashableFlow:
+    """``flows.dedup_lane`` on ``recovery``, a snapshot every second; ``forgetful`` runs it
+    with dedup state thrown away on resume (``_FORGETFUL_RUNNER``)."""
+    env = flow_vars(lake, **extra)
+    flow = crash.flow("flows.dedup_lane", env=env, snapshot_s=1, recovery=recovery)
+    if not forgetful:
+        return flow
+    # The same arguments to `bytewax.run`, through the runner that forgets.
+    _, _, _, *args = flow.argv  # python -m bytewax.run ...
+    return crash.command([sys.executable, "-c", _FORGETFUL_RUNNER, *args], env=env)
 
 
 def lane_rows(path: Path, *columns: str) -> list[tuple]:
@@ -179,27 +168,23 @@ def assert_every_lane_exactly_once(lake: Path) -> None:
     assert [p.stem for p in registry] == audit.column("ruleset_version").unique().to_pylist()
 
 
-@pytest.fixture(scope="module")
-def crashed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """One run killed inside the 4th sink snapshot, before half the orders landed."""
-    base = tmp_path_factory.mktemp("crashed")
-    lake, recovery = base / "lake", init_recovery(base / "recovery")
-    args = bytewax_args(recovery)
-    env = flow_env(lake, THALWEG_FAULT="parquet.before_finalize:4")
-    done = subprocess.run(
-        [sys.executable, "-m", "bytewax.run", *args],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
+def crash_early(base: Path) -> None:
+    """Run the flow into ``base/lake`` and kill it in its 4th sink snapshot."""
+    crash = CrashHarness(base)
+    lake = base / "lake"
+    dedup_lane(crash, lake, crash.init_recovery()).killed_at("parquet.before_finalize:4")
     before = len(lane_rows(lake / "orders"))
     assert 0 < before < len(TRUTH.unique) // 2, "the crash should fall early mid-stream"
     late = late_retries_of_committed_orders(lake)
     assert len(late) >= 20, "retries of committed orders must arrive after the resume"
-    return lake, recovery
+
+
+@pytest.fixture(scope="module")
+def crashed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """One run killed inside the 4th sink snapshot, before half the orders landed (once per
+    test run, also on pytest-xdist workers: each test resumes a copy of it)."""
+    base = built_once(tmp_path_factory, "dedup-crashed", crash_early)
+    return base / "lake", base / "recovery"
 
 
 def copy_of(crashed: tuple[Path, Path], dest: Path) -> tuple[Path, Path]:
@@ -210,24 +195,24 @@ def copy_of(crashed: tuple[Path, Path], dest: Path) -> tuple[Path, Path]:
 
 
 def test_resume_after_sigkill_passes_no_duplicate_and_loses_nothing(
-    crashed: tuple[Path, Path], tmp_path: Path
+    crashed: tuple[Path, Path], crash: CrashHarness
 ) -> None:
-    lake, recovery = copy_of(crashed, tmp_path)
-    run(bytewax_args(recovery), flow_env(lake))
+    lake, recovery = copy_of(crashed, crash.root)
+    dedup_lane(crash, lake, recovery).finishes()
     assert_every_lane_exactly_once(lake)
     assert not list(lake.rglob(".staging-*"))
 
 
 def test_control_resume_without_dedup_state_lets_late_retries_through(
-    crashed: tuple[Path, Path], tmp_path: Path
+    crashed: tuple[Path, Path], crash: CrashHarness
 ) -> None:
-    lake, recovery = copy_of(crashed, tmp_path)
+    lake, recovery = copy_of(crashed, crash.root)
     late = late_retries_of_committed_orders(lake)
     # Without redelivery on this resume: a redelivered retry below the offsets a sink had
     # committed, dropped by dedup before the crash, would pass the forgotten dedup and
     # reach the sink, which refuses rows below its resumed offsets that its target does
     # not hold (the run would stop there, before any late retry lands).
-    run(bytewax_args(recovery), flow_env(lake, THALWEG_REDELIVER="0"), forgetful=True)
+    dedup_lane(crash, lake, recovery, forgetful=True, THALWEG_REDELIVER="0").finishes()
     clean = lane_rows(lake / "orders", "order_id")
     keys = Counter(order_id for _, _, order_id in clean)
     passed = {(p, o) for p, o, _ in clean} & {(p, o) for p, o, _ in late}
@@ -241,16 +226,13 @@ def finalized_files(lake: Path) -> int:
     return sum(1 for f in (lake / "orders").rglob("*.parquet") if not f.name.startswith("."))
 
 
-def test_external_sigkill_at_arbitrary_moments_then_resume(tmp_path: Path) -> None:
-    lake, recovery = tmp_path / "lake", init_recovery(tmp_path / "recovery")
-    env = flow_env(lake)
-    cmd = [sys.executable, "-m", "bytewax.run", *bytewax_args(recovery)]
+def test_external_sigkill_at_arbitrary_moments_then_resume(crash: CrashHarness) -> None:
+    lake = crash.root / "lake"
+    flow = dedup_lane(crash, lake, crash.recovery)
     for linger in (0.7, 0.3):
         # Kill once the run has made progress of its own, whatever the machine's speed.
         files = finalized_files(lake) if lake.exists() else 0
-        proc = subprocess.Popen(
-            cmd, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-        )
+        proc = flow.start()
         deadline = time.monotonic() + 60
         while finalized_files(lake) <= files and proc.poll() is None:
             assert time.monotonic() < deadline, "no epoch finalized within 60 s"
@@ -260,5 +242,5 @@ def test_external_sigkill_at_arbitrary_moments_then_resume(tmp_path: Path) -> No
         proc.communicate(timeout=30)
         assert proc.returncode == -signal.SIGKILL, "the run finished before the kill"
     assert 0 < len(lane_rows(lake / "orders")) < len(TRUTH.unique), "kills should fall mid-stream"
-    run(bytewax_args(recovery), env)
+    flow.finishes()
     assert_every_lane_exactly_once(lake)

@@ -12,27 +12,17 @@ starts a private cluster (``apache_kafka_factory``) so that the shared one stays
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from tests.connectors.kafka.kafka_sink_helpers import read_topic
+from tests.fixtures.crash import CrashHarness
 from tests.fixtures.kafka import create_topic, topic_name
-from tests.recovery.test_kafka_sink_crash import (
-    ROOT,
-    assert_exactly_once,
-    cmd,
-    fill,
-    flow_env,
-    init_recovery,
-)
+from tests.recovery.test_kafka_sink_crash import assert_exactly_once, fill, kafka_sink_flow
 from thalweg_bytewax.dev._apache_kafka import ApacheKafka
 from thalweg_bytewax.testing import produce
 
@@ -53,7 +43,7 @@ def written(bootstrap: str, topic: str) -> int:
 def run_through_a_restart(
     kafka: ApacheKafka,
     request: pytest.FixtureRequest,
-    tmp_path: Path,
+    crash: CrashHarness,
     node: int,
     *,
     transactional: bool,
@@ -62,22 +52,15 @@ def run_through_a_restart(
     create_topic(kafka.bootstrap, src)
     create_topic(kafka.bootstrap, out)
     expected = fill(kafka.bootstrap, src)
-    recovery = init_recovery(tmp_path / "recovery")
     # 200 records/s per partition: about 7.5 s of reading, so the restart falls mid-run.
-    env = flow_env(
-        kafka.bootstrap,
-        src,
-        out,
-        THALWEG_MAX_RECORDS_PER_S="200",
-        THALWEG_TRANSACTIONAL="1" if transactional else "0",
-    )
+    throttled = {
+        "THALWEG_MAX_RECORDS_PER_S": "200",
+        "THALWEG_TRANSACTIONAL": "1" if transactional else "0",
+    }
     # stderr to a file: a pipe nobody reads while the broker restarts would fill with
     # the client's connection errors and stall the flow on its writes.
-    log = tmp_path / "flow.stderr"
-    with log.open("wb") as sink:
-        proc = subprocess.Popen(
-            cmd(recovery), env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=sink
-        )
+    log = crash.root / "flow.stderr"
+    proc = kafka_sink_flow(crash, kafka.bootstrap, src, out, **throttled).start(stderr=log)
     try:
         # Restarted once the flow has committed output, so that it falls mid-run.
         deadline = time.monotonic() + 120
@@ -105,30 +88,30 @@ def run_through_a_restart(
 def test_one_of_three_brokers_restarted_mid_run_pauses_the_flow_and_loses_nothing(
     apache_kafka_factory: Callable[..., ApacheKafka],
     request: pytest.FixtureRequest,
-    tmp_path: Path,
+    crash: CrashHarness,
     transactional: bool,
 ) -> None:
     kafka = apache_kafka_factory(nodes=3, heap_mb=320)
     # The killed node's partitions have no leader until the controller notices (about
     # 10 s), longer than `metadata_timeout`: the sink's requests wait for the new leader.
-    run_through_a_restart(kafka, request, tmp_path, node=1, transactional=transactional)
+    run_through_a_restart(kafka, request, crash, node=1, transactional=transactional)
 
 
 @pytest.mark.parametrize("transactional", [False, True], ids=["plain", "transactional"])
 def test_the_single_broker_restarted_mid_run_pauses_the_flow_and_loses_nothing(
     apache_kafka_factory: Callable[..., ApacheKafka],
     request: pytest.FixtureRequest,
-    tmp_path: Path,
+    crash: CrashHarness,
     transactional: bool,
 ) -> None:
     kafka = apache_kafka_factory(nodes=1)
-    run_through_a_restart(kafka, request, tmp_path, node=0, transactional=transactional)
+    run_through_a_restart(kafka, request, crash, node=0, transactional=transactional)
 
 
 def test_a_bounded_run_whose_brokers_are_all_gone_fails_in_bounded_time(
     apache_kafka_factory: Callable[..., ApacheKafka],
     request: pytest.FixtureRequest,
-    tmp_path: Path,
+    crash: CrashHarness,
 ) -> None:
     kafka = apache_kafka_factory(nodes=1)
     topic = topic_name(request)
@@ -137,27 +120,21 @@ def test_a_bounded_run_whose_brokers_are_all_gone_fails_in_bounded_time(
     create_topic(kafka.bootstrap, topic, partitions=1)
     for _ in range(6):
         produce(kafka.bootstrap, topic, [{"value": b"x" * 10_000, "partition": 0}] * 500)
-    recovery = init_recovery(tmp_path / "recovery")
-    env = {k: v for k, v in os.environ.items() if k != "THALWEG_FAULT"}
-    env.update(
-        {
-            "THALWEG_BOOTSTRAP_SERVERS": kafka.bootstrap,
-            "THALWEG_TOPICS": topic,
-            "THALWEG_RAW_LANE": str(tmp_path / "lane"),
-            "THALWEG_TAIL": "0",
-            "THALWEG_BATCH_SIZE": "100",
-            "THALWEG_MAX_RECORDS_PER_S": "200",
-        }
-    )
-    command = [sys.executable, "-m", "bytewax.run", "flows.raw_lane"]
-    command += ["-r", str(recovery), "-s", "1", "-b", "0"]
-    log = tmp_path / "flow.stderr"
-    with log.open("wb") as sink:
-        proc = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=sink)
+    lane = crash.root / "lane"
+    env = {
+        "THALWEG_BOOTSTRAP_SERVERS": kafka.bootstrap,
+        "THALWEG_TOPICS": topic,
+        "THALWEG_RAW_LANE": str(lane),
+        "THALWEG_TAIL": "0",
+        "THALWEG_BATCH_SIZE": "100",
+        "THALWEG_MAX_RECORDS_PER_S": "200",
+    }
+    log = crash.root / "flow.stderr"
+    proc = crash.flow("flows.raw_lane", env=env, snapshot_s=1).start(stderr=log)
     try:
         # The broker goes once the run has committed an epoch to the lane: mid-run.
         deadline = time.monotonic() + 120
-        while not list((tmp_path / "lane").rglob("*.parquet")):
+        while not list(lane.rglob("*.parquet")):
             assert time.monotonic() < deadline and proc.poll() is None, "no lane file yet"
             time.sleep(0.2)
         assert proc.poll() is None, "the run ended before the broker went away"

@@ -1,7 +1,7 @@
 """Kill a Kafka -> decode -> KafkaSink flow at named points, resume: every record once.
 
-Runs ``python -m bytewax.run tests.recovery.kafka_sink_flow`` in a subprocess with a
-recovery directory, SIGKILLs it at a fault-injection point (before the epoch's flush,
+Runs ``python -m bytewax.run tests.recovery.kafka_sink_flow`` through the ``crash``
+harness (tests/fixtures/crash.py) on a recovery store, SIGKILLs it at a fault-injection point (before the epoch's flush,
 after the flush before the snapshot returns, in the middle of an epoch's produce
 calls) or from outside, starts it again and reads the output topic with a plain
 consumer: every input record appears exactly once (by its source locator and record
@@ -26,6 +26,7 @@ import pyarrow as pa
 import pytest
 
 from tests.connectors.kafka.kafka_sink_helpers import Out, read_topic
+from tests.fixtures.crash import CrashableFlow, CrashHarness
 from thalweg_bytewax.connectors.kafka import KafkaSink
 from thalweg_bytewax.errors import SinkTransientError
 from thalweg_bytewax.records.ids import record_ids_array
@@ -33,7 +34,6 @@ from thalweg_bytewax.testing import produce
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
 PARTITIONS = 4
 PER_PARTITION = 1500
 
@@ -51,44 +51,20 @@ def fill(bootstrap: str, topic: str) -> set[tuple[int, int]]:
     return {(p, o) for p in range(PARTITIONS) for o in range(PER_PARTITION)}
 
 
-def flow_env(bootstrap: str, src: str, out: str, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "THALWEG_FAULT"}
-    env.update(
-        {
-            "THALWEG_BOOTSTRAP_SERVERS": bootstrap,
-            "THALWEG_TOPICS": src,
-            "THALWEG_OUTPUT_TOPIC": out,
-            "THALWEG_BATCH_SIZE": "200",
-            "THALWEG_MAX_RECORDS_PER_S": "1000",
-            **extra,
-        }
-    )
-    return env
-
-
-def init_recovery(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "bytewax.recovery", str(path), "1"], check=True)
-    return path
-
-
-def cmd(recovery: Path) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "bytewax.run",
-        "tests.recovery.kafka_sink_flow",
-        "-r",
-        str(recovery),
-        "-s",
-        "1",
-        "-b",
-        "0",
-    ]
-
-
-def run(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=180)
+def kafka_sink_flow(
+    crash: CrashHarness, bootstrap: str, src: str, out: str, **extra: str
+) -> CrashableFlow:
+    """``tests.recovery.kafka_sink_flow`` from ``src`` to ``out`` on the test's recovery
+    store, a snapshot every second, throttled so that a kill falls mid-stream."""
+    env = {
+        "THALWEG_BOOTSTRAP_SERVERS": bootstrap,
+        "THALWEG_TOPICS": src,
+        "THALWEG_OUTPUT_TOPIC": out,
+        "THALWEG_BATCH_SIZE": "200",
+        "THALWEG_MAX_RECORDS_PER_S": "1000",
+        **extra,
+    }
+    return crash.flow("tests.recovery.kafka_sink_flow", env=env, snapshot_s=1, timeout_s=180)
 
 
 def assert_exactly_once(records: list[Out], src: str, expected: set[tuple[int, int]]) -> None:
@@ -109,36 +85,30 @@ def assert_exactly_once(records: list[Out], src: str, expected: set[tuple[int, i
     ["epoch_sink.before_commit:3", "epoch_sink.after_commit:3", "kafka_sink.mid_epoch:5"],
 )
 def test_sigkill_at_a_named_point_then_resume_is_exactly_once(
-    kafka_bootstrap: str, make_topic: Any, tmp_path: Path, fault: str
+    crash: CrashHarness, kafka_bootstrap: str, make_topic: Any, fault: str
 ) -> None:
     src, out = make_topic(), make_topic()
     expected = fill(kafka_bootstrap, src)
-    recovery = init_recovery(tmp_path / "recovery")
-    crashed = run(cmd(recovery), flow_env(kafka_bootstrap, src, out, THALWEG_FAULT=fault))
-    assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-3000:]
+    flow = kafka_sink_flow(crash, kafka_bootstrap, src, out)
+    flow.killed_at(fault)
     before = len(read_topic(kafka_bootstrap, out))
     assert 0 < before < len(expected), "the crash should fall mid-stream"
-    resumed = run(cmd(recovery), flow_env(kafka_bootstrap, src, out))
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    flow.finishes()
     assert_exactly_once(read_topic(kafka_bootstrap, out), src, expected)
 
 
 def test_external_sigkill_at_arbitrary_moments_then_resume(
-    kafka_bootstrap: str, make_topic: Any, tmp_path: Path
+    crash: CrashHarness, kafka_bootstrap: str, make_topic: Any
 ) -> None:
     src, out = make_topic(), make_topic()
     expected = fill(kafka_bootstrap, src)
-    recovery = init_recovery(tmp_path / "recovery")
-    env = flow_env(kafka_bootstrap, src, out)
+    flow = kafka_sink_flow(crash, kafka_bootstrap, src, out)
     for delay in (2.5, 1.8):
-        proc = subprocess.Popen(
-            cmd(recovery), env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-        )
+        proc = flow.start()
         time.sleep(delay)
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=30)
-    done = run(cmd(recovery), env)
-    assert done.returncode == 0, done.stderr[-3000:]
+    flow.finishes()
     assert_exactly_once(read_topic(kafka_bootstrap, out), src, expected)
 
 

@@ -15,27 +15,17 @@ from __future__ import annotations
 import random
 import re
 import signal
-import subprocess
 import time
 from collections import Counter
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
 
 from tests.connectors.kafka.kafka_sink_helpers import read_topic
+from tests.fixtures.crash import CrashHarness
 from tests.fixtures.kafka import create_topic, topic_name
-from tests.recovery.test_kafka_sink_crash import (
-    ROOT,
-    _batch,
-    assert_exactly_once,
-    cmd,
-    fill,
-    flow_env,
-    init_recovery,
-    run,
-)
+from tests.recovery.test_kafka_sink_crash import _batch, assert_exactly_once, fill, kafka_sink_flow
 from thalweg_bytewax.connectors.kafka import KafkaSink
 from thalweg_bytewax.dev._apache_kafka import ApacheKafka
 from thalweg_bytewax.errors import SinkError, SinkTransientError
@@ -53,27 +43,24 @@ def topics(kafka: ApacheKafka, request: pytest.FixtureRequest) -> tuple[str, str
 
 
 def test_sigkill_at_random_moments_then_resume_is_exactly_once_for_read_committed(
-    apache_kafka: ApacheKafka, request: pytest.FixtureRequest, tmp_path: Path
+    apache_kafka: ApacheKafka, request: pytest.FixtureRequest, crash: CrashHarness
 ) -> None:
     bootstrap = apache_kafka.bootstrap
     src, out = topics(apache_kafka, request)
     expected = fill(bootstrap, src)
-    recovery = init_recovery(tmp_path / "recovery")
     # 200 records/s per partition: about 7.5 s of reading, so each kill falls mid-run.
-    env = flow_env(bootstrap, src, out, THALWEG_TRANSACTIONAL="1", THALWEG_MAX_RECORDS_PER_S="200")
+    fast = {"THALWEG_TRANSACTIONAL": "1", "THALWEG_MAX_RECORDS_PER_S": "200"}
+    flow = kafka_sink_flow(crash, bootstrap, src, out, **fast)
     rng = random.Random(20)
     for _ in range(2):
-        proc = subprocess.Popen(
-            cmd(recovery), env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-        )
+        proc = flow.start()
         time.sleep(rng.uniform(2.5, 4.5))  # past start-up, inside some epoch's transaction
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=30)
         assert proc.returncode == -signal.SIGKILL
         killed_with = len(read_topic(bootstrap, out, isolation="read_committed"))
         assert killed_with < len(expected), "the kill should fall mid-run"
-    done = run(cmd(recovery), env)
-    assert done.returncode == 0, done.stderr[-3000:]
+    flow.finishes()
     committed = read_topic(bootstrap, out, isolation="read_committed")
     assert_exactly_once(committed, src, expected)
     # The killed runs' open transactions were aborted (by the next run's
@@ -120,17 +107,15 @@ def test_a_zombie_producer_is_fenced_and_cannot_commit(
 
 
 def test_a_zombie_flow_process_resumed_after_a_new_one_took_over_is_fenced(
-    apache_kafka: ApacheKafka, request: pytest.FixtureRequest, tmp_path: Path
+    apache_kafka: ApacheKafka, request: pytest.FixtureRequest, crash: CrashHarness
 ) -> None:
     bootstrap = apache_kafka.bootstrap
     src, out = topics(apache_kafka, request)
     expected = fill(bootstrap, src)
-    recovery = init_recovery(tmp_path / "recovery")
     # 200 records/s per partition: about 7.5 s of reading, so the freeze falls mid-run.
-    env = flow_env(bootstrap, src, out, THALWEG_TRANSACTIONAL="1", THALWEG_MAX_RECORDS_PER_S="200")
-    zombie = subprocess.Popen(
-        cmd(recovery), env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
+    fast = {"THALWEG_TRANSACTIONAL": "1", "THALWEG_MAX_RECORDS_PER_S": "200"}
+    flow = kafka_sink_flow(crash, bootstrap, src, out, **fast)
+    zombie = flow.start()
     try:
         # Frozen mid-run once it has committed an epoch: its producer is initialised and
         # the next epoch's transaction open (a freeze before that would leave no zombie,
@@ -140,12 +125,10 @@ def test_a_zombie_flow_process_resumed_after_a_new_one_took_over_is_fenced(
             assert time.monotonic() < deadline and zombie.poll() is None
             time.sleep(0.2)
         zombie.send_signal(signal.SIGSTOP)
-        successor = run(cmd(recovery), env)
-        assert successor.returncode == 0, successor.stderr[-3000:]
+        flow.finishes()  # the successor, on the same store
     finally:
         zombie.send_signal(signal.SIGCONT)
-    _, stderr = zombie.communicate(timeout=120)
-    err = stderr.decode(errors="replace")
+    _, err = zombie.communicate(timeout=120)
     # The zombie cannot commit: the broker refuses its transaction as fenced by the newer
     # instance, and it fails.
     assert zombie.returncode != 0, err[-5000:]
