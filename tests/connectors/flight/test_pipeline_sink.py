@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -65,7 +66,9 @@ def test_a_flight_section_builds_the_sink_its_model_describes(tmp_path: Path) ->
     config = PipelineConfig.load(path, env={})
     sink = build_sink("out", config.sinks["out"], config, tmp_path)
     assert isinstance(sink, FlightSink)
-    wanted = FlightSinkConfig(location="grpc://127.0.0.1:8815", target="orders", retry_for=5)
+    wanted = FlightSinkConfig(
+        location="grpc://127.0.0.1:8815", target="orders", retry_for=timedelta(seconds=5)
+    )
     assert sink.config == wanted
 
 
