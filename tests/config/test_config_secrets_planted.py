@@ -37,7 +37,7 @@ from thalweg_bytewax.connectors.files import FileSourceConfig
 from thalweg_bytewax.connectors.kafka import KafkaSinkConfig, KafkaSourceConfig
 from thalweg_bytewax.connectors.raw_lane import RawLaneSourceConfig
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.pipeline import PipelineConfig
+from thalweg_bytewax.pipeline import PipelineConfig, SinkKind
 
 # Keys of a client library's settings that hold a credential (librdkafka's, pyiceberg's,
 # an HTTP header): each is planted in every free-form map.
@@ -79,6 +79,12 @@ PIPELINE_BASE: dict[str, Any] = {
             "brokers": "localhost:9092",
             "topic": "orders_out",
             "encoder": "json",
+        },
+        "flight": {
+            "kind": "flight",
+            "from": "out",
+            "location": "grpc://127.0.0.1:8815",
+            "target": "orders",
         },
     },
     "observability": {"otlp": {"endpoint": "http://localhost:4318"}},
@@ -272,6 +278,9 @@ def test_the_walk_finds_every_section_and_enough_fields() -> None:
     """The enumeration reaches every model and the credential-bearing fields it must."""
     dotted = {f"{f.spec.split(':')[1]}:{f.dotted}" for f in PLANTED}
     assert len(PLANTED) >= MIN_PLANTED_FIELDS, sorted(dotted)
+    # Every sink kind has a table in the base config, so a kind added later is planted.
+    kinds = {s["kind"] for s in PIPELINE_BASE["sinks"].values()}
+    assert kinds == set(typing.get_args(SinkKind)), "add the new kind to PIPELINE_BASE"
     for expected in (
         "PipelineConfig:source.librdkafka",
         "PipelineConfig:source.password",
@@ -286,6 +295,8 @@ def test_the_walk_finds_every_section_and_enough_fields() -> None:
         "PipelineConfig:sinks.ice.catalog.secret_properties",
         "PipelineConfig:sinks.lake.path",
         "PipelineConfig:sinks.ipc.path",
+        "PipelineConfig:sinks.flight.token",
+        "PipelineConfig:sinks.flight.location",
         "PipelineConfig:windows.0.aggs",
         "PipelineConfig:sql.nodes.0.query",
         "PipelineConfig:observability.otlp.headers",

@@ -1,9 +1,10 @@
-"""The ``table_sink`` fixture: every case of the suite runs on each of the five sinks.
+"""The ``table_sink`` fixture: every case of the suite runs on each of the six sinks.
 
 Following pyiceberg's ``catalog`` fixture over its catalog factories, each parameter
 builds a :class:`~tests.sinks.targets.SinkTarget` on a fresh target: a lane directory,
 a warehouse, a PostgreSQL schema (pgserver, or ``THALWEG_TEST_PG_DSN``), an Arrow IPC
-directory, a Kafka topic (librdkafka's mock cluster, or ``THALWEG_TEST_KAFKA``). The
+directory, a Kafka topic (librdkafka's mock cluster, or ``THALWEG_TEST_KAFKA``), a Flight
+target (the reference ``TableServer`` on a free localhost port). The
 services start only for the parameters that need them.
 """
 
@@ -16,6 +17,7 @@ import pytest
 
 from tests.sinks.targets import (
     ArrowIPCTarget,
+    FlightTarget,
     IcebergTarget,
     KafkaTarget,
     ParquetTarget,
@@ -23,9 +25,9 @@ from tests.sinks.targets import (
     SinkTarget,
 )
 
-SINKS = ("parquet", "iceberg", "postgres", "arrow_ipc", "kafka")
+SINKS = ("parquet", "iceberg", "postgres", "arrow_ipc", "kafka", "flight")
 """Every sink the suite runs (Parquet lane, Iceberg table, PostgreSQL table, Arrow IPC
-directory, Kafka topic)."""
+directory, Kafka topic, Arrow Flight target)."""
 
 
 TARGETS: dict[str, type[SinkTarget]] = {
@@ -34,6 +36,7 @@ TARGETS: dict[str, type[SinkTarget]] = {
     "postgres": PostgresTarget,
     "arrow_ipc": ArrowIPCTarget,
     "kafka": KafkaTarget,
+    "flight": FlightTarget,
 }
 
 
@@ -62,6 +65,8 @@ def build_target(name: str, request: pytest.FixtureRequest, root: Path) -> SinkT
         return IcebergTarget(root)
     if name == "arrow_ipc":
         return ArrowIPCTarget(root)
+    if name == "flight":
+        return FlightTarget(root)
     if name == "kafka":
         request.node.add_marker("kafka")  # as if the test used `kafka_bootstrap` itself
         make_topic = request.getfixturevalue("make_topic")

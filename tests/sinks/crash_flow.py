@@ -7,7 +7,8 @@ activation) go to a raw Parquet lane under ``ROOT/raw`` as they are read, are de
 (Confluent-framed Avro, the bundled schemas), rejects go to ``ROOT/dlq``, and the
 decoded orders go to the sink under test: a Parquet lane under ``ROOT/lane``, an
 Iceberg table ``test.orders`` in ``ROOT/warehouse``, PostgreSQL ``SCHEMA.orders``, an
-Arrow IPC directory ``ROOT/ipc`` or the Kafka topic ``SCHEMA`` at bootstrap ``DSN``.
+Arrow IPC directory ``ROOT/ipc``, the Kafka topic ``SCHEMA`` at bootstrap ``DSN`` or the
+Flight target ``SCHEMA`` on the server at location ``DSN``.
 Two shards each, so with two workers or processes both write. ``THALWEG_FAULT`` kills
 it at a named point. The test compares the table with the raw lane by record id.
 """
@@ -82,6 +83,10 @@ def table_sink(
         from thalweg_bytewax.connectors.kafka import KafkaSink
 
         return KafkaSink([dsn], schema, encoder=JsonEncoder(), shards=shards)
+    if sink == "flight":  # `dsn` is the server's location, `schema` the target
+        from thalweg_bytewax.connectors.flight import FlightSink
+
+        return FlightSink(dsn, schema, shards=shards)
     if sink == "iceberg":
         from thalweg_bytewax.connectors.iceberg import IcebergSink
 

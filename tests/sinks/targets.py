@@ -3,8 +3,9 @@
 The behaviour suite (``tests/sinks/test_behaviour.py``) runs each case against every
 :class:`SinkTarget`: the Parquet lane, an Iceberg table (pyiceberg ``SqlCatalog`` on
 SQLite), a PostgreSQL table (pgserver or ``THALWEG_TEST_PG_DSN``), an Arrow IPC
-directory and a Kafka topic (librdkafka's mock cluster or ``THALWEG_TEST_KAFKA``, JSON
-values); the crash suite (``tests/sinks/test_crash.py``) runs all five too. A target knows how to build its sink
+directory, a Kafka topic (librdkafka's mock cluster or ``THALWEG_TEST_KAFKA``, JSON
+values) and an Arrow Flight target (the reference ``TableServer`` in this process, on a
+free localhost port); the crash suite (``tests/sinks/test_crash.py``) runs all six too. A target knows how to build its sink
 (``make``), how to read what it holds as Arrow (``read``), its columns and their types
 and comments, a token of what it has committed, and what it can do (capability flags:
 a case a sink cannot meet by design is skipped naming the capability, never for a
@@ -29,6 +30,7 @@ from thalweg_bytewax.records.metadata import DEFAULT_COLUMNS
 __all__ = [
     "ArrowIPCTarget",
     "C",
+    "FlightTarget",
     "IcebergTarget",
     "KafkaTarget",
     "ParquetTarget",
@@ -93,7 +95,7 @@ class SinkTarget(ABC):
     """A table sink on a fresh target, and the ways to look into that target.
 
     Attributes:
-        name: ``parquet``, ``iceberg``, ``postgres``, ``arrow_ipc`` or ``kafka``.
+        name: ``parquet``, ``iceberg``, ``postgres``, ``arrow_ipc``, ``kafka`` or ``flight``.
         evolves: Provisions its target and evolves it (new columns with comments,
             incompatible changes refused before anything is written).
         checks_types: Casts rows to the target's column types at the write boundary
@@ -481,6 +483,75 @@ class KafkaTarget(SinkTarget):
         return tuple(
             sorted((r.partition, r.offset) for r in read_topic(self.bootstrap, self.topic))
         )
+
+
+class FlightTarget(SinkTarget):
+    """The target ``orders`` on a reference Flight table server (``FlightSink``).
+
+    The server (:class:`~thalweg_bytewax.flight.table_server.TableServer`) serves real
+    Flight on a free localhost port from this process; what it holds is read back over
+    Flight (``GetFlightInfo`` and ``DoGet``), as a ``FlightSource`` would.
+    """
+
+    name = "flight"
+    evolves = False  # a batch with another schema opens a new stream: nothing to refuse
+    comments = False  # Flight carries Arrow schemas, no column comments
+    checks_types = False  # the server stores the Arrow types it is sent
+    identifiers = False  # column names are Arrow field names: any text, never SQL
+    atomic_epochs = False  # rows are held from their confirm, which may precede the commit
+    # `twg.held` answers spans (first-last per stored confirm), as the other sinks' coverage
+    # does: a row missing inside a span is found by the replay check, not written.
+
+    def __init__(self, root: Path) -> None:
+        from thalweg_bytewax.flight.table_server import TableServer
+
+        super().__init__()
+        self.server = TableServer(root / "flight").serve_in_thread()
+        self.table = "orders"
+
+    @property
+    def location(self) -> str:
+        """The server's ``grpc://127.0.0.1:<port>``."""
+        return self.server.location
+
+    @property
+    def target(self) -> str:
+        return self.table
+
+    def make(self, **options: Any) -> FixedPartitionedSink[pa.RecordBatch, Any]:
+        from thalweg_bytewax.connectors.flight import FlightSink
+
+        for unsupported in ("comments", "identifiers", "allow_widening"):
+            options.pop(unsupported, None)
+        options.setdefault("shards", 1)
+        options.setdefault("retry_for", timedelta(seconds=2))
+        return FlightSink(self.location, options.pop("table", self.table), **options)
+
+    def read(self) -> pa.Table:
+        import pyarrow.flight as flight
+
+        with flight.FlightClient(self.location) as client:
+            info = client.get_flight_info(flight.FlightDescriptor.for_path(self.table))
+            tables = [client.do_get(e.ticket).read_all() for e in info.endpoints]
+        if not tables:
+            return pa.table({})
+        return pa.concat_tables(tables, promote_options="default")
+
+    def columns(self) -> dict[str, str]:
+        return {f.name: str(f.type) for f in self.read().schema}
+
+    def committed(self) -> object:
+        base = self.server.root / self.table
+        if not base.is_dir():
+            return ()
+        return tuple(sorted(str(p.relative_to(base)) for p in base.rglob("*.arrows")))
+
+    def close(self) -> None:
+        """Close the partitions, then stop the server."""
+        try:
+            super().close()
+        finally:
+            self.server.shutdown()
 
 
 def _numeric_as_decimal(table: pa.Table, types: dict[str, str]) -> pa.Table:

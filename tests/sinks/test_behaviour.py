@@ -1,4 +1,4 @@
-"""What a user relies on from every sink, proved on Parquet, Iceberg, PostgreSQL, Arrow IPC, Kafka.
+"""What a user relies on from every sink: Parquet, Iceberg, PostgreSQL, Arrow IPC, Kafka, Flight.
 
 Each case runs on every :class:`~tests.sinks.targets.SinkTarget` (``table_sink``); a case
 marked ``capability("...")`` runs only on the sinks that have it by design (the Parquet

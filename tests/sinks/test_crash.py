@@ -48,8 +48,8 @@ def flow_spec(
     *,
     stateful: bool = False,
 ) -> str:
-    dsn = getattr(target, "dsn", getattr(target, "bootstrap", ""))
-    schema = getattr(target, "schema", getattr(target, "topic", ""))
+    dsn = getattr(target, "dsn", getattr(target, "bootstrap", getattr(target, "location", "")))
+    schema = getattr(target, "schema", getattr(target, "topic", getattr(target, "table", "")))
     if stateful:  # dedup and windowed validation before the sink
         args = f"{target.name!r}, {str(root)!r}, {dsn!r}, {schema!r}"
         return f"tests.sinks.crash_flow:build_stateful_flow({args})"

@@ -13,6 +13,13 @@ A :class:`~thalweg_bytewax.connectors.flight.FlightSink` speaks plain Arrow Flig
 - **DoAction** ``twg.held`` with ``{"target": ..., "topic": ..., "partition": ...}``:
   the server answers one result ``{"spans": [[first, last], ...]}``, the offsets it
   holds durably for that source partition. A resumed sink skips them.
+- **DoAction** ``twg.held_ids`` (optional) with ``{"target": ..., "topic": ...,
+  "partition": ..., "first": F, "last": L}``: one result, an Arrow IPC stream of the
+  ``offset`` (int64) and ``record_id`` (binary(16), null when a row has none) of every
+  row held at offsets ``F..L``. A resumed sink checks the rows it would skip against
+  them: a different record at a held offset is refused, and a row missing below the
+  resumed position is refused instead of skipped. A server that does not list the
+  action in ``ListActions`` is checked by offset alone (with a warning).
 
 A server dedups by locator: a row whose ``(topic, partition, offset)`` it holds is not
 stored again. Rows received and not confirmed may be dropped when the stream breaks
@@ -25,17 +32,25 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.flight as flight
+import pyarrow.ipc as ipc
 
 from thalweg_bytewax._redact import redact_url
 from thalweg_bytewax.errors import SinkTerminalError, SinkTransientError, ThalwegError
 
 __all__ = [
     "HELD_ACTION",
+    "HELD_IDS_ACTION",
+    "HELD_IDS_SCHEMA",
     "call_options",
     "classify",
     "confirm_message",
     "confirmed_seq",
+    "held_ids",
+    "held_ids_answer",
+    "held_ids_request",
     "held_request",
     "held_spans",
     "shown_location",
@@ -43,6 +58,19 @@ __all__ = [
 
 HELD_ACTION: Final = "twg.held"
 """The DoAction type that asks a server which offsets of a source partition it holds."""
+
+HELD_IDS_ACTION: Final = "twg.held_ids"
+"""The DoAction type that asks a server for the record ids it holds over an offset range."""
+
+HELD_IDS_SCHEMA: Final = pa.schema(
+    [pa.field("offset", pa.int64(), nullable=False), pa.field("record_id", pa.binary(16))]
+)
+"""The columns of a ``twg.held_ids`` answer."""
+
+# A `twg.held_ids` answer is at most this many bytes per asked offset, plus the IPC
+# stream's own framing: 8 (offset) + 16 (record id) + validity, rounded up generously.
+_HELD_IDS_BYTES_PER_ROW: Final = 64
+_HELD_IDS_FRAMING_BYTES: Final = 1 << 20
 
 # The Flight errors after which the same call can succeed: the server is down or
 # restarting, overloaded, or the call ran out of time. Classified by type (never text).
@@ -122,3 +150,62 @@ def held_spans(results: list[Any], *, where: str) -> list[tuple[int, int]]:
         msg = f"{where}: `{HELD_ACTION}` answered a span with first > last or below 0"
         raise SinkTerminalError(msg)
     return spans
+
+
+def held_ids_request(
+    target: str, topic: str, partition: int, first: int, last: int
+) -> flight.Action:
+    """The ``twg.held_ids`` action for offsets ``first..last`` of one source partition."""
+    body = {"target": target, "topic": topic, "partition": partition}
+    body |= {"first": first, "last": last}
+    return flight.Action(HELD_IDS_ACTION, json.dumps(body).encode())
+
+
+def held_ids_answer(table: pa.Table) -> flight.Result:
+    """The one result a server answers ``twg.held_ids`` with (``HELD_IDS_SCHEMA`` rows)."""
+    sink = pa.BufferOutputStream()
+    with ipc.new_stream(sink, HELD_IDS_SCHEMA) as writer:
+        writer.write_table(table.cast(HELD_IDS_SCHEMA))
+    return flight.Result(sink.getvalue())
+
+
+def held_ids(results: list[Any], first: int, last: int, *, where: str) -> pa.Table:
+    """The ``offset`` and ``record_id`` columns of a ``twg.held_ids`` answer, checked.
+
+    The answer is bounded before it is decoded: one result, at most a few dozen bytes
+    per asked offset, each offset once and inside ``first..last``.
+
+    Raises:
+        SinkTerminalError: When the answer is not one Arrow IPC stream of
+            ``HELD_IDS_SCHEMA`` rows inside the asked range.
+    """
+    expected = f"expected a `{HELD_IDS_ACTION}` answer (one Arrow IPC stream of offset, record_id)"
+    asked = last - first + 1
+    limit = asked * _HELD_IDS_BYTES_PER_ROW + _HELD_IDS_FRAMING_BYTES
+    if len(results) != 1:
+        msg = f"{where}: {expected}; got {len(results)} results"
+        raise SinkTerminalError(msg)
+    body = results[0].body
+    if body.size > limit:
+        msg = f"{where}: {expected} of at most {limit} bytes for {asked} offsets; got {body.size}"
+        raise SinkTerminalError(msg)
+    try:
+        table = ipc.open_stream(body).read_all()
+    except (pa.ArrowInvalid, OSError):
+        msg = (
+            f"{where}: {expected}; got bytes that are not one; "
+            "is the server a thalweg Flight sink target?"
+        )
+        raise SinkTerminalError(msg) from None
+    if not table.schema.equals(HELD_IDS_SCHEMA, check_metadata=False):
+        msg = f"{where}: {expected}; got columns {table.schema.names}"
+        raise SinkTerminalError(msg)
+    offsets = table.column("offset")
+    if (
+        table.num_rows > asked
+        or table.num_rows
+        and (pc.min(offsets).as_py() < first or pc.max(offsets).as_py() > last)
+    ):
+        msg = f"{where}: `{HELD_IDS_ACTION}` answered offsets outside {first}..{last}"
+        raise SinkTerminalError(msg)
+    return table

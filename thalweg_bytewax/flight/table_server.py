@@ -4,7 +4,8 @@ It implements :mod:`thalweg_bytewax.flight.protocol`: DoPut stores the rows of a
 at each confirm (one Arrow IPC stream file per source partition and confirm, written,
 fsynced and renamed under ``<first>-<last>.arrows`` before the answer goes out), skips
 rows whose locator it already holds, and drops rows that were never confirmed when a
-stream breaks; DoAction ``twg.held`` answers the spans held. ``GetFlightInfo`` on
+stream breaks; DoAction ``twg.held`` answers the spans held and ``twg.held_ids`` the
+record ids over an offset range. ``GetFlightInfo`` on
 ``FlightDescriptor.for_path(target)`` lists one endpoint per stored source partition and
 DoGet streams its rows in offset order: what a
 :class:`~thalweg_bytewax.connectors.flight.FlightSource` reads.
@@ -33,7 +34,12 @@ import pyarrow.ipc as ipc
 from typing_extensions import override
 
 from thalweg_bytewax.coverage.spans import OffsetCoverage
-from thalweg_bytewax.flight.protocol import HELD_ACTION
+from thalweg_bytewax.flight.protocol import (
+    HELD_ACTION,
+    HELD_IDS_ACTION,
+    HELD_IDS_SCHEMA,
+    held_ids_answer,
+)
 from thalweg_bytewax.records.metadata import DEFAULT_COLUMNS, MetadataColumns
 
 __all__ = ["TableServer", "read_held"]
@@ -211,16 +217,45 @@ class TableServer(flight.FlightServerBase):  # type: ignore[misc]
 
     @override
     def do_action(self, context: Any, action: flight.Action) -> Iterator[flight.Result]:
-        if action.type != HELD_ACTION:
-            msg = f"table server: unknown action {action.type!r}; expected {HELD_ACTION!r}"
+        if action.type not in (HELD_ACTION, HELD_IDS_ACTION):
+            msg = (
+                f"table server: unknown action {action.type!r}; expected "
+                f"{HELD_ACTION!r} or {HELD_IDS_ACTION!r}"
+            )
             raise flight.FlightServerError(msg)
         body = json.loads(action.body.to_pybytes())
-        held = self.held(body["target"], body["topic"], int(body["partition"]))
+        target, topic, partition = body["target"], body["topic"], int(body["partition"])
+        if action.type == HELD_IDS_ACTION:
+            yield held_ids_answer(
+                self.held_ids(target, topic, partition, int(body["first"]), int(body["last"]))
+            )
+            return
+        held = self.held(target, topic, partition)
         yield flight.Result(json.dumps({"spans": held.to_list()}).encode())
+
+    def held_ids(self, target: str, topic: str, partition: int, first: int, last: int) -> pa.Table:
+        """The ``offset`` and ``record_id`` of every row held at offsets ``first..last``."""
+        cols = self.columns
+        table = self.read(target, topic, partition)
+        if table is None:
+            return HELD_IDS_SCHEMA.empty_table()
+        offsets = table.column(cols.source_offset)
+        table = table.filter(
+            pc.and_(pc.greater_equal(offsets, first), pc.less_equal(offsets, last))
+        )
+        ids = (
+            table.column(cols.record_id)
+            if cols.record_id in table.column_names
+            else pa.nulls(table.num_rows, pa.binary(16))
+        )
+        return pa.table([table.column(cols.source_offset), ids], schema=HELD_IDS_SCHEMA)
 
     @override
     def list_actions(self, context: Any) -> list[tuple[str, str]]:
-        return [(HELD_ACTION, "offsets held for one source partition")]
+        return [
+            (HELD_ACTION, "offsets held for one source partition"),
+            (HELD_IDS_ACTION, "record ids held over an offset range of one source partition"),
+        ]
 
     @override
     def get_flight_info(

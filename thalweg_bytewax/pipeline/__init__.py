@@ -8,7 +8,7 @@ one with::
 Sections: ``[source]`` (kafka | files | sample), ``[codec]``, ``[contract]``,
 ``[dedup]``, ``[[sql.nodes]]`` (the node shape of :mod:`thalweg_bytewax.sql.dag`),
 ``[[windows]]`` (tumbling | sliding | session), ``[sinks.<step id>]`` (parquet |
-arrow_ipc | iceberg | postgres | kafka, each with ``from`` naming the stream it writes),
+arrow_ipc | iceberg | postgres | kafka | flight, each with ``from`` naming the stream it writes),
 ``[raw_lane]``, ``[dlq]``, ``[audit]``.
 ``docs/pipeline.md`` walks through them; ``thalweg init`` writes a commented starter.
 
@@ -36,6 +36,7 @@ from thalweg_bytewax.pipeline._sections import (
 )
 from thalweg_bytewax.pipeline._sinks import (
     ArrowIPCSinkSection,
+    FlightSinkSection,
     IcebergSinkSection,
     KafkaSinkSection,
     ParquetSinkSection,
@@ -47,6 +48,7 @@ from thalweg_bytewax.pipeline._sinks import (
 __all__ = [
     "CLEAN",
     "ArrowIPCSinkSection",
+    "FlightSinkSection",
     "IcebergSinkSection",
     "KafkaSinkSection",
     "ParquetSinkSection",

@@ -16,6 +16,7 @@ from bytewax.outputs import Sink
 from thalweg_bytewax.codecs import AvroCodec, JsonCodec, ProtobufCodec
 from thalweg_bytewax.config import ConnectorConfig
 from thalweg_bytewax.connectors.arrow_ipc.config import ArrowIPCSinkConfig
+from thalweg_bytewax.connectors.flight.config import FlightSinkConfig
 from thalweg_bytewax.connectors.iceberg.config import IcebergSinkConfig
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.connectors.parquet.config import ParquetSinkConfig
@@ -24,6 +25,7 @@ from thalweg_bytewax.dev._orders_sample import SampleOrdersSource
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.pipeline import (
     ArrowIPCSinkSection,
+    FlightSinkSection,
     IcebergSinkSection,
     KafkaSinkSection,
     ParquetSinkSection,
@@ -168,6 +170,8 @@ def build_sink(step: str, sink: SinkSection, config: PipelineConfig, base: Path)
             coverage_store=raw_lane if cover else None,
             **{**settings, "locators": "required" if located else "absent"},
         )
+    if isinstance(sink, FlightSinkSection):
+        return _flight_sink(step, sink)
     from thalweg_bytewax.connectors.kafka import KafkaSink, KafkaSinkConfig  # noqa: PLC0415
 
     return KafkaSink.from_config(
@@ -175,6 +179,21 @@ def build_sink(step: str, sink: SinkSection, config: PipelineConfig, base: Path)
         encoder=_encoder(sink, base),
         coverage_store=raw_lane if sink.coverage and config.raw_lane.enabled else None,
     )
+
+
+def _flight_sink(step: str, sink: FlightSinkSection) -> AnySink | None:
+    """The Flight sink a section names; ``None`` for an optional one whose token is unset."""
+    if sink.token is not None:
+        try:
+            sink.token.resolve()
+        except ConfigError:
+            if not sink.optional:
+                raise
+            logger.info("pipeline sink %s: its token is not set; left out", step)
+            return None
+    from thalweg_bytewax.connectors.flight import FlightSink  # noqa: PLC0415
+
+    return FlightSink.from_config(FlightSinkConfig.build(_settings(sink, FlightSinkConfig)))
 
 
 def _encoder(sink: KafkaSinkSection, base: Path) -> Any:

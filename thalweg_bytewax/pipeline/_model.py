@@ -131,7 +131,7 @@ class PipelineConfig(ConfigModel):
                 )
                 raise ConfigError(msg)
             if (
-                sink.kind in ("parquet", "arrow_ipc", "kafka")
+                sink.kind in ("parquet", "arrow_ipc", "kafka", "flight")
                 and sink.source in self.window_streams()
             ):
                 msg = (

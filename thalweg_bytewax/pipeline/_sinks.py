@@ -2,8 +2,8 @@
 
 A section is the sink connector's own configuration model (``ParquetSinkConfig``,
 ``ArrowIPCSinkConfig``, ``IcebergSinkConfig``, ``PostgresSinkConfig``,
-``KafkaSinkConfig``) plus the keys only a pipeline has (``from``, ``optional``,
-``coverage``; a kafka sink's encoder keys); ``kind`` picks the model, so a section is
+``KafkaSinkConfig``, ``FlightSinkConfig``) plus the keys only a pipeline has (``from``,
+``optional``, ``coverage``; a kafka sink's encoder keys); ``kind`` picks the model, so a section is
 checked by the same rules as the sink's keywords. Keys renamed when the sections became
 the connectors' models still load, with a ``DeprecationWarning``: postgres ``db_schema``
 (now ``schema``), iceberg ``warehouse`` and ``catalog_uri`` (now ``catalog.warehouse``
@@ -19,6 +19,7 @@ from pydantic import ConfigDict, Field, model_validator
 
 from thalweg_bytewax.config import ConfigModel, SecretRef, renamed_keys
 from thalweg_bytewax.connectors.arrow_ipc.config import ArrowIPCSinkConfig
+from thalweg_bytewax.connectors.flight.config import FlightSinkConfig
 from thalweg_bytewax.connectors.iceberg.config import IcebergSinkConfig
 from thalweg_bytewax.connectors.kafka.config import KafkaSinkConfig
 from thalweg_bytewax.connectors.parquet.config import ParquetSinkConfig
@@ -27,6 +28,7 @@ from thalweg_bytewax.errors import ConfigError
 
 __all__ = [
     "ArrowIPCSinkSection",
+    "FlightSinkSection",
     "IcebergSinkSection",
     "KafkaSinkSection",
     "ParquetSinkSection",
@@ -35,7 +37,7 @@ __all__ = [
     "SinkSection",
 ]
 
-SinkKind = Literal["parquet", "arrow_ipc", "iceberg", "postgres", "kafka"]
+SinkKind = Literal["parquet", "arrow_ipc", "iceberg", "postgres", "kafka", "flight"]
 """The sink kinds a pipeline configures."""
 
 # The iceberg catalog of a section that names none: SQLite in `warehouse` (under `data_dir`).
@@ -184,14 +186,32 @@ class KafkaSinkSection(_PipelineKeys, KafkaSinkConfig):
         return self
 
 
+class FlightSinkSection(_PipelineKeys, FlightSinkConfig):
+    """An Arrow Flight server's target, exactly once by locator; `token` is a secret reference."""
+
+    kind: Literal["flight"]
+    """flight: an Arrow Flight server (the `twg.held` protocol)."""
+
+    @model_validator(mode="after")
+    def _pipeline(self) -> Self:
+        if self.coverage and "coverage" in self.model_fields_set:
+            msg = (
+                "pipeline sink (flight): `coverage` records nothing beside the raw lane for a "
+                "flight sink (the server answers what it holds); remove it"
+            )
+            raise ConfigError(msg)
+        return self
+
+
 SinkSection = Annotated[
     ParquetSinkSection
     | ArrowIPCSinkSection
     | IcebergSinkSection
     | PostgresSinkSection
-    | KafkaSinkSection,
+    | KafkaSinkSection
+    | FlightSinkSection,
     Field(discriminator="kind"),
 ]
 """One sink; its name (the table key) is its step id. ``kind`` picks the model:
-parquet, arrow_ipc, iceberg, postgres or kafka. ``from`` names the stream it reads: a
+parquet, arrow_ipc, iceberg, postgres, kafka or flight. ``from`` names the stream it reads: a
 SQL node's ``sink`` name (or node name), a window's name, or ``clean``."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyarrow as pa
 import pyarrow.flight as flight
 import pytest
@@ -62,3 +64,44 @@ def test_the_server_skips_rows_whose_locator_it_holds(table_server: TableServer)
             writer.close()
     assert located(held(table_server, 1)) == [(0, o) for o in range(10)]
     assert (table_server.rows_stored, table_server.rows_skipped) == (10, 10)
+
+
+def test_a_held_ids_answer_outside_its_bounds_is_refused_before_it_is_used() -> None:
+    from thalweg_bytewax.errors import SinkTerminalError
+    from thalweg_bytewax.flight.protocol import HELD_IDS_SCHEMA, held_ids, held_ids_answer
+
+    ids = pa.array([bytes(16)] * 3, pa.binary(16))
+    answer = held_ids_answer(pa.table([pa.array([4, 5, 6]), ids], schema=HELD_IDS_SCHEMA))
+    assert held_ids([answer], 4, 6, where="w").column("offset").to_pylist() == [4, 5, 6]
+    with pytest.raises(SinkTerminalError, match="answered offsets outside 4..5"):
+        held_ids([answer], 4, 5, where="w")
+    with pytest.raises(SinkTerminalError, match="got 2 results"):
+        held_ids([answer, answer], 4, 6, where="w")
+    with pytest.raises(SinkTerminalError, match="bytes that are not one"):
+        held_ids([flight.Result(b'{"spans": []}')], 4, 6, where="w")
+    huge = flight.Result(b"\0" * (2 << 20))
+    with pytest.raises(SinkTerminalError, match="of at most 1048640 bytes for 1 offsets"):
+        held_ids([huge], 4, 4, where="w")
+
+
+class _SpansOnlyServer(TableServer):
+    """A target that implements the three required calls, without `twg.held_ids`."""
+
+    def list_actions(self, context: object) -> list[tuple[str, str]]:
+        return super().list_actions(context)[:1]
+
+
+def test_a_server_without_held_ids_is_still_a_target_checked_by_offset(tmp_path: Path) -> None:
+    server = _SpansOnlyServer(tmp_path / "server").serve_in_thread()
+    try:
+        run_into([("t:0", raw_batch("t", 0, range(10)))], FlightSink(server.location, "orders"))
+        sink = FlightSink(server.location, "orders", shards=1)
+        part = sink.build_part("s", "shard-000", None)
+        try:  # other records at the offsets held: by offset alone, they are replays
+            part.write_batch([raw_batch("t", 0, range(10), cluster="other")])
+            assert part.stats.rows_skipped_replay == 10  # noqa: PLR2004
+        finally:
+            part.close()
+    finally:
+        server.shutdown()
+    assert server.rows_stored == 10  # noqa: PLR2004

@@ -5,7 +5,9 @@ The epoch protocol (ownership, order, replay skipping, failed flag) is
 hands each source partition's rows to the :class:`~._ack_lane.AckLane` and returns at
 once; ``commit_epoch()`` waits, once per epoch, until the lane's confirms cover
 everything staged; ``open_partition()`` asks the server which offsets it holds
-(``twg.held``), so replays after a crash are skipped.
+(``twg.held``), so replays after a crash are skipped; ``held_record_ids()`` asks it
+for the record ids over a replayed range (``twg.held_ids``), so a skipped row is
+checked against the record the server holds at its offset.
 """
 
 from __future__ import annotations
@@ -21,7 +23,15 @@ from typing_extensions import override
 
 from thalweg_bytewax import _faults
 from thalweg_bytewax.coverage import OffsetCoverage
-from thalweg_bytewax.flight.protocol import call_options, classify, held_request, held_spans
+from thalweg_bytewax.flight.protocol import (
+    HELD_IDS_ACTION,
+    call_options,
+    classify,
+    held_ids,
+    held_ids_request,
+    held_request,
+    held_spans,
+)
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState, EpochSinkStats
 
 from ._ack_lane import RETRY_CAP_S, RETRY_FIRST_S, AckLane, AckLaneStats
@@ -68,6 +78,7 @@ class _FlightPartition(EpochSinkPartition):
         self._held_options = call_options(_HELD_TIMEOUT_S, token)
         self._descriptor = flight.FlightDescriptor.for_path(config.target)
         self._lane: AckLane | None = None
+        self._reads_back: bool | None = None  # whether the server answers `twg.held_ids`
 
     def _client(self) -> flight.FlightClient:
         return flight.FlightClient(self._config.location)
@@ -114,6 +125,28 @@ class _FlightPartition(EpochSinkPartition):
             time.sleep(pause)
             pause = min(pause * 2, RETRY_CAP_S)
         return OffsetCoverage(held_spans(results, where=where))
+
+    @override
+    def held_record_ids(self, key: str, first: int, last: int) -> pa.Table | None:
+        where = f"{COMPONENT} `{self._config.target}`"
+        topic, _, partition = key.rpartition(":")
+        try:
+            with self._client() as client:
+                if self._reads_back is None:
+                    actions = client.list_actions(options=self._held_options)
+                    self._reads_back = any(a.type == HELD_IDS_ACTION for a in actions)
+                if not self._reads_back:
+                    return None  # checked by offset alone, with the replay check's warning
+                action = held_ids_request(self._config.target, topic, int(partition), first, last)
+                results = list(client.do_action(action, options=self._held_options))
+        except (flight.FlightError, pa.ArrowException, OSError) as exc:
+            what = f"reading back what `{key}` holds at offsets {first}-{last}"
+            raise classify(where, self._config.location, what, exc) from exc
+        table = held_ids(results, first, last, where=where)
+        if not table.num_rows:
+            return None
+        cols = self.columns
+        return table.rename_columns([cols.source_offset, cols.record_id])
 
     @override
     def stage(self, key: str, rows: pa.RecordBatch) -> None:

@@ -15,6 +15,7 @@ from datetime import timedelta
 
 from typing_extensions import override
 
+from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
 from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink
@@ -83,6 +84,21 @@ class FlightSink(ShardedEpochSink[_FlightPartition]):
             }
         )
         self.shards = self.config.shards
+
+    @classmethod
+    def from_config(cls, config: FlightSinkConfig) -> FlightSink:
+        """The sink a :class:`FlightSinkConfig` describes (a pipeline's ``[sinks.<name>]``).
+
+        Raises:
+            ConfigError: When ``config`` is not a ``FlightSinkConfig``.
+        """
+        if not isinstance(config, FlightSinkConfig):
+            msg = f"flight sink: expected a FlightSinkConfig; got {type(config).__name__}"
+            raise ConfigError(msg)
+        sink = cls.__new__(cls)
+        sink.config = config
+        sink.shards = config.shards
+        return sink
 
     @override
     def build_shard(
