@@ -160,6 +160,7 @@ def bound_keyword(  # noqa: PLR0913 - the new and the old keyword, each named
     old: float | None | Unset,
     *,
     default: timedelta | None,
+    stacklevel: int = 3,
 ) -> float | None:
     """A time bound keyword in seconds (``None``: unbounded); its deprecated seconds one warns.
 
@@ -170,6 +171,8 @@ def bound_keyword(  # noqa: PLR0913 - the new and the old keyword, each named
         old_name: The deprecated keyword in seconds (``timeout_seconds``).
         old: Its value; :data:`UNSET` when not passed.
         default: The bound when neither is passed.
+        stacklevel: Where the deprecation warning points, as :func:`warnings.warn`
+            counts from here (3: the caller of the function that calls this one).
 
     Raises:
         ConfigError: When both are passed, or ``value`` is no positive ``timedelta``
@@ -180,7 +183,7 @@ def bound_keyword(  # noqa: PLR0913 - the new and the old keyword, each named
             f"{where}: `{old_name}` is deprecated; pass `{name}=timedelta(seconds=...)` "
             "(the old name goes in the next release)",
             DeprecationWarning,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
         if not isinstance(value, Unset):
             msg = f"{where}: got `{name}` and its old name `{old_name}`; keep `{name}`"
