@@ -99,7 +99,7 @@ _UNKNOWN_REASON_CLASS = "thalweg_bytewax.ThalwegError"
 newer one): the reason itself is still in ``__dlq.errors.reason``."""
 
 
-def _error_class(reason: str | None) -> bytes:
+def _error_class(reason: str) -> bytes:
     try:
         return ERROR_CLASS_BY_REASON[RejectReason(reason)].encode()
     except ValueError:
