@@ -10,6 +10,7 @@ the package, as a plain module does.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 
 import pytest
 
@@ -60,7 +61,7 @@ def test_each_package_loads_through_the_one_helper(package: str) -> None:
     # One implementation of the lazy names: a package's own copy would drift from it
     # (its error message, its dir(), the optional-extra hook).
     module = importlib.import_module(package)
-    hooks = [module.__dir__]
+    hooks: list[Callable[..., object]] = [module.__dir__]
     if package not in OLD_NAMES_FIRST:
         hooks.append(module.__getattr__)
     for hook in hooks:

@@ -338,9 +338,9 @@ def test_the_readiness_watch_takes_its_interval_as_a_timedelta_and_the_old_name_
         readiness = ClusterReadiness(0, ["a:1"], health=HealthRegistry(), missing=missing)
         if "interval_s" in interval:
             with pytest.warns(DeprecationWarning, match="`interval_s` is deprecated; pass `int"):
-                thread = readiness.watch(**interval)  # type: ignore[arg-type]
+                thread = readiness.watch(**interval)
         else:
-            thread = readiness.watch(**interval)  # type: ignore[arg-type]
+            thread = readiness.watch(**interval)
         try:
             assert checked.wait(30)  # the watch ran its check on that interval
         finally:
