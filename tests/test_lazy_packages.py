@@ -10,6 +10,7 @@ the package, as a plain module does.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 
 import pytest
 
@@ -33,6 +34,10 @@ LAZY_PACKAGES = [
     "thalweg_bytewax.windows",
 ]
 
+# Packages whose ``__getattr__`` first warns about names that moved away, then hands
+# every other name to the helper's.
+OLD_NAMES_FIRST = {"thalweg_bytewax.windows"}
+
 
 @pytest.mark.parametrize("package", LAZY_PACKAGES)
 def test_every_public_name_resolves_and_is_listed(package: str) -> None:
@@ -49,6 +54,20 @@ def test_an_unknown_name_raises_attribute_error_naming_the_package(package: str)
     module = importlib.import_module(package)
     with pytest.raises(AttributeError, match=f"module '{package}' has no attribute 'nope'"):
         module.nope  # noqa: B018
+
+
+@pytest.mark.parametrize("package", LAZY_PACKAGES)
+def test_each_package_loads_through_the_one_helper(package: str) -> None:
+    # One implementation of the lazy names: a package's own copy would drift from it
+    # (its error message, its dir(), the optional-extra hook).
+    module = importlib.import_module(package)
+    hooks: list[Callable[..., object]] = [module.__dir__]
+    if package not in OLD_NAMES_FIRST:
+        hooks.append(module.__getattr__)
+    for hook in hooks:
+        assert hook.__qualname__.startswith(f"{lazy_package.__name__}.<locals>."), (
+            f"{package}.{hook.__name__} is its own; bind it from _lazy.lazy_package"
+        )
 
 
 def test_the_public_imports_users_write_still_work() -> None:

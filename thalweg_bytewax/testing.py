@@ -12,11 +12,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterable, Sequence
+from datetime import timedelta
 from types import TracebackType
 from typing import Any
 
 from confluent_kafka import Producer
 
+from thalweg_bytewax.config import UNSET, Unset, duration_keyword
 from thalweg_bytewax.errors import SourceError
 
 __all__ = ["MockCluster", "produce", "produce_sample_orders"]
@@ -32,12 +34,31 @@ class MockCluster:
 
     Args:
         brokers: Number of mock brokers.
-        start_timeout_s: How long to wait for the broker to report its address.
+        start_timeout: How long to wait for the broker to report its address (default
+            30 s).
+        start_timeout_s: Deprecated: ``start_timeout`` in seconds.
+
+    Raises:
+        ConfigError: When the wait is no positive ``timedelta``, or given under both
+            names.
     """
 
-    def __init__(self, brokers: int = 1, *, start_timeout_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        brokers: int = 1,
+        *,
+        start_timeout: timedelta | Unset = UNSET,
+        start_timeout_s: float | Unset = UNSET,
+    ) -> None:
         self._brokers = brokers
-        self._timeout = start_timeout_s
+        self._timeout = duration_keyword(
+            "MockCluster",
+            "start_timeout",
+            start_timeout,
+            "start_timeout_s",
+            start_timeout_s,
+            default=timedelta(seconds=30),
+        )
         self._proc: subprocess.Popen[str] | None = None
         self.bootstrap: str = ""
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import socket
 import sys
+import threading
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from thalweg_bytewax.cluster import (
 )
 from thalweg_bytewax.cluster.readiness import ClusterReadiness, missing_peers
 from thalweg_bytewax.cluster.recovery_init import partition_files
+from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.observability.health import HealthRegistry
 
 SERVICE = {"THALWEG_CLUSTER_SIZE": "3", "THALWEG_CLUSTER_SERVICE": "thalweg-peers"}
@@ -90,7 +93,13 @@ def test_the_peer_wait_returns_once_every_name_resolves() -> None:
         rounds.append(s)
         resolvable.add("b")  # the second pod's record appears
 
-    wait_for_peers(["a", "b", "a"], timeout_s=10, resolve=resolve, sleep=sleep, clock=lambda: 0)
+    wait_for_peers(
+        ["a", "b", "a"],
+        timeout=timedelta(seconds=10),
+        resolve=resolve,
+        sleep=sleep,
+        clock=lambda: 0,
+    )
     assert rounds == [1.0]
 
 
@@ -108,7 +117,7 @@ def test_the_peer_wait_is_bounded_and_names_the_missing_peers() -> None:
     with pytest.raises(ClusterError) as info:
         wait_for_peers(
             ["orders-0.peers", "orders-1.peers"],
-            timeout_s=5,
+            timeout=timedelta(seconds=5),
             resolve=resolve,
             sleep=sleep,
             clock=lambda: now[0],
@@ -152,8 +161,8 @@ def test_the_runner_command_line() -> None:
         "orders",
         topology,
         recovery=Path("/data/recovery"),
-        snapshot_interval_s=30,
-        backup_interval_s=0,
+        snapshot_interval=timedelta(seconds=30),
+        backup_interval=timedelta(0),
         runner_args=["-w", "2"],
     )
     assert argv == [
@@ -165,12 +174,66 @@ def test_the_runner_command_line() -> None:
         "my.module:flow",
         topology,
         recovery=None,
-        snapshot_interval_s=30,
-        backup_interval_s=0,
+        snapshot_interval=timedelta(seconds=30),
+        backup_interval=timedelta(0),
         runner_args=[],
     )
     assert no_recovery[-1] == "my.module:flow"
     assert "-r" not in no_recovery
+    with pytest.warns(DeprecationWarning, match="`snapshot_interval_s` is deprecated; pass `snap"):
+        old = cluster_argv(
+            "orders",
+            topology,
+            recovery=Path("/data/recovery"),
+            snapshot_interval_s=30,
+            backup_interval=timedelta(0),
+            runner_args=["-w", "2"],
+        )
+    assert old == argv
+    with pytest.warns(DeprecationWarning, match="`backup_interval_s` is deprecated"):
+        assert argv == cluster_argv(
+            "orders",
+            topology,
+            recovery=Path("/data/recovery"),
+            snapshot_interval=timedelta(seconds=30),
+            backup_interval_s=0,
+            runner_args=["-w", "2"],
+        )
+    with pytest.raises(ConfigError, match="`snapshot_interval` expected a datetime.timedelta"):
+        cluster_argv("orders", topology, recovery=None, snapshot_interval=30,  # type: ignore[arg-type]
+                     backup_interval=timedelta(0), runner_args=[])  # fmt: skip
+
+
+def test_the_old_peer_wait_keywords_warn_and_land_on_the_new() -> None:
+    rounds: list[float] = []
+    resolvable = {"a"}
+
+    def resolve(host: str, _port: object) -> object:
+        if host not in resolvable:
+            raise socket.gaierror(host)
+        return [host]
+
+    def sleep(s: float) -> None:
+        rounds.append(s)
+        resolvable.add("b")
+
+    def wait(**durations: object) -> list[float]:
+        rounds.clear()
+        resolvable.discard("b")
+        wait_for_peers(["a", "b"], resolve=resolve, sleep=sleep, clock=lambda: 0, **durations)  # type: ignore[arg-type]
+        return list(rounds)
+
+    with pytest.warns(
+        DeprecationWarning, match="`timeout_s` is deprecated; pass `timeout=timedelta"
+    ):
+        assert wait(timeout_s=10) == [1.0]
+    with pytest.warns(DeprecationWarning, match="`interval_s` is deprecated; pass `interval="):
+        assert wait(timeout=timedelta(seconds=10), interval_s=2.5) == [2.5]
+    assert wait(timeout=timedelta(seconds=10), interval=timedelta(seconds=2.5)) == [2.5]
+    with pytest.raises(ConfigError, match="wait_for_peers: `timeout` is required"):
+        wait()
+    with pytest.warns(DeprecationWarning), pytest.raises(ConfigError, match="keep `timeout`"):
+        wait(timeout=timedelta(seconds=1), timeout_s=1)
 
 
 def test_partitions_next_to_an_unmarked_staging_directory_are_refused(tmp_path: Path) -> None:
@@ -261,3 +324,27 @@ def test_without_proc_readiness_follows_the_dataflow_alone() -> None:
     assert not health.ready()[0]
     readiness.dataflow_started()
     assert health.ready() == (True, [])
+
+
+def test_the_readiness_watch_takes_its_interval_as_a_timedelta_and_the_old_name_warns() -> None:
+    checked = threading.Event()
+
+    def missing() -> list[str]:
+        checked.set()
+        return []
+
+    for interval in ({"interval": timedelta(milliseconds=1)}, {"interval_s": 0.001}):
+        checked.clear()
+        readiness = ClusterReadiness(0, ["a:1"], health=HealthRegistry(), missing=missing)
+        if "interval_s" in interval:
+            with pytest.warns(DeprecationWarning, match="`interval_s` is deprecated; pass `int"):
+                thread = readiness.watch(**interval)
+        else:
+            thread = readiness.watch(**interval)
+        try:
+            assert checked.wait(30)  # the watch ran its check on that interval
+        finally:
+            readiness.stop()
+            thread.join(30)
+    with pytest.raises(ConfigError, match="`interval` expected a datetime.timedelta; got 0.5"):
+        ClusterReadiness(0, ["a:1"], health=HealthRegistry()).watch(0.5)  # type: ignore[arg-type]

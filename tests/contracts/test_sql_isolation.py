@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 
 import pyarrow as pa
 import pytest
@@ -10,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from thalweg_bytewax.contracts import (
+    DEFAULT_SQL_TIMEOUT,
     ContractError,
     DropRule,
     Rule,
@@ -39,11 +41,11 @@ VICTIM = HEAD.format(name="victim") + (
     "      - type: custom\n"
     "        engine: duckdb\n"
     "        name: upper_code\n"
-    "        implementation: \"upper(code) = code\"\n"
+    '        implementation: "upper(code) = code"\n'
     "      - type: custom\n"
     "        engine: duckdb\n"
     "        name: short_code\n"
-    "        implementation: \"length(code) <= 3\"\n"
+    '        implementation: "length(code) <= 3"\n'
 )
 
 # Row 1 breaks the length rules, row 2 the type check of `n`, row 3 upper case.
@@ -87,7 +89,9 @@ def test_a_rule_with_statements_is_refused_and_cannot_switch_off_another_contrac
     before = _verdicts(victim)
     assert [len(v) for v in before] == [0, 2, 1, 1]
     with pytest.raises(ContractError, match="one SQL expression"):
-        parse_contract(_attacker(f"code IS NOT NULL) AS ok FROM batch; {MACRO}; SELECT (1"), origin="a.yaml")
+        parse_contract(
+            _attacker(f"code IS NOT NULL) AS ok FROM batch; {MACRO}; SELECT (1"), origin="a.yaml"
+        )
     with pytest.raises(ContractError, match="one SELECT statement"):
         parse_contract(
             _attacker(f"SELECT count(*) FROM ${{table}}; {MACRO}", metric=True), origin="a.yaml"
@@ -137,7 +141,8 @@ SLOW = "(SELECT count(*) FROM range(20000000000) t(i) WHERE i % 7 = 3) > 0"
 
 def test_a_slow_rule_is_interrupted_and_fails_its_rows_loudly(caplog):
     rs = RuleSet(
-        [Rule.sql("slow", SLOW), Rule.sql("fast", "code IS NOT NULL")], sql_timeout_seconds=0.2
+        [Rule.sql("slow", SLOW), Rule.sql("fast", "code IS NOT NULL")],
+        sql_timeout=timedelta(seconds=0.2),
     )
     with caplog.at_level("WARNING"):
         ev = evaluate(BATCH.slice(0, 2), rs)
@@ -153,7 +158,7 @@ def test_a_slow_metric_fails_the_batch_and_a_slow_drop_rule_drops_nothing(caplog
     metric = Rule.batch_metric(
         "sql", op="mustBeGreaterThan", threshold=0, expression=f"SELECT ({SLOW})::INT", name="m"
     )
-    rs = RuleSet([metric], [DropRule.sql("d", SLOW)], sql_timeout_seconds=0.2)
+    rs = RuleSet([metric], [DropRule.sql("d", SLOW)], sql_timeout=timedelta(seconds=0.2))
     from thalweg_bytewax.contracts.evaluate import drop_masks
 
     with caplog.at_level("WARNING"):
@@ -169,8 +174,31 @@ def test_a_slow_metric_fails_the_batch_and_a_slow_drop_rule_drops_nothing(caplog
 
 
 def test_the_time_bound_is_validated():
-    with pytest.raises(ContractError, match="sql_timeout_seconds"):
+    with pytest.raises(ContractError, match="`sql_timeout` expected a positive"):
+        RuleSet([], sql_timeout=timedelta(0))
+    with pytest.raises(ContractError, match="`sql_timeout` expected a positive"):
+        RuleSet([], sql_timeout=5)  # type: ignore[arg-type]  # seconds, not a timedelta
+
+
+def test_the_old_seconds_keyword_warns_and_lands_on_sql_timeout():
+    with pytest.warns(DeprecationWarning, match="`sql_timeout_seconds` is deprecated; pass `sql_t"):
+        rs = RuleSet([], sql_timeout_seconds=2.5)
+    assert rs.session.timeout_seconds == 2.5
+    with pytest.warns(DeprecationWarning, match="`sql_timeout_seconds` is deprecated"):
+        merged = RuleSet.from_contract(None, sql_timeout_seconds=None)
+    assert merged.session.timeout_seconds is None
+    assert RuleSet([], sql_timeout=timedelta(seconds=2.5)).session.timeout_seconds == 2.5
+    assert RuleSet([]).session.timeout_seconds == DEFAULT_SQL_TIMEOUT.total_seconds() == 1
+    with (
+        pytest.warns(DeprecationWarning),
+        pytest.raises(ContractError, match="sql_timeout_seconds` expected a positive"),
+    ):
         RuleSet([], sql_timeout_seconds=0)
+    with (
+        pytest.warns(DeprecationWarning),
+        pytest.raises(ContractError, match="got `sql_timeout` and its old name"),
+    ):
+        RuleSet([], sql_timeout=timedelta(seconds=1), sql_timeout_seconds=1)
 
 
 # --- property: whatever a contract's SQL says, it cannot change another's verdicts -----
@@ -199,6 +227,7 @@ _DDL = st.sampled_from(
         "ROLLBACK",
     ]
 )
+
 
 def _victim() -> tuple[RuleSet, list[tuple[str, ...]]]:
     victim = RuleSet.from_contract(parse_contract(VICTIM, origin="victim.yaml"))
@@ -248,14 +277,14 @@ def test_the_time_bound_leaves_no_thread_behind():
     def watchdogs() -> int:
         return sum(t.name == "thalweg-sql-watchdog" for t in threading.enumerate())
 
-    rs = RuleSet([Rule.sql("fast", "code IS NOT NULL")], sql_timeout_seconds=5)
+    rs = RuleSet([Rule.sql("fast", "code IS NOT NULL")], sql_timeout=timedelta(seconds=5))
     for _ in range(3):
         evaluate(BATCH, rs)
         deadline = time.monotonic() + 5
         while watchdogs() and time.monotonic() < deadline:
             time.sleep(0.01)
         assert watchdogs() == 0  # the guard ends with the last query, not at its deadline
-    slow = RuleSet([Rule.sql("slow", SLOW)], sql_timeout_seconds=0.2)
+    slow = RuleSet([Rule.sql("slow", SLOW)], sql_timeout=timedelta(seconds=0.2))
     assert evaluate(BATCH.slice(0, 2), slow).any_failed.tolist() == [True, True]
 
 
@@ -269,7 +298,7 @@ def test_a_rule_past_the_memory_limit_fails_its_rows_with_the_reason(caplog):
     )
     rs = RuleSet(
         [metric, Rule.sql("fine", "code IS NOT NULL")],
-        sql_timeout_seconds=None,
+        sql_timeout=None,
         sql_memory_limit_bytes=32 * 1024 * 1024,
     )
     with caplog.at_level("WARNING"):

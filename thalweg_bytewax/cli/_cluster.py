@@ -12,6 +12,7 @@ import argparse
 import logging
 import os
 import socket
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ def _cluster(args: argparse.Namespace) -> int:
     topology = topology_from_env(os.environ, socket.gethostname())
     log.info("process %d of %d: %s", topology.process_id, topology.size, topology.addresses)
     peer_timeout = _number(args.peer_timeout, "THALWEG_PEER_TIMEOUT_S", 300.0)
-    wait_for_peers(topology.hosts, timeout_s=peer_timeout)
+    wait_for_peers(topology.hosts, timeout=timedelta(seconds=peer_timeout))
     recovery_dir = args.recovery or os.environ.get("THALWEG_RECOVERY_DIR")
     recovery = Path(recovery_dir) if recovery_dir else None
     if recovery is not None:
@@ -43,8 +44,12 @@ def _cluster(args: argparse.Namespace) -> int:
         args.flow,
         topology,
         recovery=recovery,
-        snapshot_interval_s=_number(args.snapshot_interval, "THALWEG_SNAPSHOT_INTERVAL_S", 30.0),
-        backup_interval_s=_number(args.backup_interval, "THALWEG_BACKUP_INTERVAL_S", 0.0),
+        snapshot_interval=timedelta(
+            seconds=_number(args.snapshot_interval, "THALWEG_SNAPSHOT_INTERVAL_S", 30.0)
+        ),
+        backup_interval=timedelta(
+            seconds=_number(args.backup_interval, "THALWEG_BACKUP_INTERVAL_S", 0.0)
+        ),
         runner_args=list(args.runner_args),
     )
     return run_supervised(argv, process_id=topology.process_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,7 @@ def _dev_postgres(args: argparse.Namespace) -> int:
     from thalweg_bytewax.dev import _postgres
 
     if args.print_dsn:
-        print(_postgres.published_dsn(args.dsn_file, args.wait_s))
+        print(_postgres.published_dsn(args.dsn_file, timedelta(seconds=args.wait_s)))
         return 0
     return _postgres.serve(args.data_dir, args.dsn_file)
 

@@ -31,12 +31,14 @@ import os
 import socket
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from bytewax.dataflow import Dataflow
 from bytewax.inputs import DynamicSource, StatelessSourcePartition
 
+from thalweg_bytewax.config import UNSET, Unset, duration_keyword
 from thalweg_bytewax.observability.health import Component, HealthRegistry, registry
 
 __all__ = ["FORMATION_STEP", "ClusterReadiness", "add_formation_probe", "missing_peers"]
@@ -223,11 +225,28 @@ class ClusterReadiness:
                 self.component.ok()
                 log.info("cluster formed: process %d of %d", self.process_id, len(self.addresses))
 
-    def watch(self, interval_s: float = 0.5) -> threading.Thread:
-        """Check every ``interval_s`` in a daemon thread (until :meth:`stop`)."""
+    def watch(
+        self, interval: timedelta | Unset = UNSET, *, interval_s: float | Unset = UNSET
+    ) -> threading.Thread:
+        """Check every ``interval`` (default 0.5 s) in a daemon thread (until :meth:`stop`).
+
+        ``interval_s`` is the deprecated name of ``interval``, in seconds.
+
+        Raises:
+            ConfigError: When ``interval`` is no positive ``timedelta``, or given under
+                both names.
+        """
+        pause = duration_keyword(
+            "cluster readiness watch",
+            "interval",
+            interval,
+            "interval_s",
+            interval_s,
+            default=timedelta(seconds=0.5),
+        )
 
         def run() -> None:
-            while not self._stop.wait(interval_s):
+            while not self._stop.wait(pause):
                 try:
                     self.check()
                 except Exception:  # never end the watch: say why, keep the last status

@@ -15,10 +15,12 @@ import logging
 import signal
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 from types import FrameType
 
 from thalweg_bytewax.cluster.topology import Topology
+from thalweg_bytewax.config import UNSET, Unset, duration_keyword
 from thalweg_bytewax.flows import BUNDLED
 
 __all__ = ["cluster_argv", "run_supervised"]
@@ -31,9 +33,11 @@ def cluster_argv(
     topology: Topology,
     *,
     recovery: Path | None,
-    snapshot_interval_s: float,
-    backup_interval_s: float,
+    snapshot_interval: timedelta | Unset = UNSET,
+    backup_interval: timedelta | Unset = UNSET,
     runner_args: list[str],
+    snapshot_interval_s: float | Unset = UNSET,
+    backup_interval_s: float | Unset = UNSET,
 ) -> list[str]:
     """The command line of this process of the cluster.
 
@@ -41,14 +45,38 @@ def cluster_argv(
         target: A bundled flow's name (``orders``, ``pipeline``) or ``MODULE[:FLOW]``.
         topology: This process's id and the cluster's addresses.
         recovery: The recovery directory, or ``None`` to run without recovery.
-        snapshot_interval_s: Seconds between snapshots (``-s``), with recovery.
-        backup_interval_s: Seconds old snapshots are kept (``-b``), with recovery.
+        snapshot_interval: Time between snapshots (``-s``, in seconds), with recovery;
+            required.
+        backup_interval: How long old snapshots are kept (``-b``, in seconds), with
+            recovery; required.
         runner_args: More options of ``bytewax.run``'s command line (``-w 2``).
+        snapshot_interval_s: Deprecated: ``snapshot_interval`` in seconds.
+        backup_interval_s: Deprecated: ``backup_interval`` in seconds.
+
+    Raises:
+        ConfigError: When an interval is missing, no ``timedelta``, negative or given
+            under both names.
     """
+    snapshot = duration_keyword(
+        "cluster_argv",
+        "snapshot_interval",
+        snapshot_interval,
+        "snapshot_interval_s",
+        snapshot_interval_s,
+        zero=True,
+    )
+    backup = duration_keyword(
+        "cluster_argv",
+        "backup_interval",
+        backup_interval,
+        "backup_interval_s",
+        backup_interval_s,
+        zero=True,
+    )
     argv = [sys.executable, "-m", "thalweg_bytewax.cluster.runner", *topology.runner_args()]
     if recovery is not None:
-        argv += ["-r", str(recovery), "-s", f"{snapshot_interval_s:g}"]
-        argv += ["-b", f"{backup_interval_s:g}"]
+        argv += ["-r", str(recovery), "-s", f"{snapshot:g}"]
+        argv += ["-b", f"{backup:g}"]
     return [*argv, *runner_args, BUNDLED.get(target, target)]
 
 

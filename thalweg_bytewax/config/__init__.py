@@ -49,6 +49,7 @@ from thalweg_bytewax.config._connector import (
     ConnectorConfig,
     Unset,
     bound_keyword,
+    duration_keyword,
     renamed_keys,
     seconds_keywords,
 )
@@ -79,6 +80,7 @@ __all__ = [
     "seconds",
     "seconds_keywords",
     "bound_keyword",
+    "duration_keyword",
     "UNSET",
     "Unset",
     "secret_uses",

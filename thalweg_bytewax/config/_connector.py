@@ -160,6 +160,7 @@ def bound_keyword(  # noqa: PLR0913 - the new and the old keyword, each named
     old: float | None | Unset,
     *,
     default: timedelta | None,
+    stacklevel: int = 3,
 ) -> float | None:
     """A time bound keyword in seconds (``None``: unbounded); its deprecated seconds one warns.
 
@@ -170,6 +171,8 @@ def bound_keyword(  # noqa: PLR0913 - the new and the old keyword, each named
         old_name: The deprecated keyword in seconds (``timeout_seconds``).
         old: Its value; :data:`UNSET` when not passed.
         default: The bound when neither is passed.
+        stacklevel: Where the deprecation warning points, as :func:`warnings.warn`
+            counts from here (3: the caller of the function that calls this one).
 
     Raises:
         ConfigError: When both are passed, or ``value`` is no positive ``timedelta``
@@ -180,7 +183,7 @@ def bound_keyword(  # noqa: PLR0913 - the new and the old keyword, each named
             f"{where}: `{old_name}` is deprecated; pass `{name}=timedelta(seconds=...)` "
             "(the old name goes in the next release)",
             DeprecationWarning,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
         if not isinstance(value, Unset):
             msg = f"{where}: got `{name}` and its old name `{old_name}`; keep `{name}`"
@@ -197,6 +200,72 @@ def bound_keyword(  # noqa: PLR0913 - the new and the old keyword, each named
         )
         raise ConfigError(msg)
     return value.total_seconds()
+
+
+def duration_keyword(  # noqa: PLR0913 - the new and the old keyword, each named
+    where: str,
+    name: str,
+    value: timedelta | Unset,
+    old_name: str,
+    old: float | Unset,
+    *,
+    default: timedelta | Unset = UNSET,
+    zero: bool = False,
+    stacklevel: int = 3,
+) -> float:
+    """A duration keyword in seconds; its deprecated keyword in seconds warns.
+
+    Like :func:`bound_keyword` for a duration that always has a value (a wait, an
+    interval): ``None`` is no value here.
+
+    Args:
+        where: Who takes the keyword, as messages name it (``"wait_for_peers"``).
+        name: The ``timedelta`` keyword (``timeout``).
+        value: Its value; :data:`UNSET` when not passed.
+        old_name: The deprecated keyword in seconds (``timeout_s``).
+        old: Its value; :data:`UNSET` when not passed.
+        default: The duration when neither is passed; :data:`UNSET`: one is required.
+        zero: Whether no time at all (``timedelta(0)``) is a value.
+        stacklevel: Where the deprecation warning points, as :func:`warnings.warn`
+            counts from here (3: the caller of the function that calls this one).
+
+    Raises:
+        ConfigError: When both are passed, neither is and there is no default, or the
+            value is no ``timedelta`` (no number of seconds for the old keyword) or is
+            negative (or zero, unless ``zero``).
+    """
+    if not isinstance(old, Unset):
+        warnings.warn(
+            f"{where}: `{old_name}` is deprecated; pass `{name}=timedelta(seconds=...)` "
+            "(the old name goes in the next release)",
+            DeprecationWarning,
+            stacklevel=stacklevel,
+        )
+        if not isinstance(value, Unset):
+            msg = f"{where}: got `{name}` and its old name `{old_name}`; keep `{name}`"
+            raise ConfigError(msg)
+        if isinstance(old, bool) or not isinstance(old, int | float):
+            msg = f"{where}: `{old_name}` expected a number of seconds; got {_got(old)}"
+            raise ConfigError(msg)
+        seconds, given = float(old), old_name
+    else:
+        if isinstance(value, Unset):
+            value = default
+        if isinstance(value, Unset):
+            msg = f"{where}: `{name}` is required; e.g. {name}=timedelta(seconds=30)"
+            raise ConfigError(msg)
+        if not isinstance(value, timedelta):
+            msg = (
+                f"{where}: `{name}` expected a datetime.timedelta; got {_got(value)}; "
+                f"e.g. {name}=timedelta(seconds=30)"
+            )
+            raise ConfigError(msg)
+        seconds, given = value.total_seconds(), name
+    if seconds < 0 or (seconds == 0 and not zero):
+        expected = "zero or more" if zero else "more than zero"
+        msg = f"{where}: `{given}` expected {expected} seconds; got {seconds:g}"
+        raise ConfigError(msg)
+    return seconds
 
 
 def _problem(model: type[ConnectorConfig], error: Any) -> str:

@@ -53,9 +53,14 @@ if TYPE_CHECKING:
     )
     from thalweg_bytewax.contracts.evaluate import Evaluation
     from thalweg_bytewax.contracts.odcs import load_contract, parse_contract
-    from thalweg_bytewax.contracts.ruleset import DEFAULT_SQL_TIMEOUT_SECONDS, RuleSet
+    from thalweg_bytewax.contracts.ruleset import (
+        DEFAULT_SQL_TIMEOUT,
+        DEFAULT_SQL_TIMEOUT_SECONDS,
+        RuleSet,
+    )
 
 __all__ = [
+    "DEFAULT_SQL_TIMEOUT",
     "DEFAULT_SQL_TIMEOUT_SECONDS",
     "ColumnSpec",
     "ContractError",
@@ -83,6 +88,7 @@ __all__ = [
 _LAZY = {
     "load_contract": "odcs",
     "parse_contract": "odcs",
+    "DEFAULT_SQL_TIMEOUT": "ruleset",
     "DEFAULT_SQL_TIMEOUT_SECONDS": "ruleset",
     "RuleSet": "ruleset",
     "Evaluation": "evaluate",

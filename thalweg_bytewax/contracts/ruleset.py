@@ -10,9 +10,11 @@ import hashlib
 import json
 import logging
 from collections.abc import Sequence
+from datetime import timedelta
 
 import pyarrow as pa
 
+from thalweg_bytewax.config import UNSET, Unset, bound_keyword
 from thalweg_bytewax.contracts.audit import AUDIT_RULESET_VERSION, rules_schema
 from thalweg_bytewax.contracts.checks import (
     DEFAULT_SQL_MEMORY_LIMIT_BYTES,
@@ -30,6 +32,7 @@ from thalweg_bytewax.contracts.spec import (
     Rule,
     RuleKind,
 )
+from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.records import MetadataColumns
 from thalweg_bytewax.sql.bounds import (
     SqlMemoryError,
@@ -39,11 +42,19 @@ from thalweg_bytewax.sql.bounds import (
 )
 from thalweg_bytewax.sql.engine import SqlSession
 
-__all__ = ["DEFAULT_SQL_MEMORY_LIMIT_BYTES", "DEFAULT_SQL_TIMEOUT_SECONDS", "RuleSet"]
+__all__ = [
+    "DEFAULT_SQL_MEMORY_LIMIT_BYTES",
+    "DEFAULT_SQL_TIMEOUT",
+    "DEFAULT_SQL_TIMEOUT_SECONDS",
+    "RuleSet",
+]
 
 logger = logging.getLogger(__name__)
 
 _DEFAULT_COLUMNS = MetadataColumns()
+
+DEFAULT_SQL_TIMEOUT = timedelta(seconds=DEFAULT_SQL_TIMEOUT_SECONDS)
+"""The default time bound of each SQL query of a rule set over one batch."""
 
 
 class RuleSet:
@@ -55,7 +66,7 @@ class RuleSet:
 
     Its SQL runs on the rule set's own :class:`~thalweg_bytewax.sql.engine.SqlSession`
     (an isolated DuckDB database, opened on first use), each query bounded by
-    ``sql_timeout_seconds`` and the database by ``sql_memory_limit_bytes`` (no spill to
+    ``sql_timeout`` and the database by ``sql_memory_limit_bytes`` (no spill to
     disk). A rule whose SQL errs, is interrupted or runs past the memory limit fails
     every row of that batch (a drop rule drops nothing); each such event is counted in
     :attr:`sql_failures` and logged once per rule and cause.
@@ -63,11 +74,12 @@ class RuleSet:
     Args:
         rules: The (already merged) rules.
         drop: Drop rules.
-        sql_timeout_seconds: Time bound of each SQL query over one batch (``None``: no
-            bound). Default :data:`DEFAULT_SQL_TIMEOUT_SECONDS`.
+        sql_timeout: Time bound of each SQL query over one batch, a ``timedelta``
+            (``None``: no bound). Default :data:`DEFAULT_SQL_TIMEOUT` (1 s).
         sql_memory_limit_bytes: Memory limit of the rule set's DuckDB database, shared
             by its queries (at least 16 MiB). Default
             :data:`DEFAULT_SQL_MEMORY_LIMIT_BYTES`.
+        sql_timeout_seconds: Deprecated: ``sql_timeout`` in seconds.
 
     Raises:
         ContractError: When a pattern does not compile, a rule's SQL is not exactly one
@@ -80,24 +92,20 @@ class RuleSet:
         rules: Sequence[Rule],
         drop: Sequence[DropRule] = (),
         *,
-        sql_timeout_seconds: float | None = DEFAULT_SQL_TIMEOUT_SECONDS,
+        sql_timeout: timedelta | None | Unset = UNSET,
         sql_memory_limit_bytes: int = DEFAULT_SQL_MEMORY_LIMIT_BYTES,
+        sql_timeout_seconds: float | None | Unset = UNSET,
     ) -> None:
         self.rules = tuple(rules)
         self.drop = tuple(drop)
-        if sql_timeout_seconds is not None and not sql_timeout_seconds > 0:
-            msg = (
-                f"rule set: expected a positive `sql_timeout_seconds` or None; "
-                f"got {sql_timeout_seconds!r}"
-            )
-            raise ContractError(msg)
+        timeout = _timeout_seconds(sql_timeout, sql_timeout_seconds, stacklevel=4)
         check_memory_limit(
             sql_memory_limit_bytes,
             where="rule set",
             argument="sql_memory_limit_bytes",
             error=ContractError,
         )
-        self.session = SqlSession(sql_timeout_seconds, memory_limit_bytes=sql_memory_limit_bytes)
+        self.session = SqlSession(timeout, memory_limit_bytes=sql_memory_limit_bytes)
         """The rule set's own DuckDB session: where its SQL runs."""
         self.sql_failures: dict[str, int] = {}
         """Batches in which a rule's (or drop rule's) SQL erred or timed out, by id."""
@@ -135,25 +143,28 @@ class RuleSet:
         object_name: str | None = None,
         rules: Sequence[Rule] = (),
         drop: Sequence[DropRule] = (),
-        sql_timeout_seconds: float | None = DEFAULT_SQL_TIMEOUT_SECONDS,
+        sql_timeout: timedelta | None | Unset = UNSET,
         sql_memory_limit_bytes: int = DEFAULT_SQL_MEMORY_LIMIT_BYTES,
+        sql_timeout_seconds: float | None | Unset = UNSET,
     ) -> RuleSet:
         """The rule set a contract and manual rules resolve to (tightest wins).
 
         Manual rules on columns the contract does not declare are refused; without a
-        contract, manual rules stand alone. ``sql_timeout_seconds`` bounds each SQL
-        query over one batch and ``sql_memory_limit_bytes`` the rule set's database
-        (see :class:`RuleSet`).
+        contract, manual rules stand alone. ``sql_timeout`` (a ``timedelta``) bounds
+        each SQL query over one batch and ``sql_memory_limit_bytes`` the rule set's
+        database (see :class:`RuleSet`); ``sql_timeout_seconds`` is the deprecated
+        name of ``sql_timeout``, in seconds.
 
         Raises:
             ContractError: On a rule on a missing column, SQL that does not bind, a
                 pattern that does not compile or conflicting rules.
         """
+        timeout = _timeout_seconds(sql_timeout, sql_timeout_seconds, stacklevel=4)
         obj = None if contract is None else contract.object(object_name)
         ruleset = cls(
             merge_rules(() if obj is None else obj.rules, rules),
             drop,
-            sql_timeout_seconds=sql_timeout_seconds,
+            sql_timeout=None if timeout is None else timedelta(seconds=timeout),
             sql_memory_limit_bytes=sql_memory_limit_bytes,
         )
         if contract is None or obj is None:
@@ -281,3 +292,39 @@ class RuleSet:
                     f"batch lacks; expected one of {sorted(names)!r}"
                 )
                 raise ContractError(msg)
+
+
+def _timeout_seconds(
+    sql_timeout: timedelta | None | Unset,
+    sql_timeout_seconds: float | None | Unset,
+    *,
+    stacklevel: int,
+) -> float | None:
+    """The rule set's SQL time bound in seconds (``None``: none), the old keyword warned about.
+
+    ``stacklevel`` counts from :func:`bound_keyword`: 4 warns at the caller of the
+    function calling this one.
+
+    Raises:
+        ContractError: When both keywords are given, or the bound is not positive.
+    """
+    try:
+        timeout = bound_keyword(
+            "rule set",
+            "sql_timeout",
+            sql_timeout,
+            "sql_timeout_seconds",
+            sql_timeout_seconds,
+            default=DEFAULT_SQL_TIMEOUT,
+            stacklevel=stacklevel,
+        )
+    except ConfigError as exc:
+        raise ContractError(str(exc)) from exc
+    number = isinstance(timeout, int | float) and not isinstance(timeout, bool)
+    if timeout is not None and not (number and timeout > 0):
+        msg = (
+            "rule set: `sql_timeout_seconds` expected a positive number of seconds or None; "
+            f"got {timeout!r}; pass sql_timeout=timedelta(seconds=...)"
+        )
+        raise ContractError(msg)
+    return timeout

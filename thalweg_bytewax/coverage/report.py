@@ -13,8 +13,10 @@ Lag is measured two ways, each optional:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import timedelta
 from typing import Any
 
+from thalweg_bytewax.config import UNSET, Unset, duration_keyword
 from thalweg_bytewax.coverage.spans import OffsetCoverage, Span
 from thalweg_bytewax.coverage.store import CoverageEntry, CoverageStore
 from thalweg_bytewax.errors import ConfigError, SourceError
@@ -120,18 +122,33 @@ def _row(
 
 
 def kafka_watermarks(
-    bootstrap: str, keys: Iterable[tuple[str, int]], *, timeout_s: float = 10.0
+    bootstrap: str,
+    keys: Iterable[tuple[str, int]],
+    *,
+    timeout: timedelta | Unset = UNSET,
+    timeout_s: float | Unset = UNSET,
 ) -> dict[tuple[str, int], tuple[int, int]]:
     """The ``(low, high)`` watermarks of topic-partitions, asked of the brokers.
 
     Args:
         bootstrap: ``host:port[,host:port]`` of the brokers.
         keys: The ``(topic, partition)`` pairs.
-        timeout_s: Time bound of each request.
+        timeout: Time bound of each request (default 10 s).
+        timeout_s: Deprecated: ``timeout`` in seconds.
 
     Raises:
         SourceError: When the brokers do not answer.
+        ConfigError: When ``timeout`` is no positive ``timedelta``, or given under both
+            names.
     """
+    bound = duration_keyword(
+        "kafka_watermarks",
+        "timeout",
+        timeout,
+        "timeout_s",
+        timeout_s,
+        default=timedelta(seconds=10),
+    )
     from confluent_kafka import Consumer, KafkaException, TopicPartition  # noqa: PLC0415
 
     consumer = Consumer(
@@ -145,7 +162,7 @@ def kafka_watermarks(
         out = {}
         for topic, partition in sorted(set(keys)):
             tp = TopicPartition(topic, partition)
-            low, high = consumer.get_watermark_offsets(tp, timeout=timeout_s, cached=False)
+            low, high = consumer.get_watermark_offsets(tp, timeout=bound, cached=False)
             out[(topic, partition)] = (int(low), int(high))
         return out
     except KafkaException as exc:

@@ -17,11 +17,13 @@ import subprocess
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
 
 from confluent_kafka.admin import AdminClient
 
+from thalweg_bytewax.config import UNSET, Unset, duration_keyword
 from thalweg_bytewax.dev._kafka_jars import (
     KAFKA_VERSION,
     cache_dir_or_default,
@@ -32,6 +34,9 @@ from thalweg_bytewax.dev._published import publish_line, withdraw_line
 from thalweg_bytewax.errors import ConfigError
 
 __all__ = ["ApacheKafka", "free_port", "serve"]
+
+_READY = timedelta(minutes=3)
+"""How long a start waits for every node to answer, by default."""
 
 _LOG4J2 = """\
 status = warn
@@ -206,18 +211,45 @@ class ApacheKafka:
         saved.write_text(cluster_id + "\n")
         return cluster_id
 
-    def start(self, timeout_s: float = 180.0) -> ApacheKafka:
-        """Format every node's storage (first start only), start them and wait until ready."""
+    def start(
+        self, timeout: timedelta | Unset = UNSET, *, timeout_s: float | Unset = UNSET
+    ) -> ApacheKafka:
+        """Format every node's storage (first start only), start them and wait until ready.
+
+        Args:
+            timeout: How long to wait for every node to answer (default 3 minutes).
+            timeout_s: Deprecated: ``timeout`` in seconds.
+        """
+        bound = duration_keyword(
+            "ApacheKafka.start", "timeout", timeout, "timeout_s", timeout_s, default=_READY
+        )
         cluster_id = self._cluster_id()
         for node in self.nodes:
             self._prepare(node, cluster_id)
         for index in range(len(self.nodes)):
             self.start_node(index, wait=False)
-        self.wait_ready(timeout_s)
+        self.wait_ready(timedelta(seconds=bound))
         return self
 
-    def start_node(self, index: int, *, wait: bool = True, timeout_s: float = 180.0) -> None:
-        """Start node ``index`` (0-based) on its ports and data; wait until it answers."""
+    def start_node(
+        self,
+        index: int,
+        *,
+        wait: bool = True,
+        timeout: timedelta | Unset = UNSET,
+        timeout_s: float | Unset = UNSET,
+    ) -> None:
+        """Start node ``index`` (0-based) on its ports and data; wait until it answers.
+
+        Args:
+            index: The node.
+            wait: Whether to wait until it answers.
+            timeout: How long to wait (default 3 minutes).
+            timeout_s: Deprecated: ``timeout`` in seconds.
+        """
+        bound = duration_keyword(
+            "ApacheKafka.start_node", "timeout", timeout, "timeout_s", timeout_s, default=_READY
+        )
         node = self.nodes[index]
         if node.proc is not None and node.proc.poll() is None:
             return
@@ -230,17 +262,39 @@ class ApacheKafka:
                 start_new_session=True,
             )
         if wait:
-            self.wait_ready(timeout_s)
+            self.wait_ready(timedelta(seconds=bound))
 
-    def stop_node(self, index: int, *, kill: bool = False, timeout_s: float = 60.0) -> None:
-        """Stop node ``index`` by its pid: SIGTERM (a clean shutdown) or SIGKILL."""
+    def stop_node(
+        self,
+        index: int,
+        *,
+        kill: bool = False,
+        timeout: timedelta | Unset = UNSET,
+        timeout_s: float | Unset = UNSET,
+    ) -> None:
+        """Stop node ``index`` by its pid: SIGTERM (a clean shutdown) or SIGKILL.
+
+        Args:
+            index: The node.
+            kill: SIGKILL rather than SIGTERM.
+            timeout: How long it may take to end before it is killed (default 1 minute).
+            timeout_s: Deprecated: ``timeout`` in seconds.
+        """
+        bound = duration_keyword(
+            "ApacheKafka.stop_node",
+            "timeout",
+            timeout,
+            "timeout_s",
+            timeout_s,
+            default=timedelta(minutes=1),
+        )
         node = self.nodes[index]
         proc, node.proc = node.proc, None
         if proc is None or proc.poll() is not None:
             return
         proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
         try:
-            proc.wait(timeout=timeout_s)
+            proc.wait(timeout=bound)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=30)
@@ -254,14 +308,23 @@ class ApacheKafka:
         """The indexes of nodes whose process is alive."""
         return [i for i, n in enumerate(self.nodes) if n.proc is not None and n.proc.poll() is None]
 
-    def wait_ready(self, timeout_s: float = 180.0) -> None:
+    def wait_ready(
+        self, timeout: timedelta | Unset = UNSET, *, timeout_s: float | Unset = UNSET
+    ) -> None:
         """Wait until every running node answers a metadata request listing all of them.
+
+        Args:
+            timeout: How long to wait (default 3 minutes).
+            timeout_s: Deprecated: ``timeout`` in seconds.
 
         Raises:
             ConfigError: A node exited or the cluster was not ready in time (the message
                 holds the end of the node's log).
         """
-        deadline = time.monotonic() + timeout_s
+        bound = duration_keyword(
+            "ApacheKafka.wait_ready", "timeout", timeout, "timeout_s", timeout_s, default=_READY
+        )
+        deadline = time.monotonic() + bound
         live = self.running()
         while True:
             for i in live:
@@ -275,7 +338,7 @@ class ApacheKafka:
                 return
             if time.monotonic() > deadline:
                 msg = (
-                    f"Apache Kafka at {self.bootstrap} not ready within {timeout_s:g} s: "
+                    f"Apache Kafka at {self.bootstrap} not ready within {bound:g} s: "
                     f"{self.log_tail(live[0] if live else 0)}"
                 )
                 raise ConfigError(msg)

@@ -10,8 +10,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from datetime import timedelta
 from pathlib import Path
 
+from thalweg_bytewax.config import UNSET, Unset, duration_keyword
 from thalweg_bytewax.errors import ConfigError
 
 __all__ = [
@@ -43,15 +45,26 @@ def missing_tools(*, need_maven: bool = True) -> str | None:
     )
 
 
-def fetch_jars(cache_dir: Path, *, timeout_s: float = 600.0) -> Path:
+def fetch_jars(
+    cache_dir: Path, *, timeout: timedelta | Unset = UNSET, timeout_s: float | Unset = UNSET
+) -> Path:
     """The directory of the broker's jars under ``cache_dir``, fetched with Maven if absent.
 
     The jars land in ``cache_dir/<version>/jars``; a ``complete`` marker is written last,
     so an interrupted fetch is redone, never half used.
 
+    Args:
+        cache_dir: Where the jars are kept.
+        timeout: How long Maven may take (default 10 minutes).
+        timeout_s: Deprecated: ``timeout`` in seconds.
+
     Raises:
-        ConfigError: Maven is missing or failed (its output is in the message).
+        ConfigError: Maven is missing or failed (its output is in the message), or
+            ``timeout`` is no positive ``timedelta`` (or is given under both names).
     """
+    bound = duration_keyword(
+        "fetch_jars", "timeout", timeout, "timeout_s", timeout_s, default=timedelta(minutes=10)
+    )
     root = cache_dir.resolve() / KAFKA_VERSION
     jars = root / "jars"
     if (root / "complete").is_file():
@@ -77,7 +90,7 @@ def fetch_jars(cache_dir: Path, *, timeout_s: float = 600.0) -> Path:
         ],
         capture_output=True,
         text=True,
-        timeout=timeout_s,
+        timeout=bound,
         check=False,
     )
     if proc.returncode != 0:

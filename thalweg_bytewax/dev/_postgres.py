@@ -29,10 +29,12 @@ import sys
 import threading
 import time
 import warnings
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from thalweg_bytewax._deps import require
+from thalweg_bytewax.config import UNSET, Unset, duration_keyword
 from thalweg_bytewax.dev._published import publish_line, withdraw_line
 from thalweg_bytewax.errors import ConfigError
 
@@ -99,13 +101,27 @@ def serve(data_dir: Path = DEV_POSTGRES_DIR, dsn_file: Path = DEV_DSN_FILE) -> i
     return 0
 
 
-def published_dsn(dsn_file: Path = DEV_DSN_FILE, wait_s: float = 120.0) -> str:
+def published_dsn(
+    dsn_file: Path = DEV_DSN_FILE,
+    wait: timedelta | Unset = UNSET,
+    *,
+    wait_s: float | Unset = UNSET,
+) -> str:
     """The DSN a running ``thalweg dev postgres`` published, waiting for it to start.
 
+    Args:
+        dsn_file: Where the server publishes its DSN.
+        wait: How long to wait for it (default 120 s).
+        wait_s: Deprecated: ``wait`` in seconds.
+
     Raises:
-        ConfigError: When no DSN appears in ``dsn_file`` within ``wait_s`` seconds.
+        ConfigError: When no DSN appears in ``dsn_file`` within ``wait``, or ``wait`` is
+            no positive ``timedelta`` (or is given under both names).
     """
-    deadline = time.monotonic() + wait_s
+    bound = duration_keyword(
+        "published_dsn", "wait", wait, "wait_s", wait_s, default=timedelta(seconds=120)
+    )
+    deadline = time.monotonic() + bound
     while True:
         with contextlib.suppress(OSError):
             dsn = dsn_file.read_text().strip()
@@ -113,7 +129,7 @@ def published_dsn(dsn_file: Path = DEV_DSN_FILE, wait_s: float = 120.0) -> str:
                 return dsn
         if time.monotonic() >= deadline:
             msg = (
-                f"dev postgres: expected a DSN in `{dsn_file}` within {wait_s:g} s; got none; "
+                f"dev postgres: expected a DSN in `{dsn_file}` within {bound:g} s; got none; "
                 "start the server with `thalweg dev postgres &` in this directory"
             )
             raise ConfigError(msg)

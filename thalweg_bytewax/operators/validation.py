@@ -176,7 +176,7 @@ def validate(
         object_name=object_name,
         rules=rules or (),
         drop=drop or (),
-        sql_timeout_seconds=bound,
+        sql_timeout=None if bound is None else timedelta(seconds=bound),
         sql_memory_limit_bytes=sql_memory_limit_bytes,
     )
     columns = metadata_columns(metadata_prefix, f"validate `{step_id}`")

@@ -14,7 +14,8 @@ import thalweg_bytewax.operators as twg
 from tests.connectors.kafka.kafka_sink_helpers import read_topic
 from thalweg_bytewax.codecs import EncodeError, JsonCodec
 from thalweg_bytewax.connectors.kafka import KafkaSink, KafkaSource
-from thalweg_bytewax.connectors.kafka.dlq import DlqEncoder
+from thalweg_bytewax.connectors.kafka.dlq import ERROR_CLASS_BY_REASON, DlqEncoder
+from thalweg_bytewax.lanes.dlq import RejectReason
 from thalweg_bytewax.testing import produce
 
 SCHEMA = {
@@ -84,3 +85,40 @@ def test_a_reject_without_raw_bytes_carries_its_row_as_json_and_original_headers
 def test_a_batch_that_is_no_dlq_batch_is_refused() -> None:
     with pytest.raises(EncodeError, match=r"dlq encoder: batches for `dlq` need the DLQ column"):
         DlqEncoder().encode_batch(pa.RecordBatch.from_pydict({"x": [1]}), topic="dlq")
+
+
+@pytest.mark.parametrize("reason", list(RejectReason))
+def test_every_reject_reason_names_its_own_error_class(reason: RejectReason) -> None:
+    # A reason added to RejectReason without a class here fails this test: its rejects
+    # would otherwise carry the generic class name tools cannot route on.
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "reason": [reason.value],
+            "rules": pa.array([[]], pa.list_(pa.string())),
+            "message": ["why"],
+            "step_id": ["flow.step"],
+        }
+    )
+    out = DlqEncoder().encode_batch(batch, topic="dlq")
+    assert out.headers is not None
+    header = dict(out.headers[0])
+    assert header["__dlq.errors.reason"] == reason.value.encode()
+    assert header["__connect.errors.exception.class.name"] == ERROR_CLASS_BY_REASON[reason].encode()
+    assert ERROR_CLASS_BY_REASON[reason] != "thalweg_bytewax.ThalwegError"
+
+
+def test_the_error_classes_tell_the_reasons_apart() -> None:
+    assert set(ERROR_CLASS_BY_REASON) == set(RejectReason)
+    assert len(set(ERROR_CLASS_BY_REASON.values())) == len(RejectReason)
+
+
+def test_a_reason_this_version_does_not_know_keeps_its_code_and_a_generic_class() -> None:
+    batch = pa.RecordBatch.from_pydict(
+        {"reason": ["later"], "rules": pa.array([[]], pa.list_(pa.string())),
+         "message": ["why"], "step_id": ["flow.step"]}
+    )
+    out = DlqEncoder().encode_batch(batch, topic="dlq")
+    assert out.headers is not None
+    header = dict(out.headers[0])
+    assert header["__dlq.errors.reason"] == b"later"
+    assert header["__connect.errors.exception.class.name"] == b"thalweg_bytewax.ThalwegError"

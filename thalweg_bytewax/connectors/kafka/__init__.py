@@ -23,9 +23,9 @@ Each name loads its module on first use: a flow that only reads does not load th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from thalweg_bytewax._lazy import lazy_dir, load_lazy
+from thalweg_bytewax._lazy import lazy_package
 
 if TYPE_CHECKING:
     from .config import KafkaSinkConfig, KafkaSourceConfig
@@ -56,11 +56,5 @@ __all__ = [
     "StartingOffset",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    """Load a source or sink class from its module on first access."""
-    return load_lazy(__name__, _LAZY, globals(), name)
-
-
-def __dir__() -> list[str]:
-    return lazy_dir(globals())
+# Each source or sink class loads from its module on first access.
+__getattr__, __dir__ = lazy_package(__name__, _LAZY, globals())

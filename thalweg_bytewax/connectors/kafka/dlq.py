@@ -20,6 +20,7 @@ dead-letter topics read them, then ours:
 ``__connect.errors.partition``             source partition (decimal)
 ``__connect.errors.offset``                source offset (decimal)
 ``__connect.errors.exception.class.name``  the error class for the reason code
+                                           (:data:`ERROR_CLASS_BY_REASON`)
 ``__connect.errors.exception.message``     the reject's message
 ``__dlq.errors.reason``                    reason code (``decode``, ``contract``, ...)
 ``__dlq.errors.rules``                     failed rule ids, comma-separated
@@ -38,6 +39,8 @@ header (``_twg.locator``) in front, which makes the DLQ topic exactly-once too.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import pyarrow as pa
@@ -50,6 +53,7 @@ from thalweg_bytewax.lanes.dlq import (
     DLQ_ROW_JSON,
     DLQ_RULES,
     DLQ_STEP_ID,
+    RejectReason,
 )
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, metadata_columns
 
@@ -60,6 +64,7 @@ __all__ = [
     "CONNECT_PARTITION",
     "CONNECT_TOPIC",
     "DLQ_HEADER_PREFIX",
+    "ERROR_CLASS_BY_REASON",
     "DlqEncoder",
 ]
 
@@ -76,13 +81,29 @@ CONNECT_MESSAGE = "__connect.errors.exception.message"
 DLQ_HEADER_PREFIX = "__dlq.errors."
 """Prefix of thalweg's own DLQ headers."""
 
-# The error class named in Connect's header, per reason code.
-_CLASS = {
-    "decode": "thalweg_bytewax.DecodeError",
-    "contract": "thalweg_bytewax.ContractViolation",
-    "dq": "thalweg_bytewax.QualityRuleViolation",
-    "retry_exhausted": "thalweg_bytewax.SinkError",
-}
+ERROR_CLASS_BY_REASON: Mapping[RejectReason, str] = MappingProxyType(
+    {
+        RejectReason.DECODE: "thalweg_bytewax.DecodeError",
+        RejectReason.CONTRACT: "thalweg_bytewax.ContractViolation",
+        RejectReason.DQ: "thalweg_bytewax.QualityRuleViolation",
+        # A sink's write or a sidecar's call, retried until the retries ran out.
+        RejectReason.RETRY_EXHAUSTED: "thalweg_bytewax.RetriesExhausted",
+        RejectReason.UDF: "thalweg_bytewax.WasmUdfError",
+    }
+)
+"""The error class Connect's header names, per reason code: one for every
+:class:`~thalweg_bytewax.lanes.dlq.RejectReason`."""
+
+_UNKNOWN_REASON_CLASS = "thalweg_bytewax.ThalwegError"
+"""The class for a reason code this version does not know (a DLQ batch written by a
+newer one): the reason itself is still in ``__dlq.errors.reason``."""
+
+
+def _error_class(reason: str) -> bytes:
+    try:
+        return ERROR_CLASS_BY_REASON[RejectReason(reason)].encode()
+    except ValueError:
+        return _UNKNOWN_REASON_CLASS.encode()
 
 
 def _text(value: Any) -> bytes | None:
@@ -146,7 +167,7 @@ class DlqEncoder:
                 (CONNECT_TOPIC, _text(src_topic[i])),
                 (CONNECT_PARTITION, _text(src_part[i])),
                 (CONNECT_OFFSET, _text(src_off[i])),
-                (CONNECT_CLASS, _CLASS.get(reason[i], "thalweg_bytewax.ThalwegError").encode()),
+                (CONNECT_CLASS, _error_class(reason[i])),
                 (CONNECT_MESSAGE, _text(message[i])),
                 (f"{p}reason", _text(reason[i])),
                 (f"{p}rules", ",".join(rules[i] or ()).encode("utf-8")),
