@@ -33,7 +33,6 @@ import ctypes
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -41,7 +40,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from thalweg_bytewax.errors import ConfigError, ThalwegError
+from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.udf.failures import RowFailure, UdfFailure, UdfResult, WasmUdfError
 from thalweg_bytewax.udf.module import (
     ABI_ALLOC,
     ABI_MEMORY,
@@ -98,64 +98,6 @@ class ArgType(StrEnum):
 _ARROW = {ArgType.INT64: pa.int64(), ArgType.FLOAT64: pa.float64(), ArgType.UTF8: pa.string()}
 _DUCKDB = {ArgType.INT64: "BIGINT", ArgType.FLOAT64: "DOUBLE", ArgType.UTF8: "VARCHAR"}
 _BUFFERS = {ArgType.INT64: 2, ArgType.FLOAT64: 2, ArgType.UTF8: 3}
-
-
-class UdfFailure(StrEnum):
-    """Why a call of a WASM function failed. The values are stable."""
-
-    FUEL = "fuel"
-    """The call ran out of fuel (its rows' instruction budget): a loop that does not end."""
-    MEMORY = "memory"
-    """The module needed more memory than its cap."""
-    TRAP = "trap"
-    """The module trapped: division by zero, ``unreachable``, an out-of-bounds access."""
-    STATUS = "status"
-    """The function returned a non-zero status."""
-    ABI = "abi"
-    """The module broke the ABI: a pointer outside its memory."""
-
-
-class WasmUdfError(ThalwegError):
-    """A call of a WASM function failed on a chunk of rows; :attr:`kind` says why.
-
-    Args:
-        message: What failed, where, and what to do.
-        kind: The :class:`UdfFailure` code.
-    """
-
-    __module__ = "thalweg_bytewax.udf"
-
-    def __init__(self, message: str, kind: UdfFailure | str) -> None:
-        super().__init__(message, str(kind))
-
-    @property
-    def kind(self) -> UdfFailure:
-        """Why the call failed."""
-        return UdfFailure(self.args[1])
-
-
-@dataclass(frozen=True)
-class RowFailure:
-    """Rows ``start`` to ``stop - 1`` of the input, which failed with ``error``."""
-
-    start: int
-    stop: int
-    error: WasmUdfError
-
-
-@dataclass(frozen=True)
-class UdfResult:
-    """What :meth:`WasmFunction.apply` returns.
-
-    Attributes:
-        values: The function's output for the rows that succeeded, in input order.
-        ok: The input indices of those rows; ``None`` when every row succeeded.
-        failures: The failed row ranges, in input order, each with its error.
-    """
-
-    values: pa.Array
-    ok: np.ndarray | None
-    failures: tuple[RowFailure, ...]
 
 
 def _positive(value: int, what: str, where: str) -> int:
