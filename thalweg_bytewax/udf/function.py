@@ -33,14 +33,22 @@ import ctypes
 import os
 import re
 from collections.abc import Sequence
-from enum import StrEnum
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.udf._abi import (
+    ARROW_TYPES,
+    BUFFER_COUNTS,
+    DUCKDB_TYPES,
+    WASM_PAGE,
+    ArgType,
+    column_buffers,
+    memory_base,
+    validity_and,
+)
 from thalweg_bytewax.udf.failures import RowFailure, UdfFailure, UdfResult, WasmUdfError
 from thalweg_bytewax.udf.module import (
     ABI_ALLOC,
@@ -82,22 +90,8 @@ bad row in a 65,536-row chunk takes 32. Past it, the failed ranges are reported 
 
 _MAX_MEMORY_LIMIT_BYTES = 2**31
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
-_PAGE = 65536
 _MAX_TABLE_ELEMENTS = 65_536
 _MAX_TABLES = 4
-
-
-class ArgType(StrEnum):
-    """The column types of the ABI, as arguments and (``int64``, ``float64``) results."""
-
-    INT64 = "int64"
-    FLOAT64 = "float64"
-    UTF8 = "utf8"
-
-
-_ARROW = {ArgType.INT64: pa.int64(), ArgType.FLOAT64: pa.float64(), ArgType.UTF8: pa.string()}
-_DUCKDB = {ArgType.INT64: "BIGINT", ArgType.FLOAT64: "DOUBLE", ArgType.UTF8: "VARCHAR"}
-_BUFFERS = {ArgType.INT64: 2, ArgType.FLOAT64: 2, ArgType.UTF8: 3}
 
 
 def _positive(value: int, what: str, where: str) -> int:
@@ -178,7 +172,7 @@ class WasmFunction:
 
     def _check_export(self, where: str) -> None:
         func = self.module.export_type(self.export)
-        params = 1 + sum(_BUFFERS[a] for a in self.args) + 2
+        params = 1 + sum(BUFFER_COUNTS[a] for a in self.args) + 2
         if not is_signature(func, params):
             got = "no such export" if func is None else describe(func)
             msg = (
@@ -188,11 +182,11 @@ class WasmFunction:
             )
             raise ConfigError(msg)
         memory = self.module.export_type(ABI_MEMORY)
-        if memory.limits.min * _PAGE > self.memory_limit_bytes:
+        if memory.limits.min * WASM_PAGE > self.memory_limit_bytes:
             msg = (
                 f"{where}: expected module `{self.module.name}` to start within the memory "
                 f"cap of {self.memory_limit_bytes} bytes; it starts at "
-                f"{memory.limits.min * _PAGE}; raise `memory_limit_bytes`"
+                f"{memory.limits.min * WASM_PAGE}; raise `memory_limit_bytes`"
             )
             raise ConfigError(msg)
 
@@ -203,12 +197,12 @@ class WasmFunction:
     @property
     def arrow_type(self) -> pa.DataType:
         """The Arrow type of the result."""
-        return _ARROW[self.returns]
+        return ARROW_TYPES[self.returns]
 
     @property
     def duckdb_types(self) -> tuple[list[str], str]:
         """The DuckDB argument types and result type, for ``create_function``."""
-        return [_DUCKDB[a] for a in self.args], _DUCKDB[self.returns]
+        return [DUCKDB_TYPES[a] for a in self.args], DUCKDB_TYPES[self.returns]
 
     def __call__(self, *arrays: pa.Array | pa.ChunkedArray) -> pa.Array:
         """The function over whole columns, not bisected.
@@ -277,9 +271,9 @@ class WasmFunction:
             arr = given
             if isinstance(arr, pa.ChunkedArray):
                 arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
-            if arr.type != _ARROW[kind]:
+            if arr.type != ARROW_TYPES[kind]:
                 try:
-                    arr = arr.cast(_ARROW[kind])  # safe: refuses overflow and truncation
+                    arr = arr.cast(ARROW_TYPES[kind])  # safe: refuses overflow and truncation
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
                     msg = (
                         f"{where}: expected argument {i + 1} to be {kind}; got a column "
@@ -312,13 +306,13 @@ class WasmFunction:
             exports = wt.Instance(store, self.module.compiled(), []).exports(store)
             memory, alloc, func = exports[ABI_MEMORY], exports[ABI_ALLOC], exports[self.export]
             slices = [c.slice(start, n) for c in cols]
-            valid = _validity_and(slices, n)
+            valid = validity_and(slices, n)
             # Every buffer in one allocation (one call into the module, not one per
             # buffer: a call costs tens of µs in the bindings), each 8-byte aligned.
             regions: list[tuple[Any, int] | None] = []
             for col, kind in zip(slices, self.args, strict=True):
                 regions += [
-                    None if src is None else (src, size) for src, size in _sources(col, kind)
+                    None if src is None else (src, size) for src, size in column_buffers(col, kind)
                 ]
             regions += [(None, 8 * n), (valid, len(valid))]
             offsets, total = [], 0
@@ -335,7 +329,7 @@ class WasmFunction:
                 if r is not None and r[0] is not None
             ]
             out_ptr, ov_ptr = params[-2], params[-1]
-            base = _base(memory, store)
+            base = memory_base(memory, store)
             for ptr, src, size in writes:
                 ctypes.memmove(base + ptr, src, size)
             ctypes.memmove(base + ov_ptr, valid, len(valid))
@@ -348,7 +342,7 @@ class WasmFunction:
                     "see the module's own documentation for the status",
                 )
                 raise WasmUdfError(msg, UdfFailure.STATUS)
-            base = _base(memory, store)  # the memory may have grown and moved
+            base = memory_base(memory, store)  # the memory may have grown and moved
             values = ctypes.string_at(base + out_ptr, 8 * n)
             validity = ctypes.string_at(base + ov_ptr, len(valid))
         except wt.Trap as exc:
@@ -397,7 +391,7 @@ class WasmFunction:
             return WasmUdfError(msg, UdfFailure.FUEL)
         # wasmtime reports no failed `memory.grow`; a trap with the memory within an
         # eighth of its cap is taken as the cap reached (an allocator aborting).
-        slack = max(_PAGE, self.memory_limit_bytes // 8)
+        slack = max(WASM_PAGE, self.memory_limit_bytes // 8)
         if memory is not None and memory.data_len(store) + slack > self.memory_limit_bytes:
             msg = self._message(
                 start,
@@ -429,44 +423,3 @@ def _first(exc: BaseException) -> str:
     text = str(getattr(exc, "message", "") or exc)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[-1] if lines else type(exc).__name__
-
-
-def _base(memory: Any, store: Any) -> int:
-    address = ctypes.cast(memory.data_ptr(store), ctypes.c_void_p).value
-    return int(address or 0)
-
-
-def _bitmap(col: pa.Array) -> bytes | None:
-    """``col``'s validity as a bitmap from bit 0, or ``None`` when it has no nulls."""
-    if col.null_count == 0:
-        return None
-    valid = pc.is_valid(col)
-    packed: bytes = np.packbits(valid.to_numpy(zero_copy_only=False), bitorder="little").tobytes()
-    return packed
-
-
-def _validity_and(cols: list[pa.Array], n: int) -> bytes:
-    maps = [m for m in (_bitmap(c) for c in cols) if m is not None]
-    if not maps:
-        return b"\xff" * ((n + 7) // 8)
-    acc = np.frombuffer(maps[0], np.uint8).copy()
-    for m in maps[1:]:
-        acc &= np.frombuffer(m, np.uint8)
-    return acc.tobytes()
-
-
-def _sources(col: pa.Array, kind: ArgType) -> list[tuple[Any, int]]:
-    """The ABI buffers of one argument's chunk: (an address or bytes, size) or (None, 0)."""
-    n = len(col)
-    bufs = col.buffers()
-    valid = _bitmap(col)
-    validity: tuple[Any, int] = (valid, len(valid)) if valid is not None else (None, 0)
-    if kind is ArgType.UTF8:
-        offsets = np.frombuffer(bufs[1], np.int32, count=n + 1, offset=4 * col.offset)
-        first, last = int(offsets[0]), int(offsets[-1])
-        rebased = (offsets - first).astype(np.int32).tobytes()
-        data: tuple[Any, int] = (
-            (bufs[2].address + first, last - first) if last > first else (b"\0", 1)
-        )
-        return [(rebased, len(rebased)), data, validity]
-    return [(bufs[1].address + 8 * col.offset, 8 * n), validity]
