@@ -20,12 +20,12 @@ def _dev_broker(args: argparse.Namespace) -> int:
     from thalweg_bytewax.dev import _mock_broker
 
     if args.kafka:
-        from thalweg_bytewax.dev import _apache_kafka
+        from thalweg_bytewax.dev import _kafka_serve
 
         print("starting Apache Kafka (KRaft) from Maven Central's jars; Ctrl-C stops it")
         print(f"its address goes to `{args.address_file}`, e.g. for $(cat {args.address_file})")
         sys.stdout.flush()
-        return _apache_kafka.serve(
+        return _kafka_serve.serve(
             args.brokers, args.address_file, data_dir=args.data_dir, port=args.port
         )
 

@@ -109,12 +109,12 @@ def _recover(args: argparse.Namespace) -> int:
         lane_held_offsets,
         lane_rows_missing,
     )
+    from thalweg_bytewax.coverage.recovery_outcome import recovery_outcome
     from thalweg_bytewax.coverage.recovery_plan import (
         check_lane_rows,
         check_retention,
         parse_offsets,
         plan_recovery,
-        recovery_outcome,
     )
     from thalweg_bytewax.coverage.spans import OffsetCoverage
     from thalweg_bytewax.coverage.store import open_coverage_store

@@ -5,7 +5,8 @@ Every Avro type is written for a whole column at once into a ``binary`` array wi
 Arrow buffers, strings as a varint length joined to the bytes, arrays and maps as
 ``count + items + 0`` over the flattened items, records as the row-wise join of their
 fields (``pyarrow.compute.binary_join_element_wise``). A union writes its branch index in
-front of each row's value. Only a value Arrow cannot hold in a columnar form (a union
+front of each row's value. The leaf types (numbers, text, bytes, fixed, enum)
+are :mod:`._avro_leaves`'. Only a value Arrow cannot hold in a columnar form (a union
 of several branches given as a plain column, a recursive type) is written with fastavro
 one value at a time, for that column only.
 
@@ -26,19 +27,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from thalweg_bytewax.codecs._avro_leaves import LEAF_WRITERS
 from thalweg_bytewax.codecs._avro_scalars import (
     fail,
-    first_bad,
-    first_cast,
-    ints,
-    write_decimal,
     wrong_type,
 )
 from thalweg_bytewax.codecs._encode_errors import check_known_columns
 from thalweg_bytewax.codecs._wire import (
     EMPTY,
     body_slices,
-    fixed_width,
     join,
     repeat,
     zigzag,
@@ -48,12 +45,6 @@ from thalweg_bytewax.codecs.base import EncodeError
 __all__ = ["write_bodies"]
 
 _I32 = (-(2**31), 2**31 - 1)
-_TS_UNITS = {
-    "timestamp-millis": "ms",
-    "timestamp-micros": "us",
-    "local-timestamp-millis": "ms",
-    "local-timestamp-micros": "us",
-}
 
 
 class _Writer:
@@ -134,6 +125,9 @@ class _Writer:
             valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
             first = int(np.flatnonzero(~valid)[0])
             raise fail(path, rows, first, "expected a value (the schema is not nullable); got null")
+        leaf = LEAF_WRITERS.get(kind)
+        if leaf is not None:
+            return leaf(schema, arr, path, rows)
         writer = self._WRITERS.get(kind)
         if writer is None:  # pragma: no cover - fastavro rejects unknown types at parse
             return self._per_value(schema, arr, path, rows)
@@ -191,99 +185,6 @@ class _Writer:
             return repeat(b"", len(arr))
         return pa.concat_arrays(pool).take(pa.array(base[codes] + offs))
 
-    def _long(
-        self, node: Mapping[str, Any], arr: pa.Array, path: str, rows: np.ndarray
-    ) -> pa.Array:
-        logical = node.get("logicalType")
-        if pa.types.is_timestamp(arr.type) and logical in _TS_UNITS:
-            arr = arr.cast(pa.timestamp(_TS_UNITS[logical], arr.type.tz), safe=True)
-            arr = arr.view(pa.int64())
-        elif pa.types.is_time64(arr.type) and logical == "time-micros":
-            arr = arr.cast(pa.time64("us")).view(pa.int64())
-        elif pa.types.is_timestamp(arr.type) or pa.types.is_time(arr.type):
-            arr = arr.view(pa.int64()) if arr.type.bit_width == 64 else arr.view(pa.int32())  # noqa: PLR2004
-        return zigzag(ints(arr, pa.int64(), path, rows))
-
-    def _int(self, node: Mapping[str, Any], arr: pa.Array, path: str, rows: np.ndarray) -> pa.Array:
-        if pa.types.is_date32(arr.type):
-            arr = arr.view(pa.int32())
-        elif pa.types.is_time32(arr.type):
-            arr = arr.cast(pa.time32("ms")).view(pa.int32())
-        return zigzag(ints(arr, pa.int32(), path, rows))
-
-    def _float(
-        self, node: Mapping[str, Any], arr: pa.Array, path: str, rows: np.ndarray
-    ) -> pa.Array:
-        wide = node["type"] == "double"
-        target = pa.float64() if wide else pa.float32()
-        vals = ints(arr, target, path, rows)
-        return fixed_width(vals.astype("<f8" if wide else "<f4", copy=False), 8 if wide else 4)
-
-    def _bool(
-        self, node: Mapping[str, Any], arr: pa.Array, path: str, rows: np.ndarray
-    ) -> pa.Array:
-        vals = ints(arr, pa.bool_(), path, rows)
-        return fixed_width(vals.astype(np.uint8), 1)
-
-    def _bytes(
-        self, node: Mapping[str, Any], arr: pa.Array, path: str, rows: np.ndarray
-    ) -> pa.Array:
-        if node.get("logicalType") == "decimal" and not pa.types.is_binary(arr.type):
-            return write_decimal(arr, node, path, rows)
-        target = pa.binary()
-        if arr.type != target:
-            try:
-                arr = arr.cast(target)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                raise first_bad(arr, target, path, rows, str(exc)) from exc
-        lengths = np.asarray(pc.binary_length(arr).to_numpy(zero_copy_only=False), np.int64)
-        return join([zigzag(lengths), arr])
-
-    def _string(
-        self, node: Mapping[str, Any], arr: pa.Array, path: str, rows: np.ndarray
-    ) -> pa.Array:
-        if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
-            if pa.types.is_binary(arr.type):
-                msg = (
-                    f"avro encoder: column `{path}`: expected text for Avro `string`; got "
-                    f"`binary`; decode it to text or use Avro `bytes`"
-                )
-                raise EncodeError(msg, column=path)
-            arr = first_cast(arr, pa.string(), path, rows)
-        return self._bytes({"type": "bytes"}, arr, path, rows)
-
-    def _fixed(
-        self, node: Mapping[str, Any], arr: pa.Array, path: str, rows: np.ndarray
-    ) -> pa.Array:
-        size = int(node["size"])
-        if node.get("logicalType") == "decimal" and pa.types.is_decimal(arr.type):
-            return write_decimal(arr, node, path, rows)
-        if arr.type != pa.binary(size):
-            lengths = np.asarray(pc.binary_length(arr).to_numpy(zero_copy_only=False))
-            bad = np.flatnonzero(lengths != size)
-            if len(bad):
-                raise fail(
-                    path,
-                    rows,
-                    int(bad[0]),
-                    f"expected {size} bytes for fixed `{node['name']}`; got {lengths[bad[0]]}",
-                )
-            return arr.cast(pa.binary())
-        return arr.cast(pa.binary())
-
-    def _enum(
-        self, node: Mapping[str, Any], arr: pa.Array, path: str, rows: np.ndarray
-    ) -> pa.Array:
-        symbols = pa.array(node["symbols"], pa.string())
-        index = pc.index_in(arr.cast(pa.string()), value_set=symbols)
-        if index.null_count:
-            valid = np.asarray(index.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-            i = int(np.flatnonzero(~valid)[0])
-            raise fail(
-                path, rows, i, f"expected a symbol of enum `{node['name']}`; got {arr[i].as_py()!r}"
-            )
-        return zigzag(np.asarray(index.to_numpy(zero_copy_only=False), np.int64))
-
     def _blocks(self, counts: np.ndarray, item_enc: pa.Array, item_offsets: np.ndarray) -> pa.Array:
         """``count + items + 0`` per row (``0`` alone for an empty row)."""
         body = body_slices(item_enc, item_offsets)
@@ -323,15 +224,6 @@ class _Writer:
         return self.record(node, arr, path, rows)
 
     _WRITERS: Mapping[str, Callable[[Any, Mapping[str, Any], Any, str, np.ndarray], pa.Array]] = {
-        "boolean": _bool,
-        "int": _int,
-        "long": _long,
-        "float": _float,
-        "double": _float,
-        "bytes": _bytes,
-        "string": _string,
-        "fixed": _fixed,
-        "enum": _enum,
         "array": _array,
         "map": _map,
         "record": _record,

@@ -5,21 +5,19 @@ the same value: decimals as strings (``"881.37"``), instants as RFC 3339 UTC
 (``"2024-05-01T10:00:00.123456Z"``), timestamps without a zone without an offset,
 dates as ``"2024-05-01"``, times as ``"10:00:00.123"``, bytes as base64. NaN and
 infinities have no JSON form: ``nan="error"`` (default) raises ``EncodeError`` naming
-the column and row, ``nan="null"`` writes ``null``. The prepared batch is serialised by
-DuckDB's ``to_json`` in one columnar pass.
+the column and row, ``nan="null"`` writes ``null``. The prepared batch (columns rewritten by
+:mod:`._json_prepare`) is serialised by DuckDB's ``to_json`` in one columnar pass.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from confluent_kafka.schema_registry import Schema
 
 from thalweg_bytewax._choices import check_choice
@@ -29,6 +27,7 @@ from thalweg_bytewax.codecs._encode import (
     SubjectStrategy,
     registered_schema,
 )
+from thalweg_bytewax.codecs._json_prepare import ColumnPrep, NanPolicy, first_index, row_error
 from thalweg_bytewax.codecs.base import EncodedValues, EncodeError, Framing
 from thalweg_bytewax.errors import ConfigError, SchemaError
 from thalweg_bytewax.records import DEFAULT_PREFIX
@@ -36,96 +35,10 @@ from thalweg_bytewax.sql.engine import shared_cursor
 
 __all__ = ["JsonEncoder", "NanPolicy"]
 
-NanPolicy = Literal["error", "null"]
-"""What :class:`JsonEncoder` does with NaN and infinities: raise, or write ``null``."""
 _NAN: tuple[NanPolicy, ...] = ("error", "null")
 _Bound = tuple[int, str | None, pa.Schema | None]  # schema id, GUID, the decoder's shape
 
 logger = logging.getLogger(__name__)
-
-
-def _fail(path: str, index: int, what: str, remedy: str) -> EncodeError:
-    msg = f"json encoder: column `{path}` row {index}: {what}; {remedy}"
-    return EncodeError(msg, column=path, row=index)
-
-
-def _first(mask: pa.Array) -> int:
-    return int(np.flatnonzero(np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool))[0])
-
-
-class _Prep:
-    """Rewrites a column into types DuckDB's ``to_json`` writes exactly."""
-
-    def __init__(self, nan: NanPolicy) -> None:
-        self._nan = nan
-
-    def column(self, arr: pa.Array, path: str, rows: np.ndarray) -> pa.Array:  # noqa: PLR0911 - one branch per type family
-        t = arr.type
-        if pa.types.is_dictionary(t):
-            return self.column(arr.dictionary_decode(), path, rows)
-        if pa.types.is_decimal(t):
-            return arr.cast(pa.string())
-        if pa.types.is_timestamp(t):
-            if t.tz is None:
-                return pc.strftime(arr, format="%Y-%m-%dT%H:%M:%S")
-            utc = arr.cast(pa.timestamp(t.unit, "UTC"))
-            return pc.strftime(utc, format="%Y-%m-%dT%H:%M:%SZ")
-        if pa.types.is_date(t):
-            return pc.strftime(arr.cast(pa.date32()), format="%Y-%m-%d")
-        if pa.types.is_time(t):
-            return arr.cast(pa.string())
-        if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
-            text = [None if v is None else base64.b64encode(v).decode() for v in arr.to_pylist()]
-            return pa.array(text, pa.string())
-        if pa.types.is_floating(t):
-            return self._floats(arr, path, rows)
-        if pa.types.is_struct(t):
-            children = [
-                self.column(c, f"{path}.{t.field(i).name}", rows)
-                for i, c in enumerate(arr.flatten())
-            ]
-            fields = [pa.field(t.field(i).name, c.type) for i, c in enumerate(children)]
-            return pa.StructArray.from_arrays(children, fields=fields, mask=arr.is_null())
-        if pa.types.is_map(t):
-            offsets = np.asarray(arr.offsets.to_numpy(zero_copy_only=False), np.int64)
-            item_rows = np.repeat(rows, np.diff(offsets))
-            lo, hi = int(offsets[0]), int(offsets[-1])
-            keys = self.column(arr.keys.slice(lo, hi - lo), f"{path}{{key}}", item_rows)
-            items = self.column(arr.items.slice(lo, hi - lo), f"{path}{{}}", item_rows)
-            return pa.MapArray.from_arrays(
-                pa.array(offsets - lo, pa.int32()), keys, items, mask=arr.is_null()
-            )
-        if pa.types.is_list(t) or pa.types.is_large_list(t):
-            offsets = np.asarray(arr.offsets.to_numpy(zero_copy_only=False), np.int64)
-            lo, hi = int(offsets[0]), int(offsets[-1])
-            values = self.column(
-                arr.values.slice(lo, hi - lo), f"{path}[]", np.repeat(rows, np.diff(offsets))
-            )
-            return pa.ListArray.from_arrays(
-                pa.array(offsets - lo, pa.int32()), values, mask=arr.is_null()
-            )
-        if pa.types.is_union(t) or pa.types.is_duration(t) or pa.types.is_interval(t):
-            msg = (
-                f"json encoder: column `{path}`: expected a type with a JSON form; got "
-                f"`{t}`; cast the column first (e.g. to string or int64)"
-            )
-            raise EncodeError(msg, column=path)
-        return arr
-
-    def _floats(self, arr: pa.Array, path: str, rows: np.ndarray) -> pa.Array:
-        finite = pc.is_finite(arr)
-        bad = pc.invert(pc.fill_null(finite, True))
-        if not pc.any(bad).as_py():
-            return arr
-        if self._nan == "null":
-            return pc.if_else(bad, pa.scalar(None, arr.type), arr)
-        i = _first(bad)
-        raise _fail(
-            path,
-            int(rows[i]),
-            f"expected a finite number (JSON has no NaN or infinity); got {arr[i].as_py()!r}",
-            "pass `nan='null'` to write null",
-        )
 
 
 class JsonEncoder(RegistryEncoder[_Bound]):
@@ -183,7 +96,7 @@ class JsonEncoder(RegistryEncoder[_Bound]):
         is_key: bool = False,
     ) -> None:
         check_choice(nan, _NAN, where="json encoder", argument="nan")
-        self._prep = _Prep(nan)
+        self._prep = ColumnPrep(nan)
         super().__init__(
             "json",
             subject=subject,
@@ -280,9 +193,9 @@ class JsonEncoder(RegistryEncoder[_Bound]):
                 raise EncodeError(msg, column=field.name)
             col = batch.column(idx)
             if not field.nullable and col.null_count:
-                raise _fail(
+                raise row_error(
                     field.name,
-                    _first(col.is_null()),
+                    first_index(col.is_null()),
                     "expected a value (required); got null",
                     "fill it or make the field optional",
                 )
@@ -299,7 +212,7 @@ class JsonEncoder(RegistryEncoder[_Bound]):
                             f"got `{col.type}` ({exc}); cast the column first"
                         )
                         raise EncodeError(msg, column=field.name) from exc
-                    raise _fail(
+                    raise row_error(
                         field.name,
                         int(i),
                         f"expected a value of `{field.type}`; got {col[int(i)].as_py()!r}",

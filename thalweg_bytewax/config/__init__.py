@@ -57,8 +57,9 @@ from thalweg_bytewax.config._duration import Duration, PositiveDuration, seconds
 from thalweg_bytewax.config._layers import CONFIG_ENV, ENV_PREFIX
 from thalweg_bytewax.config._load import SecretUse, load_config, secret_uses
 from thalweg_bytewax.config._model import ConfigModel, Settings
-from thalweg_bytewax.config._render import render_reference, render_starter, to_toml
+from thalweg_bytewax.config._render import render_reference, render_starter
 from thalweg_bytewax.config._secret import SecretRef, SecretReference
+from thalweg_bytewax.config._toml import to_toml
 
 __all__ = [
     "CONFIG_ENV",

@@ -21,7 +21,8 @@ from thalweg_bytewax._redact import redact_value
 from thalweg_bytewax.config._layers import CONFIG_ENV
 from thalweg_bytewax.config._load import load_config, secret_uses
 from thalweg_bytewax.config._model import ConfigModel
-from thalweg_bytewax.config._render import render_starter, to_toml
+from thalweg_bytewax.config._render import render_starter
+from thalweg_bytewax.config._toml import to_toml
 from thalweg_bytewax.errors import ConfigError
 
 __all__ = ["DEFAULT_MODEL", "PIPELINE_MODEL", "add_commands"]

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import logging
 import os
-import re
-import typing
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, SecretBytes, SecretStr, ValidationError
+from pydantic import BaseModel, SecretStr, ValidationError
 
 from thalweg_bytewax._redact import REDACTED, is_secret_key, redact_origins_in
 from thalweg_bytewax.config._layers import (
@@ -20,15 +17,19 @@ from thalweg_bytewax.config._layers import (
     Layer,
     annotation_at,
     env_layer,
-    env_name,
     file_layer,
     merge,
     override_layer,
-    submodel,
-    submodels,
-    union_tag,
 )
 from thalweg_bytewax.config._secret import SecretRef, SecretReference, _parse
+from thalweg_bytewax.config._validation_message import (
+    SECRET_TYPES,
+    component_name,
+    key_origin,
+    key_subject,
+    mentions,
+    validation_message,
+)
 from thalweg_bytewax.errors import ConfigError
 
 __all__ = ["ConfigT", "SecretUse", "load_config", "secret_uses"]
@@ -38,8 +39,6 @@ logger = logging.getLogger(__name__)
 ConfigT = TypeVar("ConfigT", bound=BaseModel)
 """A config model class: any pydantic model (``Settings`` or a nested pipeline model)."""
 
-_SECRET_TYPES = (SecretStr, SecretBytes, SecretRef)
-_GOT_LIMIT = 80
 # Secret values shorter than this are not searched for in a message (see `_redact`).
 _MIN_SECRET_CHARS = 4
 
@@ -83,13 +82,13 @@ def load_config(
             raise ConfigError(_scrub(str(exc), model, values)) from None
         logger.info(
             "loaded %s settings from %s",
-            _component(model),
+            component_name(model),
             ", ".join(_sources(layers, file)) or "defaults",
         )
         return loaded
     # Raised outside the `except`: pydantic's own text echoes the input, which may be a
     # secret, so it is neither the cause nor the context of the error.
-    msg = _scrub(_message(model, failure, values, layers, file), model, values)
+    msg = _scrub(validation_message(model, failure, values, layers, file), model, values)
     raise ConfigError(msg)
 
 
@@ -115,7 +114,7 @@ def _scrub(text: str, model: type[BaseModel], values: Any) -> str:
             annotation = annotation_at(model, path)
             names = [p for p in path if isinstance(p, str)]
             named = bool(names) and is_secret_key(names[-1])
-            if named or (annotation is not None and _mentions(annotation, _SECRET_TYPES)):
+            if named or (annotation is not None and mentions(annotation, SECRET_TYPES)):
                 secrets.add(node)
 
     _leaves(values, ())
@@ -126,180 +125,12 @@ def _scrub(text: str, model: type[BaseModel], values: Any) -> str:
     return out
 
 
-def _component(model: type[BaseModel]) -> str:
-    return str(getattr(model, "component", model.__name__))
-
-
 def _sources(layers: list[Layer], file: str | Path | None) -> Iterator[str]:
     for layer in layers:
         if layer.kind == "file":
             yield f"`{file}`"
         elif layer.origins:
             yield f"{len(layer.origins)} {'variables' if layer.kind == 'env' else 'overrides'}"
-
-
-def _where(layers: list[Layer], path: tuple[str, ...]) -> tuple[str, str] | None:
-    """``(kind, origin)`` of the layer that last set ``path`` or a table holding it."""
-    for layer in reversed(layers):
-        for end in range(len(path), 0, -1):
-            if path[:end] in layer.origins:
-                return layer.kind, layer.origins[path[:end]]
-    return None
-
-
-def _dotted(path: tuple[str | int, ...]) -> str:
-    """A key path as written in a message: ``windows[0].size_s``, ``sinks.orders.dsn``."""
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
-    return text
-
-
-def _subject(path: tuple[str | int, ...], where: tuple[str, str] | None) -> str:
-    """How a message names a key: ``"`a.b` in `f.toml`"``, ``"`THALWEG_A__B`"``, ..."""
-    dotted = _dotted(path)
-    if where is None:
-        return f"`{dotted}`"
-    kind, origin = where
-    if kind == "file":
-        return f"`{dotted}` {origin}"
-    if kind == "env" and origin != f"`{env_name(_names(path))}`":
-        return f"{origin} (`{dotted}`)"
-    return origin
-
-
-def _names(path: tuple[str | int, ...]) -> tuple[str, ...]:
-    """The key names of ``path`` (list indices left out), as the layers record origins."""
-    return tuple(p for p in path if isinstance(p, str))
-
-
-def _lookup(values: Any, path: tuple[str | int, ...]) -> Any:
-    for part in path:
-        if isinstance(part, int) and isinstance(values, list) and 0 <= part < len(values):
-            values = values[part]
-        elif isinstance(values, dict) and part in values:
-            values = values[part]
-        else:
-            return None
-    return values
-
-
-def _mentions(annotation: Any, kinds: tuple[type, ...]) -> bool:
-    if isinstance(annotation, type) and issubclass(annotation, kinds):
-        return True
-    return any(_mentions(arg, kinds) for arg in typing.get_args(annotation))
-
-
-def _got(model: type[BaseModel], path: tuple[str | int, ...], values: Any) -> str:
-    annotation = annotation_at(model, path)
-    if annotation is None or _mentions(annotation, _SECRET_TYPES):
-        # An unknown place (or a whole table) may hold a secret: show none of it.
-        return "a secret value (not shown)" if annotation is not None else "a value not shown"
-    value = _lookup(values, path)
-    if isinstance(value, dict | list):  # a section: its keys may include secrets
-        return f"a {'table' if isinstance(value, dict) else 'list'} (not shown)"
-    text = repr(value)
-    return text if len(text) <= _GOT_LIMIT else text[: _GOT_LIMIT - 1] + "…"
-
-
-def _message(
-    model: type[BaseModel],
-    exc: ValidationError,
-    values: dict[str, Any],
-    layers: list[Layer],
-    file: str | Path | None,
-) -> str:
-    problems = []
-    for error in exc.errors():
-        loc, chosen = _untagged(model, tuple(error["loc"]))
-        path = _known_prefix(model, loc)
-        if error["type"] == "extra_forbidden":
-            path = (*path, *loc[len(path) : len(path) + 1])
-        where = _where(layers, _names(path))
-        if not path:
-            problems.append(_expectation(error))
-        elif error["type"] == "missing":
-            var = env_name(_names(path))
-            if file is None:
-                problems.append(f"`{var}` is required; set it")
-            elif len(_names(path)) != len(path):  # inside a list: no variable sets it alone
-                problems.append(f"`{_dotted(path)}` is required; add it to `{file}`")
-            else:
-                dotted = _dotted(path)
-                problems.append(f"`{dotted}` is required; add it to `{file}` or set `{var}`")
-        elif error["type"] == "extra_forbidden":
-            parent = chosen.get(path[:-1]) or (
-                submodel(annotation_at(model, path[:-1])) if path[:-1] else model
-            )
-            fields = parent.model_fields.items() if parent else ()
-            known = ", ".join(f"`{info.alias or k}`" for k, info in fields)
-            problems.append(f"{_subject(path, where)}: unknown key; expected one of {known}")
-        elif error["type"] == "value_error":
-            # A validator's own message: says what was expected and got, quoting no secret.
-            problems.append(f"{_subject(path, where)}: {_expectation(error)}")
-        else:
-            got = _got(model, path, values)
-            problems.append(f"{_subject(path, where)}: expected {_expectation(error)}; got {got}")
-    joined = "; ".join(problems)
-    remedy = "fix each value named, or remove it for the default"
-    return f"`{_component(model)}` settings: {joined}; {remedy}"
-
-
-def _untagged(
-    model: type[BaseModel], loc: tuple[Any, ...]
-) -> tuple[tuple[Any, ...], dict[tuple[Any, ...], type[BaseModel]]]:
-    """``loc`` without the tags pydantic puts after a union of models (``source.kafka.x``).
-
-    Returns:
-        The location as keys, and per union's path the member its tag chose.
-    """
-    kept: list[Any] = []
-    chosen: dict[tuple[Any, ...], type[BaseModel]] = {}
-    for part in loc:
-        members = submodels(annotation_at(model, kept)) if kept else []
-        if len(members) > 1 and isinstance(part, str):
-            tagged = [m for m in members if union_tag(m) == part]
-            if tagged:
-                chosen[tuple(kept)] = tagged[0]
-                continue
-        kept.append(part)
-    return tuple(kept), chosen
-
-
-def _known_prefix(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[str | int, ...]:
-    """``loc`` cut to the keys the model declares, stepping into lists and tables.
-
-    Pydantic appends union member tags and validator names after the real keys; they
-    are cut off here.
-    """
-    kept: list[str | int] = []
-    for part in loc:
-        if not isinstance(part, str | int) or annotation_at(model, (*kept, part)) is None:
-            break
-        kept.append(part)
-    return tuple(kept)
-
-
-_TIMEDELTA = re.compile(r"datetime\.timedelta\(([^()]*)\)")
-
-
-def _seconds_of(args: str) -> float:
-    """The seconds of ``timedelta``'s repr arguments (``days=1, seconds=5``; ``0``)."""
-    parts = [p.strip() for p in args.split(",") if p.strip()]
-    kwargs = dict(p.split("=", 1) for p in parts if "=" in p)
-    return timedelta(**{k: float(v) for k, v in kwargs.items()}).total_seconds()
-
-
-def _expectation(error: Any) -> str:
-    """Pydantic's message as an "expected …" phrase (``Input should be a valid integer``)."""
-    text = str(error["msg"])
-    for prefix in ("Input should be ", "Value should be ", "Value error, "):
-        if text.startswith(prefix):
-            text = text[len(prefix) :]
-            break
-    # A duration's bound, in seconds as it is written (`datetime.timedelta(0)`: 0 seconds).
-    text = _TIMEDELTA.sub(lambda m: f"{_seconds_of(m.group(1)):g} seconds", text)
-    return text[:1].lower() + text[1:]
 
 
 def _walk(value: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]]:
@@ -330,8 +161,9 @@ def _refuse_references_in_plain_settings(
         except ValueError:
             continue  # a plain setting may hold a literal `${`
         if refs:
+            subject = key_subject(path, key_origin(layers, path))
             msg = (
-                f"`{_component(model)}` settings: {_subject(path, _where(layers, path))}: "
+                f"`{component_name(model)}` settings: {subject}: "
                 "expected a plain value (only secret settings take `${env:…}` and "
                 f"`${{file:…}}` references); got the reference `{refs[0]}`; write the value "
                 "itself"

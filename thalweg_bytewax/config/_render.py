@@ -1,12 +1,14 @@
-"""Configs as text: a loaded config as TOML, a commented starter file, the docs reference."""
+"""Config models as text: a commented starter file and the docs reference table.
+
+A loaded config as TOML is :mod:`thalweg_bytewax.config._toml`.
+"""
 
 from __future__ import annotations
 
 import json
-import math
 import types
 import typing
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -15,62 +17,9 @@ from pydantic.fields import FieldInfo
 
 from thalweg_bytewax.config._layers import env_name, submodel, submodels, union_tag
 from thalweg_bytewax.config._secret import SecretRef
-from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.config._toml import toml_key, toml_value
 
-__all__ = ["render_reference", "render_starter", "to_toml"]
-
-
-def _toml_key(key: str) -> str:
-    bare = key.replace("_", "").replace("-", "").isalnum() and key.isascii()
-    return key if bare else json.dumps(key)
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return repr(value) if math.isfinite(value) else ("nan" if value != value else "inf")
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml_value(v) for v in value if v is not None) + "]"
-    if isinstance(value, dict):
-        items = ", ".join(
-            f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items() if v is not None
-        )
-        return "{ " + items + " }" if items else "{}"
-    msg = f"config show: expected a TOML value; got a {type(value).__name__}"
-    raise ConfigError(msg)
-
-
-def to_toml(values: Mapping[str, Any]) -> str:
-    """A JSON-shaped mapping (``model_dump(mode="json")``) as TOML; ``None`` as a comment.
-
-    Args:
-        values: The mapping; dicts become tables.
-
-    Returns:
-        The TOML text.
-    """
-    lines: list[str] = []
-
-    def _table(node: Mapping[str, Any], prefix: tuple[str, ...]) -> None:
-        for key, value in node.items():
-            if value is None:
-                lines.append(f"# {_toml_key(key)}: unset")
-            elif not isinstance(value, dict):
-                lines.append(f"{_toml_key(key)} = {_toml_value(value)}")
-        for key, value in node.items():
-            if isinstance(value, dict):
-                path = (*prefix, key)
-                if any(not isinstance(v, dict) for v in value.values()) or not value:
-                    lines.extend(["", "[" + ".".join(_toml_key(p) for p in path) + "]"])
-                _table(value, path)
-
-    _table(values, ())
-    return "\n".join(lines).strip("\n") + "\n"
+__all__ = ["render_reference", "render_starter"]
 
 
 def _type_name(annotation: Any) -> str:
@@ -104,7 +53,7 @@ def _shown_default(info: FieldInfo) -> str:
     if info.is_required():
         return "required"
     value = _default(info)[1]
-    return "unset" if value is None else f"`{_toml_value(value)}`"
+    return "unset" if value is None else f"`{toml_value(value)}`"
 
 
 def _describe(info: FieldInfo) -> str:
@@ -223,11 +172,11 @@ def render_starter(model: type[BaseModel], *, title: str) -> str:
             out.append(f"# type: {_type_name(info.annotation)}{where}")
             has, value = _default(info)
             if not has:
-                out.append(f"{hash_}{_toml_key(name)} = {_example(info, path)}  # required")
+                out.append(f"{hash_}{toml_key(name)} = {_example(info, path)}  # required")
             elif value is None:
-                out.append(f"# {_toml_key(name)} = {_example(info, path)}  (unset by default)")
+                out.append(f"# {toml_key(name)} = {_example(info, path)}  (unset by default)")
             else:
-                out.append(f"# {_toml_key(name)} = {_toml_value(value)}")
+                out.append(f"# {toml_key(name)} = {toml_value(value)}")
         for name, info, sub in tables:
             path = (*prefix, name)
             # A section that is unset by default is written commented out, whole.
@@ -354,7 +303,7 @@ def render_reference(model: type[BaseModel]) -> str:
             default = ("unset" if _default(info)[1] is None else "see below") if has else ""
         else:
             has, value = _default(info)
-            default = "unset" if value is None else f"`{_toml_value(value)}`"
+            default = "unset" if value is None else f"`{toml_value(value)}`"
             if collection is not None and has and not value:
                 default = "none; see below"
         default = default if has else "required"

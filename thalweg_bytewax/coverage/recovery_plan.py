@@ -16,9 +16,9 @@ A recovery replays offsets from the raw lane into one sink. Per source partition
    for but holds no row of (a file truncated or rewritten by hand, rows lost), naming
    the file and the offsets; ``allow_holes`` accepts them for topics whose offsets
    legitimately carry no record (transaction markers, compaction).
-5. **The report**: after the replay, :func:`recovery_outcome` compares the plan with
-   the sink's coverage as the store now records it: what the sink now holds is what was
-   recovered, and what it still lacks is reported as such, never as recovered.
+5. **The report**: after the replay,
+   :func:`~thalweg_bytewax.coverage.recovery_outcome.recovery_outcome` compares the plan
+   with the sink's coverage as the store now records it (a module of its own).
 
 Nothing here reads Parquet or imports Bytewax: the caller says what the raw lane holds
 (:func:`thalweg_bytewax.connectors.raw_lane.lane_held_offsets` reads it from the
@@ -45,13 +45,11 @@ from thalweg_bytewax.errors import ConfigError, SourceError
 __all__ = [
     "OffsetBounds",
     "RawLane",
-    "RecoveryOutcome",
     "RecoveryPlan",
     "check_lane_rows",
     "check_retention",
     "parse_offsets",
     "plan_recovery",
-    "recovery_outcome",
 ]
 
 PartitionKey = tuple[str, int]
@@ -310,64 +308,3 @@ def check_lane_rows(
         f"lane lost rows: rebuild the sink from the source for those offsets"
     )
     raise SourceError(msg)
-
-
-@dataclass(frozen=True)
-class RecoveryOutcome:
-    """What a recovery achieved, from the sink's coverage after the replay.
-
-    Attributes:
-        recovered: Per partition, the planned offsets the sink's coverage now holds.
-        still_missing: Per partition, the planned offsets it still lacks (holes the
-            caller accepted left out).
-    """
-
-    recovered: dict[PartitionKey, OffsetCoverage]
-    still_missing: dict[PartitionKey, OffsetCoverage]
-
-    @property
-    def recovered_offsets(self) -> int:
-        """How many planned offsets the sink now holds."""
-        return sum(cov.size for cov in self.recovered.values())
-
-    @property
-    def missing_offsets(self) -> int:
-        """How many planned offsets the sink still lacks."""
-        return sum(cov.size for cov in self.still_missing.values())
-
-    def describe_missing(self) -> str:
-        """One line per partition still lacking offsets."""
-        return "\n".join(
-            f"{topic}:{part} {_spans_text(cov)} ({cov.size:,} offsets)"
-            for (topic, part), cov in sorted(self.still_missing.items())
-        )
-
-
-def recovery_outcome(
-    plan: RecoveryPlan,
-    store: CoverageStore,
-    *,
-    holes: Mapping[PartitionKey, OffsetCoverage] | None = None,
-) -> RecoveryOutcome:
-    """Compare the plan with what the store now records for the sink.
-
-    The store may lag the sink by the epoch a crash interrupted, never lead it: on a
-    clean finish every committed epoch is recorded, so what it holds is what landed.
-
-    Args:
-        plan: The recovery plan that was replayed.
-        store: The coverage store the sink records into.
-        holes: Planned offsets accepted as holding no record (left out of the lack).
-    """
-    now = {(e.topic, e.partition): e.coverage for e in store.entries(plan.sink)}
-    recovered: dict[PartitionKey, OffsetCoverage] = {}
-    missing: dict[PartitionKey, OffsetCoverage] = {}
-    for key, wanted in sorted(plan.missing.items()):
-        held = now.get(key, OffsetCoverage())
-        got = _minus(wanted, _minus(wanted, held))
-        lacking = _minus(_minus(wanted, held), (holes or {}).get(key, OffsetCoverage()))
-        if got:
-            recovered[key] = got
-        if lacking:
-            missing[key] = lacking
-    return RecoveryOutcome(recovered, missing)

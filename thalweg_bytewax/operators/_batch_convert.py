@@ -14,16 +14,16 @@ import dataclasses
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from datetime import date, datetime, time
+from datetime import date, time
 from operator import methodcaller
 from typing import Any
 
 import numpy as np
 import orjson
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from thalweg_bytewax.lanes.dlq import RejectReason, dlq_batch_from_rows
+from thalweg_bytewax.operators._conversion_checks import lossy_check, null_violations
 from thalweg_bytewax.operators._first_rejects import FirstRejects
 from thalweg_bytewax.records.ids import record_ids_array
 from thalweg_bytewax.records.metadata import MetadataColumns
@@ -31,10 +31,6 @@ from thalweg_bytewax.records.metadata import MetadataColumns
 __all__ = ["Converted", "RowConverter"]
 
 logger = logging.getLogger(__name__)
-
-_MIDNIGHT = time(0)
-# Sub-second units a datetime may carry into a timestamp column without a loss.
-_UNIT_MICROS = {"s": 1_000_000, "ms": 1_000}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -63,9 +59,7 @@ def _as_mapping(item: Any, names: list[str]) -> Mapping[str, Any]:
             msg = f"expected a tuple of {len(names)} values (one per schema field); got {len(item)}"
             raise TypeError(msg)
         return dict(zip(names, item, strict=True))
-    msg = (
-        f"expected a dict, dataclass, pydantic model or tuple; got {type(item).__name__}"
-    )
+    msg = f"expected a dict, dataclass, pydantic model or tuple; got {type(item).__name__}"
     raise TypeError(msg)
 
 
@@ -116,7 +110,7 @@ class RowConverter:
         self._name_set = frozenset(self.names)
         self._reject_missing = missing_fields == "reject"
         self._reject_extra = extra_fields == "reject"
-        self._lossy = [(f, c) for f in schema if (c := _lossy_check(f.type)) is not None]
+        self._lossy = [(f, c) for f in schema if (c := lossy_check(f.type)) is not None]
         self._first_rejects = FirstRejects(
             logger, "to_batches", "row(s) that do not fit the schema"
         )
@@ -184,10 +178,13 @@ class RowConverter:
             for i in pos:
                 value = rows[i].get(field.name)
                 if isinstance(value, suspect) and lost(value):
-                    bad.setdefault(i, (
-                        f"field `{field.name}`: expected a value {field.type} holds without "
-                        f"a loss; got {value!r}"
-                    ))
+                    bad.setdefault(
+                        i,
+                        (
+                            f"field `{field.name}`: expected a value {field.type} holds without "
+                            f"a loss; got {value!r}"
+                        ),
+                    )
 
     def _to_batch(
         self, rows: list[Any], pos: list[int], bad: dict[int, str]
@@ -223,7 +220,7 @@ class RowConverter:
         mask: np.ndarray | None = None
         first_field: dict[int, str] = {}
         for field, column in zip(self.schema, batch.columns, strict=True):
-            for name, nulls in _null_violations(field, column):
+            for name, nulls in null_violations(field, column):
                 hit = np.asarray(nulls.to_numpy(zero_copy_only=False), dtype=bool)
                 if not hit.any():
                     continue
@@ -234,8 +231,7 @@ class RowConverter:
             return batch, pos
         for j, name in first_field.items():
             bad[pos[j]] = (
-                f"field `{name}` is null; expected a value (the schema declares it "
-                f"non-nullable)"
+                f"field `{name}` is null; expected a value (the schema declares it non-nullable)"
             )
         keep = ~mask
         return batch.filter(pa.array(keep)), [p for p, k in zip(pos, keep, strict=True) if k]
@@ -316,38 +312,3 @@ def _ticks(names: Sequence[str]) -> str:
 
 def _empty(schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_pylist([], schema=schema)
-
-
-def _fraction(value: float) -> bool:
-    return not value.is_integer()
-
-
-def _time_of_day(value: date) -> bool:
-    return isinstance(value, datetime) and (value.time() != _MIDNIGHT or value.tzinfo is not None)
-
-
-def _lossy_check(type_: pa.DataType) -> tuple[type, Any] | None:
-    """(suspect Python type, predicate saying a value of it would lose data), or None."""
-    if pa.types.is_integer(type_):
-        return float, _fraction
-    if pa.types.is_date(type_):
-        return datetime, _time_of_day
-    if pa.types.is_timestamp(type_) and type_.unit in _UNIT_MICROS:
-        step = _UNIT_MICROS[type_.unit]
-        return datetime, lambda v: v.microsecond % step != 0
-    return None
-
-
-def _null_violations(field: pa.Field, column: pa.Array) -> list[tuple[str, pa.Array]]:
-    """Per non-nullable (nested) field, a boolean mask of the rows where it is null."""
-    out: list[tuple[str, pa.Array]] = []
-    if not field.nullable and column.null_count:
-        out.append((field.name, pc.is_null(column)))
-    if pa.types.is_struct(field.type):
-        valid = pc.is_valid(column)
-        for i in range(field.type.num_fields):
-            child = field.type.field(i)
-            values = column.field(i)
-            for name, nulls in _null_violations(child, values):
-                out.append((f"{field.name}.{name}", pc.and_(valid, nulls)))
-    return out

@@ -31,8 +31,6 @@ from thalweg_bytewax.pipeline._sections import (
     SourceSection,
     SqlNodeSection,
     SqlSection,
-    WindowKind,
-    WindowSection,
 )
 from thalweg_bytewax.pipeline._sinks import (
     ArrowIPCSinkSection,
@@ -44,6 +42,7 @@ from thalweg_bytewax.pipeline._sinks import (
     SinkKind,
     SinkSection,
 )
+from thalweg_bytewax.pipeline._window_section import WindowKind, WindowSection
 
 __all__ = [
     "CLEAN",

@@ -20,9 +20,9 @@ from thalweg_bytewax.pipeline._sections import (
     SampleSourceSection,
     SourceSection,
     SqlSection,
-    WindowSection,
 )
 from thalweg_bytewax.pipeline._sinks import SinkSection
+from thalweg_bytewax.pipeline._window_section import WindowSection
 
 __all__ = ["CLEAN", "PipelineConfig"]
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -35,12 +34,17 @@ from thalweg_bytewax.sql.bounds import (
     SqlMemoryError,
     SqlTimeoutError,
     check_memory_limit,
-    format_bytes,
 )
 from thalweg_bytewax.sql.engine import SqlSession
 from thalweg_bytewax.sql.lineage import attach_aggregate_lineage, attach_row_lineage, drop_hidden
 from thalweg_bytewax.sql.prepared import PreparedQuery
 from thalweg_bytewax.sql.syntax import SqlError, first_line
+from thalweg_bytewax.sql.transform_session import (
+    DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
+    DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
+    memory_limit_error,
+    transform_session,
+)
 from thalweg_bytewax.udf.sql_functions import take_failure
 
 if TYPE_CHECKING:
@@ -57,55 +61,11 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_SQL_NODE_TIMEOUT_SECONDS = 60.0
-"""The default bound on one run of a SQL node over one batch."""
-
-DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES = 1024 * 1024 * 1024
-"""The default memory limit of the transform database (1 GiB), shared by the SQL nodes of
-a process (and its worker threads) that keep the default."""
-
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 
 class SqlNodeError(ThalwegError):
     """A SQL node failed on a batch (DuckDB refused or failed the query at run time)."""
-
-
-_session_lock = threading.Lock()
-_sessions: dict[int, SqlSession] = {}
-
-
-def transform_session(
-    memory_limit_bytes: int = DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
-) -> SqlSession:
-    """The process's transform database of that memory limit: sandboxed, one thread per query.
-
-    Every SQL node of the process with this ``memory_limit_bytes`` runs here (each node
-    on a cursor of its own per thread), so the limit bounds them together; a node
-    given another limit gets a database of its own limit. Contracts keep sessions of
-    their own. DuckDB runs each query on its caller's thread alone: the workers'
-    threads are the parallelism, and a batch-sized query gains nothing from fanning out
-    (measured in ``benchmarks/sql.py``).
-    """
-    with _session_lock:
-        session = _sessions.get(memory_limit_bytes)
-        if session is None:
-            session = _sessions[memory_limit_bytes] = SqlSession(
-                DEFAULT_SQL_NODE_TIMEOUT_SECONDS, threads=1, memory_limit_bytes=memory_limit_bytes
-            )
-        return session
-
-
-def memory_limit_error(step_id: str, memory_limit_bytes: int, exc: BaseException) -> SqlMemoryError:
-    """The error of node ``step_id``'s run past its memory limit: the limit and the remedy."""
-    engine = exc.__cause__ if isinstance(exc, SqlMemoryError) and exc.__cause__ else exc
-    msg = (
-        f"sql `{step_id}`: expected the query to fit in the memory limit of "
-        f"{format_bytes(memory_limit_bytes)}; got {first_line(engine)}; raise "
-        f"`memory_limit_bytes` (`[sql] memory_limit_mb` in a pipeline file), or make "
-        f"the query hold less (smaller batches, fewer groups, no large lists)"
-    )
-    return SqlMemoryError(msg)
 
 
 _ROWS_CACHE = 1 << 16

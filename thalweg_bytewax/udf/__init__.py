@@ -11,6 +11,7 @@ chunk of a column per call, never a Python call per row.
   once per process;
 * :mod:`.function`: the ABI, a function over Arrow columns, fuel, the memory cap,
   failures and their bisection down to the failing rows;
+* :mod:`.failures`: what a call reports: why a chunk failed, which rows, the result;
 * :mod:`.sql_functions`: the functions as DuckDB scalar functions.
 
 The operators are ``twg.wasm_map`` and ``twg.wasm_sql`` (``thalweg_bytewax.operators``);
@@ -24,21 +25,13 @@ from typing import TYPE_CHECKING, Any
 from thalweg_bytewax._lazy import lazy_dir, load_lazy
 
 if TYPE_CHECKING:
-    from thalweg_bytewax.udf.function import (
-        ArgType,
-        RowFailure,
-        UdfFailure,
-        UdfResult,
-        WasmFunction,
-        WasmUdfError,
-    )
+    from thalweg_bytewax.udf.failures import RowFailure, UdfFailure, UdfResult, WasmUdfError
+    from thalweg_bytewax.udf.function import ArgType, WasmFunction
     from thalweg_bytewax.udf.module import WasmModule, WasmModuleError
 
 _HOMES = {
-    **dict.fromkeys(
-        ("ArgType", "RowFailure", "UdfFailure", "UdfResult", "WasmFunction", "WasmUdfError"),
-        ".function",
-    ),
+    **dict.fromkeys(("ArgType", "WasmFunction"), ".function"),
+    **dict.fromkeys(("RowFailure", "UdfFailure", "UdfResult", "WasmUdfError"), ".failures"),
     **dict.fromkeys(("WasmModule", "WasmModuleError"), ".module"),
 }
 

@@ -29,26 +29,28 @@ calls) so that only the rows that fail are reported, never the process.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from enum import StrEnum
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from thalweg_bytewax.errors import ConfigError, ThalwegError
+from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.udf._abi import (
+    ARROW_TYPES,
+    BUFFER_COUNTS,
+    DUCKDB_TYPES,
+    WASM_PAGE,
+    ArgType,
+)
+from thalweg_bytewax.udf._chunk_call import call_chunk
+from thalweg_bytewax.udf.failures import RowFailure, UdfFailure, UdfResult, WasmUdfError
 from thalweg_bytewax.udf.module import (
-    ABI_ALLOC,
     ABI_MEMORY,
     WasmModule,
     describe,
     is_signature,
-    wasmtime,
 )
 
 __all__ = [
@@ -82,80 +84,6 @@ bad row in a 65,536-row chunk takes 32. Past it, the failed ranges are reported 
 
 _MAX_MEMORY_LIMIT_BYTES = 2**31
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
-_PAGE = 65536
-_MAX_TABLE_ELEMENTS = 65_536
-_MAX_TABLES = 4
-
-
-class ArgType(StrEnum):
-    """The column types of the ABI, as arguments and (``int64``, ``float64``) results."""
-
-    INT64 = "int64"
-    FLOAT64 = "float64"
-    UTF8 = "utf8"
-
-
-_ARROW = {ArgType.INT64: pa.int64(), ArgType.FLOAT64: pa.float64(), ArgType.UTF8: pa.string()}
-_DUCKDB = {ArgType.INT64: "BIGINT", ArgType.FLOAT64: "DOUBLE", ArgType.UTF8: "VARCHAR"}
-_BUFFERS = {ArgType.INT64: 2, ArgType.FLOAT64: 2, ArgType.UTF8: 3}
-
-
-class UdfFailure(StrEnum):
-    """Why a call of a WASM function failed. The values are stable."""
-
-    FUEL = "fuel"
-    """The call ran out of fuel (its rows' instruction budget): a loop that does not end."""
-    MEMORY = "memory"
-    """The module needed more memory than its cap."""
-    TRAP = "trap"
-    """The module trapped: division by zero, ``unreachable``, an out-of-bounds access."""
-    STATUS = "status"
-    """The function returned a non-zero status."""
-    ABI = "abi"
-    """The module broke the ABI: a pointer outside its memory."""
-
-
-class WasmUdfError(ThalwegError):
-    """A call of a WASM function failed on a chunk of rows; :attr:`kind` says why.
-
-    Args:
-        message: What failed, where, and what to do.
-        kind: The :class:`UdfFailure` code.
-    """
-
-    __module__ = "thalweg_bytewax.udf"
-
-    def __init__(self, message: str, kind: UdfFailure | str) -> None:
-        super().__init__(message, str(kind))
-
-    @property
-    def kind(self) -> UdfFailure:
-        """Why the call failed."""
-        return UdfFailure(self.args[1])
-
-
-@dataclass(frozen=True)
-class RowFailure:
-    """Rows ``start`` to ``stop - 1`` of the input, which failed with ``error``."""
-
-    start: int
-    stop: int
-    error: WasmUdfError
-
-
-@dataclass(frozen=True)
-class UdfResult:
-    """What :meth:`WasmFunction.apply` returns.
-
-    Attributes:
-        values: The function's output for the rows that succeeded, in input order.
-        ok: The input indices of those rows; ``None`` when every row succeeded.
-        failures: The failed row ranges, in input order, each with its error.
-    """
-
-    values: pa.Array
-    ok: np.ndarray | None
-    failures: tuple[RowFailure, ...]
 
 
 def _positive(value: int, what: str, where: str) -> int:
@@ -236,7 +164,7 @@ class WasmFunction:
 
     def _check_export(self, where: str) -> None:
         func = self.module.export_type(self.export)
-        params = 1 + sum(_BUFFERS[a] for a in self.args) + 2
+        params = 1 + sum(BUFFER_COUNTS[a] for a in self.args) + 2
         if not is_signature(func, params):
             got = "no such export" if func is None else describe(func)
             msg = (
@@ -246,11 +174,11 @@ class WasmFunction:
             )
             raise ConfigError(msg)
         memory = self.module.export_type(ABI_MEMORY)
-        if memory.limits.min * _PAGE > self.memory_limit_bytes:
+        if memory.limits.min * WASM_PAGE > self.memory_limit_bytes:
             msg = (
                 f"{where}: expected module `{self.module.name}` to start within the memory "
                 f"cap of {self.memory_limit_bytes} bytes; it starts at "
-                f"{memory.limits.min * _PAGE}; raise `memory_limit_bytes`"
+                f"{memory.limits.min * WASM_PAGE}; raise `memory_limit_bytes`"
             )
             raise ConfigError(msg)
 
@@ -261,12 +189,12 @@ class WasmFunction:
     @property
     def arrow_type(self) -> pa.DataType:
         """The Arrow type of the result."""
-        return _ARROW[self.returns]
+        return ARROW_TYPES[self.returns]
 
     @property
     def duckdb_types(self) -> tuple[list[str], str]:
         """The DuckDB argument types and result type, for ``create_function``."""
-        return [_DUCKDB[a] for a in self.args], _DUCKDB[self.returns]
+        return [DUCKDB_TYPES[a] for a in self.args], DUCKDB_TYPES[self.returns]
 
     def __call__(self, *arrays: pa.Array | pa.ChunkedArray) -> pa.Array:
         """The function over whole columns, not bisected.
@@ -304,7 +232,7 @@ class WasmFunction:
             while stack:
                 a, b = stack.pop()
                 try:
-                    pieces.append(self._call(cols, a, b))
+                    pieces.append(call_chunk(self, cols, a, b))
                     starts.append((a, b))
                 except WasmUdfError as exc:
                     if b - a == 1 or budget < 2:
@@ -335,9 +263,9 @@ class WasmFunction:
             arr = given
             if isinstance(arr, pa.ChunkedArray):
                 arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
-            if arr.type != _ARROW[kind]:
+            if arr.type != ARROW_TYPES[kind]:
                 try:
-                    arr = arr.cast(_ARROW[kind])  # safe: refuses overflow and truncation
+                    arr = arr.cast(ARROW_TYPES[kind])  # safe: refuses overflow and truncation
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
                     msg = (
                         f"{where}: expected argument {i + 1} to be {kind}; got a column "
@@ -350,129 +278,6 @@ class WasmFunction:
             raise ConfigError(msg)
         return cols
 
-    def _call(self, cols: list[pa.Array], start: int, stop: int) -> pa.Array:
-        """One call over rows ``start:stop`` in a fresh instance: fuel, cap, bounds."""
-        wt = wasmtime()
-        n = stop - start
-        fuel = self.fuel_per_call + self.fuel_per_row * n
-        store = wt.Store(self.module.engine())
-        # One instance with one memory and a few small tables: the cap holds all of it.
-        store.set_limits(
-            memory_size=self.memory_limit_bytes,
-            table_elements=_MAX_TABLE_ELEMENTS,
-            instances=1,
-            tables=_MAX_TABLES,
-            memories=1,
-        )
-        store.set_fuel(fuel)
-        memory: Any = None
-        try:
-            exports = wt.Instance(store, self.module.compiled(), []).exports(store)
-            memory, alloc, func = exports[ABI_MEMORY], exports[ABI_ALLOC], exports[self.export]
-            slices = [c.slice(start, n) for c in cols]
-            valid = _validity_and(slices, n)
-            # Every buffer in one allocation (one call into the module, not one per
-            # buffer: a call costs tens of µs in the bindings), each 8-byte aligned.
-            regions: list[tuple[Any, int] | None] = []
-            for col, kind in zip(slices, self.args, strict=True):
-                regions += [
-                    None if src is None else (src, size) for src, size in _sources(col, kind)
-                ]
-            regions += [(None, 8 * n), (valid, len(valid))]
-            offsets, total = [], 0
-            for region in regions:
-                offsets.append(total)
-                total += 0 if region is None else (region[1] + 7) & ~7
-            block = self._alloc(store, alloc, memory, total, start, stop)
-            params = [n] + [
-                0 if r is None else block + o for r, o in zip(regions, offsets, strict=True)
-            ]
-            writes = [
-                (block + o, r[0], r[1])
-                for r, o in zip(regions, offsets, strict=True)
-                if r is not None and r[0] is not None
-            ]
-            out_ptr, ov_ptr = params[-2], params[-1]
-            base = _base(memory, store)
-            for ptr, src, size in writes:
-                ctypes.memmove(base + ptr, src, size)
-            ctypes.memmove(base + ov_ptr, valid, len(valid))
-            status = func(store, *params)
-            if status != 0:
-                msg = self._message(
-                    start,
-                    stop,
-                    f"returned status {status}; expected 0",
-                    "see the module's own documentation for the status",
-                )
-                raise WasmUdfError(msg, UdfFailure.STATUS)
-            base = _base(memory, store)  # the memory may have grown and moved
-            values = ctypes.string_at(base + out_ptr, 8 * n)
-            validity = ctypes.string_at(base + ov_ptr, len(valid))
-        except wt.Trap as exc:
-            raise self._trap(exc, store, memory, fuel, start, stop) from None
-        except wt.WasmtimeError as exc:
-            msg = self._message(start, stop, f"failed to run ({_first(exc)})", "fix the module")
-            raise WasmUdfError(msg, UdfFailure.TRAP) from None
-        return pa.Array.from_buffers(
-            self.arrow_type, n, [pa.py_buffer(validity), pa.py_buffer(values)]
-        )
-
-    def _alloc(self, store: Any, alloc: Any, memory: Any, size: int, start: int, stop: int) -> int:
-        ptr: int = alloc(store, size)
-        if ptr == 0:
-            msg = self._message(
-                start,
-                stop,
-                f"could not allocate {size} bytes within the memory cap of "
-                f"{self.memory_limit_bytes} bytes",
-                "raise `memory_limit_bytes` or lower `chunk_rows`",
-            )
-            raise WasmUdfError(msg, UdfFailure.MEMORY)
-        if ptr < 0 or ptr + size > memory.data_len(store):
-            msg = self._message(
-                start,
-                stop,
-                f"`{ABI_ALLOC}({size})` returned {ptr}, outside its memory of "
-                f"{memory.data_len(store)} bytes",
-                "fix the module's allocator",
-            )
-            raise WasmUdfError(msg, UdfFailure.ABI)
-        return ptr
-
-    def _trap(
-        self, exc: Any, store: Any, memory: Any, fuel: int, start: int, stop: int
-    ) -> WasmUdfError:
-        # The fuel left, not the trap code: the trap codes' numbering moved between
-        # wasmtime releases, an empty tank did not.
-        if store.get_fuel() == 0:
-            msg = self._message(
-                start,
-                stop,
-                f"ran out of fuel ({fuel} units for {stop - start} row(s))",
-                "the function does not end for these rows; fix its loop or raise `fuel_per_row`",
-            )
-            return WasmUdfError(msg, UdfFailure.FUEL)
-        # wasmtime reports no failed `memory.grow`; a trap with the memory within an
-        # eighth of its cap is taken as the cap reached (an allocator aborting).
-        slack = max(_PAGE, self.memory_limit_bytes // 8)
-        if memory is not None and memory.data_len(store) + slack > self.memory_limit_bytes:
-            msg = self._message(
-                start,
-                stop,
-                f"trapped ({_first(exc)}) with its memory at {memory.data_len(store)} "
-                f"bytes of its cap of {self.memory_limit_bytes}",
-                "raise `memory_limit_bytes` or make the function allocate less",
-            )
-            return WasmUdfError(msg, UdfFailure.MEMORY)
-        msg = self._message(start, stop, f"trapped: {_first(exc)}", "fix the function")
-        return WasmUdfError(msg, UdfFailure.TRAP)
-
-    def _message(self, start: int, stop: int, what: str, remedy: str) -> str:
-        rows = f"row {start}" if stop - start == 1 else f"rows {start}-{stop - 1}"
-        rows += " of its input"
-        return f"wasm udf `{self.name}` ({self.module.name}): {what} on {rows}; {remedy}"
-
 
 def _arg_type(value: ArgType | str, where: str) -> ArgType:
     try:
@@ -480,51 +285,3 @@ def _arg_type(value: ArgType | str, where: str) -> ArgType:
     except ValueError as exc:
         msg = f"{where}: expected a type of 'int64', 'float64' or 'utf8'; got {value!r}"
         raise ConfigError(msg) from exc
-
-
-def _first(exc: BaseException) -> str:
-    """The cause line of a wasmtime error (``wasm trap: integer divide by zero``)."""
-    text = str(getattr(exc, "message", "") or exc)
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1] if lines else type(exc).__name__
-
-
-def _base(memory: Any, store: Any) -> int:
-    address = ctypes.cast(memory.data_ptr(store), ctypes.c_void_p).value
-    return int(address or 0)
-
-
-def _bitmap(col: pa.Array) -> bytes | None:
-    """``col``'s validity as a bitmap from bit 0, or ``None`` when it has no nulls."""
-    if col.null_count == 0:
-        return None
-    valid = pc.is_valid(col)
-    packed: bytes = np.packbits(valid.to_numpy(zero_copy_only=False), bitorder="little").tobytes()
-    return packed
-
-
-def _validity_and(cols: list[pa.Array], n: int) -> bytes:
-    maps = [m for m in (_bitmap(c) for c in cols) if m is not None]
-    if not maps:
-        return b"\xff" * ((n + 7) // 8)
-    acc = np.frombuffer(maps[0], np.uint8).copy()
-    for m in maps[1:]:
-        acc &= np.frombuffer(m, np.uint8)
-    return acc.tobytes()
-
-
-def _sources(col: pa.Array, kind: ArgType) -> list[tuple[Any, int]]:
-    """The ABI buffers of one argument's chunk: (an address or bytes, size) or (None, 0)."""
-    n = len(col)
-    bufs = col.buffers()
-    valid = _bitmap(col)
-    validity: tuple[Any, int] = (valid, len(valid)) if valid is not None else (None, 0)
-    if kind is ArgType.UTF8:
-        offsets = np.frombuffer(bufs[1], np.int32, count=n + 1, offset=4 * col.offset)
-        first, last = int(offsets[0]), int(offsets[-1])
-        rebased = (offsets - first).astype(np.int32).tobytes()
-        data: tuple[Any, int] = (
-            (bufs[2].address + first, last - first) if last > first else (b"\0", 1)
-        )
-        return [(rebased, len(rebased)), data, validity]
-    return [(bufs[1].address + 8 * col.offset, 8 * n), validity]

@@ -17,118 +17,54 @@ and resolved only by :meth:`KafkaSourceConfig.consumer_config`, where a client i
 pipeline's ``[sinks.<name>]`` table with ``kind = "kafka"``, and read whole by its
 partitions; the same spellings (``brokers``, ``librdkafka``, ``password``), the same
 secrets, resolved only by :meth:`KafkaSinkConfig.producer_config` and
-:meth:`KafkaSinkConfig.reader_config`.
+:meth:`KafkaSinkConfig.reader_config`. It lives in a module of its own (``_sink_config``)
+and is imported from here.
 """
 
 from __future__ import annotations
 
 import math
-import uuid
 from collections.abc import Mapping
 from datetime import timedelta
 from functools import cached_property
 from typing import Annotated, Any, ClassVar, Literal, Self
 
-from pydantic import AfterValidator, AwareDatetime, BeforeValidator, Field, model_validator
+from pydantic import AfterValidator, AwareDatetime, Field, model_validator
 
-from thalweg_bytewax._redact import is_secret_key
 from thalweg_bytewax.config import (
     ConnectorConfig,
     PositiveDuration,
     SecretRef,
     renamed_keys,
-    resolve_settings,
 )
-from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns, metadata_columns
 
-from ._args import (
-    check_bool,
-    check_config,
-    check_interval,
-    check_names,
-    check_optional_interval,
-    check_positive_int,
-    check_rate,
-    check_starting_offset,
-)
 from ._config import (
-    BOOTSTRAP_SERVERS,
     DEFAULT_BATCH_SIZE,
     DEFAULT_MAX_BATCH_BYTES,
     DEFAULT_PARTITION_CHECK_INTERVAL,
     DEFAULT_PREFETCH_BUDGET,
     DEFAULT_UNREACHABLE_TIMEOUT,
-    GROUP_ID,
     ISOLATION_LEVEL,
-    LOG_LEVEL,
     MIN_PREFETCH_RECORDS,
     QUEUED_MAX_MESSAGES_KBYTES,
     QUEUED_MIN_MESSAGES,
-    SASL_PASSWORD,
     IsolationLevel,
     consumer_config,
     partition_prefetch_kbytes,
 )
-from ._sink_settings import (
-    ACKS,
-    DEFAULT_DELIVERY_TIMEOUT,
-    DEFAULT_QUEUE_MAX_BYTES,
-    DEFAULT_QUEUE_MAX_MESSAGES,
-    DEFAULT_SINK_METADATA_TIMEOUT,
-    DEFAULT_SINK_SHARDS,
-    DELIVERY_REPORT_ONLY_ERROR,
-    ENABLE_IDEMPOTENCE,
-    ENABLE_PARTITION_EOF,
-    LINGER_MS,
-    MESSAGE_TIMEOUT_MS,
-    MIN_TRANSACTION_TIMEOUT_MS,
-    MURMUR2,
-    PARTITIONER,
-    QUEUE_MAX_KBYTES,
-    QUEUE_MAX_MESSAGES,
-    READER_SETTING_PREFIXES,
-    RESERVED_HEADER_PREFIX,
-    TRANSACTION_TIMEOUT_MS,
-    TRANSACTIONAL_ID,
-    Partitioner,
-)
+from ._shared_config import KafkaSettings, Names, resolved_settings
+from ._sink_config import KafkaSinkConfig
 
 __all__ = [
     "DEFAULT_METADATA_TIMEOUT",
     "KafkaSettings",
     "KafkaSinkConfig",
     "KafkaSourceConfig",
-    "source_config",
 ]
 
 DEFAULT_METADATA_TIMEOUT = timedelta(seconds=10)
 """How long a source waits for the brokers' metadata before it fails."""
-
-
-def _names(value: Any) -> Any:
-    """A comma-separated string as a list (``"a:1, b:2"``); anything else as is."""
-    if isinstance(value, str):
-        return [v.strip() for v in value.split(",") if v.strip()]
-    return value
-
-
-def _type_secrets(settings: dict[str, Any]) -> dict[str, Any]:
-    """Every value whose key names a credential as a :class:`SecretRef` (text only)."""
-    return {
-        key: SecretRef(value) if isinstance(value, str) and is_secret_key(key) else value
-        for key, value in settings.items()
-    }
-
-
-KafkaSettings = Annotated[
-    dict[str, str | bool | int | float | SecretRef], AfterValidator(_type_secrets)
-]
-"""librdkafka properties passed through: a value whose key names a credential
-(``sasl.password``, ``ssl.key.password``, ``sasl.oauthbearer.client.secret``, ...) is a
-:class:`~thalweg_bytewax.config.SecretRef`; the rest stay as written."""
-
-Names = Annotated[list[str], BeforeValidator(_names), Field(min_length=1)]
 
 
 def _no_colon(topics: list[str]) -> list[str]:
@@ -229,7 +165,7 @@ class KafkaSourceConfig(ConnectorConfig):
         Raises:
             ConfigError: Naming a secret reference that does not resolve.
         """
-        return _resolved(self.librdkafka, self.password)
+        return resolved_settings(self.librdkafka, self.password)
 
     @property
     def metadata_timeout_s(self) -> float:
@@ -270,278 +206,3 @@ class KafkaSourceConfig(ConnectorConfig):
         )
         config.update(self.add_config)
         return config
-
-
-def _resolved(librdkafka: Mapping[str, Any], password: SecretRef | None) -> dict[str, Any]:
-    """``librdkafka`` with its secrets resolved, ``password`` as its ``sasl.password``."""
-    resolved: dict[str, Any] = resolve_settings(librdkafka)
-    if password is not None:
-        resolved[SASL_PASSWORD] = password.resolve()
-    return resolved
-
-
-def _topic_name(topic: str) -> str:
-    if not topic or ":" in topic:
-        # ":" separates topic and partition in partition keys; Kafka refuses it anyway.
-        msg = f"expected a non-empty topic name without ':'; got {topic!r}"
-        raise ValueError(msg)
-    return topic
-
-
-def _header_names(headers: dict[str, str]) -> dict[str, str]:
-    for name, column in headers.items():
-        if not name or not column:
-            msg = f"expected header names mapped to column names; got {name!r}: {column!r}"
-            raise ValueError(msg)
-        if name.startswith(RESERVED_HEADER_PREFIX):
-            msg = (
-                f"names `{name}`, which the sink writes itself (`{RESERVED_HEADER_PREFIX}*`); "
-                "expected another header name"
-            )
-            raise ValueError(msg)
-    return headers
-
-
-class KafkaSinkConfig(ConnectorConfig):
-    """The settings of a :class:`~thalweg_bytewax.connectors.kafka.KafkaSink`.
-
-    Build it from keywords (``KafkaSinkConfig.build({"brokers": "b:9092", "topic": "out"})``),
-    load it as a pipeline's ``[sinks.<name>]`` (``kind = "kafka"``), or let ``KafkaSink``
-    build it from its own keywords; ``KafkaSink.from_config`` takes it whole. The
-    encoder and the coverage store are objects, arguments of the sink, not settings.
-
-    Example:
-        >>> cfg = KafkaSinkConfig.build(
-        ...     {"brokers": "b:9092", "topic": "out", "password": "${env:KAFKA_PASSWORD}"}
-        ... )
-        >>> cfg.brokers, cfg.password, cfg.delivery_timeout
-        (['b:9092'], SecretRef('${env:KAFKA_PASSWORD}'), datetime.timedelta(seconds=30))
-    """
-
-    component: ClassVar[str] = "kafka sink"
-    old_names: ClassVar[Mapping[str, str]] = {"bootstrap_servers": "brokers"}
-
-    kind: Literal["kafka"] = "kafka"
-    """The sink kind, as a pipeline's `[sinks.<name>]` table names it."""
-    brokers: Names
-    """The bootstrap servers, `host:port`, as a list or one comma-separated string
-    (`bootstrap_servers` is its old name)."""
-    topic: Annotated[str, AfterValidator(_topic_name)]
-    """The output topic (it must exist, or the cluster must auto-create it)."""
-    key: Annotated[str, Field(min_length=1)] | None = None
-    """The column holding record keys (binary, string or integer); unset = the raw
-    `<prefix>source_key` where a batch has it, else no key."""
-    headers: Annotated[dict[str, str], AfterValidator(_header_names)] = Field(default_factory=dict)
-    """Extra headers from columns: header name = column name (not `_twg.*`, the sink's
-    own)."""
-    partitioner: Partitioner = "key"
-    """`key` (murmur2 of the key, as Java clients; null keys spread at random) or
-    `source` (the record's source partition number)."""
-    keep_source_headers: bool = True
-    """Without an encoder, copy the raw record's headers after the locator header."""
-    transactional: bool = False
-    """One Kafka transaction per epoch and shard (for `read_committed` readers)."""
-    transactional_id: Annotated[str, Field(min_length=1)] | None = None
-    """Prefix of the transactional ids (`<prefix>-<shard>`); unset =
-    `thalweg-<topic>-<step id>`. Keep it stable across restarts."""
-    shards: int = Field(default=DEFAULT_SINK_SHARDS, ge=1)
-    """Sink partitions the source partitions spread over."""
-    librdkafka: KafkaSettings = Field(default_factory=dict)
-    """librdkafka producer properties passed through (SASL, SSL, compression); they win
-    over thalweg's. A value whose key names a credential (`sasl.password`,
-    `ssl.key.password`, `sasl.oauthbearer.client.secret`, ...) is a secret: write a
-    reference (`${env:KAFKA_PASSWORD}`); it is never shown."""
-    password: SecretRef | None = None
-    """The SASL password (librdkafka's `sasl.password`, which it wins over), a secret:
-    write a reference (`${env:KAFKA_PASSWORD}`); it is resolved only when a client is
-    built."""
-    delivery_timeout: PositiveDuration = DEFAULT_DELIVERY_TIMEOUT
-    """How long an epoch's records may take to be acknowledged, and a full local queue
-    may block, before the epoch fails (`unreachable_timeout` is added while the brokers
-    are unreachable)."""
-    metadata_timeout: PositiveDuration = DEFAULT_SINK_METADATA_TIMEOUT
-    """How long one metadata request may take."""
-    unreachable_timeout: PositiveDuration = DEFAULT_UNREACHABLE_TIMEOUT
-    """How long the sink waits for unreachable brokers or leaderless partitions before
-    the epoch fails with `SinkTransientError`."""
-    queue_max_messages: int = Field(default=DEFAULT_QUEUE_MAX_MESSAGES, ge=1)
-    """Most records waiting in the producer's local queue."""
-    queue_max_bytes: int = Field(default=DEFAULT_QUEUE_MAX_BYTES, ge=1)
-    """Most bytes waiting in the producer's local queue."""
-    metadata_prefix: str = DEFAULT_PREFIX
-    """The prefix of the metadata columns."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _old_names(cls, data: Any) -> Any:
-        return renamed_keys(data, cls.old_names, where=cls.component)
-
-    @model_validator(mode="after")
-    def _checked(self) -> Self:
-        metadata_columns(self.metadata_prefix, self.component)
-        return self
-
-    @cached_property
-    def columns(self) -> MetadataColumns:
-        """The metadata columns of :attr:`metadata_prefix`."""
-        return metadata_columns(self.metadata_prefix, self.component)
-
-    @property
-    def delivery_timeout_s(self) -> float:
-        """:attr:`delivery_timeout` in seconds, as the client takes it."""
-        return self.delivery_timeout.total_seconds()
-
-    @property
-    def metadata_timeout_s(self) -> float:
-        """:attr:`metadata_timeout` in seconds, as the client takes it."""
-        return self.metadata_timeout.total_seconds()
-
-    @property
-    def acknowledge_s(self) -> float:
-        """How long a record may wait for its acknowledgement, in seconds.
-
-        :attr:`delivery_timeout` plus :attr:`unreachable_timeout`: a broker restarting
-        holds records that long.
-        """
-        return (self.delivery_timeout + self.unreachable_timeout).total_seconds()
-
-    @property
-    def wait_s(self) -> float:
-        """How long requests answered with a transient error are retried, in seconds."""
-        return max(self.metadata_timeout, self.unreachable_timeout).total_seconds()
-
-    def producer_config(self, step_id: str, shard: int) -> dict[str, Any]:
-        """The librdkafka producer settings of one shard, secrets resolved.
-
-        thalweg's defaults, then :attr:`librdkafka` (and :attr:`password`), which win.
-        Call it where a client is built, never to show.
-
-        Raises:
-            ConfigError: Naming a secret reference that does not resolve.
-        """
-        config: dict[str, Any] = {
-            BOOTSTRAP_SERVERS: ",".join(self.brokers),
-            ENABLE_IDEMPOTENCE: True,
-            ACKS: "all",
-            PARTITIONER: MURMUR2,
-            # Success reports would cost a Python callback per record; failures are
-            # what the epoch's check needs (flush() returning 0 means the rest landed).
-            DELIVERY_REPORT_ONLY_ERROR: True,
-            MESSAGE_TIMEOUT_MS: int(self.acknowledge_s * 1000),
-            QUEUE_MAX_MESSAGES: self.queue_max_messages,
-            QUEUE_MAX_KBYTES: max(1, self.queue_max_bytes // 1024),
-            LINGER_MS: 5,
-            LOG_LEVEL: 3,
-        }
-        if self.transactional:
-            prefix = self.transactional_id or f"thalweg-{self.topic}-{step_id}"
-            config[TRANSACTIONAL_ID] = f"{prefix}-{shard}"
-            # A transaction spans at most one epoch plus its flush (librdkafka refuses a
-            # message timeout longer than the transaction's).
-            config[TRANSACTION_TIMEOUT_MS] = max(
-                MIN_TRANSACTION_TIMEOUT_MS,
-                int(self.delivery_timeout_s * 2000),
-                int(self.acknowledge_s * 1000),
-            )
-        config.update(_resolved(self.librdkafka, self.password))
-        return config
-
-    def reader_config(self) -> dict[str, Any]:
-        """The librdkafka consumer settings that read the topic back on resume.
-
-        Security settings of :attr:`librdkafka` apply to the reader too, resolved;
-        producer-only ones are left out.
-
-        Raises:
-            ConfigError: Naming a secret reference that does not resolve.
-        """
-        config: dict[str, Any] = {
-            BOOTSTRAP_SERVERS: ",".join(self.brokers),
-            GROUP_ID: f"thalweg-unused-{uuid.uuid4().hex[:8]}",
-            "enable.auto.commit": False,
-            ENABLE_PARTITION_EOF: True,
-            ISOLATION_LEVEL: "read_committed" if self.transactional else "read_uncommitted",
-            LOG_LEVEL: 3,
-        }
-        for name, value in _resolved(self.librdkafka, self.password).items():
-            if name.startswith(READER_SETTING_PREFIXES):
-                config[name] = value
-        return config
-
-
-_ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
-
-
-def source_config(  # noqa: PLR0913 - every keyword of KafkaSource, checked by name
-    brokers: object,
-    topics: object,
-    *,
-    tail: object,
-    starting_offset: object,
-    librdkafka: object,
-    password: object,
-    batch_size: object,
-    max_batch_bytes: object,
-    metadata_prefix: object,
-    metadata_timeout: object,
-    max_records_per_s: object,
-    partition_check_interval: object,
-    fail_on_new_partitions: object,
-    isolation_level: object = "read_committed",
-    prefetch_budget: object = DEFAULT_PREFETCH_BUDGET,
-    unreachable_timeout: object = DEFAULT_UNREACHABLE_TIMEOUT,
-) -> KafkaSourceConfig:
-    """Check every keyword of ``KafkaSource`` by name and build its :class:`KafkaSourceConfig`.
-
-    Stricter than a TOML file: a wrong type must not surface as a raw ``TypeError``
-    later, nor be read as another value (``True`` as offset 1, ``30`` as a duration).
-
-    Raises:
-        ConfigError: On an invalid argument, naming it.
-    """
-    # Checked in the order of the signature, so the first wrong argument is named.
-    brokers_ = check_names(brokers, "brokers")
-    # ":" separates topic and partition in partition keys; Kafka refuses it anyway.
-    topics_ = check_names(topics, "topics", forbid=":")
-    tail_ = check_bool(tail, "tail")
-    start = check_starting_offset(starting_offset, "starting_offset")
-    settings = check_config(librdkafka, "librdkafka")
-    if password is not None and not isinstance(password, str | SecretRef):
-        msg = f"kafka source: `password` expected a string or a SecretRef; got {type(password)}"
-        raise ConfigError(msg)
-    batch_size_ = check_positive_int(batch_size, "batch_size")
-    max_batch_bytes_ = check_positive_int(max_batch_bytes, "max_batch_bytes")
-    metadata_columns(metadata_prefix, "kafka source")
-    timeout = check_interval(metadata_timeout, "metadata_timeout")
-    rate = check_rate(max_records_per_s, "max_records_per_s")
-    check_optional_interval(partition_check_interval, "partition_check_interval")
-    fail_on_new = check_bool(fail_on_new_partitions, "fail_on_new_partitions")
-    if isolation_level not in _ISOLATION_LEVELS:
-        msg = (
-            f"kafka source: `isolation_level` expected one of {', '.join(_ISOLATION_LEVELS)}; "
-            f"got {isolation_level!r}"
-        )
-        raise ConfigError(msg)
-    budget = (
-        None if prefetch_budget is None else check_positive_int(prefetch_budget, "prefetch_budget")
-    )
-    check_optional_interval(unreachable_timeout, "unreachable_timeout")
-    values = {
-        "brokers": brokers_,
-        "topics": topics_,
-        "tail": tail_,
-        "starting_offset": start,
-        "librdkafka": settings,
-        "password": password,
-        "batch_size": batch_size_,
-        "max_batch_bytes": max_batch_bytes_,
-        "metadata_prefix": str(metadata_prefix),
-        "metadata_timeout": timedelta(seconds=timeout),
-        "max_records_per_s": rate,
-        "partition_check_interval": partition_check_interval,
-        "fail_on_new_partitions": fail_on_new,
-        "isolation_level": isolation_level,
-        "prefetch_budget": budget,
-        "unreachable_timeout": unreachable_timeout,
-    }
-    return KafkaSourceConfig.build(values)

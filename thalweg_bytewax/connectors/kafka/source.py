@@ -35,7 +35,8 @@ from ._config import (
 from ._metadata import SourceMetadata
 from ._partition import _KafkaPartition
 from ._resume import KafkaPartitionState, read_state
-from .config import DEFAULT_METADATA_TIMEOUT, KafkaSourceConfig, source_config
+from ._source_keywords import source_config
+from .config import DEFAULT_METADATA_TIMEOUT, KafkaSourceConfig
 from .stats import KafkaSourceStats
 
 __all__ = [
