@@ -1,7 +1,7 @@
 """A reference Flight server that stores what a ``FlightSink`` sends and serves it back.
 
 It implements :mod:`thalweg_bytewax.flight.protocol`: DoPut stores the rows of a stream
-at each confirm (one Arrow IPC stream file per source partition and confirm, written,
+at each confirm (one Arrow IPC stream file per source partition and batch sent, written,
 fsynced and renamed under ``<first>-<last>.arrows`` before the answer goes out), skips
 rows whose locator it already holds, and drops rows that were never confirmed when a
 stream breaks; DoAction ``twg.held`` answers the spans held and ``twg.held_ids`` the
@@ -148,13 +148,18 @@ class TableServer(flight.FlightServerBase):  # type: ignore[misc]
         if not batches:
             return
         cols = self.columns
-        table = pa.Table.from_batches(batches)
-        topic_col = table.column(cols.source_topic)
-        for topic in pc.unique(topic_col).to_pylist():
-            of_topic = table.filter(pc.equal(topic_col, topic))
-            for partition in pc.unique(of_topic.column(cols.source_partition)).to_pylist():
-                mine = of_topic.filter(pc.equal(of_topic.column(cols.source_partition), partition))
-                self._store_partition(target, topic, partition, mine)
+        # One file per batch sent, not one per burst: a file's name is the span it holds,
+        # and a burst's first-to-last span would claim the offsets between two batches
+        # (rows another shard refused, say), which a resumed sink would then skip as held.
+        for batch in batches:
+            table = pa.Table.from_batches([batch])
+            topic_col = table.column(cols.source_topic)
+            for topic in pc.unique(topic_col).to_pylist():
+                of_topic = table.filter(pc.equal(topic_col, topic))
+                partitions = of_topic.column(cols.source_partition)
+                for partition in pc.unique(partitions).to_pylist():
+                    mine = of_topic.filter(pc.equal(partitions, partition))
+                    self._store_partition(target, topic, partition, mine)
 
     def _store_partition(self, target: str, topic: str, partition: int, mine: pa.Table) -> None:
         cols = self.columns
