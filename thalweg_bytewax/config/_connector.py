@@ -152,6 +152,21 @@ UNSET = Unset()
 """A keyword not passed (``None`` is a value: no bound)."""
 
 
+def _old_keyword_given(
+    where: str, name: str, value: object, old_name: str, *, stacklevel: int
+) -> None:
+    """Warn that ``old_name`` is deprecated; refuse it beside ``name``."""
+    warnings.warn(
+        f"{where}: `{old_name}` is deprecated; pass `{name}=timedelta(seconds=...)` "
+        "(the old name goes in the next release)",
+        DeprecationWarning,
+        stacklevel=stacklevel,
+    )
+    if not isinstance(value, Unset):
+        msg = f"{where}: got `{name}` and its old name `{old_name}`; keep `{name}`"
+        raise ConfigError(msg)
+
+
 def bound_keyword(  # noqa: PLR0913 - the new and the old keyword, each named
     where: str,
     name: str,
@@ -179,15 +194,7 @@ def bound_keyword(  # noqa: PLR0913 - the new and the old keyword, each named
             nor ``None``.
     """
     if not isinstance(old, Unset):
-        warnings.warn(
-            f"{where}: `{old_name}` is deprecated; pass `{name}=timedelta(seconds=...)` "
-            "(the old name goes in the next release)",
-            DeprecationWarning,
-            stacklevel=stacklevel,
-        )
-        if not isinstance(value, Unset):
-            msg = f"{where}: got `{name}` and its old name `{old_name}`; keep `{name}`"
-            raise ConfigError(msg)
+        _old_keyword_given(where, name, value, old_name, stacklevel=stacklevel + 1)
         return old
     if isinstance(value, Unset):
         value = default
@@ -235,15 +242,7 @@ def duration_keyword(  # noqa: PLR0913 - the new and the old keyword, each named
             negative (or zero, unless ``zero``).
     """
     if not isinstance(old, Unset):
-        warnings.warn(
-            f"{where}: `{old_name}` is deprecated; pass `{name}=timedelta(seconds=...)` "
-            "(the old name goes in the next release)",
-            DeprecationWarning,
-            stacklevel=stacklevel,
-        )
-        if not isinstance(value, Unset):
-            msg = f"{where}: got `{name}` and its old name `{old_name}`; keep `{name}`"
-            raise ConfigError(msg)
+        _old_keyword_given(where, name, value, old_name, stacklevel=stacklevel + 1)
         if isinstance(old, bool) or not isinstance(old, int | float):
             msg = f"{where}: `{old_name}` expected a number of seconds; got {_got(old)}"
             raise ConfigError(msg)
