@@ -10,7 +10,7 @@ message, repr or ``thalweg config show`` prints it.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field, field_validator
 
@@ -34,7 +34,7 @@ DEFAULT_CONFIRM_TIMEOUT = timedelta(seconds=60)
 _SCHEMES = ("grpc://", "grpc+tcp://", "grpc+tls://", "grpc+unix://")
 
 
-def _location(value: Any) -> Any:
+def _checked_location(value: Any) -> Any:
     if isinstance(value, str) and value.startswith(_SCHEMES):
         return value
     msg = (
@@ -44,7 +44,28 @@ def _location(value: Any) -> Any:
     raise ValueError(msg)
 
 
-class FlightSinkConfig(ConnectorConfig):
+class _FlightEndpointConfig(ConnectorConfig):
+    """What the sink's and the source's settings share: the server and the columns.
+
+    The fields are each model's own, so each keeps its order and its docs.
+    """
+
+    if TYPE_CHECKING:
+        location: str
+        metadata_prefix: str
+
+    @field_validator("location", mode="before", check_fields=False)
+    @classmethod
+    def _location(cls, value: Any) -> Any:
+        return _checked_location(value)
+
+    @property
+    def columns(self) -> MetadataColumns:
+        """The metadata columns under :attr:`metadata_prefix`."""
+        return MetadataColumns(self.metadata_prefix)
+
+
+class FlightSinkConfig(_FlightEndpointConfig):
     """The settings of a :class:`~thalweg_bytewax.connectors.flight.FlightSink`.
 
     Example:
@@ -73,18 +94,8 @@ class FlightSinkConfig(ConnectorConfig):
     metadata_prefix: MetadataPrefix = DEFAULT_PREFIX
     """The prefix of the metadata columns."""
 
-    @field_validator("location", mode="before")
-    @classmethod
-    def _location(cls, value: Any) -> Any:
-        return _location(value)
 
-    @property
-    def columns(self) -> MetadataColumns:
-        """The metadata columns under :attr:`metadata_prefix`."""
-        return MetadataColumns(self.metadata_prefix)
-
-
-class FlightSourceConfig(ConnectorConfig):
+class FlightSourceConfig(_FlightEndpointConfig):
     """The settings of a :class:`~thalweg_bytewax.connectors.flight.FlightSource`.
 
     Example:
@@ -106,13 +117,3 @@ class FlightSourceConfig(ConnectorConfig):
     """A bearer token sent as the `authorization` header."""
     metadata_prefix: MetadataPrefix = DEFAULT_PREFIX
     """The prefix of the metadata columns."""
-
-    @field_validator("location", mode="before")
-    @classmethod
-    def _location(cls, value: Any) -> Any:
-        return _location(value)
-
-    @property
-    def columns(self) -> MetadataColumns:
-        """The metadata columns under :attr:`metadata_prefix`."""
-        return MetadataColumns(self.metadata_prefix)
