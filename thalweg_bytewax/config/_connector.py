@@ -20,7 +20,7 @@ from datetime import timedelta
 from typing import Any, ClassVar, Self
 
 import annotated_types
-from pydantic import SecretStr, ValidationError
+from pydantic import SecretStr, ValidationError, model_validator
 
 from thalweg_bytewax._redact import redact_value
 from thalweg_bytewax.config._model import ConfigModel
@@ -41,6 +41,14 @@ class ConnectorConfig(ConfigModel):
 
     component: ClassVar[str] = "connector"
     """Who owns these settings, as error messages name it (``"parquet sink"``)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        """Each key of :attr:`old_names` moved to its new name, with a warning."""
+        if not cls.old_names:
+            return data
+        return renamed_keys(data, cls.old_names, where=cls.component)
 
     @classmethod
     def build(cls, values: Mapping[str, Any], *, component: str | None = None) -> Self:

@@ -16,7 +16,7 @@ from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import AfterValidator, Field, model_validator
 
-from thalweg_bytewax.config import ConnectorConfig, PositiveDuration, SecretRef, renamed_keys
+from thalweg_bytewax.config import ConnectorConfig, PositiveDuration, SecretRef
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns, metadata_columns
 
 from ._config import (
@@ -144,11 +144,6 @@ class KafkaSinkConfig(ConnectorConfig):
     """Most bytes waiting in the producer's local queue."""
     metadata_prefix: str = DEFAULT_PREFIX
     """The prefix of the metadata columns."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _old_names(cls, data: Any) -> Any:
-        return renamed_keys(data, cls.old_names, where=cls.component)
 
     @model_validator(mode="after")
     def _checked(self) -> Self:

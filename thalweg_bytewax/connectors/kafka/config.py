@@ -35,7 +35,6 @@ from thalweg_bytewax.config import (
     ConnectorConfig,
     PositiveDuration,
     SecretRef,
-    renamed_keys,
 )
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns, metadata_columns
 
@@ -140,11 +139,6 @@ class KafkaSourceConfig(ConnectorConfig):
     unreachable_timeout: PositiveDuration | None = DEFAULT_UNREACHABLE_TIMEOUT
     """In a bounded run, how long a partition may read nothing while the brokers are
     unreachable before the run fails; unset = wait indefinitely."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _old_names(cls, data: Any) -> Any:
-        return renamed_keys(data, cls.old_names, where=cls.component)
 
     @model_validator(mode="after")
     def _checked(self) -> Self:
