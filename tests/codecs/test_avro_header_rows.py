@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from thalweg_bytewax.codecs._avro_decode import _header_rows
+from thalweg_bytewax.codecs._avro_headers import header_rows as _header_rows
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.records.metadata import DEFAULT_COLUMNS
 

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from thalweg_bytewax.codecs import _avro_fast, _avro_scan
+from thalweg_bytewax.codecs import _avro_fast, _avro_scan, _avro_walk
 from thalweg_bytewax.codecs._avro_resolve import (
     _FIXED_KEY,
     AvroDecodeError,
@@ -28,21 +28,22 @@ from thalweg_bytewax.codecs.base import (
     DecodeFailure,
     FailureKind,
     Framing,
-    HeadersInput,
-    PayloadsInput,
 )
 from thalweg_bytewax.codecs.framing import FramingError, peel, peel_confluent_batch
-from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.registry import SchemaKey
 
 
 def _peel(
-    framing: Framing, arr: pa.BinaryArray, headers: HeadersInput, failures: list[DecodeFailure]
+    framing: Framing,
+    arr: pa.BinaryArray,
+    header_rows: dict[int, list[tuple[str, bytes | None]]],
+    failures: list[DecodeFailure],
 ) -> tuple[dict[SchemaKey, np.ndarray], np.ndarray]:
     """Row indices per writer schema key, and where each row's body starts.
 
-    Columnar for the Confluent prefix; only rows with a schema-id header and rows
-    that fail framing are looked at one by one.
+    Columnar for the Confluent prefix; only rows with a schema-id header
+    (``header_rows``, from :func:`._avro_headers.header_rows`) and rows that fail framing are looked
+    at one by one.
     """
     n = len(arr)
     nulls = arr.is_null().to_numpy(zero_copy_only=False)
@@ -56,7 +57,6 @@ def _peel(
     ids, ok = peel_confluent_batch(arr)
     ok = ok.copy()
     offsets = np.full(n, 5, dtype=np.int64)
-    header_rows = _header_rows(headers, n)
     by_guid: dict[SchemaKey, list[int]] = {}
     for row, hdrs in header_rows.items():
         ok[row] = False  # a schema-id header wins over the payload prefix
@@ -109,34 +109,35 @@ class _Group:
 
 
 def _decode_exact_rows(
-    g: _Group, bodies: pa.BinaryArray, idx: np.ndarray
+    g: _Group, bodies: pa.BinaryArray, idx: np.ndarray, *, walked: bool = False
 ) -> tuple[np.ndarray, pa.RecordBatch]:
-    reader, w, plan, schema, failures = g.reader, g.w, g.plan, g.schema, g.failures
+    w, plan, schema, failures = g.w, g.plan, g.schema, g.failures
     records: list[dict[str, Any]] = []
     good: list[int] = []
+    refused = {} if walked else _walk_refused(w, bodies)
     for pos, body in enumerate(bodies.to_pylist()):
+        if pos in refused:  # never handed to fastavro: it would read it wrong, or forever
+            failures.append(DecodeFailure(int(idx[pos]), FailureKind.MALFORMED, refused[pos]))
+            continue
         try:
-            records.append(_read(w, body, plan.reader))
+            record = _read(w, body, plan.reader)
         except AvroDecodeError as exc:
             failures.append(DecodeFailure(int(idx[pos]), exc.kind, str(exc)))
             continue
+        records.append(record)
         good.append(pos)
     invalid: dict[int, str] = {}
-    source = reader.node if reader is not None else w.node
-    src_children = dict(zip(source.field_names, source.children, strict=False))
-    columns = []
-    for f, col in zip(
-        schema, plan.columns if plan.reader is None else range(len(schema)), strict=False
-    ):
-        if col is None:
-            columns.append(pa.nulls(len(records), f.type))
-            continue
-        node = src_children.get(f.name)
-        values = [r[f.name] for r in records]
-        column = node.build(values) if node is not None else pa.array(values, f.type)
-        if column.type != f.type:
-            column = _promote(column, f, values, invalid)
-        columns.append(column)
+    try:
+        columns = _columns(g, records, invalid)
+    except _UNBUILDABLE:
+        # A value read that its column cannot hold: the rows that hold one are malformed.
+        for pos, text in _unbuildable(g, records).items():
+            failures.append(DecodeFailure(int(idx[good[pos]]), FailureKind.MALFORMED, text))
+            good[pos] = -1
+        records = [r for r, pos in zip(records, good, strict=True) if pos >= 0]
+        good = [pos for pos in good if pos >= 0]
+        invalid.clear()
+        columns = _columns(g, records, invalid)
     batch = pa.RecordBatch.from_arrays(columns, schema=schema)
     rows = idx[np.asarray(good, dtype=np.int64)]
     if (
@@ -166,6 +167,115 @@ def _decode_exact_rows(
         batch = batch.filter(pa.array(keep))
         rows = rows[keep]
     return rows, batch
+
+
+_UNBUILDABLE = (pa.ArrowException, OverflowError, ValueError, TypeError)
+"""What building a column raises for a value its type cannot hold."""
+
+
+def _columns(g: _Group, records: list[dict[str, Any]], invalid: dict[int, str]) -> list[pa.Array]:
+    """The output columns of ``records``; bytes that cannot become a string go to ``invalid``."""
+    reader, w, plan, schema = g.reader, g.w, g.plan, g.schema
+    source = reader.node if reader is not None else w.node
+    src_children = dict(zip(source.field_names, source.children, strict=False))
+    columns = []
+    for f, col in zip(
+        schema, plan.columns if plan.reader is None else range(len(schema)), strict=False
+    ):
+        if col is None:
+            columns.append(pa.nulls(len(records), f.type))
+            continue
+        node = src_children.get(f.name)
+        values = [r[f.name] for r in records]
+        column = node.build(values) if node is not None else pa.array(values, f.type)
+        if column.type != f.type:
+            column = _promote(column, f, values, invalid)
+        columns.append(column)
+    return columns
+
+
+def _unbuildable(g: _Group, records: list[dict[str, Any]]) -> dict[int, str]:
+    """The records holding a value their column cannot hold, with the field and why.
+
+    Only reached when a column of the whole group failed to build (the walk refuses
+    such bodies first, so this is the last line, not the usual path): each record's
+    values are built alone to find them.
+    """
+    reader, w = g.reader, g.w
+    source = reader.node if reader is not None else w.node
+    out: dict[int, str] = {}
+    for name, node in zip(source.field_names, source.children, strict=False):
+        for pos, record in enumerate(records):
+            if pos in out or name not in record:
+                continue
+            try:
+                node.build([record[name]])
+            except _UNBUILDABLE as exc:
+                out[pos] = (
+                    f"avro {w.label}: field `{name}` holds a value its type {node.arrow} "
+                    f"cannot hold ({type(exc).__name__}: {exc}); the body does not match "
+                    f"the writer schema"
+                )
+    return out
+
+
+_FASTAVRO_READS = (1, 2, 3, 10, 13)
+"""Walk statuses fastavro reports itself, bounded and in its own words, where every
+item of every array takes a byte: truncated, a varint cut short, bytes left over, a
+negative length, a block count beyond the bytes left (fastavro runs out of them)."""
+
+
+def _walk_refused(w: _Writer, bodies: pa.BinaryArray) -> dict[int, str]:
+    """The rows fastavro must not read, with their reject texts.
+
+    fastavro has no bound on a block of items that take no byte (2**62 empty records
+    loop for ever), reads an ``int`` of any size, a boolean byte of 2 as true, a union
+    branch or enum index of -1 as the last one, and a time of -1 as a time of day: the
+    walk (native, else in Python; any valid layout) finds them first, so such a body
+    never reaches fastavro. The statuses fastavro reports itself keep its text, except
+    in a schema with an array of items that may take no byte: there every refused body
+    is a reject.
+    """
+    walked = _avro_walk.walk_any(w.node, bodies)
+    if walked is None and _avro_fast.empty_items(w.node):
+        text = (
+            f"avro {w.label}: the schema nests deeper than {_avro_walk.MAX_DEPTH} levels and "
+            f"holds an array of items that may take no byte, which no bounded reader reads; "
+            f"the body is not read"
+        )
+        return dict.fromkeys(range(len(bodies)), text)
+    if walked is None or not walked.bad:
+        return {}
+    if _avro_fast.empty_items(w.node):
+        # fastavro ignores a block's byte size and reads its count of items that take
+        # no byte one by one: any body the walk refuses might never end there
+        rows = np.flatnonzero(walked.status)
+    else:
+        rows = np.flatnonzero((walked.status != 0) & ~np.isin(walked.status, _FASTAVRO_READS))
+    if not len(rows):
+        return {}
+    sizes = pc.binary_length(bodies).to_numpy(zero_copy_only=False)[rows].tolist()
+    names = _avro_walk.labels(w.node)
+    out: dict[int, str] = {}
+    for pos, status, at, op, size in zip(
+        rows.tolist(),
+        walked.status[rows].tolist(),
+        walked.where[rows].tolist(),
+        walked.op[rows].tolist(),
+        sizes,
+        strict=True,
+    ):
+        if status == _avro_walk.INT_RANGE:
+            what = "an `int` holds a value outside 32 bits"
+        elif status in (_avro_walk.RANGE, _avro_walk.PRECISION) and op in names:
+            what = f"field {names[op]} holds {_avro_walk.REASONS[status]}"
+        else:
+            what = _avro_walk.REASONS[status]
+        out[pos] = (
+            f"avro {w.label}: {what} at byte {at} of {size}; the body does not match the "
+            f"writer schema"
+        )
+    return out
 
 
 def _structural_failures(
@@ -221,61 +331,6 @@ def _promote(column: pa.Array, f: pa.Field, values: list[Any], invalid: dict[int
                     clean[pos] = None  # the row is dropped as malformed
         return pa.array(clean, pa.binary()).cast(target)
     return _avro_fast.cast_exact(column, target)
-
-
-def _as_binary(payloads: PayloadsInput) -> pa.BinaryArray:
-    if isinstance(payloads, pa.ChunkedArray):
-        payloads = payloads.combine_chunks()
-    if not isinstance(payloads, pa.Array):
-        payloads = pa.array(list(payloads), pa.binary())
-    if not pa.types.is_binary(payloads.type):
-        payloads = payloads.cast(pa.binary())
-    return payloads
-
-
-def _header_rows(headers: HeadersInput, n: int) -> dict[int, list[tuple[str, bytes | None]]]:
-    """Rows whose headers carry a schema GUID, with their headers."""
-    if headers is None:
-        return {}
-    if isinstance(headers, pa.Array | pa.ChunkedArray):
-        got = len(headers)
-        index, rows = _schema_header_rows(headers) if got == n else ([], [])
-    else:
-        rows = list(headers)
-        got = len(rows)
-        index = list(range(got))
-    if got != n:
-        # A caller bug (misaligned columns), not bad data: no row's headers can be trusted.
-        msg = f"avro codec: expected {n} header rows (one per payload); got {got}"
-        raise ConfigError(msg)
-    out: dict[int, list[tuple[str, bytes | None]]] = {}
-    for i, hdrs in zip(index, rows, strict=True):
-        if not hdrs:
-            continue
-        pairs = [(h["key"], h["value"]) if isinstance(h, dict) else tuple(h) for h in hdrs]
-        if any(k == "__value_schema_id" for k, _ in pairs):
-            out[i] = pairs
-    return out
-
-
-def _schema_header_rows(headers: pa.Array | pa.ChunkedArray) -> tuple[list[int], list[Any]]:
-    """Only the rows with a ``__value_schema_id`` header, and their row numbers.
-
-    Columnar: the header names are compared in one kernel call, so a batch without
-    schema-id headers (the common case) never builds a Python object per row.
-    """
-    arr = headers.combine_chunks() if isinstance(headers, pa.ChunkedArray) else headers
-    if not (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)) or not (
-        pa.types.is_struct(arr.type.value_type)
-    ):  # not the RawBatch header shape: every row is looked at
-        return list(range(len(arr))), arr.to_pylist()
-    names = pc.struct_field(arr.flatten(), [0])
-    hit = pc.fill_null(pc.equal(names, "__value_schema_id"), False)
-    if not pc.any(hit).as_py():
-        return [], []
-    parents = pc.filter(pc.list_parent_indices(arr), hit)
-    rows = pc.unique(parents)
-    return rows.to_pylist(), arr.take(rows).to_pylist()
 
 
 def _empty(schema: pa.Schema) -> pa.RecordBatch:

@@ -22,6 +22,7 @@ from thalweg_bytewax.codecs._encode import (
     SchemaIdIn,
     SubjectStrategy,
     registered_schema,
+    schema_id_of_type,
 )
 from thalweg_bytewax.codecs.base import EncodedValues, Framing
 from thalweg_bytewax.errors import ConfigError, SchemaError
@@ -138,17 +139,9 @@ class AvroEncoder(RegistryEncoder["_Bound"]):
         resolved = registered_schema(
             self._source, subject, schema, auto_register=self._auto, encoder="avro"
         )
-        if resolved.schema_type != "AVRO":
-            msg = (
-                f"avro encoder: subject `{subject}` expected an AVRO schema; got "
-                f"{resolved.schema_type}; use the matching encoder or another subject"
-            )
-            raise SchemaError(msg)
+        schema_id = schema_id_of_type(resolved, subject, schema_type="AVRO", encoder="avro")
         parsed = self._parsed or _parse(resolved.schema_str, f"subject `{subject}`")
-        if resolved.schema_id is None:  # pragma: no cover - registries always return ids
-            msg = f"avro encoder: subject `{subject}` expected a schema id; got none"
-            raise SchemaError(msg)
-        bound = _Bound(parsed, resolved.schema_id, resolved.guid)
+        bound = _Bound(parsed, schema_id, resolved.guid)
         logger.info(
             "avro encoder: topic %s writes with subject %s schema id %s",
             topic,

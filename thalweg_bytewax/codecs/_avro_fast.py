@@ -16,18 +16,24 @@ used only when it can be proven exact:
   not an ``Exception``, return ``None`` and the caller decodes the group on the exact
   path; ``KeyboardInterrupt``, ``SystemExit`` and ``MemoryError`` propagate;
 * **record boundaries are verified**: polars reads the block as one byte stream, so a
-  truncated body would shift every record after it. After decoding, the encoded size of
-  every row is recomputed from the decoded columns (vectorised) and must equal the body
-  length of that payload; any difference falls back to the exact path. With every
-  boundary proven, each row was decoded from exactly its own bytes.
+  truncated body would shift every record after it. Before polars runs, one native pass
+  (:mod:`~thalweg_bytewax.codecs._avro_walk`) walks every body against the writer schema
+  and proves it holds exactly one record in its canonical encoding (minimal varints,
+  one block per array, boolean bytes 0/1, union branches and enum indexes in range,
+  canonical uuids); any row that is not sends the group to the exact path. With every
+  boundary proven, each row is decoded from exactly its own bytes. Where the extension
+  is not built, the same is proven after decoding from polars' columns: each row's
+  encoded size recomputed (vectorised) must equal its body length, and each union
+  branch, boolean byte, array count, enum index, ten-byte long (its last byte 1: no
+  bit past 64) and uuid must be canonical; with a bytes-backed decimal in the schema
+  (whose empty encoding polars reads as 0, a byte short of its size), every varint,
+  decimal length and array end is checked where it is, field after field.
 """
 
 from __future__ import annotations
 
 import io
-import json
-import os
-from collections.abc import Mapping
+import logging
 from typing import Any
 
 import numpy as np
@@ -35,20 +41,25 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from thalweg_bytewax.codecs import _avro_walk
 from thalweg_bytewax.codecs._avro_canonical import (
     has_tags,
     noncanonical_tags,
     tag_errors,
     uuids_canonical,
 )
+from thalweg_bytewax.codecs._avro_ocf import SYNC, ocf_block, ocf_header, ocf_schema_json
 from thalweg_bytewax.codecs._avro_sizes import int_values, value_sizes
 from thalweg_bytewax.codecs._avro_types import AvroNode
-from thalweg_bytewax.codecs._nulls import required_children
+from thalweg_bytewax.codecs._nulls import rebuilt_struct
 
 __all__ = [
     "available",
     "cast_exact",
     "decode_block",
+    "decode_framed",
+    "empty_items",
+    "needs_walk",
     "has_tags",
     "noncanonical_tags",
     "ocf_header",
@@ -57,7 +68,8 @@ __all__ = [
     "tag_errors",
 ]
 
-_SYNC = os.urandom(16)
+logger = logging.getLogger(__name__)
+
 _MAX_FAST_DECIMAL_PRECISION = 18  # unscaled values fit int64, so sizes stay vectorised
 _polars: Any = None
 # polars' panic type (a BaseException), set when polars loads; until then nothing polars
@@ -108,94 +120,6 @@ def supported(node: AvroNode, *, top: bool = True) -> bool:
     return False  # map, union
 
 
-def _strip_and_inline(node: Any, named: dict[str, Any], ns: str | None) -> Any:
-    """Schema JSON polars can read: no defaults, every named-type use expanded in place.
-
-    polars resolves no named-type references, so each use of a named type repeats its
-    definition (safe: recursive types never reach the fast path).
-    """
-    if isinstance(node, str):
-        full = node if "." in node or ns is None else f"{ns}.{node}"
-        for key in (full, node):
-            if key in named:
-                return _strip_and_inline(named[key], named, ns)
-        return node
-    if isinstance(node, list):
-        return [_strip_and_inline(b, named, ns) for b in node]
-    if not isinstance(node, dict):
-        return node
-    out = {k: v for k, v in node.items() if k != "default" and not k.startswith("__")}
-    t = node.get("type")
-    if t in ("record", "error", "enum", "fixed") and "name" in node:
-        name = node["name"]
-        space = node.get("namespace", ns)
-        full = name if "." in name or not space else f"{space}.{name}"
-        named.setdefault(full, node)
-        ns = full.rsplit(".", 1)[0] if "." in full else space
-        out["name"] = full
-        out.pop("namespace", None)
-        if "fields" in node:
-            out["fields"] = [
-                {
-                    **{k: v for k, v in f.items() if k != "default"},
-                    "type": _strip_and_inline(f["type"], named, ns),
-                }
-                for f in node["fields"]
-            ]
-        return out
-    if t == "array":
-        out["items"] = _strip_and_inline(node["items"], named, ns)
-    elif t == "map":
-        out["values"] = _strip_and_inline(node["values"], named, ns)
-    elif isinstance(t, dict | list) or (isinstance(t, str) and t in named):
-        out["type"] = _strip_and_inline(t, named, ns)
-    return out
-
-
-def ocf_schema_json(schema: Any, named: Mapping[str, Any]) -> str:
-    """Self-contained schema JSON for the OCF header: references inlined, no defaults."""
-    return json.dumps(_strip_and_inline(schema, dict(named), None))
-
-
-def _zz(n: int) -> bytes:
-    z = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while True:
-        if z & ~0x7F:
-            out.append((z & 0x7F) | 0x80)
-            z >>= 7
-        else:
-            out.append(z)
-            return bytes(out)
-
-
-def ocf_header(schema_json: str) -> bytes:
-    """The OCF file header (magic, metadata map, sync marker) for ``schema_json``."""
-    meta = {b"avro.schema": schema_json.encode(), b"avro.codec": b"null"}
-    out = bytearray(b"Obj\x01")
-    out += _zz(len(meta))
-    for k, v in meta.items():
-        out += _zz(len(k)) + k + _zz(len(v)) + v
-    out += _zz(0) + _SYNC
-    return bytes(out)
-
-
-def _ocf_block(header: bytes, bodies: pa.BinaryArray) -> bytes:
-    """One OCF file holding ``bodies`` as its only block, built with a single copy.
-
-    The bodies are contiguous in the array's data buffer, so the block's payload is a
-    view of it; ``bytes.join`` copies each part once.
-    """
-    n = len(bodies)
-    offsets = np.frombuffer(bodies.buffers()[1], dtype=np.int32)[
-        bodies.offset : bodies.offset + n + 1
-    ]
-    data = bodies.buffers()[2]
-    start, end = int(offsets[0]), int(offsets[-1])
-    body = memoryview(data)[start:end] if data is not None else b""
-    return b"".join((header, _zz(n), _zz(end - start), body, _SYNC))
-
-
 def decode_block(header: bytes, node: AvroNode, bodies: pa.BinaryArray) -> pa.RecordBatch | None:
     """Decode ``bodies`` (one writer schema) to a batch of exact types, or ``None``.
 
@@ -205,10 +129,48 @@ def decode_block(header: bytes, node: AvroNode, bodies: pa.BinaryArray) -> pa.Re
     pl = _load_polars()
     if pl is None or len(bodies) == 0:
         return None
-    block = _ocf_block(header, bodies)
+    walked = _walk(node, bodies)
+    if walked is not None and walked.bad:
+        return None  # some body is not one canonical record: polars is not asked
+    if walked is None and needs_walk(node):
+        # polars would read some values wrong unseen, or loop on a block of items that
+        # take no byte: the exact path reads such a schema, every body walked first
+        return None
+    unwalked = bodies if walked is None else None
+    return _read_block(ocf_block(header, bodies), node, len(bodies), unwalked)
+
+
+def decode_framed(
+    header: bytes, node: AvroNode, payloads: pa.BinaryArray, schema_id: int
+) -> pa.RecordBatch | None:
+    """:func:`decode_block` of Confluent-framed ``payloads`` all of writer ``schema_id``.
+
+    The frame check, the walk and the container block are one native pass
+    (:func:`._avro_walk.framed_block`): no columnar peel, no sliced copy of the bodies.
+    ``None`` means "peel and decode group by group": polars is missing or failed, or a
+    payload is not framed for ``schema_id`` or not proven by the walk.
+    """
+    pl = _load_polars()
+    if pl is None or len(payloads) == 0:
+        return None
+    block = _avro_walk.framed_block(node, payloads, schema_id, header, SYNC)
+    if block is None:
+        return None
+    return _read_block(block, node, len(payloads))
+
+
+def _read_block(
+    block: bytes, node: AvroNode, rows: int, unwalked: pa.BinaryArray | None = None
+) -> pa.RecordBatch | None:
+    """The records of one container block (``rows`` of them) read by polars, exact types.
+
+    ``unwalked``: the bodies when no walk proved them; their rows are then checked from
+    the decoded columns. ``None`` when polars failed or a check did.
+    """
+    pl = _load_polars()
     try:
         table = pl.read_avro(io.BytesIO(block)).to_arrow()
-        if table.num_rows != len(bodies):
+        if table.num_rows != rows:
             return None
         arrays = [
             cast_exact(_one_chunk(table.column(i)), child.arrow)
@@ -220,19 +182,7 @@ def decode_block(header: bytes, node: AvroNode, bodies: pa.BinaryArray) -> pa.Re
                 [c.arrow_field(n) for n, c in zip(node.field_names, node.children, strict=False)]
             ),
         )
-        field_sizes = [value_sizes(a, c) for a, c in zip(arrays, node.children, strict=False)]
-        sizes = np.zeros(len(bodies), dtype=np.int64)
-        for field_size in field_sizes:
-            sizes += field_size
-        if not np.array_equal(sizes, _lengths(bodies)):
-            return None
-        # The layout is proven; a non-canonical branch or boolean byte goes to the exact
-        # path, which reports the row.
-        if has_tags(node) and tag_errors(bodies, arrays, node, field_sizes).any():
-            return None
-        # polars reads a uuid as any string; the exact path parses it (and fails, or
-        # writes it canonical), so anything but the canonical form goes there.
-        if not all(uuids_canonical(a, c) for a, c in zip(arrays, node.children, strict=False)):
+        if unwalked is not None and not _columns_exact(unwalked, arrays, node):
             return None
     except MemoryError:
         # Not a limit of polars: the exact path needs more memory (a dict per record),
@@ -243,6 +193,101 @@ def decode_block(header: bytes, node: AvroNode, bodies: pa.BinaryArray) -> pa.Re
         # KeyboardInterrupt and SystemExit still propagate.
         return None
     return batch
+
+
+def _walk(node: AvroNode, bodies: pa.BinaryArray) -> _avro_walk.Walked | None:
+    """The native walk of ``bodies`` (:mod:`._avro_walk`), or ``None`` where it is not built."""
+    global _said_columns  # noqa: PLW0603 - one log line per process
+    if not _avro_walk.NATIVE:
+        if not _said_columns:
+            _said_columns = True
+            logger.warning(
+                "avro: the native exactness walk is not built (no C compiler at install); "
+                "the polars fast path checks each row from its decoded columns instead "
+                "(the same rows accepted, more CPU per record), and schemas with ints, "
+                "decimals, dates, times or timestamps take the exact path (fastavro, "
+                "several times slower). Reinstall thalweg-bytewax with a C compiler to "
+                "build it."
+            )
+        return None
+    return _avro_walk.walk_node(node, bodies)
+
+
+_said_columns = False
+
+
+def needs_walk(node: AvroNode) -> bool:
+    """Whether polars may read ``node`` wrong (or for ever) unless the native walk runs first."""
+    return _values_unchecked(node) or empty_items(node)
+
+
+def _values_unchecked(node: AvroNode) -> bool:
+    """Whether ``node`` holds a value polars reads wrong without an error.
+
+    An ``int`` beyond 32 bits (wrapped), a date, time or timestamp outside the range it
+    converts in (null), a decimal beyond its precision (kept): the native walk refuses
+    such bodies before polars runs, and polars' columns cannot tell them from good
+    values (a wrapped int takes as many bytes). Without the walk such a schema takes
+    the exact path, which checks every body first.
+    """
+    t = node.arrow
+    if node.kind in ("prim", "decimal") and (
+        pa.types.is_int32(t)
+        or pa.types.is_date32(t)
+        or pa.types.is_time32(t)
+        or pa.types.is_time64(t)
+        or pa.types.is_timestamp(t)
+        or pa.types.is_decimal(t)
+    ):
+        return True
+    return any(_values_unchecked(c) for c in node.children)
+
+
+def empty_items(node: AvroNode) -> bool:
+    """Whether ``node`` holds an array of items that may take no byte (records of nulls).
+
+    Such a block's count is bounded by no byte of the body: only the walk bounds it.
+    """
+    if node.kind == "array" and _may_be_empty(node.children[0]):
+        return True
+    return any(empty_items(c) for c in node.children)
+
+
+def _may_be_empty(node: AvroNode) -> bool:
+    if node.kind == "record":
+        return all(_may_be_empty(c) for c in node.children)
+    if node.kind == "fixed":
+        return node.size == 0
+    return node.kind == "prim" and pa.types.is_null(node.arrow)
+
+
+def _columns_exact(bodies: pa.BinaryArray, arrays: list[pa.Array], node: AvroNode) -> bool:
+    """The check without the native walk: from polars' columns, whether each row is exact.
+
+    Each row's encoded size is recomputed from its decoded values and must equal its
+    body's length; then every byte that can take its value's size yet say another
+    value (union branches, booleans, array counts, enum indexes, a ten-byte long's
+    last byte; with a bytes decimal, every varint and decimal length), whose positions
+    follow from the sizes, must be the one its value encodes to
+    (:func:`._avro_canonical.tag_errors`), and every uuid canonical.
+    """
+    field_sizes = [value_sizes(a, c) for a, c in zip(arrays, node.children, strict=False)]
+    sizes = np.zeros(len(bodies), dtype=np.int64)
+    for field_size in field_sizes:
+        sizes += field_size
+    if not np.array_equal(sizes, _lengths(bodies)):
+        return False
+    # The row sizes are proven; a non-canonical byte goes to the exact path, which
+    # reports the row. A value placed past its block's end (sizes that add up to the
+    # body's length but fall apart inside it) is no proven layout either.
+    try:
+        if tag_errors(bodies, arrays, node, field_sizes, varints=True).any():
+            return False
+    except IndexError:
+        return False
+    # polars reads a uuid as any string; the exact path parses it (and fails, or
+    # writes it canonical), so anything but the canonical form goes there.
+    return all(uuids_canonical(a, c) for a, c in zip(arrays, node.children, strict=False))
 
 
 def _one_chunk(column: pa.ChunkedArray) -> pa.Array:
@@ -272,10 +317,7 @@ def cast_exact(arr: pa.Array, target: pa.DataType) -> pa.Array:
         return arr
     mask = arr.is_null() if arr.null_count else None
     if pa.types.is_struct(target):
-        children = [cast_exact(arr.field(i), f.type) for i, f in enumerate(target)]
-        if mask is not None:
-            children = required_children(children, target)
-        return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
+        return rebuilt_struct(arr, target, cast_exact, mask)
     if pa.types.is_list(target):
         offsets = arr.offsets.cast(pa.int32())
         values = cast_exact(arr.values, target.value_type)

@@ -5,23 +5,26 @@ Private to :mod:`thalweg_bytewax.codecs.avro`.
 
 from __future__ import annotations
 
+from itertools import repeat
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from thalweg_bytewax.codecs import _avro_fast, _avro_scan
+from thalweg_bytewax.codecs import _avro_fast, _avro_scan, _avro_walk
 from thalweg_bytewax.codecs._avro_decode import (
     _decode_exact_rows,
     _empty,
     _Group,
     _project,
     _structural_failures,
+    _walk_refused,
 )
 from thalweg_bytewax.codecs._avro_resolve import _named_docs, _Plan, _Writer
 from thalweg_bytewax.codecs._gc import gc_paused
 from thalweg_bytewax.codecs.base import DecodeFailure, FailureKind
 
-__all__ = ["decode_group"]
+__all__ = ["decode_framed", "decode_group"]
 
 
 def decode_group(
@@ -37,7 +40,8 @@ def decode_group(
     """Rows ``idx`` of ``arr`` (writer ``w``, bodies past ``offsets``), decoded as ``plan``.
 
     The fast path first, then the structural scan, then the exact path; failures are
-    appended to ``failures``.
+    appended to ``failures``. Without the native walk, a schema polars may read wrong
+    unseen (``_avro_fast.needs_walk``) goes straight to the exact path.
     """
     if plan.error is not None:
         failures.extend(DecodeFailure(int(i), FailureKind.SCHEMA_MISMATCH, plan.error) for i in idx)
@@ -45,10 +49,8 @@ def decode_group(
     off = int(offsets[idx[0]])
     taken = arr if len(idx) == len(arr) else arr.take(pa.array(idx, pa.int64()))
     bodies = pc.binary_slice(taken, off, 2**31 - 1) if off else taken
-    if plan.fast:
-        if w.header is None:
-            w.header = _avro_fast.ocf_header(_avro_fast.ocf_schema_json(w.raw, _named_docs(w)))
-        decoded = _avro_fast.decode_block(w.header, w.node, bodies)
+    if plan.fast and (_avro_walk.NATIVE or not _avro_fast.needs_walk(w.node)):
+        decoded = _avro_fast.decode_block(_header(w), w.node, bodies)
         if decoded is not None:
             return idx, _project(decoded, plan, schema)
         if plan.reader is None and _avro_scan.scannable(w.node):
@@ -57,6 +59,29 @@ def decode_group(
             # must cost about what good ones do; see docs/benchmarks.md).
             return _decode_scanned(_Group(reader, w, plan, schema, failures), bodies, idx)
     return _decode_exact(_Group(reader, w, plan, schema, failures), bodies, idx)
+
+
+def decode_framed(
+    w: _Writer, plan: _Plan, schema: pa.Schema, arr: pa.BinaryArray, schema_id: int
+) -> pa.RecordBatch | None:
+    """Every row of ``arr``, Confluent-framed for writer ``w`` (``schema_id``), decoded.
+
+    The usual batch (one writer schema, every body good) in one native pass that peels,
+    walks and joins the bodies for polars; ``None`` when that pass is not built, the
+    plan does not take the fast path, or some row is not framed so or not proven: the
+    caller then peels and decodes group by group, which says which rows and why.
+    """
+    if plan.error is not None or not plan.fast or not _avro_walk.NATIVE:
+        return None
+    decoded = _avro_fast.decode_framed(_header(w), w.node, arr, schema_id)
+    return None if decoded is None else _project(decoded, plan, schema)
+
+
+def _header(w: _Writer) -> bytes:
+    """The container file header of writer ``w``'s schema, built once."""
+    if w.header is None:
+        w.header = _avro_fast.ocf_header(_avro_fast.ocf_schema_json(w.raw, _named_docs(w)))
+    return w.header
 
 
 def _decode_scanned(
@@ -68,6 +93,17 @@ def _decode_scanned(
     (then the exact path); rows the scan cannot decide go to the exact path.
     """
     w = g.w
+    refused = _walk_refused(w, bodies)
+    if refused:  # their first bad read comes before any the scan finds (it reads no value)
+        rows = np.fromiter(refused, dtype=np.int64, count=len(refused))
+        g.failures.extend(
+            map(DecodeFailure, idx[rows].tolist(), repeat(FailureKind.MALFORMED), refused.values())
+        )
+        keep = np.ones(len(bodies), dtype=bool)
+        keep[rows] = False
+        bodies, idx = bodies.filter(pa.array(keep)), idx[keep]
+        if not len(idx):
+            return idx, _empty(g.schema)
     status, read = _avro_scan.scan(w.node, bodies)
     g.failures.extend(_structural_failures(w.label, idx, status, read, bodies))
     parts: list[tuple[np.ndarray, pa.RecordBatch]] = []
@@ -81,11 +117,11 @@ def _decode_scanned(
         if decoded is not None:
             parts.append((idx[good], _project(decoded, g.plan, g.schema)))
         else:
-            parts.append(_decode_exact(g, sub, idx[good]))
+            parts.append(_decode_exact(g, sub, idx[good], walked=True))
     unsure = np.flatnonzero(status == _avro_scan.UNSURE)
     if len(unsure):
         sub = bodies.take(pa.array(unsure, pa.int64()))
-        parts.append(_decode_exact(g, sub, idx[unsure]))
+        parts.append(_decode_exact(g, sub, idx[unsure], walked=True))
     if not parts:
         return idx[:0], _empty(g.schema)
     if len(parts) == 1:
@@ -95,7 +131,8 @@ def _decode_scanned(
 
 
 def _decode_exact(
-    g: _Group, bodies: pa.BinaryArray, idx: np.ndarray
+    g: _Group, bodies: pa.BinaryArray, idx: np.ndarray, *, walked: bool = False
 ) -> tuple[np.ndarray, pa.RecordBatch]:
+    """The exact path; ``walked``: the bodies were walked and none refused (not again)."""
     with gc_paused():  # a dict per record, freed by refcount: see codecs._gc
-        return _decode_exact_rows(g, bodies, idx)
+        return _decode_exact_rows(g, bodies, idx, walked=walked)

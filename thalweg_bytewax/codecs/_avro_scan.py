@@ -143,7 +143,7 @@ class _Walk:
         self.stop(rows[negative], TRUNCATED)
         rows, size = rows[~negative], size[~negative]
         start = self.pos[rows]
-        fits = start + size <= self.end[rows]
+        fits = size <= self.end[rows] - start  # not start + size: a length near 2**63 wraps
         self.stop(rows[~fits], TRUNCATED)
         rows, start, size = rows[fits], start[fits], size[fits]
         self.pos[rows] += size

@@ -13,7 +13,14 @@ import pyarrow.compute as pc
 
 from thalweg_bytewax.codecs._avro_types import AvroNode
 
-__all__ = ["int_values", "record_sizes", "value_sizes", "zz_size"]
+__all__ = [
+    "binary_lengths",
+    "decimal_nbytes",
+    "int_values",
+    "record_sizes",
+    "value_sizes",
+    "zz_size",
+]
 
 _DECIMAL_LIMITS = np.array([1 << (8 * k - 1) for k in range(1, 8)], dtype=np.int64)
 """The smallest magnitude needing k + 1 two's-complement bytes, for k = 1..7."""
@@ -57,6 +64,33 @@ def int_values(arr: pa.Array, as_type: pa.DataType) -> np.ndarray:
     return values
 
 
+def binary_lengths(arr: pa.Array) -> npt.NDArray[np.int64]:
+    """The byte length of each value of a string or binary ``arr`` (0 for a null)."""
+    if arr.null_count:
+        return int_values(pc.binary_length(arr), pa.int64())
+    # straight from the offsets buffer
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)
+    lengths: npt.NDArray[np.int64] = np.diff(offsets[arr.offset : arr.offset + len(arr) + 1])
+    return lengths.astype(np.int64)
+
+
+def decimal_nbytes(arr: pa.Array) -> npt.NDArray[np.int64]:
+    """The fewest two's-complement bytes of each unscaled value of a decimal128 ``arr``.
+
+    Only the low 64 bits are read: the fast path keeps decimals of up to 18 digits.
+    """
+    n = len(arr)
+    raw = np.frombuffer(arr.buffers()[1], dtype=np.int64)[2 * arr.offset : 2 * (arr.offset + n)]
+    unscaled = raw[0::2]
+    # v needs k + 1 bytes when |v| (as ~v for negatives) reaches 2^(8k - 1); one search
+    # over the seven limits.
+    magnitude = np.where(unscaled < 0, ~unscaled, unscaled)
+    nbytes: npt.NDArray[np.int64] = 1 + np.searchsorted(
+        _DECIMAL_LIMITS, magnitude, side="right"
+    ).astype(np.int64)
+    return nbytes
+
+
 def record_sizes(arrays: list[pa.Array], node: AvroNode) -> np.ndarray:
     """The encoded size of each row of a record's field ``arrays``."""
     n = len(arrays[0]) if arrays else 0
@@ -91,12 +125,7 @@ def value_sizes(arr: pa.Array, node: AvroNode) -> np.ndarray:  # noqa: PLR0911 -
     if kind == "fixed" or (kind == "decimal" and node.size):
         return np.full(n, node.size, dtype=np.int64)
     if kind == "decimal":
-        raw = np.frombuffer(arr.buffers()[1], dtype=np.int64)[2 * arr.offset : 2 * (arr.offset + n)]
-        unscaled = raw[0::2]
-        # Two's-complement bytes: v needs k + 1 bytes when |v| (as ~v for negatives)
-        # reaches 2^(8k - 1); one search over the seven limits.
-        magnitude = np.where(unscaled < 0, ~unscaled, unscaled)
-        nbytes = 1 + np.searchsorted(_DECIMAL_LIMITS, magnitude, side="right").astype(np.int64)
+        nbytes = decimal_nbytes(arr)
         return zz_size(nbytes) + nbytes
     if pa.types.is_boolean(t):
         return np.ones(n, dtype=np.int64)
@@ -105,12 +134,7 @@ def value_sizes(arr: pa.Array, node: AvroNode) -> np.ndarray:  # noqa: PLR0911 -
     if pa.types.is_float64(t):
         return np.full(n, 8, dtype=np.int64)
     if pa.types.is_string(t) or pa.types.is_binary(t):
-        lengths: npt.NDArray[np.int64]
-        if arr.null_count:
-            lengths = int_values(pc.binary_length(arr), pa.int64())
-        else:  # straight from the offsets buffer
-            offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)
-            lengths = np.diff(offsets[arr.offset : arr.offset + n + 1]).astype(np.int64)
+        lengths = binary_lengths(arr)
         return zz_size(lengths) + lengths
     if pa.types.is_int32(t) or pa.types.is_date32(t) or pa.types.is_time32(t):
         return zz_size(int_values(arr, pa.int32()))

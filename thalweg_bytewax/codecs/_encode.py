@@ -30,7 +30,7 @@ from thalweg_bytewax.codecs.framing import (
     VALUE_SCHEMA_ID_HEADER,
     encode_message_indexes,
 )
-from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.errors import ConfigError, SchemaError
 from thalweg_bytewax.registry import (
     RegistrySchemaSource,
     ResolvedSchema,
@@ -47,6 +47,7 @@ __all__ = [
     "check_subject_strategy",
     "frame_bodies",
     "registered_schema",
+    "schema_id_of_type",
     "subject_name",
 ]
 
@@ -133,6 +134,31 @@ def registered_schema(
             f"to encode with; {hint}"
         )
         raise UnknownSchemaError(msg) from exc
+
+
+def schema_id_of_type(
+    resolved: ResolvedSchema, subject: str, *, schema_type: str, encoder: str
+) -> int:
+    """The schema id of ``resolved``, a schema of ``subject`` this encoder can write with.
+
+    Args:
+        resolved: What the registry answered for ``subject``.
+        subject: The subject, for the message.
+        schema_type: The registry's name of the encoder's format (``AVRO``, ...).
+        encoder: The encoder's name in messages.
+
+    Raises:
+        SchemaError: When the subject holds a schema of another format (or one without
+            an id), naming both formats.
+    """
+    if resolved.schema_type != schema_type or resolved.schema_id is None:
+        article = "an" if schema_type[:1] in "AEIOU" else "a"
+        msg = (
+            f"{encoder} encoder: subject `{subject}` expected {article} {schema_type} schema; "
+            f"got {resolved.schema_type}; use the matching encoder or another subject"
+        )
+        raise SchemaError(msg)
+    return resolved.schema_id
 
 
 def _concat_prefix(prefix: bytes, bodies: pa.BinaryArray) -> pa.BinaryArray:

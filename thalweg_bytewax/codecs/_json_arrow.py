@@ -21,10 +21,7 @@ from thalweg_bytewax.codecs._json_schema import (
     shape_from_arrow,
     shape_from_json_schema,
 )
-from thalweg_bytewax.codecs._nulls import required_children
-from thalweg_bytewax.codecs.base import (
-    PayloadsInput,
-)
+from thalweg_bytewax.codecs._nulls import rebuilt_struct
 from thalweg_bytewax.errors import ConfigError
 
 # The facade's logger name, so log configuration and filters keep working.
@@ -118,10 +115,7 @@ def _retype(arr: pa.Array, t: pa.DataType) -> pa.Array:
     """
     mask = arr.is_null() if arr.null_count else None
     if pa.types.is_struct(t):
-        children = [_retype(arr.field(i), f.type) for i, f in enumerate(t)]
-        if mask is not None:
-            children = required_children(children, t)
-        return pa.StructArray.from_arrays(children, fields=list(t), mask=mask)
+        return rebuilt_struct(arr, t, _retype, mask)
     if pa.types.is_list(t):
         values = _retype(arr.values, t.value_type)
         return pa.ListArray.from_arrays(arr.offsets, values, type=t, mask=mask)
@@ -322,13 +316,3 @@ def _find_all(raw: np.ndarray, needle: bytes) -> np.ndarray:
     for j in range(2, k):
         cand = cand[raw[cand + j] == needle[j]]
     return cand
-
-
-def _as_binary(payloads: PayloadsInput) -> pa.Array:
-    if isinstance(payloads, pa.ChunkedArray):
-        payloads = payloads.combine_chunks()
-    if not isinstance(payloads, pa.Array):
-        return pa.array(payloads, pa.binary())
-    if pa.types.is_binary(payloads.type):
-        return payloads
-    return payloads.cast(pa.binary())

@@ -10,8 +10,9 @@ Private to :mod:`thalweg_bytewax.codecs.json`; the codec mixes :class:`ColumnarP
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from itertools import repeat
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
 import numpy as np
 import orjson
@@ -32,6 +33,30 @@ __all__ = ["ColumnarPaths", "inferred_schema"]
 _MIN_BLOCK = 1 << 20
 
 
+_Blocks: TypeAlias = tuple[list[pa.RecordBatch], list[DecodeFailure]]
+"""Decoded batches and the failures of the rows they lack."""
+
+
+def _in_halves(
+    read: Callable[[np.ndarray, pa.Array], _Blocks], rows: np.ndarray, bodies: pa.Array
+) -> _Blocks:
+    """Rows ``rows`` (their ``bodies``) read in two halves by ``read``.
+
+    A block a reader failed on as a whole is bisected this way until the rows that fail
+    it are alone.
+    """
+    mid = len(rows) // 2
+    left, lerr = read(rows[:mid], bodies.slice(0, mid))
+    right, rerr = read(rows[mid:], bodies.slice(mid))
+    return left + right, lerr + rerr
+
+
+def _as_declared(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """``batch`` (of ``schema``'s layout) with ``schema``'s stricter nested nullability."""
+    cols = [_retype(c, f.type) for c, f in zip(batch.columns, schema, strict=True)]
+    return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+
 class _Codec(Protocol):
     """What the columnar paths read of the codec they are mixed into."""
 
@@ -49,9 +74,7 @@ class _Codec(Protocol):
 
     def _doc(self, body: bytes) -> dict[str, Any]: ...
 
-    def _native_blocks(
-        self, rows: np.ndarray, bodies: pa.Array
-    ) -> tuple[list[pa.RecordBatch], list[DecodeFailure]]: ...
+    def _native_blocks(self, rows: np.ndarray, bodies: pa.Array) -> _Blocks: ...
 
     def _set_aside(
         self, rows: np.ndarray, bodies: pa.Array, where: np.ndarray
@@ -59,13 +82,9 @@ class _Codec(Protocol):
 
     def _read(self, bodies: pa.Array) -> tuple[pa.RecordBatch, np.ndarray]: ...
 
-    def _blocks(
-        self, rows: np.ndarray, bodies: pa.Array
-    ) -> tuple[list[pa.RecordBatch], list[DecodeFailure]]: ...
+    def _blocks(self, rows: np.ndarray, bodies: pa.Array) -> _Blocks: ...
 
-    def _per_record(
-        self, rows: np.ndarray, bodies: pa.Array
-    ) -> tuple[list[pa.RecordBatch], list[DecodeFailure]]: ...
+    def _per_record(self, rows: np.ndarray, bodies: pa.Array) -> _Blocks: ...
 
     def _failure(self, body: bytes, arrow_text: str | None = None) -> tuple[FailureKind, str]: ...
 
@@ -73,9 +92,7 @@ class _Codec(Protocol):
 class ColumnarPaths:
     """The native-reader and ``pyarrow.json`` paths of ``decode_batch``."""
 
-    def _native_blocks(
-        self: _Codec, rows: np.ndarray, bodies: pa.Array
-    ) -> tuple[list[pa.RecordBatch], list[DecodeFailure]]:
+    def _native_blocks(self: _Codec, rows: np.ndarray, bodies: pa.Array) -> _Blocks:
         """Rows ``rows`` (their ``bodies``) through the native reader."""
         if not len(rows):
             return [], []
@@ -89,10 +106,7 @@ class ColumnarPaths:
             # A text that is no timestamp or decimal, or over 2 GiB in a column.
             if len(rows) == 1:
                 return self._per_record(rows, bodies)
-            mid = len(rows) // 2
-            left, lerr = self._native_blocks(rows[:mid], bodies.slice(0, mid))
-            right, rerr = self._native_blocks(rows[mid:], bodies.slice(mid))
-            return left + right, lerr + rerr
+            return _in_halves(self._native_blocks, rows, bodies)
         batch = _one_batch(table, self._cast)
         at = np.flatnonzero(status == READ)
         failures = _syntax_failures(rows, status, where)
@@ -113,8 +127,7 @@ class ColumnarPaths:
                 for j in np.flatnonzero(bad)
             ]
             batch = batch.filter(pa.array(~bad))
-        cols = [_retype(c, f.type) for c, f in zip(batch.columns, self.arrow_schema, strict=True)]
-        return [pa.RecordBatch.from_arrays(cols, schema=self.arrow_schema)], failures
+        return [_as_declared(batch, self.arrow_schema)], failures
 
     def _set_aside(
         self: _Codec, rows: np.ndarray, bodies: pa.Array, where: np.ndarray
@@ -149,7 +162,7 @@ class ColumnarPaths:
 
     def _pyarrow_batch(
         self: _Codec, body: pa.Array, good_np: np.ndarray, errors: list[DecodeFailure]
-    ) -> tuple[list[pa.RecordBatch], list[DecodeFailure]]:
+    ) -> _Blocks:
         """The ``pyarrow.json`` path: only rows that are one ``{...}`` object reach it.
 
         Rows flagged by ``_flag_rows`` (a newline, the reserved prefix, a possible
@@ -208,9 +221,7 @@ class ColumnarPaths:
         whole = pa.StructArray.from_arrays(batch.columns, names=batch.schema.names)
         return batch, _violations(whole, pa.struct(list(self.arrow_schema)))
 
-    def _blocks(
-        self: _Codec, rows: np.ndarray, bodies: pa.Array
-    ) -> tuple[list[pa.RecordBatch], list[DecodeFailure]]:
+    def _blocks(self: _Codec, rows: np.ndarray, bodies: pa.Array) -> _Blocks:
         if not len(rows):
             return [], []
         if not self._columnar:
@@ -222,10 +233,7 @@ class ColumnarPaths:
                 # The per-value path decides: the row's failure, or its value where
                 # read_json is stricter (a repeated key: orjson keeps the last one).
                 return self._per_record(rows, bodies)
-            mid = len(rows) // 2
-            left, lerr = self._blocks(rows[:mid], bodies.slice(0, mid))
-            right, rerr = self._blocks(rows[mid:], bodies.slice(mid))
-            return left + right, lerr + rerr
+            return _in_halves(self._blocks, rows, bodies)
         failures = []
         if bad.any():
             failures = [
@@ -233,12 +241,9 @@ class ColumnarPaths:
                 for j in np.flatnonzero(bad)
             ]
             batch = batch.filter(pa.array(~bad))
-        cols = [_retype(c, f.type) for c, f in zip(batch.columns, self.arrow_schema, strict=True)]
-        return [pa.RecordBatch.from_arrays(cols, schema=self.arrow_schema)], failures
+        return [_as_declared(batch, self.arrow_schema)], failures
 
-    def _per_record(
-        self: _Codec, rows: np.ndarray, bodies: pa.Array
-    ) -> tuple[list[pa.RecordBatch], list[DecodeFailure]]:
+    def _per_record(self: _Codec, rows: np.ndarray, bodies: pa.Array) -> _Blocks:
         # pyarrow.json cannot read map columns: such schemas decode through orjson.
         good, failures = [], []
         for i, body in zip(rows, bodies.to_pylist(), strict=True):
@@ -247,8 +252,7 @@ class ColumnarPaths:
             except JsonDecodeError as exc:
                 failures.append(DecodeFailure(int(i), exc.kind, str(exc)))
         batch = pa.RecordBatch.from_pylist(good, schema=self._cast)
-        cols = [_retype(c, f.type) for c, f in zip(batch.columns, self.arrow_schema, strict=True)]
-        return [pa.RecordBatch.from_arrays(cols, schema=self.arrow_schema)], failures
+        return [_as_declared(batch, self.arrow_schema)], failures
 
     def _failure(
         self: _Codec, body: bytes, arrow_text: str | None = None

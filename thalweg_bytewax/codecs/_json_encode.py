@@ -26,10 +26,11 @@ from thalweg_bytewax.codecs._encode import (
     SchemaIdIn,
     SubjectStrategy,
     registered_schema,
+    schema_id_of_type,
 )
 from thalweg_bytewax.codecs._json_prepare import ColumnPrep, NanPolicy, first_index, row_error
 from thalweg_bytewax.codecs.base import EncodedValues, EncodeError, Framing
-from thalweg_bytewax.errors import ConfigError, SchemaError
+from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.records import DEFAULT_PREFIX
 from thalweg_bytewax.sql.engine import shared_cursor
 
@@ -164,14 +165,9 @@ class JsonEncoder(RegistryEncoder[_Bound]):
             auto_register=self._auto,
             encoder="json",
         )
-        if resolved.schema_type != "JSON" or resolved.schema_id is None:
-            msg = (
-                f"json encoder: subject `{subject}` expected a JSON schema; got "
-                f"{resolved.schema_type}; use the matching encoder or another subject"
-            )
-            raise SchemaError(msg)
+        schema_id = schema_id_of_type(resolved, subject, schema_type="JSON", encoder="json")
         target = self._target or self._arrow(resolved.schema_str)
-        bound = (resolved.schema_id, resolved.guid, target)
+        bound = (schema_id, resolved.guid, target)
         logger.info(
             "json encoder: topic %s writes with subject %s schema id %s", topic, subject, bound[0]
         )

@@ -35,6 +35,8 @@
 #include <xlocale.h>
 #endif
 
+#include "_body_offsets.h"
+
 enum Kind { K_NULL = 0, K_BOOL, K_INT, K_FLOAT, K_STRING, K_LIST, K_STRUCT, K_MAP };
 
 #define MAX_DEPTH 512
@@ -629,6 +631,14 @@ static int number_finite(Parser *ps, const Number *num) {
    bracket (CLOSED, consumed); anything else defers the row. */
 enum { CLOSED = -1 };
 
+/* Past any whitespace, ps->p at `ch`, not consumed: OK; else EOD at the end of the row,
+   DEFER at another character. */
+static inline int at_char(Parser *ps, unsigned char ch) {
+    skip_ws(ps);
+    if (ps->p >= ps->end) return EOD;
+    return *ps->p == ch ? OK : DEFER;
+}
+
 static int after_member(Parser *ps, unsigned char close) {
     skip_ws(ps);
     if (ps->p >= ps->end) return EOD;
@@ -668,13 +678,9 @@ static int skip_container(Parser *ps, unsigned char close) {
     for (;;) {
         int rc;
         if (close == '}') {
-            skip_ws(ps);
-            if (ps->p >= ps->end) return EOD;
-            if (*ps->p != '"') return DEFER;
+            if ((rc = at_char(ps, '"'))) return rc;
             if ((rc = parse_string(ps, NULL))) return rc;
-            skip_ws(ps);
-            if (ps->p >= ps->end) return EOD;
-            if (*ps->p != ':') return DEFER;
+            if ((rc = at_char(ps, ':'))) return rc;
             ps->p++;
         }
         if ((rc = skip_value(ps))) return rc;
@@ -717,9 +723,7 @@ static int parse_struct(Parser *ps, const Node *n) {
     if (rc == DEFER) return rc;
     if (rc != CLOSED) {
         for (;;) {
-            skip_ws(ps);
-            if (ps->p >= ps->end) return EOD;
-            if (*ps->p != '"') return DEFER;
+            if ((rc = at_char(ps, '"'))) return rc;
             const unsigned char *key = ps->p + 1, *q = key;
             size_t klen;
             Py_ssize_t field = -1;
@@ -757,9 +761,7 @@ static int parse_struct(Parser *ps, const Node *n) {
                 next = field + 1;
                 ps->p = q + 1; /* equal to a name, so valid UTF-8 */
             }
-            skip_ws(ps);
-            if (ps->p >= ps->end) return EOD;
-            if (*ps->p != ':') return DEFER;
+            if ((rc = at_char(ps, ':'))) return rc;
             ps->p++;
             if (field < 0) {
                 if ((rc = skip_value(ps))) return rc;
@@ -840,9 +842,7 @@ static int parse_map(Parser *ps, const Node *n) {
     if (rc == DEFER) return rc;
     if (rc != CLOSED) {
         for (;;) {
-            skip_ws(ps);
-            if (ps->p >= ps->end) return EOD;
-            if (*ps->p != '"') return DEFER;
+            if ((rc = at_char(ps, '"'))) return rc;
             if ((rc = parse_value(ps, n->keys))) return rc;
             /* A repeated key: the per-value path keeps the last value at the first
                key's place, which this layout cannot express cheaply. */
@@ -856,9 +856,7 @@ static int parse_map(Parser *ps, const Node *n) {
                         return DEFER;
                 }
             }
-            skip_ws(ps);
-            if (ps->p >= ps->end) return EOD;
-            if (*ps->p != ':') return DEFER;
+            if ((rc = at_char(ps, ':'))) return rc;
             ps->p++;
             if ((rc = parse_value(ps, item))) return rc;
             if ((rc = after_member(ps, '}')) == CLOSED) break;
@@ -1242,18 +1240,9 @@ static PyObject *Decoder_decode(Decoder *self, PyObject *args) {
     PyObject *result = NULL, *status = NULL, *where = NULL;
     Col *cols = NULL;
     Mark *marks = NULL;
-    if (offsets.len % 4 != 0 || offsets.len < 4) {
-        PyErr_SetString(PyExc_ValueError, "offsets must be n + 1 int32 values");
-        goto done;
-    }
-    Py_ssize_t n = offsets.len / 4 - 1;
+    Py_ssize_t n = body_count(&offsets, data.len);
+    if (n < 0) goto done;
     const int32_t *off = (const int32_t *)offsets.buf;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (off[i] < 0 || off[i] > off[i + 1] || off[i + 1] > data.len) {
-            PyErr_Format(PyExc_ValueError, "offsets out of bounds at row %zd", i);
-            goto done;
-        }
-    }
     status = PyBytes_FromStringAndSize(NULL, n);
     if (status == NULL) goto done;
     unsigned char *st = (unsigned char *)PyBytes_AS_STRING(status);

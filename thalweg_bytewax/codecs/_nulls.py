@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pyarrow as pa
 
-__all__ = ["drop_validity", "required_children"]
+__all__ = ["drop_validity", "rebuilt_struct", "required_children"]
 
 
 def drop_validity(arr: pa.Array) -> pa.Array:
@@ -36,3 +38,24 @@ def required_children(children: list[pa.Array], struct_type: pa.StructType) -> l
     return [
         c if f.nullable else drop_validity(c) for c, f in zip(children, struct_type, strict=True)
     ]
+
+
+def rebuilt_struct(
+    arr: pa.StructArray,
+    struct_type: pa.StructType,
+    child: Callable[[pa.Array, pa.DataType], pa.Array],
+    mask: pa.BooleanArray | None,
+) -> pa.StructArray:
+    """A struct array of ``struct_type`` around ``arr``'s children, each made by ``child``.
+
+    Args:
+        arr: The struct array to rebuild (its children in ``struct_type``'s order).
+        struct_type: The type to rebuild it as.
+        child: Makes a child of its array and its field's type in ``struct_type``.
+        mask: ``arr``'s null slots, or ``None`` when it has none; under them the
+            children of non-nullable fields lose their nulls (:func:`required_children`).
+    """
+    children = [child(arr.field(i), f.type) for i, f in enumerate(struct_type)]
+    if mask is not None:
+        children = required_children(children, struct_type)
+    return pa.StructArray.from_arrays(children, fields=list(struct_type), mask=mask)

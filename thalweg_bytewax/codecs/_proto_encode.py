@@ -22,6 +22,7 @@ from thalweg_bytewax.codecs._encode import (
     SchemaIdIn,
     SubjectStrategy,
     registered_schema,
+    schema_id_of_type,
 )
 from thalweg_bytewax.codecs._proto_pool import (
     DescriptorSetInput,
@@ -198,13 +199,10 @@ class ProtobufEncoder(RegistryEncoder["_Bound"]):
                 encoder="protobuf",
                 fmt="serialized",
             )
-            if resolved.schema_type != "PROTOBUF" or resolved.schema_id is None:
-                msg = (
-                    f"protobuf encoder: subject `{subject}` expected a PROTOBUF schema; got "
-                    f"{resolved.schema_type}; use the matching encoder or another subject"
-                )
-                raise SchemaError(msg)
-            file = RegistryDescriptors(self._source).file_for(resolved.schema_id)
+            schema_id = schema_id_of_type(
+                resolved, subject, schema_type="PROTOBUF", encoder="protobuf"
+            )
+            file = RegistryDescriptors(self._source).file_for(schema_id)
             desc = self._in_file(file, subject)
         assert resolved.schema_id is not None
         bound = _Bound(desc, resolved.schema_id, resolved.guid, message_indexes(desc))

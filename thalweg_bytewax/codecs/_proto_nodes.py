@@ -95,6 +95,13 @@ class ProtoStats:
 
 class _Node:
     arrow_type: pa.DataType
+    _warned = False
+
+    def _warn_once(self, message: str, *args: object) -> None:
+        """Log ``message`` (a ``logging`` format) the first time this field meets it."""
+        if not self._warned:
+            self._warned = True
+            logger.warning(message, *args)
 
     def array(self, values: list[Any], mask: np.ndarray | None, stats: ProtoStats) -> pa.Array:
         return pa.array(values, self.arrow_type, mask=mask)
@@ -130,21 +137,18 @@ class _Enum(_Node):
         assert enum_type is not None  # set on every enum field
         self.full_name = enum_type.full_name
         self.path = path
-        self._warned = False
         self.names = {v.number: v.name for v in enum_type.values}
         self._numbers = np.array(sorted(self.names), dtype=np.int64)
         self._symbols = pa.array([self.names[n] for n in self._numbers], pa.string())
 
     def _unknown(self, n: int, stats: ProtoStats) -> None:
         stats.unknown_enums += n
-        if not self._warned:
-            self._warned = True
-            logger.warning(
-                "protobuf decode found numbers enum `%s` does not name in `%s`; they are "
-                'kept as the number\'s text (e.g. "7") and counted in stats.unknown_enums',
-                self.full_name,
-                self.path,
-            )
+        self._warn_once(
+            "protobuf decode found numbers enum `%s` does not name in `%s`; they are "
+            'kept as the number\'s text (e.g. "7") and counted in stats.unknown_enums',
+            self.full_name,
+            self.path,
+        )
 
     def array(self, values: list[Any], mask: np.ndarray | None, stats: ProtoStats) -> pa.Array:
         nums = np.fromiter(values, np.int64, len(values))
@@ -231,20 +235,17 @@ class _Micros(_Node):
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._warned = False
 
     def _truncated(self, n: int, stats: ProtoStats) -> None:
         if not n:
             return
         stats.truncated_nanos += n
-        if not self._warned:
-            self._warned = True
-            logger.warning(
-                "protobuf decode truncates sub-microsecond nanos of %s `%s` (Arrow keeps "
-                "microseconds); counted in stats.truncated_nanos",
-                self.what,
-                self.path,
-            )
+        self._warn_once(
+            "protobuf decode truncates sub-microsecond nanos of %s `%s` (Arrow keeps "
+            "microseconds); counted in stats.truncated_nanos",
+            self.what,
+            self.path,
+        )
 
     def micros(self, v: Any, stats: ProtoStats) -> int:
         us, cut = _micros_one(v, self.lo, self.hi, self.what, self.path)
@@ -284,7 +285,6 @@ class _JsonText(_Node):
         self.full_name = full_name
         self.path = path
         self.capped = capped
-        self._warned = False
 
     def _render(self, v: Any) -> str:
         try:
@@ -302,14 +302,12 @@ class _JsonText(_Node):
     def _bite(self, n: int, stats: ProtoStats) -> None:
         if self.capped and n:
             stats.depth_capped += n
-            if not self._warned:
-                self._warned = True
-                logger.warning(
-                    "protobuf decode hit max_depth at `%s` (`%s`): sub-messages below it are "
-                    "JSON text; raise max_depth to keep them as structs",
-                    self.path,
-                    self.full_name,
-                )
+            self._warn_once(
+                "protobuf decode hit max_depth at `%s` (`%s`): sub-messages below it are "
+                "JSON text; raise max_depth to keep them as structs",
+                self.path,
+                self.full_name,
+            )
 
     def array(self, values: list[Any], mask: np.ndarray | None, stats: ProtoStats) -> pa.Array:
         out: list[str | None]

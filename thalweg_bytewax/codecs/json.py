@@ -29,35 +29,18 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import orjson
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.json as pj
 
 from thalweg_bytewax._choices import check_choice
 from thalweg_bytewax._deps import log_fallback_once
-from thalweg_bytewax.codecs._json_arrow import (
-    RowScan,
-    _as_binary,
-    _cast_type,
-    _has_map,
-    _load_shape,
-    _wire_type,
-)
-from thalweg_bytewax.codecs._json_columnar import ColumnarPaths, inferred_schema
-from thalweg_bytewax.codecs._json_fast import (
-    NATIVE,
-    NativeReader,
-    Unsupported,
-)
-from thalweg_bytewax.codecs._json_schema import (
-    JsonShape,
-    shape_from_arrow,
-)
-from thalweg_bytewax.codecs._json_values import (
-    JsonDecodeError,
-    compile_record,
-    mismatch,
-    parse_type,
-)
+from thalweg_bytewax.codecs._contract_schema import contract_object_schema
+from thalweg_bytewax.codecs._json_arrow import RowScan, _load_shape
+from thalweg_bytewax.codecs._json_columnar import ColumnarPaths
+from thalweg_bytewax.codecs._json_fast import NATIVE, NativeReader
+from thalweg_bytewax.codecs._json_framing import json_bodies, json_body
+from thalweg_bytewax.codecs._json_plan import compile_plan, infer_shape, sample_objects
+from thalweg_bytewax.codecs._json_schema import JsonShape
+from thalweg_bytewax.codecs._json_values import JsonDecodeError, mismatch
+from thalweg_bytewax.codecs._payloads import as_binary
 from thalweg_bytewax.codecs.base import (
     DecodeFailure,
     DecodeResult,
@@ -70,7 +53,6 @@ from thalweg_bytewax.codecs.base import (
     check_payloads,
     parse_framing,
 )
-from thalweg_bytewax.codecs.framing import peel_confluent_batch
 from thalweg_bytewax.errors import ConfigError, SchemaError
 from thalweg_bytewax.records import DEFAULT_PREFIX
 
@@ -146,15 +128,7 @@ class JsonCodec(ColumnarPaths):
         self._shape: JsonShape | None = None
         self._reserved: list[str] = []  # schema fields under the prefix (none until known)
         # Schema beats inference: a data contract's Arrow schema is used as given.
-        contract_schema = getattr(schema, "arrow_schema", None)
-        if callable(contract_schema):
-            schema = contract_schema(object_name)
-        elif object_name is not None:
-            msg = (
-                f"json codec: `object_name` picks a schema object of a data contract; "
-                f"got it with a {type(schema).__name__} schema"
-            )
-            raise ConfigError(msg)
+        schema = contract_object_schema(schema, object_name, "json codec")
         if isinstance(schema, str) and schema == INFER:
             logger.warning(
                 "json codec: schema inferred from the first batch; its shape may drift "
@@ -165,36 +139,13 @@ class JsonCodec(ColumnarPaths):
 
     def _set_shape(self, shape: JsonShape) -> None:
         self._shape = shape
-        self._convert = compile_record(shape.schema, strict=shape.strict)
-        self._wire = pa.schema([pa.field(f.name, _wire_type(f.type)) for f in shape.schema])
-        self._cast = pa.schema([pa.field(f.name, _cast_type(f.type)) for f in shape.schema])
-        parsed = [pa.field(f.name, _cast_type(f.type, parse_type)) for f in shape.schema]
-        self._parsed = pa.schema(parsed)
-        self._parse = pj.ParseOptions(
-            explicit_schema=self._wire,
-            unexpected_field_behavior="error" if shape.strict else "ignore",
-        )
-        self._reserved = [n for n in shape.schema.names if n.startswith(self._prefix)]
-        self._reader = None
-        if self._engine == "native":
-            try:
-                self._reader = NativeReader(self._wire, strict=shape.strict, prefix=self._prefix)
-            except Unsupported as exc:
-                logger.warning(
-                    "json codec: the native reader cannot fill %s; batches go through "
-                    "pyarrow.json (slower)",
-                    exc,
-                )
-        self._columnar = self._reader is not None or not any(_has_map(f.type) for f in shape.schema)
-        if not self._columnar:
-            logger.warning(
-                "json codec: the schema has map fields, which pyarrow.json cannot read; "
-                "batches decode record by record through orjson (slower)"
-            )
-        logger.info(
-            "resolved json decode schema: %s",
-            shape.schema.to_string(show_schema_metadata=False).replace("\n", "; "),
-        )
+        plan = compile_plan(shape, native=self._engine == "native", prefix=self._prefix)
+        self._convert = plan.convert
+        self._wire, self._cast, self._parsed = plan.wire, plan.cast, plan.parsed
+        self._parse = plan.parse
+        self._reserved = plan.reserved
+        self._reader = plan.reader
+        self._columnar = plan.columnar
 
     @property
     def name(self) -> str:
@@ -224,18 +175,7 @@ class JsonCodec(ColumnarPaths):
 
     # ------------------------------------------------------------------ per value
     def _body(self, payload: bytes | None) -> bytes:
-        if payload is None:
-            msg = "json payload is null (tombstone)"
-            raise JsonDecodeError(msg, FailureKind.NULL_PAYLOAD)
-        if self._framing is Framing.CONFLUENT:
-            if len(payload) < 5 or payload[0] != 0:  # noqa: PLR2004 - magic + 4-byte id
-                msg = (
-                    f"json framing: expected Confluent magic byte 0 and a 4-byte schema id; "
-                    f"got {len(payload)} bytes starting with {payload[:1]!r}"
-                )
-                raise JsonDecodeError(msg, FailureKind.BAD_FRAMING)
-            return payload[5:]
-        return payload
+        return json_body(payload, self._framing)
 
     def _doc(self, body: bytes) -> dict[str, Any]:
         """One top-level object; anything else (`null`, `[1]`, `5`) is a mismatch."""
@@ -291,11 +231,11 @@ class JsonCodec(ColumnarPaths):
         """
         payloads = check_payloads(payloads, "json")
         check_headers(headers, "json")
-        arr = _as_binary(payloads)
-        body, good_np, errors = self._frame(arr)
+        arr = as_binary(payloads)
+        body, good_np, errors = json_bodies(arr, self._framing)
         if self._shape is None:
             sample = body.filter(pa.array(good_np)).slice(0, 1000)
-            self._infer(_objects(sample.to_pylist()))
+            self._infer(sample_objects(sample.to_pylist()))
         if self._reader is not None:
             rows = np.flatnonzero(good_np)
             bodies = body if len(rows) == len(body) else body.filter(pa.array(good_np))
@@ -312,52 +252,8 @@ class JsonCodec(ColumnarPaths):
         batch = batches[0] if len(batches) == 1 else pa.concat_batches(batches)
         return DecodeResult(batch, errors)
 
-    def _frame(self, arr: pa.Array) -> tuple[pa.Array, np.ndarray, list[DecodeFailure]]:
-        """The bodies without framing, the rows that have one, failures of the others."""
-        body = arr
-        if self._framing is Framing.CONFLUENT:
-            good = pc.and_(arr.is_valid(), peel_confluent_batch(arr)[1])
-            longest = pc.max(pc.binary_length(arr)).as_py() or 0
-            body = pc.binary_slice(arr, 5, max(longest, 5))  # stop=None trips a resize bug
-            good_np = good.to_numpy(zero_copy_only=False)
-        elif arr.null_count:
-            good_np = arr.is_valid().to_numpy(zero_copy_only=False)
-        else:
-            good_np = np.ones(len(arr), np.bool_)
-        errors: list[DecodeFailure] = []
-        for i in np.flatnonzero(~good_np):
-            try:
-                self._body(arr[i].as_py())
-            except JsonDecodeError as exc:
-                errors.append(DecodeFailure(int(i), exc.kind, str(exc)))
-        return body, good_np, errors
-
     def _empty(self) -> pa.RecordBatch:
         return pa.RecordBatch.from_pylist([], schema=self.arrow_schema)
 
     def _infer(self, docs: list[dict[str, Any]]) -> None:
-        try:
-            schema = inferred_schema(docs)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-            # The sample disagrees with itself (`{"a": 1}` then `{"a": "x"}`): the
-            # first document decides, and the rows that do not fit it are failures.
-            logger.warning(
-                "json codec: the inference sample's documents disagree (%s); the schema "
-                "is inferred from the first one",
-                str(exc).split("\n")[0],
-            )
-            schema = inferred_schema(docs[:1])
-        self._set_shape(shape_from_arrow(schema))
-
-
-def _objects(bodies: list[bytes]) -> list[dict[str, Any]]:
-    """The bodies that ``orjson`` reads as one object (the inference sample)."""
-    docs = []
-    for body in bodies:
-        try:
-            doc = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            continue
-        if type(doc) is dict:
-            docs.append(doc)
-    return docs
+        self._set_shape(infer_shape(docs))
