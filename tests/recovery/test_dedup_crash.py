@@ -18,12 +18,12 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass
+from functools import cache, partial
 from pathlib import Path
 
 import pyarrow.dataset as ds
 import pytest
 
-from flows.dedup_lane import origins, planned_order
 from tests.fixtures.crash import CrashableFlow, CrashHarness
 from tests.fixtures.workers import built_once
 from tests.helpers import located
@@ -59,7 +59,11 @@ class Truth:
     retries: dict[tuple[int, int], int]  # (partition, retry offset) -> origin offset
 
 
+@cache
 def truth() -> Truth:
+    """Worked out once, when a test first needs it (not at collection)."""
+    from flows.dedup_lane import origins, planned_order
+
     unique, bad, order_id, retries = set(), {}, {}, {}
     for p in range(PARTITIONS):
         plan = origins(SEED, p, PER_PARTITION, RETRY_RATE)
@@ -75,9 +79,6 @@ def truth() -> Truth:
             elif order["total"] is None:
                 bad[(p, offset)] = "contract"
     return Truth(frozenset(unique), bad, order_id, retries)
-
-
-TRUTH = truth()
 
 
 def flow_vars(lake: Path, **extra: str) -> dict[str, str]:
@@ -130,7 +131,7 @@ def late_retries_of_committed_orders(lake: Path) -> list[tuple[int, int, int]]:
     last = finalized_before(lake)
     return [
         (p, offset, origin)
-        for (p, offset), origin in TRUTH.retries.items()
+        for (p, offset), origin in truth().retries.items()
         if offset > last.get(p, -1) and (p, origin) in committed
     ]
 
@@ -142,28 +143,28 @@ def assert_every_lane_exactly_once(lake: Path) -> None:
     assert not dupes, f"{len(dupes)} natural keys more than once in the clean lane"
     clean_at = {(p, o): k for p, o, k in clean}
     assert len(clean_at) == len(clean)
-    good = TRUTH.unique - TRUTH.bad.keys()
+    good = truth().unique - truth().bad.keys()
     assert set(clean_at) == good, (
         f"missing {sorted(good - set(clean_at))[:5]}, unexpected {sorted(set(clean_at) - good)[:5]}"
     )
-    assert all(TRUTH.order_id[loc] == k for loc, k in clean_at.items())
+    assert all(truth().order_id[loc] == k for loc, k in clean_at.items())
 
     dlq = read_dlq(lake / "dlq")
     at = located(dlq)
     assert len(at) == len(set(at)), "a record is in the DLQ twice"
-    assert dict(zip(at, dlq.column("reason").to_pylist(), strict=True)) == TRUTH.bad
+    assert dict(zip(at, dlq.column("reason").to_pylist(), strict=True)) == truth().bad
     assert not set(at) & set(clean_at)
 
     audit = read_audit(lake / "audit")
     audited = located(audit)
     assert len(audited) == len(set(audited)), "a record has two audit rows"
-    assert set(audited) == TRUTH.unique
+    assert set(audited) == truth().unique
     failed = {
         loc
         for loc, verdict in zip(audited, audit.column("verdict").to_pylist(), strict=True)
         if verdict == "fail"
     }
-    assert failed == set(TRUTH.bad)
+    assert failed == set(truth().bad)
     registry = list((lake / "rules").glob("*.parquet"))
     assert [p.stem for p in registry] == audit.column("ruleset_version").unique().to_pylist()
 
@@ -174,7 +175,7 @@ def crash_early(base: Path) -> None:
     lake = base / "lake"
     dedup_lane(crash, lake, crash.init_recovery()).killed_at("parquet.before_finalize:4")
     before = len(lane_rows(lake / "orders"))
-    assert 0 < before < len(TRUTH.unique) // 2, "the crash should fall early mid-stream"
+    assert 0 < before < len(truth().unique) // 2, "the crash should fall early mid-stream"
     late = late_retries_of_committed_orders(lake)
     assert len(late) >= 20, "retries of committed orders must arrive after the resume"
 
@@ -226,6 +227,11 @@ def finalized_files(lake: Path) -> int:
     return sum(1 for f in (lake / "orders").rglob("*.parquet") if not f.name.startswith("."))
 
 
+def more_files(lake: Path, than: int) -> bool:
+    """Whether the lake holds more finalized files than ``than``: an epoch of its own."""
+    return finalized_files(lake) > than
+
+
 def test_external_sigkill_at_arbitrary_moments_then_resume(crash: CrashHarness) -> None:
     lake = crash.root / "lake"
     flow = dedup_lane(crash, lake, crash.recovery)
@@ -233,14 +239,12 @@ def test_external_sigkill_at_arbitrary_moments_then_resume(crash: CrashHarness) 
         # Kill once the run has made progress of its own, whatever the machine's speed.
         files = finalized_files(lake) if lake.exists() else 0
         proc = flow.start()
-        deadline = time.monotonic() + 60
-        while finalized_files(lake) <= files and proc.poll() is None:
-            assert time.monotonic() < deadline, "no epoch finalized within 60 s"
-            time.sleep(0.05)
+        crash.wait_until(
+            partial(more_files, lake, files), proc, timeout_s=60, what="an epoch finalized"
+        )
         time.sleep(linger)
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=30)
+        crash.kill(proc)
         assert proc.returncode == -signal.SIGKILL, "the run finished before the kill"
-    assert 0 < len(lane_rows(lake / "orders")) < len(TRUTH.unique), "kills should fall mid-stream"
+    assert 0 < len(lane_rows(lake / "orders")) < len(truth().unique), "kills should fall mid-stream"
     flow.finishes()
     assert_every_lane_exactly_once(lake)

@@ -17,7 +17,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.fixtures.crash import CrashableFlow, CrashHarness
-from tests.fixtures.crash import flow_env as crash_env
 from tests.helpers import cluster_addresses
 from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.testing import produce
@@ -66,11 +65,6 @@ def lane_vars(bootstrap: str, topic: str, lane: Path, **extra: str) -> dict[str,
         "THALWEG_MAX_RECORDS_PER_S": "800",
         **extra,
     }
-
-
-def flow_env(bootstrap: str, topic: str, lane: Path, **extra: str) -> dict[str, str]:
-    """The whole environment of a raw-lane run (the cluster tests start theirs by hand)."""
-    return crash_env(lane_vars(bootstrap, topic, lane, **extra))
 
 
 def raw_lane(

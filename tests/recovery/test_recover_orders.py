@@ -16,9 +16,6 @@ their coverage beside the raw lane:
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -26,8 +23,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from bytewax.recovery import init_db_dir
 
+from tests.fixtures.crash import CrashableFlow, CrashHarness
 from tests.helpers import closed_port
 from thalweg_bytewax.coverage import OffsetCoverage
 from thalweg_bytewax.coverage.report import coverage_report
@@ -36,9 +33,10 @@ from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.records.metadata import MetadataColumns
 from thalweg_bytewax.testing import produce_sample_orders
 
-ROOT = Path(__file__).resolve().parents[2]
 COLS = MetadataColumns()
 ORDERS, RAW = "orders.ice_orders", "orders.raw_lane"
+TIMEOUT_S = 240
+"""How long one run of the flow or of ``thalweg recover`` may take (2,400 orders)."""
 
 
 def orders_table(data: Path) -> pa.Table:
@@ -68,48 +66,31 @@ def offsets(lane: Path | pa.Table) -> dict[tuple[str, int], list[int]]:
     return out
 
 
-def env(data: Path, topic: str, fault: str | None, bootstrap: str) -> dict[str, str]:
-    out = {k: v for k, v in os.environ.items() if k != "THALWEG_FAULT"}
-    out["PYTHONPATH"] = os.pathsep.join([str(ROOT), out.get("PYTHONPATH", "")])
-    out.update(
-        THALWEG_DATA_DIR=str(data), THALWEG_TOPIC=topic, THALWEG_BOOTSTRAP_SERVERS=bootstrap
-    )
-    if fault:
-        out["THALWEG_FAULT"] = fault
-    return out
-
-
-def run(args: list[str], environ: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", *args],
-        env=environ,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-
-
 @pytest.mark.slow
 def test_recover_restores_parity_from_the_raw_lane_without_kafka_and_survives_its_own_kill(
-    tmp_path: Path, kafka_bootstrap: str, make_topic: Callable[[], str]
+    crash: CrashHarness, kafka_bootstrap: str, make_topic: Callable[[], str]
 ) -> None:
     topic = make_topic()
     produce_sample_orders(kafka_bootstrap, topic, 2_400)
-    data = tmp_path / "data"
+    data = crash.root / "data"
 
-    def live(recovery: str, fault: str | None, *extra: str) -> subprocess.CompletedProcess[str]:
-        (tmp_path / recovery).mkdir()
-        init_db_dir(tmp_path / recovery, 1)
+    def settings(bootstrap: str) -> dict[str, str]:
+        return {
+            "THALWEG_DATA_DIR": str(data),
+            "THALWEG_TOPIC": topic,
+            "THALWEG_BOOTSTRAP_SERVERS": bootstrap,
+        }
+
+    def live(recovery: str, *extra: str) -> CrashableFlow:
+        store = crash.init_recovery(path=crash.root / recovery)
         argv = ["tests.recovery.recover_orders_flow", str(data), kafka_bootstrap, topic]
-        return run([*argv, str(tmp_path / recovery), *extra], env(data, topic, fault, "x:1"))
+        argv += [str(store), *extra]
+        return crash.command([sys.executable, "-m", *argv], settings("x:1"), TIMEOUT_S)
 
     # 1. Mid-run, the process dies right after a sink recorded an epoch.
-    crashed = live("rec1", "coverage.after_record:7")
-    assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-3000:]
+    live("rec1").killed_at("coverage.after_record:7")
     # 2. Ingest goes on without the orders sink.
-    degraded = live("rec2", None, "--without-orders")
-    assert degraded.returncode == 0, degraded.stderr[-3000:]
+    live("rec2", "--without-orders").finishes()
 
     store = SqliteCoverageStore(data / "raw")
     raw = offsets(data / "raw")
@@ -132,16 +113,15 @@ def test_recover_restores_parity_from_the_raw_lane_without_kafka_and_survives_it
 
     # 3. Recover with the brokers unreachable, killed mid-way by its own sink's commit.
     dead = f"127.0.0.1:{closed_port()}"
-    cli = ["thalweg_bytewax.cli", "recover", "flows.orders", "--sink", "ice_orders"]
-    cli += ["--epoch-s", "0", "--batch-size", "40", "--no-progress"]
-    killed = run(cli, env(data, topic, "coverage.after_record:3", dead))
-    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    cli = [sys.executable, "-m", "thalweg_bytewax.cli", "recover", "flows.orders"]
+    cli += ["--sink", "ice_orders", "--epoch-s", "0", "--batch-size", "40", "--no-progress"]
+    recover = crash.command(cli, settings(dead), TIMEOUT_S)
+    recover.killed_at("coverage.after_record:3")
     partial = offsets(orders_table(data))
     assert sum(map(len, partial.values())) > sum(map(len, landed.values()))
 
     # 4. Rerun: parity, no duplicates, Kafka never read.
-    done = run(cli, env(data, topic, None, dead))
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = recover.finishes()
     assert "recovered" in done.stdout
     assert "Connection refused" not in done.stderr, "recover must not reach for Kafka"
     final = offsets(orders_table(data))
@@ -152,8 +132,7 @@ def test_recover_restores_parity_from_the_raw_lane_without_kafka_and_survives_it
     report = coverage_report(store, sink=ORDERS, raw_lane=RAW)
     assert {(r["topic"], r["partition"]): r["behind_raw"] for r in report} == dict.fromkeys(raw, 0)
     # Nothing left: a third run replays nothing.
-    again = run(cli, env(data, topic, None, dead))
-    assert again.returncode == 0, again.stderr[-3000:]
+    again = recover.finishes()
     assert "nothing to recover" in again.stdout
     # The table's rows pass the contract, as the live path writes them.
     table = orders_table(data)

@@ -6,7 +6,7 @@ recovery directory and an epoch per activation. One test per sink and worker cou
 kills it in turn at ``epoch_sink.before_commit`` (rows staged, commit not started),
 ``epoch_sink.mid_write`` (right after rows were staged, the epoch still open),
 ``epoch_sink.after_commit`` (committed, the epoch's snapshot not yet in the recovery
-store) and the sink's own point where it has one, resuming each time, then lets it
+store) and the sink's own points where it has them, resuming each time, then lets it
 finish. After every kill the table holds no record twice; at the end it holds exactly
 the raw lane's records minus the decode rejects, by record id. The points fire in
 whichever epoch sink of the process reaches them first (raw lane, DLQ or table), as a
@@ -17,27 +17,26 @@ key ends with its last row, and no replayed row is taken for a missing one.
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from bytewax.recovery import init_db_dir
 
-from tests.helpers import cluster_addresses
+from tests.fixtures.crash import CrashableFlow, CrashHarness
 from tests.sinks.crash_flow import ORDERS, SHARDS, SLOTS
 from tests.sinks.targets import C, SinkTarget
 from thalweg_bytewax.lanes import read_lane
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
 KILLS = ["epoch_sink.before_commit:2", "epoch_sink.mid_write:2", "epoch_sink.after_commit:1"]
 """The named points every sink's flow is killed at, in turn (``point:nth`` of a run)."""
-OWN_KILLS = {"iceberg": "iceberg.after_commit:1", "postgres": "postgres.before_commit:1"}
-"""A sink's own point inside its commit, where it has one."""
+OWN_KILLS = {
+    # mid_encode: on the write-behind thread, a row group written, the file's footer not.
+    "iceberg": ["iceberg.mid_encode:2", "iceberg.after_commit:1"],
+    "postgres": ["postgres.before_commit:1"],
+}
+"""A sink's own points inside its writes and commit, where it has them."""
 
 
 def flow_spec(
@@ -57,42 +56,16 @@ def flow_spec(
     return f"tests.sinks.crash_flow:build_flow({args})"
 
 
-def env_with(fault: str | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "THALWEG_FAULT"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    if fault:
-        env["THALWEG_FAULT"] = fault
-    return env
-
-
-def command(
+def crash_flow(
+    crash: CrashHarness,
     target: SinkTarget,
-    root: Path,
     *extra: str,
     shards: int = SHARDS,
     mode: str = "append",
     stateful: bool = False,
-) -> list[str]:
-    recovery = root / "recovery"
-    return [
-        sys.executable,
-        "-m",
-        "bytewax.run",
-        flow_spec(target, root, shards, mode, stateful=stateful),
-        "-r",
-        str(recovery),
-        "-s",
-        "0",
-        "-b",
-        "0",
-        *extra,
-    ]
-
-
-def fresh_root(tmp_path: Path) -> Path:
-    (tmp_path / "recovery").mkdir()
-    init_db_dir(tmp_path / "recovery", 1)
-    return tmp_path
+) -> CrashableFlow:
+    """The sink's crash flow on the test's recovery store, an epoch per activation."""
+    return crash.flow(flow_spec(target, crash.root, shards, mode, stateful=stateful), *extra)
 
 
 def expected_ids(root: Path) -> list[bytes]:
@@ -112,42 +85,29 @@ def assert_no_record_twice(target: SinkTarget) -> int:
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_killed_at_each_fault_point_and_resumed_holds_every_record_once(
-    table_sink: SinkTarget, tmp_path: Path, workers: int
+    table_sink: SinkTarget, crash: CrashHarness, workers: int
 ) -> None:
-    root = fresh_root(tmp_path)
-    kills = [*KILLS, *([OWN_KILLS[table_sink.name]] if table_sink.name in OWN_KILLS else [])]
-    cmd = command(table_sink, root, "-w", str(workers))
+    kills = [*KILLS, *OWN_KILLS.get(table_sink.name, [])]
+    flow = crash_flow(crash, table_sink, "-w", str(workers))
     for fault in kills:
-        crashed = subprocess.run(
-            cmd, env=env_with(fault), cwd=ROOT, capture_output=True, text=True, timeout=120
-        )
-        assert crashed.returncode == -signal.SIGKILL, (fault, crashed.stderr[-3000:])
+        flow.killed_at(fault)
         assert_no_record_twice(table_sink)
-    done = subprocess.run(
-        cmd, env=env_with(None), cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    flow.finishes()
     assert assert_no_record_twice(table_sink) > 0
-    assert table_sink.record_ids() == expected_ids(root)
+    assert table_sink.record_ids() == expected_ids(crash.root)
 
 
 def test_partitions_moving_to_other_shards_between_killed_runs_land_once(
-    table_sink: SinkTarget, tmp_path: Path
+    table_sink: SinkTarget, crash: CrashHarness
 ) -> None:
     # Each run changes the worker count, so source partitions move to shards that have
     # no resume state for them (a partition goes to the shard of the worker reading
     # it): the new owner must learn what the target holds.
-    root = fresh_root(tmp_path)
     runs = [(1, "epoch_sink.after_commit:7"), (2, "epoch_sink.after_commit:4"), (3, None)]
     for workers, fault in runs:
-        cmd = command(table_sink, root, "-w", str(workers), shards=4)
-        done = subprocess.run(
-            cmd, env=env_with(fault), cwd=ROOT, capture_output=True, text=True, timeout=120
-        )
-        expected_code = -signal.SIGKILL if fault else 0
-        assert done.returncode == expected_code, (workers, fault, done.stderr[-3000:])
+        crash_flow(crash, table_sink, "-w", str(workers), shards=4).ends(fault)
         assert_no_record_twice(table_sink)
-    assert table_sink.record_ids() == expected_ids(root)
+    assert table_sink.record_ids() == expected_ids(crash.root)
 
 
 def last_per_slot(root: Path) -> list[bytes]:
@@ -166,102 +126,64 @@ def last_per_slot(root: Path) -> list[bytes]:
 
 @pytest.mark.parametrize("table_sink", ["iceberg", "postgres"], indirect=True)
 def test_an_upsert_table_killed_after_its_commit_resumes_to_the_last_row_of_each_key(
-    table_sink: SinkTarget, tmp_path: Path
+    table_sink: SinkTarget, crash: CrashHarness
 ) -> None:
     # Each source batch holds four rows of every slot: within an epoch three of them are
     # replaced, so after a kill between the table's commit and the recovery store's the
     # replay meets rows the table no longer holds at their offsets. Their keys are looked
     # up (the table holds each from a later offset): replays, skipped without a doubt.
-    root = fresh_root(tmp_path)
-    cmd = command(table_sink, root, shards=1, mode="upsert")  # one writer per upsert table
+    flow = crash_flow(crash, table_sink, shards=1, mode="upsert")  # one writer per upsert table
     # The second kill comes two commits into the resumed run, which commits fewer than
     # seven times.
     for fault in ("epoch_sink.after_commit:4", "epoch_sink.after_commit:2"):
-        crashed = subprocess.run(
-            cmd, env=env_with(fault), cwd=ROOT, capture_output=True, text=True, timeout=120
-        )
-        assert crashed.returncode == -signal.SIGKILL, (fault, crashed.stderr[-3000:])
-    done = subprocess.run(
-        cmd, env=env_with(None), cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+        crashed = flow.killed_at(fault)
+    done = flow.finishes()
     assert "arrived after a resume" not in done.stderr + crashed.stderr
-    assert table_sink.record_ids() == last_per_slot(root)
+    assert table_sink.record_ids() == last_per_slot(crash.root)
 
 
-def run_two_processes(
-    target: SinkTarget, root: Path, fault: str | None, *, stateful: bool = False, n: int = 2
+def start_cluster(
+    crash: CrashHarness,
+    target: SinkTarget,
+    fault: str | None,
+    *,
+    stateful: bool = False,
+    n: int = 2,
 ) -> list[subprocess.Popen[str]]:
-    addresses = cluster_addresses(n)
-    procs = []
-    for i in range(n):
-        cmd = command(target, root, "-i", str(i), "-a", addresses, stateful=stateful)
-        # Only process 1 is armed: it dies at the point; the others lose their peer.
-        env = env_with(fault if i == 1 else None)
-        procs.append(
-            subprocess.Popen(
-                cmd, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-            )
-        )
-    return procs
+    """``n`` processes of the flow (``-i I -a ...``), process 1 alone armed at ``fault``:
+    it dies at the point; the others lose their peer."""
+    spec = flow_spec(target, crash.root, stateful=stateful)
+    return [p.start(fault if i == 1 else None) for i, p in enumerate(crash.processes(spec, n))]
 
 
-def kill_run(procs: list[subprocess.Popen[str]]) -> None:
+def kill_run(crash: CrashHarness, procs: list[subprocess.Popen[str]]) -> None:
     """Wait for the armed process (index 1) to die at its point, then end its peers."""
-    armed = procs[1]
-    armed_err = armed.communicate(timeout=120)[1]
-    errs = []
-    for peer in procs[:1] + procs[2:]:
-        try:
-            errs.append(peer.communicate(timeout=20)[1])  # its peer is gone: fails, or ends
-        except subprocess.TimeoutExpired:
-            peer.kill()
-            errs.append(peer.communicate()[1])
-    assert armed.returncode == -signal.SIGKILL, (armed_err[-2000:], [e[-1000:] for e in errs])
+    crash.killed(procs[1], *procs[:1], *procs[2:])
 
 
 @pytest.mark.parametrize("table_sink", ["iceberg", "postgres"], indirect=True)
 def test_two_processes_killed_mid_stream_and_resumed_hold_every_record_once(
-    table_sink: SinkTarget, tmp_path: Path
+    table_sink: SinkTarget, crash: CrashHarness
 ) -> None:
-    root = fresh_root(tmp_path)
-    armed, peer = run_two_processes(table_sink, root, "epoch_sink.after_commit:2")[::-1]
-    armed_err = armed.communicate(timeout=120)[1]
-    try:
-        peer_err = peer.communicate(timeout=20)[1]  # its peer is gone: it fails, or we end it
-    except subprocess.TimeoutExpired:
-        peer.kill()
-        peer_err = peer.communicate()[1]
-    assert armed.returncode == -signal.SIGKILL, (armed_err[-2000:], peer_err[-2000:])
+    kill_run(crash, start_cluster(crash, table_sink, "epoch_sink.after_commit:2"))
     held = assert_no_record_twice(table_sink)
-    procs = run_two_processes(table_sink, root, None)
-    errs = [p.communicate(timeout=120)[1] for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], [e[-2000:] for e in errs]
+    crash.finish(*start_cluster(crash, table_sink, None))
     assert assert_no_record_twice(table_sink) > held
-    assert table_sink.record_ids() == expected_ids(root)
+    assert table_sink.record_ids() == expected_ids(crash.root)
 
 
 @pytest.mark.parametrize("table_sink", ["iceberg"], indirect=True)
 def test_dedup_and_validation_killed_at_two_processes_then_at_four_resume_at_one_once(
-    table_sink: SinkTarget, tmp_path: Path
+    table_sink: SinkTarget, crash: CrashHarness
 ) -> None:
     # dedup and validate keep their state on the worker reading each partition, under
     # keys that do not depend on the worker count: killed at two processes, resumed at
     # four and killed again, then resumed at one, every record lands once.
-    root = fresh_root(tmp_path)
-    kill_run(run_two_processes(table_sink, root, "epoch_sink.after_commit:2", stateful=True))
+    kill_run(crash, start_cluster(crash, table_sink, "epoch_sink.after_commit:2", stateful=True))
     held = assert_no_record_twice(table_sink)
-    four = run_two_processes(table_sink, root, "epoch_sink.after_commit:2", stateful=True, n=4)
-    kill_run(four)
+    four = start_cluster(crash, table_sink, "epoch_sink.after_commit:2", stateful=True, n=4)
+    kill_run(crash, four)
     assert assert_no_record_twice(table_sink) >= held
-    done = subprocess.run(
-        command(table_sink, root, stateful=True),
-        env=env_with(None),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    crash_flow(crash, table_sink, stateful=True).finishes()
     assert assert_no_record_twice(table_sink) > held
-    assert table_sink.record_ids() == expected_ids(root)
+    assert table_sink.record_ids() == expected_ids(crash.root)

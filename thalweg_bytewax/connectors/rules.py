@@ -23,16 +23,9 @@ from typing_extensions import override
 
 from thalweg_bytewax.contracts.ruleset import RuleSet
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError
+from thalweg_bytewax.system.durable import fsync_path
 
 __all__ = ["RuleRegistrySink"]
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _publish(ruleset: RuleSet, directory: Path) -> Path:
@@ -46,13 +39,9 @@ def _publish(ruleset: RuleSet, directory: Path) -> Path:
     try:
         directory.mkdir(parents=True, exist_ok=True)
         pq.write_table(ruleset.manifest(), staging)
-        fd = os.open(staging, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_path(staging)
         staging.replace(final)
-        _fsync_dir(directory)
+        fsync_path(directory)
     except OSError as exc:
         with contextlib.suppress(OSError):
             staging.unlink(missing_ok=True)

@@ -102,13 +102,15 @@ def test_a_server_killed_mid_run_and_restarted_loses_and_repeats_nothing(
         env={"FLIGHT_PACE_S": "0.05"},
     )
     proc = flow.start()
-    deadline = time.monotonic() + WAIT_S
-    while not any(server.root.rglob("*.arrows")):  # some rows confirmed
-        assert time.monotonic() < deadline and proc.poll() is None
-        time.sleep(0.02)
+    crash.wait_until(
+        lambda: any(server.root.rglob("*.arrows")),
+        proc,
+        timeout_s=WAIT_S,
+        what="some rows confirmed",
+        poll_s=0.02,
+    )
     server.kill()
     time.sleep(0.3)  # the flow's stream breaks while the server is away
     server.start()
-    _, err = proc.communicate(timeout=WAIT_S * 2)
-    assert proc.returncode == 0, err[-3000:]
+    crash.finish(proc, timeout_s=WAIT_S * 2)
     assert sorted(located(server.held())) == EVERY_ROW

@@ -9,6 +9,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
+from tests.fixtures.kafka import wait_for_offsets
 from thalweg_bytewax.connectors.kafka.sink import HEADER_LOCATOR, Locator, parse_locator
 
 
@@ -51,12 +52,19 @@ def read_topic(
             "enable.auto.commit": False,
             "enable.partition.eof": True,
             "isolation.level": isolation,
+            # The end of a partition is known from a fetch that finds nothing more, which
+            # the broker holds for up to this long (500 ms by default) waiting for data.
+            "fetch.wait.max.ms": 10,
             "log_level": 3,
         }
     )
     try:
         md = consumer.list_topics(topic, timeout=10)
         parts = sorted(md.topics[topic].partitions) if topic in md.topics else []
+        # A partition whose leader has just changed answers NOT_LEADER for a moment.
+        wait_for_offsets(
+            bootstrap, topic, parts, deadline=time.monotonic() + timeout, consumer=consumer
+        )
         todo = set()
         assign = []
         for p in parts:
@@ -70,7 +78,9 @@ def read_topic(
         consumer.assign(assign)
         deadline = time.monotonic() + timeout
         while todo and time.monotonic() < deadline:
-            for m in consumer.consume(10_000, timeout=0.2):
+            # `consume` returns when it holds 10,000 messages or its timeout passed: a
+            # short timeout ends the read as soon as the last partition's EOF is in.
+            for m in consumer.consume(10_000, timeout=0.01):
                 err = m.error()
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:

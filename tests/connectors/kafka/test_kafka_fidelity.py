@@ -80,8 +80,11 @@ def oracle(bootstrap: str, topic: str, partitions: int = 4) -> dict[tuple[int, i
         }
         c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
         deadline = time.monotonic() + 30
-        while sum(1 for _ in out) < sum(ends.values()) and time.monotonic() < deadline:
-            for m in c.consume(1000, timeout=0.5):
+        total = sum(ends.values())
+        while len(out) < total and time.monotonic() < deadline:
+            # At most what is left: `consume` returns once it holds that many, not at its
+            # timeout (it waits out the timeout while it holds fewer than it asked for).
+            for m in c.consume(min(1000, total - len(out)), timeout=0.5):
                 assert m.error() is None, m.error()
                 partition, offset = m.partition(), m.offset()
                 assert partition is not None and offset is not None, m

@@ -3,8 +3,9 @@
 Each partition has its own librdkafka prefetch queue, the largest term of its memory;
 the source gives each the even share of ``prefetch_budget`` over the partitions it
 listed, in bytes (``queued.max.messages.kbytes``, between 256 KiB and 4 MiB) and in
-records (``queued.min.messages``: the byte share over 512 bytes a record, between 1,000
-records and one poll), unless ``librdkafka`` sets them.
+records (``queued.min.messages``: 1,000 records, fewer for a small byte share over 512
+bytes a record but never below 1,000; the partition gathers its polls into full
+batches, so the queue need not hold one), unless ``librdkafka`` sets them.
 """
 
 from __future__ import annotations
@@ -42,18 +43,16 @@ def test_the_default_budget_keeps_4_mib_up_to_64_partitions() -> None:
     assert partition_prefetch_kbytes(DEFAULT_PREFETCH_BUDGET, 256) == 1024  # noqa: PLR2004
 
 
-def test_the_default_budget_keeps_one_poll_up_to_51_partitions_then_shares_records() -> None:
-    for partitions, records in ((1, 10_000), (51, 10_000), (64, 8192), (256, 2048)):
-        assert partition_prefetch_records(DEFAULT_PREFETCH_BUDGET, partitions, 10_000) == records
+def test_a_partition_prefetches_1000_records_not_one_poll_at_the_default_budget() -> None:
+    for partitions in (1, 16, 51, 64, 256):
+        assert partition_prefetch_records(DEFAULT_PREFETCH_BUDGET, partitions, 10_000) == 1_000
 
 
-def test_the_budget_bounds_records_at_512_bytes_each_between_1000_and_one_poll() -> None:
-    assert partition_prefetch_records(16 * MiB, 16, 10_000) == 2048  # noqa: PLR2004
-    assert partition_prefetch_records(16 * MiB, 4, 10_000) == 8192  # noqa: PLR2004
-    assert partition_prefetch_records(16 * MiB, 1, 10_000) == 10_000  # noqa: PLR2004 - a poll
-    assert partition_prefetch_records(16 * MiB, 256, 10_000) == 1_000  # noqa: PLR2004 - floor
+def test_the_prefetch_in_records_never_drops_below_1000() -> None:
+    assert partition_prefetch_records(16 * MiB, 16, 10_000) == 1_000  # noqa: PLR2004
+    assert partition_prefetch_records(1 * MiB, 256, 10_000) == 1_000  # noqa: PLR2004 - floor
     assert partition_prefetch_records(16 * MiB, 1, 10) == 1_000  # noqa: PLR2004 - tiny polls
-    assert partition_prefetch_records(None, 256, 50_000) == 50_000  # noqa: PLR2004 - no budget
+    assert partition_prefetch_records(None, 256, 50_000) == 1_000  # noqa: PLR2004 - no budget
 
 
 @pytest.mark.parametrize("budget", [0, -1, 1.5, "64MiB", True])
@@ -87,7 +86,7 @@ def test_each_partition_consumer_gets_its_share_of_the_listing(
     source = KafkaSource([kafka_bootstrap], [topic], tail=False, prefetch_budget=2 * MiB)
     settings = _built_settings(monkeypatch, source)
     assert [s[QUEUED] for s in settings] == [512] * 4  # 2 MiB over 4 partitions
-    assert [s["queued.min.messages"] for s in settings] == [1024] * 4  # 512 KiB / 512 B
+    assert [s["queued.min.messages"] for s in settings] == [1000] * 4
 
 
 def test_librdkafka_settings_win_over_the_budget(
@@ -131,7 +130,7 @@ def _queued_after_first_poll(bootstrap: str, topic: str, **kwargs: Any) -> int:
     _native._load()[0] is None,  # noqa: SLF001
     reason="the native consume extension is not built",
 )
-def test_a_partition_prefetches_about_one_poll_of_small_records_not_4_mib(
+def test_a_partition_prefetches_about_1000_small_records_not_4_mib(
     kafka_bootstrap: str, make_topic: Callable[[], str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # 40,000 records of 100 bytes: under the 4 MiB byte bound, so without a bound in
@@ -141,7 +140,7 @@ def test_a_partition_prefetches_about_one_poll_of_small_records_not_4_mib(
     records = [{"value": b"%0100d" % i, "partition": 0} for i in range(40_000)]
     produce(kafka_bootstrap, topic, records, config={"batch.num.messages": 500})
     queued = _queued_after_first_poll(kafka_bootstrap, topic)
-    # One poll of 1,000 records, plus the rest of the fetch that crossed it (~1 MiB).
+    # 1,000 records, plus the rest of the fetch that crossed them (~1 MiB).
     assert 0 < queued < 15_000  # noqa: PLR2004
     unbounded = _queued_after_first_poll(
         kafka_bootstrap, topic, librdkafka={"queued.min.messages": 100_000}
@@ -149,10 +148,8 @@ def test_a_partition_prefetches_about_one_poll_of_small_records_not_4_mib(
     assert unbounded > 35_000  # noqa: PLR2004 - the check can fail: the records bound it
 
 
-@pytest.mark.parametrize(
-    ("batch_size", "records"), [(10_000, 10_000), (50_000, 50_000), (10, 1_000)]
-)
-def test_without_a_budget_the_prefetch_in_records_is_one_poll_and_at_least_1000(
+@pytest.mark.parametrize(("batch_size", "records"), [(10_000, 1_000), (50_000, 1_000), (10, 1_000)])
+def test_without_a_budget_the_prefetch_in_records_is_1000(
     kafka_bootstrap: str,
     make_topic: Callable[[], str],
     monkeypatch: pytest.MonkeyPatch,
@@ -178,9 +175,9 @@ def test_without_a_budget_the_prefetch_in_records_is_one_poll_and_at_least_1000(
 def test_a_small_budget_reaches_librdkafka_in_bytes_and_records(
     kafka_bootstrap: str, make_topic: Callable[[], str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # 16 MiB over the topic's 4 partitions: 4 MiB and 8,192 records each.
+    # 16 MiB over the topic's 4 partitions: 4 MiB and 1,000 records each.
     topic = make_topic()
     produce(kafka_bootstrap, topic, [{"value": b"x", "partition": p} for p in range(4)])
     source = KafkaSource([kafka_bootstrap], [topic], tail=False, prefetch_budget=16 * MiB)
     settings = _built_settings(monkeypatch, source)
-    assert [(s[QUEUED], s["queued.min.messages"]) for s in settings] == [(4096, 8192)] * 4
+    assert [(s[QUEUED], s["queued.min.messages"]) for s in settings] == [(4096, 1000)] * 4

@@ -242,6 +242,7 @@ def test_resume_position_the_broker_no_longer_has_fails_loudly(
         ("_TRANSPORT", False),
         ("_ALL_BROKERS_DOWN", False),
         ("NOT_LEADER_FOR_PARTITION", False),
+        ("OFFSET_NOT_AVAILABLE", False),
         ("_BAD_MSG", True),
         ("_BAD_COMPRESSION", True),
         ("_LOG_TRUNCATION", True),

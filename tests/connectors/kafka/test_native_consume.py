@@ -28,6 +28,7 @@ from thalweg_bytewax.connectors.kafka import _native
 from thalweg_bytewax.connectors.kafka._config import consumer_config
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.records.kafka_batches import raw_batch_from_messages, raw_batch_from_native
+from thalweg_bytewax.records.kafka_concat import concat_native, concat_raw_batches
 from thalweg_bytewax.testing import produce
 
 pytestmark = pytest.mark.skipif(
@@ -47,8 +48,11 @@ def _pure(
     batches: list[pa.RecordBatch] = []
     deadline = time.monotonic() + 30
     try:
-        while sum(b.num_rows for b in batches) < expected and time.monotonic() < deadline:
-            msgs = [m for m in c.consume(1000, timeout=0.2) if m.error() is None]
+        while (got := sum(b.num_rows for b in batches)) < expected and time.monotonic() < deadline:
+            # At most what is left: `consume` waits out its timeout while it holds fewer.
+            msgs = [
+                m for m in c.consume(min(1000, expected - got), timeout=0.2) if m.error() is None
+            ]
             if msgs:
                 batches.append(raw_batch_from_messages(msgs, cluster="c", ingest_ts=NOW))
     finally:
@@ -126,6 +130,46 @@ def test_native_batches_equal_pure_batches_on_the_fidelity_corpus(
     assert native.column("_twg_source_leader_epoch").null_count == 0
 
 
+def _native_pieces(bootstrap: str, topic: str, partition: int, expected: int) -> list[Any]:
+    """The partition's records as the native consume returns them, three at a time."""
+    c = _native.open_native(consumer_config([bootstrap], None))
+    c.assign(topic, partition, 0, -1)
+    pieces: list[Any] = []
+    deadline = time.monotonic() + 30
+    try:
+        while sum(p[0] for p in pieces) < expected and time.monotonic() < deadline:
+            out = c.consume(3, 1 << 30)
+            if out[0]:
+                pieces.append(out)
+            else:
+                time.sleep(0.02)
+    finally:
+        c.close()
+    return pieces
+
+
+@pytest.mark.parametrize("partition", [0, 1])
+def test_gathered_consumes_build_the_batch_the_pure_path_builds(
+    kafka_bootstrap: str, corpus_topic: tuple[str, dict[int, int]], partition: int
+) -> None:
+    # A partition gathers small polls into one batch: the columns of many consumes,
+    # joined, must give every null, empty value, header and epoch of the corpus.
+    topic, counts = corpus_topic
+    pure = _pure(kafka_bootstrap, topic, partition, counts[partition])
+    pieces = _native_pieces(kafka_bootstrap, topic, partition, counts[partition])
+    assert len(pieces) > 2, "the corpus was expected over several consumes"  # noqa: PLR2004
+    gathered = raw_batch_from_native(
+        concat_native(pieces), topic=topic, partition=partition, cluster="c", ingest_ts=NOW
+    )
+    _assert_same(pure, pa.Table.from_batches([gathered]))
+    one_by_one = [
+        raw_batch_from_native(p, topic=topic, partition=partition, cluster="c", ingest_ts=NOW)
+        for p in pieces
+    ]
+    assert concat_raw_batches(one_by_one).equals(gathered)
+    assert concat_raw_batches(one_by_one).equals(pa.concat_batches(one_by_one))
+
+
 def test_byte_and_record_budgets_split_batches_without_losing_a_record(
     kafka_bootstrap: str, corpus_topic: tuple[str, dict[int, int]]
 ) -> None:
@@ -174,18 +218,31 @@ def test_an_event_between_records_leaves_each_record_its_own_headers(
     packed one place earlier than librdkafka returned them: their headers must follow.
     """
     topic = make_topic()
-    produce(kafka_bootstrap, topic, [{"value": b"a%d" % i, "partition": 0} for i in range(3)])
     c = _native.open_native(consumer_config([kafka_bootstrap], {"enable.partition.eof": True}))
     c.assign(topic, 0, 0, -1)
+
+    def fetched_up_to(high: int) -> None:
+        # What the fetcher has read: the cached high watermark comes with the fetch reply
+        # that queues the records; the end-of-partition event follows them (the reply or
+        # the next fetch's, within fetch.wait.max.ms).
+        deadline = time.monotonic() + 30
+        while c.watermarks(topic, 0)[1] < high:
+            assert time.monotonic() < deadline, f"the partition was not fetched up to {high}"
+            time.sleep(0.02)
+        time.sleep(1.0)  # the end-of-partition event behind them
+
     try:
-        assert c.consume(1000, 1 << 30)[0] == 0  # the first consume assigns the partition
-        time.sleep(1.5)  # the three records and the end-of-partition event are fetched
+        # The first consume assigns the partition. Nothing is produced before it, so
+        # however late it runs, the records cannot be taken here instead of below.
+        assert c.consume(1000, 1 << 30)[0] == 0
+        produce(kafka_bootstrap, topic, [{"value": b"a%d" % i, "partition": 0} for i in range(3)])
+        fetched_up_to(3)  # the three records and the end-of-partition event are queued
         with_headers = [
             {"value": b"b%d" % i, "partition": 0, "headers": [("h", b"%d" % i), ("n", None)]}
             for i in range(3)
         ]
         produce(kafka_bootstrap, topic, with_headers)
-        time.sleep(1.5)  # and then these three
+        fetched_up_to(6)  # and then these three
         out = c.consume(1000, 1 << 30)
     finally:
         c.close()

@@ -55,7 +55,7 @@ def test_the_sinks_buffers_on_a_worker_stay_within_buffer_bytes(
 
 
 def test_under_the_budget_each_partition_fills_one_row_group(tmp_path: Path) -> None:
-    sink = ParquetSink(tmp_path, shards=1)  # 64 MiB: these ~0.5 MB stay buffered
+    sink = ParquetSink(tmp_path, shards=1)  # 16 MiB: these ~0.5 MB stay buffered
     peak = _write_all(sink, 1)
     one_batch = raw_batch("budget", 0, range(ROWS), "x" * 64).nbytes
     assert peak >= PARTITIONS * BATCHES * one_batch * 0.99

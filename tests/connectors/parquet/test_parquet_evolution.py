@@ -7,20 +7,17 @@ its close, a new partition on restart); the kill-and-resume case runs a real flo
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from bytewax.recovery import init_db_dir
 from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.connectors.parquet import parquet_drift_flow as drift
+from tests.fixtures.crash import CrashHarness
 from tests.sinks.targets import C, orders
 from thalweg_bytewax.catalog import SchemaEvolutionError
 from thalweg_bytewax.connectors.parquet import ParquetSink
@@ -28,8 +25,6 @@ from thalweg_bytewax.errors import SchemaError, SinkTerminalError
 from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.lanes._schema import join_types
 from thalweg_bytewax.runtime.parts import route
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def part(sink: ParquetSink, shard: int = 0, resume: Any = None) -> Any:
@@ -255,26 +250,19 @@ def test_a_joined_type_holds_both_sides_exactly(old: pa.DataType, new: pa.DataTy
 
 
 @pytest.mark.slow
-def test_kill_and_resume_across_a_schema_change(tmp_path: Path) -> None:
-    recovery = tmp_path / "recovery"
-    recovery.mkdir()
-    init_db_dir(recovery, 1)
-    lane = tmp_path / "lane"
-    env = {k: v for k, v in os.environ.items() if k != "THALWEG_FAULT"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    spec = f"tests.connectors.parquet.parquet_drift_flow:build_flow({str(tmp_path)!r})"
-    cmd = [sys.executable, "-m", "bytewax.run", spec, "-r", str(recovery), "-s", "0", "-b", "0"]
+def test_kill_and_resume_across_a_schema_change(crash: CrashHarness) -> None:
+    lane = crash.root / "lane"
+    flow = crash.flow(f"tests.connectors.parquet.parquet_drift_flow:build_flow({str(crash.root)!r})")
     # The new schema's version recorded, no file of its epoch final; its rows staged
     # again on resume; committed, the snapshot not yet in the recovery store.
     faults = ("parquet.schema_recorded:2", "epoch_sink.mid_write:2", "epoch_sink.after_commit:2")
     for fault in faults:
-        run = subprocess.run(cmd, env={**env, "THALWEG_FAULT": fault}, timeout=120, check=False)
-        assert run.returncode != 0, fault
+        flow.killed_at(fault)
         ids = read_lane(lane).column(C.record_id).to_pylist()
         assert len(ids) == len(set(ids)), fault
         if fault.startswith("parquet.schema_recorded"):
             assert len(versions(lane)) == 2 and "coupon" not in read_lane(lane).column_names  # noqa: PLR2004
-    subprocess.run(cmd, env=env, timeout=120, check=True)
+    flow.finishes()
     got = read_lane(lane).sort_by([(C.source_partition, "ascending"), (C.source_offset, "ascending")])
     want = pa.Table.from_batches(
         [

@@ -224,7 +224,7 @@ def test_dictionary_encoding_only_where_values_repeat(tmp_path: Path) -> None:
         for i in range(group.num_columns)
     }
     assert has_dictionary["status"] and has_dictionary["lines.list.element.sku"]
-    assert has_dictionary["_twg_source_topic"]
+    assert not has_dictionary["_twg_source_topic"]  # one value a file: plain, see below
     assert not has_dictionary["order_id"] and not has_dictionary["lines.list.element.note"]
     assert not has_dictionary["_twg_source_offset"]
     assert pq.read_table(path).select(payload.column_names).equals(payload)
@@ -281,6 +281,25 @@ def test_a_tiny_first_file_does_not_decide_dictionary_encoding_for_later_ones(
     assert not by_path["_twg_source_offset"].has_dictionary_page
 
 
+def test_the_lanes_metadata_columns_are_written_plain_or_as_deltas(tmp_path: Path) -> None:
+    # Offsets and source timestamps rise through a file: delta-encoded; the columns of
+    # one value per batch or file carry no dictionary; every value reads back as written.
+    batch = raw_batch("orders", 0, range(5000))
+    run_into([("orders:0", batch)], ParquetSink(tmp_path / "lane"))
+    (path,) = (tmp_path / "lane").rglob("*.parquet")
+    group = pq.ParquetFile(path).metadata.row_group(0)
+    by_path = {group.column(i).path_in_schema: group.column(i) for i in range(group.num_columns)}
+    for name in ("_twg_source_offset", "_twg_source_timestamp"):
+        assert "DELTA_BINARY_PACKED" in by_path[name].encodings, name
+        assert by_path[name].is_stats_set, name  # readers still prune by them
+    for name in ("_twg_source_topic", "_twg_source_partition", "_twg_ingest_ts"):
+        assert not by_path[name].has_dictionary_page, name
+        assert by_path[name].is_stats_set, name
+    back = pq.read_table(path)
+    for name in ("_twg_source_offset", "_twg_source_timestamp", "_twg_source_topic"):
+        assert back.column(name).to_pylist() == batch.column(name).to_pylist(), name
+
+
 def test_files_below_the_sample_size_reuse_the_dictionary_choice(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -299,7 +318,9 @@ def test_files_below_the_sample_size_reuse_the_dictionary_choice(
     monkeypatch.setattr(encoding, "_leaves", counting)
 
     def table(n: int) -> pa.Table:
-        return pa.table({"reused_choice_status": pa.array([["NEW", "PAID"][i % 2] for i in range(n)])})
+        return pa.table(
+            {"reused_choice_status": pa.array([["NEW", "PAID"][i % 2] for i in range(n)])}
+        )
 
     for n in [3, 3000, *([3500] * 20), 3900]:
         options = encoding.column_options(table(n))
@@ -308,3 +329,27 @@ def test_files_below_the_sample_size_reuse_the_dictionary_choice(
     encoding.column_options(table(5000))  # a full sample replaces a partial one, once
     encoding.column_options(table(9000))
     assert samples == [3, 3000, 4096]
+
+
+def test_a_lane_written_before_schema_versions_starts_from_its_files(tmp_path: Path) -> None:
+    # A file of a lane from before versions existed, with a column the batches lack.
+    old = pa.Table.from_batches([raw_batch("t", 0, range(5))])
+    old = old.append_column("note", pa.array(["kept"] * 5))
+    (tmp_path / "t" / "0").mkdir(parents=True)
+    pq.write_table(old, tmp_path / "t" / "0" / f"{0:020d}-{4:020d}.parquet")
+    run_into([("t:0", raw_batch("t", 0, range(5, 10)))], ParquetSink(tmp_path))
+    recorded = pa.ipc.read_schema(pa.OSFile(str(tmp_path / ".thalweg-schema-00000001.arrow")))
+    assert "note" in recorded.names  # the first version is the join of the files' schemas
+    got = read_lane(tmp_path)
+    assert offsets_of(got) == [("t", 0, o) for o in range(10)]
+    assert got.column("note").to_pylist().count("kept") == 5
+
+
+def test_a_new_lane_records_its_first_batchs_schema(tmp_path: Path) -> None:
+    # Files under hidden parts of the lane (staging, markers) are no data files.
+    (tmp_path / ".staging").mkdir()
+    pq.write_table(pa.table({"stray": [1]}), tmp_path / ".staging" / "x.parquet")
+    run_into([("t:0", raw_batch("t", 0, range(3)))], ParquetSink(tmp_path))
+    recorded = pa.ipc.read_schema(pa.OSFile(str(tmp_path / ".thalweg-schema-00000001.arrow")))
+    assert "stray" not in recorded.names
+    assert offsets_of(read_lane(tmp_path)) == [("t", 0, o) for o in range(3)]

@@ -59,3 +59,16 @@ def test_a_refused_dsn_is_named_without_its_value() -> None:
     with pytest.raises(Exception, match="postgres sink: `dsn`: expected a libpq URI") as info:
         PostgresSink("hunter2-no-uri", "orders")
     assert "hunter2" not in str(info.value)
+
+
+def test_the_tcp_bounds_join_a_dsn_of_either_form_without_overriding_it() -> None:
+    from thalweg_bytewax.connectors.postgres._deadline import tcp_bounds, with_tcp_bounds
+
+    params = tcp_bounds(timedelta(seconds=30), timedelta(seconds=10))
+    uri = with_tcp_bounds("postgresql://db/shop?keepalives_idle=9", params)
+    assert "keepalives_idle=9" in uri and "keepalives_idle=15" not in uri
+    assert "&tcp_user_timeout=30000" in uri and "&connect_timeout=10" in uri
+    assert with_tcp_bounds("postgresql://db/shop", params).startswith("postgresql://db/shop?")
+    kv = with_tcp_bounds("host=db dbname=shop keepalives=0", params)
+    assert kv.startswith("host=db dbname=shop keepalives=0 ") and " keepalives=1" not in kv
+    assert "tcp_user_timeout=30000" in kv

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from thalweg_bytewax.connectors._shared_thread import SharedThread
+
 __all__ = ["FileWatch", "IPCFiles", "by_directory", "read_order", "split_glob"]
 
 logger = logging.getLogger(__name__)
@@ -125,7 +127,7 @@ def _translate(glob: str) -> str:
     return "".join(out)
 
 
-class FileWatch:
+class FileWatch(SharedThread):
     """Re-list the files every ``interval_s`` and log the ones not listed at start, once.
 
     Bytewax lists a ``FixedPartitionedSource``'s partitions once, so a file finalized
@@ -135,35 +137,14 @@ class FileWatch:
     """
 
     def __init__(self, files: IPCFiles, listed: list[str], interval_s: float) -> None:
+        super().__init__("thalweg-ipc-watch")
         self._files = files
         self._listed = frozenset(listed)
         self._interval_s = interval_s
-        self._lock = threading.Lock()
-        self._users = 0
-        self._stop: threading.Event | None = None
         self.unread: tuple[str, ...] = ()
         """Files that exist now but were not listed at start: read after a restart."""
         self.checks = 0
         """Listings done."""
-
-    def acquire(self) -> None:
-        """Start the thread if this is the first partition holding the watch."""
-        with self._lock:
-            self._users += 1
-            if self._stop is None:
-                self._stop = threading.Event()
-                threading.Thread(
-                    target=self._run, args=(self._stop,), name="thalweg-ipc-watch", daemon=True
-                ).start()
-
-    def release(self) -> None:
-        """Stop the thread once no partition holds the watch."""
-        with self._lock:
-            self._users -= 1
-            if self._users <= 0 and self._stop is not None:
-                self._stop.set()
-                self._stop = None
-                self._users = 0
 
     def _run(self, stop: threading.Event) -> None:
         while not stop.wait(self._interval_s):

@@ -13,7 +13,7 @@ import contextlib
 import logging
 import re
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Final
 
 import pyarrow as pa
@@ -24,9 +24,10 @@ from typing_extensions import override
 from thalweg_bytewax import _faults
 from thalweg_bytewax.coverage import OffsetCoverage
 from thalweg_bytewax.records import RECORD_ID_BYTES
-from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState
+from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
 
-from ..raw_lane._shards import LaneSinkStats, StagedFile, lane_io
+from .._epoch_partition import ConfiguredSinkPartition
+from ..raw_lane._shards import LaneSinkStats, LaneStream, StagedFile, lane_io
 from ..raw_lane._store import LaneStore, staging_prefix, topic_dir_name
 
 if TYPE_CHECKING:
@@ -71,33 +72,20 @@ def read_ipc_table(source: pa.NativeFile, columns: list[str] | None = None) -> p
 
 
 class ArrowIPCSinkStats(LaneSinkStats):
-    """Plain counters of one Arrow IPC sink partition, exported by the observability layer.
-
-    Attributes:
-        files_finalized: Files made durable and visible under their final names.
-    """
+    """Plain counters of one Arrow IPC sink partition (those of every lane sink)."""
 
     __slots__ = ()
 
 
 @dataclass
-class _Stream:
+class _Stream(LaneStream[ipc.RecordBatchFileWriter | ipc.RecordBatchStreamWriter]):
     """One source partition's directory and the file being written this epoch."""
 
-    directory: str
-    # The finalized files listed when this run met the partition: what a replay is
-    # checked against by record id (files this run finalizes are not added, so memory
-    # stays flat over a long run).
-    files: list[tuple[int, int, str]]
-    writer: ipc.RecordBatchFileWriter | ipc.RecordBatchStreamWriter | None = None
-    sink_file: pa.NativeFile | None = None
     schema: pa.Schema | None = None
-    current: StagedFile | None = None
     rows: int = 0
-    closed: list[StagedFile] = field(default_factory=list)
 
 
-class _ArrowIPCPartition(EpochSinkPartition):
+class _ArrowIPCPartition(ConfiguredSinkPartition["ArrowIPCSinkConfig"]):
     replay_remedy: ClassVar[str] = "move the directory aside or write to a new path"
     merge_remedy: ClassVar[str] = "give each its own path (e.g. `ipc/decode`, `ipc/contract`)"
 
@@ -109,15 +97,7 @@ class _ArrowIPCPartition(EpochSinkPartition):
         shard: int,
     ) -> None:
         self.stats: ArrowIPCSinkStats = ArrowIPCSinkStats()
-        super().__init__(
-            component=COMPONENT,
-            columns=config.columns,
-            resume_state=resume,
-            shard=shard,
-            shards=config.shards,
-            stats=self.stats,
-        )
-        self._config = config
+        super().__init__(COMPONENT, config, resume, shard, stats=self.stats)
         self._store = store
         self._suffix = config.suffix
         self._options = ipc.IpcWriteOptions(compression=config.ipc_compression)
@@ -221,8 +201,7 @@ class _ArrowIPCPartition(EpochSinkPartition):
             stream.rows = 0
         assert stream.current is not None
         stream.writer.write_batch(batch)
-        stream.current.first = min(stream.current.first, first)
-        stream.current.last = max(stream.current.last, last)
+        stream.current.widen(first, last)
         stream.rows += batch.num_rows
         if stream.rows >= self._config.max_file_rows:
             self._close_current(stream)

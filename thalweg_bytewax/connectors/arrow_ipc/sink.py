@@ -16,15 +16,12 @@ import logging
 import os
 
 import pyarrow.fs as pafs
-from typing_extensions import override
 
+from thalweg_bytewax.connectors._filesystem import check_filesystem
 from thalweg_bytewax.coverage.store import CoverageStore
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX
-from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
-from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink, coverage_store_option
 
-from ..raw_lane._shards import LaneShards
-from ._filesystem import check_filesystem
+from ..raw_lane._lane_sink import LaneSink
 from ._partition import ArrowIPCSinkStats, _ArrowIPCPartition
 from .config import DEFAULT_MAX_FILE_ROWS, ArrowIPCSinkConfig
 
@@ -33,7 +30,7 @@ __all__ = ["ArrowIPCSink", "ArrowIPCSinkStats"]
 logger = logging.getLogger(__name__)
 
 
-class ArrowIPCSink(ShardedEpochSink[_ArrowIPCPartition]):
+class ArrowIPCSink(LaneSink[_ArrowIPCPartition, ArrowIPCSinkConfig]):
     """Write keyed batches with locator columns as a directory of Arrow IPC files.
 
     Source topic-partitions are the unit of parallelism: each gets its own file per
@@ -86,7 +83,7 @@ class ArrowIPCSink(ShardedEpochSink[_ArrowIPCPartition]):
         coverage_store: CoverageStore | str | os.PathLike[str] | None = None,
     ) -> None:
         check_filesystem("arrow ipc sink", filesystem)
-        self.config = ArrowIPCSinkConfig.build(
+        config = ArrowIPCSinkConfig.build(
             {
                 "path": path,
                 "shards": shards,
@@ -96,21 +93,4 @@ class ArrowIPCSink(ShardedEpochSink[_ArrowIPCPartition]):
                 "metadata_prefix": metadata_prefix,
             }
         )
-        self.path = self.config.path
-        self.filesystem = filesystem
-        self.shards = self.config.shards
-        self.columns = self.config.columns
-        self.coverage_store = coverage_store_option(coverage_store)
-        self._lane = LaneShards(self.path, filesystem, self.config.component, logger)
-
-    @override
-    def list_parts(self) -> list[str]:
-        self._lane.store()  # a bad path fails at build time, before data moves
-        return super().list_parts()
-
-    @override
-    def build_shard(
-        self, step_id: str, shard: int, resume_state: EpochSinkState | None
-    ) -> _ArrowIPCPartition:
-        store = self._lane.prepare(step_id, shard)
-        return _ArrowIPCPartition(self.config, store, resume_state, shard)
+        super().__init__(config, filesystem, coverage_store, _ArrowIPCPartition, logger)

@@ -30,13 +30,13 @@ from typing_extensions import override
 
 from thalweg_bytewax._redact import redact_url
 from thalweg_bytewax.config import seconds_keywords
+from thalweg_bytewax.connectors._filesystem import check_filesystem
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX
 from thalweg_bytewax.records.model import KeyedBatch
 from thalweg_bytewax.runtime import crossings
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 
-from ._filesystem import check_filesystem
 from ._listing import FileWatch, IPCFiles, by_directory, split_glob
 from ._source_partition import IPCDirectoryPartition
 from .config import ArrowIPCSourceConfig

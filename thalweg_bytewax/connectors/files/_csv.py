@@ -207,6 +207,7 @@ def _read(
             yield Chunk(None, np.zeros(0, np.int64), start, bad=[bad])
             return
         names, block = _header(head)
+        del head  # the first read, its header cut off: only `block` is kept
     except LimitExceeded as exc:
         yield rest_bad(start, "cannot read the CSV header", exc)
         return
@@ -252,6 +253,10 @@ def _read(
                     first += rows
                 else:
                     parsed = _read_block(block, first, names, typed, text)
+                    # Parsed: the block's bytes are not held while its rows are out
+                    # (a worker's files are all suspended here in turn, each would
+                    # keep a block).
+                    block = block_or_line = b""
                     if schema is None:
                         schema = parsed.table.schema
                         typed = pacsv.ConvertOptions(

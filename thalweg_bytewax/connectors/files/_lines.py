@@ -17,9 +17,7 @@ out in line order.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -27,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from thalweg_bytewax.codecs.json import JsonCodec
+from thalweg_bytewax.system.threads import SharedPool
 
 from ._common import INFER, Bad, Chunk, Target, cast_rows, rest_bad, whole_file_bad
 from ._limits import (
@@ -46,16 +45,7 @@ __all__ = ["line_blocks", "long_line_message", "open_lines", "read_ndjson"]
 NDJSON_BLOCK_BYTES = 8 << 20
 
 _WORKERS = max(1, min(os.cpu_count() or 1, 8))
-_pool_lock = threading.Lock()
-_pool: ThreadPoolExecutor | None = None
-
-
-def _decode_pool() -> ThreadPoolExecutor:
-    global _pool  # noqa: PLW0603 - one pool per process, started on first use
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(_WORKERS, thread_name_prefix="twg-files-json")
-        return _pool
+_decode_pool = SharedPool(_WORKERS, "twg-files-json")
 
 
 def _lines(block: bytes) -> pa.Array:
@@ -72,6 +62,10 @@ def line_blocks(
     (without its newline) comes out alone as a :class:`LongLine` (its first ``max_line``
     bytes and its length), read past in ``block_bytes`` steps and never held whole;
     without ``max_line``, a line longer than a block makes its block longer.
+
+    Nothing of a block stays referenced here while its consumer holds it: a reader
+    suspended between batches (every file of a worker is, in turn) keeps only the
+    partial line after the block, not the read it was cut from nor the block itself.
     """
     cap = max_line if max_line is not None else 1 << 62
     rest = b""
@@ -95,11 +89,13 @@ def line_blocks(
         if cut < 0:
             rest = data
             continue
-        if cap < block_bytes:  # a line inside one read may exceed the cap too
-            yield from _split_long(data[: cut + 1], cap)
-        else:
-            yield data[: cut + 1]
         rest = data[cut + 1 :]
+        whole = [data[: cut + 1]]
+        del data  # the read, freed before the yield: only its whole lines live on
+        if cap < block_bytes:  # a line inside one read may exceed the cap too
+            yield from _split_long(whole, cap)
+        else:
+            yield whole.pop()  # not held by this frame while the consumer has it
 
 
 def _long_line(f: Any, data: bytes, block_bytes: int, cap: int) -> tuple[LongLine, bytes]:
@@ -116,12 +112,21 @@ def _long_line(f: Any, data: bytes, block_bytes: int, cap: int) -> tuple[LongLin
             return LongLine(head, size), b""
 
 
-def _split_long(block: bytes, cap: int) -> Iterator[bytes | LongLine]:
-    """A block of whole lines, its lines over ``cap`` bytes cut out as ``LongLine``."""
-    a = np.frombuffer(block, np.uint8)
+def _split_long(whole: list[bytes], cap: int) -> Iterator[bytes | LongLine]:
+    """A block of whole lines, its lines over ``cap`` bytes cut out as ``LongLine``.
+
+    ``whole`` holds the block; it is taken out when no line is over the cap, so the
+    block is not held here while its consumer has it.
+    """
+    a = np.frombuffer(whole[0], np.uint8)
     ends = np.flatnonzero(a == ord("\n"))
     starts = np.concatenate(([0], ends[:-1] + 1))
     over = np.flatnonzero(ends - starts > cap)
+    del a
+    if not len(over):
+        yield whole.pop()
+        return
+    block = whole.pop()
     at = 0
     for i in over:
         s, e = int(starts[i]), int(ends[i])
@@ -173,6 +178,7 @@ def read_ndjson(
             lines = _lines(block)
             if block.endswith(b"\n"):
                 lines = lines.slice(0, len(lines) - 1)  # after the last newline: nothing
+            del block  # in `lines` now: not held while the lines' rows are out
             n = len(lines)
             size = batch_rows
             if codec.concurrent_batches:  # one piece per core at least

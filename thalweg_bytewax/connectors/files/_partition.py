@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
@@ -41,6 +41,7 @@ from thalweg_bytewax.records.ids import record_ids_array
 from thalweg_bytewax.records.metadata import MetadataColumns
 from thalweg_bytewax.records.model import KeyedBatch
 from thalweg_bytewax.runtime import admission
+from thalweg_bytewax.system.threads import SharedPool
 
 from ._common import Bad, Chunk
 
@@ -55,16 +56,8 @@ COMPRESSED_SUFFIXES = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd", ".lz4": "lz
 """Compression of a line format (CSV, NDJSON) by the file's last suffix."""
 
 _slots = threading.BoundedSemaphore(AHEAD_CHUNKS)
-_pool_lock = threading.Lock()
-_pool: ThreadPoolExecutor | None = None
-
-
-def _ahead_pool() -> ThreadPoolExecutor:
-    global _pool  # noqa: PLW0603 - one lazily started thread per process
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="twg-files-ahead")
-        return _pool
+_ahead_pool = SharedPool(1, "twg-files-ahead")
+"""The process's one read-ahead thread."""
 
 
 def compression_of(path: str) -> str | None:
@@ -121,7 +114,6 @@ class FileTarget:
         """The file's bytes, decompressed when its suffix names a compression."""
         src: Any = self.path if self.local else self.open()
         return pa.input_stream(src, compression=compression_of(self.path))
-
 
 
 class FilePartition(StatefulSourcePartition[KeyedBatch, int]):

@@ -22,8 +22,7 @@ from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
-from thalweg_bytewax._redact import is_secret_key
-from thalweg_bytewax.config import ConnectorConfig, SecretRef
+from thalweg_bytewax.config import ConnectorConfig, SecretRef, type_secrets
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataPolicy, metadata_columns
 
@@ -67,17 +66,9 @@ def _non_empty(paths: list[str]) -> list[str]:
     return paths
 
 
-def _type_secrets(options: dict[str, Any]) -> dict[str, Any]:
-    """Every text value whose key names a credential as a :class:`SecretRef`."""
-    return {
-        key: SecretRef(value) if isinstance(value, str) and is_secret_key(key) else value
-        for key, value in options.items()
-    }
-
-
 StorageOptions = Annotated[
     dict[str, SecretRef | str | bool | int | float | list[Any] | dict[str, Any]],
-    AfterValidator(_type_secrets),
+    AfterValidator(type_secrets),
 ]
 """fsspec options for URLs: an entry whose key names a credential is a ``SecretRef``."""
 

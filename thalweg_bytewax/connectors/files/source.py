@@ -58,6 +58,7 @@ from typing_extensions import override
 
 from thalweg_bytewax._choices import parse_enum
 from thalweg_bytewax._redact import redact_url
+from thalweg_bytewax.codecs._contract_schema import contract_object_schema
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataPolicy, metadata_columns
 from thalweg_bytewax.records.model import KeyedBatch
@@ -193,9 +194,7 @@ class FileSource(FixedPartitionedSource[KeyedBatch, int]):
             ConfigError: When ``config`` is not a ``FileSourceConfig``, or the schema
                 is missing for a format without one.
         """
-        if not isinstance(config, FileSourceConfig):
-            msg = f"file source: expected a FileSourceConfig; got {type(config).__name__}"
-            raise ConfigError(msg)
+        config = FileSourceConfig.checked(config)
         source = cls.__new__(cls)
         source._start(config, schema, object_name)  # noqa: SLF001 - its own class
         return source
@@ -312,16 +311,7 @@ class FileSource(FixedPartitionedSource[KeyedBatch, int]):
 
 
 def _resolve_schema(schema: Any, object_name: str | None) -> pa.Schema | str | None:
-    contract = getattr(schema, "arrow_schema", None)
-    if callable(contract):
-        resolved: pa.Schema = contract(object_name)
-        return resolved
-    if object_name is not None:
-        msg = (
-            f"file source: `object_name` picks a schema object of a data contract; got it "
-            f"with a {type(schema).__name__} schema"
-        )
-        raise ConfigError(msg)
+    schema = contract_object_schema(schema, object_name, "file source")
     if schema is None or isinstance(schema, pa.Schema) or schema == INFER:
         return schema
     msg = (

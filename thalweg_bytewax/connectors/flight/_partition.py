@@ -32,8 +32,9 @@ from thalweg_bytewax.flight.protocol import (
     held_request,
     held_spans,
 )
-from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState, EpochSinkStats
+from thalweg_bytewax.runtime.epoch_sink import EpochSinkState, EpochSinkStats
 
+from .._epoch_partition import ConfiguredSinkPartition
 from ._ack_lane import RETRY_CAP_S, RETRY_FIRST_S, AckLane, AckLaneStats
 
 if TYPE_CHECKING:
@@ -58,21 +59,13 @@ class FlightSinkStats(EpochSinkStats):
         self.lane = AckLaneStats()
 
 
-class _FlightPartition(EpochSinkPartition):
+class _FlightPartition(ConfiguredSinkPartition["FlightSinkConfig"]):
     replay_remedy: ClassVar[str] = "write to a new `target`, or clear it on the server"
     merge_remedy: ClassVar[str] = "give each its own `target`"
 
     def __init__(self, config: FlightSinkConfig, resume: EpochSinkState | None, shard: int) -> None:
         self.stats: FlightSinkStats = FlightSinkStats()
-        super().__init__(
-            component=COMPONENT,
-            columns=config.columns,
-            resume_state=resume,
-            shard=shard,
-            shards=config.shards,
-            stats=self.stats,
-        )
-        self._config = config
+        super().__init__(COMPONENT, config, resume, shard, stats=self.stats)
         token = config.token.resolve() if config.token is not None else None
         self._options = call_options(None, token)
         self._held_options = call_options(_HELD_TIMEOUT_S, token)

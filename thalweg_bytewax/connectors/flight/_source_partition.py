@@ -64,8 +64,6 @@ class FlightEndpointPartition(StatefulSourcePartition[KeyedBatch, int]):
         max_queued: int,
         skip: int,
     ) -> None:
-        self._component = component
-        self._location = location
         self._name = name
         self._index = index
         self._columns = columns

@@ -15,7 +15,6 @@ from datetime import timedelta
 
 from typing_extensions import override
 
-from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX
 from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
 from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink
@@ -92,9 +91,7 @@ class FlightSink(ShardedEpochSink[_FlightPartition]):
         Raises:
             ConfigError: When ``config`` is not a ``FlightSinkConfig``.
         """
-        if not isinstance(config, FlightSinkConfig):
-            msg = f"flight sink: expected a FlightSinkConfig; got {type(config).__name__}"
-            raise ConfigError(msg)
+        config = FlightSinkConfig.checked(config)
         sink = cls.__new__(cls)
         sink.config = config
         sink.shards = config.shards

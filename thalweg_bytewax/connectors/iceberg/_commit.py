@@ -16,6 +16,8 @@ from pyiceberg.exceptions import (
 from thalweg_bytewax.errors import SinkTerminalError
 
 from ._summary import COMMIT_KEY, landed
+from ._transaction import MemoTransaction
+from ._upsert import upsert
 
 if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile
@@ -37,7 +39,7 @@ def commit(
     files: list[DataFile],
     stats: IcebergSinkStats,
 ) -> Table:
-    """Commit an epoch: upsert ``rows``, or append ``files``; the refreshed table.
+    """Commit an epoch: upsert ``rows``, or append ``files``; the table as committed.
 
     A commit that lost a race with another writer is retried on the refreshed table
     (``commit_retries`` times), unless the refreshed ancestry shows it landed.
@@ -48,9 +50,9 @@ def commit(
     failure: Exception | None = None
     for attempt in range(sink.commit_retries + 1):
         try:
-            with table.transaction() as tx:
+            with MemoTransaction(table) as tx:
                 if rows is not None:
-                    tx.upsert(rows, join_cols=list(sink.key_columns), snapshot_properties=props)
+                    upsert(tx, table, rows, list(sink.key_columns), props)
                 else:
                     snapshot = tx.update_snapshot(snapshot_properties=props)
                     with snapshot.fast_append() as append:
@@ -65,7 +67,7 @@ def commit(
             failure = exc
         else:
             stats.commits += 1
-            return table.refresh()
+            return table  # the commit left the table at the metadata it committed
         table = table.refresh()
         if landed(table, props[COMMIT_KEY]):
             stats.commits += 1

@@ -9,7 +9,11 @@ EpochSinkPartition`'s. This module:
   widen by opt-in, refuse the rest before anything is written) and casts each batch to
   the table's column types at the write boundary;
 * in ``append`` mode writes Parquet data files as rows accumulate (never visible until
-  committed) and, at the epoch's snapshot, appends them all in **one** Iceberg commit
+  committed): for an unpartitioned table on a worker thread, a row group per
+  ``row_group_bytes`` chunk, while the epoch's batches still arrive (:mod:`._write_behind`);
+  for a partitioned one ``target_file_bytes`` at a time, through pyiceberg's
+  ``table.append`` path. At the epoch's snapshot it appends them all in **one** Iceberg
+  commit
   whose snapshot summary carries the covered offsets of every source partition it
   touched (``thalweg.coverage.<sink id>/<topic>:<partition>`` → ``"0-99,150-199"``);
 * in ``upsert`` mode keeps the epoch's rows, deduplicated by key (last wins), and
@@ -45,24 +49,19 @@ require("pyiceberg", extra="iceberg")
 
 # The write path pyiceberg's own `Table.append` uses: data files first, then a commit
 # that can be retried with the same files after a lost race.
-from pyiceberg.exceptions import (  # noqa: E402 - after the install hint
-    NoSuchTableError,
-)
-from pyiceberg.io.pyarrow import _dataframe_to_data_files  # noqa: E402
+from pyiceberg.io.pyarrow import _dataframe_to_data_files  # noqa: E402 - after the install hint
 
 from thalweg_bytewax.catalog.iceberg import describe, provision  # noqa: E402
-from thalweg_bytewax.catalog.plan import TableShape  # noqa: E402
 from thalweg_bytewax.catalog.reconcile import reconcile  # noqa: E402
+from thalweg_bytewax.catalog.steps import TableShape  # noqa: E402
 from thalweg_bytewax.coverage.spans import OffsetCoverage  # noqa: E402
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError  # noqa: E402
-from thalweg_bytewax.runtime.epoch_sink import (  # noqa: E402
-    UNLOCATED,
-    EpochSinkPartition,
-    EpochSinkState,
-)
+from thalweg_bytewax.runtime.epoch_sink import UNLOCATED, EpochSinkState  # noqa: E402
 
+from .._epoch_partition import TABLE_UNLOCATED_REMEDY, ConfiguredSinkPartition  # noqa: E402
 from ._commit import commit  # noqa: E402
 from ._reads import held_record_ids, holds_partition, replaced_by_key  # noqa: E402
+from ._shared_table import SharedTable  # noqa: E402
 from ._staging import EpochStage, last_per_key  # noqa: E402
 from ._stats import IcebergSinkStats  # noqa: E402
 from ._summary import (  # noqa: E402
@@ -73,9 +72,10 @@ from ._summary import (  # noqa: E402
     encode_spans,
     read_coverage,
 )
+from ._write_behind import WriteBehind, writes_behind  # noqa: E402
+from .config import MIN_ROW_GROUP_BYTES, ROW_GROUP_SHARE  # noqa: E402
 
 if TYPE_CHECKING:
-    from pyiceberg.catalog import Catalog
     from pyiceberg.table import Table
 
     from .config import IcebergSinkConfig
@@ -92,14 +92,10 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-class _IcebergPartition(EpochSinkPartition):
+class _IcebergPartition(ConfiguredSinkPartition["IcebergSinkConfig"]):
     replay_remedy: ClassVar[str] = "write to a new table, or give the sink a new `sink_id`"
     merge_remedy: ClassVar[str] = "give each stream its own table"
-    unlocated_remedy: ClassVar[str] = (
-        "keep the locator with metadata='locator' or 'all', or, for rows that have none "
-        "(another source, window results), build the sink with locators='absent' "
-        "(at-least-once appends, effectively-once upserts by key)"
-    )
+    unlocated_remedy: ClassVar[str] = TABLE_UNLOCATED_REMEDY
 
     def __init__(
         self,
@@ -107,26 +103,23 @@ class _IcebergPartition(EpochSinkPartition):
         sink_id: str,
         resume: EpochSinkState | None,
         shard: int,
+        shared: SharedTable,
     ) -> None:
         self.stats: IcebergSinkStats = IcebergSinkStats()
         super().__init__(
-            component="iceberg sink",
-            columns=config.columns,
-            resume_state=resume,
-            shard=shard,
-            shards=config.shards,
-            stats=self.stats,
-            locators=config.locators,
+            "iceberg sink", config, resume, shard, stats=self.stats, locators=config.locators
         )
-        self._config = config
         self.target_replaces_rows = config.mode == "upsert"
         self._sink_id = sink_id
-        self._catalog: Catalog = config.catalog.load()
-        self._table: Table | None = None
+        self._shared = shared  # the catalog and table, shared with this process's shards
+        shared.catalog  # noqa: B018 - opened now: a catalog that cannot open fails the build
         self._held: dict[str, OffsetCoverage] | None = None
         self._schema: pa.Schema | None = None  # the last batch schema provisioned
         self._shape: TableShape | None = None  # the table's columns batches are cast to
         self._staged = EpochStage()
+        self._behind = WriteBehind(config.table)  # an unpartitioned append's encoder
+        self._epoch_bytes = 0  # Arrow bytes handed to the encoder this epoch
+        self._last_epoch_bytes = 0  # and in the last epoch committed
         # Source partitions the table lost: the next commit of each marks the reset.
         self._reset: set[str] = set()
         # Whether another writer's snapshot in the ancestry removed rows (read with the
@@ -196,7 +189,7 @@ class _IcebergPartition(EpochSinkPartition):
         else:
             self._staged.offsets(key, rows.column(self.columns.source_offset))
         self._staged.add(self._conform(rows))
-        if self._config.mode == "append" and self._staged.full(self._config.target_file_bytes):
+        if self._config.mode == "append" and self._staged.full(self._chunk_bytes()):
             self._write_files()
 
     @override
@@ -205,6 +198,10 @@ class _IcebergPartition(EpochSinkPartition):
             return  # nothing staged: no empty snapshot
         if self._config.mode == "append":
             self._write_files()
+            files = self._behind.finish()  # a failed encode raises here: nothing commits
+            self._staged.files.extend(files)
+            self.stats.data_files_written += len(files)
+            self._last_epoch_bytes, self._epoch_bytes = self._epoch_bytes, 0
             rows = None
         else:
             rows = last_per_key(self._staged.batches, list(self._config.key_columns))
@@ -219,7 +216,13 @@ class _IcebergPartition(EpochSinkPartition):
     def abort(self) -> None:
         # Data files written this epoch are never committed: orphans no snapshot
         # references, removed by the table's orphan-file maintenance.
+        self._behind.discard()
         self._staged.clear()
+        self._epoch_bytes = 0
+
+    @override
+    def release(self) -> None:
+        self._behind.shutdown()
 
     @override
     def held_record_ids(self, key: str, first: int, last: int) -> pa.Table | None:
@@ -242,18 +245,20 @@ class _IcebergPartition(EpochSinkPartition):
 
     # -- tables and schemas ----------------------------------------------------------
 
+    @property
+    def _table(self) -> Table | None:
+        """The table as this process last loaded or committed it (shared by its shards)."""
+        return self._shared.table
+
     def _current_table(self) -> Table | None:
-        if self._table is not None:
-            return self._table
-        try:
-            self._table = self._catalog.load_table(self._config.table)
-        except NoSuchTableError:
-            return None
-        return self._table
+        return self._shared.current()
 
     def _read_coverage(self) -> dict[str, OffsetCoverage]:
-        """The coverage of every source partition, united over the snapshot ancestry."""
-        held, foreign_deletes = read_coverage(self._current_table(), self._sink_id)
+        """The coverage of every source partition, united over the snapshot ancestry.
+
+        Read from the table as the catalog holds it now, once a partition.
+        """
+        held, foreign_deletes = read_coverage(self._shared.reload(), self._sink_id)
         self._foreign_deletes = self._foreign_deletes or foreign_deletes
         return held
 
@@ -261,6 +266,7 @@ class _IcebergPartition(EpochSinkPartition):
         """Provision the table for a new schema, then reconcile rows to its columns."""
         if self._schema is None or not rows.schema.equals(self._schema):
             self._write_files()  # files of the old schema stay valid after evolution
+            self._behind.roll()  # the next chunk starts a file of the new schema
             self._provision(rows.schema)
         shape = self._shape
         if shape is None:  # pragma: no cover - set by _provision
@@ -279,31 +285,60 @@ class _IcebergPartition(EpochSinkPartition):
                     f"the key columns upstream"
                 )
                 raise ConfigError(msg)
-        table, _ = provision(
-            self._catalog,
-            sink.table,
-            schema,
-            comments=sink.comments,
-            allow_widening=sink.allow_widening,
-            partition_by=sink.partition_by,
-            identifiers=sink.identifiers,
-            metadata_prefix=self.columns.prefix,
-        )
-        self._table = table
+        with self._shared.lock:
+            table, _ = provision(
+                self._shared.catalog,
+                sink.table,
+                schema,
+                comments=sink.comments,
+                allow_widening=sink.allow_widening,
+                partition_by=sink.partition_by,
+                identifiers=sink.identifiers,
+                metadata_prefix=self.columns.prefix,
+            )
+            self._shared.table = table
         self._shape = describe(table)
         self._schema = schema
 
     # -- data files and commits ------------------------------------------------------
 
+    def _chunk_bytes(self) -> int:
+        """Arrow bytes buffered before they are handed to data files.
+
+        For the worker thread: ``row_group_bytes``, or three quarters of the last
+        epoch's bytes (the whole epoch at its snapshot for the first one); else, and
+        at most, ``target_file_bytes``.
+        """
+        config = self._config
+        target = config.target_file_bytes
+        if self._table is None or not writes_behind(self._table.metadata):
+            return target
+        if config.row_group_bytes is not None:
+            return min(config.row_group_bytes, target)
+        if not self._last_epoch_bytes:
+            return target
+        share = int(self._last_epoch_bytes * ROW_GROUP_SHARE)
+        return min(max(share, MIN_ROW_GROUP_BYTES), target)
+
     def _write_files(self) -> None:
-        """Write the buffered rows as data files (invisible until the epoch commits)."""
+        """Write the buffered rows as data files (invisible until the epoch commits).
+
+        An unpartitioned table's rows go to the worker thread as the next row group of
+        the open file; a partitioned table's are written here, one file per partition.
+        """
         if not self._staged.batches or self._config.mode != "append":
             return
         table = self._table
         if table is None:  # pragma: no cover - provisioned before anything is buffered
             msg = f"iceberg sink: table `{self._config.table}` was not provisioned"
             raise SinkTerminalError(msg)
+        nbytes = self._staged.nbytes
         data = pa.Table.from_batches(self._staged.take_batches())
+        if writes_behind(table.metadata):
+            target = self._config.target_file_bytes
+            self._behind.submit(table.metadata, table.io, data, nbytes, target)
+            self._epoch_bytes += nbytes
+            return
         files = list(_dataframe_to_data_files(table.metadata, data, table.io))
         self._staged.files.extend(files)
         self.stats.data_files_written += len(files)
@@ -319,7 +354,10 @@ class _IcebergPartition(EpochSinkPartition):
         return props
 
     def _commit(self, rows: pa.Table | None, props: dict[str, str]) -> None:
-        if self._table is None:  # pragma: no cover - provisioned before anything is staged
-            msg = f"iceberg sink: table `{self._config.table}` was not provisioned"
-            raise SinkTerminalError(msg)
-        self._table = commit(self._table, self._config, rows, props, self._staged.files, self.stats)
+        shared = self._shared
+        with shared.committing():  # one commit at a time, from the table as last committed
+            table = shared.table
+            if table is None:  # pragma: no cover - provisioned before anything is staged
+                msg = f"iceberg sink: table `{self._config.table}` was not provisioned"
+                raise SinkTerminalError(msg)
+            shared.table = commit(table, self._config, rows, props, self._staged.files, self.stats)

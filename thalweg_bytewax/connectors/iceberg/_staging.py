@@ -1,9 +1,10 @@
 """Private: what an Iceberg sink partition stages in one epoch, until its commit.
 
-The rows staged (batches, and in ``append`` mode the Parquet data files written from
-them as they accumulate), the offsets staged per source partition, and whether rows
-without a locator were staged. :func:`last_per_key` is an upsert epoch's rows, one per
-key. The partition (:mod:`._partition`) decides when to write and commit.
+The rows staged (batches not yet handed to data files, and in ``append`` mode the
+Parquet data files written from them as they accumulate), the offsets staged per source
+partition, and whether rows without a locator were staged. :func:`last_per_key` is an
+upsert epoch's rows, one per key. The partition (:mod:`._partition`) decides when to
+write and commit.
 """
 
 from __future__ import annotations
@@ -52,6 +53,14 @@ class EpochStage:
         """Buffer a batch of rows conformed to the table."""
         self.batches.append(rows)
         self._bytes += rows.get_total_buffer_size()
+
+    @property
+    def nbytes(self) -> int:
+        """The buffered rows' Arrow bytes.
+
+        Exact after :meth:`full` found them full, an upper bound otherwise.
+        """
+        return self._bytes
 
     def full(self, target: int) -> bool:
         """Whether the buffered rows reach ``target`` bytes.

@@ -36,16 +36,27 @@ from ._catalog_config import IcebergCatalogConfig
 __all__ = [
     "DEFAULT_COMMIT_RETRIES",
     "DEFAULT_TARGET_FILE_BYTES",
+    "MIN_ROW_GROUP_BYTES",
+    "ROW_GROUP_SHARE",
     "IcebergCatalogConfig",
     "IcebergSinkConfig",
 ]
 
-# Rows are buffered until this many Arrow bytes, then written as data files while the
-# epoch goes on: bounds memory per sink partition. pyiceberg's own target file size
-# (`write.target-file-size-bytes`, 512 MiB), so an epoch of up to ~4M narrow rows is one
-# data file as a bare `table.append` writes it; 64 MiB wrote three files an epoch of 1M
-# rows and ran at 0.8x the bare append (docs/benchmarks.md "Iceberg sink").
+# Arrow bytes that go into one data file before the next one starts. pyiceberg's own
+# target file size (`write.target-file-size-bytes`, 512 MiB), so an epoch of up to ~4M
+# narrow rows is one data file as a bare `table.append` writes it; 64 MiB wrote three
+# files an epoch of 1M rows and ran at 0.8x the bare append (docs/benchmarks.md).
 DEFAULT_TARGET_FILE_BYTES = 512 * 1024 * 1024
+# Without `row_group_bytes`, an unpartitioned append table's epoch goes to the worker
+# thread as two row groups: the rows up to this share of the last epoch's Arrow bytes,
+# encoded while the epoch's batches still arrive, then the rest at the snapshot. Two,
+# not more: each row group of a column whose values overflow its dictionary page
+# (ids, offsets, amounts) dictionary-encodes its first values again before falling
+# back: cut into four row groups, a 1M-row epoch cost 1.7x the encode's CPU and 1.3x
+# the file size of one; into two, 1.2x and 1.1x (docs/benchmarks/iceberg-sink.md).
+ROW_GROUP_SHARE = 0.75
+# An epoch smaller than this is one row group, encoded at the snapshot.
+MIN_ROW_GROUP_BYTES = 1024 * 1024
 # Commits lost to concurrent writers are retried on the refreshed table this many times.
 DEFAULT_COMMIT_RETRIES = 8
 
@@ -87,7 +98,12 @@ class IcebergSinkConfig(ConnectorConfig):
     """The name coverage is stored under (default: the output's step id); keep it stable
     for a table."""
     target_file_bytes: int = Field(default=DEFAULT_TARGET_FILE_BYTES, ge=1)
-    """Arrow bytes buffered before data files are written."""
+    """Arrow bytes written to one data file before the next one starts (a partitioned
+    table buffers this much before writing its files)."""
+    row_group_bytes: int | None = Field(default=None, ge=1)
+    """Arrow bytes of an unpartitioned append table encoded as one Parquet row group on
+    a worker thread while the epoch's batches still arrive; unset: three quarters of the
+    last epoch's, so an epoch is two row groups and the snapshot encodes the last."""
     commit_retries: int = Field(default=DEFAULT_COMMIT_RETRIES, ge=0)
     """Retries of a commit that lost a race with another writer."""
     metadata_prefix: MetadataPrefix = DEFAULT_PREFIX

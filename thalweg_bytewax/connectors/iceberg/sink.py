@@ -37,6 +37,7 @@ from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink, coverage_stor
 from thalweg_bytewax.typemap import IdentifierMode
 
 from ._partition import _IcebergPartition
+from ._shared_table import SharedTable
 from ._stats import IcebergSinkStats
 from ._summary import COMMIT_KEY, COVERAGE_PREFIX, decode_spans, encode_spans
 from .config import (
@@ -80,10 +81,11 @@ class IcebergSink(ShardedEpochSink[_IcebergPartition]):
     by the upsert key (window results are keyed by their group key) so the rows of one key
     reach one shard in order.
 
-    ``mode="append"`` appends; rows accumulate as data files during the epoch and become
-    visible in one ``fast_append`` commit at the epoch's snapshot. ``mode="upsert"``
-    upserts the epoch's rows by ``key_columns`` (the last row of a key in an epoch wins)
-    in one transaction; it holds an epoch's rows in memory.
+    ``mode="append"`` appends; rows accumulate as data files during the epoch (encoded
+    on a worker thread, a row group per ``row_group_bytes``, for an unpartitioned
+    table) and become visible in one ``fast_append`` commit at the epoch's snapshot.
+    ``mode="upsert"`` upserts the epoch's rows by ``key_columns`` (the last row of a key
+    in an epoch wins) in one transaction; it holds an epoch's rows in memory.
 
     Example::
 
@@ -112,8 +114,14 @@ class IcebergSink(ShardedEpochSink[_IcebergPartition]):
             table are retried); 1 gives exactly one commit per epoch.
         sink_id: The name coverage is stored under (default: the output's step id).
             Keep it stable for a table: a new id writes every record again.
-        target_file_bytes: Arrow bytes buffered before data files are written (512 MiB,
-            pyiceberg's target file size: an epoch below it is one data file).
+        target_file_bytes: Arrow bytes written to one data file before the next one
+            starts (512 MiB, pyiceberg's target file size: an epoch below it is one data
+            file). A partitioned table buffers this much before writing its files.
+        row_group_bytes: Arrow bytes of an unpartitioned ``"append"`` table encoded as
+            one Parquet row group, on a worker thread while the epoch's batches still
+            arrive (an encode that failed fails the next write or the snapshot). None:
+            three quarters of the last epoch's bytes (at least 1 MiB), so an epoch is
+            two row groups and its snapshot encodes only the last quarter.
         commit_retries: Retries of a commit that lost a race with another writer.
         metadata_prefix: Prefix of the metadata columns.
         coverage_store: Where to record each committed epoch's coverage (beside the
@@ -139,6 +147,7 @@ class IcebergSink(ShardedEpochSink[_IcebergPartition]):
         shards: int = 1,
         sink_id: str | None = None,
         target_file_bytes: int = DEFAULT_TARGET_FILE_BYTES,
+        row_group_bytes: int | None = None,
         commit_retries: int = DEFAULT_COMMIT_RETRIES,
         metadata_prefix: str = DEFAULT_PREFIX,
         coverage_store: CoverageStore | str | os.PathLike[str] | None = None,
@@ -167,6 +176,7 @@ class IcebergSink(ShardedEpochSink[_IcebergPartition]):
                 "shards": shards,
                 "sink_id": sink_id,
                 "target_file_bytes": target_file_bytes,
+                "row_group_bytes": row_group_bytes,
                 "commit_retries": commit_retries,
                 "metadata_prefix": metadata_prefix,
                 "locators": locators,
@@ -176,6 +186,8 @@ class IcebergSink(ShardedEpochSink[_IcebergPartition]):
         self.columns = self.config.columns
         self.coverage_store = coverage_store_option(coverage_store)
         self._announced = False
+        # The catalog and table this process's shards share (one commit at a time).
+        self._shared = SharedTable(self.config.catalog, self.config.table)
 
     def __repr__(self) -> str:
         c = self.config
@@ -212,4 +224,4 @@ class IcebergSink(ShardedEpochSink[_IcebergPartition]):
                     COVERAGE_PREFIX,
                     sink_id,
                 )
-        return _IcebergPartition(self.config, sink_id, resume_state, shard)
+        return _IcebergPartition(self.config, sink_id, resume_state, shard, self._shared)

@@ -37,6 +37,9 @@ _TRANSIENT_CODES = frozenset(
         KafkaError.NETWORK_EXCEPTION,
         KafkaError.KAFKA_STORAGE_ERROR,
         KafkaError.FENCED_LEADER_EPOCH,
+        # A new leader whose high watermark has not caught up yet answers an offset
+        # read with this until it has (a broker restarted under the read).
+        KafkaError.OFFSET_NOT_AVAILABLE,
         KafkaError.UNKNOWN_LEADER_EPOCH,
         KafkaError.NOT_COORDINATOR,
         KafkaError.COORDINATOR_NOT_AVAILABLE,

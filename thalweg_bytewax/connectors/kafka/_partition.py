@@ -2,14 +2,15 @@
 
 Only the partition does I/O on the records: it assigns its partition explicitly (no
 consumer group), polls without blocking, backs off through ``next_awake`` (``_backoff``),
-sorts what its client reports (``_partition_health``), and snapshots the position after
-the last record it emitted (``_resume``).
+sorts what its client reports (``_partition_health``), keeps its position and pace in
+``_progress``, and snapshots the position after the last record it emitted
+(``_resume``).
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, cast
 
 import pyarrow as pa
@@ -19,17 +20,24 @@ from typing_extensions import override
 
 from thalweg_bytewax.errors import SourceError
 from thalweg_bytewax.observability.gate import observe_source_partition
-from thalweg_bytewax.records.kafka_batches import raw_batch_from_messages, raw_batch_from_native
 from thalweg_bytewax.records.model import KeyedBatch
 from thalweg_bytewax.runtime import admission
 from thalweg_bytewax.runtime.parts import encode_part
 
-from ._backoff import ERROR_BACKOFF, IDLE_BACKOFF, Backoff
 from ._config import QUEUED_MIN_MESSAGES, partition_prefetch_records
+from ._gather import (
+    Gathered,
+    PolledPiece,
+    gather_messages,
+    gather_native,
+    keep_gathering,
+    take_batch,
+)
 from ._lazy_consumer import LazyConsumer
 from ._metadata import SourceMetadata
 from ._native import CONSUME_ENV, open_native, use_native
 from ._partition_health import ClientHealth
+from ._progress import ReadProgress
 from ._resume import KafkaPartitionState, check_resume, make_state
 from ._start_offset import initial_offset
 from .config import KafkaSourceConfig as SourceConfig
@@ -54,12 +62,10 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
     ) -> None:
         self._key = encode_part(topic, partition)
         self._flow = admission.flow_of(step_id)
-        self._tail = config.tail
         self._columns = config.columns
-        self._batch_size = config.batch_size
-        self._rate = config.max_records_per_s
         self._max_bytes = config.max_batch_bytes
-        self._avg_record_bytes = 0.0
+        # Read, not yet emitted: small polls fill one batch (`_gather`).
+        self._gathered: Gathered[PolledPiece] = Gathered()
         self.stats = KafkaSourceStats() if stats is None else stats
         """This partition's counters (shared with ``KafkaSource.stats``)."""
         self._health = ClientHealth(
@@ -94,7 +100,7 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
             self._close_native()
             raise
         self._topic, self._partition = topic, partition
-        self._leader_epoch: int | None = None
+        epoch = None if resume is None else resume["leader_epoch"]
         try:
             if resume is not None:
                 # With the leader epoch of the last emitted record, librdkafka validates
@@ -103,8 +109,7 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
                 # so only when it learns the leader after the assignment (measured:
                 # assigning on a consumer that already holds the topic's metadata skips
                 # the validation), so a resumed partition is assigned first of all.
-                self._leader_epoch = resume["leader_epoch"]
-                self._assign(topic, partition, resume["next_offset"])
+                self._assign(topic, partition, resume["next_offset"], epoch)
             self._cluster, partitions = meta.topic_metadata(topic, self._consumer)
             # Stored with each snapshot: a topic recreated under the same name has another.
             self._topic_id = meta.topic_id(topic, self._consumer)
@@ -120,10 +125,7 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
                 # A partition that appeared after the flow's first run starts at its
                 # earliest offset (KafkaSource.build_part): nothing written to it is skipped.
                 start = low if appeared else initial_offset(self._consumer, config, tp, low, high)
-                self._assign(topic, partition, start)
-            self._next_offset = start
-            self._end_offset = None if self._tail else high
-            self._eof = self._end_offset is not None and start >= self._end_offset
+                self._assign(topic, partition, start, epoch)
         except BaseException:
             self._consumer.close()
             self._close_native()
@@ -131,9 +133,18 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
         self._watch = meta.acquire_watch(self._consumer)
         self._fail_on_new = config.fail_on_new_partitions
         self._tp = TopicPartition(topic, partition)
-        self._idle = Backoff(IDLE_BACKOFF)
-        self._errors = Backoff(ERROR_BACKOFF)
-        self._next_awake: datetime | None = None
+        self._progress = ReadProgress(
+            self._key,
+            self._flow,
+            self.stats,
+            self._health,
+            start=start,
+            end_offset=None if config.tail else high,
+            leader_epoch=epoch,
+            batch_size=config.batch_size,
+            max_bytes=config.max_batch_bytes,
+            rate=config.max_records_per_s,
+        )
         # Metrics, health and batch spans when observability is on (else None).
         self._obs = observe_source_partition(
             step_id,
@@ -166,8 +177,8 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
         if self._native is not None:
             self._native.close()
 
-    def _assign(self, topic: str, partition: int, offset: int) -> None:
-        epoch = -1 if self._leader_epoch is None else self._leader_epoch  # -1: none known
+    def _assign(self, topic: str, partition: int, offset: int, leader_epoch: int | None) -> None:
+        epoch = -1 if leader_epoch is None else leader_epoch  # -1: none known
         if self._native is not None:
             try:
                 self._native.assign(topic, partition, offset, epoch)
@@ -186,11 +197,6 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
         )
         return SourceError(msg)
 
-    def _budget(self) -> int:
-        if self._avg_record_bytes <= 0:
-            return self._batch_size
-        return max(1, min(self._batch_size, int(self._max_bytes / self._avg_record_bytes)))
-
     @override
     def next_batch(self) -> list[KeyedBatch]:
         obs = self._obs
@@ -204,10 +210,12 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
         except Exception as exc:
             obs.failed(exc)
             raise
-        return obs.polled(out, next_offset=self._next_offset, degraded=self._health.degraded)
+        next_offset = self._progress.next_offset
+        return obs.polled(out, next_offset=next_offset, degraded=self._health.degraded)
 
     def _poll(self) -> list[KeyedBatch]:
-        if self._eof:
+        progress = self._progress
+        if progress.eof:
             raise StopIteration
         if self._fail_on_new and self._watch is not None and self._watch.unread:
             unread = ", ".join(
@@ -221,36 +229,35 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
             raise SourceError(msg)
         wait = admission.ledger().admit(self._flow, self._key)
         if wait is not None:  # a sink of this process is behind: read nothing yet
-            self._next_awake = wait
+            progress.next_awake = wait
             return []
         if self._native is not None:
             return self._poll_native()
         health = self._health
-        msgs = self._consumer.consume(self._budget(), timeout=0)
+        msgs = self._consumer.consume(progress.budget() - self._gathered.rows, timeout=0)
         if health.fatal is not None:
-            health.raise_fatal(self._next_offset)
+            health.raise_fatal(progress.next_offset)
         good = msgs
         transient = False
         if msgs and any(m.error() is not None for m in msgs):
             good = [m for m in msgs if m.error() is None]
             transient = health.message_errors(
                 [e for m in msgs if (e := m.error()) is not None],
-                self._next_offset,
-                self._leader_epoch,
+                progress.next_offset,
+                progress.leader_epoch,
             )
         now = datetime.now(UTC)
-        if not self._pace(now, transient=transient, got=bool(good)):
-            return []
-        batch = raw_batch_from_messages(
-            good, cluster=self._cluster, columns=self._columns, ingest_ts=now
+        gather_messages(
+            self._gathered, good, cluster=self._cluster, columns=self._columns, read_at=now
         )
-        last = good[-1]
-        return self._emitted(batch, int(last.offset() or 0), last.leader_epoch(), now)
+        return self._emit_gathered(now, transient=transient, polled=len(good))
 
     def _poll_native(self) -> list[KeyedBatch]:
-        native, health = self._native, self._health
+        native, health, progress = self._native, self._health, self._progress
         try:
-            out = native.consume(self._budget(), self._max_bytes)
+            out = native.consume(
+                progress.budget() - self._gathered.rows, self._max_bytes - self._gathered.bytes
+            )
         except RuntimeError as exc:  # librdkafka refused the assignment or the queue
             doing = "reading it"
             raise self._native_failure(doing, exc) from exc
@@ -264,82 +271,66 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
                     self.stats.transient_errors += 1
                 health.on_client_error(KafkaError(code, text))
         if health.fatal is not None:
-            health.raise_fatal(self._next_offset)
+            health.raise_fatal(progress.next_offset)
         n, errors = out[0], out[-1]
         transient = bool(errors) and health.message_errors(
             [KafkaError(code, text) for code, text, _ in errors],
-            self._next_offset,
-            self._leader_epoch,
+            progress.next_offset,
+            progress.leader_epoch,
         )
         now = datetime.now(UTC)
-        if not self._pace(now, transient=transient, got=n > 0):
+        gather_native(self._gathered, out, read_at=now)
+        return self._emit_gathered(now, transient=transient, polled=n)
+
+    def _emit_gathered(self, now: datetime, *, transient: bool, polled: int) -> list[KeyedBatch]:
+        """Emit the gathered records unless the next poll can still add to them (``_gather``)."""
+        progress = self._progress
+        got = bool(self._gathered)
+        if not progress.pace(now, transient=transient, got=got, position=self._position):
             return []
-        batch = raw_batch_from_native(
-            out,
+        if keep_gathering(
+            self._gathered,
+            polled=polled,
+            max_records=progress.budget(),
+            max_bytes=self._max_bytes,
+            high_watermark=self._cached_watermarks()[1],
+            end_offset=progress.end_offset,
+        ):
+            return []
+        batch, last, epoch = take_batch(
+            self._gathered,
+            native=self._native is not None,
             topic=self._topic,
             partition=self._partition,
             cluster=self._cluster,
             columns=self._columns,
-            ingest_ts=now,
+            now=now,
         )
-        epoch = batch.column(self._columns.source_leader_epoch)[n - 1].as_py()
-        last = batch.column(self._columns.source_offset)[n - 1].as_py()
         return self._emitted(batch, last, epoch, now)
-
-    def _pace(self, now: datetime, *, transient: bool, got: bool) -> bool:
-        """Set the next wake-up; whether there are records (else StopIteration at the end)."""
-        if got:
-            self._health.received()
-        if transient:
-            self._next_awake = now + self._errors.next()
-        elif not got:
-            self._next_awake = now + self._idle.next()
-        else:
-            self._errors.reset()
-            self._idle.reset()
-            self._next_awake = None
-            self._health.recovered()
-        if not got:
-            if self._end_offset is not None and self._position() >= self._end_offset:
-                self._eof = True
-                raise StopIteration
-            self._health.raise_if_unreachable_too_long(self._next_offset, self._end_offset)
-            return False
-        return True
 
     def _emitted(
         self, batch: pa.RecordBatch, last_offset: int, leader_epoch: int | None, now: datetime
     ) -> list[KeyedBatch]:
-        # Offsets without a record: aborted transactions, markers, compacted records.
-        self.stats.offsets_skipped += last_offset + 1 - self._next_offset - batch.num_rows
-        self._next_offset = last_offset + 1
-        self._leader_epoch = leader_epoch
-        size = batch.nbytes
-        self._avg_record_bytes = size / batch.num_rows
-        self.stats.records += batch.num_rows
-        self.stats.bytes += size
-        self.stats.batches += 1
-        if self._end_offset is not None and self._next_offset >= self._end_offset:
-            self._eof = True
-        if self._rate is not None:
-            self._next_awake = now + timedelta(seconds=batch.num_rows / self._rate)
-        admission.ledger().emitted(self._flow, self._key, last_offset, size)
+        self._progress.emitted(batch, last_offset, leader_epoch, now)
         return [(self._key, batch)]
 
     def _position(self) -> int:
         if self._native is not None:
             pos = int(self._native.position(self._topic, self._partition))
-            return pos if pos >= 0 else self._next_offset
+            return pos if pos >= 0 else self._progress.next_offset
         pos = self._consumer.position([self._tp])[0].offset
-        return pos if pos >= 0 else self._next_offset
+        return pos if pos >= 0 else self._progress.next_offset
 
     @override
     def next_awake(self) -> datetime | None:
-        return self._next_awake
+        return self._progress.next_awake
 
     @override
     def snapshot(self) -> KafkaPartitionState:
-        return make_state(self._next_offset, self._leader_epoch, self._cluster, self._topic_id)
+        progress = self._progress
+        return make_state(
+            progress.next_offset, progress.leader_epoch, self._cluster, self._topic_id
+        )
 
     @override
     def close(self) -> None:

@@ -2,22 +2,25 @@
 
 A broker list (a list or one comma-separated string), the librdkafka settings passed
 through with every credential typed as a :class:`~thalweg_bytewax.config.SecretRef`, and
-their resolution, with the SASL ``password``, where a client is built.
+their resolution, with the SASL ``password``, where a client is built; the base of both
+models, which checks their metadata prefix and names their columns.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any
+from datetime import timedelta
+from functools import cached_property
+from typing import TYPE_CHECKING, Annotated, Any, Self
 
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
-from thalweg_bytewax._redact import is_secret_key
-from thalweg_bytewax.config import SecretRef, resolve_settings
+from thalweg_bytewax.config import ConnectorConfig, SecretRef, resolve_settings, type_secrets
+from thalweg_bytewax.records.metadata import MetadataColumns, metadata_columns
 
 from ._config import SASL_PASSWORD
 
-__all__ = ["KafkaSettings", "Names", "resolved_settings"]
+__all__ = ["KafkaClientConfig", "KafkaSettings", "Names", "resolved_settings"]
 
 
 def _names(value: Any) -> Any:
@@ -27,16 +30,8 @@ def _names(value: Any) -> Any:
     return value
 
 
-def _type_secrets(settings: dict[str, Any]) -> dict[str, Any]:
-    """Every value whose key names a credential as a :class:`SecretRef` (text only)."""
-    return {
-        key: SecretRef(value) if isinstance(value, str) and is_secret_key(key) else value
-        for key, value in settings.items()
-    }
-
-
 KafkaSettings = Annotated[
-    dict[str, str | bool | int | float | SecretRef], AfterValidator(_type_secrets)
+    dict[str, str | bool | int | float | SecretRef], AfterValidator(type_secrets)
 ]
 """librdkafka properties passed through: a value whose key names a credential
 (``sasl.password``, ``ssl.key.password``, ``sasl.oauthbearer.client.secret``, ...) is a
@@ -51,3 +46,29 @@ def resolved_settings(librdkafka: Mapping[str, Any], password: SecretRef | None)
     if password is not None:
         resolved[SASL_PASSWORD] = password.resolve()
     return resolved
+
+
+class KafkaClientConfig(ConnectorConfig):
+    """The base of the source's and the sink's settings: their columns and timeouts.
+
+    The fields are each model's own, so each keeps its order and its docs.
+    """
+
+    if TYPE_CHECKING:
+        metadata_prefix: str
+        metadata_timeout: timedelta
+
+    @model_validator(mode="after")
+    def _checked(self) -> Self:
+        metadata_columns(self.metadata_prefix, self.component)
+        return self
+
+    @cached_property
+    def columns(self) -> MetadataColumns:
+        """The metadata columns of :attr:`metadata_prefix`."""
+        return metadata_columns(self.metadata_prefix, self.component)
+
+    @property
+    def metadata_timeout_s(self) -> float:
+        """:attr:`metadata_timeout` in seconds, as the client takes it."""
+        return self.metadata_timeout.total_seconds()

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from functools import cached_property
-from typing import Annotated, Any, ClassVar, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, Field
 
-from thalweg_bytewax.config import ConnectorConfig, PositiveDuration, SecretRef
-from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns, metadata_columns
+from thalweg_bytewax.config import PositiveDuration, SecretRef
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX
 
 from ._config import (
     BOOTSTRAP_SERVERS,
@@ -26,7 +25,7 @@ from ._config import (
     ISOLATION_LEVEL,
     LOG_LEVEL,
 )
-from ._shared_config import KafkaSettings, Names, resolved_settings
+from ._shared_config import KafkaClientConfig, KafkaSettings, Names, resolved_settings
 from ._sink_settings import (
     ACKS,
     DEFAULT_DELIVERY_TIMEOUT,
@@ -76,7 +75,7 @@ def _header_names(headers: dict[str, str]) -> dict[str, str]:
     return headers
 
 
-class KafkaSinkConfig(ConnectorConfig):
+class KafkaSinkConfig(KafkaClientConfig):
     """The settings of a :class:`~thalweg_bytewax.connectors.kafka.KafkaSink`.
 
     Build it from keywords (``KafkaSinkConfig.build({"brokers": "b:9092", "topic": "out"})``),
@@ -145,25 +144,10 @@ class KafkaSinkConfig(ConnectorConfig):
     metadata_prefix: str = DEFAULT_PREFIX
     """The prefix of the metadata columns."""
 
-    @model_validator(mode="after")
-    def _checked(self) -> Self:
-        metadata_columns(self.metadata_prefix, self.component)
-        return self
-
-    @cached_property
-    def columns(self) -> MetadataColumns:
-        """The metadata columns of :attr:`metadata_prefix`."""
-        return metadata_columns(self.metadata_prefix, self.component)
-
     @property
     def delivery_timeout_s(self) -> float:
         """:attr:`delivery_timeout` in seconds, as the client takes it."""
         return self.delivery_timeout.total_seconds()
-
-    @property
-    def metadata_timeout_s(self) -> float:
-        """:attr:`metadata_timeout` in seconds, as the client takes it."""
-        return self.metadata_timeout.total_seconds()
 
     @property
     def acknowledge_s(self) -> float:

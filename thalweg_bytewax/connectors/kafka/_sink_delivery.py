@@ -149,14 +149,27 @@ class DeliveryReports:
         try:
             fn(*args)
         except KafkaException as exc:
-            err: KafkaError = exc.args[0]
-            if err.code() in _FENCED:
-                raise self.fenced_error(err) from exc
-            cls: type[SinkError] = (
-                SinkTransientError if err.retriable() and not err.fatal() else SinkTerminalError
-            )
-            msg = (
-                f"{self._component}: could not {what}: {err.name()}; check the brokers: "
-                f"the epoch replays on resume"
-            )
-            raise cls(msg) from exc
+            raise self.error_of(what, exc) from exc
+
+    def error_of(self, what: str, exc: KafkaException) -> SinkError:
+        """The sink's error for a producer call that raised ``exc``.
+
+        Args:
+            what: What the call did, for the message (``produce the epoch's records``).
+            exc: What the producer raised.
+
+        Returns:
+            The fenced error of a zombie; otherwise a transient error for a retriable
+            failure and a terminal one for the rest.
+        """
+        err: KafkaError = exc.args[0]
+        if err.code() in _FENCED:
+            return self.fenced_error(err)
+        cls: type[SinkError] = (
+            SinkTransientError if err.retriable() and not err.fatal() else SinkTerminalError
+        )
+        msg = (
+            f"{self._component}: could not {what}: {err.name()}; check the brokers: "
+            f"the epoch replays on resume"
+        )
+        return cls(msg)

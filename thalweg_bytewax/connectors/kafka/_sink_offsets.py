@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
@@ -21,6 +23,8 @@ from ._errors import is_fatal
 __all__ = ["end_offsets", "partition_watermarks"]
 
 logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 _RETRY_S = 0.2
 """Pause between attempts at an offset read that failed transiently."""
@@ -45,6 +49,33 @@ def _refresh_metadata(consumer: Consumer, topic: str, left: float) -> None:
     time.sleep(_RETRY_S)
 
 
+def _attempt(
+    consumer: Consumer,
+    topic: str,
+    deadline: float,
+    call: Callable[[float], _T],
+    failure: Callable[[KafkaError], str],
+) -> _T:
+    """``call(wait)`` until it answers, retrying a transient error until ``deadline``.
+
+    Each attempt waits :data:`_ATTEMPT_S` at most; between attempts ``topic``'s metadata
+    is asked for again, so the next one goes to the current leaders.
+
+    Raises:
+        SinkTransientError: The message ``failure`` makes of the error, when it is fatal
+            or outlasts ``deadline``.
+    """
+    while True:
+        left = max(deadline - time.monotonic(), 0.1)
+        try:
+            return call(min(left, _ATTEMPT_S))
+        except KafkaException as exc:  # a timeout or an unreachable cluster
+            err: KafkaError = exc.args[0]
+            if is_fatal(err) or time.monotonic() + _RETRY_S >= deadline:
+                raise SinkTransientError(failure(err)) from exc
+            _refresh_metadata(consumer, topic, deadline - time.monotonic())
+
+
 def end_offsets(
     consumer: Consumer, topic: str, partitions: list[int], timeout_s: float, component: str
 ) -> dict[int, int]:
@@ -55,22 +86,19 @@ def end_offsets(
     """
     deadline = time.monotonic() + timeout_s
     while True:
-        left = max(deadline - time.monotonic(), 0.1)
-        try:
-            found = consumer.offsets_for_times(
-                [TopicPartition(topic, p, -1) for p in partitions], timeout=min(left, _ATTEMPT_S)
-            )
-        except KafkaException as exc:  # a timeout or an unreachable cluster
-            err: KafkaError = exc.args[0]
-            if is_fatal(err) or time.monotonic() + _RETRY_S >= deadline:
-                msg = (
-                    f"{component}: could not read the end offsets of topic `{topic}` within "
-                    f"{timeout_s:g} s ({err.name()}); check that the brokers are reachable, "
-                    f"or raise `unreachable_timeout`"
-                )
-                raise SinkTransientError(msg) from exc
-            _refresh_metadata(consumer, topic, deadline - time.monotonic())
-            continue
+        found = _attempt(
+            consumer,
+            topic,
+            deadline,
+            lambda wait: consumer.offsets_for_times(
+                [TopicPartition(topic, p, -1) for p in partitions], timeout=wait
+            ),
+            lambda err: (
+                f"{component}: could not read the end offsets of topic `{topic}` within "
+                f"{timeout_s:g} s ({err.name()}); check that the brokers are reachable, "
+                f"or raise `unreachable_timeout`"
+            ),
+        )
         failed = next((tp for tp in found if tp.error is not None or tp.offset < 0), None)
         if failed is None:
             return {tp.partition: tp.offset for tp in found}
@@ -93,20 +121,16 @@ def partition_watermarks(
     A just-created topic answers NOT_LEADER_FOR_PARTITION (or LEADER_NOT_AVAILABLE) until
     its leaders are elected, and a leader moves while a broker restarts: both pass.
     """
-    while True:
-        left = max(deadline - time.monotonic(), 0.1)
-        try:
-            low, high = consumer.get_watermark_offsets(
-                TopicPartition(topic, p), timeout=min(left, _ATTEMPT_S), cached=False
-            )
-            return low, high
-        except KafkaException as exc:
-            err: KafkaError = exc.args[0]
-            if is_fatal(err) or time.monotonic() + _RETRY_S >= deadline:
-                msg = (
-                    f"{component}: could not read the watermarks of `{topic}:{p}` within "
-                    f"{timeout_s:g} s to reconcile on resume ({err.name()}); check that the "
-                    f"brokers are reachable, or raise `unreachable_timeout`"
-                )
-                raise SinkTransientError(msg) from exc
-            _refresh_metadata(consumer, topic, deadline - time.monotonic())
+    return _attempt(
+        consumer,
+        topic,
+        deadline,
+        lambda wait: consumer.get_watermark_offsets(
+            TopicPartition(topic, p), timeout=wait, cached=False
+        ),
+        lambda err: (
+            f"{component}: could not read the watermarks of `{topic}:{p}` within "
+            f"{timeout_s:g} s to reconcile on resume ({err.name()}); check that the "
+            f"brokers are reachable, or raise `unreachable_timeout`"
+        ),
+    )

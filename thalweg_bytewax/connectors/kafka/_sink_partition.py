@@ -20,9 +20,10 @@ from typing_extensions import override
 
 from thalweg_bytewax.coverage.spans import OffsetCoverage
 from thalweg_bytewax.errors import SinkTerminalError, SinkTransientError
-from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState
+from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
 from thalweg_bytewax.runtime.parts import stable_route
 
+from .._epoch_partition import ConfiguredSinkPartition
 from ._retry import retried
 from ._sink_clients import close_clients, take_marks
 from ._sink_delivery import DeliveryReports
@@ -56,7 +57,7 @@ def out_state_key(topic: str, partition: int) -> str:
     return f"\x00out:{topic}:{partition}"
 
 
-class _KafkaSinkPartition(EpochSinkPartition):
+class _KafkaSinkPartition(ConfiguredSinkPartition["KafkaSinkConfig"]):
     replay_remedy: ClassVar[str] = "write to a new topic or start with a fresh recovery directory"
     merge_remedy: ClassVar[str] = "give each its own sink step (e.g. one per DLQ reason)"
 
@@ -69,15 +70,7 @@ class _KafkaSinkPartition(EpochSinkPartition):
         shard: int,
     ) -> None:
         self.stats: KafkaSinkStats = KafkaSinkStats()
-        super().__init__(
-            component=f"kafka sink `{config.topic}`",
-            columns=config.columns,
-            resume_state=resume,
-            shard=shard,
-            shards=config.shards,
-            stats=self.stats,
-        )
-        self._config = config
+        super().__init__(f"kafka sink `{config.topic}`", config, resume, shard, stats=self.stats)
         self._encoder = encoder
         self._topic = config.topic
         settings = config.producer_config(step_id, shard)
@@ -217,7 +210,15 @@ class _KafkaSinkPartition(EpochSinkPartition):
         if config.transactional and not self._in_txn:
             self._reports.call("begin the epoch's transaction", self._producer.begin_transaction)
             self._in_txn = True
-        produce_all(self._producer, self._topic, prepared, self._wait_for_room)
+        try:
+            produce_all(self._producer, self._topic, prepared, self._wait_for_room)
+        except KafkaException as exc:
+            # A producer that failed fatally (fenced by a newer run, say) refuses every
+            # record with `_FATAL`; the cause reaches the error callback on a poll.
+            self._producer.poll(0)
+            self._reports.raise_errors()
+            what = "produce the epoch's records"
+            raise self._reports.error_of(what, exc) from exc
         self.stats.records_produced += len(prepared.values)
         self.stats.bytes_produced += prepared.value_bytes
 

@@ -18,6 +18,8 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException
 
+from thalweg_bytewax.connectors._shared_thread import SharedThread
+
 from ._config import consumer_config
 
 __all__ = ["PartitionWatch"]
@@ -25,7 +27,7 @@ __all__ = ["PartitionWatch"]
 logger = logging.getLogger(__name__)
 
 
-class PartitionWatch:
+class PartitionWatch(SharedThread):
     """Compare the topics' partitions with those listed at start, every ``interval_s``.
 
     Shared by the partitions of one source in one process; the thread runs while at
@@ -41,39 +43,17 @@ class PartitionWatch:
         interval_s: float,
         timeout_s: float,
     ) -> None:
+        super().__init__("thalweg-kafka-watch")
         self._config = consumer_config(brokers, add_config)
         self._listed = dict(listed)
         self._interval_s = interval_s
         self._timeout_s = timeout_s
-        self._lock = threading.Lock()
-        self._users = 0
-        self._stop: threading.Event | None = None
         self.unread: dict[str, tuple[int, ...]] = {}
         """Partitions per topic that exist now but were not listed: never read."""
         self.new_partitions = 0
         """Partitions seen appearing since start (a counter, never decreases)."""
         self.checks = 0
         """Metadata checks done."""
-
-    def acquire(self) -> None:
-        """Start the thread if this is the first partition holding the watch."""
-        with self._lock:
-            self._users += 1
-            if self._stop is None:
-                self._stop = threading.Event()
-                thread = threading.Thread(
-                    target=self._run, args=(self._stop,), name="thalweg-kafka-watch", daemon=True
-                )
-                thread.start()
-
-    def release(self) -> None:
-        """Stop the thread once no partition holds the watch."""
-        with self._lock:
-            self._users -= 1
-            if self._users <= 0 and self._stop is not None:
-                self._stop.set()
-                self._stop = None
-                self._users = 0
 
     def _run(self, stop: threading.Event) -> None:
         consumer = Consumer(self._config)

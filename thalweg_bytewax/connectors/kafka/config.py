@@ -26,17 +26,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from datetime import timedelta
-from functools import cached_property
-from typing import Annotated, Any, ClassVar, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, AwareDatetime, Field, model_validator
+from pydantic import AfterValidator, AwareDatetime, Field
 
 from thalweg_bytewax.config import (
-    ConnectorConfig,
     PositiveDuration,
     SecretRef,
 )
-from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns, metadata_columns
+from thalweg_bytewax.records.metadata import DEFAULT_PREFIX
 
 from ._config import (
     DEFAULT_BATCH_SIZE,
@@ -45,14 +43,14 @@ from ._config import (
     DEFAULT_PREFETCH_BUDGET,
     DEFAULT_UNREACHABLE_TIMEOUT,
     ISOLATION_LEVEL,
-    MIN_PREFETCH_RECORDS,
     QUEUED_MAX_MESSAGES_KBYTES,
     QUEUED_MIN_MESSAGES,
     IsolationLevel,
     consumer_config,
     partition_prefetch_kbytes,
+    partition_prefetch_records,
 )
-from ._shared_config import KafkaSettings, Names, resolved_settings
+from ._shared_config import KafkaClientConfig, KafkaSettings, Names, resolved_settings
 from ._sink_config import KafkaSinkConfig
 
 __all__ = [
@@ -82,7 +80,7 @@ def _finite(rate: float | None) -> float | None:
     return rate
 
 
-class KafkaSourceConfig(ConnectorConfig):
+class KafkaSourceConfig(KafkaClientConfig):
     """The settings of a :class:`~thalweg_bytewax.connectors.kafka.KafkaSource`.
 
     Build it from keywords (``KafkaSourceConfig(brokers=["b:9092"], topics=["orders"])``),
@@ -140,16 +138,6 @@ class KafkaSourceConfig(ConnectorConfig):
     """In a bounded run, how long a partition may read nothing while the brokers are
     unreachable before the run fails; unset = wait indefinitely."""
 
-    @model_validator(mode="after")
-    def _checked(self) -> Self:
-        metadata_columns(self.metadata_prefix, self.component)
-        return self
-
-    @cached_property
-    def columns(self) -> MetadataColumns:
-        """The metadata columns of :attr:`metadata_prefix`."""
-        return metadata_columns(self.metadata_prefix, self.component)
-
     @property
     def add_config(self) -> dict[str, Any]:
         """:attr:`librdkafka` with its secrets and :attr:`password` resolved.
@@ -160,11 +148,6 @@ class KafkaSourceConfig(ConnectorConfig):
             ConfigError: Naming a secret reference that does not resolve.
         """
         return resolved_settings(self.librdkafka, self.password)
-
-    @property
-    def metadata_timeout_s(self) -> float:
-        """:attr:`metadata_timeout` in seconds, as the client takes it."""
-        return self.metadata_timeout.total_seconds()
 
     @property
     def partition_check_interval_s(self) -> float | None:
@@ -195,7 +178,9 @@ class KafkaSourceConfig(ConnectorConfig):
             {
                 ISOLATION_LEVEL: self.isolation_level,
                 QUEUED_MAX_MESSAGES_KBYTES: prefetch,
-                QUEUED_MIN_MESSAGES: max(self.batch_size, MIN_PREFETCH_RECORDS),
+                QUEUED_MIN_MESSAGES: partition_prefetch_records(
+                    self.prefetch_budget, partitions, self.batch_size
+                ),
             },
         )
         config.update(self.add_config)

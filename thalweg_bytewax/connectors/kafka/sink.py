@@ -229,9 +229,7 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
             ConfigError: When ``config`` is not a ``KafkaSinkConfig``, or on a bad
                 ``encoder``.
         """
-        if not isinstance(config, KafkaSinkConfig):
-            msg = f"{_COMPONENT}: expected a KafkaSinkConfig; got {type(config).__name__}"
-            raise ConfigError(msg)
+        config = KafkaSinkConfig.checked(config)
         sink = cls.__new__(cls)
         sink._start(config, encoder, coverage_store)  # noqa: SLF001 - its own class
         return sink

@@ -1,18 +1,24 @@
-"""Private: the Parquet encoding policy of lane sinks — dictionary encoding and statistics.
+"""Private: the Parquet encoding policy of lane sinks — dictionaries, statistics, deltas.
 
 Which columns get dictionary encoding and min/max statistics is decided per schema, not
 per row group: payload bytes, keys and record ids are high-cardinality binary (neither
 pays off); other columns get statistics, and dictionaries where sampled values repeat.
+The lane's own metadata columns are known in advance: those that hold one value per
+batch or per file are written plain, and the offsets and source timestamps, which rise
+through a file, as deltas.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
+from thalweg_bytewax.records.metadata import DEFAULT_COLUMNS, MetadataColumns
 
 __all__ = ["column_options"]
 
@@ -33,29 +39,72 @@ _DICTIONARY_SAMPLE_ROWS = 4096
 _DICTIONARY_MAX_DISTINCT = 0.5
 
 
-def column_options(table: pa.Table) -> dict[str, list[str]]:
-    """Dictionary encoding and statistics only for columns where they pay off.
+def column_options(table: pa.Table, columns: MetadataColumns = DEFAULT_COLUMNS) -> dict[str, Any]:
+    """Dictionary encoding, statistics and delta encoding only where they pay off.
 
     Payload bytes, keys and record ids are high-cardinality binary: dictionary
     encoding them is wasted work and min/max statistics on them prune nothing. Other
     columns get statistics; dictionary encoding where the first rows repeat values
-    (status codes, currencies, topics), not for ids, timestamps or amounts — judged
-    from the first file of each schema that fills the sample. Measured on decoded
-    sample orders (zstd): 1.13 -> 0.89 us per row and a 15 % smaller file than
-    dictionary-encoding every typed column (docs/benchmarks.md).
+    (status codes, currencies), not for ids, timestamps or amounts — judged from the
+    first file of each schema that fills the sample. Measured on decoded sample orders
+    (zstd): 1.13 -> 0.89 us per row and a 15 % smaller file than dictionary-encoding
+    every typed column (docs/benchmarks.md).
+
+    The metadata columns under ``columns`` that hold one value per batch or per file
+    (cluster, topic, partition, leader epoch, timestamp type, ingest and emit times)
+    are written plain: zstd takes a run of one value to a few bytes either way, and a
+    dictionary hashes every value. The source offset and timestamp, which rise through
+    a file, are delta-encoded: a few bytes a page instead of eight a row before zstd.
+    Measured on the raw lane's sample orders: 1.15 -> 1.05 us a row, 2 % smaller files
+    (docs/benchmarks/raw-lane.md).
     """
     typed = _typed_columns(table.schema)
     rows = min(table.num_rows, _DICTIONARY_SAMPLE_ROWS)
     cached = _DICTIONARY_CACHE.get(table.schema)
     if cached is not None and not _samples_again(rows, cached[1]):
-        return {"use_dictionary": cached[0], "write_statistics": typed}
-    leaves = dict(_leaves(table.slice(0, _DICTIONARY_SAMPLE_ROWS)))
-    dictionary = [p for p in typed if p not in leaves or _repetitive(leaves[p])]
-    with _CACHE_LOCK:
-        current = _DICTIONARY_CACHE.get(table.schema)
-        if current is None or rows > current[1]:
-            _DICTIONARY_CACHE[table.schema] = (dictionary, rows)
-    return {"use_dictionary": dictionary, "write_statistics": typed}
+        dictionary = cached[0]
+    else:
+        leaves = dict(_leaves(table.slice(0, _DICTIONARY_SAMPLE_ROWS)))
+        dictionary = [p for p in typed if p not in leaves or _repetitive(leaves[p])]
+        with _CACHE_LOCK:
+            current = _DICTIONARY_CACHE.get(table.schema)
+            if current is None or rows > current[1]:
+                _DICTIONARY_CACHE[table.schema] = (dictionary, rows)
+    deltas = _delta_columns(table.schema, columns)
+    plain = {*_constant_columns(columns), *deltas}
+    options: dict[str, Any] = {
+        "use_dictionary": [p for p in dictionary if p not in plain],
+        "write_statistics": typed,
+    }
+    if deltas:
+        options["column_encoding"] = dict.fromkeys(deltas, "DELTA_BINARY_PACKED")
+    return options
+
+
+def _constant_columns(columns: MetadataColumns) -> tuple[str, ...]:
+    """The metadata columns that hold one value per batch or per file of a lane."""
+    return (
+        columns.source_cluster,
+        columns.source_topic,
+        columns.source_partition,
+        columns.source_leader_epoch,
+        columns.source_timestamp_type,
+        columns.ingest_ts,
+        columns.emit_ts,
+    )
+
+
+def _delta_columns(schema: pa.Schema, columns: MetadataColumns) -> list[str]:
+    """The rising metadata columns of ``schema`` that delta encoding can write (integers)."""
+    out = []
+    for name in (columns.source_offset, columns.source_timestamp):
+        index = schema.get_field_index(name)
+        if index < 0:
+            continue
+        t = schema.field(index).type
+        if pa.types.is_int32(t) or pa.types.is_int64(t) or pa.types.is_timestamp(t):
+            out.append(name)
+    return out
 
 
 def _samples_again(rows: int, sampled: int) -> bool:

@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections import deque
-from collections.abc import Callable
-from concurrent.futures import Future
 from typing import TYPE_CHECKING, ClassVar
 
 import pyarrow as pa
@@ -23,9 +20,9 @@ from typing_extensions import override
 
 from thalweg_bytewax import _faults
 from thalweg_bytewax.coverage.spans import OffsetCoverage
-from thalweg_bytewax.records import RECORD_ID_BYTES
-from thalweg_bytewax.runtime.epoch_sink import EpochSinkPartition, EpochSinkState, buffered_size
+from thalweg_bytewax.runtime.epoch_sink import EpochSinkState, buffered_size
 
+from .._epoch_partition import ConfiguredSinkPartition
 from ..raw_lane._shards import StagedFile, lane_io
 from ..raw_lane._store import (
     FINAL_NAME,
@@ -37,14 +34,10 @@ from ..raw_lane._store import (
 )
 from ._budget import flush_siblings, keep_within_budget, siblings
 from ._encoding import column_options
+from ._readback import held_record_ids
 from ._schema import LaneSchema
-from ._stream import (
-    ParquetSinkStats,
-    TopicPartitionStream,
-    close_writer,
-    io_pool,
-    io_threads,
-)
+from ._stream import ParquetSinkStats, TopicPartitionStream, close_writer
+from ._writes import WriteQueue
 
 if TYPE_CHECKING:
     from .config import ParquetSinkConfig
@@ -53,12 +46,8 @@ __all__ = ["ParquetSinkStats"]
 
 logger = logging.getLogger(__name__)
 
-# Row groups queued for the writer thread before the flow waits: bounds memory at a few
-# row groups per sink partition while keeping the writer busy.
-_MAX_PENDING_WRITES = 2
 
-
-class _ParquetPartition(EpochSinkPartition):
+class _ParquetPartition(ConfiguredSinkPartition["ParquetSinkConfig"]):
     replay_remedy: ClassVar[str] = "move the lane aside or write to a new path"
     merge_remedy: ClassVar[str] = (
         "give each its own path (e.g. `dlq/decode`, `dlq/contract`); they read back as one dataset"
@@ -73,29 +62,15 @@ class _ParquetPartition(EpochSinkPartition):
         shard: int,
     ) -> None:
         self.stats: ParquetSinkStats = ParquetSinkStats()
-        super().__init__(
-            component="parquet sink",
-            columns=config.columns,
-            resume_state=resume,
-            shard=shard,
-            shards=config.shards,
-            stats=self.stats,
-        )
-        self._config = config
+        super().__init__("parquet sink", config, resume, shard, stats=self.stats)
         self._store = store
         self._streams: dict[str, TopicPartitionStream] = {}
         # Batches are staged in the lane's schema, evolved or refused before any row
         # of them is staged; a change is recorded at the commit, before finalizing.
         self._schema = LaneSchema(store, allow_widening=config.allow_widening)
-        # Encoding and compressing Parquet releases the GIL, so background threads write
-        # row groups while the flow keeps polling and building the next batches, and
-        # the files of several topic-partitions compress in parallel at a snapshot.
-        # Writes of one file stay in order (each waits for its predecessor); at most a
-        # few row groups per thread wait in memory; commit_epoch() drains all of them
-        # before anything becomes visible.
-        self._threads = io_threads()
-        self._io = io_pool()
-        self._pending: deque[Future[None]] = deque()
+        # Row groups are written on background threads, in order per file, a few in
+        # flight; commit_epoch() drains all of them before anything becomes visible.
+        self._writes = WriteQueue()
         self._buffered = 0  # bytes in the buffers of all this partition's streams
         siblings().add(self)
 
@@ -154,33 +129,11 @@ class _ParquetPartition(EpochSinkPartition):
         # Every writer thread's job is awaited, failed or not, before this returns: a
         # full disk fails all of them, and one left pending would raise again later.
         with lane_io(self.component, self._store.root, "closing the staging files"):
-            self._drain()
+            self._writes.drain()
 
     @override
     def held_record_ids(self, key: str, first: int, last: int) -> pa.Table | None:
-        stream = self._streams[key]
-        off, rid = self.columns.source_offset, self.columns.record_id
-        names = [name for lo, hi, name in stream.files if lo <= last and hi >= first]
-        if not names:
-            return None  # covered by the resume state only (files removed by retention)
-        tables = []
-        for name in names:
-            path = self._store.child(stream.directory, name)
-            held = pq.read_schema(path, filesystem=self._store.fs).names
-            # Rows written without a record id are checked by offset only.
-            columns = [off, rid] if rid in held else [off]
-            table = pq.read_table(
-                path,
-                columns=columns,
-                filesystem=self._store.fs,
-                filters=[(off, ">=", first), (off, "<=", last)],
-            )
-            if rid not in held:
-                table = table.append_column(
-                    rid, pa.nulls(table.num_rows, pa.binary(RECORD_ID_BYTES))
-                )
-            tables.append(table)
-        return pa.concat_tables(tables)
+        return held_record_ids(self._store, self._streams[key], self.columns, first, last)
 
     @override
     def describe_target(self, key: str) -> str:
@@ -275,49 +228,18 @@ class _ParquetPartition(EpochSinkPartition):
                 stream.sink_file,
                 table.schema,
                 compression=self._config.compression,
-                **column_options(table),
+                **column_options(table, self.columns),
             )
             stream.current = StagedFile(path, first, last)
             stream.current_rows = 0
         assert stream.current is not None
-        self._submit(
+        self._writes.submit(
             stream, stream.writer.write_table, table, row_group_size=max(table.num_rows, 1)
         )
-        stream.current.first = min(stream.current.first, first)
-        stream.current.last = max(stream.current.last, last)
+        stream.current.widen(first, last)
         stream.current_rows += table.num_rows
         if stream.current_rows >= self._config.max_file_rows:
             self._close_current(stream)
-
-    def _submit(
-        self,
-        stream: TopicPartitionStream,
-        fn: Callable[..., object],
-        *args: object,
-        **kwargs: object,
-    ) -> None:
-        while len(self._pending) >= _MAX_PENDING_WRITES * self._threads:
-            self._pending.popleft().result()  # re-raises a failed write here
-        before = stream.last_write
-
-        def job() -> None:
-            if before is not None:
-                before.result()  # FIFO pool: the predecessor already started
-            fn(*args, **kwargs)
-
-        stream.last_write = self._io.submit(job)
-        self._pending.append(stream.last_write)
-
-    def _drain(self) -> None:
-        """Await every pending write; raise the first failure once all have ended."""
-        first: BaseException | None = None
-        while self._pending:
-            try:
-                self._pending.popleft().result()
-            except BaseException as exc:  # noqa: BLE001 - raised below, after the rest
-                first = first or exc
-        if first is not None:
-            raise first
 
     def _close_current(self, stream: TopicPartitionStream) -> None:
         stream.open_span = None
@@ -327,7 +249,7 @@ class _ParquetPartition(EpochSinkPartition):
         # Closed and fsynced on a writer thread: the files of an epoch reach the disk in
         # parallel (a file closed mid-epoch, while the flow still polls) instead of one
         # after another in the snapshot, which then only links them under their names.
-        self._submit(
+        self._writes.submit(
             stream,
             close_writer,
             stream.writer,
@@ -357,7 +279,7 @@ class _ParquetPartition(EpochSinkPartition):
         for key, stream in self._streams.items():
             self._flush_buffer(stream, key)
             self._close_current(stream)
-        self._drain()
+        self._writes.drain()
         for stream in self._streams.values():
             stream.last_write = None
             for staged in stream.closed:
@@ -367,7 +289,6 @@ class _ParquetPartition(EpochSinkPartition):
                 touched.add(stream.directory)
             stream.closed.clear()
         # The directories' fsyncs in parallel too (each waits on the disk, not the CPU).
-        for done in [self._io.submit(self._store.sync_dir, d) for d in sorted(touched)]:
-            done.result()
+        self._writes.each(self._store.sync_dir, sorted(touched))
         if touched:
             _faults.checkpoint("parquet.after_finalize")

@@ -22,10 +22,10 @@ from __future__ import annotations
 import logging
 
 import pyarrow as pa
-import pyarrow.dataset as ds
+import pyarrow.fs as pafs
 
 from thalweg_bytewax import _faults
-from thalweg_bytewax.catalog.plan import SchemaEvolutionError
+from thalweg_bytewax.catalog.steps import SchemaEvolutionError
 from thalweg_bytewax.errors import SinkTerminalError
 from thalweg_bytewax.lanes._schema import conform, evolve, file_schemas, unify_file_schemas
 
@@ -136,6 +136,10 @@ class LaneSchema:
             self._current = recorded
             return
         # No version yet: a new lane, or one written before versions existed.
+        if not self._holds_data_files():
+            return  # a new lane: its first batch's schema is its first version
+        import pyarrow.dataset as ds  # noqa: PLC0415 - ~7 MB a new lane never needs
+
         dataset = ds.dataset(self._store.root, format="parquet", filesystem=self._store.fs)
         assert isinstance(dataset, ds.FileSystemDataset)
         files = file_schemas(list(dataset.get_fragments()))
@@ -149,6 +153,22 @@ class LaneSchema:
                 self._store.root,
                 len(files),
             )
+
+    def _holds_data_files(self) -> bool:
+        """Whether the lane holds a file a Parquet dataset of it would read.
+
+        The files ``pyarrow.dataset`` reads: every file under the lane whose path has no
+        part starting with ``.`` or ``_`` (staging files, the schema versions).
+        """
+        root = self._store.root.rstrip("/")
+        selector = pafs.FileSelector(root, allow_not_found=True, recursive=True)
+        for info in self._store.fs.get_file_info(selector):
+            if info.type != pafs.FileType.File:
+                continue
+            parts = info.path[len(root) :].strip("/").split("/")
+            if not any(part.startswith((".", "_")) for part in parts):
+                return True
+        return False
 
     def _refresh(self) -> None:
         """Take in a newer recorded version, keeping this partition's pending change."""

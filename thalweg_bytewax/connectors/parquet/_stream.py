@@ -8,44 +8,32 @@ open staging file; row groups are encoded by a process-wide pool of writer threa
 from __future__ import annotations
 
 import os
-import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from thalweg_bytewax.errors import SinkTerminalError
+from thalweg_bytewax.system.threads import SharedPool
 
 from ..raw_lane._claim import claim_metadata, claim_problem
-from ..raw_lane._shards import LaneSinkStats, StagedFile
+from ..raw_lane._shards import LaneSinkStats, LaneStream, StagedFile
 from ..raw_lane._store import LaneStore, final_name
 
 __all__ = ["ParquetSinkStats", "TopicPartitionStream", "close_writer", "io_pool", "io_threads"]
 
 
 class ParquetSinkStats(LaneSinkStats):
-    """Plain counters of one Parquet sink partition, exported by the observability layer.
-
-    Attributes:
-        files_finalized: Files made durable and visible under their final names.
-    """
+    """Plain counters of one Parquet sink partition (those of every lane sink)."""
 
     __slots__ = ()
 
 
 @dataclass
-class TopicPartitionStream:
+class TopicPartitionStream(LaneStream[pq.ParquetWriter]):
     """The buffered rows and the open staging file of one source partition."""
 
-    directory: str
-    # The finalized files listed when this run met the partition: what a replay is
-    # checked against by record id (files this run finalizes are not added, so the
-    # partition's memory stays flat over a long run).
-    files: list[tuple[int, int, str]]
-    writer: pq.ParquetWriter | None = None
-    sink_file: pa.NativeFile | None = None
-    current: StagedFile | None = None
     current_rows: int = 0
     # The offsets of the open file (its rows and the buffer's): always inside one span
     # of the epoch's pending coverage, so the name never spans a hole the base does
@@ -54,12 +42,7 @@ class TopicPartitionStream:
     buffer: list[pa.RecordBatch] = field(default_factory=list)
     buffer_rows: int = 0
     buffer_bytes: int = 0
-    closed: list[StagedFile] = field(default_factory=list)
     last_write: Future[None] | None = None
-
-
-_IO_POOL: ThreadPoolExecutor | None = None
-_IO_LOCK = threading.Lock()
 
 
 def io_threads() -> int:
@@ -67,15 +50,8 @@ def io_threads() -> int:
     return min(4, os.cpu_count() or 1)
 
 
-def io_pool() -> ThreadPoolExecutor:
-    """One writer pool per process, shared by every sink partition (bounded threads)."""
-    global _IO_POOL  # noqa: PLW0603 - a lazily created process-wide pool
-    with _IO_LOCK:
-        if _IO_POOL is None:
-            _IO_POOL = ThreadPoolExecutor(
-                max_workers=io_threads(), thread_name_prefix="twg-parquet"
-            )
-        return _IO_POOL
+io_pool = SharedPool(io_threads(), "twg-parquet")
+"""One writer pool per process, shared by every sink partition (bounded threads)."""
 
 
 def close_writer(

@@ -21,15 +21,12 @@ import os
 from typing import ClassVar
 
 import pyarrow.fs as pafs
-from typing_extensions import override
 
+from thalweg_bytewax.connectors._filesystem import check_filesystem
 from thalweg_bytewax.coverage.store import CoverageStore
-from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX
-from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
-from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink, coverage_store_option
 
-from ..raw_lane._shards import LaneShards
+from ..raw_lane._lane_sink import LaneSink
 from ._partition import _ParquetPartition
 from ._stream import ParquetSinkStats
 from .config import (
@@ -45,7 +42,7 @@ __all__ = ["ParquetSink", "ParquetSinkStats"]
 logger = logging.getLogger(__name__)
 
 
-class ParquetSink(ShardedEpochSink[_ParquetPartition]):
+class ParquetSink(LaneSink[_ParquetPartition, ParquetSinkConfig]):
     """Write keyed RawBatches (or any batches with locator columns) as a Parquet lane.
 
     Source topic-partitions are the unit of parallelism: each gets its own file stream,
@@ -119,14 +116,8 @@ class ParquetSink(ShardedEpochSink[_ParquetPartition]):
         coverage_store: CoverageStore | str | os.PathLike[str] | None = None,
         allow_widening: bool = False,
     ) -> None:
-        if filesystem is not None and not isinstance(filesystem, pafs.FileSystem):
-            msg = (
-                f"parquet sink: `filesystem` expected a `pyarrow.fs.FileSystem` or None; got "
-                f"{type(filesystem).__name__} (wrap an fsspec file system in "
-                f"`pyarrow.fs.PyFileSystem(pyarrow.fs.FSSpecHandler(fs))`)"
-            )
-            raise ConfigError(msg)
-        self.config = ParquetSinkConfig.build(
+        check_filesystem("parquet sink", filesystem)
+        config = ParquetSinkConfig.build(
             {
                 "path": path,
                 "shards": shards,
@@ -139,22 +130,4 @@ class ParquetSink(ShardedEpochSink[_ParquetPartition]):
                 "allow_widening": allow_widening,
             }
         )
-        self.path = self.config.path
-        self.filesystem = filesystem
-        self.shards = self.config.shards
-        self.columns = self.config.columns
-        self.coverage_store = coverage_store_option(coverage_store)
-        self._lane = LaneShards(self.config.path, filesystem, "parquet sink", logger)
-
-    @override
-    def list_parts(self) -> list[str]:
-        # Probe the lane path at build time, so a bad path fails before data moves.
-        self._lane.store()
-        return super().list_parts()
-
-    @override
-    def build_shard(
-        self, step_id: str, shard: int, resume_state: EpochSinkState | None
-    ) -> _ParquetPartition:
-        store = self._lane.prepare(step_id, shard)
-        return _ParquetPartition(self.config, store, resume_state, shard)
+        super().__init__(config, filesystem, coverage_store, _ParquetPartition, logger)

@@ -4,7 +4,9 @@ Both clients of :class:`~thalweg_bytewax.connectors.postgres.PostgresSink` raise
 that carry a SQLSTATE: psycopg (``exc.sqlstate``, ``exc.diag``) for control, and the ADBC
 PostgreSQL driver (``exc.sqlstate``) for the data path. An error with no SQLSTATE is a
 connection failure when its type says so (``psycopg.OperationalError``, ADBC's
-``OperationalError``): the client lost the server before it answered.
+``OperationalError``): the client lost the server before it answered. A
+:class:`~thalweg_bytewax.errors.SinkTransientError` (a server that did not answer in
+time) is transient.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import psycopg
 
 from thalweg_bytewax import _deps
 from thalweg_bytewax._redact import redact_origins_in, redact_text
+from thalweg_bytewax.errors import SinkTransientError
 
 __all__ = ["describe_error", "is_transient", "sqlstate_of"]
 
@@ -60,6 +63,8 @@ def _is_connection_error(exc: BaseException) -> bool:
 
 def is_transient(exc: BaseException) -> bool:
     """Whether retrying the whole transaction on a new connection can help."""
+    if isinstance(exc, SinkTransientError):
+        return True
     code = sqlstate_of(exc)
     if code is None:
         return _is_connection_error(exc)

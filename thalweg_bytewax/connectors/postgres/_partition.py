@@ -4,12 +4,12 @@ The epoch protocol (ownership, ordering, replay skipping, the failed flag) is
 :class:`~thalweg_bytewax.runtime.epoch_sink.EpochSinkPartition`'s. Here ``stage()``
 provisions the table for the batch's schema (once per schema), casts the rows to the
 table's types and buffers them as Arrow; ``commit_epoch()`` writes the whole epoch in
-one transaction on the data connection: lock the coverage rows of the epoch's source
-partitions, bulk-load the rows (ADBC COPY; for upserts into a temporary table, then
-``INSERT … ON CONFLICT … DO UPDATE``), write the new coverage, ``COMMIT``.
+one transaction on the data connection (``_epoch_write``: lock the coverage rows of the
+epoch's source partitions, bulk-load the rows, write the new coverage, ``COMMIT``).
 
-A transient failure (SQLSTATE class 08, 40001, 40P01, 57P01, …) rolls back, reconnects
-and runs the whole transaction again from the buffer, with bounded exponential backoff.
+A transient failure (SQLSTATE class 08, 40001, 40P01, 57P01, …, or a server that did not
+answer within ``write_timeout``) rolls back, reconnects and runs the whole transaction
+again from the buffer, with bounded exponential backoff.
 When a commit's answer was lost, the retry finds the epoch's spans already in the
 coverage rows (they commit together with the rows) and writes nothing twice. Rows
 without a locator (``locators="absent"``, key ``UNLOCATED``) have no coverage rows: they
@@ -29,14 +29,15 @@ import pyarrow.compute as pc
 from psycopg import sql
 from typing_extensions import override
 
-from thalweg_bytewax import _faults
 from thalweg_bytewax.coverage.spans import OffsetCoverage
 from thalweg_bytewax.errors import SinkTerminalError
 from thalweg_bytewax.runtime.epoch_sink import UNLOCATED, EpochSinkPartition, EpochSinkState
 
+from .._epoch_partition import TABLE_UNLOCATED_REMEDY
 from . import _coverage as cov
+from ._deadline import DataConnection
+from ._epoch_write import StagedEpoch
 from ._errors import describe_error, is_transient
-from ._upsert import upsert
 
 if TYPE_CHECKING:
     from ._table import PostgresTable
@@ -46,31 +47,10 @@ __all__: list[str] = []
 logger = logging.getLogger(__name__)
 
 
-class _Pending:
-    """What one source partition staged since the last commit."""
-
-    __slots__ = ("partition", "staged", "topic")
-
-    def __init__(self, topic: str, partition: int, first: int, last: int) -> None:
-        self.topic = topic
-        self.partition = partition
-        # Each staged group's span, never a hole between two (rows refused on another
-        # shard): the coverage row claims only these.
-        self.staged = OffsetCoverage([(first, last)])
-
-    def add(self, first: int, last: int) -> None:
-        """Note a further staged group at ``first..last``."""
-        self.staged = self.staged.add(first, last)
-
-
 class _PostgresPartition(EpochSinkPartition):
     replay_remedy: ClassVar[str] = "write to a new table or delete its coverage rows"
     merge_remedy: ClassVar[str] = "give each stream its own table"
-    unlocated_remedy: ClassVar[str] = (
-        "keep the locator with metadata='locator' or 'all', or, for rows that have none "
-        "(another source, window results), build the sink with locators='absent' "
-        "(at-least-once appends, effectively-once upserts by key)"
-    )
+    unlocated_remedy: ClassVar[str] = TABLE_UNLOCATED_REMEDY
 
     def __init__(self, pg: PostgresTable, resume: EpochSinkState | None, shard: int) -> None:
         super().__init__(
@@ -83,11 +63,9 @@ class _PostgresPartition(EpochSinkPartition):
         )
         self._pg = pg
         self.target_replaces_rows = pg.mode == "upsert"
-        self._staged: list[pa.Table] = []
-        self._pending: dict[str, _Pending] = {}
-        self._unlocated = False  # rows without a locator staged this epoch
-        self._conn: Any = None  # the ADBC data connection, opened on the first commit
-        self._temp = f"_twg_upsert_{shard}"
+        self._epoch = StagedEpoch(pg, f"_twg_upsert_{shard}")
+        # The ADBC data connection, opened on first use, each call on it bounded in time.
+        self._data = DataConnection(pg.connect_data, self.component, pg.config.write_timeout)
 
     # -- hooks -----------------------------------------------------------------------
 
@@ -98,9 +76,10 @@ class _PostgresPartition(EpochSinkPartition):
         # partitions would otherwise open as many connections at its start.
         sink = self._pg
         sink.ensure_bookkeeping()
-        conn = self._connection()
         holds = sink.target_at_start == "rows"
-        try:
+
+        def read(conn: Any) -> tuple[list[Any], bool]:
+            still = holds
             cur = conn.cursor()
             try:
                 cur.execute(
@@ -108,16 +87,20 @@ class _PostgresPartition(EpochSinkPartition):
                 )
                 rows = cur.fetchall()
                 check = sink.partition_check_sql()
-                if rows and holds and check is not None:
+                if rows and still and check is not None:
                     # Covered: does the table still hold a row of it? (the start check)
                     cur.execute(check, (topic, partition))
                     found = cur.fetchone()
-                    holds = bool(found and found[0])
+                    still = bool(found and found[0])
             finally:
                 cur.close()
             conn.rollback()  # end the read's transaction: nothing stays open between epochs
+            return rows, still
+
+        try:
+            rows, holds = self._data.run(read, f"the coverage read of `{key}`")
         except Exception:
-            self._drop_connection()
+            self._data.drop()
             raise
         held = cov.parse(rows)
         if held and not holds:
@@ -178,8 +161,7 @@ class _PostgresPartition(EpochSinkPartition):
     @override
     def stage(self, key: str, rows: pa.RecordBatch) -> None:
         if key == UNLOCATED:
-            self._staged.append(self._pg.prepare(rows))
-            self._unlocated = True
+            self._epoch.add_unlocated(self._pg.prepare(rows))
             return
         cols = self.columns
         offsets = rows.column(cols.source_offset)
@@ -188,27 +170,22 @@ class _PostgresPartition(EpochSinkPartition):
         topic = rows.column(cols.source_topic)[0].as_py()
         part = rows.column(cols.source_partition)[0].as_py()
         table = self._pg.prepare(rows)  # provision for this schema, cast to the table's types
-        pending = self._pending.get(key)
-        if pending is None:
-            self._pending[key] = _Pending(topic, part, first, last)
-        else:
-            pending.add(first, last)
-        self._staged.append(table)
+        self._epoch.add(key, table, topic, part, first, last)
 
     @override
     def commit_epoch(self) -> None:
-        if not self._pending and not self._unlocated:
+        if self._epoch.empty:
             return
         sink = self._pg
         attempt = 0
         while True:
             try:
-                self._commit_once()
+                self._data.run(self._epoch.write, "an epoch's transaction")
                 break
             except SinkTerminalError:
                 raise
             except Exception as exc:
-                self._drop_connection()
+                self._data.drop()
                 if not is_transient(exc):
                     msg = (
                         f"postgres sink `{sink.target}`: the epoch's write failed and "
@@ -241,20 +218,16 @@ class _PostgresPartition(EpochSinkPartition):
                     exc_info=logger.isEnabledFor(logging.DEBUG),
                 )
                 time.sleep(delay)
-        self._staged.clear()
-        self._pending.clear()
-        self._unlocated = False
+        self._epoch.clear()
 
     @override
     def abort(self) -> None:
-        self._staged.clear()
-        self._pending.clear()
-        self._unlocated = False
-        self._drop_connection()
+        self._epoch.clear()
+        self._data.drop()
 
     @override
     def release(self) -> None:
-        self._drop_connection()
+        self._data.drop()
 
     @override
     def held_record_ids(self, key: str, first: int, last: int) -> pa.Table | None:
@@ -274,89 +247,9 @@ class _PostgresPartition(EpochSinkPartition):
     def describe_target(self, key: str) -> str:
         return f"table `{self._pg.target}`"
 
-    # -- the transaction -------------------------------------------------------------
-
     def _ledger_topic(self, key: str) -> tuple[str, int] | None:
         topic, _, part = key.rpartition(":")
         try:
             return topic, int(part)
         except ValueError:
             return None
-
-    def _connection(self) -> Any:
-        if self._conn is None:
-            self._conn = self._pg.connect_data()
-        return self._conn
-
-    def _drop_connection(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is None:
-            return
-        try:
-            conn.rollback()
-        except Exception:  # the connection may be gone; closing it is all that is left
-            logger.debug("postgres sink: rollback on a failed connection failed", exc_info=True)
-        try:
-            conn.close()
-        except Exception:
-            logger.debug("postgres sink: closing a failed connection failed", exc_info=True)
-
-    def _commit_once(self) -> None:
-        sink = self._pg
-        conn = self._connection()
-        cur = conn.cursor()
-        try:
-            read = cov.read_sql(sink.schema, dollar=True, for_update=True)
-            write = cov.write_sql(sink.schema)
-            landed: set[tuple[str, int]] = set()
-            updates: list[tuple[_Pending, OffsetCoverage]] = []
-            for p in self._pending.values():
-                cur.execute(read, (sink.sink_name, p.topic, p.partition))
-                held = cov.parse(cur.fetchall())
-                if any(held.uncovered(lo, hi) for lo, hi in p.staged.spans):
-                    updates.append((p, held.union(p.staged)))
-                else:
-                    # The epoch committed before, but its answer was lost: the coverage
-                    # commits with the rows, so they are in the table already.
-                    landed.add((p.topic, p.partition))
-            if updates or self._unlocated:
-                self._load(cur, landed)
-                for p, new in updates:
-                    cur.execute(write, (sink.sink_name, p.topic, p.partition, cov.dump(new)))
-            _faults.checkpoint("postgres.before_commit")
-            conn.commit()
-        finally:
-            try:
-                cur.close()
-            except Exception:
-                logger.debug("postgres sink: closing a cursor failed", exc_info=True)
-        if landed:
-            logger.info(
-                "postgres sink `%s`: %s source partitions of the epoch were committed by an "
-                "attempt whose answer was lost; not written again",
-                sink.target,
-                len(landed),
-            )
-
-    def _load(self, cur: Any, landed: set[tuple[str, int]]) -> None:
-        """Bulk-load the buffered rows (minus partitions that landed), grouped by schema."""
-        sink = self._pg
-        cols = self.columns
-        groups: dict[pa.Schema, list[pa.Table]] = {}
-        for staged in self._staged:
-            table = staged
-            if landed:
-                topics, parts = table.column(cols.source_topic), table.column(cols.source_partition)
-                keep = None
-                for topic, part in landed:
-                    hit = pc.and_(pc.equal(topics, topic), pc.equal(parts, part))
-                    keep = hit if keep is None else pc.or_(keep, hit)
-                table = table.filter(pc.invert(keep))
-            if table.num_rows:
-                groups.setdefault(table.schema, []).append(table)
-        for schema, tables in groups.items():
-            data = pa.concat_tables(tables).select(sink.written_columns(schema))
-            if sink.mode == "append":
-                cur.adbc_ingest(sink.table, data, mode="append", db_schema_name=sink.schema)
-            else:
-                upsert(cur, sink, self._temp, data)

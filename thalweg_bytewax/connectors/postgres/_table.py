@@ -29,6 +29,7 @@ from thalweg_bytewax.errors import SinkTerminalError, SinkTransientError
 from thalweg_bytewax.records.metadata import MetadataPolicy
 
 from . import _coverage as cov
+from ._deadline import tcp_bounds, with_tcp_bounds
 from ._errors import describe_error, is_transient
 from .config import PostgresSinkConfig
 
@@ -80,17 +81,22 @@ class PostgresTable:
         """The connection URI, resolved here, where it is used (never put it in a message)."""
         return self.config.dsn.resolve()
 
+    def _bounded_dsn(self) -> str:
+        """The DSN with the connect timeout and TCP keepalives it does not set itself."""
+        config = self.config
+        return with_tcp_bounds(self.dsn, tcp_bounds(config.network_timeout, config.connect_timeout))
+
     def connect_control(self) -> Any:
         """A new psycopg connection (autocommit off) for describe, DDL and reads."""
         try:
             timeout = self.config.connect_timeout.total_seconds()
-            return pgcat.connect(self.dsn, connect_timeout_s=timeout)
+            return pgcat.connect(self._bounded_dsn(), connect_timeout_s=timeout)
         except Exception as exc:  # psycopg.Error, classified by SQLSTATE
             raise self._connect_error(exc) from None
 
     def connect_data(self) -> Any:
         """A new ADBC connection (autocommit off) for the epoch's transaction."""
-        return _adbc.connect(self.dsn)
+        return _adbc.connect(self._bounded_dsn())
 
     def _connect_error(self, exc: Exception) -> Exception:
         detail = describe_error(exc, self.dsn)

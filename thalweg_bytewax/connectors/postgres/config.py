@@ -80,6 +80,16 @@ class PostgresSinkConfig(ConnectorConfig):
     """The longest delay between retries."""
     connect_timeout: Duration = Field(default=timedelta(seconds=10), ge=timedelta(0))
     """The connection timeout of both clients."""
+    network_timeout: Duration = Field(default=timedelta(seconds=30), gt=timedelta(0))
+    """How long a connection may stay silent at the TCP level (sent bytes unacknowledged,
+    keepalives unanswered) before the client declares it dead: libpq's `keepalives`,
+    `keepalives_idle`, `keepalives_interval`, `keepalives_count` and `tcp_user_timeout`
+    of both clients (a DSN that sets one keeps its own)."""
+    write_timeout: Duration = Field(default=timedelta(minutes=5), gt=timedelta(0))
+    """The longest one call on a shard's data connection may take: a partition's coverage
+    read, or an attempt at an epoch's whole transaction (connect, COPY, COMMIT). Past it
+    the attempt is abandoned as a transient failure and retried on a new connection; size
+    it above the write of your largest epoch."""
     metadata_prefix: MetadataPrefix = DEFAULT_PREFIX
     """The prefix of the metadata columns."""
     locators: Literal["required", "absent"] = "required"

@@ -119,6 +119,13 @@ class PostgresSink(ShardedEpochSink[_PostgresPartition]):
         retry_backoff: The first retry's delay (default 0.5 s); each next one doubles it.
         max_backoff: The longest delay between retries (default 10 s).
         connect_timeout: The connection timeout of both clients (default 10 s).
+        network_timeout: How long a connection may stay silent at the TCP level before
+            the client declares it dead (default 30 s): libpq's keepalives and
+            ``tcp_user_timeout`` on both clients, unless the DSN sets them.
+        write_timeout: The longest one call on a shard's data connection may take (a
+            partition's coverage read, an attempt at an epoch's transaction; default
+            5 min). Past it the attempt is abandoned and retried on a new connection, so
+            a server that stops answering fails the epoch in bounded time.
         metadata_prefix: Prefix of the metadata columns.
         locators: ``"required"`` (rows carry ``_twg_source_*`` locators: exactly once)
             or ``"absent"`` (rows without them: at-least-once appends, effectively-once
@@ -154,6 +161,8 @@ class PostgresSink(ShardedEpochSink[_PostgresPartition]):
         retry_backoff: timedelta | None = None,
         max_backoff: timedelta | None = None,
         connect_timeout: timedelta | None = None,
+        network_timeout: timedelta | None = None,
+        write_timeout: timedelta | None = None,
         metadata_prefix: str = DEFAULT_PREFIX,
         locators: LocatorMode = "required",
         coverage_store: CoverageStore | str | os.PathLike[str] | None = None,
@@ -167,6 +176,8 @@ class PostgresSink(ShardedEpochSink[_PostgresPartition]):
                 "retry_backoff": retry_backoff,
                 "max_backoff": max_backoff,
                 "connect_timeout": connect_timeout,
+                "network_timeout": network_timeout,
+                "write_timeout": write_timeout,
             },
             {
                 "retry_backoff_s": retry_backoff_s,

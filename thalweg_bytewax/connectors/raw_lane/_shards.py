@@ -3,8 +3,9 @@
 Per sink and process: the lane's store, checked writable once, claimed once per step,
 and each shard's staging files of an unfinished earlier run removed before it writes
 (:class:`LaneShards`). Per partition: the counters (:class:`LaneSinkStats`), the staged
-files of an epoch (:class:`StagedFile`) and the translation of ``OSError`` into sink
-errors (:func:`lane_io`).
+files of an epoch (:class:`StagedFile`), each source partition's directory and files
+(:class:`LaneStream`) and the translation of ``OSError`` into sink errors
+(:func:`lane_io`).
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ import logging
 import os
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 
 from thalweg_bytewax.errors import sink_io_error
@@ -23,7 +26,9 @@ from thalweg_bytewax.runtime.epoch_sink import EpochSinkStats
 
 from ._store import LaneStore, open_store, staging_prefix
 
-__all__ = ["LaneShards", "LaneSinkStats", "StagedFile", "lane_io"]
+__all__ = ["LaneShards", "LaneSinkStats", "LaneStream", "StagedFile", "lane_io"]
+
+WriterT = TypeVar("WriterT")
 
 
 class LaneSinkStats(EpochSinkStats):
@@ -47,6 +52,28 @@ class StagedFile:
     path: str
     first: int
     last: int
+
+    def widen(self, first: int, last: int) -> None:
+        """Hold ``first..last`` too: rows of those offsets were written to the file."""
+        self.first = min(self.first, first)
+        self.last = max(self.last, last)
+
+
+@dataclass
+class LaneStream(Generic[WriterT]):
+    """One source partition's directory, its files, and the files written this epoch."""
+
+    directory: str
+    # The finalized files listed when this run met the partition: what a replay is
+    # checked against by record id (files this run finalizes are not added, so the
+    # partition's memory stays flat over a long run).
+    files: list[tuple[int, int, str]]
+    writer: WriterT | None = None
+    sink_file: pa.NativeFile | None = None
+    current: StagedFile | None = None
+    """The staging file open now."""
+    closed: list[StagedFile] = field(default_factory=list)
+    """The staging files of this epoch closed so far."""
 
 
 @contextlib.contextmanager

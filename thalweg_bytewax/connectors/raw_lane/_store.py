@@ -33,6 +33,7 @@ from ._names import (
     staging_prefix,
     topic_dir_name,
 )
+from ._records import claim_lane, create_exclusive, newest_schema, record_schema
 
 __all__ = [
     "FINAL_NAME",
@@ -211,103 +212,20 @@ class LaneStore:
                 self.fs.delete_file(path)
 
     def claim(self, owner: str) -> None:
-        """Record ``owner`` (a step id) as the only writer of this lane, or refuse.
-
-        Two sinks on one path would finalize files under each other's names and take
-        each other's files for their own coverage. The first writer leaves
-        ``.thalweg-lane`` (hidden from readers) holding its step id; a sink of another
-        step is refused before any data moves.
-
-        Raises:
-            ConfigError: When the lane belongs to another step.
-        """
-        marker = self.join(LANE_MARKER)
-        self.create_exclusive(marker, f"{owner}\n".encode())
-        with self.fs.open_input_stream(marker) as inp:
-            current = inp.read().decode().strip()
-        if current != owner:
-            msg = (
-                f"{self.component} `{owner}`: lane path `{self.root}` is written by step "
-                f"`{current}` (see `{LANE_MARKER}` there); two sinks on one path overwrite and "
-                f"skip each other's files. Give each step its own path, or delete the marker "
-                f"if step `{current}` is gone for good"
-            )
-            raise ConfigError(msg)
+        """Record ``owner`` as the only writer of this lane, or refuse (:func:`claim_lane`)."""
+        claim_lane(self, owner)
 
     def create_exclusive(self, path: str, content: bytes) -> bool:
-        """Write ``content`` to ``path`` only if no file is there; True if this call did.
-
-        A conditional write, so two writers racing for one name cannot both win: local,
-        a complete temporary file is hard-linked to ``path`` (atomic, fails if it
-        exists); fsspec file systems (``PyFileSystem(FSSpecHandler(fs))``) open the name
-        in exclusive mode ``"xb"`` (s3fs sends ``If-None-Match: *``). A native
-        ``pyarrow.fs`` object store has no conditional write: there the name is checked,
-        then written, and a warning says the race is not excluded.
-        """
-        if self.local:
-            staging = self.join(f"{STAGING_PREFIX}create-{uuid.uuid4().hex}")
-            with open(staging, "wb") as f:
-                f.write(content)
-                f.flush()
-                os.fsync(f.fileno())
-            try:
-                os.link(staging, path)  # atomic create-if-absent, complete content
-            except FileExistsError:
-                return False
-            finally:
-                os.remove(staging)
-            self.sync_dir(os.path.dirname(path))
-            return True
-        fsspec_fs = getattr(getattr(self.fs, "handler", None), "fs", None)
-        if fsspec_fs is not None:
-            try:
-                with fsspec_fs.open(path, "xb") as f:
-                    f.write(content)
-            except FileExistsError:
-                return False
-            except (NotImplementedError, ValueError):
-                pass  # this fsspec file system has no exclusive mode
-            else:
-                return True
-        logger.warning(
-            "%s: file system `%s` has no conditional write; `%s` is checked, "
-            "then written, so two writers starting at once are not excluded (wrap an "
-            "fsspec file system with `PyFileSystem(FSSpecHandler(fs))` for an exclusive "
-            "create)",
-            self.component,
-            self.fs.type_name,
-            path,
-        )
-        if self.fs.get_file_info(path).type != pafs.FileType.NotFound:
-            return False
-        with self.fs.open_output_stream(path) as out:
-            out.write(content)
-        return True
+        """Write ``path`` only if no file is there; True if this call did (a conditional create)."""
+        return create_exclusive(self, path, content)
 
     def newest_schema(self) -> tuple[int, pa.Schema | None]:
-        """The newest recorded version of the lane's schema: ``(version, schema)``.
-
-        ``(0, None)`` when the lane has no record yet.
-        """
-        versions = [
-            int(m.group(1)) for m in map(SCHEMA_RECORD.match, self.list_names(self.root)) if m
-        ]
-        if not versions:
-            return 0, None
-        version = max(versions)
-        with self.fs.open_input_stream(self.join(_schema_record_name(version))) as inp:
-            schema = pa.ipc.read_schema(pa.py_buffer(inp.read()))
-        return version, schema
+        """The newest recorded version of the lane's schema: ``(version, schema)``."""
+        return newest_schema(self)
 
     def record_schema(self, version: int, schema: pa.Schema) -> bool:
-        """Record ``schema`` as version ``version``; False if another writer took it.
-
-        Versions are created exclusively (:meth:`create_exclusive`), never rewritten,
-        so writers racing for one version cannot both win: the loser reads the new
-        version and plans again.
-        """
-        content = schema.serialize().to_pybytes()
-        return self.create_exclusive(self.join(_schema_record_name(version)), content)
+        """Record ``schema`` as version ``version``; False if another writer took it."""
+        return record_schema(self, version, schema)
 
     def check_writable(self) -> None:
         """Create the root and prove a file can be written, renamed and removed there.
@@ -327,10 +245,6 @@ class LaneStore:
                 f"choose a directory this process can create and write"
             )
             raise ConfigError(msg) from exc
-
-
-def _schema_record_name(version: int) -> str:
-    return f".thalweg-schema-{version:08d}.arrow"
 
 
 def _subdirs(path: str) -> list[str]:

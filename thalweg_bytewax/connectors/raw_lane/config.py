@@ -43,13 +43,8 @@ def offsets_by_key(
         ConfigError: When a plan is not an ``OffsetCoverage``.
     """
     out: dict[str, list[tuple[int, int]]] = {}
-    for key, cov in offsets.items():
-        if not isinstance(cov, OffsetCoverage):
-            msg = (
-                f"raw lane source: offsets of `{key}` expected an OffsetCoverage; got "
-                f"{type(cov).__name__}"
-            )
-            raise ConfigError(msg)
+    for key, plan in offsets.items():
+        cov = OffsetCoverage.checked(plan, f"raw lane source: offsets of `{key}`")
         if cov:
             out[encode_part(*key)] = list(cov.spans)
     return out

@@ -116,9 +116,7 @@ class RawLaneSource(FixedPartitionedSource[KeyedBatch, int]):
         Raises:
             ConfigError: When ``config`` is not a ``RawLaneSourceConfig``.
         """
-        if not isinstance(config, RawLaneSourceConfig):
-            msg = f"raw lane source: expected a RawLaneSourceConfig; got {type(config).__name__}"
-            raise ConfigError(msg)
+        config = RawLaneSourceConfig.checked(config)
         source = cls.__new__(cls)
         source._start(config, filesystem, progress)  # noqa: SLF001 - its own class
         return source

@@ -1,4 +1,4 @@
-"""Private: the check both Arrow IPC connectors make of a ``filesystem`` argument."""
+"""Private: the check the Parquet sink and the Arrow IPC connectors make of a ``filesystem``."""
 
 from __future__ import annotations
 
