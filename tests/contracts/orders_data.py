@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,9 @@ ORDERS_CONTRACT = ROOT / "thalweg_bytewax" / "flows" / "contracts" / "orders.odc
 COLS = MetadataColumns()
 
 
+@cache
 def orders_contract() -> ContractSpec:
+    """The bundled orders contract, loaded once per process (a ``ContractSpec`` is frozen)."""
     return load_contract(ORDERS_CONTRACT)
 
 

@@ -22,4 +22,5 @@ def test_docs_example_runs(monkeypatch):
     lines = out.getvalue().splitlines()
     assert lines[0] == "7 clean; 2 in the DLQ"
     assert lines[1].endswith("record x rule verdicts")
+    assert lines[2] == "7 passed with a warning"  # a warning rule reports, rejects nothing
     assert os.path.exists(ROOT / "thalweg_bytewax" / "flows" / "contracts" / "orders.odcs.yaml")

@@ -38,7 +38,9 @@ def cases(draw: st.DrawFn) -> tuple[pa.RecordBatch, Evaluation, np.ndarray | Non
         np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool) for _ in which
     )
     any_failed = np.logical_or.reduce(masks)
-    ev = Evaluation(n, tuple(which), masks, any_failed, np.zeros(n, dtype=bool))
+    ev = Evaluation(
+        n, tuple(which), masks, any_failed, np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    )
     columns: dict[str, pa.Array] = {"payload": pa.array(range(n))}
     if draw(st.booleans()):
         topics = (
@@ -98,7 +100,9 @@ def test_messages_spell_locator_first_rule_and_all_failed_ids(
     )
     rules = RuleSet([Rule.length("name", 1, 3), Rule.one_of("status", ["A", "B"])])
     masks = (np.array([True, False]), np.array([True, False]))
-    ev = Evaluation(2, (0, 1), masks, np.array([True, False]), np.zeros(2, dtype=bool))
+    ev = Evaluation(
+        2, (0, 1), masks, np.array([True, False]), np.zeros(2, dtype=bool), np.zeros(2, dtype=bool)
+    )
     failed = ev.failed_rules(rules)
     ids = rules.ids.to_pylist()
     want = [

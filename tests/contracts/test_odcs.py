@@ -132,7 +132,10 @@ def test_load_from_http_and_fsspec(tmp_path):
     (tmp_path / "c.yaml").write_text(BASE)
     handler = partial(_QuietHandler, directory=str(tmp_path))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # A short poll interval: `shutdown` waits up to one (0.5 s by default).
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+    )
     thread.start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/c.yaml"

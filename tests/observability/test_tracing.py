@@ -11,7 +11,7 @@ import pyarrow as pa
 from bytewax.dataflow import Dataflow
 from bytewax.outputs import DynamicSink, StatelessSinkPartition
 from bytewax.testing import run_main
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from hypothesis import given
 from hypothesis import strategies as st
 from opentelemetry.sdk.trace import TracerProvider
@@ -175,14 +175,11 @@ def test_an_upstream_trace_continues_through_consumer_operators_and_producer(
     assert send.parent is not None and send.parent.span_id == validate.context.span_id
     assert send.kind is SpanKind.PRODUCER
 
-    consumer = Consumer(
-        {
-            "bootstrap.servers": kafka_bootstrap,
-            "group.id": uuid.uuid4().hex,
-            "auto.offset.reset": "earliest",
-        }
-    )
-    consumer.subscribe([topic_out])
+    consumer = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": uuid.uuid4().hex})
+    # Assigned, not subscribed: a group's first join waits out the broker's initial
+    # rebalance delay (3 s on the mock cluster).
+    partitions = consumer.list_topics(topic_out, timeout=10).topics[topic_out].partitions
+    consumer.assign([TopicPartition(topic_out, p, OFFSET_BEGINNING) for p in partitions])
     msg = None
     for _ in range(60):
         msg = consumer.poll(0.5)

@@ -131,7 +131,7 @@ def test_a_timeout_is_retried_then_the_batch_goes_to_the_dlq_with_its_reason(
 
     def stuck(batch: pa.RecordBatch) -> pa.RecordBatch:
         calls.append(batch.num_rows)
-        release.wait(5)  # longer than the step's timeout
+        release.wait(60)  # held until the test ends: every attempt times out
         return batch
 
     server = sidecar(stuck)
@@ -140,7 +140,10 @@ def test_a_timeout_is_retried_then_the_batch_goes_to_the_dlq_with_its_reason(
             items()[:1],
             transform(
                 server.location,
-                timeout=timedelta(milliseconds=200),
+                # Long beside connecting to a server in this process, also on a loaded
+                # machine: at 200 ms an attempt could time out still connecting, and
+                # fail as unavailable rather than as the stuck call it is here for.
+                timeout=timedelta(seconds=1),
                 retries=2,
                 retry_backoff=timedelta(0),
             ),

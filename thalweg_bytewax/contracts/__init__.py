@@ -40,6 +40,7 @@ from thalweg_bytewax.contracts.spec import (
     Rule,
     RuleKind,
     RuleOrigin,
+    Severity,
 )
 
 if TYPE_CHECKING:
@@ -74,6 +75,7 @@ __all__ = [
     "Rule",
     "RuleKind",
     "RuleOrigin",
+    "Severity",
     "RuleSet",
     "audit_schema",
     "explode_audit",

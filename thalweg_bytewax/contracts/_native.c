@@ -730,6 +730,23 @@ static inline uint64_t hash_bytes(const uint8_t *s, int64_t n) {
     return mix(h);
 }
 
+/* The key of row j and its length in bytes (*len), for a key kind of duplicates(). */
+static inline const uint8_t *key_at(int kind, const uint8_t *b1, const uint8_t *b2,
+                                    Py_ssize_t width, int64_t j, int64_t *len) {
+    if (kind == 0) {
+        *len = width;
+        return b1 + j * width;
+    }
+    if (kind == 1) {
+        const int32_t *off = (const int32_t *)b1;
+        *len = off[j + 1] - off[j];
+        return b2 + off[j];
+    }
+    const int64_t *off = (const int64_t *)b1;
+    *len = off[j + 1] - off[j];
+    return b2 + off[j];
+}
+
 /* duplicates(kind, n, offset, validity, b1, b2, width, out) -> None
    kind 0: fixed width keys (width bytes each at b1); 1: 32-bit offsets at b1 into b2;
    2: 64-bit offsets. Sets out[i] (n bytes) to 1 where row i's key is not null and
@@ -765,20 +782,8 @@ static PyObject *duplicates(PyObject *self, PyObject *args) {
         int64_t j = i + offset;
         out[i] = 0;
         if (validity && !((validity[j >> 3] >> (j & 7)) & 1)) continue;
-        const uint8_t *key;
         int64_t len;
-        if (kind == 0) {
-            key = b1 + j * width;
-            len = width;
-        } else if (kind == 1) {
-            const int32_t *off = (const int32_t *)b1;
-            key = b2 + off[j];
-            len = off[j + 1] - off[j];
-        } else {
-            const int64_t *off = (const int64_t *)b1;
-            key = b2 + off[j];
-            len = off[j + 1] - off[j];
-        }
+        const uint8_t *key = key_at(kind, b1, b2, width, j, &len);
         uint64_t h = hash_bytes(key, len);
         hashes[i] = h;
         for (Py_ssize_t at = (Py_ssize_t)(h & (uint64_t)(cap - 1));; at = (at + 1) & (cap - 1)) {
@@ -789,21 +794,8 @@ static PyObject *duplicates(PyObject *self, PyObject *args) {
             }
             Py_ssize_t r = (Py_ssize_t)seen - 1;
             if (hashes[r] != h) continue;
-            int64_t k = r + offset;
-            const uint8_t *other;
             int64_t other_len;
-            if (kind == 0) {
-                other = b1 + k * width;
-                other_len = width;
-            } else if (kind == 1) {
-                const int32_t *off = (const int32_t *)b1;
-                other = b2 + off[k];
-                other_len = off[k + 1] - off[k];
-            } else {
-                const int64_t *off = (const int64_t *)b1;
-                other = b2 + off[k];
-                other_len = off[k + 1] - off[k];
-            }
+            const uint8_t *other = key_at(kind, b1, b2, width, r + offset, &other_len);
             if (other_len == len && (len == 0 || memcmp(other, key, (size_t)len) == 0)) {
                 out[i] = 1;
                 break;

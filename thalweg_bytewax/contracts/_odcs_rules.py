@@ -13,7 +13,8 @@ from typing import Any
 import pyarrow as pa
 
 from thalweg_bytewax.contracts._odcs_types import field_error, logical_type_options
-from thalweg_bytewax.contracts.spec import MetricOp, Rule
+from thalweg_bytewax.contracts.rule_spec import parse_severity
+from thalweg_bytewax.contracts.spec import ContractError, MetricOp, Rule
 
 __all__ = ["object_names", "property_rules", "quality_rule"]
 
@@ -141,6 +142,10 @@ def quality_rule(  # noqa: C901
     """The rule of one ODCS quality entry, or ``None`` (path added to ``ignored``)."""
     qtype = (q.type or ("library" if (q.metric or q.rule) else "text")).lower()
     name = q.name or q.id or ""
+    try:
+        severity = parse_severity(q.severity, rule=name or path)
+    except ContractError as exc:
+        raise field_error(origin, f"{path}.severity", str(exc)) from None
     if qtype == "text":
         ignored.append(path)
         return None
@@ -152,7 +157,7 @@ def quality_rule(  # noqa: C901
         expr = impl.get("predicate") or impl.get("expression") if isinstance(impl, dict) else impl
         if not isinstance(expr, str) or not expr.strip():
             raise field_error(origin, f"{path}.implementation", "expected a SQL predicate string")
-        return Rule.sql(name or f"{column or 'row'}_predicate", expr)
+        return Rule.sql(name or f"{column or 'row'}_predicate", expr, severity=severity)
     if qtype == "sql":
         if not q.query:
             raise field_error(origin, f"{path}.query", "expected a SQL query")
@@ -166,7 +171,12 @@ def quality_rule(  # noqa: C901
                 query = query.replace(ph, _ident(column))
         query = _bind_names(query, object_names)
         return Rule.batch_metric(
-            "sql", op=op, threshold=threshold, expression=query, name=name or "sql_check"
+            "sql",
+            op=op,
+            threshold=threshold,
+            expression=query,
+            name=name or "sql_check",
+            severity=severity,
         )
     if qtype != "library":
         raise field_error(
@@ -209,4 +219,5 @@ def quality_rule(  # noqa: C901
         values=values,
         pattern=pattern,
         name=name,
+        severity=severity,
     )

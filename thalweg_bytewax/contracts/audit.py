@@ -40,7 +40,8 @@ AUDIT_STEP_ID = "step_id"
 AUDIT_RULESET_VERSION = "ruleset_version"
 """Audit column: the version of the rule set that judged the record."""
 AUDIT_VERDICT = "verdict"
-"""Audit column: ``pass``, ``fail`` or ``drop``."""
+"""Audit column: ``pass``, ``warn`` (passed, but failed a rule of severity ``warning`` or
+``info``), ``fail`` or ``drop``."""
 AUDIT_FAILED_RULES = "failed_rules"
 """Audit column: ids (``name@version``) of the rules the record failed."""
 AUDIT_EVALUATED_AT = "evaluated_at"
@@ -125,8 +126,10 @@ def audit_batch(
 _EXPLODE_SQL = """
 SELECT a.*  EXCLUDE ({excluded}), r.name AS rule, r.rule_id, r.version AS rule_version,
        CASE WHEN a.verdict = 'drop' THEN 'drop'
-            WHEN list_contains(a.failed_rules, r.rule_id) THEN 'fail'
-            ELSE 'pass' END AS rule_verdict
+            WHEN NOT list_contains(a.failed_rules, r.rule_id) THEN 'pass'
+            WHEN json_extract_string(r.definition, '$.severity') IN ('warning', 'info')
+                THEN 'warn'
+            ELSE 'fail' END AS rule_verdict
 FROM audit a JOIN rules r USING (ruleset_version)
 ORDER BY ALL
 """
@@ -137,6 +140,8 @@ def explode_audit(audit: pa.Table, rules: pa.Table) -> pa.Table:
 
     This is the question the compact form answers, as a query: a record failed exactly
     the rules listed in its ``failed_rules`` and passed every other rule of its rule set.
+    A failed rule's verdict is ``fail``, or ``warn`` for a rule of severity ``warning``
+    or ``info`` (its registry definition says which), as the record's own verdict is.
 
     Args:
         audit: Audit rows (:func:`audit_schema`).

@@ -45,8 +45,11 @@ class Evaluation:
         num_rows: Rows evaluated.
         rule_index: Indices (into the rule set) of the rules that failed somewhere.
         masks: One failed-mask per entry of ``rule_index`` (numpy bool, length rows).
-        any_failed: Rows that failed at least one rule.
-        contract_failed: Rows that failed a schema rule (DLQ reason ``contract``).
+        any_failed: Rows that failed at least one rule that rejects (severity ``error``).
+        contract_failed: Rows that failed a schema rule that rejects (DLQ reason
+            ``contract``).
+        warned: Rows that failed at least one rule of severity ``warning`` or ``info``
+            (reported, never rejected); a row may be in both.
     """
 
     num_rows: int
@@ -54,6 +57,7 @@ class Evaluation:
     masks: tuple[np.ndarray, ...]
     any_failed: np.ndarray
     contract_failed: np.ndarray
+    warned: np.ndarray
 
     def failed_rules(self, ruleset: RuleSet) -> pa.ListArray:
         """``list<string>`` per row: the ids of the rules each row failed, in rule order."""
@@ -76,13 +80,35 @@ class Evaluation:
             self.num_rows, ruleset, dict(zip(self.rule_index, self.masks, strict=True)), extra
         )
 
-    def first_failure(self) -> tuple[int, int] | None:
-        """``(row, rule index)`` of the first failing row and its first failed rule."""
+    def rejecting(self, ruleset: RuleSet) -> Evaluation:
+        """This evaluation restricted to the rules that reject (severity ``error``)."""
+        keep = [k for k, i in enumerate(self.rule_index) if ruleset.rules[i].severity.rejects]
+        if len(keep) == len(self.rule_index):
+            return self
+        return Evaluation(
+            self.num_rows,
+            tuple(self.rule_index[k] for k in keep),
+            tuple(self.masks[k] for k in keep),
+            self.any_failed,
+            self.contract_failed,
+            np.zeros(self.num_rows, dtype=bool),
+        )
+
+    def warnings(self, ruleset: RuleSet) -> dict[int, int]:
+        """Rows failed per rule that only reports (``warning``/``info``), by rule index."""
+        return {
+            i: int(mask.sum())
+            for i, mask in zip(self.rule_index, self.masks, strict=True)
+            if not ruleset.rules[i].severity.rejects
+        }
+
+    def first_failure(self, ruleset: RuleSet) -> tuple[int, int] | None:
+        """``(row, rule index)`` of the first rejected row and its first rejecting rule."""
         if not self.any_failed.any():
             return None
         row = int(np.argmax(self.any_failed))
         for idx, mask in zip(self.rule_index, self.masks, strict=True):
-            if mask[row]:
+            if mask[row] and ruleset.rules[idx].severity.rejects:
                 return row, idx
         return None  # pragma: no cover - any_failed implies a mask
 
@@ -148,11 +174,16 @@ def _assemble(
     masks = tuple(found[i] for i in order)
     any_failed = np.zeros(n, dtype=bool)
     contract_failed = np.zeros(n, dtype=bool)
+    warned = np.zeros(n, dtype=bool)
     for i, mask in zip(order, masks, strict=True):
+        rule = ruleset.rules[i]
+        if not rule.severity.rejects:
+            warned |= mask
+            continue
         any_failed |= mask
-        if ruleset.rules[i].reason == "contract":
+        if rule.reason == "contract":
             contract_failed |= mask
-    return Evaluation(n, order, masks, any_failed, contract_failed)
+    return Evaluation(n, order, masks, any_failed, contract_failed, warned)
 
 
 def drop_masks(

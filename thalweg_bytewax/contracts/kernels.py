@@ -156,7 +156,20 @@ def metric_rule_mask(
 ) -> np.ndarray | None:
     """The failed mask of a batch metric rule, or ``None`` when the metric meets its threshold.
 
-    A failing metric fails the rows that contribute to it.
+    A failing metric fails the rows that caused the failure. For a count metric
+    (``nullValues``, ``missingValues``, ``invalidValues``, ``duplicateValues``) that
+    depends on the side of the threshold the value fell on:
+
+    * too high (``mustBeLessThan``, ``mustBeLessOrEqualTo``, above the upper bound of
+      ``mustBeBetween``, above a ``mustBe`` value): the rows that contribute to the metric
+      (the nulls, the invalid values, the duplicates);
+    * too low (``mustBeGreaterThan``, ``mustBeGreaterOrEqualTo``, below the lower bound
+      of ``mustBeBetween``, below a ``mustBe`` value): the rows that do *not* contribute
+      (too few nulls is the fault of the rows that have a value);
+    * no side (``mustNotBe``, ``mustNotBeBetween``, a value that does not compare): the
+      whole batch, as for ``rowCount`` and ``sql`` metrics, which no row contributes to
+      apart from the others.
+
     A ``sql`` metric runs on ``ruleset``'s session; when it errs or times out the rule
     fails every row (reported through :meth:`RuleSet.sql_failed`).
     """
@@ -203,9 +216,44 @@ def metric_rule_mask(
         value = int(contributing.sum())
         if rule.unit == "percent":
             value = 100.0 * value / n if n else 0.0
-    if _compare(value, rule.op or MetricOp.MUST_BE, rule.threshold):
+    op = rule.op or MetricOp.MUST_BE
+    if _compare(value, op, rule.threshold):
         return None
-    return contributing
+    if metric in ("rowCount", "sql"):
+        return contributing
+    side = _failed_side(value, op, rule.threshold)
+    if side is _HIGH:
+        return contributing
+    if side is _LOW:
+        return ~contributing
+    return all_rows(n)
+
+
+_LOW = "low"
+_HIGH = "high"
+
+
+def _failed_side(value: Any, op: MetricOp, threshold: Any) -> str | None:
+    """Whether a failing ``value`` is too low or too high (``None``: neither, or unknown)."""
+    match op:
+        case MetricOp.GT | MetricOp.GE:
+            lo, hi = threshold, math.inf
+        case MetricOp.LT | MetricOp.LE:
+            lo, hi = -math.inf, threshold
+        case MetricOp.MUST_BE:
+            lo, hi = threshold, threshold
+        case MetricOp.BETWEEN:
+            lo, hi = threshold
+        case _:
+            return None
+    try:
+        if value <= lo and not value >= hi:
+            return _LOW
+        if value >= hi and not value <= lo:
+            return _HIGH
+    except TypeError:
+        return None
+    return None
 
 
 class _ShapeError(Exception):

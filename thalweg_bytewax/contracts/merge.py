@@ -6,7 +6,8 @@ neither source can loosen the other.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import operator
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -15,24 +16,24 @@ from thalweg_bytewax.contracts.spec import ContractError, Rule, RuleKind, RuleOr
 __all__ = ["merge_rules"]
 
 
-def _tighter_lower(a: tuple[Any, bool], b: tuple[Any, bool]) -> tuple[Any, bool]:
+def _tighter(
+    a: tuple[Any, bool], b: tuple[Any, bool], inner: Callable[[Any, Any], bool]
+) -> tuple[Any, bool]:
+    """The tighter of two ``(bound, inclusive)`` bounds; a ``None`` bound is no bound.
+
+    Args:
+        a: One bound.
+        b: The other.
+        inner: True when its first value is the tighter bound: ``operator.gt`` for
+            lower bounds, ``operator.lt`` for upper ones.
+    """
     if a[0] is None:
         return b
     if b[0] is None:
         return a
     if a[0] != b[0]:
-        return a if a[0] > b[0] else b
+        return a if inner(a[0], b[0]) else b
     return (a[0], a[1] and b[1])  # at equal bounds exclusive is tighter
-
-
-def _tighter_upper(a: tuple[Any, bool], b: tuple[Any, bool]) -> tuple[Any, bool]:
-    if a[0] is None:
-        return b
-    if b[0] is None:
-        return a
-    if a[0] != b[0]:
-        return a if a[0] < b[0] else b
-    return (a[0], a[1] and b[1])
 
 
 def _max_opt(a: Any, b: Any) -> Any:
@@ -71,8 +72,8 @@ def _merge_pair(a: Rule, b: Rule) -> Rule:
         merged = replace(a, values=tuple(v for v in (a.values or ()) if v in other))
     elif kind is RuleKind.RANGE:
         try:
-            lo = _tighter_lower((a.min, a.min_inclusive), (b.min, b.min_inclusive))
-            hi = _tighter_upper((a.max, a.max_inclusive), (b.max, b.max_inclusive))
+            lo = _tighter((a.min, a.min_inclusive), (b.min, b.min_inclusive), operator.gt)
+            hi = _tighter((a.max, a.max_inclusive), (b.max, b.max_inclusive), operator.lt)
         except TypeError as exc:
             msg = (
                 f"rule `{a.name}`: bounds on `{a.columns[0]}` are not comparable; got "
@@ -128,7 +129,10 @@ def merge_rules(contract: Iterable[Rule], manual: Iterable[Rule] = ()) -> tuple[
     out: dict[tuple[Any, ...], Rule] = {}
     for rule in (*contract, *manual):
         key: tuple[Any, ...] = (
-            (rule.kind, rule.columns) if rule.kind in mergeable else (rule.kind, rule.id)
+            # A warning never tightens an error rule (nor the reverse): severities apart.
+            (rule.kind, rule.columns, rule.severity)
+            if rule.kind in mergeable
+            else (rule.kind, rule.id)
         )
         out[key] = _merge_pair(out[key], rule) if key in out else rule
     # Distinct definitions that happen to share a name get distinct names, so that a

@@ -29,6 +29,8 @@ __all__ = [
     "Rule",
     "RuleKind",
     "RuleOrigin",
+    "Severity",
+    "parse_severity",
 ]
 
 RULE_VERSION_CHARS = 8
@@ -67,6 +69,47 @@ class RuleOrigin(StrEnum):
     CONTRACT = "contract"
     MANUAL = "manual"
     MERGED = "merged"
+
+
+class Severity(StrEnum):
+    """What a failure of a rule does (the ODCS quality ``severity``).
+
+    ``error`` (the default, also when a contract gives no severity) rejects the failing
+    rows; ``warning`` and ``info`` are evaluated the same way but never reject a row:
+    their failures are reported (audit, metrics, a rate-limited log line) and the rows
+    pass on.
+    """
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rejects(self) -> bool:
+        """Whether a failure of a rule of this severity rejects the row."""
+        return self is Severity.ERROR
+
+
+def parse_severity(value: Any, *, rule: str) -> Severity:
+    """``value`` as a :class:`Severity`, matched case-insensitively; ``None`` is ``error``.
+
+    Raises:
+        ContractError: Naming ``rule`` and the allowed values, for any other value.
+    """
+    if value is None:
+        return Severity.ERROR
+    if isinstance(value, Severity):
+        return value
+    text = value.strip().lower() if isinstance(value, str) else ""
+    try:
+        return Severity(text)
+    except ValueError:
+        allowed = [str(s) for s in Severity]
+        msg = (
+            f"rule `{rule}`: unknown severity {value!r}; expected one of {allowed!r} "
+            "(case-insensitive; absent means error)"
+        )
+        raise ContractError(msg) from None
 
 
 class MetricOp(StrEnum):
@@ -115,7 +158,9 @@ class Rule(RuleConstructors):
     Build rules with the named constructors in :mod:`thalweg_bytewax.contracts.rules`
     (``Rule.not_null("id")``, ``Rule.between("total", 0, 10_000)`` ...) rather than by
     hand. Row rules fail individual records; ``metric`` rules judge a whole batch and,
-    when they fail, fail the records that contribute to the metric.
+    when they fail, fail the records that caused the failure (see
+    :func:`~thalweg_bytewax.contracts.kernels.metric_rule_mask`). A failure rejects the
+    record only when the rule's ``severity`` is ``error``.
 
     Attributes:
         kind: What the rule checks.
@@ -139,6 +184,9 @@ class Rule(RuleConstructors):
         threshold: The metric threshold (a number, or a pair for between operators).
         unit: ``rows`` or ``percent``.
         window: For ``unique``: also unique over this time window across batches.
+        severity: ``error`` (default) rejects failing rows; ``warning`` and ``info``
+            report failures and reject nothing. Part of the version unless ``error``,
+            so the ids of rules declared without a severity do not change.
         description: Free text, for people.
     """
 
@@ -161,6 +209,7 @@ class Rule(RuleConstructors):
     threshold: Any = None
     unit: str = "rows"
     window: timedelta | None = None
+    severity: Severity = Severity.ERROR
     description: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -178,6 +227,7 @@ class Rule(RuleConstructors):
             stem = "_".join(self.columns) if self.columns else "row"
             suffix = self.metric if self.kind is RuleKind.METRIC else str(self.kind)
             object.__setattr__(self, "name", f"{stem}_{suffix}")
+        object.__setattr__(self, "severity", parse_severity(self.severity, rule=self.name))
 
     @property
     def column(self) -> str | None:
@@ -219,6 +269,9 @@ class Rule(RuleConstructors):
             out["max_inclusive"] = self.max_inclusive
         if self.kind is RuleKind.METRIC:
             out["unit"] = self.unit
+        # Absent for the default, so rules without a severity keep their versions.
+        if self.severity is not Severity.ERROR:
+            out["severity"] = str(self.severity)
         return out
 
     @property

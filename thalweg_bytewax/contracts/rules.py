@@ -41,22 +41,30 @@ class RuleConstructors:
         def __init__(self, **fields: Any) -> None: ...
 
     @classmethod
-    def not_null(cls, column: str, *, name: str = "") -> Self:
+    def not_null(cls, column: str, *, name: str = "", severity: str = "error") -> Self:
         """``column`` must not be null (ODCS ``required``)."""
-        return cls(kind="not_null", columns=(column,), name=name)
+        return cls(kind="not_null", columns=(column,), name=name, severity=severity)
 
     @classmethod
-    def of_type(cls, column: str, arrow_type: str, *, name: str = "") -> Self:
+    def of_type(
+        cls, column: str, arrow_type: str, *, name: str = "", severity: str = "error"
+    ) -> Self:
         """``column`` must be present and its values castable to ``arrow_type``."""
-        return cls(kind="type", columns=(column,), arrow_type=arrow_type, name=name)
+        return cls(
+            kind="type", columns=(column,), arrow_type=arrow_type, name=name, severity=severity
+        )
 
     @classmethod
-    def unique(cls, *columns: str, window: timedelta | None = None, name: str = "") -> Self:
+    def unique(
+        cls, *columns: str, window: timedelta | None = None, name: str = "", severity: str = "error"
+    ) -> Self:
         """Values of ``columns`` must be unique in a batch, and over ``window`` if given."""
-        return cls(kind="unique", columns=columns, window=window, name=name)
+        return cls(kind="unique", columns=columns, window=window, name=name, severity=severity)
 
     @classmethod
-    def one_of(cls, column: str, values: Iterable[Any], *, name: str = "") -> Self:
+    def one_of(
+        cls, column: str, values: Iterable[Any], *, name: str = "", severity: str = "error"
+    ) -> Self:
         """``column`` must be one of ``values`` (ODCS ``enum``); nulls pass."""
         return cls(
             kind="allowed_values", columns=(column,), values=stable_values(values), name=name
@@ -72,6 +80,7 @@ class RuleConstructors:
         min_inclusive: bool = True,
         max_inclusive: bool = True,
         name: str = "",
+        severity: str = "error",
     ) -> Self:
         """``min <= column <= max`` (each bound optional, each inclusive or exclusive)."""
         return cls(
@@ -82,27 +91,28 @@ class RuleConstructors:
             min_inclusive=min_inclusive,
             max_inclusive=max_inclusive,
             name=name,
+            severity=severity,
         )
 
     @classmethod
-    def ge(cls, column: str, value: Any, *, name: str = "") -> Self:
+    def ge(cls, column: str, value: Any, *, name: str = "", severity: str = "error") -> Self:
         """``column >= value``."""
-        return cls.between(column, value, None, name=name)
+        return cls.between(column, value, None, name=name, severity=severity)
 
     @classmethod
-    def gt(cls, column: str, value: Any, *, name: str = "") -> Self:
+    def gt(cls, column: str, value: Any, *, name: str = "", severity: str = "error") -> Self:
         """``column > value``."""
-        return cls.between(column, value, None, min_inclusive=False, name=name)
+        return cls.between(column, value, None, min_inclusive=False, name=name, severity=severity)
 
     @classmethod
-    def le(cls, column: str, value: Any, *, name: str = "") -> Self:
+    def le(cls, column: str, value: Any, *, name: str = "", severity: str = "error") -> Self:
         """``column <= value``."""
-        return cls.between(column, None, value, name=name)
+        return cls.between(column, None, value, name=name, severity=severity)
 
     @classmethod
-    def lt(cls, column: str, value: Any, *, name: str = "") -> Self:
+    def lt(cls, column: str, value: Any, *, name: str = "", severity: str = "error") -> Self:
         """``column < value``."""
-        return cls.between(column, None, value, max_inclusive=False, name=name)
+        return cls.between(column, None, value, max_inclusive=False, name=name, severity=severity)
 
     @classmethod
     def length(
@@ -112,22 +122,30 @@ class RuleConstructors:
         max: int | None = None,
         *,
         name: str = "",  # noqa: A002
+        severity: str = "error",
     ) -> Self:
         """The string length of ``column`` must lie in ``[min, max]``."""
-        return cls(kind="length", columns=(column,), min_length=min, max_length=max, name=name)
+        return cls(
+            kind="length",
+            columns=(column,),
+            min_length=min,
+            max_length=max,
+            name=name,
+            severity=severity,
+        )
 
     @classmethod
-    def matches(cls, column: str, pattern: str, *, name: str = "") -> Self:
+    def matches(cls, column: str, pattern: str, *, name: str = "", severity: str = "error") -> Self:
         """``column`` must contain a match of the RE2 ``pattern`` (anchor it with ^...$)."""
-        return cls(kind="pattern", columns=(column,), pattern=pattern, name=name)
+        return cls(kind="pattern", columns=(column,), pattern=pattern, name=name, severity=severity)
 
     @classmethod
-    def sql(cls, name: str, expression: str) -> Self:
+    def sql(cls, name: str, expression: str, *, severity: str = "error") -> Self:
         """The DuckDB predicate ``expression`` must not be false for a row.
 
         NULL passes, as in a SQL ``CHECK`` constraint.
         """
-        return cls(kind="sql", expression=expression, name=name)
+        return cls(kind="sql", expression=expression, name=name, severity=severity)
 
     @classmethod
     def batch_metric(
@@ -141,6 +159,7 @@ class RuleConstructors:
         pattern: str | None = None,
         expression: str | None = None,
         name: str = "",
+        severity: str = "error",
     ) -> Self:
         """A batch-level ODCS metric with a threshold, e.g. ``nullValues <= 1 percent``.
 
@@ -155,6 +174,8 @@ class RuleConstructors:
             pattern: Valid-value pattern (``invalidValues``).
             expression: The scalar SQL query (``sql``), over table ``batch``.
             name: Rule name.
+            severity: ``error`` (rejects the failing rows), ``warning`` or ``info``
+                (reports them, rejects nothing).
         """
         return cls(
             kind="metric",
@@ -167,4 +188,5 @@ class RuleConstructors:
             pattern=pattern,
             expression=expression,
             name=name,
+            severity=severity,
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import timedelta
 
 import pyarrow as pa
@@ -52,6 +52,9 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _DEFAULT_COLUMNS = MetadataColumns()
+
+# Rules that fail every row of a batch without their column, instead of passing it.
+_FAIL_WITHOUT_COLUMN = frozenset({RuleKind.NOT_NULL, RuleKind.TYPE, RuleKind.METRIC})
 
 DEFAULT_SQL_TIMEOUT = timedelta(seconds=DEFAULT_SQL_TIMEOUT_SECONDS)
 """The default time bound of each SQL query of a rule set over one batch."""
@@ -202,37 +205,20 @@ class RuleSet:
             ContractError: Naming the rule and the missing column or the SQL error.
         """
         known = set(schema.names)
-        for rule in self.rules:
-            for col in rule.columns:
+        for what, rule, columns in self._rules_and_drops():
+            for col in columns:
                 if col not in known:
                     msg = (
-                        f"{where}: rule `{rule.name}` is on a missing column; expected one of "
-                        f"{sorted(known)!r}; got {col!r}"
+                        f"{where}: {what} `{rule.name}` is on a missing column; expected one "
+                        f"of {sorted(known)!r}; got {col!r}"
                     )
                     raise ContractError(msg)
             if rule.expression is not None:
+                scalar = isinstance(rule, Rule) and rule.kind is RuleKind.METRIC
                 try:
-                    check_sql(
-                        rule.expression,
-                        schema,
-                        scalar=rule.kind is RuleKind.METRIC,
-                        session=self.session,
-                    )
+                    check_sql(rule.expression, schema, scalar=scalar, session=self.session)
                 except ContractError as exc:
-                    msg = f"{where}: rule `{rule.name}`: {exc}"
-                    raise ContractError(msg) from exc
-        for drop in self.drop:
-            if drop.column is not None and drop.column not in known:
-                msg = (
-                    f"{where}: drop rule `{drop.name}` is on a missing column; expected one "
-                    f"of {sorted(known)!r}; got {drop.column!r}"
-                )
-                raise ContractError(msg)
-            if drop.expression is not None:
-                try:
-                    check_sql(drop.expression, schema, session=self.session)
-                except ContractError as exc:
-                    msg = f"{where}: drop rule `{drop.name}`: {exc}"
+                    msg = f"{where}: {what} `{rule.name}`: {exc}"
                     raise ContractError(msg) from exc
 
     def sql_failed(self, rule_id: str, exc: BaseException) -> None:
@@ -275,23 +261,23 @@ class RuleSet:
             ContractError: Naming the rule (or drop rule) and the missing column.
         """
         names = set(schema.names)
-        for rule in self.rules:
-            if rule.kind in (RuleKind.NOT_NULL, RuleKind.TYPE, RuleKind.METRIC):
+        for what, rule, columns in self._rules_and_drops():
+            if isinstance(rule, Rule) and rule.kind in _FAIL_WITHOUT_COLUMN:
                 continue
-            for col in rule.columns:
+            for col in columns:
                 if col not in names:
                     msg = (
-                        f"{where}: rule `{rule.id}` is on column {col!r}, which the batch "
+                        f"{where}: {what} `{rule.id}` is on column {col!r}, which the batch "
                         f"lacks; expected one of {sorted(names)!r}"
                     )
                     raise ContractError(msg)
+
+    def _rules_and_drops(self) -> Iterator[tuple[str, Rule | DropRule, tuple[str, ...]]]:
+        """Each rule, then each drop rule, as messages name it, with the columns it reads."""
+        for rule in self.rules:
+            yield "rule", rule, rule.columns
         for drop in self.drop:
-            if drop.column is not None and drop.column not in names:
-                msg = (
-                    f"{where}: drop rule `{drop.id}` is on column {drop.column!r}, which the "
-                    f"batch lacks; expected one of {sorted(names)!r}"
-                )
-                raise ContractError(msg)
+            yield "drop rule", drop, () if drop.column is None else (drop.column,)
 
 
 def _timeout_seconds(

@@ -26,6 +26,7 @@ from thalweg_bytewax.contracts.rule_spec import (
     Rule,
     RuleKind,
     RuleOrigin,
+    Severity,
 )
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "Rule",
     "RuleKind",
     "RuleOrigin",
+    "Severity",
 ]
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "coverage_lag",
     "crossing_counter",
     "rejected_counter",
+    "rule_warning_counter",
     "sink_counter",
     "source_counter",
     "stats",
@@ -80,6 +81,7 @@ class StepCounts:
     records_in: int = 0
     records_out: int = 0
     rejected: dict[str, int] = field(default_factory=dict)
+    warnings: dict[str, int] = field(default_factory=dict)
 
 
 def _attrs(step_id: str, topic: str, partition: int) -> dict[str, Any]:
@@ -112,13 +114,24 @@ def step_counter(steps: Iterable[StepCounts], attr: str) -> Iterable[Observation
 
 def rejected_counter(steps: Iterable[StepCounts]) -> Iterable[Observation]:
     """The records each step rejected, per reason, its threads summed."""
+    return _per_step_and_key(((c.step_id, c.rejected) for c in steps), "reason")
+
+
+def rule_warning_counter(steps: Iterable[StepCounts]) -> Iterable[Observation]:
+    """The records each step's reporting rules failed, per rule, its threads summed."""
+    return _per_step_and_key(((c.step_id, c.warnings) for c in steps), "rule_id")
+
+
+def _per_step_and_key(
+    counts: Iterable[tuple[str, dict[str, int]]], label: str
+) -> Iterable[Observation]:
+    """Counts keyed per thread (a step's threads each keep a dict) summed per step and key."""
     sums: dict[tuple[str, str], int] = {}
-    for c in steps:
-        for reason, n in list(c.rejected.items()):  # a copy: its thread goes on adding
-            key = (c.step_id, reason)
-            sums[key] = sums.get(key, 0) + n
-    for (step_id, reason), n in sums.items():
-        yield Observation(n, {"step_id": step_id, "reason": reason})
+    for step_id, by_key in counts:
+        for key, n in list(by_key.items()):  # a copy: its thread goes on adding
+            sums[(step_id, key)] = sums.get((step_id, key), 0) + n
+    for (step_id, key), n in sums.items():
+        yield Observation(n, {"step_id": step_id, label: key})
 
 
 def consumer_lag(sources: Iterable[SourceEntry]) -> Iterable[Observation]:

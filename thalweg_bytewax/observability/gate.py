@@ -32,6 +32,7 @@ __all__ = [
     "is_on",
     "observe_sink_partition",
     "observe_source_partition",
+    "observe_rule_warnings",
     "observe_step",
     "set_on",
     "take_armed",
@@ -118,3 +119,19 @@ def observe_step(name: str, step_id: str, batch: pa.RecordBatch) -> StepBatch | 
     from .observers import StepBatch  # noqa: PLC0415 - see _on_or_env
 
     return StepBatch(name, step_id, batch)
+
+
+def observe_rule_warnings(step_id: str, failed: Mapping[str, int]) -> None:
+    """Count the records reporting rules failed in one batch, by rule id (off: nothing).
+
+    Args:
+        step_id: The ``validate`` step.
+        failed: Records failed per rule id of severity ``warning`` or ``info``.
+    """
+    if not failed or not is_on():
+        return
+    from .metrics import metrics  # noqa: PLC0415 - see _on_or_env
+
+    m = metrics()
+    if m is not None:
+        m.rule_warnings(step_id, failed)

@@ -1,7 +1,8 @@
 """Every metric thalweg exports, defined once: name, kind, unit, attributes, buckets.
 
 Names follow ``thalweg_<noun>_<unit>``; attributes are bounded to ``step_id``,
-``topic`` and ``partition`` (plus ``reason`` on rejects), never keys or record ids.
+``topic`` and ``partition`` (plus ``reason`` on rejects, ``rule_id`` on rule warnings),
+never keys or record ids.
 Bytewax already times ``write_batch`` / ``snapshot`` and counts items per step, so
 nothing here re-measures those: these are the domain signals it cannot see (records
 rather than batches, rejects by reason, lag, bytes, the durable commit of a sink).
@@ -28,6 +29,7 @@ __all__ = [
     "CROSSING_RECORDS",
     "LATENCY_BUCKETS_S",
     "REJECTED_RECORDS",
+    "RULE_WARNINGS",
     "SINK_COMMIT_DURATION",
     "SINK_EPOCHS",
     "SINK_ROWS_SKIPPED",
@@ -159,6 +161,14 @@ REJECTED_RECORDS = InstrumentSpec(
     ("step_id", "reason"),
 )
 """Rejects (DLQ records) per step and reason; drops are in − out − rejected."""
+RULE_WARNINGS = InstrumentSpec(
+    "thalweg_rule_warnings_total",
+    InstrumentKind.OBSERVABLE_COUNTER,
+    "{record}",
+    "Records that failed a rule of severity warning or info (passed on, not rejected), by rule",
+    ("step_id", "rule_id"),
+)
+"""Failures of reporting (``warning``/``info``) rules per step and rule id."""
 BATCH_RECORDS = InstrumentSpec(
     "thalweg_batch_records",
     InstrumentKind.HISTOGRAM,
@@ -238,6 +248,7 @@ ALL: tuple[InstrumentSpec, ...] = (
     STEP_RECORDS_IN,
     STEP_RECORDS_OUT,
     REJECTED_RECORDS,
+    RULE_WARNINGS,
     BATCH_RECORDS,
     BATCH_DURATION,
     SINK_COMMIT_DURATION,

@@ -114,6 +114,7 @@ class Metrics:
             spec.STEP_RECORDS_OUT, lambda: collect.step_counter(self._step_list(), "records_out")
         )
         observable(spec.REJECTED_RECORDS, lambda: collect.rejected_counter(self._step_list()))
+        observable(spec.RULE_WARNINGS, lambda: collect.rule_warning_counter(self._step_list()))
         observable(spec.CROSSING_RECORDS, collect.crossing_counter)
 
         def hist(s: spec.InstrumentSpec) -> Any:
@@ -201,6 +202,12 @@ class Metrics:
         self._batch_records.record(records_in, attrs)
         self._batch_duration.record(seconds, attrs)
         self.window.add(step_id, records_in, nbytes)
+
+    def rule_warnings(self, step_id: str, failed: Mapping[str, int]) -> None:
+        """Add the records a step's reporting rules failed in one batch, by rule id."""
+        by_rule = self._counts(step_id).warnings
+        for rule_id, n in failed.items():
+            by_rule[rule_id] = by_rule.get(rule_id, 0) + n
 
     def sink_commit(self, step_id: str, seconds: float) -> None:
         """Record one epoch commit of a sink partition."""

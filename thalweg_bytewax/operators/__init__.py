@@ -18,14 +18,11 @@ machinery).
 
 from __future__ import annotations
 
+import sys
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from thalweg_bytewax._lazy import lazy_package
-
-# Eager: the submodule ``operators.sql`` has the operator's name, and importing that
-# submodule later (``operators.sql_dag`` does) would rebind the package attribute
-# ``sql`` to the module if the function were not bound here first.
-from thalweg_bytewax.operators.sql import sql
 
 if TYPE_CHECKING:
     from thalweg_bytewax.contracts.ruleset import RuleSet
@@ -35,6 +32,7 @@ if TYPE_CHECKING:
     from thalweg_bytewax.operators.deduplication import dedup
     from thalweg_bytewax.operators.records import to_dicts, to_raw_records
     from thalweg_bytewax.operators.sidecar import FlightTransformOut, flight_transform
+    from thalweg_bytewax.operators.sql import sql
     from thalweg_bytewax.operators.validation import ValidateOut, failed_rules_column, validate
     from thalweg_bytewax.operators.wasm import WasmOut, wasm_map, wasm_sql
     from thalweg_bytewax.operators.windowing import (
@@ -62,6 +60,7 @@ _LAZY = {
     "flight_transform": "thalweg_bytewax.operators.sidecar",
     "ToBatchesOut": "thalweg_bytewax.operators.batching",
     "to_batches": "thalweg_bytewax.operators.batching",
+    "sql": "thalweg_bytewax.operators.sql",
     "ContractMode": "thalweg_bytewax.contracts.spec",
     "ContractSpec": "thalweg_bytewax.contracts.spec",
     "DropRule": "thalweg_bytewax.contracts.spec",
@@ -94,3 +93,23 @@ __all__ += ["Session", "Sliding", "Tumbling", "WindowAggOut", "WindowAggStats", 
 __all__ += ["WasmOut", "wasm_map", "wasm_sql"]
 
 __getattr__, __dir__ = lazy_package(__name__, _LAZY, globals())
+
+
+class _OperatorsPackage(ModuleType):
+    """This package's module type: its attribute ``sql`` is always the operator.
+
+    The submodule ``operators.sql`` has the operator's name, and the import system binds
+    a submodule to its package's attribute once it is loaded (by ``twg.sql``, or by
+    ``operators.sql_dag`` importing it): the operator is bound in its place. ``sql``
+    loads on first use like the other operators, so a flow that only decodes does not
+    load the SQL and WASM machinery.
+    """
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "sql" and isinstance(value, ModuleType) and value.__name__ == _SQL_MODULE:
+            value = value.sql
+        super().__setattr__(name, value)
+
+
+_SQL_MODULE = _LAZY["sql"]
+sys.modules[__name__].__class__ = _OperatorsPackage

@@ -10,27 +10,42 @@ mode the clean rows, the DLQ rows with their reasons and the audit rows, or the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+import logging
+import math
+import threading
+import time
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
 
 from thalweg_bytewax.contracts.audit import audit_batch
-from thalweg_bytewax.contracts.evaluate import drop_masks, evaluate, locator_strings, messages
+from thalweg_bytewax.contracts.evaluate import (
+    Evaluation,
+    drop_masks,
+    evaluate,
+    locator_strings,
+    messages,
+)
 from thalweg_bytewax.contracts.kernels import duplicate_mask
 from thalweg_bytewax.contracts.row_json import rows_as_json
 from thalweg_bytewax.contracts.ruleset import RuleSet
-from thalweg_bytewax.contracts.spec import ContractMode, ContractViolationError, RuleKind
+from thalweg_bytewax.contracts.spec import ContractMode, ContractViolationError, Rule, RuleKind
 from thalweg_bytewax.dedup.key_memory import SeenWindow, key_values
 from thalweg_bytewax.lanes.dlq import RejectReason, dlq_batch_from_rows
-from thalweg_bytewax.observability.gate import observe_step
+from thalweg_bytewax.observability.gate import observe_rule_warnings, observe_step
 from thalweg_bytewax.records import DEFAULT_COLUMNS, MetadataColumns
 from thalweg_bytewax.windows.event_time import batch_time
 
 __all__ = ["Validator", "Verdict", "failed_rules_column"]
 
-_VERDICTS = pa.array(["pass", "fail"], pa.string())
+logger = logging.getLogger(__name__)
+
+# Audit verdict by 2 * rejected + warned: a row that failed only rules of severity
+# warning/info passed, with a warning.
+_VERDICTS = pa.array(["pass", "warn", "fail", "fail"], pa.string())
+WARNING_LOG_INTERVAL_S = 60.0
+"""At most one log line per reporting rule and step this often (with the count since)."""
 # DLQ reason by whether a row failed a schema rule.
 _REASONS = pa.array([str(RejectReason.DQ), str(RejectReason.CONTRACT)], pa.string())
 
@@ -61,6 +76,7 @@ def _row_json(batch: pa.RecordBatch, idx: np.ndarray | None, columns: MetadataCo
     return rows_as_json(batch.select(payload), idx)
 
 
+@dataclass(eq=False)
 class Validator:
     """Judges batches against one step's rule set in one mode.
 
@@ -75,23 +91,21 @@ class Validator:
             keys are kept by the caller (Bytewax keyed state) and passed to :meth:`run`.
     """
 
-    def __init__(
-        self,
-        step_id: str,
-        ruleset: RuleSet,
-        mode: ContractMode,
-        columns: MetadataColumns,
-    ) -> None:
-        self.step_id = step_id
-        self.ruleset = ruleset
-        self.mode = mode
-        self.columns = columns
+    step_id: str
+    ruleset: RuleSet
+    mode: ContractMode
+    columns: MetadataColumns
+    windowed: list[tuple[int, Rule]] = field(init=False)
+    _checked: pa.Schema | None = field(init=False, default=None)
+    _warnings: _WarningLog = field(init=False)
+
+    def __post_init__(self) -> None:
         self.windowed = [
             (i, r)
-            for i, r in enumerate(ruleset.rules)
+            for i, r in enumerate(self.ruleset.rules)
             if r.kind is RuleKind.UNIQUE and r.window is not None
         ]
-        self._checked: pa.Schema | None = None
+        self._warnings = _WarningLog(self.step_id)
 
     def _check_schema(self, schema: pa.Schema) -> None:
         # Once per distinct batch schema (batches of a stream share one, as a rule).
@@ -127,9 +141,12 @@ class Validator:
             # another reason was not accepted, so its corrected re-send is no duplicate.
             ev = ev.with_masks(self.ruleset, self._window_masks(batch, windows, ~ev.any_failed))
         failed = ev.failed_rules(self.ruleset)
-        verdict = _VERDICTS.take(pa.array(ev.any_failed.astype(np.int8)))
+        codes = 2 * ev.any_failed.astype(np.int8) + ev.warned.astype(np.int8)
+        verdict = _VERDICTS.take(pa.array(codes))
         if self.mode is ContractMode.STRICT and ev.any_failed.any():
             raise self._violation(batch, ev)
+        if ev.warned.any():
+            self._report_warnings(ev)
         audits.append(
             audit_batch(
                 batch,
@@ -148,7 +165,11 @@ class Validator:
         if not ev.any_failed.any():
             return Verdict(batch, None, audit)
         # Rejected rows in batch order, each with its reason: a row that failed a schema
-        # rule is a contract reject, any other a quality reject.
+        # rule is a contract reject, any other a quality reject. Their DLQ rows name the
+        # rules that rejected them (the audit also lists the reporting rules they failed).
+        if ev.warned.any():
+            ev = ev.rejecting(self.ruleset)
+            failed = ev.failed_rules(self.ruleset)
         idx = np.flatnonzero(ev.any_failed)
         take = pa.array(idx, pa.int64())
         whole = len(idx) == batch.num_rows
@@ -166,6 +187,12 @@ class Validator:
         )
         clean = batch.filter(pa.array(~ev.any_failed)) if not ev.any_failed.all() else None
         return Verdict(clean, rejected, audit)
+
+    def _report_warnings(self, ev: Evaluation) -> None:
+        """Count the reporting rules' failures in the metrics; log them at a bounded rate."""
+        failed = [(self.ruleset.rules[i], n) for i, n in ev.warnings(self.ruleset).items()]
+        observe_rule_warnings(self.step_id, {rule.id: n for rule, n in failed})
+        self._warnings.add(failed)
 
     def _drop(self, batch: pa.RecordBatch, audits: list[pa.RecordBatch]) -> pa.RecordBatch:
         masks = drop_masks(batch, self.ruleset.drop, ruleset=self.ruleset)
@@ -219,8 +246,10 @@ class Validator:
             out[i] = mask
         return out
 
-    def _violation(self, batch: pa.RecordBatch, ev: Any) -> ContractViolationError:
-        row, idx = ev.first_failure()
+    def _violation(self, batch: pa.RecordBatch, ev: Evaluation) -> ContractViolationError:
+        first = ev.first_failure(self.ruleset)
+        assert first is not None  # only called when a row was rejected
+        row, idx = first
         rule = self.ruleset.rules[idx]
         # Locate within the whole batch: without locator columns the locator is the
         # row's index in the batch, which a one-row slice would lose.
@@ -249,3 +278,46 @@ def _concat(parts: list[pa.RecordBatch]) -> pa.RecordBatch | None:
     if len(parts) == 1:
         return parts[0]
     return pa.Table.from_batches(parts).combine_chunks().to_batches()[0]
+
+
+class _WarningLog:
+    """Logs failures of reporting rules at WARNING: per rule, at most once an interval.
+
+    The first failure of a rule is logged at once; failures within the next
+    :data:`WARNING_LOG_INTERVAL_S` seconds are counted and logged with the next line.
+    Never a line per record. Shared by a step's worker threads, hence the lock.
+    """
+
+    def __init__(self, step_id: str, interval_s: float = WARNING_LOG_INTERVAL_S) -> None:
+        self._step_id = step_id
+        self._interval_s = interval_s
+        self._lock = threading.Lock()
+        # rule id -> (monotonic time of its last line, records failed since, batches since)
+        self._pending: dict[str, tuple[float, int, int]] = {}
+
+    def add(self, failed: list[tuple[Rule, int]]) -> None:
+        """Add one batch's failures: records failed per reporting rule."""
+        now = time.monotonic()
+        lines: list[tuple[Rule, int, int]] = []
+        with self._lock:
+            for rule, n in failed:
+                last, n_since, batches = self._pending.get(rule.id, (-math.inf, 0, 0))
+                n_since += n
+                batches += 1
+                if now - last >= self._interval_s:
+                    lines.append((rule, n_since, batches))
+                    self._pending[rule.id] = (now, 0, 0)
+                else:
+                    self._pending[rule.id] = (last, n_since, batches)
+        for rule, n, batches in lines:
+            logger.warning(
+                "validate `%s`: %s rule `%s` failed on %d record(s) in %d batch(es) since "
+                "its last report (expected %s); the records were passed on, not rejected: "
+                "see the audit (verdict `warn`) and thalweg_rule_warnings_total",
+                self._step_id,
+                rule.severity,
+                rule.id,
+                n,
+                batches,
+                rule.describe(),
+            )

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import bytewax.operators as op
@@ -29,12 +27,14 @@ from thalweg_bytewax.errors import ConfigError, SchemaError
 from thalweg_bytewax.lanes.dlq import RejectReason, dlq_batch_from_rows
 from thalweg_bytewax.observability.gate import observe_step
 from thalweg_bytewax.operators._first_rejects import FirstRejects
+from thalweg_bytewax.operators._outcome import NOTHING, BatchOutcome, split_outcomes
 from thalweg_bytewax.records.metadata import (
     DEFAULT_PREFIX,
     MetadataColumns,
     MetadataPolicy,
     metadata_columns,
 )
+from thalweg_bytewax.system.threads import SharedPool
 
 __all__ = ["DecodeOut", "decode"]
 
@@ -57,12 +57,6 @@ class DecodeOut:
     rejected: KeyedStream[pa.RecordBatch]
 
 
-@dataclass(frozen=True, slots=True)
-class _Decoded:
-    ok: pa.RecordBatch | None
-    rejected: pa.RecordBatch | None
-
-
 class _Decoder:
     """The per-batch work of :func:`decode`; shared by the workers of a process."""
 
@@ -77,9 +71,7 @@ class _Decoder:
         self.meta_names = [f.name for f in self.meta_fields]
         self._first_rejects = FirstRejects(logger, "decode", "undecodable record(s)")
 
-    def run_many(
-        self, items: list[tuple[str, pa.RecordBatch]]
-    ) -> list[tuple[str, _Decoded]]:
+    def run_many(self, items: list[tuple[str, pa.RecordBatch]]) -> list[tuple[str, BatchOutcome]]:
         """Decode the batches Bytewax hands over at once, in order.
 
         With a codec that declares ``concurrent_batches`` (its columnar work releases
@@ -92,17 +84,17 @@ class _Decoder:
             return [(key, d) for (key, _), d in zip(items, decoded, strict=True)]
         return [(key, self.run(batch)) for key, batch in items]
 
-    def run(self, raw: pa.RecordBatch) -> _Decoded:
+    def run(self, raw: pa.RecordBatch) -> BatchOutcome:
         obs = observe_step("decode", self.step_id, raw)  # None unless observability is on
         decoded = self._run(raw)
         if obs is None:
             return decoded
-        return _Decoded(obs.finish(decoded.ok, decoded.rejected), decoded.rejected)
+        return BatchOutcome(obs.finish(decoded.ok, decoded.rejected), decoded.rejected)
 
-    def _run(self, raw: pa.RecordBatch) -> _Decoded:
+    def _run(self, raw: pa.RecordBatch) -> BatchOutcome:
         n = raw.num_rows
         if n == 0:
-            return _Decoded(None, None)
+            return NOTHING
         cols = self.columns
         result = self.codec.decode_batch(
             raw.column(cols.source_value), headers=raw.column(cols.source_headers)
@@ -123,7 +115,7 @@ class _Decoder:
                 "expected them to add up (a codec bug)"
             )
             raise SchemaError(msg)
-        return _Decoded(self._ok(raw, payload, ok_idx), self._rejected(raw, errors))
+        return BatchOutcome(self._ok(raw, payload, ok_idx), self._rejected(raw, errors))
 
     def _check_indices(self, errors: list[DecodeFailure], n: int) -> None:
         """Each failure names a distinct row of the batch, or the codec is broken."""
@@ -200,19 +192,8 @@ class _Decoder:
         )
 
 
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def _pool() -> ThreadPoolExecutor:
-    """The process's decode threads, shared by every decode step and worker."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(
-                max_workers=min(4, os.cpu_count() or 1), thread_name_prefix="twg-decode"
-            )
-        return _POOL
+_pool = SharedPool(min(4, os.cpu_count() or 1), "twg-decode")
+"""The process's decode threads, shared by every decode step and worker."""
 
 
 def _complement(errors: list[DecodeFailure], n: int) -> np.ndarray:
@@ -292,7 +273,5 @@ def decode(
     decoder = _Decoder(step_id, codec, policy, columns)
     logger.info("decode %s: codec %s, metadata policy %s", step_id, codec.name, policy)
     decoded = op.flat_map_batch("decode_batch", up, decoder.run_many)
-    return DecodeOut(
-        ok=op.filter_map_value("ok", decoded, lambda d: d.ok),
-        rejected=op.filter_map_value("rejected", decoded, lambda d: d.rejected),
-    )
+    ok, rejected = split_outcomes(decoded)
+    return DecodeOut(ok=ok, rejected=rejected)

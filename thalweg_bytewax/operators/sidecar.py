@@ -36,7 +36,8 @@ from thalweg_bytewax.flight.breaker import CircuitBreaker
 from thalweg_bytewax.flight.locators import RowMapping, checked_reply, require_locators
 from thalweg_bytewax.flight.pool import FlightClientPool
 from thalweg_bytewax.flight.protocol import call_options, shown_location
-from thalweg_bytewax.lanes.dlq import RejectReason, dlq_batch_from_rows
+from thalweg_bytewax.lanes.dlq import RejectReason, dlq_whole_batch
+from thalweg_bytewax.operators._outcome import NOTHING, BatchOutcome, split_outcomes
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns, metadata_columns
 
 __all__ = ["FlightTransformOut", "flight_transform"]
@@ -70,12 +71,6 @@ class FlightTransformOut:
     rejected: KeyedStream[pa.RecordBatch]
 
 
-@dataclass(frozen=True, slots=True)
-class _Answer:
-    ok: pa.RecordBatch | None
-    rejected: pa.RecordBatch | None
-
-
 class _Caller:
     """The per-batch work of :func:`flight_transform`, shared by the workers of a process."""
 
@@ -106,17 +101,17 @@ class _Caller:
         self.columns = columns
         self._threads = ThreadPoolExecutor(pool_size, thread_name_prefix="twg-sidecar")
 
-    def run_many(self, items: list[tuple[str, pa.RecordBatch]]) -> list[tuple[str, _Answer]]:
+    def run_many(self, items: list[tuple[str, pa.RecordBatch]]) -> list[tuple[str, BatchOutcome]]:
         """Answer the batches Bytewax hands over at once, concurrently, in order."""
         if len(items) == 1:
             return [(items[0][0], self.run(items[0][1]))]
         answers = list(self._threads.map(self.run, [batch for _, batch in items]))
         return [(key, a) for (key, _), a in zip(items, answers, strict=True)]
 
-    def run(self, batch: pa.RecordBatch) -> _Answer:
+    def run(self, batch: pa.RecordBatch) -> BatchOutcome:
         """One batch: call with retries, check the reply, or dead-letter it."""
         if batch.num_rows == 0:
-            return _Answer(None, None)
+            return NOTHING
         require_locators(batch, self.columns, self.where)
         failure, attempts = "", 0
         for attempt in range(self.retries + 1):
@@ -137,19 +132,18 @@ class _Caller:
                 continue
             self.breaker.success()
             ok = checked_reply(batch, reply, self.columns, rows=self.rows, where=self.where)
-            return _Answer(ok if ok.num_rows else None, None)
+            return BatchOutcome(ok if ok.num_rows else None, None)
         tried = f" on each of {attempts} attempts" if attempts > 1 else ""
         message = f"{self.where}: {failure}{tried}"
         logger.warning("%s; %d rows to the DLQ", message, batch.num_rows)
-        rejected = dlq_batch_from_rows(
+        rejected = dlq_whole_batch(
             batch,
-            pa.array(range(batch.num_rows), pa.int64()),
             reason=RejectReason.RETRY_EXHAUSTED,
             step_id=self.step_id,
-            messages=pa.repeat(pa.scalar(message, pa.string()), batch.num_rows),
+            message=message,
             columns=self.columns,
         )
-        return _Answer(None, rejected)
+        return BatchOutcome(None, rejected)
 
     def _call(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         try:
@@ -258,7 +252,5 @@ def flight_transform(
         columns=columns,
     )
     answered = op.flat_map_batch("call", up, caller.run_many)
-    return FlightTransformOut(
-        ok=op.filter_map_value("ok", answered, lambda a: a.ok),
-        rejected=op.filter_map_value("rejected", answered, lambda a: a.rejected),
-    )
+    ok, rejected = split_outcomes(answered)
+    return FlightTransformOut(ok=ok, rejected=rejected)

@@ -9,8 +9,9 @@ with the engine, the sandbox and the lineage rules.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 import bytewax.operators as op
 import pyarrow as pa
@@ -25,7 +26,84 @@ from thalweg_bytewax.sql.node import (
     SqlNode,
 )
 
-__all__ = ["sql"]
+if TYPE_CHECKING:
+    from thalweg_bytewax.udf.function import WasmFunction
+
+__all__ = ["sql", "sql_node", "sql_timeout"]
+
+
+def sql_timeout(
+    where: str,
+    timeout: timedelta | None | Unset,
+    timeout_seconds: float | None | Unset,
+) -> float | None:
+    """A SQL step's bound on one batch in seconds (``None``: unbounded; default 60 s).
+
+    The deprecation warning for ``timeout_seconds`` points at the caller of the
+    function that calls this one.
+
+    Args:
+        where: The step as messages name it (``sql `lines```).
+        timeout: The operator's ``timeout``; :data:`UNSET` when not passed.
+        timeout_seconds: Its deprecated spelling in seconds; :data:`UNSET` when not passed.
+
+    Raises:
+        ConfigError: For both ``timeout`` and ``timeout_seconds``, or a ``timeout`` that
+            is no positive ``timedelta`` nor ``None``.
+    """
+    return bound_keyword(
+        where,
+        "timeout",
+        timeout,
+        "timeout_seconds",
+        timeout_seconds,
+        default=timedelta(seconds=DEFAULT_SQL_NODE_TIMEOUT_SECONDS),
+        stacklevel=4,
+    )
+
+
+def sql_node(
+    where: str,
+    step_id: str,
+    query: str,
+    *,
+    name: str,
+    params: Mapping[str, object] | None,
+    columns: MetadataColumns,
+    timeout: timedelta | None | Unset,
+    memory_limit_bytes: int,
+    timeout_seconds: float | None | Unset = UNSET,
+    functions: Sequence[WasmFunction] = (),
+) -> SqlNode:
+    """The node a SQL operator runs, its bound from ``timeout`` (default 60 s).
+
+    Args:
+        where: The step as messages name it (``sql `lines```).
+        step_id: The step's id.
+        query: One ``SELECT`` over ``name``.
+        name: The relation name of the batch in ``query``.
+        params: Values for ``$name`` parameters of ``query``.
+        columns: The metadata column names.
+        timeout: The bound on one run over one batch (``None``: unbounded).
+        memory_limit_bytes: The memory limit of the database the query runs on.
+        timeout_seconds: The deprecated spelling of ``timeout``, where the operator
+            still takes it.
+        functions: The Wasm functions the query may call.
+
+    Raises:
+        ConfigError: As :class:`~thalweg_bytewax.sql.node.SqlNode`, or for both
+            ``timeout`` and ``timeout_seconds``.
+    """
+    return SqlNode(
+        step_id,
+        query,
+        name=name,
+        params=params,
+        columns=columns,
+        timeout_seconds=sql_timeout(where, timeout, timeout_seconds),
+        memory_limit_bytes=memory_limit_bytes,
+        functions=functions,
+    )
 
 
 @operator
@@ -96,21 +174,15 @@ def sql(
         ConfigError: At build time, for a query that is not one ``SELECT`` over ``name``,
             whose parameters do not match ``params``, or a memory limit under 16 MiB.
     """
-    bound = bound_keyword(
+    node = sql_node(
         f"sql `{step_id}`",
-        "timeout",
-        timeout,
-        "timeout_seconds",
-        timeout_seconds,
-        default=timedelta(seconds=DEFAULT_SQL_NODE_TIMEOUT_SECONDS),
-    )
-    node = SqlNode(
         step_id,
         query,
         name=name,
         params=params,
         columns=columns,
-        timeout_seconds=bound,
+        timeout=timeout,
+        timeout_seconds=timeout_seconds,
         memory_limit_bytes=memory_limit_bytes,
     )
 

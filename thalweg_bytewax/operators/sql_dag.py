@@ -19,21 +19,20 @@ from types import MappingProxyType
 from typing import Any
 
 import bytewax.operators as op
-import numpy as np
 import pyarrow as pa
 from bytewax.dataflow import operator
 from bytewax.operators import KeyedStream
 from bytewax.outputs import DynamicSink, FixedPartitionedSink
 
-from thalweg_bytewax.config import UNSET, Unset, bound_keyword
-from thalweg_bytewax.lanes.dlq import RejectReason, dlq_batch_from_rows
+from thalweg_bytewax.config import UNSET, Unset
+from thalweg_bytewax.operators._outcome import rejected_whole
+from thalweg_bytewax.operators.sql import sql_timeout
 from thalweg_bytewax.records import DEFAULT_PREFIX, MetadataColumns, metadata_columns
 from thalweg_bytewax.sql.dag import SqlDag
 from thalweg_bytewax.sql.dag_nodes import SqlDagError
 from thalweg_bytewax.sql.dag_runner import DagPlan, DagRunner, empty_batch
 from thalweg_bytewax.sql.node import (
     DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
-    DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
 )
 from thalweg_bytewax.udf.function import WasmFunction, WasmUdfError
 
@@ -184,14 +183,7 @@ def sql_dag(
             match the sinks the nodes name.
     """
     columns = metadata_columns(metadata_prefix, f"sql_dag `{step_id}`")
-    bound = bound_keyword(
-        f"sql_dag `{step_id}`",
-        "timeout",
-        timeout,
-        "timeout_seconds",
-        timeout_seconds,
-        default=timedelta(seconds=DEFAULT_SQL_NODE_TIMEOUT_SECONDS),
-    )
+    bound = sql_timeout(f"sql_dag `{step_id}`", timeout, timeout_seconds)
     schemas = dag.bind(
         schema,
         columns=columns,
@@ -250,17 +242,8 @@ class _Guarded:
         try:
             return self.runner.run(batch), None
         except WasmUdfError as exc:
-            message = (
-                f"sql_dag `{self.step_id}`: {exc}; the batch of {batch.num_rows} rows is "
-                f"rejected whole"
+            message, rejected = rejected_whole(
+                batch, exc, operator="sql_dag", step_id=self.step_id, columns=self.columns
             )
             logger.warning("%s", message)
-            rejected = dlq_batch_from_rows(
-                batch,
-                pa.array(np.arange(batch.num_rows, dtype=np.int64)),
-                reason=RejectReason.UDF,
-                step_id=self.step_id,
-                messages=pa.repeat(pa.scalar(message, pa.string()), batch.num_rows),
-                columns=self.columns,
-            )
             return dict(self.empty), rejected

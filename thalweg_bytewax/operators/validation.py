@@ -4,9 +4,12 @@ Modes (ADR-0014): ``strict`` stops the flow on the first violating batch, with a
 naming the rule, the column, the offending value and the record's locator;
 ``quarantine`` diverts violating rows to the DLQ (reason ``contract`` for schema / type /
 required failures, ``dq`` for quality rules) and passes the rest; ``annotate`` passes
-every row with a ``<prefix>failed_rules`` column. Drop rules discard known junk first
-and never reach the DLQ (ADR-0036). Every judged record gets one compact audit row
-(ADR-0034).
+every row with a ``<prefix>failed_rules`` column. Only rules of severity ``error`` (the
+default) make a row violating; a rule of severity ``warning`` or ``info`` rejects
+nothing, its failures are reported in the audit (verdict ``warn``), the
+``thalweg_rule_warnings_total`` metric and a rate-limited log line. Drop rules discard
+known junk first and never reach the DLQ (ADR-0036). Every judged record gets one
+compact audit row (ADR-0034).
 
 This module wires the step into the dataflow; the judging of one batch is
 :class:`~thalweg_bytewax.operators._validator.Validator`'s.
@@ -33,19 +36,11 @@ from thalweg_bytewax.contracts.ruleset import (
     DEFAULT_SQL_TIMEOUT_SECONDS,
     RuleSet,
 )
-from thalweg_bytewax.contracts.spec import (
-    ContractMode,
-    ContractSpec,
-    DropRule,
-    Rule,
-)
+from thalweg_bytewax.contracts.spec import ContractMode, ContractSpec, DropRule, Rule
 from thalweg_bytewax.dedup.key_memory import SeenWindow
 from thalweg_bytewax.operators._routing import stateful_on_reading_worker
 from thalweg_bytewax.operators._validator import Validator, Verdict, failed_rules_column
-from thalweg_bytewax.records import (
-    DEFAULT_PREFIX,
-    metadata_columns,
-)
+from thalweg_bytewax.records import DEFAULT_PREFIX, metadata_columns
 
 __all__ = ["ValidateOut", "failed_rules_column", "validate"]
 

@@ -22,11 +22,12 @@ import pyarrow as pa
 from bytewax.dataflow import operator
 from bytewax.operators import KeyedStream
 
-from thalweg_bytewax.config import UNSET, bound_keyword
 from thalweg_bytewax.coverage.input_span import input_span, input_span_metadata
 from thalweg_bytewax.errors import ConfigError, SchemaError
 from thalweg_bytewax.lanes.dlq import RejectReason, dlq_batch_from_rows
 from thalweg_bytewax.operators._first_rejects import FirstRejects
+from thalweg_bytewax.operators._outcome import NOTHING, BatchOutcome, rejected_whole, split_outcomes
+from thalweg_bytewax.operators.sql import sql_node
 from thalweg_bytewax.records import DEFAULT_PREFIX, MetadataColumns, metadata_columns
 from thalweg_bytewax.sql.node import (
     DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
@@ -51,12 +52,6 @@ class WasmOut:
 
     ok: KeyedStream[pa.RecordBatch]
     rejected: KeyedStream[pa.RecordBatch]
-
-
-@dataclass(frozen=True, slots=True)
-class _Out:
-    ok: pa.RecordBatch | None
-    rejected: pa.RecordBatch | None
 
 
 def _with_span(
@@ -89,9 +84,9 @@ class _Mapper:
         self.columns = columns
         self._first_rejects = FirstRejects(logger, "wasm_map", "row(s) the function failed on")
 
-    def run(self, batch: pa.RecordBatch) -> _Out:
+    def run(self, batch: pa.RecordBatch) -> BatchOutcome:
         if batch.num_rows == 0:
-            return _Out(None, None)
+            return NOTHING
         missing = [a for a in self.args if a not in batch.schema.names]
         if missing:
             msg = (
@@ -101,14 +96,14 @@ class _Mapper:
             raise SchemaError(msg)
         result = self.function.apply([batch.column(a) for a in self.args])
         if result.ok is None:
-            return _Out(self._attach(batch, result.values), None)
+            return BatchOutcome(self._attach(batch, result.values), None)
         kept = batch.take(pa.array(result.ok, pa.int64())) if len(result.ok) else None
         ok = (
             None
             if kept is None
             else _with_span(self._attach(kept, result.values), batch, self.columns)
         )
-        return _Out(ok, self._rejected(batch, result))
+        return BatchOutcome(ok, self._rejected(batch, result))
 
     def _attach(self, batch: pa.RecordBatch, values: pa.Array) -> pa.RecordBatch:
         idx = batch.schema.get_field_index(self.output)
@@ -199,10 +194,8 @@ def wasm_map(
         raise ConfigError(msg)
     mapper = _Mapper(step_id, function, names, output, columns)
     out = op.map_value("run", up, mapper.run)
-    return WasmOut(
-        ok=op.filter_map_value("ok", out, lambda o: o.ok),
-        rejected=op.filter_map_value("rejected", out, lambda o: o.rejected),
-    )
+    ok, rejected = split_outcomes(out)
+    return WasmOut(ok=ok, rejected=rejected)
 
 
 class _SqlRunner:
@@ -214,27 +207,18 @@ class _SqlRunner:
         self.columns = columns
         self._first_rejects = FirstRejects(logger, "wasm_sql", "batch(es) a function failed on")
 
-    def run(self, batch: pa.RecordBatch) -> _Out:
+    def run(self, batch: pa.RecordBatch) -> BatchOutcome:
         if batch.num_rows == 0:
-            return _Out(None, None)
+            return NOTHING
         try:
             out = self.node.run(batch)
         except WasmUdfError as exc:
-            message = (
-                f"wasm_sql `{self.step_id}`: {exc}; the batch of {batch.num_rows} rows "
-                f"is rejected whole"
+            message, rejected = rejected_whole(
+                batch, exc, operator="wasm_sql", step_id=self.step_id, columns=self.columns
             )
             self._first_rejects.log(self.step_id, message)
-            rejected = dlq_batch_from_rows(
-                batch,
-                pa.array(np.arange(batch.num_rows, dtype=np.int64)),
-                reason=RejectReason.UDF,
-                step_id=self.step_id,
-                messages=pa.repeat(pa.scalar(message, pa.string()), batch.num_rows),
-                columns=self.columns,
-            )
-            return _Out(None, rejected)
-        return _Out(out if out.num_rows else None, None)
+            return BatchOutcome(None, rejected)
+        return BatchOutcome(out if out.num_rows else None, None)
 
 
 @operator
@@ -292,27 +276,18 @@ def wasm_sql(
     if not functions:
         msg = f"wasm_sql `{step_id}`: expected at least one WasmFunction; got none (use twg.sql)"
         raise ConfigError(msg)
-    bound = bound_keyword(
+    node = sql_node(
         f"wasm_sql `{step_id}`",
-        "timeout",
-        timeout,
-        "timeout_seconds",
-        UNSET,
-        default=timedelta(seconds=DEFAULT_SQL_NODE_TIMEOUT_SECONDS),
-    )
-    node = SqlNode(
         step_id,
         query,
         name=name,
         params=params,
         columns=columns,
-        timeout_seconds=bound,
+        timeout=timeout,
         memory_limit_bytes=memory_limit_bytes,
         functions=functions,
     )
     runner = _SqlRunner(step_id, node, columns)
     out = op.map_value("run", up, runner.run)
-    return WasmOut(
-        ok=op.filter_map_value("ok", out, lambda o: o.ok),
-        rejected=op.filter_map_value("rejected", out, lambda o: o.rejected),
-    )
+    ok, rejected = split_outcomes(out)
+    return WasmOut(ok=ok, rejected=rejected)

@@ -24,18 +24,20 @@ from typing_extensions import override
 
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.records import DEFAULT_PREFIX, metadata_columns
-from thalweg_bytewax.windows.aggregate import (
+from thalweg_bytewax.windows import (
+    DEFAULT_ALLOWED_SKEW,
     SOURCE,
+    EventClock,
     Session,
     Sliding,
     Tumbling,
+    WindowFolder,
     WindowPlan,
     WindowSpec,
+    check_allowed_skew,
     pre_aggregate,
     split_by_key,
 )
-from thalweg_bytewax.windows.event_time import DEFAULT_ALLOWED_SKEW, EventClock, check_allowed_skew
-from thalweg_bytewax.windows.fold import WindowFolder
 
 __all__ = ["Session", "Sliding", "Tumbling", "WindowAggOut", "WindowAggStats", "window_agg"]
 
