@@ -95,6 +95,33 @@ def test_show_prints_the_merged_config_with_references_not_values(
     assert json.loads(out)["token"].startswith("${file:")
 
 
+def test_each_call_of_main_in_one_process_sees_only_its_own_arguments(
+    secrets: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # One process builds the parser once and parses every call with it: an option
+    # given to one call (a repeated `--set`, `--json`) is not there in the next.
+    for _ in range(2):
+        code, out, _ = run(
+            capsys,
+            "config",
+            "show",
+            str(secrets),
+            "--model",
+            MODEL,
+            "--set",
+            "batch_size=3",
+            "--set",
+            "sinks.postgres.port=5433",
+            "--json",
+        )
+        assert code == 0
+        shown = json.loads(out)
+        assert shown["batch_size"] == 3 and shown["sinks"]["postgres"]["port"] == 5433
+        code, out, _ = run(capsys, "config", "show", str(secrets), "--model", MODEL)
+        assert code == 0
+        assert "\nbatch_size = 10\n" in out and "\nport = 5432\n" in out  # TOML, defaults
+
+
 def test_secrets_lists_each_reference_and_whether_it_resolves(
     secrets: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

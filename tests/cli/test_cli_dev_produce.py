@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from confluent_kafka import Consumer, TopicPartition
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -30,6 +31,7 @@ def _watermarks(bootstrap: str, topic: str) -> dict[int, tuple[int, int]]:
         c.close()
 
 
+@pytest.mark.heavy
 def test_dev_produce_lands_every_order_with_the_sample_timing(kafka_bootstrap, make_topic, capsys):
     topic = make_topic()
     count = 100_000

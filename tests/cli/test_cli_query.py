@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import shutil
 import socket
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import pytest
 from bytewax.testing import run_main
 
 from flows.orders import OrdersSettings, build_flow
+from tests.fixtures.workers import built_once
 from thalweg_bytewax.cli import EXIT_OK, EXIT_USAGE, main
 from thalweg_bytewax.cli._lake import lane_files, open_lake
 from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
@@ -25,10 +27,15 @@ N = 1_000
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A data directory ``flows.orders`` landed ``N`` sample orders in."""
-    root = tmp_path_factory.mktemp("lake")
-    run_main(build_flow(OrdersSettings(data_dir=root, sample_orders=N)))
-    return root
+    """A data directory ``flows.orders`` landed ``N`` sample orders in, read only.
+
+    Landed once per run: on several workers, the first builds it and the others read it.
+    """
+
+    def land(root: Path) -> None:
+        run_main(build_flow(OrdersSettings(data_dir=root, sample_orders=N)))
+
+    return built_once(tmp_path_factory, "cli-query-lake", land)
 
 
 def _json_rows(capsys: pytest.CaptureFixture[str], *argv: str) -> list[dict]:
@@ -116,14 +123,13 @@ def test_the_data_dir_comes_from_the_environment_and_memory_is_bounded(
     assert rows[0]["m"].startswith("244") or "256" in rows[0]["m"]  # DuckDB shows MiB
 
 
-def test_a_staging_file_is_not_read(data_dir, capsys):
-    partition = next(p for p in (data_dir / "raw" / "orders").iterdir() if p.is_dir())
+def test_a_staging_file_is_not_read(data_dir, tmp_path, capsys):
+    lake = tmp_path / "lake"  # a copy: the shared one is read by other tests meanwhile
+    shutil.copytree(data_dir, lake)
+    partition = next(p for p in (lake / "raw" / "orders").iterdir() if p.is_dir())
     staged = partition / ".00000000000000999999-00000000000001000000.parquet"
     staged.write_bytes(b"not yet durable")  # a reader that opened it would fail
-    try:
-        rows = _json_rows(capsys, "--data-dir", str(data_dir), "select count(*) as n from raw")
-    finally:
-        staged.unlink()
+    rows = _json_rows(capsys, "--data-dir", str(lake), "select count(*) as n from raw")
     assert rows == [{"n": N}]
 
 
@@ -222,8 +228,6 @@ def test_a_lane_nothing_landed_in_is_named(tmp_path, capsys):
 
 
 def test_a_lane_whose_files_are_gone_reads_as_no_rows_of_its_schema(data_dir, tmp_path, capsys):
-    import shutil
-
     lane = tmp_path / "lake" / "dlq"
     shutil.copytree(data_dir / "dlq", lane)
     for file in lane_files(lane):  # as retention would remove them

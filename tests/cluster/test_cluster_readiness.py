@@ -11,24 +11,18 @@ ready, naming the lost peer, until its process ends (non-zero, to be restarted).
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.fixtures.crash import THALWEG, CrashableFlow, CrashHarness
 from tests.helpers import pod_hosts
 
 pytestmark = pytest.mark.slow
-
-ROOT = Path(__file__).resolve().parents[2]
-THALWEG = Path(sys.executable).with_name("thalweg")
 
 
 def get(url: str) -> tuple[int, dict[str, Any]] | None:
@@ -42,31 +36,18 @@ def get(url: str) -> tuple[int, dict[str, Any]] | None:
         return None
 
 
-def start_pod(
-    pod: Path, process_id: int, host: str, addresses: str, http_port: int
-) -> subprocess.Popen[str]:
-    pod.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("THALWEG_")}
-    env.update(
-        {
-            "PYTHONPATH": str(ROOT),
-            "THALWEG_PROCESS_ID": str(process_id),
-            "THALWEG_CLUSTER_ADDRESSES": addresses,
-            "THALWEG_HTTP_HOST": host,
-            "THALWEG_HTTP_PORT": str(http_port),
-            "ENDLESS_STEP_S": "3",
-            "ENDLESS_MARK": str(pod / "work-started"),
-        }
-    )
-    return subprocess.Popen(
-        [str(THALWEG), "cluster", "tests.cluster.endless_flow:flow"],
-        cwd=pod,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+def pod(
+    crash: CrashHarness, process_id: int, host: str, addresses: str, http_port: int
+) -> CrashableFlow:
+    """A pod without recovery serving on ``host:http_port``, its worker's steps 3 s long."""
+    env = {
+        "THALWEG_HTTP_HOST": host,
+        "THALWEG_HTTP_PORT": str(http_port),
+        "ENDLESS_STEP_S": "3",
+        "ENDLESS_MARK": str(crash.root / f"pod-{process_id}" / "work-started"),
+    }
+    argv = [str(THALWEG), "cluster", "tests.cluster.endless_flow:flow"]
+    return crash.pod(process_id, argv, addresses, env, recovery=False)
 
 
 def wait_for(
@@ -83,58 +64,50 @@ def wait_for(
         time.sleep(0.2)
 
 
-def test_a_pod_is_ready_only_while_its_cluster_is_formed(tmp_path: Path) -> None:
+def test_a_pod_is_ready_only_while_its_cluster_is_formed(crash: CrashHarness) -> None:
     hosts, (peer_port, http_port) = pod_hosts(2, ports=2)
     addresses = ";".join(f"{h}:{peer_port}" for h in hosts)
     ready = [f"http://{h}:{http_port}/ready" for h in hosts]
-    procs: list[subprocess.Popen[str]] = []
-    try:
-        procs.append(start_pod(tmp_path / "pod-1", 1, hosts[1], addresses, http_port))
-        # Alone, pod 1 serves, is alive, and is not ready: its peer has not connected.
-        status, body = wait_for(ready[1], procs[0])
-        assert status == 503, body
-        assert body["reasons"][0].startswith("cluster `formation`: forming"), body
-        assert get(f"http://{hosts[1]}:{http_port}/live") == (200, {"live": True, "reason": ""})
-        time.sleep(3)  # nothing changes while the peer is away, but the peer is named
+    procs = [pod(crash, 1, hosts[1], addresses, http_port).start()]
+    # Alone, pod 1 serves, is alive, and is not ready: its peer has not connected.
+    status, body = wait_for(ready[1], procs[0])
+    assert status == 503, body
+    assert body["reasons"][0].startswith("cluster `formation`: forming"), body
+    assert get(f"http://{hosts[1]}:{http_port}/live") == (200, {"live": True, "reason": ""})
+    time.sleep(3)  # nothing changes while the peer is away, but the peer is named
+    reply = get(ready[1])
+    assert reply is not None and reply[0] == 503, reply
+    assert reply[1]["reasons"] == [
+        f"cluster `formation`: forming: process 1 of 2 waits for its peer(s) "
+        f"{hosts[0]}:{peer_port} to connect"
+    ]
+
+    procs.insert(0, pod(crash, 0, hosts[0], addresses, http_port).start())
+    for url in ready:
+        wait_for(url, procs[0], 200)
+        wait_for(url, procs[1], 200)
+    health = get(f"http://{hosts[1]}:{http_port}/health")
+    assert health is not None
+    assert health[1]["components"]["cluster"]["formation"]["status"] == "ok"
+
+    # Pod 0 dies as pod 1's worker starts a 3 s step, so pod 1's process ends only
+    # after it: its server answers meanwhile.
+    mark = crash.root / "pod-1" / "work-started"
+    # Ready can come before the first number's step: wait for a step to start after it.
+    crash.wait_until(mark.exists, procs[1], what="pod 1's first step", poll_s=0.02)
+    seen = mark.read_text()
+    crash.wait_until(
+        lambda: mark.read_text() != seen, procs[1], what="pod 1's next step", poll_s=0.02
+    )
+    crash.kill(procs[0])
+    replies = []
+    while procs[1].poll() is None:
         reply = get(ready[1])
-        assert reply is not None and reply[0] == 503, reply
-        assert reply[1]["reasons"] == [
-            f"cluster `formation`: forming: process 1 of 2 waits for its peer(s) "
-            f"{hosts[0]}:{peer_port} to connect"
-        ]
-
-        procs.insert(0, start_pod(tmp_path / "pod-0", 0, hosts[0], addresses, http_port))
-        for url in ready:
-            wait_for(url, procs[0], 200)
-            wait_for(url, procs[1], 200)
-        health = get(f"http://{hosts[1]}:{http_port}/health")
-        assert health is not None
-        assert health[1]["components"]["cluster"]["formation"]["status"] == "ok"
-
-        # Pod 0 dies as pod 1's worker starts a 3 s step, so pod 1's process ends only
-        # after it: its server answers meanwhile.
-        mark = tmp_path / "pod-1" / "work-started"
-        while not mark.exists():  # ready can come before the first number's step
-            assert procs[1].poll() is None
-            time.sleep(0.02)
-        seen = mark.read_text()
-        while mark.read_text() == seen:
-            assert procs[1].poll() is None
-            time.sleep(0.02)
-        os.killpg(procs[0].pid, signal.SIGKILL)
-        replies = []
-        while procs[1].poll() is None:
-            reply = get(ready[1])
-            if reply is not None:
-                replies.append(reply)
-            time.sleep(0.05)
-        lost = [body for status, body in replies if status == 503]
-        assert lost, f"pod 1 answered {replies[-3:]} until it ended"
-        assert all(status == 503 for status, _ in replies[len(replies) - len(lost) :])
-        assert f"lost the connection to peer(s) {hosts[0]}:{peer_port}" in lost[-1]["reasons"][0]
-        assert procs[1].returncode not in (0, None)
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
+        if reply is not None:
+            replies.append(reply)
+        time.sleep(0.05)
+    lost = [body for status, body in replies if status == 503]
+    assert lost, f"pod 1 answered {replies[-3:]} until it ended"
+    assert all(status == 503 for status, _ in replies[len(replies) - len(lost) :])
+    assert f"lost the connection to peer(s) {hosts[0]}:{peer_port}" in lost[-1]["reasons"][0]
+    assert procs[1].returncode not in (0, None)

@@ -14,10 +14,7 @@ of two stopped mid-stream resumes as four the same way.
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -25,39 +22,32 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from tests.fixtures.crash import THALWEG, CrashableFlow, CrashHarness, tail
 from tests.helpers import pod_hosts
-from tests.recovery.test_raw_lane_crash import fill, flow_env
+from tests.recovery.test_raw_lane_crash import fill, lane_vars
 from thalweg_bytewax.cluster.recovery_init import partition_files
 from thalweg_bytewax.lanes import read_lane
 
 pytestmark = [pytest.mark.slow, pytest.mark.kafka]
 
-ROOT = Path(__file__).resolve().parents[2]
-THALWEG = Path(sys.executable).with_name("thalweg")
+ARGV = [str(THALWEG), "cluster", "-s", "1", "-b", "0", "flows.raw_lane"]
 
 
-def start_pod(
-    pod: Path, process_id: int, addresses: str, env: dict[str, str], lane: Path | None = None
-) -> subprocess.Popen[str]:
-    """One pod; its lane on its own volume unless ``lane`` names storage all pods share."""
-    pod.mkdir(exist_ok=True)
-    env = {
-        **env,
-        "THALWEG_RAW_LANE": str(lane or pod / "lane"),
-        "THALWEG_PROCESS_ID": str(process_id),
-        "THALWEG_CLUSTER_ADDRESSES": addresses,
-        "THALWEG_RECOVERY_DIR": str(pod / "recovery"),
-        "PYTHONPATH": str(ROOT),
-    }
-    return subprocess.Popen(
-        [str(THALWEG), "cluster", "-s", "1", "-b", "0", "flows.raw_lane"],
-        cwd=pod,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # a pod: the entry point and the flow's process
-    )
+def cluster(
+    crash: CrashHarness, n: int, env: dict[str, str], lane: Path | None = None
+) -> list[CrashableFlow]:
+    """``n`` pods of one cluster; each one's lane on its own volume unless ``lane`` names
+    storage all pods share."""
+    addresses = cluster_addresses(n)
+    return [
+        crash.pod(i, ARGV, addresses, {**env, "THALWEG_RAW_LANE": str(lane or pod_lane(crash, i))})
+        for i in range(n)
+    ]
+
+
+def pod_lane(crash: CrashHarness, process_id: int) -> Path:
+    """The lane on pod ``process_id``'s own volume."""
+    return crash.root / f"pod-{process_id}" / "lane"
 
 
 def lane_rows(pods: list[Path], shared: Path | None = None) -> pa.Table:
@@ -81,17 +71,13 @@ def cluster_addresses(n: int) -> str:
 
 
 def kill_pod_1_mid_stream(
-    pods: list[Path], env: dict[str, str], lane: Path | None = None
+    crash: CrashHarness, pods: list[Path], env: dict[str, str], lane: Path | None = None
 ) -> list[subprocess.Popen[str]]:
-    """Start two pods, SIGKILL pod 1 once rows land; return both (pod 0 still ending)."""
-    addresses = cluster_addresses(2)
-    procs = [start_pod(pods[i], i, addresses, env, lane) for i in range(2)]
-    deadline = time.monotonic() + 120
-    while lane_rows(pods, lane).num_rows == 0:
-        assert time.monotonic() < deadline, "the cluster wrote nothing"
-        assert all(p.poll() is None for p in procs), [p.communicate()[1] for p in procs]
-        time.sleep(0.2)
-    os.killpg(procs[1].pid, signal.SIGKILL)
+    """Start two pods, SIGKILL pod 1 (its process group) once rows land; return both
+    (pod 0 still ending)."""
+    procs = [pod.start() for pod in cluster(crash, 2, env, lane)]
+    crash.wait_until(lambda: lane_rows(pods, lane).num_rows > 0, *procs, what="a row landing")
+    crash.kill(procs[1])
     return procs
 
 
@@ -105,18 +91,17 @@ def assert_exactly_once(
 
 
 def test_a_killed_pod_ends_the_cluster_and_both_resume_exactly_once(
-    kafka_bootstrap: str, make_topic: Any, tmp_path: Path
+    crash: CrashHarness, kafka_bootstrap: str, make_topic: Any
 ) -> None:
     topic = make_topic()
     expected = fill(kafka_bootstrap, topic)
-    env = flow_env(kafka_bootstrap, topic, tmp_path / "unused")
-    pods = [tmp_path / "pod-0", tmp_path / "pod-1"]
+    env = lane_vars(kafka_bootstrap, topic, crash.root / "unused")
+    pods = [crash.root / "pod-0", crash.root / "pod-1"]
 
-    procs = kill_pod_1_mid_stream(pods, env)
-    procs[1].communicate(timeout=30)
-    err = procs[0].communicate(timeout=60)[1]
-    assert procs[0].returncode not in (0, None), err[-3000:]
-    assert "thalweg cluster: process 0 ended with exit code" in err, err[-3000:]
+    procs = kill_pod_1_mid_stream(crash, pods, env)
+    err = crash.wait(procs[0], timeout_s=60)
+    assert procs[0].returncode not in (0, None), tail(err)
+    assert "thalweg cluster: process 0 ended with exit code" in err, tail(err)
     written = lane_rows(pods).num_rows
     assert 0 < written < len(expected), "the kill should fall mid-stream"
     parts = {p.name: p.stat().st_ino for p in partition_files(pods[0] / "recovery")}
@@ -124,41 +109,40 @@ def test_a_killed_pod_ends_the_cluster_and_both_resume_exactly_once(
     assert partition_files(pods[1] / "recovery") == []
 
     # The restarted pod 1 comes back first and waits for process 0, as after a backoff.
-    addresses = cluster_addresses(2)
-    procs = [start_pod(pods[1], 1, addresses, env)]
+    pod_0, pod_1 = cluster(crash, 2, env)
+    procs = [pod_1.start()]
     time.sleep(3)
-    procs.insert(0, start_pod(pods[0], 0, addresses, env))
-    errs = [p.communicate(timeout=180)[1] for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], [e[-3000:] for e in errs]
+    procs.insert(0, pod_0.start())
+    crash.finish(*procs, timeout_s=180)
     # The restart kept the store: a fresh one would replay from offset 0 (duplicates).
     assert {p.name: p.stat().st_ino for p in partition_files(pods[0] / "recovery")} == parts
     assert_exactly_once(pods, expected)
 
 
 def test_a_cluster_of_two_resumes_as_four_with_its_recovery_store(
-    kafka_bootstrap: str, make_topic: Any, tmp_path: Path
+    crash: CrashHarness, kafka_bootstrap: str, make_topic: Any
 ) -> None:
     topic = make_topic()
     expected = fill(kafka_bootstrap, topic)
-    env = flow_env(kafka_bootstrap, topic, tmp_path / "unused")
-    pods = [tmp_path / f"pod-{i}" for i in range(4)]
+    env = lane_vars(kafka_bootstrap, topic, crash.root / "unused")
+    pods = [crash.root / f"pod-{i}" for i in range(4)]
     # A rescale moves source partitions between processes: the lane must be where every
     # pod reaches it (a ReadWriteMany volume, an object store), or the process that takes
     # a partition over cannot see the files its old reader finalized after the last
     # committed epoch, and writes them again (docs/deploy.md).
-    lake = tmp_path / "shared-lane"
+    lake = crash.root / "shared-lane"
 
-    for proc in kill_pod_1_mid_stream(pods[:2], env, lake):
-        proc.communicate(timeout=60)
+    for proc in kill_pod_1_mid_stream(crash, pods[:2], env, lake):
+        crash.wait(proc, timeout_s=60)
     assert 0 < lane_rows(pods, lake).num_rows < len(expected)
 
     # Scaled to four replicas: pods 2 and 3 start with empty recovery volumes, the store
     # stays process 0's (two partitions, made for two processes), every source partition
     # resumes where it stopped, whichever process now reads it.
-    addresses = cluster_addresses(4)
-    procs = [start_pod(pods[i], i, addresses, env, lake) for i in range(4)]
-    errs = [p.communicate(timeout=180)[1] for p in procs]
-    assert [p.returncode for p in procs] == [0, 0, 0, 0], [e[-3000:] for e in errs]
+    errs = crash.finish(*(pod.start() for pod in cluster(crash, 4, env, lake)), timeout_s=180)
+    # Each pod's process knows the cluster it runs in, so it reads only the source
+    # partitions placed on its own workers (Bytewax would otherwise place them).
+    assert not [e for e in errs if "cluster's size is unknown" in e], tail(errs[0])
     assert len(partition_files(pods[0] / "recovery")) == 2
     assert all(partition_files(p / "recovery") == [] for p in pods[1:])
     assert_exactly_once(pods, expected, lake)

@@ -43,6 +43,7 @@ def test_a_short_soak_kills_resumes_and_lands_every_order_exactly_once(
     assert tables["orders_rows"] == tables["orders_distinct_ids"] == tables["produced"]
     assert tables["order_lines_rows"] == tables["order_lines_expected"]
     assert tables["raw_rows"] == tables["raw_distinct_offsets"] == tables["produced"]
+    assert tables["dlq_rows"] == 0 and tables["dlq_reasons"] == {}
     assert summary["exactly_once"] and summary["lag_ok"]
     assert summary["lag"]["lag_end"] == 0
 

@@ -1,8 +1,10 @@
 """A decode flow loads only what it uses: no registry client, SQL engine or lake client.
 
-Start-up is a large share of a short flow's CPU (docs/benchmarks.md, "Decode flow end
-to end"), so importing ``KafkaSource -> twg.decode -> ParquetSink`` must not pull in
-confluent-kafka's schema-registry client (authlib, httpx), DuckDB, pyiceberg or polars;
+Start-up is a large share of a short flow's CPU and every module loaded stays in its
+RSS (docs/benchmarks.md, "Decode flow end to end", "Where the decode flow's memory
+goes"), so importing ``KafkaSource -> twg.decode -> ParquetSink`` must not pull in
+confluent-kafka's schema-registry client (authlib, httpx), DuckDB, thalweg's SQL and
+WASM machinery, pyiceberg or polars;
 and a schema directory must decode without the registry client. Each check runs in a
 fresh interpreter, where ``sys.modules`` shows what importing really loaded.
 """
@@ -20,6 +22,9 @@ HEAVY = (
     "confluent_kafka.schema_registry",
     "authlib",
     "duckdb",
+    "thalweg_bytewax.sql",
+    "thalweg_bytewax.udf.function",
+    "thalweg_bytewax.operators.sql",
     "pyiceberg",
     "polars",
     "psycopg",
@@ -104,3 +109,21 @@ def test_registry_names_still_load_on_first_use() -> None:
     assert callable(registry_client) and AvroEncoder and ProtobufCodec
     """
     assert "confluent_kafka.schema_registry" in _loaded_after(code)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "first",
+    ["", "import thalweg_bytewax.operators.sql_dag", "import thalweg_bytewax.operators.sql"],
+    ids=["alone", "after-sql-dag", "after-the-submodule"],
+)
+def test_twg_sql_is_the_operator_however_its_module_loads(first: str) -> None:
+    code = f"""
+    {first}
+    import thalweg_bytewax.operators as twg
+    from thalweg_bytewax.operators import sql
+    from thalweg_bytewax.operators.sql import sql_node
+    assert callable(twg.sql) and twg.sql is sql and twg.sql.__name__ == "sql", twg.sql
+    assert "sql" in dir(twg) and "sql" in twg.__all__ and callable(sql_node)
+    """
+    assert "thalweg_bytewax.sql" in _loaded_after(code)

@@ -91,6 +91,9 @@ def test_the_wheel_holds_every_module_and_the_bundled_data_and_no_flows(
     ):
         assert data in names, data
     assert any(n.startswith("thalweg_bytewax/_record_ids.") and n.endswith(".so") for n in names)
+    assert any(
+        n.startswith("thalweg_bytewax/codecs/_avro_native.") and n.endswith(".so") for n in names
+    )
 
 
 def test_the_sdist_holds_what_a_build_needs(dists: tuple[Path, Path]) -> None:
@@ -104,6 +107,8 @@ def test_the_sdist_holds_what_a_build_needs(dists: tuple[Path, Path]) -> None:
         "thalweg_bytewax/connectors/kafka/__init__.py",
         "thalweg_bytewax/operators/__init__.py",
         "thalweg_bytewax/_record_ids.c",
+        "thalweg_bytewax/codecs/_avro_native.c",
+        "thalweg_bytewax/codecs/_body_offsets.h",
         "thalweg_bytewax/flows/orders.toml",
     ):
         assert needed in names, needed

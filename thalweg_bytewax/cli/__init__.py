@@ -48,6 +48,7 @@ Commands:
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import sys
 import traceback
@@ -70,7 +71,15 @@ __all__ = ["DEV_ADDRESS_FILE", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EX
 _EXIT_CODES = "exit codes: 0 ok, 1 failed (reported), 2 usage or configuration, 130 interrupted"
 
 
+@functools.cache
 def _parser() -> argparse.ArgumentParser:
+    """The whole command line, built once per process.
+
+    Building it adds every subcommand's arguments (about 16 ms of CPU); a process that
+    calls :func:`main` again (a test, a notebook) parses with the same parser. Nothing
+    in it depends on the environment: defaults read from ``THALWEG_*`` are read by the
+    commands when they run, and help is formatted at the terminal's width of that time.
+    """
     from thalweg_bytewax.cli import (
         _batch,
         _cluster,

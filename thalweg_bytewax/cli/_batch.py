@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from thalweg_bytewax.cli._common import Progress
+from thalweg_bytewax.cli._subcommand import add_subcommand
 from thalweg_bytewax.errors import ConfigError
 
 __all__ = ["BATCH_STATE_DIR", "add_commands"]
@@ -77,6 +78,12 @@ def _parquet_rows(paths: list[str]) -> int | None:
 
 
 def _batch(args: argparse.Namespace) -> int:  # noqa: PLR0914 - one command, read top down
+    """Run a pipeline configuration over files, exactly once per row.
+
+    Run a pipeline configuration (TOML) with its source forced to files: one partition per file,
+    resumable by file and row through a recovery directory under the data directory, so a killed run
+    resumes and every row lands once.
+    """
     from bytewax.recovery import RecoveryConfig, init_db_dir
     from bytewax.run import cli_main
 
@@ -136,13 +143,7 @@ def _batch(args: argparse.Namespace) -> int:  # noqa: PLR0914 - one command, rea
 
 def add_commands(sub: Any) -> None:
     """Add ``batch`` to the CLI's subparsers."""
-    batch = sub.add_parser(
-        "batch",
-        help="run a pipeline configuration over files, exactly once per row",
-        description="Run a pipeline configuration (TOML) with its source forced to files: "
-        "one partition per file, resumable by file and row through a recovery directory "
-        "under the data directory, so a killed run resumes and every row lands once.",
-    )
+    batch = add_subcommand(sub, "batch", _batch)
     batch.add_argument("config", help="the pipeline TOML (thalweg init writes one)")
     batch.add_argument(
         "--files", nargs="+", metavar="PATH", help="files, globs or URLs (replace the config's)"
@@ -159,4 +160,3 @@ def add_commands(sub: Any) -> None:
     batch.add_argument(
         "--no-progress", dest="progress", action="store_false", help="print no progress line"
     )
-    batch.set_defaults(func=_batch)

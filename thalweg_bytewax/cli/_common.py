@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import importlib
-import sys
-from pathlib import Path
 from typing import Any
 
+from thalweg_bytewax.config._user_module import import_user_module
 from thalweg_bytewax.errors import ConfigError
 
 __all__ = [
@@ -125,12 +123,7 @@ def load_flow(what: str, spec: str) -> Any:
 
     module_name, _, attr = spec.partition(":")
     module_name = BUNDLED.get(module_name, module_name)
-    sys.path.insert(0, str(Path.cwd()))  # as `python -m bytewax.run` finds a flow module
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        msg = f"{what}: cannot import flow module `{module_name}` ({exc})"
-        raise ConfigError(msg) from exc
+    module = import_user_module(module_name, where=what)
     flow = getattr(module, attr or "flow", None)
     if not isinstance(flow, Dataflow):
         msg = (

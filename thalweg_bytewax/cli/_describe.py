@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from thalweg_bytewax.cli._common import load_flow
+from thalweg_bytewax.cli._subcommand import add_subcommand
 
 __all__ = ["FlowGraph", "add_commands", "flow_graph", "to_mermaid", "to_text"]
 
@@ -94,6 +95,11 @@ def to_text(graph: FlowGraph) -> str:
 
 
 def _describe(args: argparse.Namespace) -> int:
+    """Draw a flow's steps (Mermaid flowchart).
+
+    Draw a dataflow's steps from the Dataflow object: inputs, the operators as called (their nested
+    steps collapsed) and outputs, joined by the streams between them.
+    """
     graph = flow_graph(load_flow("describe", args.flow))
     print(to_mermaid(graph) if args.format == "mermaid" else to_text(graph), end="")
     return 0
@@ -101,13 +107,7 @@ def _describe(args: argparse.Namespace) -> int:
 
 def add_commands(sub: Any) -> None:
     """Add ``describe`` to the CLI's subparsers."""
-    describe = sub.add_parser(
-        "describe",
-        help="draw a flow's steps (Mermaid flowchart)",
-        description="Draw a dataflow's steps from the Dataflow object: inputs, the "
-        "operators as called (their nested steps collapsed) and outputs, joined by the "
-        "streams between them.",
-    )
+    describe = add_subcommand(sub, "describe", _describe)
     describe.add_argument(
         "flow", help="the flow as `python -m bytewax.run` takes it: MODULE[:FLOW]"
     )
@@ -117,4 +117,3 @@ def add_commands(sub: Any) -> None:
         default="mermaid",
         help="mermaid (a flowchart for Markdown) or text (default: mermaid)",
     )
-    describe.set_defaults(func=_describe)

@@ -8,6 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from thalweg_bytewax.cli._subcommand import add_command_group, add_subcommand
 from thalweg_bytewax.errors import ConfigError
 
 __all__ = ["DEV_ADDRESS_FILE", "add_commands"]
@@ -17,6 +18,7 @@ DEV_ADDRESS_FILE = Path(".thalweg") / "broker"
 
 
 def _dev_broker(args: argparse.Namespace) -> int:
+    """Start a local development Kafka broker."""
     from thalweg_bytewax.dev import _mock_broker
 
     if args.kafka:
@@ -39,6 +41,7 @@ def _dev_broker(args: argparse.Namespace) -> int:
 
 
 def _dev_postgres(args: argparse.Namespace) -> int:
+    """Start a local PostgreSQL (pgserver) and print its DSN."""
     from thalweg_bytewax.dev import _postgres
 
     if args.print_dsn:
@@ -77,6 +80,7 @@ def _broker_address(path: Path, wait_s: float) -> str:
 
 
 def _dev_produce(args: argparse.Namespace) -> int:
+    """Write sample orders to a broker."""
     from thalweg_bytewax.testing import produce_sample_orders
 
     bootstrap = args.bootstrap or _broker_address(args.address_file, args.wait_s)
@@ -88,10 +92,8 @@ def _dev_produce(args: argparse.Namespace) -> int:
 
 def add_commands(sub: Any) -> None:
     """Add ``dev broker|produce|postgres`` to the CLI's subparsers."""
-    dev = sub.add_parser("dev", help="try thalweg locally").add_subparsers(
-        dest="dev", required=True
-    )
-    broker = dev.add_parser("broker", help="start a local development Kafka broker")
+    dev = add_command_group(sub, "dev", summary="try thalweg locally")
+    broker = add_subcommand(dev, "broker", _dev_broker)
     broker.add_argument(
         "--brokers", type=int, default=1, help="how many brokers the cluster has (default: 1)"
     )
@@ -118,8 +120,7 @@ def add_commands(sub: Any) -> None:
         default=Path(".thalweg") / "kafka",
         help="with --kafka: where the brokers keep their data (default: .thalweg/kafka)",
     )
-    broker.set_defaults(func=_dev_broker)
-    prod = dev.add_parser("produce", help="write sample orders to a broker")
+    prod = add_subcommand(dev, "produce", _dev_produce)
     prod.add_argument(
         "--bootstrap",
         help="host:port of the broker (default: the address `thalweg dev broker` wrote)",
@@ -141,8 +142,7 @@ def add_commands(sub: Any) -> None:
     prod.add_argument(
         "--seed", type=int, default=7, help="the same seed writes the same orders (default: 7)"
     )
-    prod.set_defaults(func=_dev_produce)
-    pg = dev.add_parser("postgres", help="start a local PostgreSQL (pgserver) and print its DSN")
+    pg = add_subcommand(dev, "postgres", _dev_postgres)
     pg.add_argument(
         "--data-dir",
         type=Path,
@@ -167,4 +167,3 @@ def add_commands(sub: Any) -> None:
         default=120.0,
         help="with --print-dsn: how long to wait for a starting server (default: 120)",
     )
-    pg.set_defaults(func=_dev_postgres)

@@ -9,12 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from thalweg_bytewax.cli._common import Progress, load_flow, output_ids
+from thalweg_bytewax.cli._subcommand import add_command_group, add_subcommand
 from thalweg_bytewax.errors import ConfigError
 
 __all__ = ["add_commands"]
 
 
 def _lane_stats(args: argparse.Namespace) -> int:
+    """Records per topic-partition."""
     from thalweg_bytewax.lanes.read import lane_stats
 
     stats = lane_stats(args.path)
@@ -31,6 +33,11 @@ def _lane_stats(args: argparse.Namespace) -> int:
 
 
 def _recovery_check(args: argparse.Namespace) -> int:
+    """Check that a flow can resume from a recovery directory.
+
+    Refuse a recovery directory holding state for partitions the flow no longer lists (a topic
+    removed from a source), naming the step and the partitions.
+    """
     from thalweg_bytewax.runtime.recovery import check_recovery_store
 
     flow = load_flow("recovery check", args.flow)
@@ -40,6 +47,13 @@ def _recovery_check(args: argparse.Namespace) -> int:
 
 
 def _recovery_migrate_keys(args: argparse.Namespace) -> int:
+    """Move dedup and windowed-unique state to routing keys (the flow stopped).
+
+    Rewrite the state that twg.dedup and twg.validate's windowed rules kept under partition keys (a
+    store written by a release before routing keys) under the partitions' routing keys, so that each
+    step runs on the worker reading its partition. Run it while no process of the flow runs; it is
+    idempotent.
+    """
     from thalweg_bytewax.operators._routing import routed_step_ids
     from thalweg_bytewax.runtime.state_keys import migrate_state_keys
 
@@ -56,6 +70,11 @@ def _recovery_migrate_keys(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    """Run the build-time gates on a flow.
+
+    Refuse a flow that writes a Kafka source to two or more sinks without a raw lane fed straight
+    from the source.
+    """
     from thalweg_bytewax.runtime.gates import check_second_sink
 
     flow = load_flow("check", args.flow)
@@ -65,6 +84,11 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _coverage(args: argparse.Namespace) -> int:
+    """Per sink: covered offset ranges, gaps and lag.
+
+    Per sink, topic and partition: the covered offset ranges, the gaps between them, and lag against
+    the raw lane and the source's high watermark.
+    """
     from thalweg_bytewax.coverage.report import coverage_report, kafka_watermarks
     from thalweg_bytewax.coverage.store import open_coverage_store
 
@@ -100,10 +124,16 @@ def _coverage(args: argparse.Namespace) -> int:
 
 
 def _recover(args: argparse.Namespace) -> int:
-    import importlib
+    """Replay what one sink lacks from the raw lane into it.
+
+    Replay the offsets one sink lacks (the raw lane's coverage minus the sink's) from the raw lane's
+    Parquet files through the flow's own path into that sink alone. Kafka is not read. Refused when
+    the raw lane no longer holds them.
+    """
     from datetime import timedelta
 
     from thalweg_bytewax.cli._common import EXIT_FAILED
+    from thalweg_bytewax.config._user_module import import_user_module
     from thalweg_bytewax.connectors.raw_lane import (
         RawLaneSource,
         lane_held_offsets,
@@ -122,12 +152,7 @@ def _recover(args: argparse.Namespace) -> int:
     if args.partition is not None and not args.topic:
         msg = f"recover: `--partition {args.partition}` expected `--topic` beside it"
         raise ConfigError(msg)
-    sys.path.insert(0, str(Path.cwd()))  # as `python -m bytewax.run` finds a flow module
-    try:
-        module = importlib.import_module(args.flow)
-    except ImportError as exc:
-        msg = f"recover: cannot import flow module `{args.flow}` ({exc})"
-        raise ConfigError(msg) from exc
+    module = import_user_module(args.flow, where="recover")
     if not callable(getattr(module, "recovery_flow", None)):
         msg = (
             f"recover: flow module `{args.flow}` expected `recovery_flow(source, sink)` and "
@@ -206,58 +231,30 @@ def _recover(args: argparse.Namespace) -> int:
 
 def add_commands(sub: Any) -> None:
     """Add ``lane stats``, ``recovery check``/``migrate-keys``, ``check``, ``coverage`` and more."""
-    lane = sub.add_parser("lane", help="inspect a raw lane").add_subparsers(
-        dest="lane", required=True
-    )
-    stats = lane.add_parser("stats", help="records per topic-partition")
+    lane = add_command_group(sub, "lane", summary="inspect a raw lane")
+    stats = add_subcommand(lane, "stats", _lane_stats)
     stats.add_argument("path", help="the lane directory (a local path or URI)")
-    stats.set_defaults(func=_lane_stats)
 
-    recovery = sub.add_parser("recovery", help="inspect a Bytewax recovery directory")
-    recovery_sub = recovery.add_subparsers(dest="recovery", required=True)
-    check = recovery_sub.add_parser(
-        "check",
-        help="check that a flow can resume from a recovery directory",
-        description="Refuse a recovery directory holding state for partitions the flow no "
-        "longer lists (a topic removed from a source), naming the step and the partitions.",
+    recovery_sub = add_command_group(
+        sub, "recovery", summary="inspect a Bytewax recovery directory"
     )
+    check = add_subcommand(recovery_sub, "check", _recovery_check)
     check.add_argument("flow", help="the flow as `python -m bytewax.run` takes it: MODULE[:FLOW]")
     check.add_argument("directory", help="the recovery directory (`-r` of bytewax.run)")
-    check.set_defaults(func=_recovery_check)
-    migrate = recovery_sub.add_parser(
-        "migrate-keys",
-        help="move dedup and windowed-unique state to routing keys (the flow stopped)",
-        description="Rewrite the state that twg.dedup and twg.validate's windowed rules "
-        "kept under partition keys (a store written by a release before routing keys) "
-        "under the partitions' routing keys, so that each step runs on the worker reading "
-        "its partition. Run it while no process of the flow runs; it is idempotent.",
-    )
+    migrate = add_subcommand(recovery_sub, "migrate-keys", _recovery_migrate_keys)
     migrate.add_argument("flow", help="the flow as `python -m bytewax.run` takes it: MODULE[:FLOW]")
     migrate.add_argument("directory", help="the recovery directory (`-r` of bytewax.run)")
     migrate.add_argument("--dry-run", action="store_true", help="count, change nothing")
-    migrate.set_defaults(func=_recovery_migrate_keys)
 
-    cov = sub.add_parser(
-        "coverage",
-        help="per sink: covered offset ranges, gaps and lag",
-        description="Per sink, topic and partition: the covered offset ranges, the gaps "
-        "between them, and lag against the raw lane and the source's high watermark.",
-    )
+    cov = add_subcommand(sub, "coverage", _coverage)
     cov.add_argument("store", help="the coverage store: a path (SQLite) or postgresql:// URL")
     cov.add_argument("--sink", help="only this sink (its step id)")
     cov.add_argument("--raw-lane", help="the raw lane's sink id, to show lag against it")
     cov.add_argument("--bootstrap", help="Kafka brokers, to show lag against the source")
     cov.add_argument("--json", action="store_true", help="machine-readable output")
     cov.add_argument("--plot", type=Path, metavar="FILE.svg", help="also draw it as an SVG")
-    cov.set_defaults(func=_coverage)
 
-    rec = sub.add_parser(
-        "recover",
-        help="replay what one sink lacks from the raw lane into it",
-        description="Replay the offsets one sink lacks (the raw lane's coverage minus the "
-        "sink's) from the raw lane's Parquet files through the flow's own path into that "
-        "sink alone. Kafka is not read. Refused when the raw lane no longer holds them.",
-    )
+    rec = add_subcommand(sub, "recover", _recover)
     rec.add_argument("flow", help="the flow module, with `recovery_flow` and `recovery_lane`")
     rec.add_argument("--sink", required=True, help="the output step to recover")
     rec.add_argument("--from", dest="start", help="first offset: N or topic:partition=N,...")
@@ -279,17 +276,10 @@ def add_commands(sub: Any) -> None:
         help="accept lane files that span offsets without a record (transaction markers, "
         "compaction); they are left out of what must land",
     )
-    rec.set_defaults(func=_recover)
-    gate = sub.add_parser(
-        "check",
-        help="run the build-time gates on a flow",
-        description="Refuse a flow that writes a Kafka source to two or more sinks "
-        "without a raw lane fed straight from the source.",
-    )
+    gate = add_subcommand(sub, "check", _check)
     gate.add_argument("flow", help="the flow as `python -m bytewax.run` takes it: MODULE[:FLOW]")
     gate.add_argument(
         "--allow-without-raw-lane",
         action="store_true",
         help="pass anyway (unsafe: records a sink misses cannot be recovered)",
     )
-    gate.set_defaults(func=_check)

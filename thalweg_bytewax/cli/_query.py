@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
+from thalweg_bytewax.cli._subcommand import add_subcommand
 from thalweg_bytewax.errors import ConfigError
 
 __all__ = ["add_commands", "run_query"]
@@ -112,6 +113,13 @@ def _print_table(table: Any) -> None:
 
 
 def _query(args: argparse.Namespace) -> int:
+    """SQL over the lanes and Iceberg tables a flow landed.
+
+    Run one SQL query (DuckDB) over a data directory: each lane (`raw`, `dlq`, `audit`, `rules`,
+    ...) is a view by its name, each Iceberg table of the warehouse a view `namespace.table` (e.g.
+    `sales.orders`), and with a DSN each PostgreSQL table a view `pg.schema.table`. Without SQL,
+    list the views.
+    """
     from thalweg_bytewax.cli._lake import open_lake
 
     data_dir = Path(args.data_dir or os.environ.get("THALWEG_DATA_DIR") or DEFAULT_DATA_DIR)
@@ -148,14 +156,7 @@ def _query(args: argparse.Namespace) -> int:
 
 def add_commands(sub: Any) -> None:
     """Add ``query`` to the CLI's subparsers."""
-    query = sub.add_parser(
-        "query",
-        help="SQL over the lanes and Iceberg tables a flow landed",
-        description="Run one SQL query (DuckDB) over a data directory: each lane "
-        "(`raw`, `dlq`, `audit`, `rules`, ...) is a view by its name, each Iceberg table "
-        "of the warehouse a view `namespace.table` (e.g. `sales.orders`), and with a DSN each "
-        "PostgreSQL table a view `pg.schema.table`. Without SQL, list the views.",
-    )
+    query = add_subcommand(sub, "query", _query)
     query.add_argument("sql", nargs="?", help="the query; omit it to list the views")
     query.add_argument(
         "--data-dir",
@@ -179,4 +180,3 @@ def add_commands(sub: Any) -> None:
         default="1GB",
         help="DuckDB's memory limit, e.g. 512MB or 4GB (default: 1GB)",
     )
-    query.set_defaults(func=_query)

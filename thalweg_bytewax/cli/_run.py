@@ -13,6 +13,7 @@ import os
 import sys
 from typing import Any
 
+from thalweg_bytewax.cli._subcommand import add_subcommand
 from thalweg_bytewax.flows import BUNDLED
 
 __all__ = ["add_commands", "runner_argv"]
@@ -29,6 +30,13 @@ def runner_argv(name: str, runner_args: list[str]) -> list[str]:
 
 
 def _run(args: argparse.Namespace) -> int:
+    """Run a flow that ships with the package (orders, pipeline).
+
+    Run a bundled flow with Bytewax's runner, as `python -m bytewax.run thalweg_bytewax.flows.NAME`
+    would: the flagship `orders` reads the embedded sample (or Kafka, with
+    THALWEG_BOOTSTRAP_SERVERS) into lanes and tables under ./thalweg-data; `pipeline` runs the TOML
+    file THALWEG_CONFIG names (`thalweg init` writes one). Options after NAME go to the runner.
+    """
     argv = runner_argv(args.name, list(args.runner_args))
     sys.stdout.flush()
     sys.stderr.flush()
@@ -39,15 +47,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def add_commands(sub: Any) -> None:
     """Add ``run`` to the CLI's subparsers."""
-    run = sub.add_parser(
-        "run",
-        help="run a flow that ships with the package (orders, pipeline)",
-        description="Run a bundled flow with Bytewax's runner, as `python -m bytewax.run "
-        "thalweg_bytewax.flows.NAME` would: the flagship `orders` reads the embedded "
-        "sample (or Kafka, with THALWEG_BOOTSTRAP_SERVERS) into lanes and tables under "
-        "./thalweg-data; `pipeline` runs the TOML file THALWEG_CONFIG names (`thalweg "
-        "init` writes one). Options after NAME go to the runner.",
-    )
+    run = add_subcommand(sub, "run", _run)
     run.add_argument("name", choices=sorted(BUNDLED), help="the bundled flow")
     run.add_argument(
         "runner_args",
@@ -55,4 +55,3 @@ def add_commands(sub: Any) -> None:
         metavar="...",
         help="options for python -m bytewax.run (e.g. -w 2, -r DIR)",
     )
-    run.set_defaults(func=_run)

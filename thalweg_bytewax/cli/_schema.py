@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
+from thalweg_bytewax.cli._subcommand import add_subcommand
 from thalweg_bytewax.errors import ConfigError
 
 __all__ = ["add_commands"]
@@ -102,6 +103,12 @@ def _duckdb_types(schema: Any) -> list[str] | None:
 
 
 def _describe_schema(args: argparse.Namespace) -> int:
+    """Print the exact Arrow schema a source decodes to.
+
+    Print the exact Arrow schema a source decodes to, plus the metadata columns the policy appends
+    and DuckDB type hints. Give one source: --registry with --subject [--version] or --id; --avsc;
+    --pb with --message; --json-schema.
+    """
     import pyarrow as pa
 
     from thalweg_bytewax.records.metadata import MetadataColumns, MetadataPolicy
@@ -145,13 +152,7 @@ def _describe_schema(args: argparse.Namespace) -> int:
 
 def add_commands(sub: Any) -> None:
     """Add ``describe-schema`` to the CLI's subparsers."""
-    desc = sub.add_parser(
-        "describe-schema",
-        help="print the exact Arrow schema a source decodes to",
-        description="Print the exact Arrow schema a source decodes to, plus the metadata "
-        "columns the policy appends and DuckDB type hints. Give one source: --registry "
-        "with --subject [--version] or --id; --avsc; --pb with --message; --json-schema.",
-    )
+    desc = add_subcommand(sub, "describe-schema", _describe_schema)
     desc.add_argument("--registry", help="registry URL (http(s)://, mock://) or schema dir")
     desc.add_argument("--subject", help="registry subject, e.g. orders-value")
     desc.add_argument("--version", help="subject version (default: latest)")
@@ -170,4 +171,3 @@ def add_commands(sub: Any) -> None:
     desc.add_argument(
         "--no-hints", dest="hints", action="store_false", help="omit the DuckDB type hints"
     )
-    desc.set_defaults(func=_describe_schema)

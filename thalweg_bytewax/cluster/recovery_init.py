@@ -35,6 +35,7 @@ from bytewax.recovery import init_db_dir
 
 from thalweg_bytewax import _faults
 from thalweg_bytewax.cluster.topology import ClusterError
+from thalweg_bytewax.system.durable import fsync_path
 
 __all__ = ["ensure_recovery_partitions", "partition_files"]
 
@@ -53,14 +54,6 @@ def partition_files(directory: Path) -> list[Path]:
     return [p for _, p in sorted(found)]
 
 
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _stage(staging: Path, count: int) -> None:
     """Make ``count`` partitions in ``staging``, durable, then mark the set complete."""
     shutil.rmtree(staging, ignore_errors=True)  # a start killed while creating them
@@ -74,7 +67,7 @@ def _stage(staging: Path, count: int) -> None:
         f.write(f"{count}\n")
         f.flush()
         os.fsync(f.fileno())
-    _fsync_dir(staging)
+    fsync_path(staging)
 
 
 def _move_in(staging: Path, directory: Path) -> int:
@@ -92,7 +85,7 @@ def _move_in(staging: Path, directory: Path) -> int:
         part.rename(target)
         _faults.checkpoint("cluster.recovery_init.after_rename")
         moved += 1
-    _fsync_dir(directory)
+    fsync_path(directory)
     shutil.rmtree(staging)
     return moved
 

@@ -1,14 +1,16 @@
 """``python -m thalweg_bytewax.cluster.runner``: ``python -m bytewax.run`` with readiness.
 
 The flow's process of ``thalweg cluster``. It takes ``bytewax.run``'s command line and
-runs the flow as ``bytewax.run`` does, with three things first:
+runs the flow as ``bytewax.run`` does, with four things first:
 
 1. the readiness-critical component ``cluster`` (:mod:`.readiness`), down until the
    cluster has formed;
 2. the HTTP server, when ``THALWEG_HTTP_PORT`` is set, started now rather than when the
    first partition is built (after the cluster formed): ``/ready`` answers, not ready,
    while this process waits for its peers, and ``/live`` answers alive;
-3. the formation probe added to the flow, and the watch of the peers' connections.
+3. the formation probe added to the flow, and the watch of the peers' connections;
+4. the cluster declared to placement (:func:`~thalweg_bytewax.runtime.placement.declare_cluster`),
+   so each source reads only the partitions placed on this process's workers.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from datetime import timedelta
 from typing import Any
 
 from thalweg_bytewax.cluster.readiness import ClusterReadiness, add_formation_probe
+from thalweg_bytewax.runtime.placement import declare_cluster
 
 __all__ = ["main"]
 
@@ -58,6 +61,14 @@ def main() -> None:
     kwargs = _bytewax_kwargs()
     addresses = kwargs.get("addresses") or []
     readiness = ClusterReadiness(kwargs.get("process_id") or 0, addresses) if addresses else None
+    # bytewax.run's own __main__ is not this module, so placement cannot read the cluster
+    # from it: declared here, each source lists only its own partitions, on the worker
+    # that reads them (not every partition everywhere, placed by Bytewax).
+    declare_cluster(
+        workers_per_process=kwargs.get("workers_per_process") or 1,
+        process_id=kwargs.get("process_id"),
+        processes=len(addresses) or 1,
+    )
     module, attr = kwargs.pop("import_str")
     flow = run._locate_dataflow(module, attr)  # type: ignore[no-untyped-call]  # noqa: SLF001
     if os.environ.get("THALWEG_HTTP_PORT"):

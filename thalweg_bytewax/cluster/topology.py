@@ -18,12 +18,15 @@ the same ``-a`` list, ``NAME-0.SERVICE:PORT;…;NAME-(SIZE-1).SERVICE:PORT``, an
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from thalweg_bytewax.errors import ConfigError
 
-__all__ = ["DEFAULT_PORT", "ClusterError", "Topology", "topology_from_env"]
+__all__ = ["DEFAULT_PORT", "ClusterError", "Topology", "setting_number", "topology_from_env"]
+
+_N = TypeVar("_N", int, float)
 
 DEFAULT_PORT = 2101
 """The port each process listens on for its peers when ``THALWEG_CLUSTER_PORT`` is unset."""
@@ -64,19 +67,45 @@ class Topology:
         return ["-i", str(self.process_id), "-a", ";".join(self.addresses)]
 
 
-def _int(env: Mapping[str, str], name: str, *, minimum: int) -> int | None:
-    raw = env.get(name, "").strip()
-    if not raw:
+def setting_number(
+    name: str,
+    raw: str | None,
+    parse: Callable[[str], _N],
+    *,
+    minimum: int,
+    what: str = "an integer",
+    unit: str = "",
+) -> _N | None:
+    """The number a cluster setting holds; ``None`` when it is unset or blank.
+
+    Args:
+        name: The setting's variable, for the messages (``THALWEG_CLUSTER_SIZE``).
+        raw: The setting's text, ``None`` when unset.
+        parse: ``int`` or ``float``.
+        minimum: The smallest value the setting takes.
+        what: What the setting holds, for the messages (``"a number of seconds"``).
+        unit: The unit of ``minimum`` in the messages (``"seconds"``), if any.
+
+    Raises:
+        ClusterError: The text is not such a number, or it is below ``minimum``.
+    """
+    text = (raw or "").strip()
+    if not text:
         return None
     try:
-        value = int(raw)
+        value = parse(text)
     except ValueError:
-        msg = f"{name}={raw!r} is not an integer; set it to one"
+        msg = f"{name}={text!r} is not {what}; set it to one"
         raise ClusterError(msg) from None
     if value < minimum:
-        msg = f"{name}={value} is below {minimum}; set it to {minimum} or more"
+        more = f"{minimum} or more {unit}".rstrip()
+        msg = f"{name}={text} is below {minimum}; set it to {more}"
         raise ClusterError(msg)
     return value
+
+
+def _int(env: Mapping[str, str], name: str, *, minimum: int) -> int | None:
+    return setting_number(name, env.get(name), int, minimum=minimum)
 
 
 def _split_addresses(raw: str) -> tuple[str, ...]:
