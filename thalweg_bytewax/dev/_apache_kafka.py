@@ -17,54 +17,47 @@ import socket
 import subprocess
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from types import TracebackType
 
 from confluent_kafka.admin import AdminClient
 
 from thalweg_bytewax.config import UNSET, Unset, duration_keyword
 from thalweg_bytewax.errors import ConfigError
 
-__all__ = ["ApacheKafka", "free_port"]
+from ._kafka_node import KafkaNode, broker_properties, cluster_id, java_command, prepare_node
+
+__all__ = ["ApacheKafka", "free_port", "free_ports"]
 
 _READY = timedelta(minutes=3)
 """How long a start waits for every node to answer, by default."""
 
-_LOG4J2 = """\
-status = warn
-appender.file.type = File
-appender.file.name = file
-appender.file.fileName = {log}
-appender.file.layout.type = PatternLayout
-appender.file.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = WARN
-rootLogger.appenderRef.file.ref = file
-logger.started.name = kafka.server.KafkaRaftServer
-logger.started.level = INFO
-"""
-
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+    return free_ports(1)[0]
 
 
-@dataclass
-class _Node:
-    node_id: int
-    port: int
-    controller_port: int
-    home: Path
-    proc: subprocess.Popen[bytes] | None = None
-    config: Path = field(init=False)
+def free_ports(count: int, *, avoid: frozenset[int] = frozenset()) -> list[int]:
+    """``count`` distinct TCP ports on 127.0.0.1 that nothing listens on right now.
 
-    def __post_init__(self) -> None:
-        self.config = self.home / "server.properties"
+    Every socket stays bound until all are picked: ports picked one after another,
+    each socket closed before the next bind, can come back equal, and a broker whose
+    client and controller listeners share a port refuses to start.
+
+    Args:
+        count: How many ports.
+        avoid: Ports not to hand out (e.g. one fixed by the caller).
+    """
+    with contextlib.ExitStack() as held:
+        ports: list[int] = []
+        while len(ports) < count:
+            s = held.enter_context(socket.socket())
+            s.bind(("127.0.0.1", 0))
+            port: int = s.getsockname()[1]
+            if port not in avoid:
+                ports.append(port)
+        return ports
 
 
 class ApacheKafka:
@@ -105,8 +98,11 @@ class ApacheKafka:
         self.home = home.resolve()
         self.heap_mb = heap_mb
         self.overrides = dict(overrides or {})
+        fixed = frozenset() if port is None else frozenset({port})
+        ports = free_ports(2 * nodes, avoid=fixed)
         self.nodes = [
-            _Node(i + 1, free_port(), free_port(), home / f"node-{i + 1}") for i in range(nodes)
+            KafkaNode(i + 1, ports[2 * i], ports[2 * i + 1], home / f"node-{i + 1}")
+            for i in range(nodes)
         ]
         if port is not None:  # the first node's client port, fixed (`dev broker --port`)
             self.nodes[0].port = port
@@ -120,90 +116,8 @@ class ApacheKafka:
         """``host:port`` of node ``index`` (0-based)."""
         return f"127.0.0.1:{self.nodes[index].port}"
 
-    def _properties(self, node: _Node) -> dict[str, str]:
-        count = len(self.nodes)
-        voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
-        props = {
-            "process.roles": "broker,controller",
-            "node.id": str(node.node_id),
-            "controller.quorum.voters": voters,
-            "listeners": (
-                f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}"
-            ),
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
-            "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "log.dirs": str(node.home / "data"),
-            "num.partitions": "4",
-            "auto.create.topics.enable": "true",
-            "default.replication.factor": str(min(count, 3)),
-            "min.insync.replicas": "1",
-            "offsets.topic.replication.factor": str(min(count, 3)),
-            "offsets.topic.num.partitions": "4",
-            "transaction.state.log.replication.factor": str(min(count, 3)),
-            "transaction.state.log.min.isr": "1",
-            "transaction.state.log.num.partitions": "4",
-            "share.coordinator.state.topic.replication.factor": str(min(count, 3)),
-            "share.coordinator.state.topic.min.isr": "1",
-            "group.initial.rebalance.delay.ms": "0",
-            "num.network.threads": "2",
-            "num.io.threads": "2",
-            "num.recovery.threads.per.data.dir": "1",
-            "background.threads": "2",
-            "log.retention.check.interval.ms": "5000",
-            # Keep records whatever their timestamp: sample orders and test corpora carry
-            # fixed, old timestamps that the default 7-day time retention would delete
-            # within seconds. A topic's own `retention.ms` still applies.
-            "log.retention.ms": "-1",
-        }
-        props.update(self.overrides)
-        return props
-
-    def _java(self, node: _Node, *args: str) -> list[str]:
-        return [
-            "java",
-            f"-Xmx{self.heap_mb}m",
-            "-XX:+UseSerialGC",
-            "-Djava.awt.headless=true",
-            f"-Dlog4j2.configurationFile={node.home / 'log4j2.properties'}",
-            "-cp",
-            f"{self.jars}/*",
-            *args,
-        ]
-
-    def _prepare(self, node: _Node, cluster_id: str) -> None:
-        node.home.mkdir(parents=True, exist_ok=True)
-        lines = [f"{k}={v}" for k, v in self._properties(node).items()]
-        node.config.write_text("\n".join(lines) + "\n")
-        log4j = _LOG4J2.format(log=node.home / "server.log")
-        (node.home / "log4j2.properties").write_text(log4j)
-        if (node.home / "data" / "meta.properties").is_file():
-            return
-        fmt = self._java(
-            node, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(node.config)
-        )
-        proc = subprocess.run(fmt, capture_output=True, text=True, timeout=120, check=False)
-        if proc.returncode != 0:
-            msg = f"formatting Apache Kafka storage of node {node.node_id} failed: {proc.stderr}"
-            raise ConfigError(msg)
-
-    def _cluster_id(self) -> str:
-        saved = self.home / "cluster.id"
-        if saved.is_file():
-            return saved.read_text().strip()
-        node = self.nodes[0]
-        node.home.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run(
-            self._java(node, "kafka.tools.StorageTool", "random-uuid"),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
-        )
-        cluster_id = proc.stdout.strip().splitlines()[-1]
-        saved.write_text(cluster_id + "\n")
-        return cluster_id
+    def _java(self, node: KafkaNode, *args: str) -> list[str]:
+        return java_command(self.jars, self.heap_mb, node, *args)
 
     def start(
         self, timeout: timedelta | Unset = UNSET, *, timeout_s: float | Unset = UNSET
@@ -217,9 +131,10 @@ class ApacheKafka:
         bound = duration_keyword(
             "ApacheKafka.start", "timeout", timeout, "timeout_s", timeout_s, default=_READY
         )
-        cluster_id = self._cluster_id()
+        cluster = cluster_id(self.home, self.nodes[0], self._java(self.nodes[0]))
         for node in self.nodes:
-            self._prepare(node, cluster_id)
+            props = broker_properties(node, self.nodes, self.overrides)
+            prepare_node(node, props, self._java(node), cluster)
         for index in range(len(self.nodes)):
             self.start_node(index, wait=False)
         self.wait_ready(timedelta(seconds=bound))
@@ -363,10 +278,5 @@ class ApacheKafka:
     def __enter__(self) -> ApacheKafka:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
