@@ -23,7 +23,7 @@ pytest_plugins = [
 settings.register_profile(
     "ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
-settings.register_profile("dev", max_examples=25, deadline=None)
+settings.register_profile("dev", max_examples=10, deadline=None)
 settings.register_profile("thorough", max_examples=1000, deadline=None)
 settings.load_profile(PROFILE)
 

@@ -246,7 +246,11 @@ def serve_http(answer: Callable[[HttpGet], HttpReply]) -> Iterator[HttpServer]:
             pass  # keep the test output clean
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # `shutdown` waits for the serving loop to look at its flag, once a poll interval
+    # (0.5 s by default): a test would wait that long for each server it ends.
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+    )
     thread.start()
     try:
         yield HttpServer(f"http://127.0.0.1:{server.server_port}", requests)

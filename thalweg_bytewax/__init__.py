@@ -31,23 +31,8 @@ __version__ = "0.1.0"
 _install_moved_names()  # a module that moved stays importable by its old name
 _install_excepthook()  # a failed run ends with the thalweg error, not Bytewax's text
 
-__all__ = [
-    "DEFAULT_PREFIX",
-    "ConfigError",
-    "DecodeError",
-    "Locator",
-    "MetadataColumns",
-    "MetadataPolicy",
-    "MissingDependencyError",
-    "RawRecord",
-    "SchemaError",
-    "SidecarError",
-    "SidecarTransientError",
-    "SinkError",
-    "SinkTerminalError",
-    "SinkTransientError",
-    "SourceError",
-    "ThalwegError",
-    "TransientError",
-    "__version__",
-]
+__all__: list[str] = ["__version__"]
+__all__ += ["ConfigError", "DecodeError", "MissingDependencyError", "SchemaError"]
+__all__ += ["SidecarError", "SidecarTransientError", "SinkError", "SinkTerminalError"]
+__all__ += ["SinkTransientError", "SourceError", "ThalwegError", "TransientError"]
+__all__ += ["DEFAULT_PREFIX", "Locator", "MetadataColumns", "MetadataPolicy", "RawRecord"]

@@ -90,7 +90,6 @@ static struct {
     int64_t (*message_timestamp)(const rd_kafka_message_t *, int *);
     int32_t (*message_leader_epoch)(const rd_kafka_message_t *);
     rd_kafka_resp_err_t (*message_headers)(const rd_kafka_message_t *, rd_kafka_headers_t **);
-    size_t (*header_cnt)(const rd_kafka_headers_t *);
     rd_kafka_resp_err_t (*header_get_all)(const rd_kafka_headers_t *, size_t, const char **,
                                           const void **, size_t *);
     rd_kafka_topic_partition_list_t *(*tpl_new)(int);
@@ -147,7 +146,6 @@ static PyObject *load(PyObject *self, PyObject *arg) {
     SYM(message_timestamp, "rd_kafka_message_timestamp");
     SYM(message_leader_epoch, "rd_kafka_message_leader_epoch");
     SYM(message_headers, "rd_kafka_message_headers");
-    SYM(header_cnt, "rd_kafka_header_cnt");
     SYM(header_get_all, "rd_kafka_header_get_all");
     SYM(tpl_new, "rd_kafka_topic_partition_list_new");
     SYM(tpl_add, "rd_kafka_topic_partition_list_add");
@@ -803,12 +801,10 @@ static PyObject *consumer_consume(Consumer *c, PyObject *args) {
         if (rk.message_headers(msg, &hdrs) != 0) hdrs = NULL;
         c->hdrs[n] = hdrs;
         if (hdrs != NULL) {
-            size_t cnt = rk.header_cnt(hdrs);
-            for (size_t j = 0; j < cnt; j++) {
-                const char *name;
-                const void *val;
-                size_t size;
-                if (rk.header_get_all(hdrs, j, &name, &val, &size)) break;
+            const char *name;
+            const void *val;
+            size_t size;
+            for (size_t j = 0; !rk.header_get_all(hdrs, j, &name, &val, &size); j++) {
                 hname += (Py_ssize_t)strlen(name);
                 if (val == NULL) hval_nulls = 1;
                 else hval += (Py_ssize_t)size;
@@ -894,12 +890,10 @@ static PyObject *consumer_consume(Consumer *c, PyObject *args) {
         ep[i] = e >= 0 ? e : 0;
         rd_kafka_headers_t *hdrs = c->hdrs[i];
         if (hdrs != NULL) {
-            size_t cnt = rk.header_cnt(hdrs);
-            for (size_t j = 0; j < cnt; j++) {
-                const char *name;
-                const void *val;
-                size_t size;
-                if (rk.header_get_all(hdrs, j, &name, &val, &size)) break;
+            const char *name;
+            const void *val;
+            size_t size;
+            for (size_t j = 0; !rk.header_get_all(hdrs, j, &name, &val, &size); j++) {
                 size_t nl = strlen(name);
                 memcpy(b_hnd + np, name, nl);
                 np += (int32_t)nl;

@@ -9,6 +9,10 @@ This also keeps users' data readable across the move: Bytewax pickles source, si
 and operator state into its recovery store by module and class name, and a store
 written before a move names the old module. Unpickling imports that name, which
 resolves here.
+
+Names that moved out of a module that stays get the same treatment from
+:func:`moved_names`: the module's ``__getattr__`` answers the old name with the value
+at its new home and the same warning.
 """
 
 from __future__ import annotations
@@ -19,10 +23,11 @@ import importlib.machinery
 import importlib.util
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
+from typing import Any
 
-__all__ = ["MOVED", "install"]
+__all__ = ["MOVED", "install", "moved_names"]
 
 _CONNECTORS = "thalweg_bytewax.connectors"
 
@@ -111,16 +116,46 @@ class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
         new_name = MOVED[spec.name]
-        warnings.warn(
-            f"`{spec.name}` moved to `{new_name}`: import it from there "
-            "(the old name will be removed in the next release)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
+        _warn_moved(spec.name, new_name)
         return importlib.import_module(new_name)
 
     def exec_module(self, module: ModuleType) -> None:
         """Nothing to run: the module was loaded at its new home."""
+
+
+def _warn_moved(old: str, new: str) -> None:
+    """Warn the importer (two frames up, past the import machinery) that ``old`` moved."""
+    warnings.warn(
+        f"`{old}` moved to `{new}`: import it from there "
+        "(the old name will be removed in the next release)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+
+
+def moved_names(module: str, homes: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` that answers names which moved to another module.
+
+    The old name is not kept in the module's namespace, so every use of it warns.
+
+    Args:
+        module: The ``__name__`` of the module the names moved out of.
+        homes: Old name -> the dotted name of the module that holds it now.
+
+    Returns:
+        The function to bind as the module's ``__getattr__``.
+    """
+
+    def __getattr__(name: str) -> Any:
+        """The value of a moved name at its new home, with a deprecation warning."""
+        home = homes.get(name)
+        if home is None:
+            msg = f"module {module!r} has no attribute {name!r}"
+            raise AttributeError(msg)
+        _warn_moved(f"{module}.{name}", f"{home}.{name}")
+        return getattr(importlib.import_module(home), name)
+
+    return __getattr__
 
 
 def install() -> None:

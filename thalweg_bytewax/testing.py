@@ -13,7 +13,6 @@ import sys
 import time
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
-from types import TracebackType
 from typing import Any
 
 from confluent_kafka import Producer
@@ -107,12 +106,7 @@ class MockCluster:
     def __enter__(self) -> MockCluster:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 

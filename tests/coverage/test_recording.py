@@ -10,10 +10,7 @@ span, so the rejected offsets are no gap — also through the real ``decode`` op
 
 from __future__ import annotations
 
-import os
-import signal
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,10 +19,10 @@ import orjson
 import pyarrow as pa
 import pytest
 from bytewax.dataflow import Dataflow
-from bytewax.recovery import init_db_dir
 from bytewax.testing import TestingSource, run_main
 
 import thalweg_bytewax.operators as twg
+from tests.fixtures.crash import CrashHarness
 from tests.runtime.jsonl_sink import JsonlPartition, JsonlSink, rows
 from thalweg_bytewax.codecs import JsonCodec
 from thalweg_bytewax.connectors.parquet import ParquetSink
@@ -36,8 +33,6 @@ from thalweg_bytewax.errors import SinkTransientError
 from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.records.batches import raw_batch_from_records
 from thalweg_bytewax.records.model import Locator, RawRecord
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def store_spans(store: SqliteCoverageStore, sink: str) -> dict[tuple[str, int], list[list[int]]]:
@@ -56,37 +51,21 @@ def lane_offsets(lane: Path) -> dict[tuple[str, int], set[int]]:
     return out
 
 
-def run_flow(lane: Path, store: Path, recovery: Path, fault: str | None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "THALWEG_FAULT"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    if fault:
-        env["THALWEG_FAULT"] = fault
-    return subprocess.run(
-        [sys.executable, "-m", "tests.coverage.coverage_flow", str(lane), str(store), str(recovery)],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "fault",
     ["epoch_sink.before_commit:5", "coverage.before_record:5", "coverage.after_record:5"],
 )
 def test_a_kill_around_the_record_never_lets_coverage_lead_and_resume_catches_up(
-    tmp_path: Path, fault: str
+    crash: CrashHarness, fault: str
 ) -> None:
-    lane, recovery = tmp_path / "lane", tmp_path / "recovery"
+    lane = crash.root / "lane"
     lane.mkdir()
-    recovery.mkdir()
-    init_db_dir(recovery, 1)
     store_path = lane / DEFAULT_FILE_NAME  # beside the lane's files, hidden from readers
     store = SqliteCoverageStore(store_path)
-    crashed = run_flow(lane, store_path, recovery, fault)
-    assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-2000:]
+    argv = [sys.executable, "-m", "tests.coverage.coverage_flow", str(lane), str(store_path)]
+    flow = crash.command([*argv, str(crash.init_recovery())])
+    flow.killed_at(fault)
     held = lane_offsets(lane)
     claimed = store_spans(store, "coverage.lane")
     for key, spans in claimed.items():
@@ -94,8 +73,7 @@ def test_a_kill_around_the_record_never_lets_coverage_lead_and_resume_catches_up
         assert covered <= held.get(key, set()), f"coverage leads the lane for {key}"
     if fault.startswith("coverage.after_record"):
         assert claimed, "the record before the kill should be in the store"
-    resumed = run_flow(lane, store_path, recovery, None)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    flow.finishes()
     full = {("t", p): set(range(40)) for p in range(2)}
     assert lane_offsets(lane) == full
     assert store_spans(store, "coverage.lane") == {("t", p): [[0, 39]] for p in range(2)}

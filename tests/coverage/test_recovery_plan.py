@@ -141,6 +141,7 @@ def orders_table(data: Path) -> pa.Table | None:
         return None
 
 
+@pytest.mark.heavy
 def test_recover_refuses_a_range_the_raw_lane_no_longer_holds_then_replays_a_held_window(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -208,6 +209,7 @@ def test_recover_shows_a_progress_bar_on_a_terminal_and_none_otherwise(
     assert b"recovered" in quiet.stdout
 
 
+@pytest.mark.heavy
 def test_recover_refuses_a_lane_file_named_for_offsets_its_rows_do_not_hold(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -242,6 +244,7 @@ def test_recover_refuses_a_lane_file_named_for_offsets_its_rows_do_not_hold(
     assert landed == sum(cov.size for cov in raw.values()) - lost
 
 
+@pytest.mark.heavy
 def test_recover_reports_what_the_sinks_coverage_holds_not_what_it_planned(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

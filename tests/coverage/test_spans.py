@@ -233,3 +233,13 @@ def test_replacement_verdicts_match_the_per_row_rule(
         return 0
 
     assert got.tolist() == [expected(i) for i in range(len(replayed))]
+
+
+def test_checked_passes_a_coverage_and_names_the_caller_for_anything_else() -> None:
+    cov = OffsetCoverage([(0, 9)])
+    assert OffsetCoverage.checked(cov, "raw lane source: offsets of `t:0`") is cov
+    with pytest.raises(ConfigError) as info:
+        OffsetCoverage.checked([(0, 9)], "raw lane source: offsets of `t:0`")
+    assert str(info.value) == (
+        "raw lane source: offsets of `t:0` expected an OffsetCoverage; got list"
+    )

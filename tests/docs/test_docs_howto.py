@@ -11,6 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from tests.fixtures.crash import CrashHarness
 from thalweg_bytewax.lanes import read_lane
 from thalweg_bytewax.testing import produce_sample_orders
 
@@ -205,17 +206,20 @@ def test_two_workers_land_every_record_and_the_endpoints_count_them(
     "fault",
     ["epoch_sink.mid_write:3", "epoch_sink.before_commit:3", "epoch_sink.after_commit:3"],
 )
-def test_custom_sink_killed_and_resumed_holds_each_row_once(tmp_path: Path, fault: str) -> None:
+def test_custom_sink_killed_and_resumed_holds_each_row_once(
+    crash: CrashHarness, fault: str
+) -> None:
     """docs/examples/howto_custom_sink.py (docs/how-to/custom-sink.md)."""
-    out_dir, recovery = tmp_path / "out", tmp_path / "recovery"
+    out_dir, recovery = crash.root / "out", crash.root / "recovery"
     recovery.mkdir()
-    run(sys.executable, "-m", "bytewax.recovery", str(recovery), "1", env=clean_env())
+    init = [sys.executable, "-m", "bytewax.recovery", str(recovery), "1"]
+    crash.command(init, timeout_s=300, clean=True).finishes()
     script = [sys.executable, str(EXAMPLES / "howto_custom_sink.py"), str(out_dir), str(recovery)]
-    killed = run(*script, env=clean_env(THALWEG_FAULT=fault), check=False)
-    assert killed.returncode == -9  # SIGKILLed at the third time it reached the point
+    example = crash.command(script, timeout_s=300, clean=True)
+    example.killed_at(fault)  # SIGKILLed at the third time it reached the point
     published = sorted(p.name for p in out_dir.glob("*/*/*.csv"))
     assert published  # some epochs made it before the kill
-    resumed = run(*script, env=clean_env())
+    resumed = example.finishes()
     assert resumed.stdout.splitlines() == ["200 rows, 200 distinct (partition, offset)"]
 
 

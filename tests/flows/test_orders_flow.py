@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401 - pa.compute below
 import pytest
+from bytewax.dataflow import Dataflow
 from bytewax.testing import run_main
 
 from flows.orders import SCHEMA_DIR, OrdersSettings, build_flow
@@ -67,6 +69,7 @@ def test_bundled_schema_is_the_sample_schema():
     assert json.loads((SCHEMA_DIR / "1.avsc").read_text()) == ORDER_AVRO_SCHEMA
 
 
+@pytest.mark.heavy
 def test_embedded_default_fills_raw_decoded_and_dlq_lanes(tmp_path):
     settings = OrdersSettings(data_dir=tmp_path, sample_orders=N)
     run_main(build_flow(settings))
@@ -244,6 +247,26 @@ def test_importing_the_flow_starts_nothing_and_connects_nowhere(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.split() == ["1", "1", "0", "[]"]
     assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize("path", ["thalweg_bytewax/flows/orders.py", "flows/orders.py"])
+def test_importing_the_flow_module_builds_the_flow_only_when_it_is_read(
+    path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A fresh copy of the module, beside the one the suite shares: its import reads the
+    # settings (a bad value fails there) and builds nothing; `flow`, once read, is the
+    # dataflow `python -m bytewax.run` runs, built once.
+    spec = importlib.util.spec_from_file_location(f"fresh_orders_{len(path)}", REPO / path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # its models resolve their names
+    spec.loader.exec_module(module)
+    assert "flow" not in vars(module)
+    built = module.flow
+    assert isinstance(built, Dataflow) and built.flow_id == "orders"
+    assert module.flow is built
+    with pytest.raises(AttributeError, match="has no attribute 'flows'"):
+        module.flows  # noqa: B018 - the attribute read is the test
 
 
 def test_settings_from_environment():

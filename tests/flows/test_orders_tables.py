@@ -86,6 +86,7 @@ def iceberg(settings: OrdersSettings, table: str) -> pa.Table:
     return catalog.load_table(f"sales.{table}").scan().to_arrow()
 
 
+@pytest.mark.heavy
 def test_the_sample_lands_three_iceberg_tables(tmp_path: Path) -> None:
     settings = OrdersSettings(data_dir=tmp_path, sample_orders=N)
     run_main(build_flow(settings))
@@ -103,6 +104,7 @@ def test_the_sample_lands_three_iceberg_tables(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.heavy
 @pytest.mark.postgres
 def test_with_a_dsn_the_same_tables_land_in_postgres(
     tmp_path: Path, pg_dsn: str, pg_schema: str

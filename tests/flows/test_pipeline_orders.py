@@ -45,6 +45,7 @@ def _lanes(data_dir: Path) -> dict[str, list[dict]]:
     return {lane: _canonical(read_lane(data_dir / lane)) for lane in ("raw", "dlq", "audit")}
 
 
+@pytest.mark.heavy
 def test_orders_toml_lands_the_same_lanes_and_tables_as_flows_orders(tmp_path):
     direct, piped = tmp_path / "direct", tmp_path / "pipeline"
     run_main(build_flow(OrdersSettings(data_dir=direct, sample_orders=N)))
@@ -157,6 +158,7 @@ def test_importing_flows_pipeline_for_kafka_starts_nothing_and_connects_nowhere(
     assert not any(tmp_path.iterdir()), "import wrote to the data directory"
 
 
+@pytest.mark.heavy
 def test_an_avro_codec_without_a_reader_schema_decodes_by_writer_schema(tmp_path):
     # Writer schemas only (a schema directory standing in for a registry): the contract's
     # schema stands in for the payload's when the SQL DAG is checked at build time.
@@ -175,6 +177,7 @@ def test_an_avro_codec_without_a_reader_schema_decodes_by_writer_schema(tmp_path
     assert len(tables["order_lines"]) >= len(tables["orders"])
 
 
+@pytest.mark.heavy
 def test_a_kafka_sink_in_a_pipeline_file_writes_each_order_once_as_json(
     tmp_path, kafka_bootstrap, make_topic
 ):

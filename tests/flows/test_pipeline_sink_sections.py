@@ -96,3 +96,15 @@ def test_a_key_of_another_kind_is_refused_naming_the_kinds_keys(tmp_path: Path) 
         _load(tmp_path, 'kind = "parquet"\npath = "lane"\ntable = "orders"')
     text = str(info.value)
     assert "`sinks.out.table`" in text and "unknown key" in text and "`path`" in text
+
+
+def test_an_optional_postgres_sink_whose_dsn_is_unset_is_left_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PG_DSN", raising=False)
+    table = 'kind = "postgres"\ndsn = "${env:PG_DSN}"\ntable = "orders"\noptional = true\n'
+    config = _load(tmp_path, table)
+    assert build_sink("out", config.sinks["out"], config, tmp_path) is None
+    strict = config.sinks["out"].model_copy(update={"optional": False})
+    with pytest.raises(ConfigError, match="PG_DSN"):
+        build_sink("out", strict, config, tmp_path)

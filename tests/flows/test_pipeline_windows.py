@@ -119,6 +119,7 @@ def _rows_in(lane: Path) -> int:
     return read_lane(lane).num_rows if lane.exists() else 0
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("kind", sorted(WINDOWS))
 def test_a_pipeline_window_lands_the_rows_the_python_api_lands(tmp_path, kind):
     piped = _load(kind, tmp_path / "pipeline")

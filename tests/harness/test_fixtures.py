@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer
+
+from tests.fixtures.proxy import Proxy
 
 
 def test_kafka_fixture_is_a_wire_protocol_broker(
@@ -71,3 +74,27 @@ def test_without_java_the_apache_kafka_tests_skip_or_under_ci_fail(
         monkeypatch.delenv(fixtures.REQUIRE_ENV, raising=False)
         with pytest.raises(pytest.skip.Exception, match=r"Apache Kafka 4\.\d+\.\d+ needs java"):
             fixtures._jars()
+
+
+def test_the_proxy_passes_a_server_closing_its_side_on_to_the_client() -> None:
+    # A server that ends the session (PostgreSQL terminating a backend) must look the
+    # same through the proxy: its last bytes, then the end of the stream, not an open
+    # connection that never answers (a sink would wait out its write timeout).
+    server = socket.create_server(("127.0.0.1", 0))
+    proxy = Proxy(server.getsockname())
+    try:
+        client = socket.create_connection(("127.0.0.1", proxy.port))
+        upstream, _ = server.accept()
+        client.sendall(b"ping")
+        assert upstream.recv(4) == b"ping"
+        upstream.sendall(b"bye")
+        upstream.close()
+        client.settimeout(20)  # far above what it takes: a hang fails, not blocks
+        got = b""
+        while chunk := client.recv(64):
+            got += chunk
+        assert got == b"bye"
+        client.close()
+    finally:
+        proxy.close()
+        server.close()

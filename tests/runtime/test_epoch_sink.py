@@ -10,9 +10,6 @@ shard's source partition are refused; and a flow SIGKILLed between ``write_batch
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -27,12 +24,11 @@ from bytewax.dataflow import Dataflow
 from bytewax.recovery import RecoveryConfig, init_db_dir
 from bytewax.testing import TestingSource, run_main
 
+from tests.fixtures.crash import CrashHarness
 from tests.runtime.jsonl_sink import JsonlSink, items, read_rows, rows
 from thalweg_bytewax.coverage import _replay_check
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError, SinkTransientError
 from thalweg_bytewax.runtime.parts import route
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def part(tmp_path: Path, resume: dict[str, int] | None = None, shards: int = 1, shard: int = 0):
@@ -387,37 +383,20 @@ def test_a_bytewax_run_snapshots_before_close(tmp_path: Path) -> None:
     assert len(read_rows(tmp_path)) == 2 * 2 * 5
 
 
-def run_flow(root: Path, recovery: Path, fault: str | None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "THALWEG_FAULT"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    if fault:
-        env["THALWEG_FAULT"] = fault
-    return subprocess.run(
-        [sys.executable, "-m", "tests.runtime.jsonl_sink", str(root), str(recovery)],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("fault", ["epoch_sink.before_commit:5", "epoch_sink.after_commit:5"])
 def test_kill_between_write_and_snapshot_or_after_snapshot_then_resume_is_exactly_once(
-    tmp_path: Path, fault: str
+    crash: CrashHarness, fault: str
 ) -> None:
-    root, recovery = tmp_path / "out", tmp_path / "recovery"
-    recovery.mkdir()
-    init_db_dir(recovery, 1)
-    crashed = run_flow(root, recovery, fault)
-    assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-2000:]
+    root = crash.root / "out"
+    argv = [sys.executable, "-m", "tests.runtime.jsonl_sink", str(root)]
+    flow = crash.command([*argv, str(crash.init_recovery())])
+    flow.killed_at(fault)
     before = read_rows(root)
     expected = sorted(("t", p, o, f"v{o}") for p in range(2) for o in range(8 * 5))
     assert 0 < len(before) < len(expected), "the kill should fall mid-stream"
     assert len(before) == len(set(before))
-    resumed = run_flow(root, recovery, None)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    flow.finishes()
     got = read_rows(root)
     assert len(got) == len(set(got)), "a row was published twice"
     assert got == expected, "rows lost"

@@ -16,7 +16,9 @@ Examples:
 
 from __future__ import annotations
 
-from thalweg_bytewax.catalog.plan import (
+from thalweg_bytewax.catalog.plan import builtin_comment, plan
+from thalweg_bytewax.catalog.reconcile import WriteBoundaryError, reconcile, to_json_text
+from thalweg_bytewax.catalog.steps import (
     AddColumn,
     Column,
     CreateTable,
@@ -27,10 +29,7 @@ from thalweg_bytewax.catalog.plan import (
     Step,
     TableShape,
     WidenColumn,
-    builtin_comment,
-    plan,
 )
-from thalweg_bytewax.catalog.reconcile import WriteBoundaryError, reconcile, to_json_text
 
 __all__ = [
     "AddColumn",

@@ -1,7 +1,7 @@
 """Iceberg provisioning: describe a pyiceberg table, apply a plan, keep the partition spec.
 
 The engine adapter of :mod:`thalweg_bytewax.catalog.plan` for Iceberg. :func:`describe`
-turns a table's current schema into a :class:`~thalweg_bytewax.catalog.plan.TableShape`
+turns a table's current schema into a :class:`~thalweg_bytewax.catalog.steps.TableShape`
 (types through :mod:`thalweg_bytewax.typemap`); :func:`provision` plans the change a
 batch schema needs, refuses before anything is written when any change is refused, and
 applies the rest:
@@ -36,7 +36,8 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
 from thalweg_bytewax._deps import require
-from thalweg_bytewax.catalog.plan import (
+from thalweg_bytewax.catalog.plan import plan
+from thalweg_bytewax.catalog.steps import (
     AddColumn,
     Column,
     CreateTable,
@@ -44,7 +45,6 @@ from thalweg_bytewax.catalog.plan import (
     SetComment,
     TableShape,
     WidenColumn,
-    plan,
 )
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX
@@ -295,9 +295,11 @@ def parse_partition_spec(spec: object) -> tuple[PartitionField, ...]:
             )
             raise ConfigError(msg)
         column = (m.group(3) or m.group(4)).strip()
-        out.append(PartitionField.model_validate(
-            {"transform": transform, "column": column, "width": width}
-        ))
+        out.append(
+            PartitionField.model_validate(
+                {"transform": transform, "column": column, "width": width}
+            )
+        )
     names = [f.name for f in out]
     if len(set(names)) != len(names):
         msg = f"iceberg partition spec: expected distinct fields; got {names}"

@@ -4,10 +4,11 @@
 with the Arrow schema a sink is about to write, and returns a :class:`Plan`: an
 ordered tuple of steps (:class:`CreateTable`, :class:`AddColumn`, :class:`WidenColumn`,
 :class:`SetComment`, :class:`Refuse`) and the shape the table has once they are
-applied (those values live in :mod:`thalweg_bytewax.catalog.steps`; this module
-answers their names too). The plan is engine-agnostic and pure; the PostgreSQL and Iceberg adapters
-describe a table into a :class:`TableShape` and execute the steps, after calling
-:meth:`Plan.raise_if_refused`, so nothing is written when any change is refused.
+applied (those values live in :mod:`thalweg_bytewax.catalog.steps`; their old names
+here still work for one release, with a ``DeprecationWarning``). The plan is
+engine-agnostic and pure; the PostgreSQL and Iceberg adapters describe a table into a
+:class:`TableShape` and execute the steps, after calling :meth:`Plan.raise_if_refused`,
+so nothing is written when any change is refused.
 
 The rules (docs/tables.md "Evolution"):
 
@@ -29,21 +30,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from thalweg_bytewax.catalog.steps import (
-    AddColumn,
-    Column,
-    CreateTable,
-    Plan,
-    Refuse,
-    SchemaEvolutionError,
-    SetComment,
-    Step,
-    TableShape,
-    WidenColumn,
-)
+from thalweg_bytewax._moved import moved_names
+from thalweg_bytewax.catalog import steps as _steps
 from thalweg_bytewax.errors import ConfigError, SchemaError
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataColumns
 from thalweg_bytewax.typemap import (
@@ -58,20 +50,14 @@ from thalweg_bytewax.typemap import (
     validate_identifier,
 )
 
-__all__ = [
-    "AddColumn",
-    "Column",
-    "CreateTable",
-    "Plan",
-    "Refuse",
-    "SchemaEvolutionError",
-    "SetComment",
-    "Step",
-    "TableShape",
-    "WidenColumn",
-    "builtin_comment",
-    "plan",
-]
+if TYPE_CHECKING:
+    from thalweg_bytewax.catalog.steps import Column, Plan, Step, TableShape
+
+__all__ = ["builtin_comment", "plan"]
+
+# The values of a plan lived here before they moved to `catalog.steps`; their old
+# names keep working for one release, with a DeprecationWarning.
+__getattr__ = moved_names(__name__, dict.fromkeys(_steps.__all__, _steps.__name__))
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 _NO_CONVERSIONS: Mapping[str, Conversion] = MappingProxyType({})
@@ -132,21 +118,21 @@ def plan(
             except SchemaError as exc:
                 problem = f"column `{f.name}`: {exc}"
         if problem is not None:
-            steps.append(Refuse(table, f.name, problem))
+            steps.append(_steps.Refuse(table, f.name, problem))
             continue
         comment = comments.get(f.name) or _field_comment(f) or builtins.get(f.name)
-        wanted.append(Column(f.name, ctype, f.nullable, comment))
+        wanted.append(_steps.Column(f.name, ctype, f.nullable, comment))
     if current is None:
         creatable = tuple(wanted)
         if creatable:
-            steps.insert(0, CreateTable(table, creatable))
-        return Plan(table, target, tuple(steps), TableShape(creatable))
+            steps.insert(0, _steps.CreateTable(table, creatable))
+        return _steps.Plan(table, target, tuple(steps), _steps.TableShape(creatable))
     batch_names = {f.name for f in desired}
     for want in wanted:
         i = index.get(want.name)
         if i is None:
             added = replace(want, nullable=True)
-            steps.append(AddColumn(table, added))
+            steps.append(_steps.AddColumn(table, added))
             index[want.name] = len(result)
             result.append(added)
             continue
@@ -154,15 +140,15 @@ def plan(
         step = _type_step(table, have, want, target, allow_widening, conversions)
         if step is not None:
             steps.append(step)
-            if isinstance(step, WidenColumn):
+            if isinstance(step, _steps.WidenColumn):
                 result[i] = have = replace(have, type=step.new)
         if want.comment is not None and want.comment != have.comment:
-            steps.append(SetComment(table, want.name, want.comment))
+            steps.append(_steps.SetComment(table, want.name, want.comment))
             result[i] = replace(have, comment=want.comment)
     for have in current.columns:
         if have.name not in batch_names and not have.nullable and not have.has_default:
             steps.append(
-                Refuse(
+                _steps.Refuse(
                     table,
                     have.name,
                     f"column `{have.name}` is NOT NULL without a default and absent from "
@@ -170,7 +156,7 @@ def plan(
                     f"{list(desired.names)!r}; add the column upstream or drop NOT NULL",
                 )
             )
-    return Plan(table, target, tuple(steps), TableShape(tuple(result)))
+    return _steps.Plan(table, target, tuple(steps), _steps.TableShape(tuple(result)))
 
 
 def _check_name(name: str, mode: IdentifierMode, target: Target) -> str | None:
@@ -203,8 +189,8 @@ def _type_step(
     old, new = _spell(have.type, target), _spell(want.type, target)
     if can_widen_to(have.type, want.type, target=target, conversion=conversion):
         if allow_widening:
-            return WidenColumn(table, want.name, have.type, want.type)
-        return Refuse(
+            return _steps.WidenColumn(table, want.name, have.type, want.type)
+        return _steps.Refuse(
             table,
             want.name,
             f"column `{want.name}` is `{old}`; expected the batch to fit it; got `{new}`; "
@@ -212,7 +198,7 @@ def _type_step(
         )
     if _admitted(have.type, want.type, conversion):
         return None
-    return Refuse(
+    return _steps.Refuse(
         table,
         want.name,
         f"column `{want.name}` is `{old}`; expected a type it holds losslessly; got "

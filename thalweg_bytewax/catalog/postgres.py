@@ -23,7 +23,14 @@ from typing import Any
 import pyarrow as pa
 
 from thalweg_bytewax import _deps
-from thalweg_bytewax.catalog.plan import (
+from thalweg_bytewax.catalog.plan import plan
+from thalweg_bytewax.catalog.postgres_rows import (
+    KEY_LOOKUP_ERRORS,
+    cast_to_shape,
+    select_key_locators,
+    select_record_ids,
+)
+from thalweg_bytewax.catalog.steps import (
     AddColumn,
     Column,
     CreateTable,
@@ -31,13 +38,6 @@ from thalweg_bytewax.catalog.plan import (
     SetComment,
     TableShape,
     WidenColumn,
-    plan,
-)
-from thalweg_bytewax.catalog.postgres_rows import (
-    KEY_LOOKUP_ERRORS,
-    cast_to_shape,
-    select_key_locators,
-    select_record_ids,
 )
 from thalweg_bytewax.errors import ConfigError, SchemaError
 from thalweg_bytewax.records import DEFAULT_PREFIX

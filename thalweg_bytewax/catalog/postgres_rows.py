@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from thalweg_bytewax import _deps
-from thalweg_bytewax.catalog.plan import TableShape
+from thalweg_bytewax.catalog.steps import TableShape
 from thalweg_bytewax.errors import SinkTerminalError
 from thalweg_bytewax.records import MetadataColumns
 from thalweg_bytewax.typemap import postgres_type

@@ -24,10 +24,8 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from thalweg_bytewax.catalog.plan import Column, TableShape
+from thalweg_bytewax.catalog.steps import Column, TableShape
 from thalweg_bytewax.errors import ConfigError, SchemaError
-from thalweg_bytewax.sql.engine import shared_cursor
-from thalweg_bytewax.sql.syntax import quote_ident
 from thalweg_bytewax.typemap import Conversion, Target, canonical_type, fits, is_nested, same_type
 
 __all__ = ["WriteBoundaryError", "reconcile", "to_json_text"]
@@ -223,6 +221,11 @@ def to_json_text(arr: pa.Array) -> pa.Array:
             ],
             pa.string(),
         )
+    # DuckDB's session loads here, on the first nested value to write as JSON: a Parquet
+    # sink (which imports this package for its schema steps) never loads the SQL engine.
+    from thalweg_bytewax.sql.engine import shared_cursor  # noqa: PLC0415
+    from thalweg_bytewax.sql.syntax import quote_ident  # noqa: PLC0415
+
     cur = shared_cursor()
     name = "_twg_json_input"
     cur.register(name, pa.table({"v": arr}))

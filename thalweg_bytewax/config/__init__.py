@@ -23,7 +23,8 @@ Secrets are references: a :class:`SecretRef` setting holds ``${env:NAME}`` and
 resolved by :meth:`SecretRef.resolve` only where the secret is used. A client library's
 free-form settings (:data:`ClientSettings`, e.g. ``librdkafka``) type every value whose
 key names a credential (``sasl.password``, ``ssl.key.password``, ...) as a
-:class:`SecretRef`; :func:`resolve_settings` gives the client its plain map. Whatever a
+:class:`SecretRef` (:func:`type_secrets`, the validator of any such map); and
+:func:`resolve_settings` gives the client its plain map. Whatever a
 config prints (``repr``, ``model_dump(mode="json")``, ``thalweg config show``, errors)
 also has every URL's userinfo and query values redacted.
 
@@ -43,7 +44,7 @@ Example:
 
 from __future__ import annotations
 
-from thalweg_bytewax.config._client import ClientSettings, resolve_settings
+from thalweg_bytewax.config._client import ClientSettings, resolve_settings, type_secrets
 from thalweg_bytewax.config._connector import (
     UNSET,
     ConnectorConfig,
@@ -86,4 +87,5 @@ __all__ = [
     "Unset",
     "secret_uses",
     "to_toml",
+    "type_secrets",
 ]

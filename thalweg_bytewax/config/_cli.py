@@ -8,7 +8,6 @@ errors name keys, never values.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 import tomllib
@@ -18,11 +17,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from thalweg_bytewax._redact import redact_value
+from thalweg_bytewax.cli._subcommand import add_command_group, add_subcommand
 from thalweg_bytewax.config._layers import CONFIG_ENV
 from thalweg_bytewax.config._load import load_config, secret_uses
 from thalweg_bytewax.config._model import ConfigModel
 from thalweg_bytewax.config._render import render_starter
 from thalweg_bytewax.config._toml import to_toml
+from thalweg_bytewax.config._user_module import import_user_module
 from thalweg_bytewax.errors import ConfigError
 
 __all__ = ["DEFAULT_MODEL", "PIPELINE_MODEL", "add_commands"]
@@ -44,12 +45,9 @@ def _out(text: str) -> None:
 
 def _model(spec: str) -> type[BaseModel]:
     module_name, _, attr = spec.partition(":")
-    sys.path.insert(0, str(Path.cwd()))  # as `python -m bytewax.run` finds a flow module
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        msg = f"config: cannot import the model's module `{module_name}` ({exc}); check `--model`"
-        raise ConfigError(msg) from exc
+    module = import_user_module(
+        module_name, where="config", role="the model's module", hint="; check `--model`"
+    )
     model = getattr(module, attr, None) if attr else None
     if not (isinstance(model, type) and issubclass(model, BaseModel)):
         msg = (
@@ -83,6 +81,7 @@ def _load(args: argparse.Namespace) -> tuple[type[BaseModel], BaseModel]:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    """Exit 0 when the config loads, 2 when not."""
     model, config = _load(args)
     uses = secret_uses(config)
     refs = [u for u in uses if u.reference is not None]
@@ -96,6 +95,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
+    """Print the merged config, secrets redacted."""
     model, config = _load(args)
     values = config.model_dump(mode="json")
     if not isinstance(config, ConfigModel):  # a config model's JSON dump is redacted already
@@ -146,6 +146,12 @@ def _secrets(args: argparse.Namespace) -> int:
 
 
 def _init(args: argparse.Namespace) -> int:
+    """Write a commented starter config.
+
+    Write a commented starter TOML: every setting of the model with its description, type,
+    environment variable and default; by default a pipeline configuration (source, codec, contract,
+    SQL nodes, windows, sinks) for `python -m bytewax.run flows.pipeline` and `thalweg batch`.
+    """
     spec = args.model or PIPELINE_MODEL
     model = _model(spec)
     path = Path(args.path)
@@ -197,20 +203,19 @@ def add_commands(sub: Any) -> None:
     Args:
         sub: The ``argparse`` subparsers action of the ``thalweg`` parser.
     """
-    config = sub.add_parser(
+    config = add_command_group(
+        sub,
         "config",
-        help="validate, show or list the secrets of a configuration",
+        summary="validate, show or list the secrets of a configuration",
         description="Load a configuration (TOML file < THALWEG_* variables < --set) and "
         "validate it, show it (secrets as references), or list the secret references "
         "it needs.",
-    ).add_subparsers(dest="config", required=True)
-    validate = config.add_parser("validate", help="exit 0 when the config loads, 2 when not")
+    )
+    validate = add_subcommand(config, "validate", _validate)
     _common(validate)
-    validate.set_defaults(func=_validate)
-    show = config.add_parser("show", help="print the merged config, secrets redacted")
+    show = add_subcommand(config, "show", _show)
     _common(show)
     show.add_argument("--json", action="store_true", help="print JSON instead of TOML")
-    show.set_defaults(func=_show)
     secrets = config.add_parser(
         "secrets",
         help="list the secret references a config needs and whether each resolves",
@@ -226,15 +231,7 @@ def add_commands(sub: Any) -> None:
     )
     secrets.set_defaults(func=_secrets)
 
-    init = sub.add_parser(
-        "init",
-        help="write a commented starter config",
-        description="Write a commented starter TOML: every setting of the model with its "
-        "description, type, environment variable and default; by default a pipeline "
-        "configuration (source, codec, contract, SQL nodes, windows, sinks) for "
-        "`python -m bytewax.run flows.pipeline` and `thalweg batch`.",
-    )
+    init = add_subcommand(sub, "init", _init)
     init.add_argument("path", nargs="?", default=STARTER_FILE, help=f"default: {STARTER_FILE}")
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
     _common(init, with_file=False)
-    init.set_defaults(func=_init)

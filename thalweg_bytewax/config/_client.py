@@ -3,25 +3,31 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 from pydantic import AfterValidator
 
 from thalweg_bytewax._redact import is_secret_key
 from thalweg_bytewax.config._secret import SecretRef
 
-__all__ = ["ClientSettings", "resolve_settings"]
+__all__ = ["ClientSettings", "resolve_settings", "type_secrets"]
+
+_V = TypeVar("_V")
 
 
-def _type_secrets(settings: dict[str, str | SecretRef]) -> dict[str, str | SecretRef]:
-    """Every value whose key names a credential (``sasl.password``) as a :class:`SecretRef`."""
+def type_secrets(settings: Mapping[str, _V]) -> dict[str, _V | SecretRef]:
+    """Every text value whose key names a credential (``sasl.password``) as a :class:`SecretRef`.
+
+    The ``AfterValidator`` of a model's free-form settings (a client's, a filesystem's
+    storage options); other values stay as they are.
+    """
     return {
         key: SecretRef(value) if isinstance(value, str) and is_secret_key(key) else value
         for key, value in settings.items()
     }
 
 
-ClientSettings = Annotated[dict[str, str | SecretRef], AfterValidator(_type_secrets)]
+ClientSettings = Annotated[dict[str, str | SecretRef], AfterValidator(type_secrets)]
 """Settings passed through to a client library (librdkafka's ``sasl.password``, ...).
 
 A value whose key names a credential (:func:`thalweg_bytewax._redact.is_secret_key`:

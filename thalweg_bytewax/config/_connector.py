@@ -51,6 +51,19 @@ class ConnectorConfig(ConfigModel):
         return renamed_keys(data, cls.old_names, where=cls.component)
 
     @classmethod
+    def checked(cls, config: object) -> Self:
+        """``config`` itself, when it is one of these settings (a connector's ``from_config``).
+
+        Raises:
+            ConfigError: ``"<component>: expected a <model>; got <type>"`` for anything
+                else (a dict, another connector's settings).
+        """
+        if not isinstance(config, cls):
+            msg = f"{cls.component}: expected a {cls.__name__}; got {type(config).__name__}"
+            raise ConfigError(msg)
+        return config
+
+    @classmethod
     def build(cls, values: Mapping[str, Any], *, component: str | None = None) -> Self:
         """The model of ``values`` (the connector's keywords, by field name).
 

@@ -69,13 +69,8 @@ def _merge_plan(
     sink: str, coverage: Mapping[PartitionKey, OffsetCoverage]
 ) -> list[tuple[str, int, OffsetCoverage]]:
     plan = []
-    for key, cov in sorted(coverage.items()):
-        if not isinstance(cov, OffsetCoverage):
-            msg = (
-                f"coverage store: `{sink}` `{key}` expected an OffsetCoverage; got "
-                f"{type(cov).__name__}"
-            )
-            raise ConfigError(msg)
+    for key, held in sorted(coverage.items()):
+        cov = OffsetCoverage.checked(held, f"coverage store: `{sink}` `{key}`")
         if cov:
             plan.append((key[0], int(key[1]), cov))
     return plan  # sorted: concurrent multi-row writers lock rows in one order (PostgreSQL)

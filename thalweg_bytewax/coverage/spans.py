@@ -230,6 +230,23 @@ class OffsetCoverage:
             spans.append((item[0], item[1]))
         return cls(spans)
 
+    @classmethod
+    def checked(cls, value: object, where: str) -> OffsetCoverage:
+        """``value`` itself, when it is an ``OffsetCoverage`` (a plan a caller handed in).
+
+        Args:
+            value: What the caller passed where a coverage belongs.
+            where: Who and what messages name, e.g. ``"coverage store: `orders` `('t', 0)`"``.
+
+        Raises:
+            ConfigError: ``"<where> expected an OffsetCoverage; got <type>"`` for anything
+                else (a list of spans, a dict).
+        """
+        if not isinstance(value, cls):
+            msg = f"{where} expected an OffsetCoverage; got {type(value).__name__}"
+            raise ConfigError(msg)
+        return value
+
     def __iter__(self) -> Iterator[Span]:
         return iter(self._spans)
 

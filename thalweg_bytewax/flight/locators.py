@@ -42,18 +42,32 @@ def require_locators(batch: pa.RecordBatch, columns: MetadataColumns, where: str
     Raises:
         SidecarError: Naming the missing columns and how to keep them.
     """
-    names = [columns.source_topic, columns.source_partition, columns.source_offset]
-    missing = [n for n in names if n not in batch.schema.names]
-    if missing:
-        msg = (
-            f"{where}: the batch has no {', '.join(f'`{m}`' for m in missing)}; a sidecar's "
-            "reply is checked by locator: keep it with metadata='locator' or 'all', or number "
-            "rows with `twg.to_batches(..., locator='counter')`"
-        )
-        raise SidecarError(msg)
+    names = _locator_names(
+        batch,
+        columns,
+        f"{where}: the batch",
+        "a sidecar's reply is checked by locator: keep it with metadata='locator' or 'all', "
+        "or number rows with `twg.to_batches(..., locator='counter')`",
+    )
     if any(batch.column(n).null_count for n in names):
         msg = f"{where}: the batch has rows with a null locator; every row needs one"
         raise SidecarError(msg)
+
+
+def _locator_names(
+    batch: pa.RecordBatch, columns: MetadataColumns, what: str, remedy: str
+) -> list[str]:
+    """The locator columns' names, once ``batch`` has all three.
+
+    Raises:
+        SidecarError: ``what`` has no ... (the missing columns); ``remedy``.
+    """
+    names = [columns.source_topic, columns.source_partition, columns.source_offset]
+    missing = [n for n in names if n not in batch.schema.names]
+    if missing:
+        msg = f"{what} has no {', '.join(f'`{m}`' for m in missing)}; {remedy}"
+        raise SidecarError(msg)
+    return names
 
 
 def _locator(batch: pa.RecordBatch, columns: MetadataColumns, row: int) -> str:
@@ -109,15 +123,13 @@ def checked_reply(
         SidecarError: A locator column missing from the reply, a row dropped, reordered
             or invented, or a metadata column rewritten.
     """
-    names = [columns.source_topic, columns.source_partition, columns.source_offset]
-    missing = [n for n in names if n not in reply.schema.names]
-    if missing:
-        msg = (
-            f"{where}: the reply has no {', '.join(f'`{m}`' for m in missing)}; a sidecar "
-            "must return the request's `_twg_` locator columns with each row (append its "
-            "columns to the batch it got)"
-        )
-        raise SidecarError(msg)
+    names = _locator_names(
+        reply,
+        columns,
+        f"{where}: the reply",
+        "a sidecar must return the request's `_twg_` locator columns with each row (append "
+        "its columns to the batch it got)",
+    )
     for name in names:
         if reply.column(name).type != request.column(name).type:
             reply = reply.set_column(

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +28,7 @@ import pyarrow.flight as flight
 from typing_extensions import override
 
 from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.flight._local_server import LocalFlightServer
 
 __all__ = ["BatchFunction", "SidecarServer", "load_function"]
 
@@ -61,7 +61,7 @@ def load_function(spec: str) -> BatchFunction:
     return function  # type: ignore[no-any-return]
 
 
-class SidecarServer(flight.FlightServerBase):  # type: ignore[misc]
+class SidecarServer(LocalFlightServer):
     """Answer each DoExchange's batch with ``function(batch)``.
 
     Args:
@@ -69,21 +69,13 @@ class SidecarServer(flight.FlightServerBase):  # type: ignore[misc]
         location: Where to listen; port 0 picks a free one (read :attr:`port`).
     """
 
+    thread_name = "twg-sidecar"
+
     def __init__(self, function: BatchFunction, location: str = "grpc://127.0.0.1:0") -> None:
         super().__init__(location)
         self.function = function
         self.batches = 0
         """Batches answered."""
-
-    @property
-    def location(self) -> str:
-        """The ``grpc://`` location clients connect to (on this host)."""
-        return f"grpc://127.0.0.1:{self.port}"
-
-    def serve_in_thread(self) -> SidecarServer:
-        """Serve on a daemon thread; returns self (``shutdown()`` stops it)."""
-        threading.Thread(target=self.serve, name="twg-sidecar", daemon=True).start()
-        return self
 
     @override
     def do_exchange(

@@ -34,6 +34,7 @@ import pyarrow.ipc as ipc
 from typing_extensions import override
 
 from thalweg_bytewax.coverage.spans import OffsetCoverage
+from thalweg_bytewax.flight._local_server import LocalFlightServer
 from thalweg_bytewax.flight.protocol import (
     HELD_ACTION,
     HELD_IDS_ACTION,
@@ -41,6 +42,7 @@ from thalweg_bytewax.flight.protocol import (
     held_ids_answer,
 )
 from thalweg_bytewax.records.metadata import DEFAULT_COLUMNS, MetadataColumns
+from thalweg_bytewax.system.durable import fsync_path
 
 __all__ = ["TableServer", "read_held"]
 
@@ -69,7 +71,7 @@ def read_held(
     return table.sort_by(columns.source_offset)
 
 
-class TableServer(flight.FlightServerBase):  # type: ignore[misc]
+class TableServer(LocalFlightServer):
     """Store confirmed rows per (target, topic, partition) under ``root``; serve them back.
 
     Args:
@@ -79,6 +81,8 @@ class TableServer(flight.FlightServerBase):  # type: ignore[misc]
             write, for benchmarks).
         columns: The metadata column names (the prefix).
     """
+
+    thread_name = "twg-table-server"
 
     def __init__(
         self,
@@ -101,16 +105,6 @@ class TableServer(flight.FlightServerBase):  # type: ignore[misc]
         """Rows stored (replays skipped by locator are not counted)."""
         self.rows_skipped = 0
         """Rows skipped because their locator was held."""
-
-    @property
-    def location(self) -> str:
-        """The ``grpc://`` location clients connect to."""
-        return f"grpc://127.0.0.1:{self.port}"
-
-    def serve_in_thread(self) -> TableServer:
-        """Serve on a daemon thread; returns self (``shutdown()`` stops it)."""
-        threading.Thread(target=self.serve, name="twg-table-server", daemon=True).start()
-        return self
 
     def stall(self) -> None:
         """Stop reading DoPut streams (a stuck server), until :meth:`resume`."""
@@ -182,11 +176,7 @@ class TableServer(flight.FlightServerBase):  # type: ignore[misc]
             f.flush()
             os.fsync(f.fileno())
         os.replace(staging, directory / f"{first:020d}-{last:020d}{_SUFFIX}")
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_path(directory)
 
     # -- Flight calls ------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ __all__ = [
     "REVENUE_WINDOW",
     "TABLES",
     "orders_dag",
+    "revenue_window",
 ]
 
 
@@ -90,6 +91,23 @@ REVENUE_AGGS = {"revenue_eur": ("sum", "amount_eur"), "orders": ("count", "*")}
 """The window's aggregates: revenue in EUR and the number of orders."""
 REVENUE_KEY = (*REVENUE_GROUP_BY, "window_start")
 """The upsert key of ``revenue_per_status_minute``: a window result is unique by it."""
+
+
+def revenue_window(allowed_lateness: timedelta) -> dict[str, Any]:
+    """The pipeline's ``[[windows]]`` entry ``revenue``: the window above over ``orders``.
+
+    Args:
+        allowed_lateness: How long a window waits for late orders, in event time.
+    """
+    return {
+        "name": "revenue",
+        "from": "orders",
+        "size": REVENUE_WINDOW,
+        "time_column": REVENUE_TIME_COLUMN,
+        "group_by": list(REVENUE_GROUP_BY),
+        "aggs": {k: list(v) for k, v in REVENUE_AGGS.items()},
+        "allowed_lateness": allowed_lateness,
+    }
 
 
 def orders_dag() -> SqlDag:

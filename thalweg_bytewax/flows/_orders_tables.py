@@ -17,11 +17,12 @@ from typing import Any
 
 from bytewax.outputs import Sink
 
+from thalweg_bytewax.config import SecretRef
 from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig, IcebergSink
 from thalweg_bytewax.flows._orders_sql import REVENUE_KEY, TABLES
 from thalweg_bytewax.pipeline._summary import TableCount, iceberg_rows, postgres_rows
 
-__all__ = ["ICEBERG_SHARDS", "PG_SHARDS", "TableTargets"]
+__all__ = ["ICEBERG_SHARDS", "PG_SHARDS", "TableTargets", "sink_sections"]
 
 PG_SHARDS = 4
 """PostgreSQL sink partitions per table: one per sample partition (the sink's default of
@@ -35,6 +36,48 @@ window table keeps one writer."""
 _WINDOWED = "revenue_per_status_minute"
 # Step names of the sinks (ice_<short>, pg_<short>): short, as the docstring draws them.
 _SHORT = {"orders": "orders", "order_lines": "lines", _WINDOWED: "revenue"}
+# The stream of the pipeline each table is fed from: the SQL DAG's outputs and the window.
+_STREAMS = {"orders": "orders", "order_lines": "order_lines", _WINDOWED: "revenue"}
+
+
+def sink_sections(
+    namespace: str, *, postgres_dsn: SecretRef | None, postgres_schema: str
+) -> dict[str, dict[str, Any]]:
+    """The ``[sinks]`` of the orders pipeline: each table to Iceberg, and to PostgreSQL.
+
+    ``ice_<short>`` then ``pg_<short>`` table by table (the PostgreSQL sinks only with a
+    DSN, kept as the secret reference so no output prints it); the window table is
+    upserted on its key by one writer, the others appended by shards.
+
+    Args:
+        namespace: The Iceberg namespace of the tables.
+        postgres_dsn: The PostgreSQL DSN, or None for Iceberg only.
+        postgres_schema: The PostgreSQL schema of the tables.
+    """
+    sinks: dict[str, dict[str, Any]] = {}
+    for table in TABLES:
+        stream = _STREAMS[table]
+        upsert: dict[str, Any] = (
+            {"mode": "upsert", "key_columns": list(REVENUE_KEY)} if table == _WINDOWED else {}
+        )
+        sinks[f"ice_{_SHORT[table]}"] = {
+            "kind": "iceberg",
+            "from": stream,
+            "table": f"{namespace}.{table}",
+            **(upsert or {"shards": ICEBERG_SHARDS}),
+        }
+        if postgres_dsn is not None:
+            sinks[f"pg_{_SHORT[table]}"] = {
+                "kind": "postgres",
+                "from": stream,
+                "table": table,
+                "dsn": postgres_dsn,
+                "optional": True,
+                "schema": postgres_schema,
+                "shards": PG_SHARDS,
+                **upsert,
+            }
+    return sinks
 
 
 class TableTargets:

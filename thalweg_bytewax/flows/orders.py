@@ -79,10 +79,13 @@ to), so the default needs no registry. Point it at Kafka by environment alone::
 | ``THALWEG_WINDOW_LATENESS`` | how long a revenue window waits for late orders | ``3600`` |
 | ``THALWEG_OBSERVABILITY`` | OTLP export: ``THALWEG_OBSERVABILITY__OTLP__<KEY>`` | off |
 
-A bad value raises ``ConfigError`` naming the variable. Importing this module reads the
-environment and the contract and builds the dataflow; it starts no thread or process and
-touches no network or disk — unless ``THALWEG_CONTRACT`` is a URL, which is fetched
-then, because the contract shapes the dataflow. Kafka, the registry, the catalog and
+A bad value raises ``ConfigError`` naming the variable when this module is imported:
+the import reads the environment. The dataflow is built the first time ``flow`` is read
+(``python -m bytewax.run`` and ``thalweg run`` read it right after the import; a test
+that imports ``OrdersSettings`` or ``build_flow`` builds none): that reads the contract
+and builds the steps; it starts no thread or process and touches no network or disk —
+unless ``THALWEG_CONTRACT`` is a URL, which is fetched then, because the contract shapes
+the dataflow. Kafka, the registry, the catalog and
 PostgreSQL are reached only when the dataflow runs.
 """
 
@@ -102,15 +105,8 @@ from thalweg_bytewax.config import Duration, PositiveDuration, SecretRef, Settin
 from thalweg_bytewax.connectors.raw_lane import only_output
 from thalweg_bytewax.coverage.recovery_plan import RawLane
 from thalweg_bytewax.flows import ORDERS_CONTRACT, ORDERS_SCHEMAS
-from thalweg_bytewax.flows._orders_sql import (
-    ORDERS_DAG,
-    REVENUE_AGGS,
-    REVENUE_GROUP_BY,
-    REVENUE_KEY,
-    REVENUE_TIME_COLUMN,
-    REVENUE_WINDOW,
-)
-from thalweg_bytewax.flows._orders_tables import ICEBERG_SHARDS, PG_SHARDS, TableTargets
+from thalweg_bytewax.flows._orders_sql import ORDERS_DAG, revenue_window
+from thalweg_bytewax.flows._orders_tables import TableTargets, sink_sections
 from thalweg_bytewax.observability.settings import ObservabilitySection
 from thalweg_bytewax.pipeline import PipelineConfig
 from thalweg_bytewax.pipeline.build import build_pipeline
@@ -227,34 +223,6 @@ class OrdersSettings(Settings):
         The SQL DAG and the window come from ``_orders_sql.py``; the PostgreSQL sinks are
         there when ``postgres_dsn`` is set.
         """
-        sinks: dict[str, dict[str, Any]] = {}
-        short = {"orders": "orders", "order_lines": "lines", "revenue": "revenue"}
-        for stream, table in (
-            ("orders", "orders"),
-            ("order_lines", "order_lines"),
-            ("revenue", "revenue_per_status_minute"),
-        ):
-            upsert: dict[str, Any] = (
-                {"mode": "upsert", "key_columns": list(REVENUE_KEY)} if stream == "revenue" else {}
-            )
-            sinks[f"ice_{short[stream]}"] = {
-                "kind": "iceberg",
-                "from": stream,
-                "table": f"{self.iceberg_namespace}.{table}",
-                **(upsert or {"shards": ICEBERG_SHARDS}),
-            }
-            if self.postgres_dsn is not None:
-                sinks[f"pg_{short[stream]}"] = {
-                    "kind": "postgres",
-                    "from": stream,
-                    "table": table,
-                    "dsn": self.postgres_dsn,
-                    "optional": True,
-                    "schema": self.postgres_schema,
-                    "shards": PG_SHARDS,
-                    **upsert,
-                }
-        sinks = dict(sorted(sinks.items(), key=lambda kv: list(short).index(kv[1]["from"])))
         registry = self.schema_registry_url
         return PipelineConfig.model_validate(
             {
@@ -279,18 +247,12 @@ class OrdersSettings(Settings):
                 "contract": {"path": self.contract, "mode": "quarantine"},
                 "dedup": {"by": "record_id", "window": self.dedup_window},
                 "sql": {"nodes": ORDERS_DAG},
-                "windows": [
-                    {
-                        "name": "revenue",
-                        "from": "orders",
-                        "size": REVENUE_WINDOW,
-                        "time_column": REVENUE_TIME_COLUMN,
-                        "group_by": list(REVENUE_GROUP_BY),
-                        "aggs": {k: list(v) for k, v in REVENUE_AGGS.items()},
-                        "allowed_lateness": self.window_lateness,
-                    }
-                ],
-                "sinks": sinks,
+                "windows": [revenue_window(self.window_lateness)],
+                "sinks": sink_sections(
+                    self.iceberg_namespace,
+                    postgres_dsn=self.postgres_dsn,
+                    postgres_schema=self.postgres_schema,
+                ),
                 "observability": self.observability,
             }
         )
@@ -367,4 +329,22 @@ def recovery_flow(
     return only_output(built, sink)
 
 
-flow = build_flow(OrdersSettings.load(), summary=True)
+_SETTINGS = OrdersSettings.load()  # at import: a bad value fails here, naming its variable
+
+flow: Dataflow
+"""The dataflow ``python -m bytewax.run`` runs, built the first time it is read."""
+
+
+def __getattr__(name: str) -> Dataflow:
+    """Build ``flow`` from the settings read at import, once, when it is first read.
+
+    Importing the module for its settings or builder (``OrdersSettings``,
+    ``build_flow``) builds no dataflow; ``python -m bytewax.run`` and ``thalweg`` read
+    ``flow`` right after the import.
+    """
+    if name != "flow":
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    built = build_flow(_SETTINGS, summary=True)
+    globals()["flow"] = built
+    return built

@@ -27,13 +27,13 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from thalweg_bytewax.lanes.read import LaneSource, lane_stats, lane_stats_schema, read_lane
-
 if TYPE_CHECKING:
-    # Resolved lazily by __getattr__ below: each typed reader lives next to its lane's
-    # schema, and those modules read through `read_lane`.
+    # Resolved lazily by __getattr__ below: the readers load pyarrow.dataset (~7 MB), which
+    # a flow that only imports the DLQ format (every decode and sink does) never needs;
+    # each typed reader lives next to its lane's schema and reads through `read_lane`.
     from thalweg_bytewax.contracts.audit import read_audit, read_rule_registry
     from thalweg_bytewax.lanes.dlq import read_dlq
+    from thalweg_bytewax.lanes.read import LaneSource, lane_stats, lane_stats_schema, read_lane
 
 __all__ = [
     "LaneSource",
@@ -45,16 +45,22 @@ __all__ = [
     "read_rule_registry",
 ]
 
-_TYPED_READERS = {
+_READERS = {
+    "LaneSource": "thalweg_bytewax.lanes.read",
+    "lane_stats": "thalweg_bytewax.lanes.read",
+    "lane_stats_schema": "thalweg_bytewax.lanes.read",
     "read_audit": "thalweg_bytewax.contracts.audit",
     "read_dlq": "thalweg_bytewax.lanes.dlq",
+    "read_lane": "thalweg_bytewax.lanes.read",
     "read_rule_registry": "thalweg_bytewax.contracts.audit",
 }
 
 
 def __getattr__(name: str) -> object:
-    """Resolve the typed lane readers (DLQ, audit, rule registry) on first use."""
-    if name in _TYPED_READERS:
-        return getattr(importlib.import_module(_TYPED_READERS[name]), name)
+    """Resolve the lane readers on first use (and keep each, as a plain import would)."""
+    if name in _READERS:
+        value = getattr(importlib.import_module(_READERS[name]), name)
+        globals()[name] = value
+        return value
     msg = f"module {__name__!r} has no attribute {name!r}"
     raise AttributeError(msg)

@@ -16,16 +16,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.dataset as ds
-import pyarrow.fs as pafs
 
-from thalweg_bytewax.lanes.read import read_lane
 from thalweg_bytewax.records.ids import RECORD_ID_BYTES
 from thalweg_bytewax.records.metadata import MetadataColumns
 from thalweg_bytewax.records.model import Locator
+
+if TYPE_CHECKING:
+    # The reader's modules (pyarrow.dataset: ~7 MB) load on the first read, not with the
+    # reason codes and DLQ batches every flow's operators and sinks import.
+    import pyarrow.dataset as ds
+    import pyarrow.fs as pafs
 
 __all__ = [
     "DLQ_MESSAGE",
@@ -38,6 +42,7 @@ __all__ = [
     "Rejected",
     "dlq_batch_from_rows",
     "dlq_schema",
+    "dlq_whole_batch",
     "read_dlq",
     "rejected_from_dlq_batch",
     "rejected_to_batch",
@@ -209,6 +214,30 @@ def dlq_batch_from_rows(
     return pa.RecordBatch.from_arrays(out, schema=schema)
 
 
+def dlq_whole_batch(
+    source: pa.RecordBatch,
+    *,
+    reason: RejectReason,
+    step_id: str,
+    message: str,
+    columns: MetadataColumns = _DEFAULT_COLUMNS,
+) -> pa.RecordBatch:
+    """Every row of ``source`` as a DLQ row with one reason and one message.
+
+    For a batch rejected whole (a failing function, a sidecar that never answered):
+    :func:`dlq_batch_from_rows` over all its rows, in order.
+    """
+    n = source.num_rows
+    return dlq_batch_from_rows(
+        source,
+        pa.array(np.arange(n, dtype=np.int64)),
+        reason=reason,
+        step_id=step_id,
+        messages=pa.repeat(pa.scalar(message, pa.string()), n),
+        columns=columns,
+    )
+
+
 def rejected_from_dlq_batch(
     batch: pa.RecordBatch, *, columns: MetadataColumns = _DEFAULT_COLUMNS
 ) -> list[Rejected]:
@@ -274,6 +303,10 @@ def read_dlq(
     Raises:
         ValueError: For an unknown reason code.
     """
+    import pyarrow.dataset as ds  # noqa: PLC0415 - see the module's imports
+
+    from thalweg_bytewax.lanes.read import read_lane  # noqa: PLC0415 - likewise
+
     expr = None
     if reason is not None:
         wanted = [reason] if isinstance(reason, str) else list(reason)

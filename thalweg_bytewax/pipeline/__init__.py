@@ -44,26 +44,9 @@ from thalweg_bytewax.pipeline._sinks import (
 )
 from thalweg_bytewax.pipeline._window_section import WindowKind, WindowSection
 
-__all__ = [
-    "CLEAN",
-    "ArrowIPCSinkSection",
-    "FlightSinkSection",
-    "IcebergSinkSection",
-    "KafkaSinkSection",
-    "ParquetSinkSection",
-    "PostgresSinkSection",
-    "AuditSection",
-    "CodecSection",
-    "ContractSection",
-    "DedupSection",
-    "DlqSection",
-    "PipelineConfig",
-    "RawLaneSection",
-    "SinkKind",
-    "SinkSection",
-    "SourceSection",
-    "SqlNodeSection",
-    "SqlSection",
-    "WindowKind",
-    "WindowSection",
-]
+__all__: list[str] = ["CLEAN", "PipelineConfig"]
+__all__ += ["AuditSection", "CodecSection", "ContractSection", "DedupSection", "DlqSection"]
+__all__ += ["RawLaneSection", "SourceSection", "SqlNodeSection", "SqlSection"]
+__all__ += ["ArrowIPCSinkSection", "FlightSinkSection", "IcebergSinkSection", "KafkaSinkSection"]
+__all__ += ["ParquetSinkSection", "PostgresSinkSection", "SinkKind", "SinkSection"]
+__all__ += ["WindowKind", "WindowSection"]

@@ -14,7 +14,7 @@ from bytewax.inputs import Source
 from bytewax.outputs import Sink
 
 from thalweg_bytewax.codecs import AvroCodec, JsonCodec, ProtobufCodec
-from thalweg_bytewax.config import ConnectorConfig
+from thalweg_bytewax.config import ConnectorConfig, SecretRef
 from thalweg_bytewax.connectors.arrow_ipc.config import ArrowIPCSinkConfig
 from thalweg_bytewax.connectors.flight.config import FlightSinkConfig
 from thalweg_bytewax.connectors.iceberg.config import IcebergSinkConfig
@@ -153,12 +153,7 @@ def build_sink(step: str, sink: SinkSection, config: PipelineConfig, base: Path)
             **{**settings, "locators": "required" if located else "absent"},
         )
     if isinstance(sink, PostgresSinkSection):
-        try:
-            sink.dsn.resolve()
-        except ConfigError:
-            if not sink.optional:
-                raise
-            logger.info("pipeline sink %s: its DSN is not set; left out", step)
+        if _left_out(step, sink, sink.dsn, "DSN"):
             return None
         from thalweg_bytewax.connectors.postgres import PostgresSink  # noqa: PLC0415
 
@@ -183,17 +178,29 @@ def build_sink(step: str, sink: SinkSection, config: PipelineConfig, base: Path)
 
 def _flight_sink(step: str, sink: FlightSinkSection) -> AnySink | None:
     """The Flight sink a section names; ``None`` for an optional one whose token is unset."""
-    if sink.token is not None:
-        try:
-            sink.token.resolve()
-        except ConfigError:
-            if not sink.optional:
-                raise
-            logger.info("pipeline sink %s: its token is not set; left out", step)
-            return None
+    if sink.token is not None and _left_out(step, sink, sink.token, "token"):
+        return None
     from thalweg_bytewax.connectors.flight import FlightSink  # noqa: PLC0415
 
     return FlightSink.from_config(FlightSinkConfig.build(_settings(sink, FlightSinkConfig)))
+
+
+def _left_out(
+    step: str, sink: PostgresSinkSection | FlightSinkSection, secret: SecretRef, what: str
+) -> bool:
+    """Whether an optional sink is left out because its secret (``what``) is not set.
+
+    Raises:
+        ConfigError: When the secret is not set and the sink is not optional.
+    """
+    try:
+        secret.resolve()
+    except ConfigError:
+        if not sink.optional:
+            raise
+        logger.info("pipeline sink %s: its %s is not set; left out", step, what)
+        return True
+    return False
 
 
 def _encoder(sink: KafkaSinkSection, base: Path) -> Any:

@@ -7,12 +7,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from thalweg_bytewax.cli._subcommand import add_command_group, add_subcommand
 from thalweg_bytewax.protobundle._discover import DEFAULT_INCLUDE_GLOB
 
 __all__ = ["add_commands"]
 
 
 def _bundle(args: argparse.Namespace) -> int:
+    """Compile a proto source to a .pb, .proto files and a message manifest.
+
+    Resolve a .proto file, a directory or a repository with many src/main/proto roots; keep one copy
+    per import path (differing copies are an error naming both); list every missing import and
+    import cycle at once; compile with the protoc grpcio-tools ships; write NAME.pb
+    (FileDescriptorSet, for ProtobufCodec(descriptor_set=...)), NAME/<package>.proto, NAME.proto and
+    NAME.messages.json, verified by a round trip.
+    """
     from thalweg_bytewax.protobundle import build_bundle  # noqa: PLC0415
 
     b = build_bundle(
@@ -59,19 +68,8 @@ def add_commands(sub: Any) -> None:
     Args:
         sub: The ``argparse`` subparsers action of the ``thalweg`` parser.
     """
-    proto = sub.add_parser("proto", help="work with .proto sources").add_subparsers(
-        dest="proto", required=True
-    )
-    p = proto.add_parser(
-        "bundle",
-        help="compile a proto source to a .pb, .proto files and a message manifest",
-        description="Resolve a .proto file, a directory or a repository with many "
-        "src/main/proto roots; keep one copy per import path (differing copies are an "
-        "error naming both); list every missing import and import cycle at once; compile "
-        "with the protoc grpcio-tools ships; write NAME.pb (FileDescriptorSet, for "
-        "ProtobufCodec(descriptor_set=...)), NAME/<package>.proto, NAME.proto and "
-        "NAME.messages.json, verified by a round trip.",
-    )
+    proto = add_command_group(sub, "proto", summary="work with .proto sources")
+    p = add_subcommand(proto, "bundle", _bundle)
     p.add_argument("source", type=Path, help="a .proto file, a directory or a repository")
     p.add_argument("--out-dir", type=Path, default=Path(), help="where to write (default: .)")
     p.add_argument("--name", help="base name of the outputs (default: the source's name)")
@@ -106,4 +104,3 @@ def add_commands(sub: Any) -> None:
         default=[],
         help="with --emit odcs: these message types (repeatable; default: entry points)",
     )
-    p.set_defaults(func=_bundle)

@@ -12,9 +12,7 @@ import hashlib
 import logging
 import os
 import struct
-import threading
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -22,6 +20,7 @@ import pyarrow.compute as pc
 
 from thalweg_bytewax._deps import log_fallback_once
 from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.system.threads import SharedPool
 
 __all__ = ["RECORD_ID_BYTES", "record_id", "record_ids", "record_ids_array"]
 
@@ -289,13 +288,4 @@ def record_ids_array(
 # threads (the per-slice overhead is a few microseconds; a slice hashes in ~1 ms).
 _HASH_SPLIT_ROWS = 8192
 _HASH_THREADS = max(1, min(os.cpu_count() or 1, 4))
-_hash_lock = threading.Lock()
-_hash_executor: ThreadPoolExecutor | None = None
-
-
-def _hash_pool() -> ThreadPoolExecutor:
-    global _hash_executor  # noqa: PLW0603 - one pool per process, started on first use
-    with _hash_lock:
-        if _hash_executor is None:
-            _hash_executor = ThreadPoolExecutor(_HASH_THREADS, thread_name_prefix="twg-record-ids")
-        return _hash_executor
+_hash_pool = SharedPool(_HASH_THREADS, "twg-record-ids")

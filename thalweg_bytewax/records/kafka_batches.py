@@ -19,13 +19,18 @@ import pyarrow.compute as pc
 from thalweg_bytewax.records._assembly import UTC_MS, UTC_US, assemble, constant, headers_array
 from thalweg_bytewax.records.batches import empty_raw_batch
 from thalweg_bytewax.records.ids import RECORD_ID_BYTES, record_id, record_ids_array
+from thalweg_bytewax.records.kafka_concat import NativeColumns
 from thalweg_bytewax.records.metadata import DEFAULT_COLUMNS, MetadataColumns
 from thalweg_bytewax.records.model import TimestampType
 
 if TYPE_CHECKING:
     from confluent_kafka import Message
 
-__all__ = ["NativeColumns", "raw_batch_from_messages", "raw_batch_from_native"]
+__all__ = [
+    "NativeColumns",
+    "raw_batch_from_messages",
+    "raw_batch_from_native",
+]
 
 # confluent_kafka.TIMESTAMP_NOT_AVAILABLE / _CREATE_TIME / _LOG_APPEND_TIME are 0 / 1 / 2;
 # the numbers are part of librdkafka's stable ABI, so importing the client is not needed.
@@ -127,9 +132,6 @@ def _from_messages(
         ids=ids,
     )
 
-
-NativeColumns = tuple[Any, ...]
-"""The columns of one native consume: ``_kafka_native.Consumer.consume``'s result."""
 
 _TS_TYPE_NAMES = pa.array(_TS_TYPES, pa.string())
 

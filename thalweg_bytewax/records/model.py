@@ -6,7 +6,7 @@ tests); :mod:`thalweg_bytewax.records.batches` turns them into a RawBatch and ba
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 
@@ -86,16 +86,4 @@ class RawRecord:
         """Return a copy whose ``record_id`` is computed from its locator and value."""
         loc = self.locator
         rid = record_id(loc.cluster, loc.topic, loc.partition, loc.offset, self.value)
-        return RawRecord(
-            locator=loc,
-            key=self.key,
-            value=self.value,
-            headers=self.headers,
-            timestamp_ms=self.timestamp_ms,
-            timestamp_type=self.timestamp_type,
-            producer_id=self.producer_id,
-            producer_epoch=self.producer_epoch,
-            base_sequence=self.base_sequence,
-            ingest_ts=self.ingest_ts,
-            record_id=rid,
-        )
+        return replace(self, record_id=rid)

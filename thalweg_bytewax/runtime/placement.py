@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import sys
 import threading
 import zlib
 from collections.abc import Iterator
@@ -51,6 +50,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from thalweg_bytewax.runtime._bytewax_run import bytewax_run_arguments
 from thalweg_bytewax.runtime._siphash import (
     siphash13,
     siphash13_many,
@@ -203,12 +203,8 @@ def cluster_declared(
 
 def _from_bytewax_run() -> _Cluster | None:
     """The cluster ``python -m bytewax.run`` was started for (its parsed arguments)."""
-    main = sys.modules.get("__main__")
-    spec = getattr(main, "__spec__", None)
-    if spec is None or spec.name != "bytewax.run":
-        return None
-    kwargs = getattr(main, "kwargs", None)
-    if not isinstance(kwargs, dict):
+    kwargs = bytewax_run_arguments()
+    if kwargs is None:
         return None
     addresses = kwargs.get("addresses") or []
     return _Cluster(

@@ -36,7 +36,6 @@ import logging
 import os
 import re
 import sqlite3
-import sys
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
@@ -44,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.runtime._bytewax_run import bytewax_run_arguments
 from thalweg_bytewax.runtime.placement import partition_of_routing_key, routing_key
 
 __all__ = [
@@ -126,12 +126,8 @@ def run_generation() -> int:
 
 
 def _from_bytewax_run() -> Path | None:
-    main = sys.modules.get("__main__")
-    spec = getattr(main, "__spec__", None)
-    if spec is None or spec.name != "bytewax.run":
-        return None
-    kwargs = getattr(main, "kwargs", None)
-    config = kwargs.get("recovery_config") if isinstance(kwargs, dict) else None
+    kwargs = bytewax_run_arguments()
+    config = kwargs.get("recovery_config") if kwargs is not None else None
     db_dir = getattr(config, "db_dir", None)
     return Path(db_dir) if db_dir else None
 

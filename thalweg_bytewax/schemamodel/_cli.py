@@ -7,10 +7,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from thalweg_bytewax.cli._subcommand import add_command_group, add_subcommand
+
 __all__ = ["add_commands"]
 
 
 def _to_odcs(args: argparse.Namespace) -> int:
+    """An ODCS v3 contract from Avro (.avsc) or JSON Schema files.
+
+    Write an ODCS v3 data contract with one schema object per file: types, required, descriptions,
+    nested objects, enums as allowed values; what ODCS cannot say is stated under
+    description.limitations. It loads back with load_contract to the Arrow schema the codec decodes
+    to.
+    """
     from thalweg_bytewax.schemamodel import model_from_file, to_odcs_yaml  # noqa: PLC0415
 
     models = [model_from_file(p) for p in args.files]
@@ -29,18 +38,8 @@ def add_commands(sub: Any) -> None:
     Args:
         sub: The ``argparse`` subparsers action of the ``thalweg`` parser.
     """
-    schema = sub.add_parser("schema", help="convert schemas").add_subparsers(
-        dest="schema", required=True
-    )
-    p = schema.add_parser(
-        "to-odcs",
-        help="an ODCS v3 contract from Avro (.avsc) or JSON Schema files",
-        description="Write an ODCS v3 data contract with one schema object per file: "
-        "types, required, descriptions, nested objects, enums as allowed values; what "
-        "ODCS cannot say is stated under description.limitations. It loads back with "
-        "load_contract to the Arrow schema the codec decodes to.",
-    )
+    schema = add_command_group(sub, "schema", summary="convert schemas")
+    p = add_subcommand(schema, "to-odcs", _to_odcs)
     p.add_argument("files", nargs="+", type=Path, help=".avsc or JSON Schema files")
     p.add_argument("--out", type=Path, help="write here instead of stdout")
     p.add_argument("--id", help="the contract id (default: the first file's stem)")
-    p.set_defaults(func=_to_odcs)

@@ -19,7 +19,6 @@ from thalweg_bytewax.errors import ConfigError, ThalwegError
 from thalweg_bytewax.records import DEFAULT_COLUMNS, MetadataColumns
 from thalweg_bytewax.sql.bounds import SqlMemoryError, engine_errors
 from thalweg_bytewax.sql.dag_nodes import INPUT, SqlNode, dag_error
-from thalweg_bytewax.sql.engine import SqlSession
 from thalweg_bytewax.sql.node import (
     DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
     DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
@@ -29,6 +28,7 @@ from thalweg_bytewax.sql.node import (
 )
 from thalweg_bytewax.sql.node import SqlNode as _NodeEngine
 from thalweg_bytewax.sql.syntax import first_line
+from thalweg_bytewax.sql.transform_session import functions_session
 from thalweg_bytewax.udf.sql_functions import take_failure
 
 if TYPE_CHECKING:
@@ -102,16 +102,7 @@ class DagRunner:
         self.memory_limit_bytes = memory_limit_bytes
         self.functions = tuple(functions)
         # The nodes reading several relations share one database with the functions.
-        self._session = (
-            SqlSession(
-                DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
-                threads=1,
-                memory_limit_bytes=memory_limit_bytes,
-                functions=self.functions,
-            )
-            if self.functions
-            else None
-        )
+        self._session = functions_session(memory_limit_bytes, self.functions)
         self._engines: dict[str, _Engine] = {}
         for name in dag.order:
             reads = dag.reads(name)

@@ -42,6 +42,7 @@ from thalweg_bytewax.sql.syntax import SqlError, first_line
 from thalweg_bytewax.sql.transform_session import (
     DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
     DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
+    functions_session,
     memory_limit_error,
     transform_session,
 )
@@ -146,16 +147,7 @@ class SqlNode:
         self.timeout_seconds = timeout_seconds
         self.memory_limit_bytes = memory_limit_bytes
         self.functions = tuple(functions)
-        self._own_session = (
-            SqlSession(
-                DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
-                threads=1,
-                memory_limit_bytes=memory_limit_bytes,
-                functions=self.functions,
-            )
-            if self.functions
-            else None
-        )
+        self._own_session = functions_session(memory_limit_bytes, self.functions)
         self._check_params()
         if self._own_session is not None:
             self._check_functions(self._own_session)

@@ -9,14 +9,20 @@ remedy.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from thalweg_bytewax.sql.bounds import SqlMemoryError, format_bytes
 from thalweg_bytewax.sql.engine import SqlSession
 from thalweg_bytewax.sql.syntax import first_line
 
+if TYPE_CHECKING:
+    from thalweg_bytewax.udf.function import WasmFunction
+
 __all__ = [
     "DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES",
     "DEFAULT_SQL_NODE_TIMEOUT_SECONDS",
+    "functions_session",
     "memory_limit_error",
     "transform_session",
 ]
@@ -52,6 +58,24 @@ def transform_session(
                 DEFAULT_SQL_NODE_TIMEOUT_SECONDS, threads=1, memory_limit_bytes=memory_limit_bytes
             )
         return session
+
+
+def functions_session(
+    memory_limit_bytes: int, functions: Sequence[WasmFunction]
+) -> SqlSession | None:
+    """A database of its own for SQL that calls ``functions``; None without functions.
+
+    The functions are registered on the database, so SQL calling them cannot run in
+    the process's shared :func:`transform_session`; SQL calling none runs there.
+    """
+    if not functions:
+        return None
+    return SqlSession(
+        DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
+        threads=1,
+        memory_limit_bytes=memory_limit_bytes,
+        functions=functions,
+    )
 
 
 def memory_limit_error(step_id: str, memory_limit_bytes: int, exc: BaseException) -> SqlMemoryError:

@@ -20,9 +20,9 @@ see ``docs/how-to/wasm-udf.md``. Needs the ``wasm`` extra (``wasmtime``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from thalweg_bytewax._lazy import lazy_dir, load_lazy
+from thalweg_bytewax._lazy import lazy_package
 
 if TYPE_CHECKING:
     from thalweg_bytewax.udf.failures import RowFailure, UdfFailure, UdfResult, WasmUdfError
@@ -47,10 +47,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Load a public name from its module on first access."""
-    return load_lazy(__name__, _HOMES, globals(), name)
-
-
-def __dir__() -> list[str]:
-    return lazy_dir(globals())
+__getattr__, __dir__ = lazy_package(__name__, _HOMES, globals())

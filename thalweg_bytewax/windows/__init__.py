@@ -49,35 +49,27 @@ if TYPE_CHECKING:
     from thalweg_bytewax.windows.fold import LATE_KEY, WindowFolder, late_schema
 
 _HOMES = {
-    **dict.fromkeys(
-        (
-            "AGG_FUNCTIONS",
-            "COUNT",
-            "PANE",
-            "SOURCE",
-            "TMAX",
-            "TMIN",
-            "Session",
-            "Sliding",
-            "Tumbling",
-            "WindowPlan",
-            "WindowSpec",
-            "pre_aggregate",
-            "split_by_key",
-        ),
-        ".aggregate",
-    ),
-    **dict.fromkeys(
-        (
-            "DEFAULT_ALLOWED_SKEW",
-            "EventClock",
-            "batch_time",
-            "check_allowed_skew",
-            "clamped_times",
-        ),
-        ".event_time",
-    ),
-    **dict.fromkeys(("LATE_KEY", "WindowFolder", "late_schema"), ".fold"),
+    "AGG_FUNCTIONS": ".aggregate",
+    "COUNT": ".aggregate",
+    "PANE": ".aggregate",
+    "SOURCE": ".aggregate",
+    "TMAX": ".aggregate",
+    "TMIN": ".aggregate",
+    "Session": ".aggregate",
+    "Sliding": ".aggregate",
+    "Tumbling": ".aggregate",
+    "WindowPlan": ".aggregate",
+    "WindowSpec": ".aggregate",
+    "pre_aggregate": ".aggregate",
+    "split_by_key": ".aggregate",
+    "DEFAULT_ALLOWED_SKEW": ".event_time",
+    "EventClock": ".event_time",
+    "batch_time": ".event_time",
+    "check_allowed_skew": ".event_time",
+    "clamped_times": ".event_time",
+    "LATE_KEY": ".fold",
+    "WindowFolder": ".fold",
+    "late_schema": ".fold",
 }
 
 # The names of dedup's key memory, which lived in this module's place before.

@@ -1,0 +1,7 @@
+"""The host's resources the library shares: durable files and process-wide thread pools.
+
+* :mod:`~thalweg_bytewax.system.durable` — a file or directory made durable on disk
+  (``fsync`` of the file and of its directory), for writes that must survive a crash.
+* :mod:`~thalweg_bytewax.system.threads` — process-wide thread pools started on first use
+  and shared by every worker of the process.
+"""
