@@ -149,7 +149,8 @@ def _decoders(shape: Any, fmt: str, out: Path) -> dict[str, Callable[[Any], Any]
         }
     import polars as pl
 
-    from thalweg_bytewax.codecs._avro_fast import _ocf_block, ocf_header
+    from thalweg_bytewax.codecs._avro_ocf import ocf_block as _ocf_block
+    from thalweg_bytewax.codecs._avro_ocf import ocf_header
 
     schemas = out / "schemas"
     schemas.mkdir(parents=True, exist_ok=True)

@@ -13,9 +13,11 @@ runs in its own process (its peak RSS is its own, ``VmHWM``):
 * ``fast``: the default budget and a sink that costs nothing: the growth of the flow
   itself from N to 2N rows, with nothing queued (the floor for the other two).
 
-Prints peak RSS per variant at ``--rows`` and twice as many, the growth, and how often
-the ledger put a read off (``waits``). ``--budget`` sets the ``admission`` variant's
-budget in bytes.
+Prints peak RSS per variant at ``--rows`` and twice as many, the most pyarrow's pool
+held at once (``Arrow's peak``, of the largest process), the growth, and how often the
+ledger put a read off (``waits``). ``--budget`` sets the ``admission`` variant's budget
+in bytes; ``--env NAME=VALUE`` (repeatable) is set in every flow process's environment,
+e.g. allocator settings.
 
     .venv/bin/python benchmarks/admission.py --rows 1000000
 
@@ -39,6 +41,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -166,6 +169,7 @@ def child(  # noqa: PLR0913 - one variant's settings
         "sink_us_per_row": seconds_per_row * 1e6,
         "rss_before_flow_mb": base,
         "peak_rss_mb": peak_rss_mb(),
+        "arrow_peak_mb": (pa.default_memory_pool().max_memory() or 0) / 2**20,
         "budget_bytes": admission.ledger().budget,
         "releases": admission.ledger().releases,
         "waits": admission.ledger().waits,
@@ -182,17 +186,20 @@ def run_variant(  # noqa: PLR0913 - one variant's settings
     seconds_per_row: float,
     layout: str = "crossing",
     processes: int = 1,
+    extra_env: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Run one variant in fresh interpreters (``budget`` sets THALWEG_ADMISSION_BYTES).
 
     With several processes, one per process of a cluster on 127.0.0.1; the result is
-    the largest peak RSS of them, and the records each pickled.
+    the largest peak RSS of them, and the records each pickled. ``extra_env`` is set
+    in each process's environment.
     """
     import socket
     import subprocess
 
     env = dict(os.environ)
     env.pop("THALWEG_ADMISSION_BYTES", None)
+    env.update(extra_env or {})
     if budget is not None:
         env["THALWEG_ADMISSION_BYTES"] = budget
     args = ["--child", "--rows", str(rows), "--workers", str(workers), "--layout", layout]
@@ -241,6 +248,13 @@ def main() -> None:
     parser.add_argument("--slowdown", type=float, default=10.0)
     parser.add_argument("--variants", default="admission,off,fast")
     parser.add_argument("--budget", default=None, help="bytes (default: the ledger's)")
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set in every flow process's environment (e.g. an allocator's setting)",
+    )
     parser.add_argument("--child", action="store_true")
     parser.add_argument("--seconds-per-row", type=float, default=0.0)
     parser.add_argument("--work", type=Path)
@@ -260,7 +274,9 @@ def main() -> None:
         return
     variants = args.variants.split(",")
     shape = Shape(args.workers, args.processes, args.layout, args.files)
-    print(json.dumps(measure(args.rows, variants, shape, args.slowdown, args.budget)))
+    extra_env = dict(pair.split("=", 1) for pair in args.env)
+    report = measure(args.rows, variants, shape, args.slowdown, args.budget, extra_env)
+    print(json.dumps(report))
 
 
 class Shape(NamedTuple):
@@ -278,8 +294,12 @@ def measure(
     shape: Shape | int,
     slowdown: float,
     budget: str | None = None,
+    extra_env: Mapping[str, str] | None = None,
 ) -> dict[str, dict[Any, Any]]:
-    """Peak RSS of each variant at ``rows`` and ``2 * rows``; printed as it goes."""
+    """Peak RSS of each variant at ``rows`` and ``2 * rows``; printed as it goes.
+
+    ``extra_env`` is set in the environment of every process a variant runs in.
+    """
     shape = shape if isinstance(shape, Shape) else Shape(workers=shape)
     budgets = {"admission": budget, "off": "0", "fast": budget}
     report: dict[str, dict[Any, Any]] = {}
@@ -305,11 +325,13 @@ def measure(
                     seconds_per_row=0.0 if name == "fast" else per_row,
                     layout=shape.layout,
                     processes=shape.processes,
+                    extra_env=extra_env,
                 )
                 report.setdefault(name, {})[n] = result
                 print(
                     f"{name:>9} rows={n:>9,} peak_rss={result['peak_rss_mb']:7.1f} MB "
-                    f"(before the flow {result['rss_before_flow_mb']:6.1f} MB) "
+                    f"(before the flow {result['rss_before_flow_mb']:6.1f} MB, "
+                    f"Arrow's peak {result['arrow_peak_mb']:5.1f} MB) "
                     f"wall={result['seconds']:6.1f} s sink={result['sink_us_per_row']:.1f} "
                     f"us/row releases={result['releases']} waits={result['waits']} "
                     f"pickled={result['records_pickled_per_process']}",

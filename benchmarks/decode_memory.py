@@ -22,11 +22,17 @@ allocators keep. The knobs that move each share are variants of their own:
 
 * ``thalweg-prefetch-16m`` — ``prefetch_budget=16 MiB`` instead of the default;
 * ``thalweg-rowgroup-1m`` — ``ParquetSink(row_group_bytes=1 MiB)`` instead of 4 MiB;
+* ``thalweg-buffer-64m`` — ``ParquetSink(buffer_bytes=64 MiB)`` instead of 16 MiB: the
+  sink's partitions of a worker hold 64 MiB of rows together before the largest buffer
+  is written early (the default before); with ``:rk.queued.min.messages=10000`` it
+  is the flow at the earlier defaults (one poll queued a partition); any
+  ``thalweg-buffer-<N>m`` sets ``buffer_bytes`` to N MiB (``thalweg-buffer-4m``);
 * ``thalweg-batch-2k`` — ``batch_size=2000`` instead of 10,000;
 * ``thalweg-decode-only`` — no Parquet sink for the decoded rows (``op.inspect``);
 * ``thalweg-read-only`` — the source alone: its batches go to ``op.inspect``;
-* ``thalweg-mimalloc`` — pyarrow's mimalloc pool set before the flow is built (pyarrow's
-  own default on Linux);
+* ``thalweg-mimalloc`` — ``pyarrow.set_memory_pool(mimalloc)`` before the flow is built:
+  only what pyarrow's Python calls allocate; the flow on the system allocator for every
+  Arrow allocation is ``thalweg:ARROW_DEFAULT_MEMORY_POOL=system``;
 * ``imports-*`` — a process that only imports (what each variant starts from).
 
 ``--librdkafka '{"max.partition.fetch.bytes": 262144}'`` passes settings to every
@@ -40,7 +46,7 @@ variants (A B A B ...), so a load change on a shared machine falls on both.
 Usage::
 
     python benchmarks/decode_memory.py --records 480000 --partitions 16 --repeat 2 --double \
-        --variants naive,thalweg,thalweg-prefetch-16m,thalweg-decode-only
+        --variants naive,thalweg,thalweg-buffer-64m:rk.queued.min.messages=10000
 """
 
 from __future__ import annotations
@@ -73,6 +79,8 @@ VARIANTS = (
     "thalweg",
     "thalweg-prefetch-16m",
     "thalweg-rowgroup-1m",
+    "thalweg-buffer-64m",
+    "thalweg-buffer-4m",
     "thalweg-batch-2k",
     "thalweg-decode-only",
     "thalweg-read-only",
@@ -133,6 +141,8 @@ class Sampler(threading.Thread):
         self.anon_at_peak = 0.0
         self.malloc_at_peak: dict[str, float] = {}
         self.malloc_in_use_peak = 0.0
+        self.series: list[tuple[float, ...]] | None = None
+        self._t0 = time.perf_counter()
 
     def sample(self) -> None:
         import pyarrow as pa
@@ -142,6 +152,16 @@ class Sampler(threading.Thread):
         self.arrow_peak = max(self.arrow_peak, arrow)
         malloc = _mallinfo_mb()
         self.malloc_in_use_peak = max(self.malloc_in_use_peak, malloc.get("malloc_in_use_mb", 0))
+        if self.series is not None:
+            self.series.append(
+                (
+                    round(time.perf_counter() - self._t0, 2),
+                    round(rss),
+                    round(malloc.get("malloc_in_use_mb", 0)),
+                    round(malloc.get("malloc_free_mb", 0)),
+                    round(arrow),
+                )
+            )
         if rss > self.peak_rss:
             self.peak_rss, self.arrow_at_peak = rss, arrow
             self.anon_at_peak = _status_mb("RssAnon")
@@ -191,6 +211,8 @@ def _flow(name: str, args: argparse.Namespace, out: Path) -> Any:
     sink_args: dict[str, Any] = {}
     if name == "thalweg-rowgroup-1m":
         sink_args["row_group_bytes"] = 2**20
+    if name.startswith("thalweg-buffer-"):
+        sink_args["buffer_bytes"] = int(name.removeprefix("thalweg-buffer-").rstrip("m")) * 2**20
     flow = Dataflow("thalweg_decode")
     raw = op.input(
         "in", flow, StagedSource([args.bootstrap], args.topics.split(","), **source_args)
@@ -237,6 +259,8 @@ def run_variant(args: argparse.Namespace) -> dict[str, Any]:
         tracemalloc.start()
     out = Path(tempfile.mkdtemp(prefix=f"twg-mem-{name}-"))
     sampler = Sampler()
+    if args.series:
+        sampler.series = []
     cpu0, wall0 = time.process_time(), time.perf_counter()
     try:
         if name == "naive":
@@ -273,6 +297,8 @@ def run_variant(args: argparse.Namespace) -> dict[str, Any]:
         **_mallinfo_mb(),
         end_rss_mb=_status_mb("VmRSS"),
     )
+    if sampler.series is not None:
+        result["series"] = sampler.series
     if args.tracemalloc:
         result["python_heap_peak_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
     return result
@@ -319,6 +345,9 @@ def main() -> None:
     parser.add_argument("--librdkafka", default="", help="JSON settings for thalweg's source")
     parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for variants")
     parser.add_argument("--tracemalloc", action="store_true", help="also the Python heap")
+    parser.add_argument(
+        "--series", help="write each run's samples (s, RSS, malloc in use, free, Arrow) here"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--topics", help=argparse.SUPPRESS)
     parser.add_argument("--expected", type=int, help=argparse.SUPPRESS)
@@ -367,6 +396,7 @@ def main() -> None:
                     argv += ["--topics", ",".join(topics[f]), "--expected", str(n * f)]
                     argv += ["--librdkafka", json.dumps(rk)] if rk else []
                     argv += ["--tracemalloc"] if args.tracemalloc else []
+                    argv += ["--series", args.series] if args.series else []
                     done = subprocess.run(
                         argv, capture_output=True, text=True, check=False, env=variant_env
                     )
@@ -374,6 +404,9 @@ def main() -> None:
                         raise SystemExit(f"{name} failed:\n{done.stderr[-3000:]}")
                     r = json.loads(done.stdout.strip().splitlines()[-1])
                     label = f"{name} {f}x" if args.double else name
+                    if args.series:
+                        with open(args.series, "a", encoding="utf-8") as series:
+                            series.write(json.dumps({"variant": label, **r}) + "\n")
                     peaks.setdefault(label, []).append(r["peak_rss_mb"])
                     print(_row(label, r), flush=True)
         print(

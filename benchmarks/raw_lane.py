@@ -20,6 +20,9 @@ then times, each in its own process so peak RSS is per variant:
                   over the same topics, in one / two / four processes of one worker; each
                   process also reports the records it pickled to another process
                   (``crossings``), its own CPU and its peak RSS;
+* ``source``    — the raw lane's source alone: ``KafkaSource(tail=False)`` into a sink
+                  that counts the rows of its RawBatches (the native consume, the
+                  RawBatch, the record ids and Bytewax, without the Parquet sink);
 * ``stock`` / ``stock-2p`` / ``stock-4p`` — a stock Bytewax flow that does next to
                   nothing: ``bytewax.connectors.kafka.KafkaSource`` (one item a message)
                   into a sink that counts; what Bytewax and Timely cost per process;
@@ -47,7 +50,8 @@ half of every partition (1x; the full partitions are 2x): peak RSS at 1x and 2x
 shows whether memory grows with the records per partition, and the **marginal** CPU
 per record, (CPU at 2x - CPU at 1x) / (records at 2x - records at 1x), cancels the
 fixed start-up cost, which is what shows whether ``-w 2`` or two processes raise the
-cost of a record. With ``--repeat`` > 1, CPU figures are min/median/max over the runs.
+cost of a record; **faults/rec** is the same difference of the minor page faults (first
+touches of fresh memory). With ``--repeat`` > 1, CPU figures are min/median/max over the runs.
 
 Usage::
 
@@ -277,10 +281,10 @@ def _check(
     kind: str, root: Path, expected: int, outs: list[dict[str, Any]]
 ) -> tuple[int, int, float]:
     """What landed, checked against ``expected``: the lane's, or the stock sink's count."""
-    if kind == "stock":
+    if kind in ("stock", "source"):
         n = sum(int(o["counted"]) for o in outs)
         if n != expected:
-            raise SystemExit(f"stock flow counted {n} records; expected {expected}")
+            raise SystemExit(f"{kind} flow counted {n} records; expected {expected}")
         return n, 0, 0.0
     return _check_lane(root / "raw" if kind == "orders" else root, expected)
 
@@ -335,7 +339,7 @@ def _flow(
         librdkafka=librdkafka,
         batch_size=1_000 if lowmem else 10_000,
     )
-    raw = op.input("in", flow, source)
+    raw = op.input("in", flow, _profiled(source))
     sink = ParquetSink(lane, row_group_bytes=256 * 1024) if lowmem else ParquetSink(lane)
     if not decode:
         op.output("lane", raw, sink)
@@ -381,6 +385,7 @@ def variant_raw_lane(
         elapsed = time.perf_counter() - t0
         # Before the check below, which reads the whole value column back.
         rss = peak_rss_mb()
+        _dump_profiles()
         n, nbytes, check_cpu_s = _check_lane(lane, expected)
     finally:
         shutil.rmtree(lane, ignore_errors=True)
@@ -449,6 +454,8 @@ def _build(
         return _flow(bootstrap, topics, start, root, lowmem=False), counted
     if kind == "stock":
         return _stock_flow(bootstrap, topics, start, counted), counted
+    if kind == "source":
+        return _source_flow(bootstrap, topics, start, counted), counted
     from thalweg_bytewax.connectors.kafka import KafkaSource
     from thalweg_bytewax.flows.orders import OrdersSettings
     from thalweg_bytewax.flows.orders import build_flow as build_orders
@@ -458,6 +465,30 @@ def _build(
     )
     source = KafkaSource([bootstrap], topics, tail=False, starting_offset=start or "earliest")
     return build_orders(settings, source=_profiled(source)), counted
+
+
+def _source_flow(bootstrap: str, topics: list[str], start: int, counted: list[int]) -> object:
+    """The raw lane's source alone: its RawBatches into a sink that counts their rows."""
+    import bytewax.operators as op
+    from bytewax.dataflow import Dataflow
+    from bytewax.outputs import DynamicSink, StatelessSinkPartition
+
+    from thalweg_bytewax.connectors.kafka import KafkaSource
+
+    class _Count(StatelessSinkPartition):  # type: ignore[type-arg]
+        def write_batch(self, items: list[Any]) -> None:
+            counted.append(sum(batch.num_rows for _, batch in items))
+
+    class _Sink(DynamicSink):  # type: ignore[type-arg]
+        def build(self, step_id: str, worker_index: int, worker_count: int) -> _Count:
+            return _Count()
+
+    flow = Dataflow("bench_source")
+    source = KafkaSource(
+        [bootstrap], topics, tail=False, starting_offset=start or "earliest", batch_size=10_000
+    )
+    op.output("count", op.input("in", flow, _profiled(source)), _Sink())
+    return flow
 
 
 def _stock_flow(bootstrap: str, topics: list[str], start: int, counted: list[int]) -> object:
@@ -536,6 +567,7 @@ VARIANTS = {
     "orders-2p": _variant_of("orders", 2),
     "orders-4p": _variant_of("orders", 4),
     "stock": _variant_of("stock", 1),
+    "source": _variant_of("source", 1),
     "stock-2p": _variant_of("stock", 2),
     "stock-4p": _variant_of("stock", 4),
 }
@@ -559,6 +591,9 @@ def _run_child(
     # The check that the lane holds every record is the benchmark's, not the flow's.
     cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     result["cpu_s"] = cpu_s - result.pop("check_cpu_s", 0.0)
+    # First touches of fresh memory (the check's included: it reads the same column
+    # at 1x and 2x per record, so a marginal figure keeps a share of it).
+    result["minflt"] = after.ru_minflt - before.ru_minflt
     return result
 
 
@@ -688,7 +723,7 @@ def _report(runs: dict[str, list[dict[str, float]]], *, double: bool) -> None:
     print(
         f"\n{'variant':<18}{'records':>9}{'records/s':>11}{'MB/s':>7}"
         f"{'CPU us/rec min/med/max':>26}{'peak RSS MB':>14}"
-        + (f"{'RSS 1x':>14}{'marginal CPU us/rec':>24}" if double else "")
+        + (f"{'RSS 1x':>14}{'marginal CPU us/rec':>24}{'faults/rec':>20}" if double else "")
     )
     rates: dict[str, float] = {}
     for name, rs in runs.items():
@@ -710,7 +745,11 @@ def _report(runs: dict[str, list[dict[str, float]]], *, double: bool) -> None:
                 (two["cpu_s"] - one["cpu_s"]) / (n - n1) * 1e6
                 for two, one in zip(rs, ones, strict=True)
             ]
-            line += f"{rss1:>14}{_spread(marginal):>24}"
+            faults = [
+                (two.get("minflt", 0) - one.get("minflt", 0)) / (n - n1)
+                for two, one in zip(rs, ones, strict=True)
+            ]
+            line += f"{rss1:>14}{_spread(marginal):>24}{_spread(faults, 3):>20}"
         print(line)
     if "bare" in rates:
         for name, rate in rates.items():

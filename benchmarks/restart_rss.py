@@ -14,6 +14,14 @@ holds of the dedup step: its serialized size and how many record ids it remember
 With a window longer than the whole run every id the flow ever saw is remembered, and
 each restart restores all of them: the dedup state, and the RSS of each new life, grow
 with the run's history until the window is reached. With a short window they do not.
+
+``--down-s`` waits that long between a kill and the restart, so each life starts behind
+by ``--rate`` times as many orders and catches up, as a restarted pod does;
+``--snapshot-s`` sets the epoch (the soak's is 10 s). Catching up with a long downtime
+can outrun the mock cluster's retention; the flow then refuses to resume (loudly):
+
+    python benchmarks/restart_rss.py --lives 5 --life-s 60 --snapshot-s 10 --down-s 20 \
+        --rate 500 --dedup-window 60
 """
 
 from __future__ import annotations
@@ -96,9 +104,12 @@ def rss(pid: int) -> tuple[int, int] | None:
     return found["VmRSS"], found["VmHWM"]
 
 
-def life(env: dict[str, str], recovery: Path, seconds: float, log: Path) -> dict[str, Any]:
+def life(
+    env: dict[str, str], recovery: Path, seconds: float, log: Path, snapshot_s: int = 1
+) -> dict[str, Any]:
     """Run the flow for ``seconds``, SIGKILL it; its RSS numbers."""
-    argv = [sys.executable, "-m", "bytewax.run", "-r", str(recovery), "-s", "1", "-b", "0"]
+    argv = [sys.executable, "-m", "bytewax.run", "-r", str(recovery), "-s", str(snapshot_s)]
+    argv += ["-b", "0"]
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [*argv, "thalweg_bytewax.flows.orders"], env=env, stdout=out, stderr=out
@@ -113,7 +124,8 @@ def life(env: dict[str, str], recovery: Path, seconds: float, log: Path) -> dict
     proc.kill()
     proc.wait()
     if ended is not None or not samples:
-        raise SystemExit(f"the flow ended on its own (exit {ended}); see {log}")
+        tail = log.read_text(errors="replace")[-2000:]
+        raise SystemExit(f"the flow ended on its own (exit {ended}); the end of its log:\n{tail}")
     late = [r for t, r, _ in samples if t > seconds * 0.6]
     return {"hwm_mb": max(h for _, _, h in samples), "rss_late_mb": round(sum(late) / len(late))}
 
@@ -125,6 +137,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--life-s", type=float, default=30.0)
     p.add_argument("--rate", type=float, default=1000.0, help="orders a second")
     p.add_argument("--dedup-window", default="3600", help="THALWEG_DEDUP_WINDOW (seconds)")
+    p.add_argument("--snapshot-s", type=int, default=1, help="the epoch (seconds)")
+    p.add_argument(
+        "--down-s",
+        type=float,
+        default=0.0,
+        help="seconds between a kill and the restart: each life starts behind by as many",
+    )
     args = p.parse_args(argv)
     from thalweg_bytewax.testing import MockCluster
 
@@ -148,7 +167,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "THALWEG_DEDUP_WINDOW": args.dedup_window,
             }
             for i in range(args.lives):
-                numbers = life(env, recovery, args.life_s, home / f"life-{i}.log")
+                if i and args.down_s:
+                    time.sleep(args.down_s)
+                log = home / f"life-{i}.log"
+                numbers = life(env, recovery, args.life_s, log, args.snapshot_s)
                 size, ids = dedup_state(recovery)
                 row = {"life": i, **numbers, "dedup_state_mb": round(size / 1e6, 2)}
                 print(json.dumps({**row, "dedup_ids": ids}), flush=True)

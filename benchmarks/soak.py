@@ -49,10 +49,14 @@ import tempfile
 import threading
 import time
 import urllib.request
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 ROOT = Path(__file__).resolve().parents[1]
 THALWEG = Path(sys.executable).with_name("thalweg")
@@ -521,6 +525,7 @@ def read_tables(pods: Sequence[Pod]) -> dict[str, Any]:
 
     from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
     from thalweg_bytewax.lanes import read_lane
+    from thalweg_bytewax.lanes.dlq import DLQ_REASON, DLQ_RULES
     from thalweg_bytewax.records.metadata import MetadataColumns
 
     cols = MetadataColumns()
@@ -537,10 +542,10 @@ def read_tables(pods: Sequence[Pod]) -> dict[str, Any]:
                 with contextlib.suppress(NoSuchTableError, NoSuchNamespaceError):
                     table = catalog.load_table(f"{NAMESPACE}.{name}")
                     out[name].append(table.scan(selected_fields=tuple(columns)).to_arrow())
-        for lane in ("raw", "dlq"):
+        for lane, columns in (("raw", where), ("dlq", [*where, DLQ_REASON, DLQ_RULES])):
             path = pod.data / lane
             if path.exists() and any(path.rglob("*.parquet")):
-                out[lane].append(read_lane(path, where))
+                out[lane].append(read_lane(path, columns))
     return {k: pa.concat_tables(v) if v else None for k, v in out.items()}
 
 
@@ -577,6 +582,9 @@ def check_tables(pods: Sequence[Pod], produced: int) -> dict[str, Any]:
         "raw_rows": raw.num_rows if raw is not None else 0,
         "raw_distinct_offsets": distinct("raw", offsets),
         "dlq_rows": dlq.num_rows if dlq is not None else 0,
+        # Why each DLQ row is there: "<reason> <failed rules>" -> rows (a run's directories
+        # are removed at its end, so this is what is left to read the reasons from).
+        "dlq_reasons": dlq_reasons(dlq),
     }
     result["exactly_once"] = (
         result["orders_rows"]
@@ -588,6 +596,21 @@ def check_tables(pods: Sequence[Pod], produced: int) -> dict[str, Any]:
         and result["dlq_rows"] == 0
     )
     return result
+
+
+def dlq_reasons(dlq: pa.Table | None) -> dict[str, int]:
+    """The DLQ rows counted by reason code and failed rules, e.g. ``{"dq total_range": 2}``."""
+    from thalweg_bytewax.lanes.dlq import DLQ_REASON, DLQ_RULES
+
+    if dlq is None or dlq.num_rows == 0:
+        return {}
+    keys = [
+        " ".join([reason, *sorted(rules or [])])
+        for reason, rules in zip(
+            dlq[DLQ_REASON].to_pylist(), dlq[DLQ_RULES].to_pylist(), strict=True
+        )
+    ]
+    return dict(sorted(Counter(keys).items()))
 
 
 def slope(points: Sequence[tuple[float, float]]) -> float:
