@@ -36,7 +36,7 @@ import pyarrow.csv as pacsv
 from ._common import Bad, Chunk, Target, cast_rows, rest_bad, whole_file_bad
 from ._csv_lines import BlockLines, count_rows, not_utf8_message
 from ._limits import DEFAULT_LIMITS, FileLimits, LimitExceeded, LongLine
-from ._lines import line_blocks, long_line_message, open_lines
+from ._lines import Block, first_newline, line_blocks, long_line_message, open_lines
 
 __all__ = ["CSV_BLOCK_BYTES", "read_csv"]
 
@@ -61,17 +61,18 @@ class _Ragged:
         return "skip"
 
 
-def _header(block: bytes) -> tuple[list[str], bytes]:
+def _header(block: Block) -> tuple[list[str], Block]:
     """The column names of a file's first line, and the rest of its first block."""
-    cut = block.find(b"\n")
-    line, rest = (block, b"") if cut < 0 else (block[: cut + 1], block[cut + 1 :])
+    whole = block if isinstance(block, pa.Buffer) else pa.py_buffer(block)
+    cut = first_newline(memoryview(whole).cast("B"))
+    line, rest = (whole, b"") if cut < 0 else (whole.slice(0, cut + 1), whole.slice(cut + 1))
     opts = pacsv.ReadOptions(block_size=max(_PARSE_BLOCK_BYTES, len(line) + 1))
     names: list[str] = pacsv.read_csv(pa.py_buffer(line), read_options=opts).column_names
     return names, rest
 
 
 def _parse(
-    block: bytes, names: list[str], convert: pacsv.ConvertOptions, *, threads: bool
+    block: Block, names: list[str], convert: pacsv.ConvertOptions, *, threads: bool
 ) -> tuple[pa.Table, list[pacsv.InvalidRow]]:
     try:
         return _parse_in(block, names, convert, threads=threads, size=_PARSE_BLOCK_BYTES)
@@ -83,7 +84,7 @@ def _parse(
 
 
 def _parse_in(
-    block: bytes, names: list[str], convert: pacsv.ConvertOptions, *, threads: bool, size: int
+    block: Block, names: list[str], convert: pacsv.ConvertOptions, *, threads: bool, size: int
 ) -> tuple[pa.Table, list[pacsv.InvalidRow]]:
     ragged = _Ragged()
     table = pacsv.read_csv(
@@ -108,7 +109,7 @@ class _Block:
 
 
 def _read_block(
-    block: bytes, first: int, names: list[str], typed: pacsv.ConvertOptions,
+    block: Block, first: int, names: list[str], typed: pacsv.ConvertOptions,
     text: pacsv.ConvertOptions,
 ) -> _Block:
     as_text = False
@@ -235,7 +236,7 @@ def _read(
             strings_can_be_null=True,
         )
     first = 0
-    block_or_line: bytes | LongLine = block
+    block_or_line: Block | LongLine = block
     try:
         while True:
             if isinstance(block_or_line, LongLine):  # one row, too long to parse

@@ -14,7 +14,7 @@ import pyarrow as pa
 __all__ = ["BlockLines", "count_rows", "not_utf8_message"]
 
 
-def count_rows(block: bytes) -> int:
+def count_rows(block: bytes | pa.Buffer) -> int:
     """The rows of a block of whole lines: its lines that are not blank or a lone CR."""
     a = np.frombuffer(block, np.uint8)
     if not len(a):
@@ -30,7 +30,7 @@ def count_rows(block: bytes) -> int:
 class BlockLines:
     """The lines of a block of whole lines, as spans of its buffer (no copy)."""
 
-    def __init__(self, block: bytes) -> None:
+    def __init__(self, block: bytes | pa.Buffer) -> None:
         self.block = block
         self.bytes = np.frombuffer(block, np.uint8)
         nl = np.flatnonzero(self.bytes == ord("\n"))
@@ -73,7 +73,7 @@ class BlockLines:
 
     def raw(self, i: int) -> bytes:
         """Line ``i`` as it is in the file, without its line end."""
-        line = self.block[int(self.bounds[i]) : int(self.bounds[i + 1])]
+        line = self.bytes[int(self.bounds[i]) : int(self.bounds[i + 1])].tobytes()
         return line.removesuffix(b"\n").removesuffix(b"\r")
 
 

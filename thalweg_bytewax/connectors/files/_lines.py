@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -38,7 +38,15 @@ from ._limits import (
 )
 from ._partition import compression_of
 
-__all__ = ["line_blocks", "long_line_message", "open_lines", "read_ndjson"]
+__all__ = [
+    "Block",
+    "ends_with_newline",
+    "first_newline",
+    "line_blocks",
+    "long_line_message",
+    "open_lines",
+    "read_ndjson",
+]
 
 # Bytes per read: large enough that the codec's fixed cost per call vanishes, small
 # enough to bound memory (docs/benchmarks.md "Files").
@@ -48,14 +56,88 @@ _WORKERS = max(1, min(os.cpu_count() or 1, 8))
 _decode_pool = SharedPool(_WORKERS, "twg-files-json")
 
 
-def _lines(block: bytes) -> pa.Array:
-    lines = pc.split_pattern(pa.array([block], pa.large_binary()), b"\n").flatten()
+Block: TypeAlias = bytes | pa.Buffer
+"""A block of whole lines: a slice of an Arrow buffer as read, or bytes."""
+
+
+def _lines(block: Block) -> pa.Array:
+    whole = block if isinstance(block, pa.Buffer) else pa.py_buffer(block)
+    ends = pa.array([0, whole.size], pa.int64()).buffers()[1]
+    one = pa.LargeBinaryArray.from_buffers(pa.large_binary(), 1, [None, ends, whole])
+    lines = pc.split_pattern(one, b"\n").flatten()
     return lines.cast(pa.binary())
+
+
+_SCAN = 64 << 10
+"""Bytes looked at a time for a block's first or last newline (lines are short)."""
+
+
+def first_newline(view: memoryview, start: int = 0) -> int:
+    """The index of the first newline in ``view`` at or after ``start``; -1 if none."""
+    size = _SCAN
+    while start < len(view):
+        found = view[start : start + size].tobytes().find(b"\n")
+        if found >= 0:
+            return start + found
+        start += size
+        size = min(size * 2, 8 << 20)
+    return -1
+
+
+def _last_newline(view: memoryview) -> int:
+    """The index of the last newline in ``view``; -1 if none."""
+    end = len(view)
+    size = _SCAN
+    while end > 0:
+        start = max(0, end - size)
+        found = view[start:end].tobytes().rfind(b"\n")
+        if found >= 0:
+            return start + found
+        end = start
+        size = min(size * 2, 8 << 20)
+    return -1
+
+
+def _fill(f: Any, rest: bytes, block_bytes: int) -> tuple[pa.Buffer, int]:
+    """An Arrow buffer holding ``rest`` and then up to ``block_bytes`` bytes of ``f``.
+
+    The bytes are read straight into memory from pyarrow's pool (``readinto`` where the
+    stream has it): a block is never a Python ``bytes`` of the C heap, whose freed
+    blocks the allocator keeps (glibc raises its mmap threshold to the size of a freed
+    block, and carves the next ones from its heaps), so a reader's peak stays with
+    Arrow's, which the pool returns (:func:`_return_freed`).
+    """
+    buf = pa.allocate_buffer(len(rest) + block_bytes)
+    view = memoryview(buf).cast("B")
+    view[: len(rest)] = rest
+    filled = len(rest)
+    readinto = getattr(f, "readinto", None)
+    while filled < len(view):
+        if readinto is not None:
+            n = readinto(view[filled:])
+        else:
+            data = f.read(len(view) - filled)
+            n = len(data)
+            view[filled : filled + n] = data
+        if not n:
+            break
+        filled += n
+    return buf, filled
+
+
+def _return_freed() -> None:
+    """Give pyarrow's pool's freed pages back to the system, before a block is read.
+
+    mimalloc, pyarrow's default pool, purges a thread's freed pages only after a delay
+    and when that thread allocates again; a reader's blocks come and go every few
+    milliseconds on several threads. About a microsecond when nothing is to be purged.
+    """
+    pa.default_memory_pool().release_unused()
 
 
 def line_blocks(
     f: Any, block_bytes: int, max_line: int | None = None
-) -> Iterator[bytes | LongLine]:
+) -> Iterator[Block | LongLine]:
     """Blocks of about ``block_bytes`` of a binary stream, each ending at a line end.
 
     The last block ends where the stream does. A line longer than ``max_line`` bytes
@@ -63,35 +145,41 @@ def line_blocks(
     bytes and its length), read past in ``block_bytes`` steps and never held whole;
     without ``max_line``, a line longer than a block makes its block longer.
 
-    Nothing of a block stays referenced here while its consumer holds it: a reader
-    suspended between batches (every file of a worker is, in turn) keeps only the
-    partial line after the block, not the read it was cut from nor the block itself.
+    A block is a slice of an Arrow buffer read into directly (:func:`_fill`), or the
+    bytes of a last line. Nothing of a block stays referenced here while its consumer
+    holds it: a reader suspended between batches (every file of a worker is, in turn)
+    keeps only the partial line after the block, as bytes.
     """
     cap = max_line if max_line is not None else 1 << 62
     rest = b""
     while True:
-        data = bytes(f.read(block_bytes))
-        if not data:
+        _return_freed()
+        buf, filled = _fill(f, rest, block_bytes)
+        if filled == len(rest):  # the stream's end
+            del buf
             if len(rest) > cap:  # a last line without a newline, over the cap
                 yield LongLine(rest[:cap], len(rest))
             elif rest:
                 yield rest
             return
-        if rest:
-            data = rest + data
+        view = memoryview(buf).cast("B")[:filled]
         rest = b""
-        first = data.find(b"\n")
-        if (first if first >= 0 else len(data)) > cap:  # only a carried line can be
+        first = first_newline(view)
+        if (first if first >= 0 else filled) > cap:  # only a carried line can be
+            data = view.tobytes()
+            del view, buf
             long, rest = _long_line(f, data, block_bytes, cap)
             yield long
             continue
-        cut = data.rfind(b"\n")
+        cut = _last_newline(view)
         if cut < 0:
-            rest = data
+            rest = view.tobytes()
+            del view, buf
             continue
-        rest = data[cut + 1 :]
-        whole = [data[: cut + 1]]
-        del data  # the read, freed before the yield: only its whole lines live on
+        rest = view[cut + 1 :].tobytes()
+        del view
+        whole = [buf.slice(0, cut + 1)]
+        del buf  # only the block's whole lines live on, in the slice
         if cap < block_bytes:  # a line inside one read may exceed the cap too
             yield from _split_long(whole, cap)
         else:
@@ -112,7 +200,7 @@ def _long_line(f: Any, data: bytes, block_bytes: int, cap: int) -> tuple[LongLin
             return LongLine(head, size), b""
 
 
-def _split_long(whole: list[bytes], cap: int) -> Iterator[bytes | LongLine]:
+def _split_long(whole: list[pa.Buffer], cap: int) -> Iterator[Block | LongLine]:
     """A block of whole lines, its lines over ``cap`` bytes cut out as ``LongLine``.
 
     ``whole`` holds the block; it is taken out when no line is over the cap, so the
@@ -131,11 +219,11 @@ def _split_long(whole: list[bytes], cap: int) -> Iterator[bytes | LongLine]:
     for i in over:
         s, e = int(starts[i]), int(ends[i])
         if s > at:
-            yield block[at:s]
-        yield LongLine(block[s : s + cap], e - s)
+            yield block.slice(at, s - at)
+        yield LongLine(block.slice(s, cap).to_pybytes(), e - s)
         at = e + 1
-    if at < len(block):
-        yield block[at:]
+    if at < block.size:
+        yield block.slice(at)
 
 
 def long_line_message(line: LongLine, cap: int) -> str:
@@ -151,7 +239,7 @@ def open_lines(target: Target, limits: FileLimits) -> Any:
     return capped(stream, limits.max_decompressed_bytes if compressed else None)
 
 
-def _blocks(target: Target, block_bytes: int, limits: FileLimits) -> Iterator[bytes | LongLine]:
+def _blocks(target: Target, block_bytes: int, limits: FileLimits) -> Iterator[Block | LongLine]:
     with open_lines(target, limits) as f:
         yield from line_blocks(f, block_bytes, limits.max_line_bytes)
 
@@ -176,7 +264,7 @@ def read_ndjson(
                 first += 1
                 continue
             lines = _lines(block)
-            if block.endswith(b"\n"):
+            if ends_with_newline(block):
                 lines = lines.slice(0, len(lines) - 1)  # after the last newline: nothing
             del block  # in `lines` now: not held while the lines' rows are out
             n = len(lines)
@@ -225,6 +313,12 @@ def _decode(codec: JsonCodec, lines: pa.Array, first: int, start: int) -> Chunk:
         bad += more
         values = None
     return Chunk(rows, good, first + n, values if rows is not None else None, bad)
+
+
+def ends_with_newline(block: Block) -> bool:
+    """Whether a block's last byte is a newline."""
+    size = len(block)
+    return size > 0 and memoryview(block).cast("B")[size - 1] == ord("\n")
 
 
 def schema_differs(rows: pa.RecordBatch, codec: JsonCodec) -> bool:
