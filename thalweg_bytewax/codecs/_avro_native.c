@@ -652,9 +652,9 @@ static int walk_body(Walk *w, const int32_t *code, Pos start, Pos end) {
 
 /* ---------------------------------------------------------------- module */
 
-/* Check the program in `code`, flatten it into `flat` (the caller frees pg->next,
- * pg->min_size and flat->out) and check `offsets` against the data's length. Returns the
- * number of bodies, or -1 with an exception. */
+/* Check the program in `code`, flatten it into `flat` and check `offsets` against the
+ * data's length. Returns the number of bodies, or -1 with an exception; release() frees
+ * what it allocated. */
 static Py_ssize_t prepare(const Py_buffer *code, const Py_buffer *offsets, Py_ssize_t data_len,
                           Program *pg, Emit *flat) {
     if (code->len % 4 != 0 || code->len < 4 || code->len / 4 > MAX_PROGRAM) {
@@ -685,6 +685,13 @@ static Py_ssize_t prepare(const Py_buffer *code, const Py_buffer *offsets, Py_ss
     }
     if (flatten(pg, 0, flat) < 0 || put_op(flat, F_END) < 0) return -1;
     return body_count(offsets, data_len);
+}
+
+/* Free what prepare() allocated (all of it, also after it failed half way). */
+static void release(Program *pg, Emit *flat) {
+    PyMem_Free(pg->next);
+    PyMem_Free(pg->min_size);
+    PyMem_Free(flat->out);
 }
 
 static PyObject *walk(PyObject *module, PyObject *args, PyObject *kwds) {
@@ -729,9 +736,7 @@ done:
     Py_XDECREF(status);
     Py_XDECREF(where);
     Py_XDECREF(ops);
-    PyMem_Free(pg.next);
-    PyMem_Free(pg.min_size);
-    PyMem_Free(flat.out);
+    release(&pg, &flat);
     PyBuffer_Release(&code);
     PyBuffer_Release(&data);
     PyBuffer_Release(&offsets);
@@ -820,9 +825,7 @@ static PyObject *framed_block(PyObject *module, PyObject *args, PyObject *kwds) 
     block = NULL;
 done:
     Py_XDECREF(block);
-    PyMem_Free(pg.next);
-    PyMem_Free(pg.min_size);
-    PyMem_Free(flat.out);
+    release(&pg, &flat);
     PyBuffer_Release(&code);
     PyBuffer_Release(&data);
     PyBuffer_Release(&offsets);
