@@ -636,11 +636,27 @@ static Pos walk_row(Walk *w, const int32_t *code, Pos p) {
 #undef NEXT
 }
 
+/* Walk the body from start to end with a fresh state; returns its status: S_OK when it
+ * is one record that ends at end, S_LEFTOVER when bytes follow the record. */
+static int walk_body(Walk *w, const int32_t *code, Pos start, Pos end) {
+    w->start = start;
+    w->end = end;
+    w->status = S_OK;
+    w->where = 0;
+    w->empty_left = MAX_EMPTY_ITEMS;
+    w->op = -1;
+    Pos p = walk_row(w, code, start);
+    if (p != NULL && p != end) fail(w, S_LEFTOVER, p);
+    return w->status;
+}
+
 /* ---------------------------------------------------------------- module */
 
-/* Check the program in `code` and flatten it into `flat` (the caller frees pg->next,
- * pg->min_size and flat->out). Returns 0, or -1 with an exception. */
-static int prepare(const Py_buffer *code, Program *pg, Emit *flat) {
+/* Check the program in `code`, flatten it into `flat` and check `offsets` against the
+ * data's length. Returns the number of bodies, or -1 with an exception; release() frees
+ * what it allocated. */
+static Py_ssize_t prepare(const Py_buffer *code, const Py_buffer *offsets, Py_ssize_t data_len,
+                          Program *pg, Emit *flat) {
     if (code->len % 4 != 0 || code->len < 4 || code->len / 4 > MAX_PROGRAM) {
         PyErr_SetString(PyExc_ValueError, "avro program must be 1 to 2**20 int32 words");
         return -1;
@@ -668,7 +684,14 @@ static int prepare(const Py_buffer *code, Program *pg, Emit *flat) {
         return -1;
     }
     if (flatten(pg, 0, flat) < 0 || put_op(flat, F_END) < 0) return -1;
-    return 0;
+    return body_count(offsets, data_len);
+}
+
+/* Free what prepare() allocated (all of it, also after it failed half way). */
+static void release(Program *pg, Emit *flat) {
+    PyMem_Free(pg->next);
+    PyMem_Free(pg->min_size);
+    PyMem_Free(flat->out);
 }
 
 static PyObject *walk(PyObject *module, PyObject *args, PyObject *kwds) {
@@ -682,8 +705,7 @@ static PyObject *walk(PyObject *module, PyObject *args, PyObject *kwds) {
     PyObject *result = NULL, *status = NULL, *where = NULL, *ops = NULL;
     Program pg = {0};
     Emit flat = {0};
-    if (prepare(&code, &pg, &flat) < 0) goto done;
-    Py_ssize_t n = body_count(&offsets, data.len);
+    Py_ssize_t n = prepare(&code, &offsets, data.len, &pg, &flat);
     if (n < 0) goto done;
     const int32_t *off = (const int32_t *)offsets.buf;
     status = PyBytes_FromStringAndSize(NULL, n);
@@ -699,14 +721,7 @@ static PyObject *walk(PyObject *module, PyObject *args, PyObject *kwds) {
     Walk w;
     w.canonical = canonical;
     for (Py_ssize_t i = 0; i < n; i++) {
-        w.start = base + off[i];
-        w.end = base + off[i + 1];
-        w.status = S_OK;
-        w.where = 0;
-        w.empty_left = MAX_EMPTY_ITEMS;
-        w.op = -1;
-        Pos p = walk_row(&w, flat.out, w.start);
-        if (p != NULL && p != w.end) fail(&w, S_LEFTOVER, p);
+        walk_body(&w, flat.out, base + off[i], base + off[i + 1]);
         st[i] = (unsigned char)w.status;
         wh[i] = (int32_t)w.where; /* a body is under 2 GiB: int32 offsets */
         op[i] = w.op;
@@ -721,9 +736,7 @@ done:
     Py_XDECREF(status);
     Py_XDECREF(where);
     Py_XDECREF(ops);
-    PyMem_Free(pg.next);
-    PyMem_Free(pg.min_size);
-    PyMem_Free(flat.out);
+    release(&pg, &flat);
     PyBuffer_Release(&code);
     PyBuffer_Release(&data);
     PyBuffer_Release(&offsets);
@@ -755,8 +768,7 @@ static PyObject *framed_block(PyObject *module, PyObject *args, PyObject *kwds) 
     PyObject *result = NULL, *block = NULL;
     Program pg = {0};
     Emit flat = {0};
-    if (prepare(&code, &pg, &flat) < 0) goto done;
-    Py_ssize_t n = body_count(&offsets, data.len);
+    Py_ssize_t n = prepare(&code, &offsets, data.len, &pg, &flat);
     if (n < 0) goto done;
     const int32_t *off = (const int32_t *)offsets.buf;
     if (schema_id < 0 || schema_id > 0xFFFFFFFFLL) {
@@ -787,14 +799,7 @@ static PyObject *framed_block(PyObject *module, PyObject *args, PyObject *kwds) 
             ok = 0; /* not framed, or framed for another writer schema */
             break;
         }
-        w.start = row + FRAME_BYTES;
-        w.end = row + len;
-        w.status = S_OK;
-        w.where = 0;
-        w.empty_left = MAX_EMPTY_ITEMS;
-        w.op = -1;
-        Pos p = walk_row(&w, flat.out, w.start);
-        if (p == NULL || p != w.end) {
+        if (walk_body(&w, flat.out, row + FRAME_BYTES, row + len) != S_OK) {
             ok = 0;
             break;
         }
@@ -820,9 +825,7 @@ static PyObject *framed_block(PyObject *module, PyObject *args, PyObject *kwds) 
     block = NULL;
 done:
     Py_XDECREF(block);
-    PyMem_Free(pg.next);
-    PyMem_Free(pg.min_size);
-    PyMem_Free(flat.out);
+    release(&pg, &flat);
     PyBuffer_Release(&code);
     PyBuffer_Release(&data);
     PyBuffer_Release(&offsets);

@@ -132,6 +132,26 @@ static inline int is_valid(const Node *nd, int64_t j) {
     return nd->validity == NULL || ((nd->validity[j >> 3] >> (j & 7)) & 1);
 }
 
+/* Value j of a buffer of signed integers of width bytes each (1, 2, 4, else 8). */
+static inline int64_t int_at(const uint8_t *b, int64_t width, int64_t j) {
+    switch (width) {
+        case 1: return ((const int8_t *)b)[j];
+        case 2: return ((const int16_t *)b)[j];
+        case 4: return ((const int32_t *)b)[j];
+        default: return ((const int64_t *)b)[j];
+    }
+}
+
+/* Value j of a buffer of unsigned integers of width bytes each (1, 2, 4, else 8). */
+static inline uint64_t uint_at(const uint8_t *b, int64_t width, int64_t j) {
+    switch (width) {
+        case 1: return ((const uint8_t *)b)[j];
+        case 2: return ((const uint16_t *)b)[j];
+        case 4: return ((const uint32_t *)b)[j];
+        default: return ((const uint64_t *)b)[j];
+    }
+}
+
 /* "00".."99": two digits per division. */
 static const char PAIRS[] =
     "0001020304050607080910111213141516171819202122232425262728293031323334353637383940"
@@ -408,30 +428,14 @@ static int write_value(Out *o, const Node *nd, int64_t i) {
         case K_BOOL:
             if ((nd->b1[j >> 3] >> (j & 7)) & 1) return put_checked(o, "true", 4);
             return put_checked(o, "false", 5);
-        case K_INT: {
-            int64_t v;
-            switch (nd->param) {
-                case 1: v = ((const int8_t *)nd->b1)[j]; break;
-                case 2: v = ((const int16_t *)nd->b1)[j]; break;
-                case 4: v = ((const int32_t *)nd->b1)[j]; break;
-                default: v = ((const int64_t *)nd->b1)[j]; break;
-            }
+        case K_INT:
             RESERVE(o, 21);
-            put_i64(o, v);
+            put_i64(o, int_at(nd->b1, nd->param, j));
             return 0;
-        }
-        case K_UINT: {
-            uint64_t v;
-            switch (nd->param) {
-                case 1: v = ((const uint8_t *)nd->b1)[j]; break;
-                case 2: v = ((const uint16_t *)nd->b1)[j]; break;
-                case 4: v = ((const uint32_t *)nd->b1)[j]; break;
-                default: v = ((const uint64_t *)nd->b1)[j]; break;
-            }
+        case K_UINT:
             RESERVE(o, 21);
-            put_u64(o, v);
+            put_u64(o, uint_at(nd->b1, nd->param, j));
             return 0;
-        }
         case K_DECIMAL:
             return put_decimal(o, nd->b1 + 16 * j, (int)nd->param);
         case K_STRING: {
@@ -483,19 +487,13 @@ static int write_value(Out *o, const Node *nd, int64_t i) {
             return 0;
         }
         case K_DICT: {
+            /* param: the index width in bytes, plus 10 for unsigned indices */
             int64_t k;
-            switch (nd->param) {
-                case 1: k = ((const int8_t *)nd->b1)[j]; break;
-                case 2: k = ((const int16_t *)nd->b1)[j]; break;
-                case 4: k = ((const int32_t *)nd->b1)[j]; break;
-                case 8: k = ((const int64_t *)nd->b1)[j]; break;
-                case 11: k = ((const uint8_t *)nd->b1)[j]; break;
-                case 12: k = ((const uint16_t *)nd->b1)[j]; break;
-                case 14: k = ((const uint32_t *)nd->b1)[j]; break;
-                default: {
-                    uint64_t u = ((const uint64_t *)nd->b1)[j];
-                    k = u > (uint64_t)INT64_MAX ? -1 : (int64_t)u;
-                }
+            if (nd->param < 10) {
+                k = int_at(nd->b1, nd->param, j);
+            } else {
+                uint64_t u = uint_at(nd->b1, nd->param - 10, j);
+                k = u > (uint64_t)INT64_MAX ? -1 : (int64_t)u;
             }
             if (k < 0 || k >= nd->param2) {
                 o->unsupported = 1;

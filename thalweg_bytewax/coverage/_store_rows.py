@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -80,3 +80,18 @@ def _parse_ts(value: object) -> datetime:
     if isinstance(value, datetime):
         return value if value.tzinfo else value.replace(tzinfo=UTC)
     return datetime.fromisoformat(str(value))
+
+
+def _entries(
+    where: str, rows: Iterable[tuple[str, str, int, object, object]]
+) -> list[CoverageEntry]:
+    """The stored rows ``(sink, topic, partition, ranges, updated_at)`` as entries."""
+    return [
+        CoverageEntry(s, t, int(p), _decode(where, s, t, p, r), _parse_ts(u))
+        for s, t, p, r, u in rows
+    ]
+
+
+def _forget_keys(partitions: Iterable[PartitionKey]) -> list[tuple[str, int]]:
+    """``partitions`` once each, sorted (concurrent writers lock rows in one order)."""
+    return sorted({(t, int(p)) for t, p in partitions})

@@ -25,8 +25,9 @@ from thalweg_bytewax.coverage._store_rows import (  # noqa: E402
     _check_sink,
     _decode,
     _encode,
+    _entries,
+    _forget_keys,
     _merge_plan,
-    _parse_ts,
 )
 from thalweg_bytewax.coverage.spans import OffsetCoverage  # noqa: E402
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError, SinkTransientError  # noqa: E402
@@ -177,7 +178,7 @@ class PostgresCoverageStore:
         Raises:
             SinkTransientError: When the server is unreachable or the connection drops.
         """
-        keys = sorted({(t, int(p)) for t, p in partitions})
+        keys = _forget_keys(partitions)
         if not keys:
             return
         statement = sql.SQL("DELETE FROM {} WHERE sink=%s AND topic=%s AND partition=%s")
@@ -196,7 +197,4 @@ class PostgresCoverageStore:
         with self._connect() as conn:
             rows = conn.execute(query + sql.SQL(" ORDER BY sink, topic, partition"), args)
             fetched = rows.fetchall()
-        return [
-            CoverageEntry(s, t, int(p), _decode(self.describe(), s, t, p, r), _parse_ts(u))
-            for s, t, p, r, u in fetched
-        ]
+        return _entries(self.describe(), fetched)

@@ -36,8 +36,9 @@ from thalweg_bytewax.coverage._store_rows import (
     _check_sink,
     _decode,
     _encode,
+    _entries,
+    _forget_keys,
     _merge_plan,
-    _parse_ts,
 )
 from thalweg_bytewax.coverage.spans import OffsetCoverage
 from thalweg_bytewax.errors import (
@@ -236,7 +237,7 @@ class SqliteCoverageStore:
         Raises:
             SinkTransientError: When the file is locked past the busy timeout or unwritable.
         """
-        keys = sorted({(t, int(p)) for t, p in partitions})
+        keys = _forget_keys(partitions)
         if not keys:
             return
         with self._connect() as conn:
@@ -269,10 +270,7 @@ class SqliteCoverageStore:
             query, args = query + " WHERE sink=?", (sink,)
         with self._connect() as conn:
             rows = conn.execute(query + " ORDER BY sink, topic, partition", args).fetchall()
-        return [
-            CoverageEntry(s, t, int(p), _decode(self.describe(), s, t, p, r), _parse_ts(u))
-            for s, t, p, r, u in rows
-        ]
+        return _entries(self.describe(), rows)
 
 
 def open_coverage_store(

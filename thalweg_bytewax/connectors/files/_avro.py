@@ -48,7 +48,7 @@ from ._avro_container import (
     split_bodies,
 )
 from ._avro_items import ItemWalker, has_zero_width_items
-from ._common import Bad, Chunk, Target, cast_rows, whole_file_bad
+from ._common import Bad, Chunk, Target, cast_rows, decode_rows, whole_file_bad
 from ._limits import DEFAULT_LIMITS, FileLimits, LimitExceeded, over_limit
 
 __all__ = ["read_avro"]
@@ -203,18 +203,9 @@ def _block(
     if len(arr) == 0:
         yield Chunk(None, offsets, first + count, bad=bad)
         return
-    result = codec.decode_batch(arr)
-    bad += [
-        Bad(int(offsets[e.index]), f"{e.kind}: {e.message}", arr[e.index].as_py())
-        for e in result.errors
-    ]
-    values: pa.Array | None = arr
-    if result.errors:
-        mask = np.ones(len(arr), dtype=bool)
-        mask[[e.index for e in result.errors]] = False
-        offsets = offsets[mask]
-        values = arr.filter(pa.array(mask))
-    rows: pa.RecordBatch | None = result.batch if result.batch.num_rows else None
+    values: pa.Array | None
+    rows, offsets, values, failed = decode_rows(codec, arr, offsets)
+    bad += failed
     if rows is not None and schema is not None:
         rows, kept, more = cast_rows(rows, schema, 0, offsets)
         if len(kept) != len(offsets):

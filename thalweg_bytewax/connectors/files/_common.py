@@ -13,12 +13,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 
 from thalweg_bytewax.errors import ConfigError
+
+if TYPE_CHECKING:
+    from thalweg_bytewax.codecs.base import Codec
 
 __all__ = [
     "INFER",
@@ -28,6 +31,7 @@ __all__ = [
     "Target",
     "cast_rows",
     "check_schema_arg",
+    "decode_rows",
     "chunk_of",
     "rest_bad",
     "row_json",
@@ -112,6 +116,30 @@ def chunk_of(
     offsets = np.arange(first + skip, first + n, dtype=np.int64)
     kept = [b for b in bad or [] if b.row >= start]
     return Chunk(rows if rows.num_rows else None, offsets, first + n, values, kept)
+
+
+def decode_rows(
+    codec: Codec, payloads: pa.Array, offsets: np.ndarray
+) -> tuple[pa.RecordBatch | None, np.ndarray, pa.Array, list[Bad]]:
+    """``payloads`` (the rows at ``offsets``) decoded by ``codec``.
+
+    Returns:
+        The decoded rows (``None`` when none decoded), the offsets and payloads of the
+        rows that decoded, and one :class:`Bad` per payload that did not (its offset,
+        the failure, the payload).
+    """
+    result = codec.decode_batch(payloads)
+    bad = [
+        Bad(int(offsets[e.index]), f"{e.kind}: {e.message}", payloads[e.index].as_py())
+        for e in result.errors
+    ]
+    if result.errors:
+        mask = np.ones(len(payloads), dtype=bool)
+        mask[[e.index for e in result.errors]] = False
+        offsets = offsets[mask]
+        payloads = payloads.filter(pa.array(mask))
+    rows = result.batch if result.batch.num_rows else None
+    return rows, offsets, payloads, bad
 
 
 def row_json(batch: pa.RecordBatch, i: int) -> str:

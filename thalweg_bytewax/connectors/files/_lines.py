@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from thalweg_bytewax.codecs.json import JsonCodec
 from thalweg_bytewax.system.threads import SharedPool
 
-from ._common import INFER, Bad, Chunk, Target, cast_rows, rest_bad, whole_file_bad
+from ._common import INFER, Bad, Chunk, Target, cast_rows, decode_rows, rest_bad, whole_file_bad
 from ._limits import (
     DEFAULT_LIMITS,
     FileLimits,
@@ -297,17 +297,8 @@ def _decode(codec: JsonCodec, lines: pa.Array, first: int, start: int) -> Chunk:
         offsets = offsets[keep]
     if len(lines) == 0:
         return Chunk(None, offsets, first + n)
-    result = codec.decode_batch(lines)
-    bad = [Bad(int(offsets[e.index]), f"{e.kind}: {e.message}", lines[e.index].as_py())
-           for e in result.errors]
-    good = offsets
-    values: pa.Array | None = lines
-    if result.errors:
-        mask = np.ones(len(lines), dtype=bool)
-        mask[[e.index for e in result.errors]] = False
-        good = offsets[mask]
-        values = lines.filter(pa.array(mask))
-    rows = result.batch if result.batch.num_rows else None
+    values: pa.Array | None
+    rows, good, values, bad = decode_rows(codec, lines, offsets)
     if rows is not None and schema_differs(rows, codec):
         rows, good, more = cast_rows(rows, codec.arrow_schema, 0, good)
         bad += more
