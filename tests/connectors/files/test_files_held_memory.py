@@ -75,10 +75,17 @@ def traced() -> Iterator[None]:
         tracemalloc.stop()
 
 
+_POOLS: list[pa.MemoryPool] = []
+"""Every counting pool made, kept for the life of the process: Arrow's CSV parser lets go
+of a block on its own threads after the rows came back, possibly after the test ended,
+and a buffer freed into a pool that no longer exists crashes the process."""
+
+
 @pytest.fixture
 def blocks(monkeypatch: pytest.MonkeyPatch) -> pa.MemoryPool:
     """A pool that counts the Arrow buffers the readers allocate themselves: their blocks."""
     pool = pa.proxy_memory_pool(pa.default_memory_pool())
+    _POOLS.append(pool)
     real = pa.allocate_buffer
 
     def allocate(size: int, memory_pool: object = None, resizable: bool = False) -> pa.Buffer:
