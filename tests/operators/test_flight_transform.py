@@ -144,7 +144,7 @@ def test_a_timeout_is_retried_then_the_batch_goes_to_the_dlq_with_its_reason(
                 # machine: at 200 ms an attempt could time out still connecting, and
                 # fail as unavailable rather than as the stuck call it is here for.
                 timeout=timedelta(seconds=1),
-                retries=1,  # each attempt waits out the timeout: one retry shows it
+                retries=2,
                 retry_backoff=timedelta(0),
             ),
             flow_id="fx",
@@ -156,9 +156,9 @@ def test_a_timeout_is_retried_then_the_batch_goes_to_the_dlq_with_its_reason(
     assert key == "t:0" and dlq.num_rows == 5
     assert set(dlq.column(DLQ_REASON).to_pylist()) == {"retry_exhausted"}
     message = dlq.column(DLQ_MESSAGE)[0].as_py()
-    assert "FlightTimedOutError" in message and "2 attempts" in message
+    assert "FlightTimedOutError" in message and "3 attempts" in message
     assert dlq.column(OFF).to_pylist() == list(range(5))
-    assert len(calls) == 2
+    assert len(calls) == 3
 
 
 def test_a_failure_then_a_success_is_retried_to_the_answer(
