@@ -21,14 +21,8 @@ from thalweg_bytewax.testing import produce
 
 RECORDS = 12_000
 BATCH = 5_000
-# A queue of ~1,000 records refilled by fetches of ~16 KiB (~150 of these records). The
-# end of the log is known from a fetch that finds nothing, which the broker holds for
-# `fetch.wait.max.ms` (500 ms by default): 10 ms here.
-SMALL_QUEUE = {
-    "queued.min.messages": 1000,
-    "max.partition.fetch.bytes": 16_384,
-    "fetch.wait.max.ms": 10,
-}
+# A queue of ~1,000 records refilled by fetches of ~16 KiB (~150 of these records).
+SMALL_QUEUE = {"queued.min.messages": 1000, "max.partition.fetch.bytes": 16_384}
 OFFSET = "_twg_source_offset"
 
 

@@ -114,7 +114,7 @@ def test_a_partition_resumed_after_reading_started_is_still_checked(
     topic = make_topic()
     fill(kafka_bootstrap, topic, partition=0)
     fill(kafka_bootstrap, topic, partition=1)
-    source = KafkaSource([kafka_bootstrap], [topic], tail=False, librdkafka=QUICK_FETCH)
+    source = KafkaSource([kafka_bootstrap], [topic], tail=False)
     first = source.build_part("in", f"{topic}:0", None)
     recreated = None
     try:
