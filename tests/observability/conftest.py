@@ -15,11 +15,20 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 from thalweg_bytewax.dev.samples import encode_order_avro, sample_orders
 from thalweg_bytewax.observability import reset
 from thalweg_bytewax.observability.headers import KafkaHeadersSetter
+from thalweg_bytewax.observability.server import _Server
 from thalweg_bytewax.testing import produce
 
 
 @pytest.fixture(autouse=True)
-def observability_off() -> Iterator[None]:
+def observability_off(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    # Stopping the server waits for its serving loop to look at the shutdown flag, once
+    # a poll interval (0.5 s by default, per server): a test's server looks every 10 ms.
+    serve_forever = _Server.serve_forever
+
+    def poll_often(self: _Server, poll_interval: float = 0.01) -> None:
+        serve_forever(self, min(poll_interval, 0.01))
+
+    monkeypatch.setattr(_Server, "serve_forever", poll_often)
     reset()
     yield
     reset()

@@ -37,8 +37,8 @@ def test_metrics_move_while_the_flow_runs(kafka_bootstrap, make_topic, tmp_path:
     url = server.url + "/metrics"
 
     flow = Dataflow("scraped")
-    # 300 records/s per partition: the run lasts about two seconds, long enough to scrape.
-    source = KafkaSource(kafka_bootstrap, topic, tail=False, max_records_per_s=300, batch_size=50)
+    # 600 records/s per partition: the run lasts about a second, scraped every 50 ms.
+    source = KafkaSource(kafka_bootstrap, topic, tail=False, max_records_per_s=600, batch_size=50)
     raw = op.input("in", flow, source)
     op.output("lane", raw, ParquetSink(tmp_path / "lane"))
     errors: list[BaseException] = []
@@ -56,7 +56,7 @@ def test_metrics_move_while_the_flow_runs(kafka_bootstrap, make_topic, tmp_path:
         code, body = get(url)
         assert code == 200
         seen.append(series(body.decode(), instruments.SOURCE_RECORDS.name, topic))
-        time.sleep(0.2)
+        time.sleep(0.05)
     runner.join()
     assert not errors
     moving = sorted({v for v in seen if 0 < v < n})

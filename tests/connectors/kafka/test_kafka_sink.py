@@ -215,12 +215,12 @@ def test_unreachable_brokers_fail_loudly_after_the_timeout() -> None:
     sink = KafkaSink(
         ["127.0.0.1:1"],
         "nowhere",
-        metadata_timeout=timedelta(seconds=1),
-        unreachable_timeout=timedelta(seconds=2),
+        metadata_timeout=timedelta(seconds=0.5),
+        unreachable_timeout=timedelta(seconds=1),
     )
     with pytest.raises(
         SinkTransientError,
-        match=r"kafka sink `nowhere`: could not reach the brokers within 2 s \(_TRANSPORT\); "
+        match=r"kafka sink `nowhere`: could not reach the brokers within 1 s \(_TRANSPORT\); "
         r"check `brokers` .* or raise `unreachable_timeout`",
     ):
         sink.build_part("flow.out", "shard-000", None)

@@ -33,6 +33,12 @@ pytestmark = pytest.mark.skipif(
 __all__ = ["corpus_topic"]  # the module-scoped fixture, shared with the differential tests
 
 
+QUICK_FETCH = {"fetch.wait.max.ms": 10}
+"""The mock cluster holds a fetch that finds nothing for `fetch.wait.max.ms` (500 ms by
+default), also when records arrive meanwhile: a partition at its end waits that long for
+the next ones."""
+
+
 @pytest.fixture(autouse=True)
 def _native_path(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(_native.CONSUME_ENV, "native")
@@ -129,7 +135,7 @@ def test_closing_one_partition_leaves_the_others_reading(
     topic = make_topic()
     fill(kafka_bootstrap, topic, n=3, partition=0)
     fill(kafka_bootstrap, topic, n=3, partition=1)
-    source = KafkaSource([kafka_bootstrap], [topic], tail=True)
+    source = KafkaSource([kafka_bootstrap], [topic], tail=True, librdkafka=QUICK_FETCH)
     stays = source.build_part("in", f"{topic}:0", None)
     goes = source.build_part("in", f"{topic}:1", None)
     try:

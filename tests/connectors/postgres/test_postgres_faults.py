@@ -129,7 +129,8 @@ def test_a_server_back_within_the_retries_recovers(
         p.write_batch([batch("t", 0, [1, 2])])
         proxy.refuse()
         proxy.cut()
-        timer = threading.Timer(0.5, proxy.refuse, args=(False,))
+        # Back after 0.25 s: the retries (0.1 s, doubling) span 6.3 s.
+        timer = threading.Timer(0.25, proxy.refuse, args=(False,))
         timer.start()
         p.snapshot()
         timer.join()
@@ -147,7 +148,10 @@ def test_a_connection_that_stops_answering_mid_write_fails_the_epoch_loudly_in_b
     proxy, dsn = pg_proxy
     settings: dict[str, Any] = {
         "write_timeout": timedelta(seconds=1),
-        "connect_timeout": timedelta(seconds=1),
+        # The retry connects through the silent network: a connect timeout equal to the
+        # write timeout raced it (psycopg's "timeout expired" won at times on a loaded
+        # machine). Longer, the attempt is always abandoned at the write timeout.
+        "connect_timeout": timedelta(seconds=2),
         "max_retries": 1,
     }
     p = sink(dsn, pg_schema, **settings).build_part("flow.pg", "shard-000", None)
