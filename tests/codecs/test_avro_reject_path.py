@@ -131,9 +131,8 @@ def test_every_truncation_garbage_and_leftover_fails_like_decode_value(
     kinds = {e.kind for e in res.errors}
     assert kinds <= {FailureKind.MALFORMED}, kinds
     cut = len(_cut(good[0]) + _cut(good[1]) + _cut(good[5]))
-    # A cut inside a varint is fastavro's IndexError; anywhere else it runs out of bytes.
-    ends = ("bytes end inside a record", "(IndexError: string index out of range)")
-    assert all(e.message.endswith(ends) for e in res.errors[:cut])
+    # Every cut is named a truncation, inside a varint (fastavro's IndexError) as well.
+    assert all(e.message.endswith("bytes end inside a record") for e in res.errors[:cut])
     assert all("left over" in e.message for e in res.errors[-len(leftover) :])
 
 

@@ -18,7 +18,6 @@ from thalweg_bytewax.codecs._avro_resolve import (
     _FIXED_KEY,
     AvroDecodeError,
     _leftover_text,
-    _mismatch_text,
     _Plan,
     _read,
     _truncated_text,
@@ -299,11 +298,8 @@ def _structural_failures(
     rows = idx[bad].tolist()
     texts = []
     for kind, size, at in zip(kinds, sizes, reads, strict=True):
-        if kind == _avro_scan.TRUNCATED:
+        if kind in (_avro_scan.TRUNCATED, _avro_scan.CUT_VARINT):  # ends inside a record
             texts.append(_truncated_text(label, size))
-        elif kind == _avro_scan.CUT_VARINT:
-            # fastavro indexes past the end of the body inside a varint
-            texts.append(_mismatch_text(label, size, size, "IndexError: string index out of range"))
         else:
             texts.append(_leftover_text(label, at, size))
     return list(map(DecodeFailure, rows, repeat(FailureKind.MALFORMED), texts))

@@ -161,7 +161,14 @@ def _read(w: _Writer, body: bytes | memoryview, reader: Any) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         msg = f"avro {w.label}: invalid UTF-8 in a string field ({exc.reason} at byte {exc.start})"
         raise AvroDecodeError(msg) from exc
-    except Exception as exc:  # fastavro raises IndexError, ValueError, ... on bad bytes
+    except IndexError as exc:
+        # fastavro reading a varint past the body's end indexes an empty read: a body
+        # that ends inside its record, as EOFError says anywhere else.
+        if buf.tell() >= len(body):
+            raise AvroDecodeError(_truncated_text(w.label, len(body))) from exc
+        error = f"{type(exc).__name__}: {exc}"
+        raise AvroDecodeError(_mismatch_text(w.label, buf.tell(), len(body), error)) from exc
+    except Exception as exc:  # fastavro raises ValueError, ... on bad bytes
         error = f"{type(exc).__name__}: {exc}"
         raise AvroDecodeError(_mismatch_text(w.label, buf.tell(), len(body), error)) from exc
     if buf.tell() != len(body):
