@@ -260,7 +260,7 @@ def test_a_shard_over_many_source_partitions_opens_one_data_connection(
     with psycopg.connect(pg_dsn) as conn:
         idle = conn.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction' "
-            "AND pid <> pg_backend_pid()"
+            "AND pid <> pg_backend_pid() AND datname = current_database()"
         ).fetchone()
     assert idle == (0,)
     p.snapshot()
