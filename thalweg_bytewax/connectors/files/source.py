@@ -65,6 +65,7 @@ from thalweg_bytewax.records.model import KeyedBatch
 from thalweg_bytewax.runtime import crossings
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 
+from .._construct import construct
 from ._avro import read_avro
 from ._columnar import read_ipc, read_parquet
 from ._common import INFER, Reader, ReadOptions
@@ -194,10 +195,7 @@ class FileSource(FixedPartitionedSource[KeyedBatch, int]):
             ConfigError: When ``config`` is not a ``FileSourceConfig``, or the schema
                 is missing for a format without one.
         """
-        config = FileSourceConfig.checked(config)
-        source = cls.__new__(cls)
-        source._start(config, schema, object_name)  # noqa: SLF001 - its own class
-        return source
+        return construct(cls, cls._start, FileSourceConfig.checked(config), schema, object_name)
 
     def _start(self, config: FileSourceConfig, schema: Any, object_name: str | None) -> None:
         self.config = config

@@ -31,6 +31,7 @@ from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
 from thalweg_bytewax.runtime.parts import stable_route
 from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink, coverage_store_option
 
+from .._construct import construct
 from ._args import check_config, check_interval
 from ._config import DEFAULT_UNREACHABLE_TIMEOUT
 from ._sink_partition import _KafkaSinkPartition
@@ -229,10 +230,7 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
             ConfigError: When ``config`` is not a ``KafkaSinkConfig``, or on a bad
                 ``encoder``.
         """
-        config = KafkaSinkConfig.checked(config)
-        sink = cls.__new__(cls)
-        sink._start(config, encoder, coverage_store)  # noqa: SLF001 - its own class
-        return sink
+        return construct(cls, cls._start, KafkaSinkConfig.checked(config), encoder, coverage_store)
 
     def _start(
         self,

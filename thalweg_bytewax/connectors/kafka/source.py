@@ -23,6 +23,7 @@ from thalweg_bytewax.records.model import KeyedBatch
 from thalweg_bytewax.runtime import crossings
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 
+from .._construct import construct
 from ._config import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_MAX_BATCH_BYTES,
@@ -194,10 +195,7 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, KafkaPartitionState]):
         Raises:
             ConfigError: When ``config`` is not a ``KafkaSourceConfig``.
         """
-        config = KafkaSourceConfig.checked(config)
-        source = cls.__new__(cls)
-        source._start(config)  # noqa: SLF001 - its own class
-        return source
+        return construct(cls, cls._start, KafkaSourceConfig.checked(config))
 
     def _start(self, config: KafkaSourceConfig) -> None:
         self._config = config
