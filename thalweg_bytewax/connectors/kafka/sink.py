@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import os
-import warnings
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -32,7 +31,7 @@ from thalweg_bytewax.runtime.parts import stable_route
 from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink, coverage_store_option
 
 from .._construct import construct
-from ._args import check_config, check_interval
+from ._args import check_config, check_interval, librdkafka_keyword
 from ._config import DEFAULT_UNREACHABLE_TIMEOUT
 from ._sink_partition import _KafkaSinkPartition
 from ._sink_records import HEADER_LOCATOR, Locator, parse_locator
@@ -168,17 +167,7 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
         metadata_prefix: str = DEFAULT_PREFIX,
         coverage_store: CoverageStore | str | os.PathLike[str] | None = None,
     ) -> None:
-        if add_config is not None:
-            warnings.warn(
-                f"{_COMPONENT}: `add_config` is deprecated; pass `librdkafka` (the old name "
-                "goes in the next release)",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            if librdkafka is not None:
-                msg = f"{_COMPONENT}: got `librdkafka` and its old name `add_config`; keep one"
-                raise ConfigError(msg)
-            librdkafka = add_config
+        librdkafka = librdkafka_keyword(librdkafka, add_config, component=_COMPONENT)
         # Python code means what it passes: a number is no duration here (TOML's seconds
         # are read by the model), and a map's keys must be property names.
         for name, value in (
