@@ -175,7 +175,7 @@ def _without_lines(
 
 
 def read_csv(target: Target, start: int, options: ReadOptions) -> Iterator[Chunk]:
-    """CSV with a header row, block by block on every core, typed by ``schema``."""
+    """CSV with a header row, block by block on every core, typed by the options' ``schema``."""
     try:
         stream = open_lines(target, options.limits)
     except (OSError, pa.ArrowException) as exc:
