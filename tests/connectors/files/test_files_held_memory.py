@@ -27,7 +27,7 @@ import pytest
 from tests.connectors.files.test_files_formats import SCHEMA
 from thalweg_bytewax.connectors.files import _csv as _files_csv
 from thalweg_bytewax.connectors.files import _lines as _files_lines
-from thalweg_bytewax.connectors.files._common import Chunk
+from thalweg_bytewax.connectors.files._common import Chunk, ReadOptions
 from thalweg_bytewax.connectors.files._partition import FileTarget
 
 BLOCK = 1 << 20
@@ -103,7 +103,7 @@ def test_a_csv_reader_between_batches_holds_no_copy_of_its_block(
     body = [f"{i},c{i % 7},{i}.25,{'true' if i % 2 else 'false'}" for i in range(ROWS)]
     path.write_text("\n".join(["id,customer,amount,paid", *body]) + "\n")
     del body
-    chunks = _files_csv.read_csv(FileTarget(str(path)), 0, SCHEMA, 1000)
+    chunks = _files_csv.read_csv(FileTarget(str(path)), 0, ReadOptions(SCHEMA, 1000))
     # The first chunk (the block the header was cut from) and one of a later block.
     held = _suspended_at(chunks, {0, 60}, blocks)
     assert held == {0: [], 60: []}, held
@@ -120,7 +120,7 @@ def test_an_ndjson_reader_between_batches_holds_no_copy_of_its_block(
         for i in range(ROWS // 2)  # ~3.6 MB of NDJSON: four blocks
     )
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    chunks = _files_lines.read_ndjson(FileTarget(str(path)), 0, SCHEMA, 1000)
+    chunks = _files_lines.read_ndjson(FileTarget(str(path)), 0, ReadOptions(SCHEMA, 1000))
     held = _suspended_at(chunks, {0, 30}, blocks)
     assert held == {0: [], 30: []}, held
     assert blocks.max_memory() >= BLOCK  # the blocks were read into Arrow's pool

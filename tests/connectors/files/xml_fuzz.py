@@ -208,6 +208,7 @@ class _File:
 
 
 def _read_one(path: Path) -> dict[str, object]:
+    from thalweg_bytewax.connectors.files._common import ReadOptions
     from thalweg_bytewax.connectors.files._xml import read_xml
 
     schema = pa.schema([("@id", pa.int64()), ("tag", pa.list_(pa.string())), ("id", pa.string())])
@@ -215,7 +216,8 @@ def _read_one(path: Path) -> dict[str, object]:
     error = None
     for given in (None, schema):
         try:
-            for chunk in read_xml(_File(path), 0, given, 1000, record_path=RECORD_PATH):
+            options = ReadOptions(given, 1000)
+            for chunk in read_xml(_File(path), 0, options, record_path=RECORD_PATH):
                 rows += 0 if chunk.rows is None else chunk.rows.num_rows
                 bad += len(chunk.bad)
         except Exception as exc:  # noqa: BLE001 - what escapes is the finding

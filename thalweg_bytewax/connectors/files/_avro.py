@@ -48,19 +48,14 @@ from ._avro_container import (
     split_bodies,
 )
 from ._avro_items import ItemWalker, has_zero_width_items
-from ._common import Bad, Chunk, Target, cast_rows, decode_rows, whole_file_bad
-from ._limits import DEFAULT_LIMITS, FileLimits, LimitExceeded, over_limit
+from ._common import Bad, Chunk, ReadOptions, Target, cast_rows, decode_rows, whole_file_bad
+from ._limits import FileLimits, LimitExceeded, over_limit
 
 __all__ = ["read_avro"]
 
-def read_avro(
-    target: Target,
-    start: int,
-    schema: pa.Schema | None,
-    batch_rows: int,
-    limits: FileLimits = DEFAULT_LIMITS,
-) -> Iterator[Chunk]:
+def read_avro(target: Target, start: int, options: ReadOptions) -> Iterator[Chunk]:
     """Avro OCF blocks, decoded by the Avro codec, in record order."""
+    limits = options.limits
     with target.open() as f:
         end = size_of(f)
         try:
@@ -140,8 +135,8 @@ def read_avro(
                     return
                 continue
             yield from _block(
-                codec, codec_name, parsed, raw, count, first, start, schema, at, limits, width,
-                walker,
+                codec, codec_name, parsed, raw, count, first, start, options.schema, at, limits,
+                width, walker,
             )
             first += count
 

@@ -19,8 +19,8 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
-from ._common import Bad, Chunk, Target, typed_chunk, whole_file_bad
-from ._limits import DEFAULT_LIMITS, FileLimits, over_limit
+from ._common import Bad, Chunk, ReadOptions, Target, typed_chunk, whole_file_bad
+from ._limits import over_limit
 
 __all__ = ["read_ipc", "read_parquet"]
 
@@ -30,14 +30,9 @@ WHOLE_ROW_GROUP_BYTES = 256 << 20
 """Parquet row groups up to this size (uncompressed) are read in one call."""
 
 
-def read_parquet(
-    target: Target,
-    start: int,
-    schema: pa.Schema | None,
-    batch_rows: int,
-    limits: FileLimits = DEFAULT_LIMITS,
-) -> Iterator[Chunk]:
+def read_parquet(target: Target, start: int, options: ReadOptions) -> Iterator[Chunk]:
     """Parquet, row group by row group; row groups before ``start`` are never read."""
+    schema, batch_rows, limits = options.schema, options.batch_rows, options.limits
     try:
         f = pq.ParquetFile(target.source(), pre_buffer=True)
     except (OSError, pa.ArrowException) as exc:
@@ -85,13 +80,7 @@ def _group_bytes(group: pq.RowGroupMetaData) -> int:
     )
 
 
-def read_ipc(
-    target: Target,
-    start: int,
-    schema: pa.Schema | None,
-    batch_rows: int,
-    limits: FileLimits = DEFAULT_LIMITS,
-) -> Iterator[Chunk]:
+def read_ipc(target: Target, start: int, options: ReadOptions) -> Iterator[Chunk]:
     """Arrow IPC (file or stream format), record batch by record batch.
 
     Every batch is validated in full before use (offsets within their buffers, UTF-8
@@ -100,6 +89,7 @@ def read_ipc(
     ``max_piece_bytes`` (its buffers plus 8 bytes a row), stops the file there: its
     row count is not to be trusted, so the rest of the file is one DLQ row.
     """
+    schema, batch_rows, limits = options.schema, options.batch_rows, options.limits
     try:
         try:
             reader = ipc.open_file(_ipc_input(target))

@@ -20,6 +20,8 @@ import pyarrow as pa
 
 from thalweg_bytewax.errors import ConfigError
 
+from ._limits import DEFAULT_LIMITS, FileLimits
+
 if TYPE_CHECKING:
     from thalweg_bytewax.codecs.base import Codec
 
@@ -27,6 +29,7 @@ __all__ = [
     "INFER",
     "Bad",
     "Chunk",
+    "ReadOptions",
     "Reader",
     "Target",
     "cast_rows",
@@ -89,12 +92,31 @@ class Chunk:
     bad: list[Bad] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True)
+class ReadOptions:
+    """How a format reader reads a file: the settings every reader takes.
+
+    Built once per partition from the source's settings and handed to the reader of
+    its file; a format's own settings (an Excel sheet, an XML record path) are keywords
+    of that format's reader.
+
+    Attributes:
+        schema: The schema rows are cast to; ``None``: the file's own (Parquet, Arrow
+            IPC, Avro) or the one inferred from the file's first rows.
+        batch_rows: Rows per chunk at most (Avro: a block's rows at most).
+        limits: Bounds on what one file may make the reader allocate; what exceeds one
+            is a bad row naming the bound.
+    """
+
+    schema: pa.Schema | None
+    batch_rows: int
+    limits: FileLimits = DEFAULT_LIMITS
+
+
 class Reader(Protocol):
     """A format reader: chunks of one file from a row index on."""
 
-    def __call__(
-        self, target: Target, start: int, schema: pa.Schema | None, batch_rows: int
-    ) -> Iterator[Chunk]:
+    def __call__(self, target: Target, start: int, options: ReadOptions) -> Iterator[Chunk]:
         """Chunks in row order; rows before ``start`` are skipped, never emitted."""
         ...
 

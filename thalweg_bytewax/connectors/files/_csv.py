@@ -33,9 +33,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from ._common import Bad, Chunk, Target, cast_rows, rest_bad, whole_file_bad
+from ._common import Bad, Chunk, ReadOptions, Target, cast_rows, rest_bad, whole_file_bad
 from ._csv_lines import BlockLines, count_rows, not_utf8_message
-from ._limits import DEFAULT_LIMITS, FileLimits, LimitExceeded, LongLine
+from ._limits import LimitExceeded, LongLine
 from ._lines import Block, first_newline, line_blocks, long_line_message, open_lines
 
 __all__ = ["CSV_BLOCK_BYTES", "read_csv"]
@@ -174,31 +174,19 @@ def _without_lines(
     return _Block(parsed.table, offsets, bad, parsed.text, parsed.rows + len(bad_lines))
 
 
-def read_csv(
-    target: Target,
-    start: int,
-    schema: pa.Schema | None,
-    batch_rows: int,
-    limits: FileLimits = DEFAULT_LIMITS,
-) -> Iterator[Chunk]:
-    """CSV with a header row, block by block on every core, typed by ``schema``."""
+def read_csv(target: Target, start: int, options: ReadOptions) -> Iterator[Chunk]:
+    """CSV with a header row, block by block on every core, typed by the options' ``schema``."""
     try:
-        stream = open_lines(target, limits)
+        stream = open_lines(target, options.limits)
     except (OSError, pa.ArrowException) as exc:
         yield whole_file_bad(start, "cannot open the CSV file", exc)
         return
     with stream:
-        yield from _read(target, stream, start, schema, batch_rows, limits)
+        yield from _read(target, stream, start, options)
 
 
-def _read(
-    target: Target,
-    stream: Any,
-    start: int,
-    schema: pa.Schema | None,
-    batch_rows: int,
-    limits: FileLimits,
-) -> Iterator[Chunk]:
+def _read(target: Target, stream: Any, start: int, options: ReadOptions) -> Iterator[Chunk]:
+    schema, batch_rows, limits = options.schema, options.batch_rows, options.limits
     blocks = line_blocks(stream, CSV_BLOCK_BYTES, limits.max_line_bytes)
     try:
         head = next(blocks, b"")

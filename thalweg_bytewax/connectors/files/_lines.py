@@ -27,9 +27,18 @@ import pyarrow.compute as pc
 from thalweg_bytewax.codecs.json import JsonCodec
 from thalweg_bytewax.system.threads import SharedPool
 
-from ._common import INFER, Bad, Chunk, Target, cast_rows, decode_rows, rest_bad, whole_file_bad
+from ._common import (
+    INFER,
+    Bad,
+    Chunk,
+    ReadOptions,
+    Target,
+    cast_rows,
+    decode_rows,
+    rest_bad,
+    whole_file_bad,
+)
 from ._limits import (
-    DEFAULT_LIMITS,
     FileLimits,
     LimitExceeded,
     LongLine,
@@ -244,14 +253,9 @@ def _blocks(target: Target, block_bytes: int, limits: FileLimits) -> Iterator[Bl
         yield from line_blocks(f, block_bytes, limits.max_line_bytes)
 
 
-def read_ndjson(
-    target: Target,
-    start: int,
-    schema: pa.Schema | None,
-    batch_rows: int,
-    limits: FileLimits = DEFAULT_LIMITS,
-) -> Iterator[Chunk]:
+def read_ndjson(target: Target, start: int, options: ReadOptions) -> Iterator[Chunk]:
     """NDJSON lines decoded by the JSON codec, in line order."""
+    schema, batch_rows, limits = options.schema, options.batch_rows, options.limits
     codec = JsonCodec(schema if schema is not None else INFER)
     first = 0
     try:

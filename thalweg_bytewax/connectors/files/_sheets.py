@@ -19,8 +19,7 @@ import pyarrow as pa
 
 from thalweg_bytewax._deps import require
 
-from ._common import Bad, Chunk, Target, typed_chunk, whole_file_bad
-from ._limits import DEFAULT_LIMITS, FileLimits
+from ._common import Bad, Chunk, ReadOptions, Target, typed_chunk, whole_file_bad
 from ._workbook import check_workbook
 
 __all__ = ["read_excel"]
@@ -42,22 +41,19 @@ def _window(
 
 
 def read_excel(
-    target: Target,
-    start: int,
-    schema: pa.Schema | None,
-    batch_rows: int,
-    sheet: str | int = 0,
-    limits: FileLimits = DEFAULT_LIMITS,
+    target: Target, start: int, options: ReadOptions, *, sheet: str | int = 0
 ) -> Iterator[Chunk]:
     """One sheet of an Excel workbook (xlsx, xlsm, xls, xlsb, ods) by windows of rows.
 
-    The workbook's parts and the sheet's used range are checked against ``limits``
-    first (:func:`check_workbook`): a workbook over them is one DLQ row, unloaded.
+    The workbook's parts and the sheet's used range are checked against the options'
+    ``limits`` first (:func:`check_workbook`): a workbook over them is one DLQ row,
+    unloaded.
     """
+    schema, batch_rows = options.schema, options.batch_rows
     calamine = require("python_calamine", extra="files")
     try:
         with target.open() as f:
-            over = check_workbook(f, sheet, limits)
+            over = check_workbook(f, sheet, options.limits)
             if over is not None:
                 bad = Bad(start, f"Excel workbook not loaded: {over}")
                 yield Chunk(None, np.zeros(0, np.int64), start, bad=[bad])

@@ -25,11 +25,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import pyarrow as pa
-
 from thalweg_bytewax._deps import require
 
-from ._common import Chunk, Target
+from ._common import Chunk, ReadOptions, Target
 from ._limits import XmlLimits
 from ._xml_records import StopReading, XmlRecords
 
@@ -61,19 +59,25 @@ def _prolog_refusal(prolog: bytes, limits: XmlLimits) -> str | None:
 def read_xml(
     target: Target,
     start: int,
-    schema: pa.Schema | None,
-    batch_rows: int,
+    options: ReadOptions,
+    *,
     record_path: str = "",
-    limits: XmlLimits | None = None,
+    xml_limits: XmlLimits | None = None,
 ) -> Iterator[Chunk]:
     """The record elements at ``record_path``, streamed, by windows of rows.
 
+    XML is bounded by ``xml_limits`` (default :class:`XmlLimits`), not by the options'
+    ``limits``.
+
     Raises:
-        ConfigError: When ``schema`` has a type records cannot map to (a map, a union).
+        ConfigError: When the options' ``schema`` has a type records cannot map to (a
+            map, a union).
     """
     etree = require("lxml.etree", extra="files")
     steps = [s for s in record_path.split("/") if s]
-    walk = XmlRecords(target, start, schema, batch_rows, steps, limits or XmlLimits())
+    walk = XmlRecords(
+        target, start, options.schema, options.batch_rows, steps, xml_limits or XmlLimits()
+    )
     parser = etree.XMLPullParser(
         events=("start", "end"),
         resolve_entities=False,

@@ -65,9 +65,10 @@ from thalweg_bytewax.records.model import KeyedBatch
 from thalweg_bytewax.runtime import crossings
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 
+from .._construct import construct
 from ._avro import read_avro
 from ._columnar import read_ipc, read_parquet
-from ._common import INFER, Reader
+from ._common import INFER, Reader, ReadOptions
 from ._csv import read_csv
 from ._formats import SELF_DESCRIBING, suffix_format
 from ._limits import DEFAULT_LIMITS, FileLimits, XmlLimits
@@ -194,10 +195,7 @@ class FileSource(FixedPartitionedSource[KeyedBatch, int]):
             ConfigError: When ``config`` is not a ``FileSourceConfig``, or the schema
                 is missing for a format without one.
         """
-        config = FileSourceConfig.checked(config)
-        source = cls.__new__(cls)
-        source._start(config, schema, object_name)  # noqa: SLF001 - its own class
-        return source
+        return construct(cls, cls._start, FileSourceConfig.checked(config), schema, object_name)
 
     def _start(self, config: FileSourceConfig, schema: Any, object_name: str | None) -> None:
         self.config = config
@@ -289,22 +287,22 @@ class FileSource(FixedPartitionedSource[KeyedBatch, int]):
         if resume_state is not None:
             logger.info("file source %s: `%s` resumes at row %s", step_id, name, start)
         target = FileTarget(path, resolve_options(self.config.storage_options))
-        chunks = self._reader(fmt)(target, start, self.schema, self.batch_rows)
+        options = ReadOptions(self.schema, self.batch_rows, self.config.limits)
+        chunks = self._reader(fmt)(target, start, options)
         meta = [self.columns.raw_schema.field(n) for n in self.columns.policy_columns(self.policy)]
         return FilePartition(step_id, for_part, path, str(fmt), chunks, self.columns, meta, start)
 
     def _reader(self, fmt: FileFormat) -> Reader:
         cfg = self.config
-        limits = cfg.limits
         readers: dict[FileFormat, Reader] = {
-            FileFormat.PARQUET: partial(read_parquet, limits=limits),
-            FileFormat.CSV: partial(read_csv, limits=limits),
-            FileFormat.NDJSON: partial(read_ndjson, limits=limits),
-            FileFormat.AVRO: partial(read_avro, limits=limits),
-            FileFormat.IPC: partial(read_ipc, limits=limits),
-            FileFormat.EXCEL: partial(read_excel, sheet=cfg.sheet, limits=limits),
+            FileFormat.PARQUET: read_parquet,
+            FileFormat.CSV: read_csv,
+            FileFormat.NDJSON: read_ndjson,
+            FileFormat.AVRO: read_avro,
+            FileFormat.IPC: read_ipc,
+            FileFormat.EXCEL: partial(read_excel, sheet=cfg.sheet),
             FileFormat.XML: partial(
-                read_xml, record_path=cfg.record_path or "", limits=cfg.xml_limits
+                read_xml, record_path=cfg.record_path or "", xml_limits=cfg.xml_limits
             ),
         }
         return readers[fmt]

@@ -9,6 +9,7 @@ construction with a :class:`~thalweg_bytewax.errors.ConfigError` instead of a ra
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -24,6 +25,7 @@ __all__ = [
     "check_positive_int",
     "check_rate",
     "check_starting_offset",
+    "librdkafka_keyword",
 ]
 
 _SOURCE = "kafka source"
@@ -131,3 +133,30 @@ def check_starting_offset(value: object, name: str) -> str | int | datetime:
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
     raise _refuse(name, expected, value)
+
+
+def librdkafka_keyword(
+    librdkafka: Mapping[str, Any] | None,
+    add_config: Mapping[str, Any] | None,
+    *,
+    component: str = _SOURCE,
+) -> Mapping[str, Any] | None:
+    """The ``librdkafka`` keyword, or its deprecated old name ``add_config`` (which warns).
+
+    The warning points at the code that built the connector (two frames up).
+
+    Raises:
+        ConfigError: When both names are passed.
+    """
+    if add_config is None:
+        return librdkafka
+    warnings.warn(
+        f"{component}: `add_config` is deprecated; pass `librdkafka` (the old name goes in "
+        "the next release)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    if librdkafka is not None:
+        msg = f"{component}: got `librdkafka` and its old name `add_config`; keep one"
+        raise ConfigError(msg)
+    return add_config

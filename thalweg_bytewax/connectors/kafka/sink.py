@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import os
-import warnings
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -31,7 +30,8 @@ from thalweg_bytewax.runtime.epoch_sink import EpochSinkState
 from thalweg_bytewax.runtime.parts import stable_route
 from thalweg_bytewax.runtime.sharded_sink import ShardedEpochSink, coverage_store_option
 
-from ._args import check_config, check_interval
+from .._construct import construct
+from ._args import check_config, check_interval, librdkafka_keyword
 from ._config import DEFAULT_UNREACHABLE_TIMEOUT
 from ._sink_partition import _KafkaSinkPartition
 from ._sink_records import HEADER_LOCATOR, Locator, parse_locator
@@ -167,17 +167,7 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
         metadata_prefix: str = DEFAULT_PREFIX,
         coverage_store: CoverageStore | str | os.PathLike[str] | None = None,
     ) -> None:
-        if add_config is not None:
-            warnings.warn(
-                f"{_COMPONENT}: `add_config` is deprecated; pass `librdkafka` (the old name "
-                "goes in the next release)",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            if librdkafka is not None:
-                msg = f"{_COMPONENT}: got `librdkafka` and its old name `add_config`; keep one"
-                raise ConfigError(msg)
-            librdkafka = add_config
+        librdkafka = librdkafka_keyword(librdkafka, add_config, component=_COMPONENT)
         # Python code means what it passes: a number is no duration here (TOML's seconds
         # are read by the model), and a map's keys must be property names.
         for name, value in (
@@ -229,10 +219,7 @@ class KafkaSink(ShardedEpochSink[_KafkaSinkPartition]):
             ConfigError: When ``config`` is not a ``KafkaSinkConfig``, or on a bad
                 ``encoder``.
         """
-        config = KafkaSinkConfig.checked(config)
-        sink = cls.__new__(cls)
-        sink._start(config, encoder, coverage_store)  # noqa: SLF001 - its own class
-        return sink
+        return construct(cls, cls._start, KafkaSinkConfig.checked(config), encoder, coverage_store)
 
     def _start(
         self,

@@ -8,7 +8,6 @@ that position no longer exists (see ``_resume``).
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any, ClassVar, Self
@@ -23,6 +22,8 @@ from thalweg_bytewax.records.model import KeyedBatch
 from thalweg_bytewax.runtime import crossings
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 
+from .._construct import construct
+from ._args import librdkafka_keyword
 from ._config import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_MAX_BATCH_BYTES,
@@ -155,17 +156,7 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, KafkaPartitionState]):
         prefetch_budget: int | None = DEFAULT_PREFETCH_BUDGET,
         unreachable_timeout: timedelta | None = DEFAULT_UNREACHABLE_TIMEOUT,
     ) -> None:
-        if add_config is not None:
-            warnings.warn(
-                "kafka source: `add_config` is deprecated; pass `librdkafka` (the old name "
-                "goes in the next release)",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            if librdkafka is not None:
-                msg = "kafka source: got `librdkafka` and its old name `add_config`; keep one"
-                raise ConfigError(msg)
-            librdkafka = add_config
+        librdkafka = librdkafka_keyword(librdkafka, add_config)
         # Validated once; no I/O here (partitions are built in build_part).
         config = source_config(
             brokers,
@@ -194,10 +185,7 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, KafkaPartitionState]):
         Raises:
             ConfigError: When ``config`` is not a ``KafkaSourceConfig``.
         """
-        config = KafkaSourceConfig.checked(config)
-        source = cls.__new__(cls)
-        source._start(config)  # noqa: SLF001 - its own class
-        return source
+        return construct(cls, cls._start, KafkaSourceConfig.checked(config))
 
     def _start(self, config: KafkaSourceConfig) -> None:
         self._config = config

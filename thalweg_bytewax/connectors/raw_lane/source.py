@@ -41,6 +41,7 @@ from thalweg_bytewax.records.model import KeyedBatch
 from thalweg_bytewax.runtime import crossings
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
 
+from .._construct import construct
 from ._contents import io_error, lane_files, lane_held_offsets
 from ._partition import ProgressCallback, RawLanePartition
 from ._store import open_store
@@ -116,10 +117,7 @@ class RawLaneSource(FixedPartitionedSource[KeyedBatch, int]):
         Raises:
             ConfigError: When ``config`` is not a ``RawLaneSourceConfig``.
         """
-        config = RawLaneSourceConfig.checked(config)
-        source = cls.__new__(cls)
-        source._start(config, filesystem, progress)  # noqa: SLF001 - its own class
-        return source
+        return construct(cls, cls._start, RawLaneSourceConfig.checked(config), filesystem, progress)
 
     def _start(
         self,
