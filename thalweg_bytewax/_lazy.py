@@ -1,30 +1,38 @@
 """Package names loaded from their module on first access (PEP 562 ``__getattr__``).
 
-A package lists ``name -> module`` and gets its ``__getattr__`` and ``__dir__`` from
-:func:`lazy_package`, so importing the package does not import what a flow never uses
-(the encoders, the registry client, the SDK of OpenTelemetry, ...)::
+A package names each public name once, as an explicit re-export under ``if
+TYPE_CHECKING:``, and gets its ``__getattr__``, ``__dir__`` and ``__all__`` from
+:func:`lazy_reexports`, so importing the package does not import what a flow never
+uses (the encoders, the registry client, the SDK of OpenTelemetry, ...)::
 
     if TYPE_CHECKING:
-        from .sink import ParquetSink
+        from .config import ParquetSinkConfig as ParquetSinkConfig
+        from .sink import ParquetSink as ParquetSink
 
-    _LAZY = {"ParquetSink": ".sink"}
+    __getattr__, __dir__ = lazy_reexports(globals())
 
-    __all__ = ["ParquetSink"]
-    __getattr__, __dir__ = lazy_package(__name__, _LAZY, globals())
+``from M import Name as Name`` is the re-export every reader already understands:
+type checkers (mypy strict, with no implicit re-export) and ruff see the names and
+their types there. At run time :func:`reexports` reads the same imports from the
+package's source: they give each name's module, and the package's ``__all__`` is set
+from them (so ``dir()`` and ``import *`` list every name before it is loaded). The
+reference pages' reader (griffe) gets the same list from the same function, through
+the site's extension ``.ci/griffe_reexports.py``. No ``__all__`` is written in such a
+package: mypy, ruff and griffe read ``__all__`` only as a literal, and a second list
+would have to be kept equal to the first by hand.
 
-Type checkers see the names through the package's ``if TYPE_CHECKING:`` imports. The
-package's ``__all__`` stays a list written out: mypy, ruff and the reference pages'
-reader (griffe) read ``__all__`` only as a literal, and a computed one would hide the
-names from all three.
+A package whose names are not all of that form (names defined in it, names warned
+about after a move) lists ``name -> module`` itself and binds :func:`lazy_package`.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["lazy_dir", "lazy_package", "load_lazy"]
+__all__ = ["lazy_dir", "lazy_package", "lazy_reexports", "load_lazy", "reexports"]
 
 
 def load_lazy(
@@ -93,3 +101,60 @@ def lazy_package(
         return lazy_dir(namespace)
 
     return __getattr__, __dir__
+
+
+def reexports(tree: ast.Module) -> dict[str, str]:
+    """Name -> module of each ``from M import Name as Name`` under ``if TYPE_CHECKING:``.
+
+    Only the blocks at the module's top level count, and only imports whose alias is
+    the name itself (the explicit re-export of the typing specification); other
+    imports there serve annotations only. A relative module keeps its dots
+    (``from .sink import X as X`` gives ``".sink"``).
+    """
+    homes: dict[str, str] = {}
+    for node in tree.body:
+        if not (isinstance(node, ast.If) and _is_type_checking(node.test)):
+            continue
+        for statement in node.body:
+            if isinstance(statement, ast.ImportFrom):
+                module = "." * statement.level + (statement.module or "")
+                homes.update((a.name, module) for a in statement.names if a.asname == a.name)
+    return homes
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    if isinstance(test, ast.Attribute):
+        return test.attr == "TYPE_CHECKING"
+    return isinstance(test, ast.Name) and test.id == "TYPE_CHECKING"
+
+
+def lazy_reexports(
+    namespace: dict[str, Any],
+    *,
+    before: Callable[[str], None] | None = None,
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """A package's ``__getattr__`` and ``__dir__`` over the names it re-exports for type checkers.
+
+    The names and their modules are read from the package's own source
+    (:func:`reexports`); the package's ``__all__`` is set to the names, sorted.
+
+    Args:
+        namespace: The package's ``globals()``; ``__all__`` is set there and each
+            loaded value kept there.
+        before: Called with a module's name before it is imported (see
+            :func:`load_lazy`).
+
+    Returns:
+        ``(__getattr__, __dir__)``, to bind at the package's top level.
+
+    Raises:
+        ImportError: The package's source cannot be read (its names are listed there).
+    """
+    package: str = namespace["__name__"]
+    source = namespace["__loader__"].get_source(package)
+    if source is None:
+        msg = f"{package}: its public names are read from its source, which is not installed"
+        raise ImportError(msg)
+    homes = reexports(ast.parse(source))
+    namespace["__all__"] = sorted(homes)
+    return lazy_package(package, homes, namespace, before=before)
