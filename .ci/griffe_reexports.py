@@ -1,11 +1,12 @@
-"""Griffe extension: a lazy package's public names are the names it re-exports.
+"""Griffe extension: a package's public names are the names it re-exports.
 
-A package that loads its names on first access (``thalweg_bytewax._lazy``) writes no
-``__all__``: each public name is an explicit re-export, ``from .sink import X as X``,
-under ``if TYPE_CHECKING:``, and the package sets its ``__all__`` from those imports
-when it is imported. Griffe reads sources without running them, so this extension
-gives such a module the same ``__all__`` (its ``exports``), read by the same function,
-and the reference pages list exactly the names ``import *`` and ``dir()`` give.
+A package that gets its ``__all__`` from ``thalweg_bytewax._lazy`` writes none: each
+public name is an explicit re-export, ``from .sink import X as X`` (under ``if
+TYPE_CHECKING:`` for a name loaded on first access), and the package sets its
+``__all__`` from those imports when it is imported. Griffe reads sources without
+running them, so this extension gives such a module the same ``__all__`` (its
+``exports``), read by the same function, and the reference pages list exactly the
+names ``import *`` and ``dir()`` give.
 """
 
 from __future__ import annotations

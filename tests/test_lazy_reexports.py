@@ -1,9 +1,10 @@
 """A package's public names, written once as re-exports, read alike at run time and by the docs.
 
-A connector package writes each public name as ``from .module import Name as Name``
-under ``if TYPE_CHECKING:`` and no ``__all__``; ``thalweg_bytewax._lazy`` reads the
-names and their modules from those imports when the package is imported, and the
-reference pages' reader (griffe) gets them through ``.ci/griffe_reexports.py``. Without
+These packages write each public name as ``from .module import Name as Name`` (under
+``if TYPE_CHECKING:`` for a name loaded on first access) and no ``__all__``;
+``thalweg_bytewax._lazy`` reads the names and their modules from those imports when the
+package is imported, and the reference pages' reader (griffe) gets them through
+``.ci/griffe_reexports.py``. Without
 that extension the pages would list none of the names, and ``mkdocs build --strict``
 would not say so.
 """
@@ -22,6 +23,7 @@ from thalweg_bytewax._lazy import reexports
 ROOT = Path(__file__).resolve().parents[1]
 
 REEXPORTING = [
+    "thalweg_bytewax.catalog",
     "thalweg_bytewax.connectors.arrow_ipc",
     "thalweg_bytewax.connectors.files",
     "thalweg_bytewax.connectors.flight",
@@ -30,14 +32,17 @@ REEXPORTING = [
     "thalweg_bytewax.connectors.parquet",
     "thalweg_bytewax.connectors.postgres",
     "thalweg_bytewax.connectors.raw_lane",
+    "thalweg_bytewax.contracts",
+    "thalweg_bytewax.pipeline",
 ]
 
 
-def test_only_the_explicit_re_exports_under_type_checking_count() -> None:
+def test_only_the_explicit_re_exports_count() -> None:
     tree = ast.parse(
         "from typing import TYPE_CHECKING\n"
         "import typing\n"
         "from .top import Eager as Eager\n"
+        "from .plain import Used\n"
         "if TYPE_CHECKING:\n"
         "    from .sink import Sink as Sink\n"
         "    from .config import Config as Config, Hint\n"
@@ -50,6 +55,7 @@ def test_only_the_explicit_re_exports_under_type_checking_count() -> None:
         "        from .inner import Inner as Inner\n"
     )
     assert reexports(tree) == {
+        "Eager": ".top",
         "Sink": ".sink",
         "Config": ".config",
         "ConfigError": "thalweg_bytewax.errors",

@@ -1,9 +1,11 @@
 """Package names loaded from their module on first access (PEP 562 ``__getattr__``).
 
-A package names each public name once, as an explicit re-export under ``if
-TYPE_CHECKING:``, and gets its ``__getattr__``, ``__dir__`` and ``__all__`` from
-:func:`lazy_reexports`, so importing the package does not import what a flow never
-uses (the encoders, the registry client, the SDK of OpenTelemetry, ...)::
+A package names each public name once, as an explicit re-export (``from M import Name
+as Name``), and gets its ``__all__`` from those imports. The names it loads on first
+access are re-exported under ``if TYPE_CHECKING:``, and :func:`lazy_reexports` gives
+it ``__getattr__`` and ``__dir__`` over them, so importing the package does not import
+what a flow never uses (the encoders, the registry client, the SDK of OpenTelemetry,
+...)::
 
     if TYPE_CHECKING:
         from .config import ParquetSinkConfig as ParquetSinkConfig
@@ -11,15 +13,18 @@ uses (the encoders, the registry client, the SDK of OpenTelemetry, ...)::
 
     __getattr__, __dir__ = lazy_reexports(globals())
 
-``from M import Name as Name`` is the re-export every reader already understands:
-type checkers (mypy strict, with no implicit re-export) and ruff see the names and
-their types there. At run time :func:`reexports` reads the same imports from the
-package's source: they give each name's module, and the package's ``__all__`` is set
-from them (so ``dir()`` and ``import *`` list every name before it is loaded). The
-reference pages' reader (griffe) gets the same list from the same function, through
-the site's extension ``.ci/griffe_reexports.py``. No ``__all__`` is written in such a
-package: mypy, ruff and griffe read ``__all__`` only as a literal, and a second list
-would have to be kept equal to the first by hand.
+A package that imports its names when it is imported re-exports them at its top level
+and calls :func:`export_reexports` once, at its end, for its ``__all__``.
+
+``from M import Name as Name`` is the re-export every reader already understands: type
+checkers (mypy strict, with no implicit re-export) and ruff see the names and their
+types there. At run time :func:`reexports` reads the same imports from the package's
+source: they give each name's module, and the package's ``__all__`` (so ``dir()`` and
+``import *`` list every name before it is loaded). The reference pages' reader (griffe)
+gets the same list from the same function, through the site's extension
+``.ci/griffe_reexports.py``. No ``__all__`` is written in such a package: mypy, ruff and
+griffe read ``__all__`` only as a literal, and a second list would have to be kept
+equal to the first by hand.
 
 A package whose names are not all of that form (names defined in it, names warned
 about after a move) lists ``name -> module`` itself and binds :func:`lazy_package`.
@@ -32,7 +37,14 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["lazy_dir", "lazy_package", "lazy_reexports", "load_lazy", "reexports"]
+__all__ = [
+    "export_reexports",
+    "lazy_dir",
+    "lazy_package",
+    "lazy_reexports",
+    "load_lazy",
+    "reexports",
+]
 
 
 def load_lazy(
@@ -104,18 +116,20 @@ def lazy_package(
 
 
 def reexports(tree: ast.Module) -> dict[str, str]:
-    """Name -> module of each ``from M import Name as Name`` under ``if TYPE_CHECKING:``.
+    """Name -> module of each explicit re-export, ``from M import Name as Name``, of a module.
 
-    Only the blocks at the module's top level count, and only imports whose alias is
-    the name itself (the explicit re-export of the typing specification); other
-    imports there serve annotations only. A relative module keeps its dots
-    (``from .sink import X as X`` gives ``".sink"``).
+    The imports at the module's top level and in its top-level ``if TYPE_CHECKING:``
+    blocks count, and only those whose alias is the name itself (the re-export of the
+    typing specification); other imports serve the module's own code or annotations.
+    A relative module keeps its dots (``from .sink import X as X`` gives ``".sink"``).
     """
     homes: dict[str, str] = {}
     for node in tree.body:
-        if not (isinstance(node, ast.If) and _is_type_checking(node.test)):
-            continue
-        for statement in node.body:
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            statements = node.body
+        else:
+            statements = [node]
+        for statement in statements:
             if isinstance(statement, ast.ImportFrom):
                 module = "." * statement.level + (statement.module or "")
                 homes.update((a.name, module) for a in statement.names if a.asname == a.name)
@@ -128,15 +142,36 @@ def _is_type_checking(test: ast.expr) -> bool:
     return isinstance(test, ast.Name) and test.id == "TYPE_CHECKING"
 
 
+def export_reexports(namespace: dict[str, Any]) -> dict[str, str]:
+    """Set a package's ``__all__`` to the names it re-exports; return each name's module.
+
+    The names are read from the package's own source (:func:`reexports`) and sorted.
+
+    Args:
+        namespace: The package's ``globals()``; ``__all__`` is set there.
+
+    Raises:
+        ImportError: The package's source cannot be read (its names are listed there).
+    """
+    package: str = namespace["__name__"]
+    source = namespace["__loader__"].get_source(package)
+    if source is None:
+        msg = f"{package}: its public names are read from its source, which is not installed"
+        raise ImportError(msg)
+    homes = reexports(ast.parse(source))
+    namespace["__all__"] = sorted(homes)
+    return homes
+
+
 def lazy_reexports(
     namespace: dict[str, Any],
     *,
     before: Callable[[str], None] | None = None,
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """A package's ``__getattr__`` and ``__dir__`` over the names it re-exports for type checkers.
+    """A package's ``__getattr__`` and ``__dir__`` over the names it re-exports.
 
-    The names and their modules are read from the package's own source
-    (:func:`reexports`); the package's ``__all__`` is set to the names, sorted.
+    Sets the package's ``__all__`` (:func:`export_reexports`); a name re-exported
+    under ``if TYPE_CHECKING:`` is loaded from its module on first access.
 
     Args:
         namespace: The package's ``globals()``; ``__all__`` is set there and each
@@ -150,11 +185,5 @@ def lazy_reexports(
     Raises:
         ImportError: The package's source cannot be read (its names are listed there).
     """
-    package: str = namespace["__name__"]
-    source = namespace["__loader__"].get_source(package)
-    if source is None:
-        msg = f"{package}: its public names are read from its source, which is not installed"
-        raise ImportError(msg)
-    homes = reexports(ast.parse(source))
-    namespace["__all__"] = sorted(homes)
-    return lazy_package(package, homes, namespace, before=before)
+    homes = export_reexports(namespace)
+    return lazy_package(namespace["__name__"], homes, namespace, before=before)
