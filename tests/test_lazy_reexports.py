@@ -33,7 +33,10 @@ REEXPORTING = [
     "thalweg_bytewax.connectors.postgres",
     "thalweg_bytewax.connectors.raw_lane",
     "thalweg_bytewax.contracts",
+    "thalweg_bytewax.observability",
     "thalweg_bytewax.pipeline",
+    "thalweg_bytewax.sql",
+    "thalweg_bytewax.udf",
 ]
 
 
