@@ -146,6 +146,8 @@ def export_reexports(namespace: dict[str, Any]) -> dict[str, str]:
     """Set a package's ``__all__`` to the names it re-exports; return each name's module.
 
     The names are read from the package's own source (:func:`reexports`) and sorted.
+    A name the package defines itself is not one of them: such a package writes its
+    ``__all__`` out.
 
     Args:
         namespace: The package's ``globals()``; ``__all__`` is set there.
