@@ -16,35 +16,22 @@ Examples:
 
 from __future__ import annotations
 
-from thalweg_bytewax.catalog.plan import builtin_comment, plan
-from thalweg_bytewax.catalog.reconcile import WriteBoundaryError, reconcile, to_json_text
-from thalweg_bytewax.catalog.steps import (
-    AddColumn,
-    Column,
-    CreateTable,
-    Plan,
-    Refuse,
-    SchemaEvolutionError,
-    SetComment,
-    Step,
-    TableShape,
-    WidenColumn,
-)
+from thalweg_bytewax._lazy import export_reexports
 
-__all__ = [
-    "AddColumn",
-    "Column",
-    "CreateTable",
-    "Plan",
-    "Refuse",
-    "SchemaEvolutionError",
-    "SetComment",
-    "Step",
-    "TableShape",
-    "WidenColumn",
-    "WriteBoundaryError",
-    "builtin_comment",
-    "plan",
-    "reconcile",
-    "to_json_text",
-]
+from .plan import builtin_comment as builtin_comment
+from .plan import plan as plan
+from .reconcile import WriteBoundaryError as WriteBoundaryError
+from .reconcile import reconcile as reconcile
+from .reconcile import to_json_text as to_json_text
+from .steps import AddColumn as AddColumn
+from .steps import Column as Column
+from .steps import CreateTable as CreateTable
+from .steps import Plan as Plan
+from .steps import Refuse as Refuse
+from .steps import SchemaEvolutionError as SchemaEvolutionError
+from .steps import SetComment as SetComment
+from .steps import Step as Step
+from .steps import TableShape as TableShape
+from .steps import WidenColumn as WidenColumn
+
+export_reexports(globals())

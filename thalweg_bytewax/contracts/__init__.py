@@ -26,81 +26,35 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from thalweg_bytewax._lazy import lazy_package
-from thalweg_bytewax.contracts.merge import merge_rules
-from thalweg_bytewax.contracts.spec import (
-    ColumnSpec,
-    ContractError,
-    ContractMode,
-    ContractSpec,
-    ContractViolationError,
-    DropRule,
-    MetricOp,
-    ObjectSpec,
-    Rule,
-    RuleKind,
-    RuleOrigin,
-    Severity,
-)
+from thalweg_bytewax._lazy import lazy_reexports
 
-if TYPE_CHECKING:
-    # Resolved lazily at runtime by __getattr__ below; imported here for type checkers.
-    from thalweg_bytewax.contracts.audit import (
-        audit_schema,
-        explode_audit,
-        read_audit,
-        read_rule_registry,
-        rules_schema,
-    )
-    from thalweg_bytewax.contracts.evaluate import Evaluation
-    from thalweg_bytewax.contracts.odcs import load_contract, parse_contract
-    from thalweg_bytewax.contracts.ruleset import (
-        DEFAULT_SQL_TIMEOUT,
-        DEFAULT_SQL_TIMEOUT_SECONDS,
-        RuleSet,
-    )
-
-__all__ = [
-    "DEFAULT_SQL_TIMEOUT",
-    "DEFAULT_SQL_TIMEOUT_SECONDS",
-    "ColumnSpec",
-    "ContractError",
-    "ContractMode",
-    "ContractSpec",
-    "ContractViolationError",
-    "DropRule",
-    "Evaluation",
-    "MetricOp",
-    "ObjectSpec",
-    "Rule",
-    "RuleKind",
-    "RuleOrigin",
-    "Severity",
-    "RuleSet",
-    "audit_schema",
-    "explode_audit",
-    "load_contract",
-    "merge_rules",
-    "parse_contract",
-    "read_audit",
-    "read_rule_registry",
-    "rules_schema",
-]
-
-_LAZY = {
-    "load_contract": "odcs",
-    "parse_contract": "odcs",
-    "DEFAULT_SQL_TIMEOUT": "ruleset",
-    "DEFAULT_SQL_TIMEOUT_SECONDS": "ruleset",
-    "RuleSet": "ruleset",
-    "Evaluation": "evaluate",
-    "audit_schema": "audit",
-    "explode_audit": "audit",
-    "read_audit": "audit",
-    "read_rule_registry": "audit",
-    "rules_schema": "audit",
-}
+from .merge import merge_rules as merge_rules
+from .spec import ColumnSpec as ColumnSpec
+from .spec import ContractError as ContractError
+from .spec import ContractMode as ContractMode
+from .spec import ContractSpec as ContractSpec
+from .spec import ContractViolationError as ContractViolationError
+from .spec import DropRule as DropRule
+from .spec import MetricOp as MetricOp
+from .spec import ObjectSpec as ObjectSpec
+from .spec import Rule as Rule
+from .spec import RuleKind as RuleKind
+from .spec import RuleOrigin as RuleOrigin
+from .spec import Severity as Severity
 
 # The ODCS loader needs the `contracts` extra and the engine pulls in numpy and the SQL
 # engine; each is imported only when one of its names is asked for.
-__getattr__, __dir__ = lazy_package(__name__, {n: f".{m}" for n, m in _LAZY.items()}, globals())
+if TYPE_CHECKING:
+    from .audit import audit_schema as audit_schema
+    from .audit import explode_audit as explode_audit
+    from .audit import read_audit as read_audit
+    from .audit import read_rule_registry as read_rule_registry
+    from .audit import rules_schema as rules_schema
+    from .evaluate import Evaluation as Evaluation
+    from .odcs import load_contract as load_contract
+    from .odcs import parse_contract as parse_contract
+    from .ruleset import DEFAULT_SQL_TIMEOUT as DEFAULT_SQL_TIMEOUT
+    from .ruleset import DEFAULT_SQL_TIMEOUT_SECONDS as DEFAULT_SQL_TIMEOUT_SECONDS
+    from .ruleset import RuleSet as RuleSet
+
+__getattr__, __dir__ = lazy_reexports(globals())

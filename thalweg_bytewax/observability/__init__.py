@@ -20,53 +20,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from thalweg_bytewax._lazy import lazy_package
+from thalweg_bytewax._lazy import lazy_reexports
 
 if TYPE_CHECKING:
-    from .headers import KafkaHeadersGetter, KafkaHeadersSetter, extract_headers
-    from .health import Component, HealthRegistry, Status, registry
-    from .hooks import observe, reset, running_server
-    from .metrics import Metrics, enable_metrics, metrics
-    from .server import ObservabilityServer, serve
-    from .tracing import inject_headers
-
-__all__ = [
-    "Component",
-    "HealthRegistry",
-    "KafkaHeadersGetter",
-    "KafkaHeadersSetter",
-    "Metrics",
-    "ObservabilityServer",
-    "Status",
-    "enable_metrics",
-    "extract_headers",
-    "inject_headers",
-    "metrics",
-    "observe",
-    "registry",
-    "reset",
-    "serve",
-    "running_server",
-]
-
-_HOMES = {
-    "Component": "health",
-    "HealthRegistry": "health",
-    "Status": "health",
-    "registry": "health",
-    "observe": "hooks",
-    "reset": "hooks",
-    "running_server": "hooks",
-    "Metrics": "metrics",
-    "enable_metrics": "metrics",
-    "metrics": "metrics",
-    "ObservabilityServer": "server",
-    "serve": "server",
-    "KafkaHeadersGetter": "headers",
-    "KafkaHeadersSetter": "headers",
-    "extract_headers": "headers",
-    "inject_headers": "tracing",
-}
+    from .headers import KafkaHeadersGetter as KafkaHeadersGetter
+    from .headers import KafkaHeadersSetter as KafkaHeadersSetter
+    from .headers import extract_headers as extract_headers
+    from .health import Component as Component
+    from .health import HealthRegistry as HealthRegistry
+    from .health import Status as Status
+    from .health import registry as registry
+    from .hooks import observe as observe
+    from .hooks import reset as reset
+    from .hooks import running_server as running_server
+    from .metrics import Metrics as Metrics
+    from .metrics import enable_metrics as enable_metrics
+    from .metrics import metrics as metrics
+    from .server import ObservabilityServer as ObservabilityServer
+    from .server import serve as serve
+    from .tracing import inject_headers as inject_headers
 
 
 def _require_sdk(module: str) -> None:
@@ -77,6 +49,4 @@ def _require_sdk(module: str) -> None:
 
 
 # Every name but health's needs the SDK, required before its module is imported.
-__getattr__, __dir__ = lazy_package(
-    __name__, {n: f".{home}" for n, home in _HOMES.items()}, globals(), before=_require_sdk
-)
+__getattr__, __dir__ = lazy_reexports(globals(), before=_require_sdk)

@@ -20,33 +20,28 @@ Example:
 
 from __future__ import annotations
 
-from thalweg_bytewax.pipeline._model import CLEAN, PipelineConfig
-from thalweg_bytewax.pipeline._sections import (
-    AuditSection,
-    CodecSection,
-    ContractSection,
-    DedupSection,
-    DlqSection,
-    RawLaneSection,
-    SourceSection,
-    SqlNodeSection,
-    SqlSection,
-)
-from thalweg_bytewax.pipeline._sinks import (
-    ArrowIPCSinkSection,
-    FlightSinkSection,
-    IcebergSinkSection,
-    KafkaSinkSection,
-    ParquetSinkSection,
-    PostgresSinkSection,
-    SinkKind,
-    SinkSection,
-)
-from thalweg_bytewax.pipeline._window_section import WindowKind, WindowSection
+from thalweg_bytewax._lazy import export_reexports
 
-__all__: list[str] = ["CLEAN", "PipelineConfig"]
-__all__ += ["AuditSection", "CodecSection", "ContractSection", "DedupSection", "DlqSection"]
-__all__ += ["RawLaneSection", "SourceSection", "SqlNodeSection", "SqlSection"]
-__all__ += ["ArrowIPCSinkSection", "FlightSinkSection", "IcebergSinkSection", "KafkaSinkSection"]
-__all__ += ["ParquetSinkSection", "PostgresSinkSection", "SinkKind", "SinkSection"]
-__all__ += ["WindowKind", "WindowSection"]
+from ._model import CLEAN as CLEAN
+from ._model import PipelineConfig as PipelineConfig
+from ._sections import AuditSection as AuditSection
+from ._sections import CodecSection as CodecSection
+from ._sections import ContractSection as ContractSection
+from ._sections import DedupSection as DedupSection
+from ._sections import DlqSection as DlqSection
+from ._sections import RawLaneSection as RawLaneSection
+from ._sections import SourceSection as SourceSection
+from ._sections import SqlNodeSection as SqlNodeSection
+from ._sections import SqlSection as SqlSection
+from ._sinks import ArrowIPCSinkSection as ArrowIPCSinkSection
+from ._sinks import FlightSinkSection as FlightSinkSection
+from ._sinks import IcebergSinkSection as IcebergSinkSection
+from ._sinks import KafkaSinkSection as KafkaSinkSection
+from ._sinks import ParquetSinkSection as ParquetSinkSection
+from ._sinks import PostgresSinkSection as PostgresSinkSection
+from ._sinks import SinkKind as SinkKind
+from ._sinks import SinkSection as SinkSection
+from ._window_section import WindowKind as WindowKind
+from ._window_section import WindowSection as WindowSection
+
+export_reexports(globals())

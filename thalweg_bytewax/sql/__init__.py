@@ -23,108 +23,39 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from thalweg_bytewax._lazy import lazy_package
+from thalweg_bytewax._lazy import lazy_reexports
 
 if TYPE_CHECKING:
-    from thalweg_bytewax.sql._functions import FUNCTION_NAMES
-    from thalweg_bytewax.sql.bounds import (
-        DEFAULT_MEMORY_LIMIT_BYTES,
-        MIN_MEMORY_LIMIT_BYTES,
-        SqlMemoryError,
-        SqlTimeoutError,
-        check_memory_limit,
-        engine_errors,
-        format_bytes,
-    )
-    from thalweg_bytewax.sql.dag import SqlDag, table_references
-    from thalweg_bytewax.sql.dag_nodes import INPUT, SqlDagError, SqlNode
-    from thalweg_bytewax.sql.dag_runner import DagRunner, SqlDagRunError
-    from thalweg_bytewax.sql.engine import SqlSession, shared_cursor
-    from thalweg_bytewax.sql.node import (
-        DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
-        DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
-        SqlNodeError,
-        memory_limit_error,
-        transform_session,
-    )
-    from thalweg_bytewax.sql.prepared import PreparedQuery
-    from thalweg_bytewax.sql.syntax import (
-        SqlError,
-        check_expression,
-        check_query,
-        duckdb_type,
-        first_line,
-        predicate_sql,
-        quote_ident,
-        scalar_sql,
-    )
+    from ._functions import FUNCTION_NAMES as FUNCTION_NAMES
+    from .bounds import DEFAULT_MEMORY_LIMIT_BYTES as DEFAULT_MEMORY_LIMIT_BYTES
+    from .bounds import MIN_MEMORY_LIMIT_BYTES as MIN_MEMORY_LIMIT_BYTES
+    from .bounds import SqlMemoryError as SqlMemoryError
+    from .bounds import SqlTimeoutError as SqlTimeoutError
+    from .bounds import check_memory_limit as check_memory_limit
+    from .bounds import engine_errors as engine_errors
+    from .bounds import format_bytes as format_bytes
+    from .dag import SqlDag as SqlDag
+    from .dag import table_references as table_references
+    from .dag_nodes import INPUT as INPUT
+    from .dag_nodes import SqlDagError as SqlDagError
+    from .dag_nodes import SqlNode as SqlNode
+    from .dag_runner import DagRunner as DagRunner
+    from .dag_runner import SqlDagRunError as SqlDagRunError
+    from .engine import SqlSession as SqlSession
+    from .engine import shared_cursor as shared_cursor
+    from .node import DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES as DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES
+    from .node import DEFAULT_SQL_NODE_TIMEOUT_SECONDS as DEFAULT_SQL_NODE_TIMEOUT_SECONDS
+    from .node import SqlNodeError as SqlNodeError
+    from .node import memory_limit_error as memory_limit_error
+    from .node import transform_session as transform_session
+    from .prepared import PreparedQuery as PreparedQuery
+    from .syntax import SqlError as SqlError
+    from .syntax import check_expression as check_expression
+    from .syntax import check_query as check_query
+    from .syntax import duckdb_type as duckdb_type
+    from .syntax import first_line as first_line
+    from .syntax import predicate_sql as predicate_sql
+    from .syntax import quote_ident as quote_ident
+    from .syntax import scalar_sql as scalar_sql
 
-_HOMES = {
-    "FUNCTION_NAMES": "._functions",
-    "DEFAULT_MEMORY_LIMIT_BYTES": ".bounds",
-    "MIN_MEMORY_LIMIT_BYTES": ".bounds",
-    "SqlMemoryError": ".bounds",
-    "SqlTimeoutError": ".bounds",
-    "check_memory_limit": ".bounds",
-    "engine_errors": ".bounds",
-    "format_bytes": ".bounds",
-    "SqlDag": ".dag",
-    "table_references": ".dag",
-    "INPUT": ".dag_nodes",
-    "SqlDagError": ".dag_nodes",
-    "SqlNode": ".dag_nodes",
-    "DagRunner": ".dag_runner",
-    "SqlDagRunError": ".dag_runner",
-    "SqlSession": ".engine",
-    "shared_cursor": ".engine",
-    "DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES": ".node",
-    "DEFAULT_SQL_NODE_TIMEOUT_SECONDS": ".node",
-    "SqlNodeError": ".node",
-    "memory_limit_error": ".node",
-    "transform_session": ".node",
-    "PreparedQuery": ".prepared",
-    "SqlError": ".syntax",
-    "check_expression": ".syntax",
-    "check_query": ".syntax",
-    "duckdb_type": ".syntax",
-    "first_line": ".syntax",
-    "predicate_sql": ".syntax",
-    "quote_ident": ".syntax",
-    "scalar_sql": ".syntax",
-}
-
-__all__ = [
-    "DEFAULT_MEMORY_LIMIT_BYTES",
-    "DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES",
-    "DEFAULT_SQL_NODE_TIMEOUT_SECONDS",
-    "FUNCTION_NAMES",
-    "INPUT",
-    "MIN_MEMORY_LIMIT_BYTES",
-    "DagRunner",
-    "PreparedQuery",
-    "SqlDag",
-    "SqlDagError",
-    "SqlDagRunError",
-    "SqlError",
-    "SqlMemoryError",
-    "SqlNode",
-    "SqlNodeError",
-    "SqlSession",
-    "SqlTimeoutError",
-    "check_expression",
-    "check_memory_limit",
-    "check_query",
-    "duckdb_type",
-    "engine_errors",
-    "first_line",
-    "format_bytes",
-    "memory_limit_error",
-    "predicate_sql",
-    "quote_ident",
-    "scalar_sql",
-    "shared_cursor",
-    "table_references",
-    "transform_session",
-]
-
-__getattr__, __dir__ = lazy_package(__name__, _HOMES, globals())
+__getattr__, __dir__ = lazy_reexports(globals())

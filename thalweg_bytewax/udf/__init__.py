@@ -22,29 +22,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from thalweg_bytewax._lazy import lazy_package
+from thalweg_bytewax._lazy import lazy_reexports
 
 if TYPE_CHECKING:
-    from thalweg_bytewax.udf.failures import RowFailure, UdfFailure, UdfResult, WasmUdfError
-    from thalweg_bytewax.udf.function import ArgType, WasmFunction
-    from thalweg_bytewax.udf.module import WasmModule, WasmModuleError
+    from .failures import RowFailure as RowFailure
+    from .failures import UdfFailure as UdfFailure
+    from .failures import UdfResult as UdfResult
+    from .failures import WasmUdfError as WasmUdfError
+    from .function import ArgType as ArgType
+    from .function import WasmFunction as WasmFunction
+    from .module import WasmModule as WasmModule
+    from .module import WasmModuleError as WasmModuleError
 
-_HOMES = {
-    **dict.fromkeys(("ArgType", "WasmFunction"), ".function"),
-    **dict.fromkeys(("RowFailure", "UdfFailure", "UdfResult", "WasmUdfError"), ".failures"),
-    **dict.fromkeys(("WasmModule", "WasmModuleError"), ".module"),
-}
-
-__all__ = [
-    "ArgType",
-    "RowFailure",
-    "UdfFailure",
-    "UdfResult",
-    "WasmFunction",
-    "WasmModule",
-    "WasmModuleError",
-    "WasmUdfError",
-]
-
-
-__getattr__, __dir__ = lazy_package(__name__, _HOMES, globals())
+__getattr__, __dir__ = lazy_reexports(globals())

@@ -13,29 +13,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from thalweg_bytewax._lazy import lazy_package
+from thalweg_bytewax._lazy import lazy_reexports
 
 if TYPE_CHECKING:
-    from ._partition import ArrowIPCSinkStats
-    from .config import ArrowIPCSinkConfig, ArrowIPCSourceConfig
-    from .sink import ArrowIPCSink
-    from .source import ArrowIPCSource
+    from ._partition import ArrowIPCSinkStats as ArrowIPCSinkStats
+    from .config import ArrowIPCSinkConfig as ArrowIPCSinkConfig
+    from .config import ArrowIPCSourceConfig as ArrowIPCSourceConfig
+    from .sink import ArrowIPCSink as ArrowIPCSink
+    from .source import ArrowIPCSource as ArrowIPCSource
 
-# Public name -> the submodule that defines it, imported on first access.
-_LAZY = {
-    "ArrowIPCSink": ".sink",
-    "ArrowIPCSinkConfig": ".config",
-    "ArrowIPCSinkStats": "._partition",
-    "ArrowIPCSource": ".source",
-    "ArrowIPCSourceConfig": ".config",
-}
-
-__all__ = [
-    "ArrowIPCSink",
-    "ArrowIPCSinkConfig",
-    "ArrowIPCSinkStats",
-    "ArrowIPCSource",
-    "ArrowIPCSourceConfig",
-]
-
-__getattr__, __dir__ = lazy_package(__name__, _LAZY, globals())
+__getattr__, __dir__ = lazy_reexports(globals())

@@ -16,38 +16,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from thalweg_bytewax._lazy import lazy_package
+from thalweg_bytewax._lazy import lazy_reexports
 
 if TYPE_CHECKING:
-    from ._limits import DEFAULT_LIMITS, FileLimits, XmlLimits
-    from ._split import FilesOut, split_rejects
-    from .config import DEFAULT_BATCH_ROWS, FileFormat, FileSourceConfig
-    from .source import FileSource
+    from ._limits import DEFAULT_LIMITS as DEFAULT_LIMITS
+    from ._limits import FileLimits as FileLimits
+    from ._limits import XmlLimits as XmlLimits
+    from ._split import FilesOut as FilesOut
+    from ._split import split_rejects as split_rejects
+    from .config import DEFAULT_BATCH_ROWS as DEFAULT_BATCH_ROWS
+    from .config import FileFormat as FileFormat
+    from .config import FileSourceConfig as FileSourceConfig
+    from .source import FileSource as FileSource
 
-# Public name -> the submodule that defines it, imported on first access (reading a
-# configuration loads no reader).
-_LAZY = {
-    "DEFAULT_BATCH_ROWS": ".config",
-    "DEFAULT_LIMITS": "._limits",
-    "FileFormat": ".config",
-    "FileLimits": "._limits",
-    "FileSource": ".source",
-    "FileSourceConfig": ".config",
-    "FilesOut": "._split",
-    "XmlLimits": "._limits",
-    "split_rejects": "._split",
-}
-
-__all__ = [
-    "DEFAULT_BATCH_ROWS",
-    "DEFAULT_LIMITS",
-    "FileFormat",
-    "FileLimits",
-    "FileSource",
-    "FileSourceConfig",
-    "FilesOut",
-    "XmlLimits",
-    "split_rejects",
-]
-
-__getattr__, __dir__ = lazy_package(__name__, _LAZY, globals())
+__getattr__, __dir__ = lazy_reexports(globals())

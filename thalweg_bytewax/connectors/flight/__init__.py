@@ -14,30 +14,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from thalweg_bytewax._lazy import lazy_package
+from thalweg_bytewax._lazy import lazy_reexports
 
 if TYPE_CHECKING:
-    from ._partition import FlightSinkStats
-    from .config import FlightSinkConfig, FlightSourceConfig
-    from .sink import FlightSink
-    from .source import FlightSource
+    from ._partition import FlightSinkStats as FlightSinkStats
+    from .config import FlightSinkConfig as FlightSinkConfig
+    from .config import FlightSourceConfig as FlightSourceConfig
+    from .sink import FlightSink as FlightSink
+    from .source import FlightSource as FlightSource
 
-# Public name -> the submodule that defines it, imported on first access.
-_LAZY = {
-    "FlightSink": ".sink",
-    "FlightSinkConfig": ".config",
-    "FlightSinkStats": "._partition",
-    "FlightSource": ".source",
-    "FlightSourceConfig": ".config",
-}
-
-__all__ = [
-    "FlightSink",
-    "FlightSinkConfig",
-    "FlightSinkStats",
-    "FlightSource",
-    "FlightSourceConfig",
-]
-
-
-__getattr__, __dir__ = lazy_package(__name__, _LAZY, globals())
+__getattr__, __dir__ = lazy_reexports(globals())

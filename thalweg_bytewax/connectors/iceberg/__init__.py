@@ -13,37 +13,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from thalweg_bytewax._lazy import lazy_package
+from thalweg_bytewax._lazy import lazy_reexports
 
 if TYPE_CHECKING:
-    from ._stats import IcebergSinkStats
-    from ._summary import COMMIT_KEY, COVERAGE_PREFIX, decode_spans, encode_spans
-    from .config import IcebergCatalogConfig, IcebergSinkConfig
-    from .sink import IcebergSink, PartitionField
+    from ._stats import IcebergSinkStats as IcebergSinkStats
+    from ._summary import COMMIT_KEY as COMMIT_KEY
+    from ._summary import COVERAGE_PREFIX as COVERAGE_PREFIX
+    from ._summary import decode_spans as decode_spans
+    from ._summary import encode_spans as encode_spans
+    from .config import IcebergCatalogConfig as IcebergCatalogConfig
+    from .config import IcebergSinkConfig as IcebergSinkConfig
+    from .sink import IcebergSink as IcebergSink
+    from .sink import PartitionField as PartitionField
 
-# Public name -> the submodule that defines it, imported on first access.
-_LAZY = {
-    "COMMIT_KEY": "._summary",
-    "COVERAGE_PREFIX": "._summary",
-    "IcebergCatalogConfig": ".config",
-    "IcebergSink": ".sink",
-    "IcebergSinkConfig": ".config",
-    "IcebergSinkStats": "._stats",
-    "PartitionField": ".sink",
-    "decode_spans": "._summary",
-    "encode_spans": "._summary",
-}
-
-__all__ = [
-    "COMMIT_KEY",
-    "COVERAGE_PREFIX",
-    "IcebergCatalogConfig",
-    "IcebergSink",
-    "IcebergSinkConfig",
-    "IcebergSinkStats",
-    "PartitionField",
-    "decode_spans",
-    "encode_spans",
-]
-
-__getattr__, __dir__ = lazy_package(__name__, _LAZY, globals())
+__getattr__, __dir__ = lazy_reexports(globals())

@@ -25,36 +25,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from thalweg_bytewax._lazy import lazy_package
+from thalweg_bytewax._lazy import lazy_reexports
 
 if TYPE_CHECKING:
-    from .config import KafkaSinkConfig, KafkaSourceConfig
-    from .sink import KafkaSink
-    from .source import KafkaPartitionState, KafkaSource, StartingOffset
-    from .stats import KafkaSinkStats, KafkaSourceStats
+    from .config import KafkaSinkConfig as KafkaSinkConfig
+    from .config import KafkaSourceConfig as KafkaSourceConfig
+    from .sink import KafkaSink as KafkaSink
+    from .source import KafkaPartitionState as KafkaPartitionState
+    from .source import KafkaSource as KafkaSource
+    from .source import StartingOffset as StartingOffset
+    from .stats import KafkaSinkStats as KafkaSinkStats
+    from .stats import KafkaSourceStats as KafkaSourceStats
 
-# Public name -> the submodule that defines it, imported on first access.
-_LAZY = {
-    "KafkaPartitionState": ".source",
-    "KafkaSink": ".sink",
-    "KafkaSinkConfig": ".config",
-    "KafkaSinkStats": ".stats",
-    "KafkaSource": ".source",
-    "KafkaSourceConfig": ".config",
-    "KafkaSourceStats": ".stats",
-    "StartingOffset": ".source",
-}
-
-__all__ = [
-    "KafkaPartitionState",
-    "KafkaSink",
-    "KafkaSinkConfig",
-    "KafkaSinkStats",
-    "KafkaSource",
-    "KafkaSourceConfig",
-    "KafkaSourceStats",
-    "StartingOffset",
-]
-
-# Each source or sink class loads from its module on first access.
-__getattr__, __dir__ = lazy_package(__name__, _LAZY, globals())
+__getattr__, __dir__ = lazy_reexports(globals())

@@ -14,20 +14,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from thalweg_bytewax._lazy import lazy_package
+from thalweg_bytewax._lazy import lazy_reexports
 
 if TYPE_CHECKING:
-    from ._stream import ParquetSinkStats
-    from .config import ParquetSinkConfig
-    from .sink import ParquetSink
+    from ._stream import ParquetSinkStats as ParquetSinkStats
+    from .config import ParquetSinkConfig as ParquetSinkConfig
+    from .sink import ParquetSink as ParquetSink
 
-# Public name -> the submodule that defines it, imported on first access.
-_LAZY = {
-    "ParquetSink": ".sink",
-    "ParquetSinkConfig": ".config",
-    "ParquetSinkStats": "._stream",
-}
-
-__all__ = ["ParquetSink", "ParquetSinkConfig", "ParquetSinkStats"]
-
-__getattr__, __dir__ = lazy_package(__name__, _LAZY, globals())
+__getattr__, __dir__ = lazy_reexports(globals())

@@ -12,23 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from thalweg_bytewax._lazy import lazy_package
+from thalweg_bytewax._lazy import lazy_reexports
 
 if TYPE_CHECKING:
-    from .config import PostgresSinkConfig, WriteMode
-    from .sink import PostgresSink
+    from .config import PostgresSinkConfig as PostgresSinkConfig
+    from .config import WriteMode as WriteMode
+    from .sink import PostgresSink as PostgresSink
 
-# Public name -> the submodule that defines it, imported on first access.
-_LAZY = {
-    "PostgresSink": ".sink",
-    "PostgresSinkConfig": ".config",
-    "WriteMode": ".config",
-}
-
-__all__ = [
-    "PostgresSink",
-    "PostgresSinkConfig",
-    "WriteMode",
-]
-
-__getattr__, __dir__ = lazy_package(__name__, _LAZY, globals())
+__getattr__, __dir__ = lazy_reexports(globals())

@@ -19,35 +19,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from thalweg_bytewax._lazy import lazy_package
+from thalweg_bytewax._lazy import lazy_reexports
 
 if TYPE_CHECKING:
-    from ._contents import lane_held_offsets, lane_rows_missing
-    from ._only_output import only_output
-    from ._partition import ProgressCallback
-    from .config import DEFAULT_BATCH_SIZE, RawLaneSourceConfig
-    from .source import RawLaneSource
+    from ._contents import lane_held_offsets as lane_held_offsets
+    from ._contents import lane_rows_missing as lane_rows_missing
+    from ._only_output import only_output as only_output
+    from ._partition import ProgressCallback as ProgressCallback
+    from .config import DEFAULT_BATCH_SIZE as DEFAULT_BATCH_SIZE
+    from .config import RawLaneSourceConfig as RawLaneSourceConfig
+    from .source import RawLaneSource as RawLaneSource
 
-# Public name -> the submodule that defines it, imported on first access (reading a
-# configuration loads no reader).
-_LAZY = {
-    "DEFAULT_BATCH_SIZE": ".config",
-    "ProgressCallback": "._partition",
-    "RawLaneSource": ".source",
-    "RawLaneSourceConfig": ".config",
-    "lane_held_offsets": "._contents",
-    "lane_rows_missing": "._contents",
-    "only_output": "._only_output",
-}
-
-__all__ = [
-    "DEFAULT_BATCH_SIZE",
-    "ProgressCallback",
-    "RawLaneSource",
-    "RawLaneSourceConfig",
-    "lane_held_offsets",
-    "lane_rows_missing",
-    "only_output",
-]
-
-__getattr__, __dir__ = lazy_package(__name__, _LAZY, globals())
+__getattr__, __dir__ = lazy_reexports(globals())
