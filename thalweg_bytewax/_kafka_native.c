@@ -983,18 +983,10 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__kafka_native(void) {
-    if (PyType_Ready(&ClientType) < 0 || PyType_Ready(&ConsumerType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
-    Py_INCREF(&ClientType);
-    if (PyModule_AddObject(m, "Client", (PyObject *)&ClientType) < 0) {
-        Py_DECREF(&ClientType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    Py_INCREF(&ConsumerType);
-    if (PyModule_AddObject(m, "Consumer", (PyObject *)&ConsumerType) < 0) {
-        Py_DECREF(&ConsumerType);
+    /* each type is readied and added under its short name (Client, Consumer) */
+    if (PyModule_AddType(m, &ClientType) < 0 || PyModule_AddType(m, &ConsumerType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

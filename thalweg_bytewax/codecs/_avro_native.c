@@ -484,6 +484,25 @@ static Pos walk_row(Walk *w, const int32_t *code, Pos p) {
     Py_ssize_t pc = 0;
     int64_t v, n;
     Pos q;
+/* The value at p, read by `read` (read_long or read_run) into v, q past it; a failed
+ * read has failed the row. */
+#define READ(read)                   \
+    q = read(w, p, &v);              \
+    if (q == NULL) return NULL
+/* The value read is good: p moves past it, pc past the op's `words` words. */
+#define ACCEPT(words)                \
+    p = q;                           \
+    pc += (words);                   \
+    NEXT
+/* The op's count of values of one kind (code[pc + 1]), each read by `read`, dropped. */
+#define DROP_EACH(read)                   \
+    n = code[pc + 1];                     \
+    for (int64_t k = 0; k < n; k++) {     \
+        p = read(w, p, &v);               \
+        if (p == NULL) return NULL;       \
+    }                                     \
+    pc += 2;                              \
+    NEXT
 #if defined(__GNUC__) && !defined(AVRO_WALK_SWITCH)
     /* threaded dispatch: each op jumps to the next one's handler itself, so the branch
      * predictor learns each op's successor */
@@ -509,39 +528,19 @@ static Pos walk_row(Walk *w, const int32_t *code, Pos p) {
             p += code[pc + 1];
             pc += 2;
             NEXT;
-        CASE(F_LONGS)
-            n = code[pc + 1];
-            for (int64_t k = 0; k < n; k++) {
-                p = read_long(w, p, &v);
-                if (p == NULL) return NULL;
-            }
-            pc += 2;
-            NEXT;
-        CASE(F_RUNS)
-            n = code[pc + 1];
-            for (int64_t k = 0; k < n; k++) {
-                p = read_run(w, p, &v);
-                if (p == NULL) return NULL;
-            }
-            pc += 2;
-            NEXT;
+        CASE(F_LONGS) DROP_EACH(read_long);
+        CASE(F_RUNS) DROP_EACH(read_run);
         CASE(F_INT)
-            q = read_long(w, p, &v);
-            if (q == NULL) return NULL;
+            READ(read_long);
             if (v < INT32_MIN || v > INT32_MAX) return fail(w, S_INT_RANGE, p);
-            p = q;
-            pc += 1;
-            NEXT;
+            ACCEPT(1);
         CASE(F_RANGE)
-            q = read_long(w, p, &v);
-            if (q == NULL) return NULL;
+            READ(read_long);
             if (v < word64(code + pc + 1) || v > word64(code + pc + 3)) {
                 w->op = code[pc + 5];
                 return fail(w, S_RANGE, p);
             }
-            p = q;
-            pc += 6;
-            NEXT;
+            ACCEPT(6);
         CASE(F_BOOL)
             if (p >= w->end) return fail(w, S_TRUNCATED, p);
             if (*p > 1) return fail(w, S_BAD_BOOLEAN, p);
@@ -549,23 +548,16 @@ static Pos walk_row(Walk *w, const int32_t *code, Pos p) {
             pc += 1;
             NEXT;
         CASE(F_UUID)
-            q = read_run(w, p, &v);
-            if (q == NULL) return NULL;
+            READ(read_run);
             /* outside canonical mode the reader parses the text (and refuses it) */
             if (w->canonical && (v != 36 || !uuid_canonical(q - 36))) return fail(w, S_BAD_UUID, p);
-            p = q;
-            pc += 1;
-            NEXT;
+            ACCEPT(1);
         CASE(F_ENUM)
-            q = read_long(w, p, &v);
-            if (q == NULL) return NULL;
+            READ(read_long);
             if (v < 0 || v >= code[pc + 1]) return fail(w, S_BAD_ENUM, p);
-            p = q;
-            pc += 2;
-            NEXT;
+            ACCEPT(2);
         CASE(F_DECIMAL)
-            q = read_run(w, p, &v);
-            if (q == NULL) return NULL;
+            READ(read_run);
             if (w->canonical) {
                 const unsigned char *d = q - v;
                 int32_t most = code[pc + 1];
@@ -578,9 +570,7 @@ static Pos walk_row(Walk *w, const int32_t *code, Pos p) {
                 w->op = code[pc + 3];
                 return fail(w, S_PRECISION, p);
             }
-            p = q;
-            pc += 4;
-            NEXT;
+            ACCEPT(4);
         CASE(F_FDECIMAL)
             if (w->end - p < code[pc + 1]) return fail(w, S_TRUNCATED, p);
             if (!decimal_fits(p, code[pc + 1], code[pc + 2])) {
@@ -591,8 +581,7 @@ static Pos walk_row(Walk *w, const int32_t *code, Pos p) {
             pc += 4;
             NEXT;
         CASE(F_UNION)
-            q = read_long(w, p, &v);
-            if (q == NULL) return NULL;
+            READ(read_long);
             if (v < 0 || v >= code[pc + 1]) return fail(w, S_BAD_BRANCH, p);
             p = q;
             pc = code[pc + 2 + v];
@@ -632,6 +621,9 @@ static Pos walk_row(Walk *w, const int32_t *code, Pos p) {
 #endif
         }
     }
+#undef DROP_EACH
+#undef ACCEPT
+#undef READ
 #undef CASE
 #undef NEXT
 }

@@ -1351,12 +1351,12 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__json_native(void) {
-    if (PyType_Ready(&DecoderType) < 0 || PyType_Ready(&BlockType) < 0) return NULL;
+    if (PyType_Ready(&BlockType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
-    Py_INCREF(&DecoderType);
-    if (PyModule_AddObject(m, "Decoder", (PyObject *)&DecoderType) < 0) {
-        Py_DECREF(&DecoderType);
+    /* Decoder is readied and added under its short name; Block is never constructed
+     * from Python */
+    if (PyModule_AddType(m, &DecoderType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import importlib
 import logging
 import os
 import threading
@@ -20,17 +21,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from google.protobuf import (
-    any_pb2,
-    descriptor_pb2,
-    descriptor_pool,
-    duration_pb2,
-    empty_pb2,
-    field_mask_pb2,
-    struct_pb2,
-    timestamp_pb2,
-    wrappers_pb2,
-)
+from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf.descriptor import Descriptor, FileDescriptor
 
 from thalweg_bytewax.codecs.base import FailureKind
@@ -52,14 +43,10 @@ logger = logging.getLogger(__name__)
 DescriptorSetInput = str | os.PathLike[str] | bytes | descriptor_pb2.FileDescriptorSet
 """A ``.pb`` path, serialized ``FileDescriptorSet`` bytes, or the message itself."""
 
-_WELL_KNOWN = (
-    any_pb2,
-    duration_pb2,
-    empty_pb2,
-    field_mask_pb2,
-    struct_pb2,
-    timestamp_pb2,
-    wrappers_pb2,
+# The well-known types every pool holds (google/protobuf/<name>.proto), as modules.
+_WELL_KNOWN = tuple(
+    importlib.import_module(f"google.protobuf.{name}_pb2")
+    for name in ("any", "duration", "empty", "field_mask", "struct", "timestamp", "wrappers")
 )
 # Imports a registry never sends as references: the client treats these prefixes as
 # built in (confluent-kafka ``_is_builtin``), so the pool must already hold them.

@@ -49,21 +49,17 @@ from thalweg_bytewax.codecs._avro_resolve import (
     _Writer,
 )
 from thalweg_bytewax.codecs._avro_writers import WriterSchemas
+from thalweg_bytewax.codecs._decode_inputs import DecodeInputs
 from thalweg_bytewax.codecs._payloads import as_binary
 from thalweg_bytewax.codecs.base import (
     DecodeFailure,
     DecodeResult,
-    FailureKind,
     Framing,
     HeadersInput,
     PayloadsInput,
-    check_headers,
-    check_payload,
-    check_payloads,
-    parse_framing,
 )
 from thalweg_bytewax.codecs.framing import peel
-from thalweg_bytewax.errors import ConfigError, SchemaError
+from thalweg_bytewax.errors import ConfigError, FailureKind, SchemaError
 from thalweg_bytewax.records.metadata import DEFAULT_PREFIX
 from thalweg_bytewax.registry import SchemaKey, SchemaSource, schema_source
 
@@ -76,7 +72,7 @@ _ENGINES: tuple[AvroEngine, ...] = ("auto", "polars", "fastavro")
 logger = logging.getLogger(__name__)
 
 
-class AvroCodec:
+class AvroCodec(DecodeInputs):
     """Decode Avro payloads to dicts (``decode_value``) or Arrow (``decode_batch``).
 
     Args:
@@ -123,7 +119,7 @@ class AvroCodec:
         check_choice(engine, _ENGINES, where="avro codec", argument="engine")
         if engine == "polars":
             require("polars", extra="fast")
-        self._framing = parse_framing(framing, "avro")
+        self._framing = self._framing_of(framing)
         self._logged_output: str | None = None
         source: SchemaSource | None = None
         if self._framing is Framing.CONFLUENT:
@@ -203,8 +199,7 @@ class AvroCodec:
             ConfigError: ``payload`` is not bytes-like or ``None``, or ``headers`` is
                 not a sequence of ``(str, bytes | None)`` pairs.
         """
-        check_payload(payload, "avro")
-        check_headers([headers], "avro")
+        self._check_value_args(payload, headers)
         if payload is None:
             msg = "avro: null payload (a tombstone) has no record to decode"
             raise AvroDecodeError(msg, FailureKind.NULL_PAYLOAD)
@@ -237,8 +232,7 @@ class AvroCodec:
             ConfigError: ``payloads`` is not a binary Arrow array or a sequence of bytes,
                 or ``headers`` does not have one row per payload.
         """
-        payloads = check_payloads(payloads, "avro")
-        check_headers(headers, "avro")
+        payloads = self._checked_batch_args(payloads, headers)
         arr = as_binary(payloads)
         n = len(arr)
         header_rows = guid_header_rows(headers, n) if self._framing is Framing.CONFLUENT else {}

@@ -33,6 +33,7 @@ import pyarrow as pa
 from thalweg_bytewax._choices import check_choice
 from thalweg_bytewax._deps import log_fallback_once
 from thalweg_bytewax.codecs._contract_schema import contract_object_schema
+from thalweg_bytewax.codecs._decode_inputs import DecodeInputs
 from thalweg_bytewax.codecs._json_arrow import RowScan, _load_shape
 from thalweg_bytewax.codecs._json_columnar import ColumnarPaths
 from thalweg_bytewax.codecs._json_fast import NATIVE, NativeReader
@@ -44,16 +45,11 @@ from thalweg_bytewax.codecs._payloads import as_binary
 from thalweg_bytewax.codecs.base import (
     DecodeFailure,
     DecodeResult,
-    FailureKind,
     Framing,
     HeadersInput,
     PayloadsInput,
-    check_headers,
-    check_payload,
-    check_payloads,
-    parse_framing,
 )
-from thalweg_bytewax.errors import ConfigError, SchemaError
+from thalweg_bytewax.errors import ConfigError, FailureKind, SchemaError
 from thalweg_bytewax.records import DEFAULT_PREFIX
 
 if TYPE_CHECKING:
@@ -71,7 +67,7 @@ INFER = "infer"
 """Pass as ``schema`` to infer the shape from the first batch (a WARNING is logged)."""
 
 
-class JsonCodec(ColumnarPaths):
+class JsonCodec(ColumnarPaths, DecodeInputs):
     """Decode JSON payloads against an explicit schema.
 
     Args:
@@ -122,7 +118,7 @@ class JsonCodec(ColumnarPaths):
             )
         self._engine = engine if engine != "auto" else ("native" if NATIVE else "pyarrow")
         self._reader: NativeReader | None = None
-        self._framing = parse_framing(framing, "json")
+        self._framing = self._framing_of(framing)
         self._prefix = metadata_prefix
         self._scan = RowScan(metadata_prefix)
         self._shape: JsonShape | None = None
@@ -206,8 +202,7 @@ class JsonCodec(ColumnarPaths):
             ConfigError: ``payload`` is not bytes, str or ``None``, or ``headers`` has
                 the wrong shape.
         """
-        check_payload(payload, "json", text=True)
-        check_headers([headers], "json")
+        self._check_value_args(payload, headers, text=True)
         doc = self._doc(self._body(payload))
         if self._shape is None:
             self._infer([doc])
@@ -229,8 +224,7 @@ class JsonCodec(ColumnarPaths):
             ConfigError: ``payloads`` is not a binary Arrow array or a sequence of bytes,
                 or ``headers`` has the wrong shape.
         """
-        payloads = check_payloads(payloads, "json")
-        check_headers(headers, "json")
+        payloads = self._checked_batch_args(payloads, headers)
         arr = as_binary(payloads)
         body, good_np, errors = json_bodies(arr, self._framing)
         if self._shape is None:

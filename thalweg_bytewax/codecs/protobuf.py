@@ -28,6 +28,7 @@ from typing import Any, cast
 import pyarrow as pa
 from google.protobuf.descriptor import FileDescriptor
 
+from thalweg_bytewax.codecs._decode_inputs import DecodeInputs
 from thalweg_bytewax.codecs._gc import gc_paused
 from thalweg_bytewax.codecs._proto_arrow import (
     ProtoStats,
@@ -56,10 +57,6 @@ from thalweg_bytewax.codecs.base import (
     Framing,
     HeadersInput,
     PayloadsInput,
-    check_headers,
-    check_payload,
-    check_payloads,
-    parse_framing,
 )
 from thalweg_bytewax.codecs.framing import FramingError
 from thalweg_bytewax.errors import ConfigError, SchemaError
@@ -81,7 +78,7 @@ DEFAULT_MAX_DEPTH = 32
 Well above realistic schema depth (learnings §3): only recursive types reach it."""
 
 
-class ProtobufCodec(WriterTypes):
+class ProtobufCodec(WriterTypes, DecodeInputs):
     """Decode Protobuf payloads with descriptors from a descriptor set or a registry.
 
     Args:
@@ -123,7 +120,7 @@ class ProtobufCodec(WriterTypes):
         if (registry is None) == (descriptor_set is None):
             msg = "protobuf codec: expected exactly one of `registry` and `descriptor_set`"
             raise ConfigError(msg)
-        self._framing = parse_framing(framing, "protobuf")
+        self._framing = self._framing_of(framing)
         if max_depth < 1:
             msg = f"protobuf codec: expected max_depth >= 1; got {max_depth!r}"
             raise ConfigError(msg)
@@ -188,8 +185,7 @@ class ProtobufCodec(WriterTypes):
             ProtobufDecodeError: With the failure kind and a message naming the cause.
             ConfigError: ``payload`` or ``headers`` has the wrong type.
         """
-        check_payload(payload, "protobuf")
-        check_headers([headers], "protobuf")
+        self._check_value_args(payload, headers)
         try:
             res, body = self._resolve(payload, headers)
             msg_obj = self._parse(res, body)
@@ -221,8 +217,7 @@ class ProtobufCodec(WriterTypes):
             ConfigError: ``payloads`` is not a binary Arrow array or a sequence of bytes,
                 or ``headers`` has the wrong shape.
         """
-        payloads = check_payloads(payloads, "protobuf")
-        check_headers(headers, "protobuf")
+        payloads = self._checked_batch_args(payloads, headers)
         values = _as_pylist(payloads)
         header_rows = _header_rows(headers, len(values))
         # A schema id the registry does not know is asked once per batch, not once per
