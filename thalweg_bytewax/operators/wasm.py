@@ -29,6 +29,7 @@ from thalweg_bytewax.operators._first_rejects import FirstRejects
 from thalweg_bytewax.operators._outcome import NOTHING, BatchOutcome, rejected_whole, split_outcomes
 from thalweg_bytewax.operators.sql import sql_node
 from thalweg_bytewax.records import DEFAULT_PREFIX, MetadataColumns, metadata_columns
+from thalweg_bytewax.records.required_columns import require_columns
 from thalweg_bytewax.sql.node import (
     DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
     DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
@@ -87,13 +88,8 @@ class _Mapper:
     def run(self, batch: pa.RecordBatch) -> BatchOutcome:
         if batch.num_rows == 0:
             return NOTHING
-        missing = [a for a in self.args if a not in batch.schema.names]
-        if missing:
-            msg = (
-                f"wasm_map `{self.step_id}`: expected the batch to have the argument "
-                f"column(s) {missing!r}; got columns {batch.schema.names!r}"
-            )
-            raise SchemaError(msg)
+        where = f"wasm_map `{self.step_id}`"
+        require_columns(batch, self.args, where=where, kind="argument", error=SchemaError)
         result = self.function.apply([batch.column(a) for a in self.args])
         if result.ok is None:
             return BatchOutcome(self._attach(batch, result.values), None)
