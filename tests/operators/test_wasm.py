@@ -53,6 +53,19 @@ def test_wasm_map_appends_the_result_column_keyed_like_the_input() -> None:
     ]
 
 
+def test_an_empty_batch_emits_nothing_on_either_stream() -> None:
+    c2f = WasmFunction(EXAMPLE, "celsius_to_fahrenheit", args=["float64"], returns="float64")
+    got = run_flow(
+        [part(0, 0, []), part(1, 0, [100])],
+        lambda s: twg.wasm_map("to_f", batches(s), c2f, args=["celsius"], output="fahrenheit"),
+        flow_id="wasm_map_empty",
+    )
+    assert got["rejected"] == []
+    assert [(k, b.column("fahrenheit").to_pylist()) for k, b in got["ok"]] == [
+        ("readings:1", [212.0]),
+    ]
+
+
 @pytest.mark.parametrize(
     ("body", "reason_text"),
     [

@@ -75,3 +75,8 @@ class ConfiguredSinkPartition(EpochSinkPartition, Generic[ConfigT]):
             locators=locators,
         )
         self._config = config
+
+    @property
+    def config(self) -> ConfigT:
+        """The settings of the sink this partition belongs to (one object per sink)."""
+        return self._config

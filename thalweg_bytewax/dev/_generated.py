@@ -8,18 +8,18 @@ range of offsets. Resume state is the next offset, as with Kafka.
 from __future__ import annotations
 
 from abc import abstractmethod
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pyarrow as pa
-from bytewax.inputs import StatefulSourcePartition
 from typing_extensions import override
 
 from thalweg_bytewax.records.model import KeyedBatch
+from thalweg_bytewax.runtime.paced_source import PacedPartition
 
 __all__ = ["GeneratedPartition"]
 
 
-class GeneratedPartition(StatefulSourcePartition[KeyedBatch, int]):
+class GeneratedPartition(PacedPartition[KeyedBatch, int]):
     """Emits ``build(start, stop)`` for consecutive offset ranges until ``end``.
 
     Args:
@@ -44,7 +44,6 @@ class GeneratedPartition(StatefulSourcePartition[KeyedBatch, int]):
         self._end = end
         self._batch_size = batch_size
         self._rate = records_per_s
-        self._next_awake: datetime | None = None
 
     @abstractmethod
     def build(self, start: int, stop: int) -> pa.RecordBatch:
@@ -58,12 +57,8 @@ class GeneratedPartition(StatefulSourcePartition[KeyedBatch, int]):
         batch = self.build(start, stop)
         self._next_offset = stop
         if self._rate:
-            self._next_awake = datetime.now(UTC) + timedelta(seconds=batch.num_rows / self._rate)
+            self._wake_in(timedelta(seconds=batch.num_rows / self._rate))
         return [(self._key, batch)]
-
-    @override
-    def next_awake(self) -> datetime | None:
-        return self._next_awake
 
     @override
     def snapshot(self) -> int:

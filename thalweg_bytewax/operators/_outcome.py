@@ -3,11 +3,13 @@
 ``decode``, ``flight_transform``, ``wasm_map`` and ``wasm_sql`` map each batch to a
 :class:`BatchOutcome` (its good rows, its DLQ rows, either possibly absent), then
 :func:`split_outcomes` turns the stream of outcomes into their ``ok`` and ``rejected``
-streams; :func:`rejected_whole` is a batch a WebAssembly function failed on.
+streams; :func:`map_outcomes` does both for a step that maps one batch at a time;
+:func:`rejected_whole` is a batch a WebAssembly function failed on.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import bytewax.operators as op
@@ -18,7 +20,7 @@ from thalweg_bytewax.lanes.dlq import RejectReason, dlq_whole_batch
 from thalweg_bytewax.records.metadata import MetadataColumns
 from thalweg_bytewax.udf.failures import WasmUdfError
 
-__all__ = ["NOTHING", "BatchOutcome", "rejected_whole", "split_outcomes"]
+__all__ = ["NOTHING", "BatchOutcome", "map_outcomes", "rejected_whole", "split_outcomes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +42,21 @@ def split_outcomes(
     ok = op.filter_map_value("ok", outcomes, lambda o: o.ok)
     rejected = op.filter_map_value("rejected", outcomes, lambda o: o.rejected)
     return ok, rejected
+
+
+def map_outcomes(
+    up: KeyedStream[pa.RecordBatch], run: Callable[[pa.RecordBatch], BatchOutcome]
+) -> tuple[KeyedStream[pa.RecordBatch], KeyedStream[pa.RecordBatch]]:
+    """The ``ok`` and ``rejected`` streams of ``run`` over each batch (steps of those ids).
+
+    ``run`` sees only batches with rows (an empty batch is :data:`NOTHING`), in a step
+    ``run``.
+    """
+
+    def outcome(batch: pa.RecordBatch) -> BatchOutcome:
+        return run(batch) if batch.num_rows else NOTHING
+
+    return split_outcomes(op.map_value("run", up, outcome))
 
 
 def rejected_whole(

@@ -29,6 +29,7 @@ from thalweg_bytewax.records.metadata import (
     MetadataColumns,
     metadata_columns,
 )
+from thalweg_bytewax.records.required_columns import require_columns
 from thalweg_bytewax.windows.event_time import DEFAULT_ALLOWED_SKEW, EventClock, check_allowed_skew
 
 __all__ = ["dedup"]
@@ -69,13 +70,7 @@ class _DedupLogic(StatefulLogic[pa.RecordBatch, pa.RecordBatch, tuple[Any, ...]]
         n = batch.num_rows
         if n == 0:
             return None
-        missing = [c for c in self._key_columns if c not in batch.schema.names]
-        if missing:
-            msg = (
-                f"dedup: expected key column(s) {missing!r} in the batch; "
-                f"got {batch.schema.names!r}"
-            )
-            raise ConfigError(msg)
+        require_columns(batch, self._key_columns, where="dedup", kind="key")
         # In-batch duplicates, columnar (never flags a null key); only the distinct,
         # non-null keys of the batch consult the window.
         drop = duplicate_mask(batch, self._key_columns)

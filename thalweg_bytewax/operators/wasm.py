@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
-import bytewax.operators as op
 import numpy as np
 import pyarrow as pa
 from bytewax.dataflow import operator
@@ -26,9 +25,10 @@ from thalweg_bytewax.coverage.input_span import input_span, input_span_metadata
 from thalweg_bytewax.errors import ConfigError, SchemaError
 from thalweg_bytewax.lanes.dlq import RejectReason, dlq_batch_from_rows
 from thalweg_bytewax.operators._first_rejects import FirstRejects
-from thalweg_bytewax.operators._outcome import NOTHING, BatchOutcome, rejected_whole, split_outcomes
+from thalweg_bytewax.operators._outcome import BatchOutcome, map_outcomes, rejected_whole
 from thalweg_bytewax.operators.sql import sql_node
 from thalweg_bytewax.records import DEFAULT_PREFIX, MetadataColumns, metadata_columns
+from thalweg_bytewax.records.required_columns import require_columns
 from thalweg_bytewax.sql.node import (
     DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
     DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
@@ -85,15 +85,8 @@ class _Mapper:
         self._first_rejects = FirstRejects(logger, "wasm_map", "row(s) the function failed on")
 
     def run(self, batch: pa.RecordBatch) -> BatchOutcome:
-        if batch.num_rows == 0:
-            return NOTHING
-        missing = [a for a in self.args if a not in batch.schema.names]
-        if missing:
-            msg = (
-                f"wasm_map `{self.step_id}`: expected the batch to have the argument "
-                f"column(s) {missing!r}; got columns {batch.schema.names!r}"
-            )
-            raise SchemaError(msg)
+        where = f"wasm_map `{self.step_id}`"
+        require_columns(batch, self.args, where=where, kind="argument", error=SchemaError)
         result = self.function.apply([batch.column(a) for a in self.args])
         if result.ok is None:
             return BatchOutcome(self._attach(batch, result.values), None)
@@ -193,8 +186,7 @@ def wasm_map(
         msg = f"wasm_map `{step_id}`: expected a name for the `output` column; got {output!r}"
         raise ConfigError(msg)
     mapper = _Mapper(step_id, function, names, output, columns)
-    out = op.map_value("run", up, mapper.run)
-    ok, rejected = split_outcomes(out)
+    ok, rejected = map_outcomes(up, mapper.run)
     return WasmOut(ok=ok, rejected=rejected)
 
 
@@ -208,8 +200,6 @@ class _SqlRunner:
         self._first_rejects = FirstRejects(logger, "wasm_sql", "batch(es) a function failed on")
 
     def run(self, batch: pa.RecordBatch) -> BatchOutcome:
-        if batch.num_rows == 0:
-            return NOTHING
         try:
             out = self.node.run(batch)
         except WasmUdfError as exc:
@@ -288,6 +278,5 @@ def wasm_sql(
         functions=functions,
     )
     runner = _SqlRunner(step_id, node, columns)
-    out = op.map_value("run", up, runner.run)
-    ok, rejected = split_outcomes(out)
+    ok, rejected = map_outcomes(up, runner.run)
     return WasmOut(ok=ok, rejected=rejected)

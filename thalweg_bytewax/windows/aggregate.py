@@ -51,6 +51,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from thalweg_bytewax.errors import ConfigError
+from thalweg_bytewax.records.required_columns import require_columns
 
 __all__ = [
     "AGG_FUNCTIONS",
@@ -242,13 +243,7 @@ def pre_aggregate(batch: pa.RecordBatch, times_us: pa.Array, plan: WindowPlan) -
     Raises:
         ConfigError: When a column the plan reads is missing from the batch.
     """
-    missing = [c for c in plan.columns() if c not in batch.schema.names]
-    if missing:
-        msg = (
-            f"window: expected column(s) {missing!r} in the batch; got {batch.schema.names!r}. "
-            "Check `group_by` and `aggs`"
-        )
-        raise ConfigError(msg)
+    require_columns(batch, plan.columns(), where="window", hint=". Check `group_by` and `aggs`")
     t = times_us.cast(pa.int64())
     valid = np.asarray(t.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
     raw = np.asarray(t.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)

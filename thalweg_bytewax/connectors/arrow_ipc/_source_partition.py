@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
-from bytewax.inputs import StatefulSourcePartition
 from typing_extensions import override
 
 from thalweg_bytewax.errors import SourceError
 from thalweg_bytewax.records.metadata import MetadataColumns
 from thalweg_bytewax.records.model import KeyedBatch
+from thalweg_bytewax.runtime.paced_source import PacedPartition
 from thalweg_bytewax.runtime.parts import encode_part
 
 from ._listing import COMPONENT, FileWatch, IPCFiles
@@ -31,11 +31,7 @@ __all__ = ["IPCDirectoryPartition"]
 logger = logging.getLogger(__name__)
 
 
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-class IPCDirectoryPartition(StatefulSourcePartition[KeyedBatch, tuple[str, int]]):
+class IPCDirectoryPartition(PacedPartition[KeyedBatch, tuple[str, int]]):
     """One directory's IPC files in read order, batch by batch.
 
     The state is ``(file name, index of the next batch in it)``: the file being read
@@ -64,7 +60,6 @@ class IPCDirectoryPartition(StatefulSourcePartition[KeyedBatch, tuple[str, int]]
         self._path = self._paths[self._at] if self._paths else directory
         self._watch: FileWatch | None = None  # held once the first file is open
         self._interval = timedelta(seconds=follow_interval_s)
-        self._awake: datetime | None = None
         self._file: pa.NativeFile | None = None
         if self._paths:
             self._open_current()
@@ -181,7 +176,7 @@ class IPCDirectoryPartition(StatefulSourcePartition[KeyedBatch, tuple[str, int]]
     def _idle(self) -> list[KeyedBatch]:
         if self._watch is None:
             raise StopIteration  # not following: this directory is done
-        self._awake = _utcnow() + self._interval
+        self._wake_in(self._interval)
         return []
 
     def _keyed(self, batch: pa.RecordBatch) -> list[KeyedBatch]:
@@ -206,10 +201,6 @@ class IPCDirectoryPartition(StatefulSourcePartition[KeyedBatch, tuple[str, int]]
             mask = pc.and_(pc.equal(topics, t), pc.equal(parts, p))
             out.append((encode_part(t, p), batch.filter(mask)))
         return out
-
-    @override
-    def next_awake(self) -> datetime | None:
-        return self._awake
 
     @override
     def snapshot(self) -> tuple[str, int]:

@@ -29,7 +29,6 @@ from typing import IO, Any
 
 import numpy as np
 import pyarrow as pa
-from bytewax.inputs import StatefulSourcePartition
 from typing_extensions import override
 
 from thalweg_bytewax._deps import require
@@ -41,6 +40,7 @@ from thalweg_bytewax.records.ids import record_ids_array
 from thalweg_bytewax.records.metadata import MetadataColumns
 from thalweg_bytewax.records.model import KeyedBatch
 from thalweg_bytewax.runtime import admission
+from thalweg_bytewax.runtime.paced_source import PacedPartition
 from thalweg_bytewax.system.threads import SharedPool
 
 from ._common import Bad, Chunk
@@ -116,7 +116,7 @@ class FileTarget:
         return pa.input_stream(src, compression=compression_of(self.path))
 
 
-class FilePartition(StatefulSourcePartition[KeyedBatch, int]):
+class FilePartition(PacedPartition[KeyedBatch, int]):
     """One file: its chunks as keyed batches and DLQ batches; state = the next row."""
 
     def __init__(
@@ -273,10 +273,6 @@ class FilePartition(StatefulSourcePartition[KeyedBatch, int]):
             messages=messages,
             columns=c,
         )
-
-    @override
-    def next_awake(self) -> datetime | None:
-        return self._next_awake
 
     @override
     def snapshot(self) -> int:

@@ -13,20 +13,20 @@ from __future__ import annotations
 import contextlib
 import queue
 import threading
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Final
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.flight as flight
-from bytewax.inputs import StatefulSourcePartition
 from typing_extensions import override
 
 from thalweg_bytewax.errors import SourceError
 from thalweg_bytewax.flight.protocol import shown_location
 from thalweg_bytewax.records.metadata import MetadataColumns
 from thalweg_bytewax.records.model import KeyedBatch
+from thalweg_bytewax.runtime.paced_source import PacedPartition
 from thalweg_bytewax.runtime.parts import encode_part
 
 __all__ = ["FlightEndpointPartition"]
@@ -36,7 +36,7 @@ _POLL: Final = timedelta(milliseconds=10)
 _END: Final = object()
 
 
-class FlightEndpointPartition(StatefulSourcePartition[KeyedBatch, int]):
+class FlightEndpointPartition(PacedPartition[KeyedBatch, int]):
     """Read one endpoint's stream; emit keyed batches; the state is rows emitted.
 
     Args:
@@ -72,7 +72,6 @@ class FlightEndpointPartition(StatefulSourcePartition[KeyedBatch, int]):
         self._queue: queue.Queue[object] = queue.Queue(max_queued)
         self._stop = threading.Event()
         self._client = flight.FlightClient(location)
-        self._awake: datetime | None = None
         self._ended = False
         self._where = f"{component} `{shown_location(location)}` endpoint {index} of `{name}`"
         self._thread = threading.Thread(
@@ -124,7 +123,7 @@ class FlightEndpointPartition(StatefulSourcePartition[KeyedBatch, int]):
                 out.extend(self._keyed(item))
         if self._ended and not out:
             raise StopIteration
-        self._awake = datetime.now(UTC) + _POLL if not out and not self._ended else None
+        self._wake_in(_POLL if not out and not self._ended else None)
         return out
 
     def _keyed(self, batch: pa.RecordBatch) -> list[KeyedBatch]:
@@ -149,10 +148,6 @@ class FlightEndpointPartition(StatefulSourcePartition[KeyedBatch, int]):
             )
             .append_column(cols.source_offset, pa.array(np.arange(first, first + n), pa.int64()))
         )
-
-    @override
-    def next_awake(self) -> datetime | None:
-        return self._awake
 
     @override
     def snapshot(self) -> int:

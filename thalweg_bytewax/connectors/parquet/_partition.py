@@ -183,11 +183,6 @@ class _ParquetPartition(ConfiguredSinkPartition["ParquetSinkConfig"]):
             keep_within_budget(self)
 
     @property
-    def config(self) -> ParquetSinkConfig:
-        """The settings of the sink this partition belongs to (one object per sink)."""
-        return self._config
-
-    @property
     def buffered_bytes(self) -> int:
         """Bytes in the buffers of all this partition's topic-partitions."""
         return self._buffered
