@@ -64,6 +64,9 @@ MOVED: dict[str, str] = {
     "thalweg_bytewax._sqlwatchdog": "thalweg_bytewax.sql._watchdog",
     "thalweg_bytewax._sqlfunctions": "thalweg_bytewax.sql._functions",
     "thalweg_bytewax._sqlreads": "thalweg_bytewax.sql._reads",
+    # A module named as the function it defines shadowed the package's lazy name of that
+    # function once anything imported it.
+    "thalweg_bytewax.sql.transform_session": "thalweg_bytewax.sql.sessions",
     # Windows: one folder. `thalweg_bytewax.windows`, dedup's key memory before, is
     # that folder's package now; it resolves the key memory's names itself.
     # Connectors: the file source and the raw lane source each in a folder of their own;

@@ -11,6 +11,7 @@ import importlib
 import pickle
 import sys
 import warnings
+from collections.abc import Iterator
 from types import ModuleType
 
 import pytest
@@ -42,6 +43,10 @@ OLD_PUBLIC = {
     "thalweg_bytewax._sqlwatchdog": "Watchdog",
     "thalweg_bytewax._sqlfunctions": "FUNCTION_NAMES install_functions",
     "thalweg_bytewax._sqlreads": "Read relation_reads",
+    "thalweg_bytewax.sql.transform_session": (
+        "DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES DEFAULT_SQL_NODE_TIMEOUT_SECONDS "
+        "functions_session memory_limit_error transform_session"
+    ),
 }
 
 
@@ -51,7 +56,20 @@ def _old(name: str) -> ModuleType:
         return importlib.import_module(name)
 
 
+@pytest.fixture
+def sql_package_attributes() -> Iterator[None]:
+    """Undo what importing an old name sets on the package (the submodule as attribute)."""
+    package = importlib.import_module("thalweg_bytewax.sql")
+    before = dict(vars(package))
+    yield
+    for name in set(vars(package)) - set(before):
+        delattr(package, name)
+    for name, value in before.items():
+        setattr(package, name, value)
+
+
 @pytest.mark.parametrize(("old", "names"), sorted(OLD_PUBLIC.items()))
+@pytest.mark.usefixtures("sql_package_attributes")
 def test_every_public_name_of_an_old_module_resolves(old: str, names: str) -> None:
     module = _old(old)
     missing = [n for n in names.split() if not hasattr(module, n)]
@@ -62,6 +80,16 @@ def test_the_dag_node_keeps_its_name_under_the_old_dag_module() -> None:
     # `sqldag.SqlNode` was the DAG's node model, not the transform engine of `sqlnode`.
     assert _old("thalweg_bytewax.sqldag").SqlNode is SqlNode
     assert _old("thalweg_bytewax.sqlengine").SqlSession is SqlSession
+
+
+def test_the_packages_transform_session_is_the_function_once_its_module_is_loaded() -> None:
+    # Its module was named `transform_session` too; importing it (as `twg.sql` does)
+    # replaced the package's name with the module.
+    import thalweg_bytewax.sql
+    from thalweg_bytewax.sql import node
+
+    assert thalweg_bytewax.sql.transform_session is node.transform_session
+    assert callable(thalweg_bytewax.sql.transform_session)
 
 
 def _written_before_the_move(obj: object, new: str, old: str) -> bytes:

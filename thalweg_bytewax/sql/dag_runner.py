@@ -27,8 +27,8 @@ from thalweg_bytewax.sql.node import (
     transform_session,
 )
 from thalweg_bytewax.sql.node import SqlNode as _NodeEngine
+from thalweg_bytewax.sql.sessions import functions_session
 from thalweg_bytewax.sql.syntax import first_line
-from thalweg_bytewax.sql.transform_session import functions_session
 from thalweg_bytewax.udf.sql_functions import take_failure
 
 if TYPE_CHECKING:

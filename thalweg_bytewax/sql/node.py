@@ -38,14 +38,14 @@ from thalweg_bytewax.sql.bounds import (
 from thalweg_bytewax.sql.engine import SqlSession
 from thalweg_bytewax.sql.lineage import attach_aggregate_lineage, attach_row_lineage, drop_hidden
 from thalweg_bytewax.sql.prepared import PreparedQuery
-from thalweg_bytewax.sql.syntax import SqlError, first_line
-from thalweg_bytewax.sql.transform_session import (
+from thalweg_bytewax.sql.sessions import (
     DEFAULT_SQL_NODE_MEMORY_LIMIT_BYTES,
     DEFAULT_SQL_NODE_TIMEOUT_SECONDS,
     functions_session,
     memory_limit_error,
     transform_session,
 )
+from thalweg_bytewax.sql.syntax import SqlError, first_line
 from thalweg_bytewax.udf.sql_functions import take_failure
 
 if TYPE_CHECKING:
