@@ -13,54 +13,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from thalweg_bytewax._lazy import lazy_package
-from thalweg_bytewax.codecs.base import (
-    Codec,
-    DecodeFailure,
-    DecodeResult,
-    EncodedValues,
-    EncodeError,
-    Encoder,
-    FailureKind,
-    Framing,
-)
+from thalweg_bytewax._lazy import lazy_reexports
+from thalweg_bytewax.codecs.base import Codec as Codec
+from thalweg_bytewax.codecs.base import DecodeFailure as DecodeFailure
+from thalweg_bytewax.codecs.base import DecodeResult as DecodeResult
+from thalweg_bytewax.codecs.base import EncodedValues as EncodedValues
+from thalweg_bytewax.codecs.base import EncodeError as EncodeError
+from thalweg_bytewax.codecs.base import Encoder as Encoder
+from thalweg_bytewax.codecs.base import FailureKind as FailureKind
+from thalweg_bytewax.codecs.base import Framing as Framing
 
 if TYPE_CHECKING:
-    from thalweg_bytewax.codecs._avro_encode import AvroEncoder
-    from thalweg_bytewax.codecs._bytes_encode import BytesEncoder
-    from thalweg_bytewax.codecs._json_encode import JsonEncoder
-    from thalweg_bytewax.codecs._proto_encode import ProtobufEncoder
-    from thalweg_bytewax.codecs.avro import AvroCodec
-    from thalweg_bytewax.codecs.json import JsonCodec
-    from thalweg_bytewax.codecs.protobuf import ProtobufCodec
+    from thalweg_bytewax.codecs._avro_encode import AvroEncoder as AvroEncoder
+    from thalweg_bytewax.codecs._bytes_encode import BytesEncoder as BytesEncoder
+    from thalweg_bytewax.codecs._json_encode import JsonEncoder as JsonEncoder
+    from thalweg_bytewax.codecs._proto_encode import ProtobufEncoder as ProtobufEncoder
+    from thalweg_bytewax.codecs.avro import AvroCodec as AvroCodec
+    from thalweg_bytewax.codecs.json import JsonCodec as JsonCodec
+    from thalweg_bytewax.codecs.protobuf import ProtobufCodec as ProtobufCodec
 
-__all__ = [
-    "AvroCodec",
-    "AvroEncoder",
-    "BytesEncoder",
-    "Codec",
-    "DecodeFailure",
-    "DecodeResult",
-    "EncodeError",
-    "EncodedValues",
-    "Encoder",
-    "FailureKind",
-    "Framing",
-    "JsonCodec",
-    "JsonEncoder",
-    "ProtobufCodec",
-    "ProtobufEncoder",
-]
-
-# Public name -> the module that defines it, imported on first access.
-_LAZY = {
-    "AvroCodec": "thalweg_bytewax.codecs.avro",
-    "AvroEncoder": "thalweg_bytewax.codecs._avro_encode",
-    "BytesEncoder": "thalweg_bytewax.codecs._bytes_encode",
-    "JsonCodec": "thalweg_bytewax.codecs.json",
-    "JsonEncoder": "thalweg_bytewax.codecs._json_encode",
-    "ProtobufCodec": "thalweg_bytewax.codecs.protobuf",
-    "ProtobufEncoder": "thalweg_bytewax.codecs._proto_encode",
-}
-
-__getattr__, __dir__ = lazy_package(__name__, _LAZY, globals())
+__getattr__, __dir__ = lazy_reexports(globals())
