@@ -48,8 +48,6 @@ class ThalwegError(Exception):
             unless the class derives from :class:`TransientError`.
     """
 
-    __module__ = "thalweg_bytewax"
-
     retryable: ClassVar[bool] = False
 
     @property
@@ -67,27 +65,19 @@ class TransientError(ThalwegError):
     Catch it to retry with backoff; anything else is terminal.
     """
 
-    __module__ = "thalweg_bytewax"
-
     retryable: ClassVar[bool] = True
 
 
 class ConfigError(ThalwegError, ValueError):
     """A configuration value is invalid; the message says which and what to do."""
 
-    __module__ = "thalweg_bytewax"
-
 
 class MissingDependencyError(ThalwegError, ImportError):
     """An optional dependency is not installed; the message has the pip line."""
 
-    __module__ = "thalweg_bytewax"
-
 
 class SourceError(ThalwegError):
     """A source cannot read: unreachable brokers, a missing topic, a fatal client error."""
-
-    __module__ = "thalweg_bytewax"
 
 
 class FailureKind(StrEnum):
@@ -125,8 +115,6 @@ class DecodeError(ThalwegError):
         kind: Why the payload failed.
     """
 
-    __module__ = "thalweg_bytewax"
-
     default_kind: ClassVar[FailureKind] = FailureKind.MALFORMED
 
     def __init__(self, message: str, kind: FailureKind | str | None = None) -> None:
@@ -144,25 +132,17 @@ class SchemaError(ThalwegError):
     Terminal, except for :class:`~thalweg_bytewax.registry.RegistryUnavailableError`.
     """
 
-    __module__ = "thalweg_bytewax"
-
 
 class SinkError(ThalwegError):
     """A sink could not write or commit."""
-
-    __module__ = "thalweg_bytewax"
 
 
 class SinkTransientError(SinkError, TransientError):
     """A sink failure worth retrying with backoff (connection lost, timeout, disk full)."""
 
-    __module__ = "thalweg_bytewax"
-
 
 class SinkTerminalError(SinkError):
     """A sink failure that retrying cannot fix; the epoch fails loudly, naming the target."""
-
-    __module__ = "thalweg_bytewax"
 
 
 class SidecarError(ThalwegError):
@@ -172,14 +152,29 @@ class SidecarError(ThalwegError):
     that is no record batch, means the sidecar must be fixed.
     """
 
-    __module__ = "thalweg_bytewax"
-
 
 class SidecarTransientError(SidecarError, TransientError):
     """A sidecar call worth retrying: a timeout, the service down or its code raising."""
 
-    __module__ = "thalweg_bytewax"
 
+# Every error shows, and pickles, as the package's (`thalweg_bytewax.ConfigError`): where
+# users import it from.
+for _error in (
+    ThalwegError,
+    TransientError,
+    ConfigError,
+    MissingDependencyError,
+    SourceError,
+    DecodeError,
+    SchemaError,
+    SinkError,
+    SinkTransientError,
+    SinkTerminalError,
+    SidecarError,
+    SidecarTransientError,
+):
+    _error.__module__ = "thalweg_bytewax"
+del _error
 
 # errno values where the same write can succeed later: the resource frees up (space,
 # quota, a busy file, a full file table) or the storage comes back (a network

@@ -92,6 +92,16 @@ static int full(Out *o) {
         if ((o)->cap - (o)->len < (Py_ssize_t)(n)) return full(o); \
     } while (0)
 
+/* n bytes, w <= n <= 2w, as two overlapping loads and stores of w bytes; w is a constant
+   where it is inlined (8 or 4), so each memcpy is one move. */
+static inline void copy_overlapping(char *d, const char *s, Py_ssize_t n, size_t w) {
+    uint64_t a, b;
+    memcpy(&a, s, w);
+    memcpy(&b, s + n - w, w);
+    memcpy(d, &a, w);
+    memcpy(d + n - w, &b, w);
+}
+
 /* Copies of up to 16 bytes inline (two overlapping loads and stores), longer ones by
    memcpy: keys and most values are short. */
 static inline void copy(char *d, const void *src, Py_ssize_t n) {
@@ -99,17 +109,9 @@ static inline void copy(char *d, const void *src, Py_ssize_t n) {
     if (n > 16) {
         memcpy(d, s, (size_t)n);
     } else if (n >= 8) {
-        uint64_t a, b;
-        memcpy(&a, s, 8);
-        memcpy(&b, s + n - 8, 8);
-        memcpy(d, &a, 8);
-        memcpy(d + n - 8, &b, 8);
+        copy_overlapping(d, s, n, 8);
     } else if (n >= 4) {
-        uint32_t a, b;
-        memcpy(&a, s, 4);
-        memcpy(&b, s + n - 4, 4);
-        memcpy(d, &a, 4);
-        memcpy(d + n - 4, &b, 4);
+        copy_overlapping(d, s, n, 4);
     } else {
         for (Py_ssize_t k = 0; k < n; k++) d[k] = s[k];
     }
@@ -132,25 +134,21 @@ static inline int is_valid(const Node *nd, int64_t j) {
     return nd->validity == NULL || ((nd->validity[j >> 3] >> (j & 7)) & 1);
 }
 
-/* Value j of a buffer of signed integers of width bytes each (1, 2, 4, else 8). */
-static inline int64_t int_at(const uint8_t *b, int64_t width, int64_t j) {
-    switch (width) {
-        case 1: return ((const int8_t *)b)[j];
-        case 2: return ((const int16_t *)b)[j];
-        case 4: return ((const int32_t *)b)[j];
-        default: return ((const int64_t *)b)[j];
+/* Defines NAME(b, width, j): value j of a buffer of integers of width bytes each (1, 2, 4,
+   else 8), of the C types P8_t .. P64_t. */
+#define DEFINE_INT_AT(NAME, P)                                                 \
+    static inline P##64_t NAME(const uint8_t *b, int64_t width, int64_t j) {   \
+        switch (width) {                                                       \
+            case 1: return ((const P##8_t *)b)[j];                             \
+            case 2: return ((const P##16_t *)b)[j];                            \
+            case 4: return ((const P##32_t *)b)[j];                            \
+            default: return ((const P##64_t *)b)[j];                           \
+        }                                                                      \
     }
-}
 
-/* Value j of a buffer of unsigned integers of width bytes each (1, 2, 4, else 8). */
-static inline uint64_t uint_at(const uint8_t *b, int64_t width, int64_t j) {
-    switch (width) {
-        case 1: return ((const uint8_t *)b)[j];
-        case 2: return ((const uint16_t *)b)[j];
-        case 4: return ((const uint32_t *)b)[j];
-        default: return ((const uint64_t *)b)[j];
-    }
-}
+DEFINE_INT_AT(int_at, int)   /* signed: int64_t int_at(...) */
+DEFINE_INT_AT(uint_at, uint) /* unsigned: uint64_t uint_at(...) */
+#undef DEFINE_INT_AT
 
 /* "00".."99": two digits per division. */
 static const char PAIRS[] =
@@ -387,6 +385,21 @@ static int put_decimal(Out *o, const uint8_t *p, int scale) {
 
 static int write_value(Out *o, const Node *nd, int64_t i);
 
+/* Where value j of a variable-width column starts and ends: [*lo, *hi) of its data (b2), or
+   of its child's values for a list. Its offsets (b1) are int64 when `wide` (the large
+   types), else int32. */
+static inline void bounds(const Node *nd, int64_t j, int wide, int64_t *lo, int64_t *hi) {
+    if (wide) {
+        const int64_t *off = (const int64_t *)nd->b1;
+        *lo = off[j];
+        *hi = off[j + 1];
+    } else {
+        const int32_t *off = (const int32_t *)nd->b1;
+        *lo = off[j];
+        *hi = off[j + 1];
+    }
+}
+
 static int write_seq(Out *o, const Node *child, int64_t lo, int64_t hi) {
     RESERVE(o, 1);
     put1(o, '[');
@@ -421,6 +434,7 @@ static int write_object(Out *o, const Node *nd, int64_t i, int64_t row) {
 
 static int write_value(Out *o, const Node *nd, int64_t i) {
     int64_t j = i + nd->offset;
+    int64_t lo, hi;
     if (!is_valid(nd, j)) return put_checked(o, "null", 4);
     switch (nd->kind) {
         case K_NULL:
@@ -438,26 +452,17 @@ static int write_value(Out *o, const Node *nd, int64_t i) {
             return 0;
         case K_DECIMAL:
             return put_decimal(o, nd->b1 + 16 * j, (int)nd->param);
-        case K_STRING: {
-            const int32_t *off = (const int32_t *)nd->b1;
-            return put_string(o, nd->b2 + off[j], off[j + 1] - off[j]);
-        }
-        case K_LARGE_STRING: {
-            const int64_t *off = (const int64_t *)nd->b1;
-            return put_string(o, nd->b2 + off[j], off[j + 1] - off[j]);
-        }
-        case K_RAW: {
-            const int32_t *off = (const int32_t *)nd->b1;
-            return put_checked(o, (const char *)nd->b2 + off[j], off[j + 1] - off[j]);
-        }
-        case K_BINARY: {
-            const int32_t *off = (const int32_t *)nd->b1;
-            return put_hex(o, nd->b2 + off[j], off[j + 1] - off[j]);
-        }
-        case K_LARGE_BINARY: {
-            const int64_t *off = (const int64_t *)nd->b1;
-            return put_hex(o, nd->b2 + off[j], off[j + 1] - off[j]);
-        }
+        case K_STRING:
+        case K_LARGE_STRING:
+            bounds(nd, j, nd->kind == K_LARGE_STRING, &lo, &hi);
+            return put_string(o, nd->b2 + lo, hi - lo);
+        case K_RAW:
+            bounds(nd, j, 0, &lo, &hi);
+            return put_checked(o, (const char *)nd->b2 + lo, hi - lo);
+        case K_BINARY:
+        case K_LARGE_BINARY:
+            bounds(nd, j, nd->kind == K_LARGE_BINARY, &lo, &hi);
+            return put_hex(o, nd->b2 + lo, hi - lo);
         case K_FIXED_BINARY:
             return put_hex(o, nd->b1 + nd->param * j, nd->param);
         case K_TIMESTAMP:
@@ -501,25 +506,21 @@ static int write_value(Out *o, const Node *nd, int64_t i) {
             }
             return write_value(o, nd->child[0], k);
         }
-        case K_LIST: {
-            const int32_t *off = (const int32_t *)nd->b1;
-            return write_seq(o, nd->child[0], off[j], off[j + 1]);
-        }
-        case K_LARGE_LIST: {
-            const int64_t *off = (const int64_t *)nd->b1;
-            return write_seq(o, nd->child[0], off[j], off[j + 1]);
-        }
+        case K_LIST:
+        case K_LARGE_LIST:
+            bounds(nd, j, nd->kind == K_LARGE_LIST, &lo, &hi);
+            return write_seq(o, nd->child[0], lo, hi);
         case K_FIXED_LIST:
             return write_seq(o, nd->child[0], j * nd->param, (j + 1) * nd->param);
         case K_STRUCT:
             return write_object(o, nd, i, i);
         case K_MAP: {
-            const int32_t *off = (const int32_t *)nd->b1;
+            bounds(nd, j, 0, &lo, &hi);
             RESERVE(o, 1);
             put1(o, '[');
-            for (int64_t k = off[j]; k < off[j + 1]; k++) {
+            for (int64_t k = lo; k < hi; k++) {
                 RESERVE(o, 2);
-                if (k > off[j]) put1(o, ',');
+                if (k > lo) put1(o, ',');
                 put1(o, '[');
                 if (write_value(o, nd->child[0], k) < 0) return -1;
                 RESERVE(o, 1);

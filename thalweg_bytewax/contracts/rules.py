@@ -41,18 +41,21 @@ class RuleConstructors:
         def __init__(self, **fields: Any) -> None: ...
 
     @classmethod
+    def _on_column(cls, kind: str, column: str, name: str, severity: str, **fields: Any) -> Self:
+        """A rule of ``kind`` on the one ``column``, with the fields of that kind."""
+        return cls(kind=kind, columns=(column,), name=name, severity=severity, **fields)
+
+    @classmethod
     def not_null(cls, column: str, *, name: str = "", severity: str = "error") -> Self:
         """``column`` must not be null (ODCS ``required``)."""
-        return cls(kind="not_null", columns=(column,), name=name, severity=severity)
+        return cls._on_column("not_null", column, name, severity)
 
     @classmethod
     def of_type(
         cls, column: str, arrow_type: str, *, name: str = "", severity: str = "error"
     ) -> Self:
         """``column`` must be present and its values castable to ``arrow_type``."""
-        return cls(
-            kind="type", columns=(column,), arrow_type=arrow_type, name=name, severity=severity
-        )
+        return cls._on_column("type", column, name, severity, arrow_type=arrow_type)
 
     @classmethod
     def unique(
@@ -66,8 +69,8 @@ class RuleConstructors:
         cls, column: str, values: Iterable[Any], *, name: str = "", severity: str = "error"
     ) -> Self:
         """``column`` must be one of ``values`` (ODCS ``enum``); nulls pass."""
-        return cls(
-            kind="allowed_values", columns=(column,), values=stable_values(values), name=name
+        return cls._on_column(
+            "allowed_values", column, name, severity, values=stable_values(values)
         )
 
     @classmethod
@@ -83,15 +86,15 @@ class RuleConstructors:
         severity: str = "error",
     ) -> Self:
         """``min <= column <= max`` (each bound optional, each inclusive or exclusive)."""
-        return cls(
-            kind="range",
-            columns=(column,),
+        return cls._on_column(
+            "range",
+            column,
+            name,
+            severity,
             min=min,
             max=max,
             min_inclusive=min_inclusive,
             max_inclusive=max_inclusive,
-            name=name,
-            severity=severity,
         )
 
     @classmethod
@@ -125,19 +128,12 @@ class RuleConstructors:
         severity: str = "error",
     ) -> Self:
         """The string length of ``column`` must lie in ``[min, max]``."""
-        return cls(
-            kind="length",
-            columns=(column,),
-            min_length=min,
-            max_length=max,
-            name=name,
-            severity=severity,
-        )
+        return cls._on_column("length", column, name, severity, min_length=min, max_length=max)
 
     @classmethod
     def matches(cls, column: str, pattern: str, *, name: str = "", severity: str = "error") -> Self:
         """``column`` must contain a match of the RE2 ``pattern`` (anchor it with ^...$)."""
-        return cls(kind="pattern", columns=(column,), pattern=pattern, name=name, severity=severity)
+        return cls._on_column("pattern", column, name, severity, pattern=pattern)
 
     @classmethod
     def sql(cls, name: str, expression: str, *, severity: str = "error") -> Self:

@@ -103,7 +103,7 @@ class _Sink(Protocol):
 
 
 class ReplayCheck:
-    """After a resume, the covered rows of a sink partition checked against its target.
+    """The covered rows of a sink partition: skipped, and checked against its target.
 
     Args:
         sink: The sink partition: its names, columns and read-back hooks.
@@ -207,6 +207,31 @@ class ReplayCheck:
             f"write them with locators='absent'"
         )
         raise ConfigError(msg)
+
+    def uncovered(
+        self,
+        ledger: Ledger,
+        key: str,
+        rows: pa.RecordBatch,
+        first: int,
+        last: int,
+        covered: np.ndarray | None = None,
+    ) -> pa.RecordBatch:
+        """The rows whose offsets the committed coverage does not hold (``covered``: their mask).
+
+        The first rows skipped of a source partition are checked against the target
+        (:meth:`verify`).
+        """
+        if covered is None:
+            if not ledger.coverage.overlaps(first, last):
+                return rows
+            covered = ledger.coverage.mask(rows.column(self._sink.columns.source_offset))
+        if not covered.any():
+            return rows
+        if not ledger.verified:
+            ledger.verified = True
+            self.verify(key, rows.filter(pa.array(covered)))
+        return rows.filter(pa.array(~covered))
 
     def _not_replaced(
         self, ledger: Ledger, key: str, rows: pa.RecordBatch, missing: pa.Array

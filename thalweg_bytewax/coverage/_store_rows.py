@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -95,3 +96,50 @@ def _entries(
 def _forget_keys(partitions: Iterable[PartitionKey]) -> list[tuple[str, int]]:
     """``partitions`` once each, sorted (concurrent writers lock rows in one order)."""
     return sorted({(t, int(p)) for t, p in partitions})
+
+
+class _UnionStore(ABC):
+    """What both stores do the same way around their storage: check, sort, skip empties.
+
+    A store implements :meth:`_merge` and :meth:`_delete`, each in one transaction.
+    """
+
+    def record(self, sink: str, coverage: Mapping[PartitionKey, OffsetCoverage]) -> None:
+        """Merge ``coverage`` into the sink's rows by union, in one transaction.
+
+        Args:
+            sink: The sink's id.
+            coverage: Per ``(topic, partition)``, the offsets that landed.
+
+        Raises:
+            SinkTransientError: When the store is busy past its timeout or unreachable
+                (SQLite: the file locked or unwritable; PostgreSQL: the server
+                unreachable or the connection dropped).
+            SinkTerminalError: When the store cannot be written or holds rows that are
+                not coverage.
+        """
+        plan = _merge_plan(_check_sink(sink), coverage)
+        if plan:
+            self._merge(sink, plan)
+
+    def forget(self, sink: str, partitions: Iterable[PartitionKey]) -> None:
+        """Delete the sink's rows of ``partitions``, in one transaction.
+
+        Args:
+            sink: The sink's id.
+            partitions: The ``(topic, partition)`` pairs whose rows go.
+
+        Raises:
+            SinkTransientError: When the store is busy past its timeout or unreachable.
+        """
+        keys = _forget_keys(partitions)
+        if keys:
+            self._delete(sink, keys)
+
+    @abstractmethod
+    def _merge(self, sink: str, plan: list[tuple[str, int, OffsetCoverage]]) -> None:
+        """Union each ``(topic, partition, coverage)`` of ``plan`` into its stored row."""
+
+    @abstractmethod
+    def _delete(self, sink: str, keys: list[tuple[str, int]]) -> None:
+        """Delete the sink's rows of ``keys`` (``(topic, partition)``, sorted)."""

@@ -7,9 +7,11 @@ lead) and the SQLite store. Needs the ``postgres`` extra.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from typing_extensions import override
 
 from thalweg_bytewax._deps import require
 
@@ -21,13 +23,11 @@ from psycopg import sql  # noqa: E402
 from thalweg_bytewax._redact import redact_origins_in, redact_url  # noqa: E402
 from thalweg_bytewax.coverage._store_rows import (  # noqa: E402
     CoverageEntry,
-    PartitionKey,
     _check_sink,
     _decode,
     _encode,
     _entries,
-    _forget_keys,
-    _merge_plan,
+    _UnionStore,
 )
 from thalweg_bytewax.coverage.spans import OffsetCoverage  # noqa: E402
 from thalweg_bytewax.errors import ConfigError, SinkTerminalError, SinkTransientError  # noqa: E402
@@ -38,7 +38,7 @@ __all__ = ["PostgresCoverageStore"]
 logger = logging.getLogger(__name__)
 
 
-class PostgresCoverageStore:
+class PostgresCoverageStore(_UnionStore):
     """A coverage store in a PostgreSQL table, shared by every host that reaches it.
 
     Each :meth:`record` runs one transaction: ``INSERT … ON CONFLICT DO NOTHING`` makes
@@ -124,20 +124,8 @@ class PostgresCoverageStore:
         conn.commit()
         self._ready = True
 
-    def record(self, sink: str, coverage: Mapping[PartitionKey, OffsetCoverage]) -> None:
-        """Merge ``coverage`` into the sink's rows by union, in one transaction.
-
-        Args:
-            sink: The sink's id.
-            coverage: Per ``(topic, partition)``, the offsets that landed.
-
-        Raises:
-            SinkTransientError: When the server is unreachable or the connection drops.
-            SinkTerminalError: When the table cannot be written or holds foreign rows.
-        """
-        plan = _merge_plan(_check_sink(sink), coverage)
-        if not plan:
-            return
+    @override
+    def _merge(self, sink: str, plan: list[tuple[str, int, OffsetCoverage]]) -> None:
         table = self._ident()
         with self._connect() as conn, conn.transaction():
             for topic, partition, _ in plan:
@@ -168,19 +156,8 @@ class PostgresCoverageStore:
                     (_encode(merged), sink, topic, partition),
                 )
 
-    def forget(self, sink: str, partitions: Iterable[PartitionKey]) -> None:
-        """Delete the sink's rows of ``partitions``, in one transaction.
-
-        Args:
-            sink: The sink's id.
-            partitions: The ``(topic, partition)`` pairs whose rows go.
-
-        Raises:
-            SinkTransientError: When the server is unreachable or the connection drops.
-        """
-        keys = _forget_keys(partitions)
-        if not keys:
-            return
+    @override
+    def _delete(self, sink: str, keys: list[tuple[str, int]]) -> None:
         statement = sql.SQL("DELETE FROM {} WHERE sink=%s AND topic=%s AND partition=%s")
         with self._connect() as conn, conn.transaction():
             for topic, partition in keys:

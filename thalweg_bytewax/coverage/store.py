@@ -30,6 +30,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from typing_extensions import override
+
 from thalweg_bytewax.coverage._store_rows import (
     CoverageEntry,
     PartitionKey,
@@ -37,8 +39,7 @@ from thalweg_bytewax.coverage._store_rows import (
     _decode,
     _encode,
     _entries,
-    _forget_keys,
-    _merge_plan,
+    _UnionStore,
 )
 from thalweg_bytewax.coverage.spans import OffsetCoverage
 from thalweg_bytewax.errors import (
@@ -104,7 +105,7 @@ class CoverageStore(Protocol):
         ...
 
 
-class SqliteCoverageStore:
+class SqliteCoverageStore(_UnionStore):
     """A coverage store in one SQLite file (WAL mode), safe for concurrent processes.
 
     Each :meth:`record` opens a connection, takes the write lock with ``BEGIN
@@ -187,20 +188,8 @@ class SqliteCoverageStore:
             )
             self._ready = True
 
-    def record(self, sink: str, coverage: Mapping[PartitionKey, OffsetCoverage]) -> None:
-        """Merge ``coverage`` into the sink's rows by union, in one transaction.
-
-        Args:
-            sink: The sink's id.
-            coverage: Per ``(topic, partition)``, the offsets that landed.
-
-        Raises:
-            SinkTransientError: When the file is locked past the busy timeout or unwritable.
-            SinkTerminalError: When the file is not a coverage store.
-        """
-        plan = _merge_plan(_check_sink(sink), coverage)
-        if not plan:
-            return
+    @override
+    def _merge(self, sink: str, plan: list[tuple[str, int, OffsetCoverage]]) -> None:
         now = datetime.now(UTC).isoformat()
         with self._connect() as conn:
             conn.execute("BEGIN IMMEDIATE")
@@ -227,19 +216,8 @@ class SqliteCoverageStore:
                 conn.execute("ROLLBACK")
                 raise
 
-    def forget(self, sink: str, partitions: Iterable[PartitionKey]) -> None:
-        """Delete the sink's rows of ``partitions``, in one transaction.
-
-        Args:
-            sink: The sink's id.
-            partitions: The ``(topic, partition)`` pairs whose rows go.
-
-        Raises:
-            SinkTransientError: When the file is locked past the busy timeout or unwritable.
-        """
-        keys = _forget_keys(partitions)
-        if not keys:
-            return
+    @override
+    def _delete(self, sink: str, keys: list[tuple[str, int]]) -> None:
         with self._connect() as conn:
             conn.execute("BEGIN IMMEDIATE")
             try:

@@ -1,8 +1,7 @@
 """What an epoch sink partition checks of each batch before it stages a row.
 
 Rows need a locator; each source partition has one owner shard; offsets are
-non-negative and go forward within a run; rows the committed coverage holds are skipped
-(the first ones checked against the target). Private to
+non-negative and go forward within a run. Private to
 :mod:`thalweg_bytewax.runtime.epoch_sink`, whose
 :class:`~thalweg_bytewax.runtime.epoch_sink.EpochSinkPartition` mixes
 :class:`EpochIntake` in.
@@ -12,23 +11,16 @@ from __future__ import annotations
 
 from typing import ClassVar, Protocol
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from thalweg_bytewax.coverage._replay_check import Ledger, ReplayCheck
+from thalweg_bytewax.coverage._replay_check import Ledger
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.records import MetadataColumns
 from thalweg_bytewax.records.uniform import all_equal, int_bounds
 from thalweg_bytewax.runtime.parts import encode_part, route
 
 __all__ = ["EpochIntake"]
-
-
-class _ReplaySkips(Protocol):
-    """The counter the intake checks update (``EpochSinkStats`` has it)."""
-
-    rows_skipped_replay: int
 
 
 class _Partition(Protocol):
@@ -41,10 +33,6 @@ class _Partition(Protocol):
     shard: int
     shards: int
     _ledgers: dict[str, Ledger]
-    _replay: ReplayCheck
-
-    @property
-    def stats(self) -> _ReplaySkips: ...
 
     def owner_of(self, key: str) -> int: ...
 
@@ -158,27 +146,3 @@ class EpochIntake:
             )
             raise ConfigError(msg)
         ledger.accepted_last = last
-
-    def _uncovered(
-        self: _Partition,
-        ledger: Ledger,
-        key: str,
-        rows: pa.RecordBatch,
-        first: int,
-        last: int,
-        covered: np.ndarray | None = None,
-    ) -> pa.RecordBatch:
-        """The rows whose offsets the committed coverage does not hold (``covered``: their mask)."""
-        if covered is None:
-            if not ledger.coverage.overlaps(first, last):
-                return rows
-            covered = ledger.coverage.mask(rows.column(self.columns.source_offset))
-        skipped = int(covered.sum())
-        if skipped == 0:
-            return rows
-        keep = pa.array(~covered)
-        if not ledger.verified:
-            ledger.verified = True
-            self._replay.verify(key, rows.filter(pa.array(covered)))
-        self.stats.rows_skipped_replay += skipped
-        return rows.filter(keep)

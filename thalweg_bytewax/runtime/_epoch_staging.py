@@ -58,16 +58,6 @@ class _Partition(Protocol):
 
     def _check_order(self, ledger: Ledger, key: str, first: int, last: int) -> None: ...
 
-    def _uncovered(
-        self,
-        ledger: Ledger,
-        key: str,
-        rows: pa.RecordBatch,
-        first: int,
-        last: int,
-        covered: np.ndarray | None = None,
-    ) -> pa.RecordBatch: ...
-
     def _write_unlocated(self, batch: pa.RecordBatch, now_us: int) -> None: ...
 
 
@@ -105,7 +95,8 @@ class EpochStaging:
                     ledger.pending = widen(
                         ledger.pending, [(min(first, span[1]), max(last, span[2]))]
                     )
-                rows = self._uncovered(ledger, key, group, first, last, covered)
+                rows = self._replay.uncovered(ledger, key, group, first, last, covered)
+                self.stats.rows_skipped_replay += group.num_rows - rows.num_rows
                 if rows.num_rows == 0:
                     if ack is not None:
                         admission.ledger().acknowledged(ack[0], key, ack[1], last)
