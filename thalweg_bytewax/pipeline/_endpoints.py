@@ -23,13 +23,13 @@ from thalweg_bytewax.connectors.parquet.config import ParquetSinkConfig
 from thalweg_bytewax.connectors.postgres.config import PostgresSinkConfig
 from thalweg_bytewax.dev._orders_sample import SampleOrdersSource
 from thalweg_bytewax.errors import ConfigError
-from thalweg_bytewax.pipeline import (
+from thalweg_bytewax.pipeline._model import PipelineConfig
+from thalweg_bytewax.pipeline._sinks import (
     ArrowIPCSinkSection,
     FlightSinkSection,
     IcebergSinkSection,
     KafkaSinkSection,
     ParquetSinkSection,
-    PipelineConfig,
     PostgresSinkSection,
     SinkSection,
 )

@@ -36,15 +36,6 @@ from thalweg_bytewax.contracts import ContractSpec, load_contract
 from thalweg_bytewax.errors import ConfigError, SchemaError
 from thalweg_bytewax.observability import otlp
 from thalweg_bytewax.operators.sql_dag import sql_dag
-from thalweg_bytewax.pipeline import (
-    CLEAN,
-    IcebergSinkSection,
-    KafkaSinkSection,
-    ParquetSinkSection,
-    PipelineConfig,
-    PostgresSinkSection,
-    SinkSection,
-)
 from thalweg_bytewax.pipeline._endpoints import (
     SAMPLE_SCHEMAS,
     AnySink,
@@ -53,6 +44,14 @@ from thalweg_bytewax.pipeline._endpoints import (
     build_sink,
     pipeline_source,
     resolve_path,
+)
+from thalweg_bytewax.pipeline._model import CLEAN, PipelineConfig
+from thalweg_bytewax.pipeline._sinks import (
+    IcebergSinkSection,
+    KafkaSinkSection,
+    ParquetSinkSection,
+    PostgresSinkSection,
+    SinkSection,
 )
 from thalweg_bytewax.pipeline._summary import (
     RunReport,
