@@ -10,7 +10,9 @@ the package, as a plain module does.
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -54,6 +56,27 @@ def test_an_unknown_name_raises_attribute_error_naming_the_package(package: str)
     module = importlib.import_module(package)
     with pytest.raises(AttributeError, match=f"module '{package}' has no attribute 'nope'"):
         module.nope  # noqa: B018
+
+
+def _packages() -> list[str]:
+    import thalweg_bytewax
+
+    found = pkgutil.walk_packages(thalweg_bytewax.__path__, "thalweg_bytewax.")
+    return ["thalweg_bytewax", *sorted(m.name for m in found if m.ispkg)]
+
+
+@pytest.mark.parametrize("package", _packages())
+def test_a_public_name_stays_itself_once_the_module_of_that_name_is_loaded(package: str) -> None:
+    # The import system binds a loaded submodule to its package's attribute of that
+    # name: a public name that is also a module's (`sql.transform_session` was both)
+    # became the module as soon as anything imported it. A package may still have
+    # such a module if it binds the public value over it (`operators.sql`).
+    pkg = importlib.import_module(package)
+    home = Path(pkg.__file__ or "").parent
+    for name in getattr(pkg, "__all__", ()):
+        if (home / f"{name}.py").exists() or (home / name / "__init__.py").exists():
+            submodule = importlib.import_module(f"{package}.{name}")
+            assert getattr(pkg, name) is not submodule, f"{package}.{name} is its module"
 
 
 @pytest.mark.parametrize("package", LAZY_PACKAGES)

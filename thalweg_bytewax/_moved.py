@@ -64,9 +64,11 @@ MOVED: dict[str, str] = {
     "thalweg_bytewax._sqlwatchdog": "thalweg_bytewax.sql._watchdog",
     "thalweg_bytewax._sqlfunctions": "thalweg_bytewax.sql._functions",
     "thalweg_bytewax._sqlreads": "thalweg_bytewax.sql._reads",
-    # A module named as the function it defines shadowed the package's lazy name of that
-    # function once anything imported it.
+    # A module named as a function it defines replaced the package's name of that
+    # function with itself once anything imported it.
     "thalweg_bytewax.sql.transform_session": "thalweg_bytewax.sql.sessions",
+    # Likewise `observability.metrics`, the module of the function `metrics()`.
+    "thalweg_bytewax.observability.metrics": "thalweg_bytewax.observability.meters",
     # Windows: one folder. `thalweg_bytewax.windows`, dedup's key memory before, is
     # that folder's package now; it resolves the key memory's names itself.
     # Connectors: the file source and the raw lane source each in a folder of their own;

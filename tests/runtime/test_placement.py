@@ -26,7 +26,7 @@ from bytewax.recovery import init_db_dir
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader, NumberDataPoint
 
 from tests.helpers import cluster_addresses
-from thalweg_bytewax.observability.metrics import Metrics
+from thalweg_bytewax.observability.meters import Metrics
 from thalweg_bytewax.runtime import placement
 from thalweg_bytewax.runtime.crossings import crossings
 from thalweg_bytewax.runtime.parts import announce_listing, listed_on_this_worker, route

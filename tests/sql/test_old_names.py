@@ -82,16 +82,6 @@ def test_the_dag_node_keeps_its_name_under_the_old_dag_module() -> None:
     assert _old("thalweg_bytewax.sqlengine").SqlSession is SqlSession
 
 
-def test_the_packages_transform_session_is_the_function_once_its_module_is_loaded() -> None:
-    # Its module was named `transform_session` too; importing it (as `twg.sql` does)
-    # replaced the package's name with the module.
-    import thalweg_bytewax.sql
-    from thalweg_bytewax.sql import node
-
-    assert thalweg_bytewax.sql.transform_session is node.transform_session
-    assert callable(thalweg_bytewax.sql.transform_session)
-
-
 def _written_before_the_move(obj: object, new: str, old: str) -> bytes:
     # Protocol 2 names classes with GLOBAL opcodes ("module\nname\n").
     data = pickle.dumps(obj, protocol=2)

@@ -33,9 +33,9 @@ if TYPE_CHECKING:
     from .hooks import observe as observe
     from .hooks import reset as reset
     from .hooks import running_server as running_server
-    from .metrics import Metrics as Metrics
-    from .metrics import enable_metrics as enable_metrics
-    from .metrics import metrics as metrics
+    from .meters import Metrics as Metrics
+    from .meters import enable_metrics as enable_metrics
+    from .meters import metrics as metrics
     from .server import ObservabilityServer as ObservabilityServer
     from .server import serve as serve
     from .tracing import inject_headers as inject_headers

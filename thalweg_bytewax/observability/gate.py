@@ -22,7 +22,7 @@ from ._switch import HTTP_HOST_ENV, HTTP_PORT_ENV, arm, is_armed, is_on, set_on,
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from .metrics import SinkCounters, SourceCounters
+    from .meters import SinkCounters, SourceCounters
     from .observers import SinkObserver, SourceObserver, StepBatch
 
 __all__ = [
@@ -130,7 +130,7 @@ def observe_rule_warnings(step_id: str, failed: Mapping[str, int]) -> None:
     """
     if not failed or not is_on():
         return
-    from .metrics import metrics  # noqa: PLC0415 - see _on_or_env
+    from .meters import metrics  # noqa: PLC0415 - see _on_or_env
 
     m = metrics()
     if m is not None:

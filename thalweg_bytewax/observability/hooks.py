@@ -37,7 +37,7 @@ from thalweg_bytewax.errors import ConfigError
 from . import _switch, tracing
 from ._switch import HTTP_HOST_ENV, HTTP_PORT_ENV
 from .health import registry
-from .metrics import enable_metrics
+from .meters import enable_metrics
 from .observers import (
     REJECT_DEGRADED_FRACTION,
     SinkObserver,
@@ -118,7 +118,7 @@ def observe(
         resource = None
         export = _switch.take_armed()
         if export is not None:
-            from .metrics import metrics as current_metrics  # noqa: PLC0415 - `metrics` is an arg
+            from .meters import metrics as current_metrics  # noqa: PLC0415 - `metrics` is an arg
             from .otlp import exporters  # noqa: PLC0415 - the OTLP extra only when armed
 
             otlp_provider, otlp_readers, resource = exporters(

@@ -20,7 +20,7 @@ from thalweg_bytewax.lanes.dlq import DLQ_REASON
 
 from . import tracing
 from .health import Component, registry
-from .metrics import Metrics, SinkCounters, SourceCounters, metrics
+from .meters import Metrics, SinkCounters, SourceCounters, metrics
 
 __all__ = [
     "REJECT_DEGRADED_FRACTION",

@@ -25,7 +25,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 from thalweg_bytewax.errors import ConfigError
 
 from .health import HealthRegistry, Status, registry
-from .metrics import metrics
+from .meters import metrics
 
 __all__ = ["ObservabilityServer", "serve"]
 
