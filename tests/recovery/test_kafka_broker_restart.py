@@ -6,8 +6,10 @@ node is: the source and the sink (plain and transactional) wait for the brokers
 (``unreachable_timeout``) instead of failing an epoch, the run completes in one go, and
 the output topic holds every input record exactly once (for ``read_committed`` with
 transactions). A bounded raw-lane run whose only broker is gone for good fails in
-bounded time (``unreachable_timeout``), naming the partition and the brokers. Each test
-starts a private cluster (``apache_kafka_factory``) so that the shared one stays up.
+bounded time (``unreachable_timeout``), naming the partition and the brokers. The
+sink's end-offset read waits for the only node to restart, although its client forgot
+the node meanwhile. Each test starts a private cluster (``apache_kafka_factory``) so that
+the shared one stays up.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from tests.connectors.kafka.kafka_sink_helpers import read_topic
 from tests.fixtures.crash import CrashHarness
 from tests.fixtures.kafka import create_topic, topic_name
 from tests.recovery.test_kafka_sink_crash import assert_exactly_once, fill, kafka_sink_flow
+from thalweg_bytewax.connectors.kafka._sink_offsets import end_offsets
 from thalweg_bytewax.dev._apache_kafka import ApacheKafka
 from thalweg_bytewax.testing import produce
 
@@ -106,6 +109,32 @@ def test_the_single_broker_restarted_mid_run_pauses_the_flow_and_loses_nothing(
 ) -> None:
     kafka = apache_kafka_factory(nodes=1)
     run_through_a_restart(kafka, request, crash, node=0, transactional=transactional)
+
+
+def test_the_sinks_end_offsets_wait_for_the_single_broker_to_restart(
+    apache_kafka_factory: Callable[..., ApacheKafka],
+    request: pytest.FixtureRequest,
+) -> None:
+    # With its only broker gone, the client forgets it (a re-bootstrap) while its cache
+    # still names it as every partition's leader: the read failed at once with
+    # `_UNKNOWN_PARTITION` instead of waiting for the broker, failing the sink's epoch.
+    kafka = apache_kafka_factory(nodes=1)
+    out = topic_name(request)
+    create_topic(kafka.bootstrap, out)
+    produce(kafka.bootstrap, out, [{"value": b"x", "partition": i % 4} for i in range(40)])
+    ends = dict.fromkeys(range(4), 10)
+    reader = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": "unused", "log_level": 0})
+    try:
+        assert end_offsets(reader, out, [0, 1, 2, 3], 60, "sink") == ends
+        kafka.stop_node(0, kill=True)
+        time.sleep(1.0)  # the reader's connection drops: it re-bootstraps
+        kafka.start_node(0, wait=False)
+        started = time.monotonic()
+        assert end_offsets(reader, out, [0, 1, 2, 3], 60, "sink") == ends
+        # It waited for the broker to come back (seconds), not answered from a cache.
+        assert time.monotonic() - started > 1.0
+    finally:
+        reader.close()
 
 
 def test_a_bounded_run_whose_brokers_are_all_gone_fails_in_bounded_time(
