@@ -13,7 +13,7 @@ cluster's process is stopped to take its only broker away.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from confluent_kafka import Consumer, Producer
@@ -56,32 +56,38 @@ def lose_the_only_broker(cluster: MockCluster, consumer: Consumer) -> None:
     time.sleep(1.0)  # the connection drops: every broker down, the client re-bootstraps
 
 
-def test_end_offsets_wait_for_a_forgotten_broker_up_to_their_bound(
-    reader: tuple[MockCluster, Consumer],
+Read = Callable[[Consumer, float], object]
+"""One of the sink's offset reads, given the consumer and when the read started."""
+
+READS: dict[str, tuple[Read, str]] = {
+    "end offsets": (
+        lambda consumer, _: end_offsets(consumer, TOPIC, [0, 1, 2, 3], BOUND_S, "sink"),
+        f"could not read the end offsets of topic `{TOPIC}` within 3 s",
+    ),
+    "watermarks": (
+        lambda consumer, started: partition_watermarks(
+            consumer, TOPIC, 0, started + BOUND_S, BOUND_S, "sink"
+        ),
+        f"could not read the watermarks of `{TOPIC}:0` within 3 s",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(READS))
+def test_a_read_waits_for_a_forgotten_broker_up_to_its_bound(
+    reader: tuple[MockCluster, Consumer], name: str
 ) -> None:
+    read, expected = READS[name]
     cluster, consumer = reader
     lose_the_only_broker(cluster, consumer)
     started = time.monotonic()
     with pytest.raises(SinkTransientError) as failed:
-        end_offsets(consumer, TOPIC, [0, 1, 2, 3], BOUND_S, "sink")
+        read(consumer, started)
     waited = time.monotonic() - started
     assert waited >= BOUND_S - 0.5, f"failed after {waited:.1f} s: {failed.value}"
     message = str(failed.value)
-    assert f"could not read the end offsets of topic `{TOPIC}` within 3 s" in message
+    assert expected in message
     assert "`unreachable_timeout`" in message
-
-
-def test_watermarks_wait_for_a_forgotten_broker_up_to_their_bound(
-    reader: tuple[MockCluster, Consumer],
-) -> None:
-    cluster, consumer = reader
-    lose_the_only_broker(cluster, consumer)
-    started = time.monotonic()
-    with pytest.raises(SinkTransientError) as failed:
-        partition_watermarks(consumer, TOPIC, 0, started + BOUND_S, BOUND_S, "sink")
-    waited = time.monotonic() - started
-    assert waited >= BOUND_S - 0.5, f"failed after {waited:.1f} s: {failed.value}"
-    assert f"could not read the watermarks of `{TOPIC}:0` within 3 s" in str(failed.value)
 
 
 def test_a_partition_the_topic_lacks_fails_at_once_named(
