@@ -101,3 +101,35 @@ def test_a_failing_warning_rule_rejects_no_row_and_is_reported():
     assert rejecting.rule_index == (1,)
     assert np.array_equal(rejecting.any_failed, ev.any_failed)
     assert ev.first_failure(ruleset) == (2, 1)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda s: Rule.not_null("x", severity=s),
+        lambda s: Rule.of_type("x", "int64", severity=s),
+        lambda s: Rule.unique("x", severity=s),
+        lambda s: Rule.one_of("x", ["a", "b"], severity=s),
+        lambda s: Rule.between("x", 0, 10, severity=s),
+        lambda s: Rule.ge("x", 0, severity=s),
+        lambda s: Rule.lt("x", 10, severity=s),
+        lambda s: Rule.length("x", 1, 5, severity=s),
+        lambda s: Rule.matches("x", "^a", severity=s),
+    ],
+    ids=[
+        "not_null",
+        "of_type",
+        "unique",
+        "one_of",
+        "between",
+        "ge",
+        "lt",
+        "length",
+        "matches",
+    ],
+)
+def test_every_column_rule_keeps_the_severity_it_is_given(build):
+    # `one_of` once dropped its severity: a warning rule rejected rows as an error.
+    assert build("warning").severity is Severity.WARNING
+    assert build("info").severity is Severity.INFO
+    assert build("warning").version != build("error").version
