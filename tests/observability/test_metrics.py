@@ -120,3 +120,57 @@ def test_step_counts_from_several_worker_threads_add_up(tmp_path: Path) -> None:
     assert value(instruments.BATCH_RECORDS.name + "_count") == batches
     stage = get_json(server.url + "/stats")[1]["stages"][step]
     assert (stage["records"], stage["batches"]) == (10 * batches, batches)
+
+
+def test_a_cluster_worker_keeps_one_count_per_step_however_many_batches(
+    entry_point_name: str,
+) -> None:
+    # A cluster's worker gets a fresh Python thread state, so an empty threading.local,
+    # at every batch: counts kept per thread must still be one per step and worker, not
+    # one more per batch (a leak of a few hundred bytes a batch, for as long as it runs).
+    import gc
+
+    import pyarrow as pa
+
+    import thalweg_bytewax.operators as twg
+    from tests.fixtures.flows import ENTRY_POINTS
+    from tests.helpers import raw_values, run_flow
+    from thalweg_bytewax.codecs import JsonCodec
+    from thalweg_bytewax.observability._collect import StepCounts
+
+    observe(port=0)
+    server = running_server()
+    assert server is not None
+    batches, rows = 120, 5
+    items = [
+        (
+            f"orders:{b % 4}",
+            raw_values(
+                [b'{"id": %d}' % (b * rows + i) for i in range(rows)],
+                partition=b % 4,
+                first=b * rows,
+            ),
+        )
+        for b in range(batches)
+    ]
+    codec = JsonCodec(pa.schema([("id", pa.int64())]))
+    step = f"cluster-counts-{entry_point_name}"
+    before = sum(isinstance(o, StepCounts) for o in gc.get_objects())
+    run_flow(
+        items,
+        lambda up: twg.decode("decode", up, codec).ok,
+        flow_id=step,
+        entry_point=ENTRY_POINTS[entry_point_name],
+    )
+    kept = sum(isinstance(o, StepCounts) for o in gc.get_objects()) - before
+    assert 1 <= kept <= 2  # one per worker (two workers at most here)
+    text = get(server.url + "/metrics")[1].decode()
+    want = f'step_id="{step}.decode"'
+    lines = [
+        line
+        for line in text.splitlines()
+        if line.startswith(instruments.STEP_RECORDS_IN.name + "{") and want in line
+    ]
+    assert [float(line.rsplit(" ", 1)[1]) for line in lines] == [batches * rows]
+    stage = get_json(server.url + "/stats")[1]["stages"][f"{step}.decode"]
+    assert stage["batches"] == batches

@@ -31,6 +31,7 @@ from opentelemetry.sdk.metrics.export import MetricReader
 from opentelemetry.sdk.resources import Resource
 
 from thalweg_bytewax.runtime.crossings import crossings
+from thalweg_bytewax.system.thread_slots import ThreadSlots
 
 from . import _collect as collect
 from . import instruments as spec
@@ -62,8 +63,8 @@ class Metrics:
         self._lock = threading.Lock()
         self._sources: dict[tuple[str, str, int], SourceEntry] = {}
         self._sinks: list[SinkEntry] = []
-        self._steps: list[StepCounts] = []
-        self._local = threading.local()
+        # Per worker thread: its StepCounts by step id (a thread writes only its own).
+        self._steps: ThreadSlots[dict[str, StepCounts]] = ThreadSlots(dict)
         self._step_attrs: dict[str, dict[str, Any]] = {}
         self.window = ThroughputWindow()
         # No exemplars: no batch span is current when a histogram records (so the
@@ -161,15 +162,10 @@ class Metrics:
         return attrs
 
     def _counts(self, step_id: str) -> StepCounts:
-        try:
-            mine: dict[str, StepCounts] = self._local.steps
-        except AttributeError:
-            mine = self._local.steps = {}
+        mine = self._steps.get()
         counts = mine.get(step_id)
         if counts is None:
             counts = mine[step_id] = StepCounts(step_id)
-            with self._lock:  # once per step and thread
-                self._steps.append(counts)
         return counts
 
     def source_batches(
@@ -224,8 +220,7 @@ class Metrics:
             return list(self._sinks)
 
     def _step_list(self) -> list[StepCounts]:
-        with self._lock:
-            return list(self._steps)
+        return [c for mine in self._steps.values() for c in list(mine.values())]
 
     # -- /stats ---------------------------------------------------------------------------
 

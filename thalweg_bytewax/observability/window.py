@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import deque
 from dataclasses import dataclass
+
+from thalweg_bytewax.system.thread_slots import ThreadSlots
 
 __all__ = ["WINDOW_SECONDS", "ThroughputWindow"]
 
@@ -33,18 +34,7 @@ class ThroughputWindow:
 
     def __init__(self, seconds: int = WINDOW_SECONDS) -> None:
         self.seconds = seconds
-        self._local = threading.local()
-        self._lock = threading.Lock()
-        self._all: list[deque[tuple[int, dict[str, _Stage]]]] = []
-
-    def _buckets(self) -> deque[tuple[int, dict[str, _Stage]]]:
-        try:
-            buckets: deque[tuple[int, dict[str, _Stage]]] = self._local.buckets
-        except AttributeError:
-            buckets = self._local.buckets = deque()
-            with self._lock:  # once per thread
-                self._all.append(buckets)
-        return buckets
+        self._threads: ThreadSlots[deque[tuple[int, dict[str, _Stage]]]] = ThreadSlots(deque)
 
     def add(
         self,
@@ -57,7 +47,7 @@ class ThroughputWindow:
     ) -> None:
         """Count ``batches`` batches of ``records`` rows and ``nbytes`` bytes for ``stage``."""
         sec = int(time.monotonic() if now is None else now)
-        buckets = self._buckets()
+        buckets = self._threads.get()
         if not buckets or buckets[-1][0] != sec:
             buckets.append((sec, {}))
             while buckets and buckets[0][0] <= sec - self.seconds:
@@ -74,9 +64,7 @@ class ThroughputWindow:
         """Per stage: records, batches, bytes, records/s and average bytes per batch/record."""
         sec = int(time.monotonic() if now is None else now)
         total: dict[str, _Stage] = {}
-        with self._lock:
-            threads = list(self._all)
-        for buckets in threads:
+        for buckets in self._threads.values():
             for when, stages in list(buckets):  # copies are atomic; the writer goes on
                 if when <= sec - self.seconds:
                     continue

@@ -41,6 +41,7 @@ from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.sql._functions import install_functions
 from thalweg_bytewax.sql.bounds import DEFAULT_MEMORY_LIMIT_BYTES, check_memory_limit, run_bounded
 from thalweg_bytewax.sql.prepared import PreparedQuery
+from thalweg_bytewax.system.thread_slots import ThreadSlots
 
 if TYPE_CHECKING:
     from thalweg_bytewax.udf.function import WasmFunction
@@ -126,7 +127,7 @@ class SqlSession:
         self.functions = tuple(functions)
         self._lock = threading.Lock()
         self._con: tuple[int, Any] | None = None
-        self._local = threading.local()
+        self._cursors: ThreadSlots[Any] = ThreadSlots(self.new_cursor)
 
     def __getstate__(self) -> dict[str, Any]:
         return {
@@ -145,15 +146,8 @@ class SqlSession:
         )
 
     def cursor(self) -> Any:
-        """This thread's cursor on the session's connection."""
-        pid = os.getpid()
-        cur = getattr(self._local, "cursor", None)
-        if cur is not None and getattr(self._local, "pid", None) == pid:
-            return cur
-        cur = self.new_cursor()
-        self._local.cursor = cur
-        self._local.pid = pid
-        return cur
+        """This thread's cursor on the session's connection (one per OS thread)."""
+        return self._cursors.get()
 
     def new_cursor(self) -> Any:
         """A new cursor on the session's connection: its registrations are its own."""
@@ -234,7 +228,6 @@ class SqlSession:
 
 _shared_lock = threading.Lock()
 _shared: tuple[int, Any] | None = None
-_shared_local = threading.local()
 
 
 def shared_cursor() -> Any:
@@ -244,15 +237,16 @@ def shared_cursor() -> Any:
     here: it runs on a :class:`SqlSession` of its own. External access is off and the
     configuration locked.
     """
+    return _shared_cursors.get()
+
+
+def _new_shared_cursor() -> Any:
     global _shared
     pid = os.getpid()
-    cur = getattr(_shared_local, "cursor", None)
-    if cur is not None and getattr(_shared_local, "pid", None) == pid:
-        return cur
     with _shared_lock:
         if _shared is None or _shared[0] != pid:
             _shared = (pid, _open_sandboxed())
-        cur = _shared[1].cursor()
-    _shared_local.cursor = cur
-    _shared_local.pid = pid
-    return cur
+        return _shared[1].cursor()
+
+
+_shared_cursors: ThreadSlots[Any] = ThreadSlots(_new_shared_cursor)

@@ -13,7 +13,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tests.helpers import raw_batch
+from tests.fixtures.flows import EntryPoint
+from tests.helpers import raw_batch, run_into
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.lanes import read_lane
@@ -69,3 +70,25 @@ def test_a_buffer_bytes_that_is_not_a_positive_int_is_refused_by_name(
 ) -> None:
     with pytest.raises(ConfigError, match="buffer_bytes"):
         ParquetSink(tmp_path, buffer_bytes=value)  # type: ignore[arg-type]
+
+
+def test_the_budget_holds_in_a_flow_on_every_entry_point(
+    tmp_path: Path, entry_point: EntryPoint, entry_point_name: str
+) -> None:
+    # A cluster's worker (cluster_main, -i/-a) gets an empty threading.local at every
+    # batch: the partitions of a worker must still find each other there, or each
+    # would buffer a whole row group and the budget would never be applied.
+    one_batch = raw_batch("budget", 0, range(ROWS), "x" * 64).nbytes
+    items = [
+        (f"budget:{p}", raw_batch("budget", p, range(b * ROWS, (b + 1) * ROWS), "x" * 64))
+        for b in range(BATCHES)
+        for p in range(PARTITIONS)
+    ]
+    run_into(
+        items, ParquetSink(tmp_path, shards=1, buffer_bytes=5 * one_batch), entry_point=entry_point
+    )
+    lane = read_lane(tmp_path)
+    assert lane.num_rows == PARTITIONS * BATCHES * ROWS  # every row once
+    assert len(set(lane.column("_twg_record_id").to_pylist())) == lane.num_rows
+    groups = sum(pq.ParquetFile(f).num_row_groups for f in tmp_path.rglob("*.parquet"))
+    assert groups > PARTITIONS, entry_point_name  # row groups were written early

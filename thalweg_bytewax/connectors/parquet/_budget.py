@@ -8,9 +8,10 @@ there is no lock and no race.
 
 from __future__ import annotations
 
-import threading
 import weakref
 from typing import Protocol
+
+from thalweg_bytewax.system.thread_slots import ThreadSlots
 
 from .config import ParquetSinkConfig
 
@@ -49,16 +50,13 @@ class BufferHolder(Protocol):
         ...
 
 
-_LOCAL = threading.local()
+# Keyed by OS thread: a cluster's worker gets a fresh ``threading.local`` every batch.
+_PARTITIONS: ThreadSlots[weakref.WeakSet[BufferHolder]] = ThreadSlots(weakref.WeakSet)
 
 
 def siblings() -> weakref.WeakSet[BufferHolder]:
     """The live sink partitions of the calling thread (one Bytewax worker)."""
-    found: weakref.WeakSet[BufferHolder] | None = getattr(_LOCAL, "partitions", None)
-    if found is None:
-        found = weakref.WeakSet()
-        _LOCAL.partitions = found
-    return found
+    return _PARTITIONS.get()
 
 
 def keep_within_budget(partition: BufferHolder) -> None:
