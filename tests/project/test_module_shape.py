@@ -29,6 +29,31 @@ def test_no_library_module_is_over_400_lines() -> None:
         if (n := len(p.read_text(encoding="utf-8").splitlines())) > MODULE_LINES_MAX
     }
     assert not long, (
-        f"modules over {MODULE_LINES_MAX} lines: {long}; split each along the seam "
-        "between its jobs"
+        f"modules over {MODULE_LINES_MAX} lines: {long}; split each along the seam between its jobs"
+    )
+
+
+def test_no_library_module_keeps_state_in_a_threading_local() -> None:
+    # A Bytewax cluster's worker gets an empty threading.local at every batch (see
+    # thalweg_bytewax/system/thread_slots.py): per-thread state there is ThreadSlots.
+    import ast
+
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            named = (
+                isinstance(node, ast.Attribute)
+                and node.attr == "local"
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "threading"
+            ) or (
+                isinstance(node, ast.ImportFrom)
+                and node.module == "threading"
+                and any(a.name == "local" for a in node.names)
+            )
+            if named:
+                found.append(f"{path.relative_to(PACKAGE)}:{getattr(node, 'lineno', 0)}")
+    assert not found, (
+        f"threading.local at {found}: on a cluster's worker it is emptied every batch; "
+        "keep per-thread state in thalweg_bytewax.system.thread_slots.ThreadSlots"
     )

@@ -15,23 +15,24 @@ ran the query, and :func:`take_failure` hands it to the caller, which names its 
 from __future__ import annotations
 
 import inspect
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyarrow as pa
 
+from thalweg_bytewax.system.thread_slots import ThreadSlots
 from thalweg_bytewax.udf.function import WasmFunction, WasmUdfError
 
 __all__ = ["register", "take_failure"]
 
-_failures = threading.local()
+# The last failure per OS thread (a cluster's worker gets an empty threading.local per batch).
+_failures: ThreadSlots[list[WasmUdfError | None]] = ThreadSlots(lambda: [None])
 
 
 def take_failure() -> WasmUdfError | None:
     """The WASM failure of this thread's last failed query, cleared as it is taken."""
-    failure: WasmUdfError | None = getattr(_failures, "error", None)
-    _failures.error = None
+    slot = _failures.get()
+    failure, slot[0] = slot[0], None
     return failure
 
 
@@ -40,7 +41,7 @@ def _vectorised(fn: WasmFunction) -> Callable[..., pa.Array]:
         try:
             return fn(*arrays)
         except WasmUdfError as exc:
-            _failures.error = exc
+            _failures.get()[0] = exc
             raise
 
     # DuckDB counts a Python function's parameters against the argument types.
