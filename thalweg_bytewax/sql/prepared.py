@@ -28,8 +28,15 @@ class _Session(Protocol):
     def memory_limit_bytes(self) -> int:
         """The memory limit of the session's database."""
 
+    @property
+    def generation(self) -> int:
+        """Which database of the session is current (it is renewed after many runs)."""
+
     def new_cursor(self) -> Any:
         """A new cursor on the session's database."""
+
+    def ran(self) -> None:
+        """Count one query run (the session renews its database after many)."""
 
 
 class _Feed:
@@ -54,10 +61,11 @@ class _Feed:
 class _Prepared:
     """One thread's state of a prepared query: its cursor, feed and relation."""
 
-    __slots__ = ("cursor", "feed", "relation", "schema")
+    __slots__ = ("cursor", "feed", "generation", "relation", "schema")
 
-    def __init__(self, cursor: Any) -> None:
+    def __init__(self, cursor: Any, generation: int) -> None:
         self.cursor = cursor
+        self.generation = generation
         self.feed = _Feed()
         self.relation: Any = None
         self.schema: pa.Schema | None = None
@@ -102,8 +110,9 @@ class PreparedQuery:
         """
         key = (os.getpid(), threading.get_ident())  # a live thread's id is its own
         state = self._threads.get(key)
-        if state is None:
-            state = self._threads[key] = _Prepared(self.session.new_cursor())
+        generation = self.session.generation
+        if state is None or state.generation != generation:  # first run, or a new database
+            state = self._threads[key] = _Prepared(self.session.new_cursor(), generation)
         state.feed.data = data
         try:
             schema = data.schema
@@ -123,3 +132,4 @@ class PreparedQuery:
             )
         finally:
             state.feed.data = None
+            self.session.ran()
