@@ -75,7 +75,7 @@ def _heap_in_use() -> int:
 def test_many_joins_on_one_session_keep_its_memory_bounded(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # 1,000 runs between renewals here (4,096 by default) to keep the test short.
+    # 1,000 runs between renewals here (1,024 by default) to keep the test short.
     monkeypatch.setattr(engine, "RENEW_AFTER_RUNS", 1000)
     runs = 8000
     grown = {}

@@ -80,7 +80,7 @@ def _open_sandboxed(
     return con
 
 
-RENEW_AFTER_RUNS = 4096
+RENEW_AFTER_RUNS = 1024
 """Query runs after which a :class:`SqlSession` opens its database afresh.
 
 DuckDB keeps a little memory of every run of a query that joins after the run ends: an
@@ -91,7 +91,9 @@ without the join not at all). A long-running flow's transform database grew with
 ~3 MB a minute at 45 batches a second. A database opened afresh (~20 ms, at the next
 run) starts without any of it; the old one is closed once its last cursor is dropped.
 Nothing outlives a run on these databases (each batch is registered for its run only),
-so renewing them changes no result.
+so renewing them changes no result. What a renewal costs was not measurable: 6,000 runs
+of the join cost 1.02-1.06 ms of CPU a run renewing every 1,024 runs, 1.04-1.11 ms never
+renewing (alternated, three rounds).
 """
 
 
