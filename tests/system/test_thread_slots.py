@@ -92,3 +92,15 @@ def test_a_forked_child_starts_without_the_parents_values() -> None:
     os.waitpid(pid, 0)
     assert found == "0:[]:1"
     assert slots.get() == ["parent"]  # the parent's own is untouched
+
+
+def test_put_replaces_only_the_calling_threads_value() -> None:
+    slots: ThreadSlots[str] = ThreadSlots(lambda: "made")
+    other: list[str] = []
+    worker = threading.Thread(target=lambda: other.append(slots.get()))
+    worker.start()
+    worker.join()
+    slots.put("mine")
+    assert slots.get() == "mine"
+    assert sorted(slots.values()) == ["made", "mine"]
+    assert other == ["made"]

@@ -9,14 +9,13 @@ and a bind in Python besides.
 
 from __future__ import annotations
 
-import os
-import threading
 from typing import Any, Protocol
 
 import pyarrow as pa
 
 from thalweg_bytewax.errors import ThalwegError
 from thalweg_bytewax.sql.bounds import run_bounded
+from thalweg_bytewax.system.thread_slots import ThreadSlots
 
 __all__ = ["PreparedQuery"]
 
@@ -71,14 +70,20 @@ class _Prepared:
         self.schema: pa.Schema | None = None
 
 
+def _none() -> None:
+    return None
+
+
 class PreparedQuery:
     """One query over one Arrow relation, run once per batch (``SqlSession.prepare``).
 
     Per thread (and process): a cursor of its own on the session's database, with the
     relation registered once as a feed and the query's relation built on its first run
-    (rebuilt when the input schema changes). That state is kept by thread id, not in a
-    thread-local (dropping a DuckDB relation as a worker thread ends aborts the
-    process), and is not pickled: it is rebuilt on use.
+    (rebuilt when the input schema changes, or when the session renews its database).
+    That state is kept per OS thread (``ThreadSlots``), not in a thread-local (a
+    cluster's worker finds a thread-local empty at every batch, and dropping a DuckDB
+    relation as a worker thread ends aborts the process); a forked child and an
+    unpickled copy start without it and rebuild it on use.
     """
 
     def __init__(
@@ -94,10 +99,14 @@ class PreparedQuery:
         self.sql = sql
         self.timeout_seconds = timeout_seconds
         self.params = params
-        self._threads: dict[tuple[int, int], _Prepared] = {}
+        self._threads: ThreadSlots[_Prepared | None] = ThreadSlots(_none)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_threads": {}}
+        return {k: v for k, v in self.__dict__.items() if k != "_threads"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._threads = ThreadSlots(_none)
 
     def run(self, data: pa.Table | pa.RecordBatch) -> pa.Table:
         """The query's result over ``data``, materialised.
@@ -108,11 +117,11 @@ class PreparedQuery:
             duckdb.Error: Whatever DuckDB raises for the query (a bind error on the
                 first run over a schema).
         """
-        key = (os.getpid(), threading.get_ident())  # a live thread's id is its own
-        state = self._threads.get(key)
+        state = self._threads.get()
         generation = self.session.generation
         if state is None or state.generation != generation:  # first run, or a new database
-            state = self._threads[key] = _Prepared(self.session.new_cursor(), generation)
+            state = _Prepared(self.session.new_cursor(), generation)
+            self._threads.put(state)
         state.feed.data = data
         try:
             schema = data.schema

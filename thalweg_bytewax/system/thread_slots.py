@@ -55,6 +55,11 @@ class ThreadSlots(Generic[T]):
                 self._slots[ident] = value
             return value
 
+    def put(self, value: T) -> None:
+        """Replace the calling thread's value."""
+        with self._lock:
+            self._slots[threading.get_ident()] = value
+
     def values(self) -> list[T]:
         """Every thread's value, as a list (a copy: the threads go on)."""
         with self._lock:
