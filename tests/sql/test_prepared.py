@@ -114,12 +114,14 @@ def test_batches_of_one_schema_are_registered_parsed_and_bound_once() -> None:
     prepared = node._prepared
     assert prepared is not None
     [state] = prepared._threads.values()
+    assert state is not None
     cursor, feed, relation = state.cursor, state.feed, state.relation
     for b in batches:
         expected = session.query({"input": b}, "SELECT a * 2 AS b FROM input WHERE a > 0")
         assert node.run(b).column("b").to_pylist() == expected.column("b").to_pylist()
     assert node._prepared is prepared
     [after] = prepared._threads.values()
+    assert after is not None
     assert after.cursor is cursor and after.feed is feed and after.relation is relation
 
 
