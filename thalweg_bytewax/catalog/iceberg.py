@@ -6,8 +6,8 @@ turns a table's current schema into a :class:`~thalweg_bytewax.catalog.steps.Tab
 batch schema needs, refuses before anything is written when any change is refused, and
 applies the rest:
 
-* ``CreateTable`` → ``catalog.create_table`` with every column's doc (comment), then the
-  configured partition spec;
+* ``CreateTable`` → ``catalog.create_table`` with every column's doc (comment) and
+  :data:`CREATED_TABLE_PROPERTIES`, then the configured partition spec;
 * ``AddColumn`` → ``update_schema().add_column(name, type, doc=...)`` (always optional);
 * ``WidenColumn`` → ``update_column(name, field_type=...)`` (``int → long``,
   ``float → double``, decimal precision; only with ``allow_widening``);
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
 
 __all__ = [
+    "CREATED_TABLE_PROPERTIES",
     "PartitionField",
     "apply_partition_spec",
     "describe",
@@ -195,6 +196,18 @@ def _namespace_exists(catalog: Catalog, namespace: str) -> bool:
     return True
 
 
+CREATED_TABLE_PROPERTIES = {
+    # Appends merge small manifests (Iceberg's own default; pyiceberg's is off): a table
+    # committed every epoch would otherwise list one more manifest at every commit.
+    "commit.manifest-merge.enabled": "true",
+    # Metadata files past the last 100 versions are deleted at commit: a file is
+    # written per epoch, each as large as the kept history.
+    "write.metadata.delete-after-commit.enabled": "true",
+}
+"""Properties of a table the sink creates: what a table committed every epoch needs to
+stay bounded. A table created elsewhere keeps its own."""
+
+
 def _create(catalog: Catalog, identifier: str, steps: Plan) -> Table:
     namespace = identifier.rpartition(".")[0]
     if namespace:
@@ -208,7 +221,9 @@ def _create(catalog: Catalog, identifier: str, steps: Plan) -> Table:
         )
         for c in steps.result.columns
     ]
-    return catalog.create_table(identifier, schema=pa.schema(fields))
+    return catalog.create_table(
+        identifier, schema=pa.schema(fields), properties=CREATED_TABLE_PROPERTIES
+    )
 
 
 def _evolve(table: Table, steps: Plan) -> None:

@@ -12,9 +12,11 @@ from pyiceberg.exceptions import (
     CommitStateUnknownException,
     ValidationException,
 )
+from pyiceberg.table.update.snapshot import ExpireSnapshots
 
 from thalweg_bytewax.errors import SinkTerminalError
 
+from ._history import plan_expiry
 from ._summary import COMMIT_KEY, landed
 from ._transaction import MemoTransaction
 from ._upsert import upsert
@@ -41,8 +43,12 @@ def commit(
 ) -> Table:
     """Commit an epoch: upsert ``rows``, or append ``files``; the table as committed.
 
-    A commit that lost a race with another writer is retried on the refreshed table
-    (``commit_retries`` times), unless the refreshed ancestry shows it landed.
+    When the table's history holds more than ``keep_snapshots``, the same transaction
+    expires the oldest snapshots and the commit carries what only they held
+    (:mod:`._history`). Appends merge the table's manifests when its
+    ``commit.manifest-merge.enabled`` property says so. A commit that lost a race with
+    another writer is retried on the refreshed table (``commit_retries`` times, the
+    expiry planned again), unless the refreshed ancestry shows it landed.
 
     Raises:
         SinkTerminalError: When every attempt lost; nothing of the epoch is published.
@@ -50,14 +56,18 @@ def commit(
     failure: Exception | None = None
     for attempt in range(sink.commit_retries + 1):
         try:
+            expiry = plan_expiry(table.metadata, sink.keep_snapshots)
+            summary = {**expiry.carried, **props} if expiry is not None else props
             with MemoTransaction(table) as tx:
                 if rows is not None:
-                    upsert(tx, table, rows, list(sink.key_columns), props)
+                    upsert(tx, table, rows, list(sink.key_columns), summary)
                 else:
-                    snapshot = tx.update_snapshot(snapshot_properties=props)
-                    with snapshot.fast_append() as append:
+                    snapshot = tx.update_snapshot(snapshot_properties=summary)
+                    with snapshot.merge_append() as append:
                         for data_file in files:
                             append.append_data_file(data_file)
+                if expiry is not None:
+                    ExpireSnapshots(tx).by_ids(expiry.expired).commit()
         except (CommitFailedException, CommitStateUnknownException) as exc:
             failure = exc
         except ValidationException as exc:
@@ -67,6 +77,7 @@ def commit(
             failure = exc
         else:
             stats.commits += 1
+            stats.snapshots_expired += len(expiry.expired) if expiry is not None else 0
             return table  # the commit left the table at the metadata it committed
         table = table.refresh()
         if landed(table, props[COMMIT_KEY]):

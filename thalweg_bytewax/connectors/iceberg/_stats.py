@@ -14,12 +14,14 @@ class IcebergSinkStats(EpochSinkStats):
         commits: Iceberg commits made (one per epoch with rows).
         commit_retries: Commits retried after losing a race with another writer.
         data_files_written: Parquet data files written (published at their commit).
+        snapshots_expired: Old snapshots the commits expired (``keep_snapshots``).
     """
 
-    __slots__ = ("commit_retries", "commits", "data_files_written")
+    __slots__ = ("commit_retries", "commits", "data_files_written", "snapshots_expired")
 
     def __init__(self) -> None:
         super().__init__()
         self.commits = 0
         self.commit_retries = 0
         self.data_files_written = 0
+        self.snapshots_expired = 0

@@ -8,6 +8,7 @@ source partition it touched (as ``"first-last,first-last"``), and its own id und
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from pyiceberg.table.snapshots import ancestors_of
@@ -17,15 +18,21 @@ from thalweg_bytewax.errors import ConfigError
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
+    from pyiceberg.table.snapshots import Snapshot
 
 __all__ = [
     "COMMIT_KEY",
     "COVERAGE_PREFIX",
+    "FOREIGN_DELETES_KEY",
+    "LANDED_DEPTH",
     "RESET_PREFIX",
     "decode_spans",
     "encode_spans",
     "landed",
     "read_coverage",
+    "removed_elsewhere",
+    "removes_rows",
+    "united_coverage",
 ]
 
 COVERAGE_PREFIX = "thalweg.coverage."
@@ -37,9 +44,12 @@ commit that refilled a source partition the table had lost; the coverage of that
 partition in older snapshots no longer counts."""
 COMMIT_KEY = "thalweg.commit"
 """Snapshot-summary key: the unique id of the epoch commit that made the snapshot."""
-# How many ancestors a retry searches for its own commit id: other writers' commits
-# since the attempt, which are few (one per shard and epoch).
-_LANDED_DEPTH = 64
+FOREIGN_DELETES_KEY = "thalweg.foreign-deletes"
+"""Snapshot-summary key: a snapshot of another writer that removed rows was expired
+before this commit (which carries the fact, as that snapshot would have told it)."""
+LANDED_DEPTH = 64
+"""How many ancestors a retry searches for its own commit id: other writers' commits
+since the attempt, which are few (one per shard and epoch)."""
 
 
 def encode_spans(coverage: OffsetCoverage) -> str:
@@ -71,23 +81,31 @@ def read_coverage(table: Table | None, sink_id: str) -> tuple[dict[str, OffsetCo
 
     Each commit carries the full coverage of the partitions it touched, so the
     newest snapshot naming a partition holds all of it; the union also survives
-    snapshots expired in between and commits of other writers. A partition's
-    coverage stops at the newest commit that refilled it after the table lost it
-    (:data:`RESET_PREFIX`): what older snapshots claimed was deleted. Also whether a
-    commit not of thalweg removed rows (a delete or an overwrite).
+    commits of other writers, and snapshots the sink expired (the expiring commit
+    carries what only they held). A partition's coverage stops at the newest commit
+    that refilled it after the table lost it (:data:`RESET_PREFIX`): what older
+    snapshots claimed was deleted. Also whether a commit not of thalweg removed rows
+    (a delete or an overwrite), or a commit says an expired one did
+    (:data:`FOREIGN_DELETES_KEY`).
     """
+    if table is None or table.current_snapshot() is None:
+        return {}, False
+    return united_coverage(ancestors_of(table.current_snapshot(), table.metadata), sink_id)
+
+
+def united_coverage(
+    snapshots: Iterable[Snapshot], sink_id: str
+) -> tuple[dict[str, OffsetCoverage], bool]:
+    """:func:`read_coverage` over ``snapshots``, one ancestry newest first."""
     held: dict[str, OffsetCoverage] = {}
     foreign_deletes = False
-    if table is None or table.current_snapshot() is None:
-        return held, foreign_deletes
     prefix = f"{COVERAGE_PREFIX}{sink_id}/"
     reset = f"{RESET_PREFIX}{sink_id}/"
     done: set[str] = set()
-    for snapshot in ancestors_of(table.current_snapshot(), table.metadata):
+    for snapshot in snapshots:
         summary = snapshot.summary
         props = summary.additional_properties if summary is not None else {}
-        if summary is not None and COMMIT_KEY not in props and _removes_rows(summary):
-            foreign_deletes = True
+        foreign_deletes = foreign_deletes or removed_elsewhere(snapshot)
         for name, value in props.items():
             if name.startswith(prefix) and name[len(prefix) :] not in done:
                 key = name[len(prefix) :]
@@ -102,7 +120,7 @@ def landed(table: Table, commit_id: str) -> bool:
     if current is None:
         return False
     for depth, snapshot in enumerate(ancestors_of(current, table.metadata)):
-        if depth >= _LANDED_DEPTH:
+        if depth >= LANDED_DEPTH:
             break
         summary: Any = snapshot.summary
         if summary is not None and summary.additional_properties.get(COMMIT_KEY) == commit_id:
@@ -110,7 +128,16 @@ def landed(table: Table, commit_id: str) -> bool:
     return False
 
 
-def _removes_rows(summary: Any) -> bool:
+def removed_elsewhere(snapshot: Snapshot) -> bool:
+    """Whether ``snapshot`` removed rows not as a thalweg commit, or says an expired one did."""
+    summary: Any = snapshot.summary
+    if summary is None:
+        return False
+    props = summary.additional_properties
+    return FOREIGN_DELETES_KEY in props or (COMMIT_KEY not in props and removes_rows(summary))
+
+
+def removes_rows(summary: Any) -> bool:
     """Whether a snapshot summary says its commit removed rows (a delete or overwrite)."""
     operation = getattr(summary.operation, "value", summary.operation)
     deleted = summary.additional_properties.get("deleted-records")

@@ -42,6 +42,7 @@ from ._stats import IcebergSinkStats
 from ._summary import COMMIT_KEY, COVERAGE_PREFIX, decode_spans, encode_spans
 from .config import (
     DEFAULT_COMMIT_RETRIES,
+    DEFAULT_KEEP_SNAPSHOTS,
     DEFAULT_TARGET_FILE_BYTES,
     IcebergCatalogConfig,
     IcebergSinkConfig,
@@ -123,6 +124,12 @@ class IcebergSink(ShardedEpochSink[_IcebergPartition]):
             three quarters of the last epoch's bytes (at least 1 MiB), so an epoch is
             two row groups and its snapshot encodes only the last quarter.
         commit_retries: Retries of a commit that lost a race with another writer.
+        keep_snapshots: Snapshots the table's history keeps (at least 64): once it holds
+            more, an epoch commit expires the oldest in the same transaction, carrying
+            the coverage only they held, so exactly once survives it. None never expires
+            (the table's metadata then grows by about a kilobyte an epoch). The table's
+            ``history.expire.min-snapshots-to-keep`` and ``history.expire.max-snapshot-
+            age-ms`` properties keep more.
         metadata_prefix: Prefix of the metadata columns.
         coverage_store: Where to record each committed epoch's coverage (beside the
             raw lane, never in the table), under ``sink_id``: a
@@ -149,6 +156,7 @@ class IcebergSink(ShardedEpochSink[_IcebergPartition]):
         target_file_bytes: int = DEFAULT_TARGET_FILE_BYTES,
         row_group_bytes: int | None = None,
         commit_retries: int = DEFAULT_COMMIT_RETRIES,
+        keep_snapshots: int | None = DEFAULT_KEEP_SNAPSHOTS,
         metadata_prefix: str = DEFAULT_PREFIX,
         coverage_store: CoverageStore | str | os.PathLike[str] | None = None,
         locators: LocatorMode = "required",
@@ -178,6 +186,7 @@ class IcebergSink(ShardedEpochSink[_IcebergPartition]):
                 "target_file_bytes": target_file_bytes,
                 "row_group_bytes": row_group_bytes,
                 "commit_retries": commit_retries,
+                "keep_snapshots": keep_snapshots,
                 "metadata_prefix": metadata_prefix,
                 "locators": locators,
             }
