@@ -29,7 +29,11 @@ The dedup window is ``--dedup-window-s`` (300 s, ``THALWEG_DEDUP_WINDOW``). The 
 flow dedups by record id with no event-time column, so its clock is ingest time: the
 window is seconds of the run, and the remembered ids (``rate`` x (window + the minute
 of allowed skew)) reach their steady size six minutes in, before the last 20 minutes
-whose RSS slope is judged.
+whose RSS slope is judged. ``--keep-snapshots`` (``THALWEG_ICEBERG_KEEP_SNAPSHOTS``,
+the flow's 100 when unset) bounds each table's snapshot history, which a process loads
+at every start: at 10 s epochs its bound (100 plus 12 before an expiry) is reached
+after 19 minutes (9 for the upserted window table, two snapshots an epoch), so the
+history grows until then.
 """
 
 from __future__ import annotations
@@ -443,6 +447,11 @@ class Soak:
             "THALWEG_TOPIC": self.topic,
             "THALWEG_TAIL": "1",
             "THALWEG_DEDUP_WINDOW": f"{args.dedup_window_s:g}",
+            **(
+                {"THALWEG_ICEBERG_KEEP_SNAPSHOTS": str(args.keep_snapshots)}
+                if args.keep_snapshots is not None
+                else {}
+            ),
             "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
         }
         self.pods = [Pod(i, self.work / f"pod-{i}", env) for i in range(args.processes)]
@@ -531,6 +540,7 @@ def read_tables(pods: Sequence[Pod]) -> dict[str, Any]:
     cols = MetadataColumns()
     where = [cols.source_partition, cols.source_offset]
     out: dict[str, list[pa.Table]] = {"orders": [], "order_lines": [], "raw": [], "dlq": []}
+    snapshots: dict[str, list[int]] = {}
     for pod in pods:
         warehouse = pod.data / "warehouse"
         if warehouse.exists():
@@ -542,11 +552,14 @@ def read_tables(pods: Sequence[Pod]) -> dict[str, Any]:
                 with contextlib.suppress(NoSuchTableError, NoSuchNamespaceError):
                     table = catalog.load_table(f"{NAMESPACE}.{name}")
                     out[name].append(table.scan(selected_fields=tuple(columns)).to_arrow())
+                    snapshots.setdefault(name, []).append(len(table.metadata.snapshots))
         for lane, columns in (("raw", where), ("dlq", [*where, DLQ_REASON, DLQ_RULES])):
             path = pod.data / lane
             if path.exists() and any(path.rglob("*.parquet")):
                 out[lane].append(read_lane(path, columns))
-    return {k: pa.concat_tables(v) if v else None for k, v in out.items()}
+    found: dict[str, Any] = {k: pa.concat_tables(v) if v else None for k, v in out.items()}
+    found["snapshots"] = snapshots
+    return found
 
 
 def check_tables(pods: Sequence[Pod], produced: int) -> dict[str, Any]:
@@ -565,7 +578,7 @@ def check_tables(pods: Sequence[Pod], produced: int) -> dict[str, Any]:
         table = tables[name]
         if table is None:
             return 0
-        return table.select(list(columns)).group_by(list(columns)).aggregate([]).num_rows
+        return int(table.select(list(columns)).group_by(list(columns)).aggregate([]).num_rows)
 
     orders, lines, raw, dlq = (tables[k] for k in ("orders", "order_lines", "raw", "dlq"))
     offsets = ["_twg_source_partition", "_twg_source_offset"]
@@ -585,6 +598,8 @@ def check_tables(pods: Sequence[Pod], produced: int) -> dict[str, Any]:
         # Why each DLQ row is there: "<reason> <failed rules>" -> rows (a run's directories
         # are removed at its end, so this is what is left to read the reasons from).
         "dlq_reasons": dlq_reasons(dlq),
+        # Snapshots each pod's tables kept at the end (bounded by --keep-snapshots).
+        "snapshots_kept": tables["snapshots"],
     }
     result["exactly_once"] = (
         result["orders_rows"]
@@ -832,6 +847,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--rss-window-min", type=float, default=20.0, help="RSS slope window")
     p.add_argument("--max-rss-growth", type=float, default=2.0, help="RSS growth limit, %%")
     p.add_argument("--dedup-window-s", type=float, default=300.0, help="THALWEG_DEDUP_WINDOW")
+    p.add_argument(
+        "--keep-snapshots", type=int, help="THALWEG_ICEBERG_KEEP_SNAPSHOTS (the flow's 100)"
+    )
     p.add_argument("--drain-timeout-s", type=float, default=600.0, help="catch-up limit")
     p.add_argument("--bootstrap", help="a running broker (default: start Apache Kafka)")
     p.add_argument("--topic", help="an existing topic to use (default: create soak-<time>)")
@@ -918,6 +936,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "snapshot_s": args.snapshot_s,
         "kill_every_s": args.kill_every_s,
         "settle_s": args.settle_s,
+        "dedup_window_s": args.dedup_window_s,
+        "keep_snapshots": args.keep_snapshots,
         "max_rss_growth_pct": args.max_rss_growth,
         "kills": sum(1 for e in soak.events if e["event"].startswith("SIGKILL")),
         "drained_s": ran["drained_s"],

@@ -19,6 +19,7 @@ from bytewax.outputs import Sink
 
 from thalweg_bytewax.config import SecretRef
 from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig, IcebergSink
+from thalweg_bytewax.connectors.iceberg.config import DEFAULT_KEEP_SNAPSHOTS
 from thalweg_bytewax.flows._orders_sql import REVENUE_KEY, TABLES
 from thalweg_bytewax.pipeline._summary import TableCount, iceberg_rows, postgres_rows
 
@@ -41,7 +42,11 @@ _STREAMS = {"orders": "orders", "order_lines": "order_lines", _WINDOWED: "revenu
 
 
 def sink_sections(
-    namespace: str, *, postgres_dsn: SecretRef | None, postgres_schema: str
+    namespace: str,
+    *,
+    postgres_dsn: SecretRef | None,
+    postgres_schema: str,
+    keep_snapshots: int | None = DEFAULT_KEEP_SNAPSHOTS,
 ) -> dict[str, dict[str, Any]]:
     """The ``[sinks]`` of the orders pipeline: each table to Iceberg, and to PostgreSQL.
 
@@ -53,6 +58,7 @@ def sink_sections(
         namespace: The Iceberg namespace of the tables.
         postgres_dsn: The PostgreSQL DSN, or None for Iceberg only.
         postgres_schema: The PostgreSQL schema of the tables.
+        keep_snapshots: Snapshots each Iceberg table's history keeps (None: all).
     """
     sinks: dict[str, dict[str, Any]] = {}
     for table in TABLES:
@@ -64,6 +70,7 @@ def sink_sections(
             "kind": "iceberg",
             "from": stream,
             "table": f"{namespace}.{table}",
+            "keep_snapshots": keep_snapshots,
             **(upsert or {"shards": ICEBERG_SHARDS}),
         }
         if postgres_dsn is not None:

@@ -74,6 +74,7 @@ to), so the default needs no registry. Point it at Kafka by environment alone::
 | ``THALWEG_CONTRACT`` | ODCS contract (path or URL) | the bundled ``contracts/orders.odcs.yaml`` |
 | ``THALWEG_DEDUP_WINDOW`` | how long a record id is remembered (seconds or ISO 8601) | ``3600`` |
 | ``THALWEG_ICEBERG_NAMESPACE`` | Iceberg namespace of the tables | ``sales`` |
+| ``THALWEG_ICEBERG_KEEP_SNAPSHOTS`` | snapshots each table's history keeps | ``100`` |
 | ``THALWEG_POSTGRES_DSN`` | PostgreSQL to land the tables in too (a secret) | unset |
 | ``THALWEG_POSTGRES_SCHEMA`` | PostgreSQL schema of the tables | ``public`` |
 | ``THALWEG_WINDOW_LATENESS`` | how long a revenue window waits for late orders | ``3600`` |
@@ -102,6 +103,7 @@ from pydantic import Field, model_validator
 
 from thalweg_bytewax.codecs import AvroCodec
 from thalweg_bytewax.config import Duration, PositiveDuration, SecretRef, Settings, renamed_keys
+from thalweg_bytewax.connectors.iceberg.config import DEFAULT_KEEP_SNAPSHOTS, MIN_KEEP_SNAPSHOTS
 from thalweg_bytewax.connectors.raw_lane import only_output
 from thalweg_bytewax.coverage.recovery_plan import RawLane
 from thalweg_bytewax.flows import ORDERS_CONTRACT, ORDERS_SCHEMAS
@@ -159,6 +161,9 @@ class OrdersSettings(Settings):
     `"PT1H"`); `dedup_window_s` is its old name."""
     iceberg_namespace: str = Field(default="sales", pattern=r"^[a-z_][a-z0-9_]*$")
     """The Iceberg namespace of the tables (in the warehouse under `data_dir`)."""
+    iceberg_keep_snapshots: int = Field(default=DEFAULT_KEEP_SNAPSHOTS, ge=MIN_KEEP_SNAPSHOTS)
+    """Snapshots each Iceberg table's history keeps (at least 64): the epoch commits expire
+    older ones, carrying their coverage."""
     # A DSN carries a password: a `${env:…}` / `${file:…}` reference, or a masked value.
     postgres_dsn: SecretRef | None = None
     """A PostgreSQL DSN to land the tables in too; unset = Iceberg only."""
@@ -252,6 +257,7 @@ class OrdersSettings(Settings):
                     self.iceberg_namespace,
                     postgres_dsn=self.postgres_dsn,
                     postgres_schema=self.postgres_schema,
+                    keep_snapshots=self.iceberg_keep_snapshots,
                 ),
                 "observability": self.observability,
             }
