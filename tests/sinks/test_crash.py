@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.crash import CrashableFlow, CrashHarness
-from tests.sinks.crash_flow import ORDERS, SHARDS, SLOTS
+from tests.sinks.crash_flow import ORDERS, PARTITIONS, SHARDS, SLOTS
 from tests.sinks.targets import C, SinkTarget
 from thalweg_bytewax.lanes import read_lane
 
@@ -186,4 +186,41 @@ def test_dedup_and_validation_killed_at_two_processes_then_at_four_resume_at_one
     assert assert_no_record_twice(table_sink) >= held
     crash_flow(crash, table_sink, stateful=True).finishes()
     assert assert_no_record_twice(table_sink) > held
+    assert table_sink.record_ids() == expected_ids(crash.root)
+
+
+@pytest.mark.parametrize("table_sink", ["iceberg"], indirect=True)
+def test_an_iceberg_commit_expiring_the_history_killed_after_it_resumes_once(
+    table_sink: SinkTarget, crash: CrashHarness
+) -> None:
+    # Another writer pads the table with empty snapshots past the sink's bound (100
+    # kept, expiry due at 112), so the resumed run's first commit also expires every
+    # snapshot the sink had made. It is killed right after that commit, resumes and
+    # finishes; then the flow runs again without its recovery state (the source replays
+    # every record), so only the coverage the kept snapshots hold keeps anything from
+    # landing twice.
+    from thalweg_bytewax.connectors.iceberg import COVERAGE_PREFIX
+
+    flow = crash_flow(crash, table_sink)
+    flow.killed_at("iceberg.after_commit:2")
+    held = assert_no_record_twice(table_sink)
+    table = table_sink.config.load().load_table(table_sink.table)  # type: ignore[attr-defined]
+    made = {s.snapshot_id for s in table.snapshots()}
+    for pad in range(120):
+        with (
+            table.transaction() as tx,
+            tx.update_snapshot(snapshot_properties={"pad": str(pad)}).fast_append(),
+        ):
+            pass
+    flow.killed_at("iceberg.after_commit:1")
+    table = table.refresh()
+    assert len(table.metadata.snapshots) == 100
+    assert not made & {s.snapshot_id for s in table.snapshots()}  # the sink's all expired
+    summary = table.current_snapshot().summary.additional_properties
+    assert sum(name.startswith(COVERAGE_PREFIX) for name in summary) == PARTITIONS
+    assert assert_no_record_twice(table_sink) >= held
+    flow.finishes()
+    assert table_sink.record_ids() == expected_ids(crash.root)
+    spec = flow_spec(table_sink, crash.root)
+    crash.flow(spec, recovery=crash.root / "fresh-recovery").finishes()
     assert table_sink.record_ids() == expected_ids(crash.root)
