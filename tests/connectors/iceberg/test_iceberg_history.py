@@ -239,3 +239,28 @@ def test_an_expiry_carries_what_the_whole_ancestry_says(
     )
     for sink in SINKS:
         assert united_coverage([commit, *kept], sink) == united_coverage(chain, sink)
+
+
+def test_a_table_created_elsewhere_without_the_properties_is_named_once(
+    iceberg_sink_factory: IcebergSinkFactory,
+    iceberg_catalog_config: IcebergCatalogConfig,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import pyarrow as pa
+
+    catalog = iceberg_catalog_config.load()
+    catalog.create_namespace("test")
+    catalog.create_table("test.orders", pa.schema([("order_id", pa.int64())]))
+    run_epochs(iceberg_sink_factory(), 3)
+    warnings = [r.getMessage() for r in caplog.records if "lacks" in r.getMessage()]
+    assert len(warnings) == 1
+    for name, value in CREATED_TABLE_PROPERTIES.items():
+        assert f"`{name}={value}`" in warnings[0]
+    assert "ALTER TABLE test.orders SET TBLPROPERTIES" in warnings[0]
+
+
+def test_a_table_the_sink_created_is_not_named(
+    iceberg_sink_factory: IcebergSinkFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    run_epochs(iceberg_sink_factory(), 3)
+    assert not [r for r in caplog.records if "lacks" in r.getMessage()]

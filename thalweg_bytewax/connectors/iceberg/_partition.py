@@ -297,6 +297,7 @@ class _IcebergPartition(ConfiguredSinkPartition["IcebergSinkConfig"]):
                 metadata_prefix=self.columns.prefix,
             )
             self._shared.table = table
+            self._shared.check_properties()
         self._shape = describe(table)
         self._schema = schema
 

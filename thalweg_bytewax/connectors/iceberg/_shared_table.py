@@ -23,6 +23,7 @@ race: that commit is turned away and redone as before.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Iterator
@@ -30,6 +31,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from pyiceberg.exceptions import NoSuchTableError
+
+from thalweg_bytewax.catalog.iceberg import CREATED_TABLE_PROPERTIES
 
 try:
     import fcntl
@@ -43,6 +46,8 @@ if TYPE_CHECKING:
     from ._catalog_config import IcebergCatalogConfig
 
 __all__ = ["SharedTable", "commit_lock_path"]
+
+logger = logging.getLogger("thalweg_bytewax.connectors.iceberg._partition")
 
 _SQLITE = "sqlite:///"
 
@@ -80,6 +85,7 @@ class SharedTable:
         self.table: Table | None = None
         """The table as of this process's last load or commit; None before it exists."""
         self._lock_path = commit_lock_path(catalog, name)
+        self._properties_checked = False
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickle the configuration only: a copy opens its own catalog and table."""
@@ -137,6 +143,33 @@ class SharedTable:
                         file.flush()
                 finally:
                     fcntl.flock(file, fcntl.LOCK_UN)
+
+    def check_properties(self) -> None:
+        """Warn once when the table lacks a property an epoch-committed table needs.
+
+        A table the sink created has them (``CREATED_TABLE_PROPERTIES``); one created
+        elsewhere may keep every metadata file or list one more manifest each epoch.
+        """
+        table = self.table
+        if self._properties_checked or table is None:
+            return
+        self._properties_checked = True
+        missing = {
+            name: value
+            for name, value in CREATED_TABLE_PROPERTIES.items()
+            if table.properties.get(name, "").lower() != value
+        }
+        if missing:
+            settings = ", ".join(f"'{k}'='{v}'" for k, v in missing.items())
+            logger.warning(
+                "iceberg sink: table `%s` lacks %s; a sink commits every epoch, so without "
+                "them the table keeps a metadata file per epoch or lists one more manifest "
+                "per epoch; set them with the catalog (ALTER TABLE %s SET TBLPROPERTIES (%s))",
+                self.name,
+                ", ".join(f"`{k}={v}`" for k, v in missing.items()),
+                self.name,
+                settings,
+            )
 
     def reload(self) -> Table | None:
         """The table as the catalog holds it now (another process may have committed)."""
