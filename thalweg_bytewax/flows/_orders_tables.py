@@ -15,10 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bytewax.outputs import Sink
-
 from thalweg_bytewax.config import SecretRef
-from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig, IcebergSink
+from thalweg_bytewax.connectors.iceberg import IcebergCatalogConfig
 from thalweg_bytewax.connectors.iceberg.config import DEFAULT_KEEP_SNAPSHOTS
 from thalweg_bytewax.flows._orders_sql import REVENUE_KEY, TABLES
 from thalweg_bytewax.pipeline._summary import TableCount, iceberg_rows, postgres_rows
@@ -93,7 +91,6 @@ class TableTargets:
     Args:
         warehouse: The Iceberg warehouse directory (SQL catalog on SQLite there).
         namespace: The Iceberg namespace of the tables.
-        coverage_store: Where the located tables record their coverage (the raw lane).
         postgres_dsn: A PostgreSQL DSN (a secret), or None for Iceberg only.
         postgres_schema: The PostgreSQL schema of the tables.
     """
@@ -103,45 +100,14 @@ class TableTargets:
         warehouse: Path,
         namespace: str,
         *,
-        coverage_store: Path,
         postgres_dsn: str | None = None,
         postgres_schema: str = "public",
     ) -> None:
         self.catalog = IcebergCatalogConfig(warehouse=os.fspath(warehouse))
         self.warehouse = warehouse
         self.namespace = namespace
-        self.coverage_store = coverage_store
         self._dsn = postgres_dsn
         self.postgres_schema = postgres_schema
-
-    def sinks(self, table: str) -> list[tuple[str, Sink[Any]]]:
-        """The ``(step id, sink)`` pairs of one table: Iceberg, then PostgreSQL if set."""
-        windowed = table == _WINDOWED
-        ice = IcebergSink(
-            self.catalog,
-            f"{self.namespace}.{table}",
-            mode="upsert" if windowed else "append",
-            key_columns=REVENUE_KEY if windowed else (),
-            locators="absent" if windowed else "required",
-            coverage_store=None if windowed else self.coverage_store,
-            shards=1 if windowed else ICEBERG_SHARDS,
-        )
-        out: list[tuple[str, Sink[Any]]] = [(f"ice_{_SHORT[table]}", ice)]
-        if self._dsn:
-            from thalweg_bytewax.connectors.postgres import PostgresSink  # noqa: PLC0415 - extra
-
-            pg = PostgresSink(
-                self._dsn,
-                table,
-                schema=self.postgres_schema,
-                mode="upsert" if windowed else "append",
-                key_columns=REVENUE_KEY if windowed else None,
-                locators="absent" if windowed else "required",
-                shards=PG_SHARDS,
-                coverage_store=None if windowed else self.coverage_store,
-            )
-            out.append((f"pg_{_SHORT[table]}", pg))
-        return out
 
     def counts(self) -> list[TableCount]:
         """How the summary reads each table's row count back."""

@@ -212,7 +212,6 @@ class OrdersSettings(Settings):
         return TableTargets(
             self.warehouse,
             self.iceberg_namespace,
-            coverage_store=self.raw_lane,
             postgres_dsn=dsn or None,
             postgres_schema=self.postgres_schema,
         )
