@@ -46,6 +46,10 @@ def test_a_short_soak_kills_resumes_and_lands_every_order_exactly_once(
     assert tables["dlq_rows"] == 0 and tables["dlq_reasons"] == {}
     assert summary["exactly_once"] and summary["lag_ok"]
     assert summary["lag"]["lag_end"] == 0
+    # Each pod's tables, with the snapshots they kept (a minute stays under the bound).
+    for table in ("orders", "order_lines"):
+        assert len(tables["snapshots_kept"][table]) == 2
+        assert all(0 < n <= 112 for n in tables["snapshots_kept"][table])
 
     with (out / "samples.csv").open() as f:
         samples = list(csv.DictReader(f))

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
     from thalweg_bytewax.coverage.spans import OffsetCoverage
 
-__all__ = ["MIN_KEEP_SNAPSHOTS", "Expiry", "plan_expiry"]
+__all__ = ["MIN_KEEP_SNAPSHOTS", "Expiry", "carried_properties", "plan_expiry", "slack"]
 
 MIN_KEEP_SNAPSHOTS = LANDED_DEPTH
 """The fewest snapshots a sink keeps: a retried commit looks this far back for itself."""
