@@ -30,6 +30,23 @@ def byte_compile() -> None:
             raise SystemExit(f"byte-compiling {root / package} failed")
 
 
+def status_mb(field: str) -> float | None:
+    """A ``/proc/self/status`` memory field (``VmRSS``, ``VmHWM``) in MB; None where absent."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith(f"{field}:"):
+                    return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
+    return None
+
+
+def rss_mb() -> float:
+    """Resident set size of this process now (``VmRSS``), in MB; 0 where unknown."""
+    return status_mb("VmRSS") or 0.0
+
+
 def peak_rss_mb() -> float:
     """Peak resident set size of this process since it started its program, in MB.
 
@@ -40,14 +57,8 @@ def peak_rss_mb() -> float:
     started at the driver's peak (measured: a child of a 311 MB parent read 311 MB
     before doing anything), which hid growth below the driver's size.
     """
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024  # kB
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = status_mb("VmHWM")
+    return peak if peak is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def run_child(script: str, args: Sequence[str], *, name: str) -> dict[str, float]:

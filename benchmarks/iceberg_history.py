@@ -18,11 +18,15 @@ files, and the process's RSS at the end. Variants (alternated over ``--repeat``)
 
 from __future__ import annotations
 
+import sys as _sys
+from pathlib import Path as _Path
+
+_sys.path.insert(0, str(_Path(__file__).parent))
+
 import argparse
 import hashlib
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -31,16 +35,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from _harness import peak_rss_mb, rss_mb  # noqa: E402
+
 PARTITIONS = 4
 WINDOW = 100  # epochs averaged at the start and the end
-
-
-def _rss_mb() -> float:
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def _batch(partition: int, first: int, rows: int) -> Any:
@@ -102,8 +100,8 @@ def run(home: Path, variant: str, epochs: int, rows: int) -> dict[str, Any]:
         "metadata_kb": os.path.getsize(table.metadata_location.removeprefix("file://")) // 1024,
         "metadata_files": len(metadata_files),
         "metadata_files_mb": round(sum(f.stat().st_size for f in metadata_files) / 2**20, 1),
-        "rss_mb_end": round(_rss_mb()),
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+        "rss_mb_end": round(rss_mb()),
+        "peak_rss_mb": round(peak_rss_mb()),
     }
     part.close()
     return found

@@ -12,11 +12,17 @@ and the order reverses every round. Run:
 
 from __future__ import annotations
 
+import sys as _sys
+from pathlib import Path as _Path
+
+_sys.path.insert(0, str(_Path(__file__).parent))
+
 import argparse
 import ctypes
 import time
 
 import pyarrow as pa
+from _harness import rss_mb  # noqa: E402
 
 from thalweg_bytewax.sql import engine
 from thalweg_bytewax.sql.engine import SqlSession
@@ -50,14 +56,6 @@ def _heap_mb() -> float:
     return (info.uordblks + info.hblkhd) / 2**20
 
 
-def _rss_mb() -> float:
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
 def run(renew_after: int, runs: int) -> dict[str, float]:
     """``runs`` runs of the join on a new session; heap and RSS growth, CPU a run."""
     engine.RENEW_AFTER_RUNS = renew_after
@@ -72,12 +70,12 @@ def run(renew_after: int, runs: int) -> dict[str, float]:
     prepared = session.prepare("input", JOIN)
     for _ in range(1100):  # warm up, past the first renewal
         prepared.run(batch)
-    heap, rss, cpu = _heap_mb(), _rss_mb(), time.process_time()
+    heap, rss, cpu = _heap_mb(), rss_mb(), time.process_time()
     for _ in range(runs):
         prepared.run(batch)
     return {
         "heap_mb": _heap_mb() - heap,
-        "rss_mb": _rss_mb() - rss,
+        "rss_mb": rss_mb() - rss,
         "cpu_us": (time.process_time() - cpu) / runs * 1e6,
     }
 
