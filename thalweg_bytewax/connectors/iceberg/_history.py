@@ -22,8 +22,9 @@ Only the oldest ancestors go, so the kept ones stay one unbroken chain; the head
 tags and branches stay (pyiceberg protects them). The table's own retention properties
 are honoured: ``history.expire.min-snapshots-to-keep`` raises the count kept, and
 ``history.expire.max-snapshot-age-ms``, when the table sets it, keeps every younger
-snapshot. Data files that only expired snapshots reference (an upsert's replaced files)
-are left to the table's orphan-file maintenance.
+snapshot. Files only expired snapshots reference (their manifest lists, manifests
+merged away, an upsert's replaced data files) are left to the table's orphan-file
+maintenance.
 """
 
 from __future__ import annotations
