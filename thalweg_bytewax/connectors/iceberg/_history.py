@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyiceberg.table.refs import SnapshotRefType
 from pyiceberg.table.snapshots import ancestors_of
+from pyiceberg.utils.properties import property_as_int
 
 from thalweg_bytewax.errors import ConfigError
 
@@ -42,16 +43,14 @@ from ._summary import (
     FOREIGN_DELETES_KEY,
     LANDED_DEPTH,
     RESET_PREFIX,
-    decode_spans,
     encode_spans,
-    removed_elsewhere,
+    united_coverage,
 )
 
 if TYPE_CHECKING:
     from pyiceberg.table.metadata import TableMetadata
     from pyiceberg.table.snapshots import Snapshot
 
-    from thalweg_bytewax.coverage.spans import OffsetCoverage
 
 __all__ = ["MIN_KEEP_SNAPSHOTS", "Expiry", "carried_properties", "plan_expiry", "slack"]
 
@@ -133,20 +132,12 @@ def carried_properties(kept: list[Snapshot], tail: list[Snapshot]) -> dict[str, 
                 named.add(name[len(COVERAGE_PREFIX) :])
             elif name.startswith(RESET_PREFIX):
                 named.add(name[len(RESET_PREFIX) :])
-    coverage: dict[str, OffsetCoverage] = {}
-    done: set[str] = set()
-    foreign_deletes = False
-    for snapshot in tail:
-        props = _properties(snapshot)
-        foreign_deletes = foreign_deletes or removed_elsewhere(snapshot)
-        for name, value in props.items():
-            if name.startswith(COVERAGE_PREFIX):
-                key = name[len(COVERAGE_PREFIX) :]
-                if key not in named and key not in done:
-                    spans = decode_spans(value)
-                    coverage[key] = coverage[key] | spans if key in coverage else spans
-        done.update(name[len(RESET_PREFIX) :] for name in props if name.startswith(RESET_PREFIX))
-    carried = {f"{COVERAGE_PREFIX}{key}": encode_spans(spans) for key, spans in coverage.items()}
+    coverage, foreign_deletes = united_coverage(tail, None)
+    carried = {
+        f"{COVERAGE_PREFIX}{key}": encode_spans(spans)
+        for key, spans in coverage.items()
+        if key not in named
+    }
     if foreign_deletes:
         carried[FOREIGN_DELETES_KEY] = "1"
     return carried
@@ -158,12 +149,10 @@ def _properties(snapshot: Snapshot) -> dict[str, Any]:
 
 
 def _int_property(metadata: TableMetadata, name: str, default: int | None) -> int | None:
-    value = metadata.properties.get(name)
-    if value is None:
-        return default
     try:
-        return int(value)
+        return property_as_int(metadata.properties, name, default)
     except ValueError:
+        value = metadata.properties.get(name, "")
         msg = (
             f"iceberg sink: the table property `{name}` expected a whole number; got "
             f"{value[:40]!r}; fix it with the catalog (ALTER TABLE ... SET TBLPROPERTIES)"

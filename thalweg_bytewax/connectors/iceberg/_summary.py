@@ -94,13 +94,16 @@ def read_coverage(table: Table | None, sink_id: str) -> tuple[dict[str, OffsetCo
 
 
 def united_coverage(
-    snapshots: Iterable[Snapshot], sink_id: str
+    snapshots: Iterable[Snapshot], sink_id: str | None
 ) -> tuple[dict[str, OffsetCoverage], bool]:
-    """:func:`read_coverage` over ``snapshots``, one ancestry newest first."""
+    """:func:`read_coverage` over ``snapshots``, one ancestry newest first.
+
+    ``sink_id`` None reads every sink's keys, as ``<sink id>/<topic>:<partition>``.
+    """
     held: dict[str, OffsetCoverage] = {}
     foreign_deletes = False
-    prefix = f"{COVERAGE_PREFIX}{sink_id}/"
-    reset = f"{RESET_PREFIX}{sink_id}/"
+    prefix = COVERAGE_PREFIX if sink_id is None else f"{COVERAGE_PREFIX}{sink_id}/"
+    reset = RESET_PREFIX if sink_id is None else f"{RESET_PREFIX}{sink_id}/"
     done: set[str] = set()
     for snapshot in snapshots:
         summary = snapshot.summary
