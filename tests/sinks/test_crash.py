@@ -195,8 +195,8 @@ def test_an_iceberg_commit_expiring_the_history_killed_after_it_resumes_once(
 ) -> None:
     # Another writer pads the table with empty snapshots past the sink's bound (100
     # kept, expiry due at 112), so the resumed run's first commit also expires every
-    # snapshot the sink had made. It is killed right after that commit, resumes and
-    # finishes; then the flow runs again without its recovery state (the source replays
+    # snapshot the sink had made. It is killed right before that commit, then right
+    # after it, resumes and finishes; then the flow runs again without its recovery state (the source replays
     # every record), so only the coverage the kept snapshots hold keeps anything from
     # landing twice.
     from thalweg_bytewax.connectors.iceberg import COVERAGE_PREFIX
@@ -212,6 +212,10 @@ def test_an_iceberg_commit_expiring_the_history_killed_after_it_resumes_once(
             tx.update_snapshot(snapshot_properties={"pad": str(pad)}).fast_append(),
         ):
             pass
+    # Killed right before that commit: nothing of it, nothing expired.
+    flow.killed_at("iceberg.before_commit:1")
+    assert {s.snapshot_id for s in table.refresh().snapshots()} >= made
+    assert assert_no_record_twice(table_sink) >= held
     flow.killed_at("iceberg.after_commit:1")
     table = table.refresh()
     assert len(table.metadata.snapshots) == 100
