@@ -29,6 +29,7 @@ __all__ = [
     "rejected_counter",
     "rule_warning_counter",
     "sink_counter",
+    "sink_own_counters",
     "source_counter",
     "stats",
     "step_counter",
@@ -50,6 +51,10 @@ class SinkCounters(Protocol):
     rows_written: int
     rows_skipped_replay: int
     epochs_committed: int
+
+    def own_counters(self) -> Mapping[str, int]:
+        """The counters the sink's class adds to the three above, by name."""
+        ...
 
 
 @dataclass(slots=True)
@@ -105,6 +110,11 @@ def source_counter(sources: Iterable[SourceEntry], attr: str) -> Iterable[Observ
 def sink_counter(sinks: Iterable[SinkEntry], attr: str) -> Iterable[Observation]:
     """One sink counter per step: its partitions (and rebuilt ones) summed, so it only grows."""
     return _per_step((s.step_id, getattr(s.stats, attr)) for s in sinks)
+
+
+def sink_own_counters(sinks: Iterable[SinkEntry]) -> Iterable[Observation]:
+    """Each sink's own counters (Iceberg ``commits``...) per step and counter name."""
+    return _per_step_and_key(((s.step_id, dict(s.stats.own_counters())) for s in sinks), "counter")
 
 
 def step_counter(steps: Iterable[StepCounts], attr: str) -> Iterable[Observation]:
@@ -194,4 +204,6 @@ def stats(sources: Iterable[SourceEntry], sinks: Iterable[SinkEntry]) -> dict[st
         acc["rows_written"] += sink.stats.rows_written
         acc["rows_skipped_replay"] += sink.stats.rows_skipped_replay
         acc["epochs_committed"] += sink.stats.epochs_committed
+        for name, n in sink.stats.own_counters().items():
+            acc[name] = acc.get(name, 0) + n
     return {"sources": by_partition, "sinks": by_sink}

@@ -31,6 +31,7 @@ __all__ = [
     "REJECTED_RECORDS",
     "RULE_WARNINGS",
     "SINK_COMMIT_DURATION",
+    "SINK_COUNTERS",
     "SINK_EPOCHS",
     "SINK_ROWS_SKIPPED",
     "SINK_ROWS_WRITTEN",
@@ -220,6 +221,16 @@ SINK_EPOCHS = InstrumentSpec(
     _STEP,
 )
 """``EpochSinkStats.epochs_committed``."""
+SINK_COUNTERS = InstrumentSpec(
+    "thalweg_sink_counter_total",
+    InstrumentKind.OBSERVABLE_COUNTER,
+    "1",
+    "A sink's own counters, by name: Iceberg commits, commit retries, data files written "
+    "and snapshots expired; files a lane finalized; the Kafka sink's records and bytes "
+    "produced, queue-full waits, records read back, transactions committed and aborted",
+    ("step_id", "counter"),
+)
+"""``EpochSinkStats.own_counters()``, summed over the sink's partitions."""
 COVERAGE_LAG = InstrumentSpec(
     "thalweg_coverage_lag_records",
     InstrumentKind.OBSERVABLE_GAUGE,
@@ -255,6 +266,7 @@ ALL: tuple[InstrumentSpec, ...] = (
     SINK_ROWS_WRITTEN,
     SINK_ROWS_SKIPPED,
     SINK_EPOCHS,
+    SINK_COUNTERS,
     COVERAGE_LAG,
     CROSSING_RECORDS,
 )

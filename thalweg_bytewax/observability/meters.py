@@ -104,6 +104,7 @@ class Metrics:
                 s,
                 lambda attr=attr: collect.sink_counter(self._sink_list(), attr),  # type: ignore[misc]
             )
+        observable(spec.SINK_COUNTERS, lambda: collect.sink_own_counters(self._sink_list()))
         observable(spec.CONSUMER_LAG, lambda: collect.consumer_lag(self._source_list()))
         observable(
             spec.COVERAGE_LAG, lambda: collect.coverage_lag(self._source_list(), self._sink_list())

@@ -172,6 +172,7 @@ class SinkObserver:
                 "rows_written": stats.rows_written,
                 "rows_skipped_replay": stats.rows_skipped_replay,
                 "epochs_committed": stats.epochs_committed,
+                **stats.own_counters(),
             }
 
         # Sinks of one class share a component name: each partition gets its own entry.
