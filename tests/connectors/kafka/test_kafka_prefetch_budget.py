@@ -118,7 +118,9 @@ def _queued_after_first_poll(bootstrap: str, topic: str, **kwargs: Any) -> int:
     part = source.build_part("in", f"{topic}:0", None)
     try:
         part.next_batch()  # assigns the partition and starts fetching
-        time.sleep(1.0)  # the fetcher fills the queue up to its bound, then waits
+        # The fetcher fills the queue up to its bound, then waits: long enough for it to
+        # reach 40,000 records unbounded on a loaded machine (1 s reached 29,000 once).
+        time.sleep(3.0)
         native = part._native  # noqa: SLF001 - what the queue holds, without a poll's limits
         assert native is not None, "the native consume is not in use"
         return int(native.consume(200_000, 1 << 40)[0])
