@@ -109,6 +109,7 @@ from thalweg_bytewax.runtime.sink_locators import (
     unlocated_guarantee,
 )
 from thalweg_bytewax.runtime.sink_stats import EpochSinkStats
+from thalweg_bytewax.system.huge_pages import limit_huge_pages
 
 if TYPE_CHECKING:
     from thalweg_bytewax.observability.hooks import SinkObserver
@@ -180,6 +181,7 @@ class EpochSinkPartition(
         stats: EpochSinkStats | None = None,
         locators: LocatorMode = "required",
     ) -> None:
+        limit_huge_pages()
         self.component = component
         self.locators: LocatorMode = check_locator_mode(component, locators)
         self.columns = columns

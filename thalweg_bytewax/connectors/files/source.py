@@ -64,6 +64,7 @@ from thalweg_bytewax.records.metadata import DEFAULT_PREFIX, MetadataPolicy, met
 from thalweg_bytewax.records.model import KeyedBatch
 from thalweg_bytewax.runtime import crossings
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
+from thalweg_bytewax.system.huge_pages import limit_huge_pages
 
 from .._construct import construct
 from ._avro import read_avro
@@ -275,6 +276,7 @@ class FileSource(FixedPartitionedSource[KeyedBatch, int]):
     @override
     def build_part(self, step_id: str, for_part: str, resume_state: int | None) -> FilePartition:
         crossings.note_readers([for_part])
+        limit_huge_pages()
         name, _ = decode_part(for_part)
         self.paths()
         path = self._by_name.get(name, name)
