@@ -866,6 +866,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def redraw(out: Path) -> int:
     """Recompute the memory numbers and redraw ``soak.svg`` from the CSVs in ``out``."""
+    missing = [n for n in ("samples.csv", "events.csv", "summary.json") if not (out / n).exists()]
+    if missing:
+        print(
+            f"--plot redraws an earlier run's results: {out} has no {', '.join(missing)}; "
+            "run without --plot to soak",
+            file=sys.stderr,
+        )
+        return 2
     with (out / "samples.csv").open() as f:
         samples = list(csv.DictReader(f))
     with (out / "events.csv").open() as f:
