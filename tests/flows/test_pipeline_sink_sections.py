@@ -108,3 +108,16 @@ def test_an_optional_postgres_sink_whose_dsn_is_unset_is_left_out(
     strict = config.sinks["out"].model_copy(update={"optional": False})
     with pytest.raises(ConfigError, match="PG_DSN"):
         build_sink("out", strict, config, tmp_path)
+
+
+def test_an_iceberg_history_kept_whole_is_spelled_all_in_toml(tmp_path: Path) -> None:
+    config = _load(tmp_path, 'kind = "iceberg"\ntable = "sales.orders"\nkeep_snapshots = "all"')
+    section = config.sinks["out"]
+    assert isinstance(section, IcebergSinkSection)
+    assert section.keep_snapshots is None  # never expire
+    bounded = _load(tmp_path, 'kind = "iceberg"\ntable = "sales.orders"\nkeep_snapshots = 500')
+    assert bounded.sinks["out"].keep_snapshots == 500  # type: ignore[union-attr]
+    with pytest.raises(ConfigError, match=r"`sinks\.out\.keep_snapshots`"):
+        _load(tmp_path, 'kind = "iceberg"\ntable = "sales.orders"\nkeep_snapshots = "most"')
+    with pytest.raises(ConfigError, match=r"`sinks\.out\.keep_snapshots`"):
+        _load(tmp_path, 'kind = "iceberg"\ntable = "sales.orders"\nkeep_snapshots = 10')

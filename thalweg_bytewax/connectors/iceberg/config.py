@@ -116,11 +116,18 @@ class IcebergSinkConfig(ConnectorConfig):
     """Retries of a commit that lost a race with another writer."""
     keep_snapshots: int | None = Field(default=DEFAULT_KEEP_SNAPSHOTS, ge=MIN_KEEP_SNAPSHOTS)
     """Snapshots the table's history keeps: an epoch commit expires older ones, carrying
-    their coverage (none: never expire; the table's `history.expire.*` raise it)."""
+    their coverage (`"all"` or None: never expire; the table's `history.expire.*` raise
+    it)."""
     metadata_prefix: MetadataPrefix = DEFAULT_PREFIX
     """The prefix of the metadata columns."""
     locators: Literal["required", "absent"] = "required"
     """`required` (rows carry `_twg_source_*` locators: exactly once) or `absent`."""
+
+    @field_validator("keep_snapshots", mode="before")
+    @classmethod
+    def _keep_all(cls, value: Any) -> Any:
+        # TOML has no null: `keep_snapshots = "all"` spells "never expire".
+        return None if isinstance(value, str) and value.strip().lower() == "all" else value
 
     @field_validator("catalog", mode="before")
     @classmethod
