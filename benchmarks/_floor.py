@@ -53,8 +53,15 @@ def _source(bootstrap: str, topics: list[str]) -> Any:
 
 
 def _consumers(bootstrap: str, topics: list[str]) -> tuple[Any, list[tuple[str, int, Any, int]]]:
-    """The native consumers of every partition, as the source opens them, with their ends."""
+    """The native consumers of every partition, as the source opens them, with their ends.
+
+    The process first turns transparent huge pages off, as a flow's process does when it
+    builds its first partition: the parts run on the same memory as the flow's.
+    """
     from thalweg_bytewax.connectors.kafka._native import _load, native_settings
+    from thalweg_bytewax.system.huge_pages import limit_huge_pages
+
+    limit_huge_pages()
 
     module, why = _load()
     if module is None:
