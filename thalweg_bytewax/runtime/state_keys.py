@@ -32,6 +32,7 @@ dataflow runs). A run without recovery has no store: routing keys.
 from __future__ import annotations
 
 import enum
+import errno
 import logging
 import os
 import re
@@ -176,16 +177,27 @@ def _open_here() -> dict[Path, int]:
     return out
 
 
-def _read_through(fd: int) -> bytes:
-    """The whole file behind ``fd``, read at offsets: ``fd`` is neither moved nor closed."""
-    size = os.fstat(fd).st_size
-    chunks, at = [], 0
-    while at < size:
-        chunk = os.pread(fd, min(size - at, 1 << 24), at)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        at += len(chunk)
+def _read_through(fd: int, path: Path) -> bytes | None:
+    """The whole file behind ``fd``, read at offsets: ``fd`` is neither moved nor closed.
+
+    None when ``fd`` no longer holds ``path``: the engine closed it after the listing
+    (or its number now holds another file).
+    """
+    try:
+        held, named = os.fstat(fd), os.stat(path)
+        if (held.st_dev, held.st_ino) != (named.st_dev, named.st_ino):
+            return None
+        chunks, at = [], 0
+        while at < held.st_size:
+            chunk = os.pread(fd, min(held.st_size - at, 1 << 24), at)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            at += len(chunk)
+    except OSError as exc:
+        if exc.errno in (errno.EBADF, errno.ENOENT):
+            return None
+        raise
     return b"".join(chunks)
 
 
@@ -201,18 +213,27 @@ def _readable(db: Path) -> Iterator[Path]:
     engine's own descriptors (never closed) into a private copy; one not open here is
     read in place, as any other process reads it.
     """
-    here = _open_here()
-    fd = here.get(db.resolve())
-    if fd is None:
-        yield db
+    for _ in range(3):  # the engine may close a descriptor between listing and reading
+        here = _open_here()
+        fd = here.get(db.resolve())
+        if fd is None:
+            yield db
+            return
+        wal = db.resolve().with_name(f"{db.name}-wal")
+        wal_fd = here.get(wal)
+        # The log first: frames past a torn end are ignored.
+        log = _read_through(wal_fd, wal) if wal_fd is not None else b""
+        body = _read_through(fd, db.resolve()) if log is not None else None
+        if body is None:
+            continue
+        with tempfile.TemporaryDirectory(prefix="thalweg-state-keys-") as tmp:
+            copy = Path(tmp) / db.name
+            if wal_fd is not None:
+                Path(f"{copy}-wal").write_bytes(log or b"")
+            copy.write_bytes(body)
+            yield copy
         return
-    with tempfile.TemporaryDirectory(prefix="thalweg-state-keys-") as tmp:
-        copy = Path(tmp) / db.name
-        wal_fd = here.get(db.resolve().with_name(f"{db.name}-wal"))
-        if wal_fd is not None:  # the log first: frames past a torn end are ignored
-            Path(f"{copy}-wal").write_bytes(_read_through(wal_fd))
-        copy.write_bytes(_read_through(fd))
-        yield copy
+    yield db  # open and closed here three times over: no longer held, read in place
 
 
 def _live_keys(db: Path, step_id: str | None) -> Iterator[tuple[str, str]]:
