@@ -49,9 +49,16 @@ def test_each_sink_class_names_its_own_counters_and_only_those() -> None:
     kafka.records_produced = 7
     assert kafka.own_counters()["records_produced"] == 7
     assert set(kafka.own_counters()) == set(KafkaSinkStats.__slots__)  # every one an int
-    # The Flight sink's ack lane holds gauges (bytes in flight, the deepest burst): no
-    # counter of a nested object is summed as if it only grew.
-    assert FlightSinkStats().own_counters() == {}
+    # The Flight sink's ack lane: its counters, never its gauges (bytes in flight, the
+    # deepest burst), which summed over time would read as growth.
+    flight = FlightSinkStats()
+    flight.lane.batches_sent, flight.lane.unconfirmed_bytes = 4, 1 << 20
+    assert flight.own_counters() == {
+        "lane_batches_sent": 4,
+        "lane_confirms": 0,
+        "lane_blocked_sends": 0,
+        "lane_reconnects": 0,
+    }
     # The common three are their own metrics, never repeated here.
     assert not set(EpochSinkStats.COMMON) & set(iceberg.own_counters())
 

@@ -227,7 +227,8 @@ SINK_COUNTERS = InstrumentSpec(
     "1",
     "A sink's own counters, by name: Iceberg commits, commit retries, data files written "
     "and snapshots expired; files a lane finalized; the Kafka sink's records and bytes "
-    "produced, queue-full waits, records read back, transactions committed and aborted",
+    "produced, queue-full waits, records read back, transactions committed and aborted; "
+    "the Flight sink's ack lane batches sent, confirms, blocked sends and reconnects",
     ("step_id", "counter"),
 )
 """``EpochSinkStats.own_counters()``, summed over the sink's partitions."""

@@ -58,6 +58,17 @@ class FlightSinkStats(EpochSinkStats):
         super().__init__()
         self.lane = AckLaneStats()
 
+    def own_counters(self) -> dict[str, int]:
+        """The ack lane's counters, ``lane_``-prefixed (its gauges are not counters)."""
+        lane = self.lane
+        return {
+            **super().own_counters(),
+            "lane_batches_sent": lane.batches_sent,
+            "lane_confirms": lane.confirms,
+            "lane_blocked_sends": lane.blocked_sends,
+            "lane_reconnects": lane.reconnects,
+        }
+
 
 class _FlightPartition(ConfiguredSinkPartition["FlightSinkConfig"]):
     replay_remedy: ClassVar[str] = "write to a new `target`, or clear it on the server"
