@@ -74,12 +74,15 @@ def kernel_offers_huge_pages() -> bool:
 @pytest.fixture
 def fresh_process(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """This process as a fresh one would be: huge pages allowed, nothing limited yet."""
+    linux = sys.platform.startswith("linux")
     before = huge_pages_disabled()
-    _prctl(_PR_SET_THP_DISABLE, 0)
+    if linux:
+        _prctl(_PR_SET_THP_DISABLE, 0)
     monkeypatch.setattr(huge_pages, "_done", False)
     monkeypatch.delenv(HUGE_PAGES_ENV, raising=False)
     yield
-    _prctl(_PR_SET_THP_DISABLE, int(bool(before)))
+    if linux:
+        _prctl(_PR_SET_THP_DISABLE, int(bool(before)))
 
 
 def huge_kb_after_arrow_buffers() -> int:
@@ -130,6 +133,24 @@ def test_an_unknown_value_is_refused_naming_the_variable(
         ConfigError, match="`THALWEG_HUGE_PAGES`: expected `off` or `keep`; got `sometimes`"
     ):
         limit_huge_pages()
+
+
+@linux_only
+def test_a_refused_prctl_warns_and_the_flow_runs_on(
+    tmp_path: Path,
+    fresh_process: None,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def refused(option: int, arg: int = 0) -> int:  # a seccomp profile's answer
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(huge_pages, "_prctl", refused)
+    with caplog.at_level("WARNING", logger=huge_pages.__name__):
+        part = ParquetSink(tmp_path / "lane", shards=1).build_part("flow.lane", "shard-000", None)
+    part.close()
+    assert "transparent huge pages stay on for this process" in caplog.text
+    assert "THALWEG_HUGE_PAGES=keep" in caplog.text
 
 
 @pytest.mark.slow
