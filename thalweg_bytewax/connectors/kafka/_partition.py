@@ -23,6 +23,7 @@ from thalweg_bytewax.observability.gate import observe_source_partition
 from thalweg_bytewax.records.model import KeyedBatch
 from thalweg_bytewax.runtime import admission
 from thalweg_bytewax.runtime.parts import encode_part
+from thalweg_bytewax.system.heap_trim import note_records_read
 
 from ._config import QUEUED_MIN_MESSAGES, partition_prefetch_records
 from ._gather import (
@@ -312,6 +313,7 @@ class _KafkaPartition(StatefulSourcePartition[KeyedBatch, KafkaPartitionState]):
         self, batch: pa.RecordBatch, last_offset: int, leader_epoch: int | None, now: datetime
     ) -> list[KeyedBatch]:
         self._progress.emitted(batch, last_offset, leader_epoch, now)
+        note_records_read(batch.get_total_buffer_size())  # librdkafka freed their buffers
         return [(self._key, batch)]
 
     def _position(self) -> int:

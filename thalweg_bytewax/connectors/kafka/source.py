@@ -21,6 +21,7 @@ from thalweg_bytewax.records.metadata import DEFAULT_PREFIX
 from thalweg_bytewax.records.model import KeyedBatch
 from thalweg_bytewax.runtime import crossings
 from thalweg_bytewax.runtime.parts import announce_listing, decode_part, encode_part
+from thalweg_bytewax.system.heap_trim import start_heap_trim
 from thalweg_bytewax.system.huge_pages import limit_huge_pages
 
 from .._construct import construct
@@ -223,6 +224,7 @@ class KafkaSource(FixedPartitionedSource[KeyedBatch, KafkaPartitionState]):
         """
         crossings.note_readers([for_part])
         limit_huge_pages()
+        start_heap_trim()
         cfg = self._config
         topic, partition = decode_part(for_part)
         if topic not in cfg.topics:
