@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict
 from typing import Any
 
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
@@ -31,6 +32,7 @@ from opentelemetry.sdk.metrics.export import MetricReader
 from opentelemetry.sdk.resources import Resource
 
 from thalweg_bytewax.runtime.crossings import crossings
+from thalweg_bytewax.system.heap_trim import heap_trim_stats
 from thalweg_bytewax.system.thread_slots import ThreadSlots
 
 from . import _collect as collect
@@ -232,6 +234,7 @@ class Metrics:
             "stages": self.window.digest(),
             **collect.stats(self._source_list(), self._sink_list()),
             "crossings": crossings().as_dict(),
+            "heap_trim": asdict(heap_trim_stats()),
         }
 
 

@@ -10,10 +10,14 @@ peak, ~30 MB of it in use).
 
 So a process that reads Kafka calls ``malloc_trim(0)`` (glibc: every arena's wholly free
 pages are returned with ``madvise``) after each :data:`TRIM_EVERY_BYTES` of records its
-sources emitted, at most every :data:`MIN_TRIM_INTERVAL_S`: about a millisecond a call
-on that benchmark, none while nothing is read. Freed memory is not returned at each
-``free`` (a lower ``M_MMAP_THRESHOLD``), since that costs a ``mmap``, page faults and a
-``munmap`` for every large buffer, the native consume's included, about 10 % CPU there.
+sources emitted, at most every :data:`MIN_TRIM_INTERVAL_S`; a trim that gave back less
+than :data:`WORTH_RELEASING_BYTES` doubles that wait, up to :data:`MAX_TRIM_INTERVAL_S`,
+and one that gave back more resets it. A burst's freed memory goes back within a tenth
+of a second, while steady reading, whose pages the fetcher would fault in again at once,
+is trimmed rarely. A call costs about a millisecond on the decode memory benchmark, and
+nothing happens while nothing is read. Freed memory is not returned at each ``free`` (a
+lower ``M_MMAP_THRESHOLD``), since that costs a ``mmap``, page faults and a ``munmap``
+for every large buffer, the native consume's included: about 10 % CPU there.
 
 ``THALWEG_HEAP_TRIM=off`` leaves glibc as it is; off glibc (musl, macOS) this is
 nothing. Only the C heap is touched: Arrow's pool and polars' allocator keep their own
@@ -33,8 +37,10 @@ from thalweg_bytewax.errors import ConfigError
 
 __all__ = [
     "HEAP_TRIM_ENV",
+    "MAX_TRIM_INTERVAL_S",
     "MIN_TRIM_INTERVAL_S",
     "TRIM_EVERY_BYTES",
+    "WORTH_RELEASING_BYTES",
     "HeapTrimStats",
     "heap_trim_stats",
     "note_records_read",
@@ -48,7 +54,13 @@ TRIM_EVERY_BYTES = 4 * 1024 * 1024
 """Bytes of records the process's sources emit between two trims."""
 
 MIN_TRIM_INTERVAL_S = 0.1
-"""The least time between two trims, so a fast catch-up pays at most a few a second."""
+"""The least time between two trims, so a fast catch-up pays at most ten a second."""
+
+MAX_TRIM_INTERVAL_S = 5.0
+"""The longest wait between two trims once trims give back little."""
+
+WORTH_RELEASING_BYTES = 4 * 1024 * 1024
+"""A trim that gives back less doubles the wait before the next (up to the maximum)."""
 
 
 @dataclass(slots=True)
@@ -57,19 +69,40 @@ class HeapTrimStats:
 
     trims: int = 0
     """``malloc_trim`` calls."""
-    released: int = 0
-    """Calls after which glibc said it returned memory."""
+    released_bytes: int = 0
+    """Resident memory the calls gave back (the process's RSS before less after)."""
     seconds: float = 0.0
     """Wall time spent in them."""
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def _rss_bytes() -> int:
+    """The process's resident memory (0 where ``/proc`` cannot tell)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except OSError:
+        return 0
 
 
 class _Trimmer:
     """The process's one trimmer: counts emitted bytes and trims when they add up."""
 
-    def __init__(self, trim: Callable[[int], int] | None) -> None:
+    def __init__(
+        self,
+        trim: Callable[[int], int] | None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        rss: Callable[[], int] = _rss_bytes,
+    ) -> None:
         self._trim = trim
+        self._clock = clock
+        self._rss = rss
         self._pending = 0
-        self._last = 0.0
+        self._last = -MAX_TRIM_INTERVAL_S
+        self._interval = MIN_TRIM_INTERVAL_S
         self._lock = threading.Lock()
         self.stats = HeapTrimStats()
 
@@ -79,17 +112,25 @@ class _Trimmer:
         self._pending += nbytes  # a lost add under a race only delays one trim
         if self._pending < TRIM_EVERY_BYTES:
             return
-        now = time.monotonic()
-        if now - self._last < MIN_TRIM_INTERVAL_S or not self._lock.acquire(blocking=False):
+        now = self._clock()
+        if now - self._last < self._interval or not self._lock.acquire(blocking=False):
             return
         try:
             self._pending = 0
             start = time.perf_counter()
-            released = self._trim(0)  # ctypes drops the GIL for the call
-            self._last = time.monotonic()
+            before = self._rss()
+            self._trim(0)  # ctypes drops the GIL for the call
+            released = max(0, before - self._rss())
+            self._last = self._clock()
+            # A trim that gave back little means the heap holds little free: wait longer
+            # for the next, so steady reading does not fault the same pages in again.
+            worth = released >= WORTH_RELEASING_BYTES
+            self._interval = (
+                MIN_TRIM_INTERVAL_S if worth else min(2 * self._interval, MAX_TRIM_INTERVAL_S)
+            )
             stats = self.stats
             stats.trims += 1
-            stats.released += 1 if released else 0
+            stats.released_bytes += released
             stats.seconds += time.perf_counter() - start
         finally:
             self._lock.release()
@@ -139,5 +180,9 @@ def note_records_read(nbytes: int) -> None:
 
 
 def heap_trim_stats() -> HeapTrimStats:
-    """This process's trims so far (all zero where trimming is off or not glibc)."""
-    return _get().stats
+    """This process's trims so far.
+
+    All zero before a source built a partition, where trimming is off, and off glibc.
+    """
+    trimmer = _trimmer
+    return HeapTrimStats() if trimmer is None else trimmer.stats
