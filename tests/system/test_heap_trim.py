@@ -10,10 +10,13 @@ emitted, at most every 0.1 s, and less often while trims give back little;
 from __future__ import annotations
 
 import ctypes
+import json
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,6 +37,8 @@ from thalweg_bytewax.system.heap_trim import (
 )
 from thalweg_bytewax.testing import produce
 
+REPO = Path(__file__).resolve().parents[2]
+
 glibc_only = pytest.mark.skipif(
     not sys.platform.startswith("linux") or not hasattr(ctypes.CDLL(None), "malloc_trim"),
     reason="malloc_trim is glibc's",
@@ -48,40 +53,74 @@ def fresh_trimmer(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-def _rss_bytes() -> int:
+# In a fresh interpreter: one that ran other tests holds an unknown heap, whose free
+# chunks the allocations below may or may not reuse.
+PROBE = """
+import ctypes, json, os
+from thalweg_bytewax.system.heap_trim import (
+    TRIM_EVERY_BYTES, heap_trim_stats, note_records_read, start_heap_trim,
+)
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.malloc.argtypes = [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+libc.memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
+def rss():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+start_heap_trim()
+# 3,000 heap chunks of 64 KiB (below glibc's mmap threshold), each followed by a small
+# one kept: freeing the big ones leaves ~190 MB free below the top of the heap, which
+# glibc keeps resident.
+big, kept = [], []
+for _ in range(3000):
+    p = libc.malloc(64 * 1024)
+    libc.memset(p, 1, 64 * 1024)
+    big.append(p)
+    kept.append(libc.malloc(64))
+for p in big:
+    libc.free(p)
+held = rss()
+note_records_read(TRIM_EVERY_BYTES - 1)
+trims_short = heap_trim_stats().trims
+note_records_read(1)
+after = rss()
+print(json.dumps({
+    "trims_short": trims_short,
+    "trims": heap_trim_stats().trims,
+    "rss_drop": held - after,
+    "released_bytes": heap_trim_stats().released_bytes,
+}))
+"""
 
 
+def probe(**env: str) -> dict[str, int]:
+    full = {k: v for k, v in os.environ.items() if k != HEAP_TRIM_ENV} | env
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        cwd=REPO,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    seen: dict[str, int] = json.loads(out.stdout.strip().splitlines()[-1])
+    return seen
+
+
+@pytest.mark.slow
 @glibc_only
 def test_freed_heap_memory_goes_back_to_the_kernel_once_enough_records_were_read() -> None:
-    libc = ctypes.CDLL(None)
-    libc.malloc.restype = ctypes.c_void_p
-    libc.malloc.argtypes = [ctypes.c_size_t]
-    libc.free.argtypes = [ctypes.c_void_p]
-    libc.memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
-    start_heap_trim()
-    # 3,000 heap chunks of 64 KiB (below glibc's mmap threshold), each followed by a small
-    # one kept: freeing the big ones leaves ~190 MB free below the top of the heap,
-    # which glibc keeps resident.
-    big, kept = [], []
-    for _ in range(3000):
-        p = libc.malloc(64 * 1024)
-        libc.memset(p, 1, 64 * 1024)
-        big.append(p)
-        kept.append(libc.malloc(64))
-    for p in big:
-        libc.free(p)
-    held = _rss_bytes()
-    note_records_read(TRIM_EVERY_BYTES - 1)  # not yet: below the bytes between trims
-    assert heap_trim_stats().trims == 0
-    note_records_read(1)
-    after = _rss_bytes()
-    for p in kept:
-        libc.free(p)
-    assert heap_trim_stats().trims == 1
-    assert held - after > 150 * 1024 * 1024, (held, after)
-    assert heap_trim_stats().released_bytes > 150 * 1024 * 1024
+    seen = probe()
+    assert seen["trims_short"] == 0  # not yet: below the bytes between trims
+    assert seen["trims"] == 1
+    assert seen["rss_drop"] > 150 * 1024 * 1024, seen
+    assert seen["released_bytes"] > 150 * 1024 * 1024, seen
+    off = probe(THALWEG_HEAP_TRIM="off")
+    assert off["trims"] == 0
+    assert off["rss_drop"] < 16 * 1024 * 1024, off  # glibc alone keeps it
 
 
 TICK = 1 / 64  # a batch emitted every 1/64 s: exact in binary, so no rounding below
