@@ -5,7 +5,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import http.server
+import json
+import os
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import timedelta
@@ -310,3 +314,28 @@ def cluster_addresses(n: int) -> str:
     for s in socks:
         s.close()
     return ";".join(f"127.0.0.1:{p}" for p in ports)
+
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_probe(
+    code: str, *args: str, env: Mapping[str, str] | None = None, unset: Iterable[str] = ()
+) -> dict[str, Any]:
+    """Run ``code`` in a fresh interpreter from the repository's root; the JSON object
+    it prints last. ``env`` is added to this process's environment, without ``unset``.
+    For what a test cannot measure in its own process (per-process flags, allocators'
+    state)."""
+    full = {k: v for k, v in os.environ.items() if k not in set(unset)} | dict(env or {})
+    out = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=REPO_ROOT,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    seen: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return seen

@@ -10,9 +10,6 @@ emitted, at most every 0.1 s, and less often while trims give back little;
 from __future__ import annotations
 
 import ctypes
-import json
-import os
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -21,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import run_probe
 from thalweg_bytewax.connectors.kafka import KafkaSource
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.system import heap_trim
@@ -94,20 +92,8 @@ print(json.dumps({
 """
 
 
-def probe(**env: str) -> dict[str, int]:
-    full = {k: v for k, v in os.environ.items() if k != HEAP_TRIM_ENV} | env
-    out = subprocess.run(
-        [sys.executable, "-c", PROBE],
-        cwd=REPO,
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    seen: dict[str, int] = json.loads(out.stdout.strip().splitlines()[-1])
-    return seen
+def probe(**env: str) -> dict[str, Any]:
+    return run_probe(PROBE, env=env, unset=[HEAP_TRIM_ENV])
 
 
 @pytest.mark.slow

@@ -5,16 +5,15 @@ leaves the process as it was; importing the package changes nothing."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
 
+from tests.helpers import run_probe
 from thalweg_bytewax.connectors.parquet import ParquetSink
 from thalweg_bytewax.errors import ConfigError
 from thalweg_bytewax.system import huge_pages
@@ -63,20 +62,8 @@ linux_only = pytest.mark.skipif(
 )
 
 
-def probe(tmp_path: Path, **env: str) -> dict[str, object]:
-    full = {k: v for k, v in os.environ.items() if k != "THALWEG_HUGE_PAGES"} | env
-    out = subprocess.run(
-        [sys.executable, "-c", PROBE, str(tmp_path / "lane")],
-        cwd=REPO,
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    seen: dict[str, object] = json.loads(out.stdout.strip().splitlines()[-1])
-    return seen
+def probe(tmp_path: Path, **env: str) -> dict[str, Any]:
+    return run_probe(PROBE, str(tmp_path / "lane"), env=env, unset=[HUGE_PAGES_ENV])
 
 
 def kernel_offers_huge_pages() -> bool:
