@@ -145,7 +145,7 @@ def _glibc_trim() -> Callable[[int], int] | None:
         return None
     try:
         trim = ctypes.CDLL(None).malloc_trim
-    except (AttributeError, OSError):  # not glibc: nothing to trim this way
+    except (AttributeError, OSError, TypeError):  # not glibc: nothing to trim this way
         return None
     trim.argtypes = [ctypes.c_size_t]
     trim.restype = ctypes.c_int
