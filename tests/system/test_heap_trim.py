@@ -220,12 +220,13 @@ def test_a_kafka_source_trims_as_it_reads(kafka_bootstrap: str, make_topic: Any)
 
 
 @glibc_only
-def test_stats_show_what_the_trims_did() -> None:
-    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+def test_stats_and_metrics_show_what_the_trims_did() -> None:
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader, NumberDataPoint
 
     from thalweg_bytewax.observability.meters import Metrics
 
-    metrics = Metrics([InMemoryMetricReader()])
+    reader = InMemoryMetricReader()
+    metrics = Metrics([reader])
     assert metrics.stats()["heap_trim"] == {"trims": 0, "released_bytes": 0, "seconds": 0.0}
     start_heap_trim()
     note_records_read(TRIM_EVERY_BYTES)
@@ -233,3 +234,18 @@ def test_stats_show_what_the_trims_did() -> None:
     assert shown["trims"] == 1
     assert shown["seconds"] > 0
     assert shown["released_bytes"] == heap_trim_stats().released_bytes
+    data = reader.get_metrics_data()
+    assert data is not None
+    exported = {
+        m.name: p.value
+        for rm in data.resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        if m.name.startswith("thalweg_heap_trim")
+        for p in m.data.data_points
+        if isinstance(p, NumberDataPoint)
+    }
+    assert exported == {
+        "thalweg_heap_trims_total": 1,
+        "thalweg_heap_trim_released_bytes_total": heap_trim_stats().released_bytes,
+    }

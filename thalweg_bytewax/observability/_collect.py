@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from opentelemetry.metrics import Observation
 
 from thalweg_bytewax.runtime.crossings import crossings
+from thalweg_bytewax.system.heap_trim import heap_trim_stats
 
 __all__ = [
     "SinkCounters",
@@ -26,6 +27,7 @@ __all__ = [
     "consumer_lag",
     "coverage_lag",
     "crossing_counter",
+    "heap_trim_counter",
     "rejected_counter",
     "rule_warning_counter",
     "sink_counter",
@@ -180,6 +182,11 @@ def crossing_counter() -> Iterable[Observation]:
     yield Observation(counts["records_pickled"], {"kind": "pickled"})
     yield Observation(counts["other_rows_pickled"], {"kind": "pickled_other"})
     yield Observation(counts["records_handed_over"], {"kind": "handed_over"})
+
+
+def heap_trim_counter(attr: str) -> Iterable[Observation]:
+    """One of the process's heap trim counters (``trims``, ``released_bytes``)."""
+    yield Observation(getattr(heap_trim_stats(), attr))
 
 
 def stats(sources: Iterable[SourceEntry], sinks: Iterable[SinkEntry]) -> dict[str, Any]:

@@ -27,6 +27,8 @@ __all__ = [
     "CONSUMER_LAG",
     "COVERAGE_LAG",
     "CROSSING_RECORDS",
+    "HEAP_TRIMS",
+    "HEAP_TRIM_RELEASED",
     "LATENCY_BUCKETS_S",
     "REJECTED_RECORDS",
     "RULE_WARNINGS",
@@ -251,6 +253,24 @@ CROSSING_RECORDS = InstrumentSpec(
 )
 """Records pickled (``kind="pickled"``) or handed over (``kind="handed_over"``), per process."""
 
+HEAP_TRIMS = InstrumentSpec(
+    "thalweg_heap_trims_total",
+    InstrumentKind.OBSERVABLE_COUNTER,
+    "{trim}",
+    "Trims of the C heap (malloc_trim) the process's Kafka sources made as they read",
+    (),
+)
+"""``heap_trim_stats().trims``: see :mod:`thalweg_bytewax.system.heap_trim`."""
+
+HEAP_TRIM_RELEASED = InstrumentSpec(
+    "thalweg_heap_trim_released_bytes_total",
+    InstrumentKind.OBSERVABLE_COUNTER,
+    "By",
+    "Resident memory the C heap's trims gave back to the kernel (RSS before less after)",
+    (),
+)
+"""``heap_trim_stats().released_bytes``."""
+
 ALL: tuple[InstrumentSpec, ...] = (
     SOURCE_RECORDS,
     SOURCE_BYTES,
@@ -270,5 +290,7 @@ ALL: tuple[InstrumentSpec, ...] = (
     SINK_COUNTERS,
     COVERAGE_LAG,
     CROSSING_RECORDS,
+    HEAP_TRIMS,
+    HEAP_TRIM_RELEASED,
 )
 """Every instrument, in the order the operations page lists them."""

@@ -120,6 +120,8 @@ class Metrics:
         observable(spec.REJECTED_RECORDS, lambda: collect.rejected_counter(self._step_list()))
         observable(spec.RULE_WARNINGS, lambda: collect.rule_warning_counter(self._step_list()))
         observable(spec.CROSSING_RECORDS, collect.crossing_counter)
+        observable(spec.HEAP_TRIMS, lambda: collect.heap_trim_counter("trims"))
+        observable(spec.HEAP_TRIM_RELEASED, lambda: collect.heap_trim_counter("released_bytes"))
 
         def hist(s: spec.InstrumentSpec) -> Any:
             return meter.create_histogram(
