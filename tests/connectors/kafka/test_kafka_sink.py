@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import pickle
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 import bytewax.operators as op
 import pyarrow as pa
 import pytest
 from bytewax.dataflow import Dataflow
 from bytewax.testing import run_main
+from confluent_kafka import KafkaError, KafkaException, Producer
 
 from tests.connectors.kafka.kafka_sink_helpers import read_topic
 from thalweg_bytewax.codecs import BytesEncoder
@@ -297,3 +298,51 @@ def test_a_coverage_store_gets_each_committed_epoch_under_the_step_id(
     part.close()
     got = {(e.sink, e.topic, e.partition): e.coverage.to_list() for e in store.entries()}
     assert got == {("flow.out", "src", 0): [[0, 9]], ("flow.out", "src", 1): [[4, 5]]}
+
+
+class _FencedOnPoll:
+    """The partition's real producer, as a zombie's is once a newer run took over: every
+    produce refused with `_FATAL`, and the fencing itself raised by the next poll (as
+    librdkafka raised it in a zombie flow process on Apache Kafka)."""
+
+    def __init__(self, producer: Any) -> None:
+        self._producer = producer
+
+    def produce(self, *args: Any, **kwargs: Any) -> None:
+        raise KafkaException(KafkaError(KafkaError._FATAL, "fatal error", fatal=True))  # noqa: SLF001
+
+    def poll(self, timeout: float = 0) -> int:
+        raise KafkaException(
+            KafkaError(
+                KafkaError._FENCED,  # noqa: SLF001 - librdkafka's local error code
+                "Failed to add partitions to transaction: Local: This instance has been "
+                "fenced by a newer instance",
+                fatal=True,
+            )
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._producer, name)
+
+
+def test_a_fencing_raised_by_the_poll_after_a_refused_produce_ends_as_the_zombies_error(
+    kafka_bootstrap: str, make_topic: Any
+) -> None:
+    out = make_topic()
+    sink = KafkaSink([kafka_bootstrap], out, shards=1, transactional=True)
+    part = sink.build_part("flow.out", "shard-000", None)
+    part.write_batch([raw("src", 0, list(range(10)))])
+    part.snapshot()
+    real = part._producer  # noqa: SLF001
+    part._producer = cast("Producer", _FencedOnPoll(real))  # noqa: SLF001
+    try:
+        with pytest.raises(
+            SinkTerminalError,
+            match=rf"kafka sink `{out}`: shard 0 was fenced: a newer producer took over its "
+            rf"transactional id `thalweg-{out}-flow\.out-0` \(_FENCED\).*stop this process",
+        ):
+            part.write_batch([raw("src", 0, list(range(10, 20)))])
+    finally:
+        part._producer = real  # noqa: SLF001
+        part.abort()
+        part.close()

@@ -214,11 +214,16 @@ class _KafkaSinkPartition(ConfiguredSinkPartition["KafkaSinkConfig"]):
             produce_all(self._producer, self._topic, prepared, self._wait_for_room)
         except KafkaException as exc:
             # A producer that failed fatally (fenced by a newer run, say) refuses every
-            # record with `_FATAL`; the cause reaches the error callback on a poll.
-            self._producer.poll(0)
+            # record with `_FATAL`; the cause reaches the error callback on a poll, or
+            # the poll raises it.
+            cause = exc
+            try:
+                self._producer.poll(0)
+            except KafkaException as polled:
+                cause = polled
             self._reports.raise_errors()
             what = "produce the epoch's records"
-            raise self._reports.error_of(what, exc) from exc
+            raise self._reports.error_of(what, cause) from exc
         self.stats.records_produced += len(prepared.values)
         self.stats.bytes_produced += prepared.value_bytes
 
