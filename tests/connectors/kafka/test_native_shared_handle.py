@@ -34,9 +34,9 @@ __all__ = ["corpus_topic"]  # the module-scoped fixture, shared with the differe
 
 
 QUICK_FETCH = {"fetch.wait.max.ms": 10}
-"""The mock cluster holds a fetch that finds nothing for `fetch.wait.max.ms` (500 ms by
-default), also when records arrive meanwhile: a partition at its end waits that long for
-the next ones."""
+"""The mock cluster holds a fetch that finds nothing for `fetch.wait.max.ms` (100 ms by
+the source's default), also when records arrive meanwhile: a partition at its end waits
+that long for the next ones."""
 
 
 @pytest.fixture(autouse=True)

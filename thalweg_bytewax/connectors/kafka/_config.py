@@ -13,7 +13,9 @@ from typing import Any, Literal
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
+    "DEFAULT_FETCH_WAIT_MAX_MS",
     "DEFAULT_MAX_BATCH_BYTES",
+    "DEFAULT_MAX_PARTITION_FETCH_BYTES",
     "DEFAULT_PARTITION_CHECK_INTERVAL",
     "DEFAULT_PREFETCH_BUDGET",
     "DEFAULT_UNREACHABLE_TIMEOUT",
@@ -57,6 +59,8 @@ AUTO_OFFSET_RESET = "auto.offset.reset"
 FETCH_QUEUE_BACKOFF_MS = "fetch.queue.backoff.ms"
 QUEUED_MAX_MESSAGES_KBYTES = "queued.max.messages.kbytes"
 QUEUED_MIN_MESSAGES = "queued.min.messages"
+MAX_PARTITION_FETCH_BYTES = "max.partition.fetch.bytes"
+FETCH_WAIT_MAX_MS = "fetch.wait.max.ms"
 LOG_LEVEL = "log_level"
 SASL_PASSWORD = "sasl.password"  # noqa: S105 - a property name, not a password
 ISOLATION_LEVEL = "isolation.level"
@@ -107,10 +111,32 @@ PREFETCH_BYTES_PER_RECORD = 512
 # (16 partitions of 30k plain Avro orders, zstd, 2 alternated runs each): 1,000 records
 # a partition with gathering against one poll, peak RSS 286-290 against 436-461 MB
 # (with the Parquet sink's 16 MiB buffer), CPU 5.26-5.33 against 4.92-5.21 us a record.
-# A fetch still adds up to `max.partition.fetch.bytes` past the bound (the next polls').
+# A fetch still adds up to `max.partition.fetch.bytes` past the bound (the next polls';
+# DEFAULT_MAX_PARTITION_FETCH_BYTES below).
 # Never below MIN_PREFETCH_RECORDS: with tiny polls (`batch_size=10` for latency) a
 # queue refilled only once nearly empty would leave polls waiting on the next fetch.
 PARTITION_PREFETCH_RECORDS = 1_000
+# What one fetch of a partition may add past the bounds above, as stored. librdkafka
+# decompresses each record batch it fetches into a buffer of its own and adds a ~130-byte
+# operation a record, so with small records in zstd batches a fetch holds several times
+# its size: at librdkafka's 1 MiB a partition of ~90-byte Avro orders held ~8 MB, and a
+# source's partitions, all fetched at once at start-up, held the whole topic (heaptrack
+# on Apache Kafka: 65 MB of decompression buffers and 62 MB of operations for 480,000
+# records). Measured on the decode memory benchmark (Apache Kafka 4.1, 16 partitions of
+# 120,000 plain Avro orders, zstd, 2 alternated runs each): 256 KiB with the wait below
+# peaked at 324-331 MB against 386-389 at librdkafka's defaults, at 2.89-2.93 against
+# 2.87-2.88 us of CPU a record and 461-498k against 454-468k records/s. A record batch
+# larger than this is still fetched whole (one at a time).
+DEFAULT_MAX_PARTITION_FETCH_BYTES = 256 * 1024
+# How long the broker may hold a fetch that found nothing new. The partitions of a
+# process share one librdkafka handle, which has one fetch in flight per broker: at
+# librdkafka's 500 ms a fetch for caught-up partitions alone held back the next fetch of
+# a partition that had drained its queue: with 256 KiB fetches the same runs read
+# 341-372k records/s, at 100 ms 461-498k (20 ms: 489-498k). The cost is an empty answer
+# every 100 ms a handle and broker while caught up: measured on an idle 16-partition
+# source, ~1 % of a broker core more than at 500 ms (20 ms: ~6 %), and the same CPU in
+# the process.
+DEFAULT_FETCH_WAIT_MAX_MS = 100
 MIN_PREFETCH_RECORDS = 1_000
 
 

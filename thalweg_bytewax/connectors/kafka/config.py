@@ -38,11 +38,15 @@ from thalweg_bytewax.records.metadata import DEFAULT_PREFIX
 
 from ._config import (
     DEFAULT_BATCH_SIZE,
+    DEFAULT_FETCH_WAIT_MAX_MS,
     DEFAULT_MAX_BATCH_BYTES,
+    DEFAULT_MAX_PARTITION_FETCH_BYTES,
     DEFAULT_PARTITION_CHECK_INTERVAL,
     DEFAULT_PREFETCH_BUDGET,
     DEFAULT_UNREACHABLE_TIMEOUT,
+    FETCH_WAIT_MAX_MS,
     ISOLATION_LEVEL,
+    MAX_PARTITION_FETCH_BYTES,
     QUEUED_MAX_MESSAGES_KBYTES,
     QUEUED_MIN_MESSAGES,
     IsolationLevel,
@@ -167,7 +171,10 @@ class KafkaSourceConfig(KafkaClientConfig):
         Args:
             partitions: How many partitions share :attr:`prefetch_budget` (the source's
                 listing); each consumer's ``queued.max.messages.kbytes`` is their share
-                unless :attr:`librdkafka` sets it.
+                unless :attr:`librdkafka` sets it. Each fetch of a partition is at most
+                256 KiB as stored, and a fetch that found nothing waits at most 100 ms
+                at the broker (``max.partition.fetch.bytes``, ``fetch.wait.max.ms``),
+                unless :attr:`librdkafka` sets them.
 
         Raises:
             ConfigError: Naming a secret reference that does not resolve.
@@ -177,6 +184,8 @@ class KafkaSourceConfig(KafkaClientConfig):
             self.brokers,
             {
                 ISOLATION_LEVEL: self.isolation_level,
+                MAX_PARTITION_FETCH_BYTES: DEFAULT_MAX_PARTITION_FETCH_BYTES,
+                FETCH_WAIT_MAX_MS: DEFAULT_FETCH_WAIT_MAX_MS,
                 QUEUED_MAX_MESSAGES_KBYTES: prefetch,
                 QUEUED_MIN_MESSAGES: partition_prefetch_records(
                     self.prefetch_budget, partitions, self.batch_size
