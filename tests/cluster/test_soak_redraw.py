@@ -2,7 +2,8 @@
 
 The operations docs quote each soak's RSS slopes and verdict from its ``summary.json``;
 redrawing recomputes them from ``samples.csv`` and ``events.csv``, so the committed
-numbers are the samples' and not edited by hand. An empty directory is refused with a
+numbers are the samples' and not edited by hand, and the docs' paragraph on the newest
+run must carry its summary's counts, growths and verdict. An empty directory is refused with a
 message, not a traceback.
 """
 
@@ -44,14 +45,37 @@ def test_redrawing_a_committed_run_gives_back_its_numbers(tmp_path: Path, run: s
     assert (out / "soak.svg").read_text().startswith("<svg")
 
 
-def test_the_newest_run_is_within_the_bound_on_both_processes() -> None:
-    summary = json.loads((RUNS / "soak-heap-trim" / "summary.json").read_text())
-    growths = [
-        v["rss_growth_pct_over_window"] for k, v in summary["memory"].items() if k != "window_s"
-    ]
-    assert len(growths) == 2
-    assert all(abs(g) <= summary["max_rss_growth_pct"] for g in growths)
+NEWEST = "soak-fetch-256k"
+"""The run the operations docs call the newest."""
+
+
+def _newest_block() -> str:
+    """The operations docs' paragraph on the newest run, up to the run before it."""
+    docs = (ROOT / "docs" / "operations.md").read_text()
+    start = docs.index("**The newest run**")
+    return docs[start : docs.index("**The run before it**", start)]
+
+
+def test_the_docs_quote_the_newest_run_as_its_summary_has_it() -> None:
+    summary = json.loads((RUNS / NEWEST / "summary.json").read_text())
+    block = _newest_block()
+    assert f"benchmarks/{NEWEST}/summary.json" in block
     assert summary["tables"]["exactly_once"] and summary["lag_ok"]
+    assert f"{summary['tables']['produced']:,} orders produced" in block
+    assert f"{summary['lag']['lag_max']:,} at" in block
+    bound = summary["max_rss_growth_pct"]
+    for name, memory in summary["memory"].items():
+        if name == "window_s":
+            continue
+        growth = memory["rss_growth_pct_over_window"]
+        assert f"{growth:+.2f} %" in block, name
+    verdict = "met for both processes" if summary["rss_ok"] else "not met for process"
+    assert f"RSS over the last 20 minutes: {verdict}" in block
+    assert summary["rss_ok"] == all(
+        abs(m["rss_growth_pct_over_window"]) <= bound
+        for k, m in summary["memory"].items()
+        if k != "window_s"
+    )
 
 
 def test_plot_without_a_run_says_what_is_missing(

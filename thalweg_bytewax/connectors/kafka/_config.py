@@ -116,6 +116,8 @@ PREFETCH_BYTES_PER_RECORD = 512
 # Never below MIN_PREFETCH_RECORDS: with tiny polls (`batch_size=10` for latency) a
 # queue refilled only once nearly empty would leave polls waiting on the next fetch.
 PARTITION_PREFETCH_RECORDS = 1_000
+MIN_PREFETCH_RECORDS = 1_000
+
 # What one fetch of a partition may add past the bounds above, as stored. librdkafka
 # decompresses each record batch it fetches into a buffer of its own and adds a ~130-byte
 # operation a record, so with small records in zstd batches a fetch holds several times
@@ -137,7 +139,6 @@ DEFAULT_MAX_PARTITION_FETCH_BYTES = 256 * 1024
 # source, ~1 % of a broker core more than at 500 ms (20 ms: ~6 %), and the same CPU in
 # the process.
 DEFAULT_FETCH_WAIT_MAX_MS = 100
-MIN_PREFETCH_RECORDS = 1_000
 
 
 def partition_prefetch_kbytes(budget: int | None, partitions: int) -> int:
