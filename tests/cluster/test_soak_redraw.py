@@ -2,9 +2,9 @@
 
 The operations docs quote each soak's RSS slopes and verdict from its ``summary.json``;
 redrawing recomputes them from ``samples.csv`` and ``events.csv``, so the committed
-numbers are the samples' and not edited by hand, and the docs' paragraph on the newest
-run must carry its summary's counts, growths and verdict. An empty directory is refused with a
-message, not a traceback.
+numbers are the samples' and not edited by hand, and the docs' paragraphs on the newest
+run and on the run without kills must carry their summaries' counts, growths and
+verdicts. An empty directory is refused with a message, not a traceback.
 """
 
 from __future__ import annotations
@@ -45,30 +45,36 @@ def test_redrawing_a_committed_run_gives_back_its_numbers(tmp_path: Path, run: s
     assert (out / "soak.svg").read_text().startswith("<svg")
 
 
-NEWEST = "soak-fetch-256k"
-"""The run the operations docs call the newest."""
+QUOTED = [
+    # (run, the paragraph's opening words, the next paragraph's)
+    ("soak-fetch-256k", "**The newest run**", "**One life, no kill**"),
+    ("soak-one-life", "**One life, no kill**", "**The run before it**"),
+]
+"""The runs whose summary the operations docs quote, and where each paragraph is."""
 
 
-def _newest_block() -> str:
-    """The operations docs' paragraph on the newest run, up to the run before it."""
+def _block(start: str, end: str) -> str:
+    """The operations docs' paragraph from ``start`` up to ``end``."""
     docs = (ROOT / "docs" / "operations.md").read_text()
-    start = docs.index("**The newest run**")
-    return docs[start : docs.index("**The run before it**", start)]
+    first = docs.index(start)
+    return docs[first : docs.index(end, first)]
 
 
-def test_the_docs_quote_the_newest_run_as_its_summary_has_it() -> None:
-    summary = json.loads((RUNS / NEWEST / "summary.json").read_text())
-    block = _newest_block()
-    assert f"benchmarks/{NEWEST}/summary.json" in block
+@pytest.mark.parametrize(("run", "start", "end"), QUOTED)
+def test_the_docs_quote_a_run_as_its_summary_has_it(run: str, start: str, end: str) -> None:
+    summary = json.loads((RUNS / run / "summary.json").read_text())
+    block = _block(start, end)
+    assert f"benchmarks/{run}/summary.json" in block
     assert summary["tables"]["exactly_once"] and summary["lag_ok"]
     assert f"{summary['tables']['produced']:,} orders produced" in block
     assert f"{summary['lag']['lag_max']:,} at" in block
+    assert f"{summary['kills']} kill" in block or (summary["kills"] == 0 and "no kill" in block)
     bound = summary["max_rss_growth_pct"]
     for name, memory in summary["memory"].items():
         if name == "window_s":
             continue
         growth = memory["rss_growth_pct_over_window"]
-        assert f"{growth:+.2f} %" in block, name
+        assert f"{growth:+.2f} %" in block.replace("−", "-"), name
     verdict = "met for both processes" if summary["rss_ok"] else "not met for process"
     assert f"RSS over the last 20 minutes: {verdict}" in block
     assert summary["rss_ok"] == all(
