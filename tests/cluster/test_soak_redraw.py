@@ -3,7 +3,7 @@
 The operations docs quote each soak's RSS slopes and verdict from its ``summary.json``;
 redrawing recomputes them from ``samples.csv`` and ``events.csv``, so the committed
 numbers are the samples' and not edited by hand, and the docs' paragraphs on the newest
-run and on the run without kills must carry their summaries' counts, growths and
+runs and on the run without kills must carry their summaries' counts, growths and
 verdicts. An empty directory is refused with a message, not a traceback.
 """
 
@@ -47,7 +47,9 @@ def test_redrawing_a_committed_run_gives_back_its_numbers(tmp_path: Path, run: s
 
 QUOTED = [
     # (run, the paragraph's opening words, the next paragraph's)
-    ("soak-fetch-256k", "**The newest run**", "**One life, no kill**"),
+    ("soak-coalesced-stage-2", "**The newest run**", "**The first run with the stage"),
+    ("soak-coalesced-stage", "**The first run with the stage", "**With 256 KiB fetches"),
+    ("soak-fetch-256k", "**With 256 KiB fetches", "**One life, no kill**"),
     ("soak-one-life", "**One life, no kill**", "**The run before it**"),
 ]
 """The runs whose summary the operations docs quote, and where each paragraph is."""
