@@ -61,6 +61,42 @@ def peak_rss_mb() -> float:
     return peak if peak is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def malloc_mb() -> dict[str, float]:
+    """glibc's heap (``mallinfo2``): bytes handed out (``in_use``) and kept free, in MB.
+
+    Empty where the C library has no ``mallinfo2`` (not glibc, or glibc before 2.33).
+    """
+    import ctypes
+
+    class _Mallinfo2(ctypes.Structure):
+        _fields_ = [  # noqa: RUF012 - ctypes' own layout
+            (name, ctypes.c_size_t)
+            for name in (
+                "arena",
+                "ordblks",
+                "smblks",
+                "hblks",
+                "hblkhd",
+                "usmblks",
+                "fsmblks",
+                "uordblks",
+                "fordblks",
+                "keepcost",
+            )
+        ]
+
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallinfo2.restype = _Mallinfo2
+    except (OSError, AttributeError):
+        return {}
+    info = libc.mallinfo2()
+    return {
+        "malloc_in_use_mb": (info.uordblks + info.hblkhd) / 2**20,
+        "malloc_free_mb": info.fordblks / 2**20,
+    }
+
+
 def run_child(script: str, args: Sequence[str], *, name: str) -> dict[str, float]:
     """Run ``script`` with ``args`` in a fresh interpreter; its last stdout line is JSON.
 

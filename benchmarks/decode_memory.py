@@ -70,7 +70,7 @@ from pathlib import Path
 from typing import Any
 
 from _decode_shapes import shape  # noqa: E402
-from _harness import COMPRESSIONS, broker  # noqa: E402
+from _harness import COMPRESSIONS, broker, malloc_mb  # noqa: E402
 
 VARIANTS = (
     "imports-naive",
@@ -96,39 +96,6 @@ def _status_mb(field: str) -> float:
     return 0.0
 
 
-def _mallinfo_mb() -> dict[str, float]:
-    """glibc's heap: bytes handed out (``in_use``) and kept free (``free``), in MB."""
-    import ctypes
-
-    class _Mallinfo2(ctypes.Structure):
-        _fields_ = [  # noqa: RUF012 - ctypes' own layout
-            (name, ctypes.c_size_t)
-            for name in (
-                "arena",
-                "ordblks",
-                "smblks",
-                "hblks",
-                "hblkhd",
-                "usmblks",
-                "fsmblks",
-                "uordblks",
-                "fordblks",
-                "keepcost",
-            )
-        ]
-
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallinfo2.restype = _Mallinfo2
-    except (OSError, AttributeError):
-        return {}
-    info = libc.mallinfo2()
-    return {
-        "malloc_in_use_mb": (info.uordblks + info.hblkhd) / 2**20,
-        "malloc_free_mb": info.fordblks / 2**20,
-    }
-
-
 class Sampler(threading.Thread):
     """RSS and the Arrow pool every 20 ms; the pool's bytes at the RSS peak."""
 
@@ -150,7 +117,7 @@ class Sampler(threading.Thread):
         rss = _status_mb("VmRSS")
         arrow = pa.total_allocated_bytes() / 2**20
         self.arrow_peak = max(self.arrow_peak, arrow)
-        malloc = _mallinfo_mb()
+        malloc = malloc_mb()
         self.malloc_in_use_peak = max(self.malloc_in_use_peak, malloc.get("malloc_in_use_mb", 0))
         if self.series is not None:
             self.series.append(
@@ -294,7 +261,7 @@ def run_variant(args: argparse.Namespace) -> dict[str, Any]:
         cpu_us_per_record=cpu / args.expected * 1e6,
         malloc_in_use_peak_mb=sampler.malloc_in_use_peak,
         **{k.replace("_mb", "_at_peak_mb"): v for k, v in sampler.malloc_at_peak.items()},
-        **_mallinfo_mb(),
+        **malloc_mb(),
         end_rss_mb=_status_mb("VmRSS"),
     )
     if sampler.series is not None:

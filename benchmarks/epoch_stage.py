@@ -21,38 +21,28 @@ first:
 
 from __future__ import annotations
 
+import sys as _sys
+from pathlib import Path as _Path
+
+_sys.path.insert(0, str(_Path(__file__).parent))
+
 import argparse
-import ctypes
 import json
-import resource
-import subprocess
 import sys
 import time
 from typing import Any
 
+from _harness import malloc_mb, peak_rss_mb, rss_mb, run_child  # noqa: E402
+
 SIDES = ("as given", "coalesced")
 
 
-class _MallInfo2(ctypes.Structure):
-    _fields_ = [  # noqa: RUF012 - ctypes' layout
-        (name, ctypes.c_size_t)
-        for name in (
-            "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost"
-        ).split()
-    ]
-
-
-def _malloc_used() -> int:
-    """Bytes ``malloc`` has handed out and not taken back (glibc's ``mallinfo2``)."""
-    libc = ctypes.CDLL("libc.so.6")
-    libc.mallinfo2.restype = _MallInfo2
-    info = libc.mallinfo2()
-    return int(info.uordblks + info.hblkhd)
-
-
-def _rss_mb() -> float:
-    with open("/proc/self/statm", encoding="ascii") as statm:
-        return int(statm.read().split()[1]) * 4096 / 2**20
+def _malloc_used() -> float:
+    """MB ``malloc`` has handed out and not taken back; a refusal where unknown."""
+    used = malloc_mb().get("malloc_in_use_mb")
+    if used is None:
+        raise SystemExit("epoch_stage: needs glibc's mallinfo2 (glibc 2.33 or later)")
+    return used
 
 
 def child(side: str, rows: int, batches: int, epochs: int) -> dict[str, Any]:
@@ -72,7 +62,7 @@ def child(side: str, rows: int, batches: int, epochs: int) -> dict[str, Any]:
     query = SqlSession(None, threads=1).prepare("given", "SELECT * FROM given WHERE c0 >= 0")
     for _ in range(20):  # DuckDB's own warm-up, outside what is measured
         query.run(given)
-    held, pool, staged_rows = 0, 0, 0
+    held, pool, staged_rows = 0.0, 0, 0
     start = time.process_time()
     for _ in range(epochs):
         stage = _staging.EpochStage()
@@ -86,12 +76,11 @@ def child(side: str, rows: int, batches: int, epochs: int) -> dict[str, Any]:
         staged_rows += written.num_rows
         del written  # the results go at the handover, as the data-file write lets them
     cpu = time.process_time() - start
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {
-        "held_mb": held / 2**20,
+        "held_mb": held,
         "arrow_pool_mb": pool / 2**20,
-        "rss_peak_mb": peak,
-        "rss_end_mb": _rss_mb(),
+        "rss_peak_mb": peak_rss_mb(),
+        "rss_end_mb": rss_mb(),
         "cpu_us_per_batch": cpu / (epochs * batches) * 1e6,
         "rows": staged_rows,
     }
@@ -118,9 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     for pair in range(args.pairs):
         order = SIDES if pair % 2 == 0 else SIDES[::-1]
         for side in order:
-            cmd = [sys.executable, __file__, "--child", side, "--rows", str(args.rows)]
-            cmd += ["--batches", str(args.batches), "--epochs", str(args.epochs)]
-            out = json.loads(subprocess.run(cmd, check=True, capture_output=True).stdout)
+            child_args = ["--child", side, "--rows", str(args.rows)]
+            child_args += ["--batches", str(args.batches), "--epochs", str(args.epochs)]
+            out = run_child(__file__, child_args, name=side)
             if args.json:
                 print(json.dumps({"side": side, **out}))
                 continue
