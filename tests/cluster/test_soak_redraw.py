@@ -47,7 +47,8 @@ def test_redrawing_a_committed_run_gives_back_its_numbers(tmp_path: Path, run: s
 
 QUOTED = [
     # (run, the paragraph's opening words, the next paragraph's)
-    ("soak-coalesced-stage-4", "**The newest run**", "**The third run with the stage"),
+    ("soak-coalesced-stage-5", "**The newest run**", "**The fourth run with the stage"),
+    ("soak-coalesced-stage-4", "**The fourth run with the stage", "**The third run with the"),
     ("soak-coalesced-stage-3", "**The third run with the stage", "**The second run with the"),
     ("soak-coalesced-stage-2", "**The second run with the stage", "**The first run with the"),
     ("soak-coalesced-stage", "**The first run with the stage", "**With 256 KiB fetches"),
